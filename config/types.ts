@@ -1,0 +1,120 @@
+import type { LayerKind, TransportKind } from '../mcp/types.js';
+
+/**
+ * References the worker resolves into server entries. Only references cross into history
+ * (DESIGN 9.3): paths and specs, never a value read from the environment.
+ */
+export interface ConfigRefs {
+  /** Absolute path of the turn's workspace; the default cwd of stdio servers. */
+  workspace: string;
+  /** Absolute paths given with `--mcp-config`, in order. */
+  mcpConfigFiles: string[];
+  /** `--mcp 'name:command args...'` specs, in order. */
+  inlineSpecs: string[];
+  /** Absolute paths of plugin folders (each may hold `.mcp.json` and `plugin.json`), in order. */
+  plugins?: string[];
+  /** Overrides the config dir derived from the environment (DMCP_CONFIG_DIR / XDG_CONFIG_HOME / HOME). */
+  configDir?: string;
+}
+
+/** A server entry after layering and validation. Holds variable *names*, never secret values. */
+export interface ServerEntry {
+  name: string;
+  layer: LayerKind;
+  /** File path (with line) or `--mcp #N`. */
+  source: string;
+  trusted: boolean;
+  type: TransportKind;
+  command?: string;
+  args: string[];
+  env: Record<string, string>;
+  /** SERVER_VAR -> WORKER_VAR, resolved on the worker when the process starts. */
+  envFrom: Record<string, string>;
+  /** Absolute working directory. */
+  cwd?: string;
+  url?: string;
+  headers: Record<string, string>;
+  bearerTokenEnv?: string;
+  tools?: string[];
+  startTimeoutMs?: number;
+  toolTimeoutMs?: number;
+  enabled: boolean;
+}
+
+/** An entry that was refused: it shows up as a failed server in the status. */
+export interface RefusedEntry {
+  name: string;
+  layer: LayerKind;
+  source: string;
+  transport: TransportKind;
+  reason: string;
+  /** 1-based line of the offending field (or of the entry), when the entry came from a file. */
+  line?: number;
+  /** The offending field, as a path such as `headers.Authorization` or `args[2]`. */
+  field?: string;
+}
+
+/** Loader result; `servers` and `refused` are disjoint by name. */
+export interface LoadedConfig {
+  /** DMCP_MCP=false. */
+  off: boolean;
+  servers: ServerEntry[];
+  refused: RefusedEntry[];
+  /** Layer-level warnings (a skipped file, an override refused). */
+  warnings: string[];
+  /** Content hash of the resolved entries; a change restarts the session's servers (DESIGN 6.2). */
+  hash: string;
+}
+
+/** A fatal configuration error (explicit files and inline specs): names file, line and field. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+  constructor(
+    message: string,
+    readonly file?: string,
+    readonly line?: number,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Whether a layer is trusted (DESIGN 5.3): the agent cannot write trusted layers. */
+export function isTrustedLayer(kind: LayerKind): boolean {
+  return kind === 'configDir' || kind === 'explicit' || kind === 'inline';
+}
+
+/** Outcome of one `$(command)` expression, run by the loader before the (pure) parse. */
+export type CommandOutcome = { ok: true; stdout: string } | { ok: false; error: string };
+
+/** What the pure parser needs to know about the file it is parsing. */
+export interface LayerInfo {
+  kind: LayerKind;
+  /** Path shown in messages and `source` (the file as the user would find it). */
+  file: string;
+  /** Absolute workspace: relative `cwd` values resolve against it, and it is the default cwd. */
+  workspace: string;
+  /** Plugin layers only: the plugin's name (for `plugin_<plugin>_<server>`) and folder (`${PLUGIN_ROOT}`). */
+  plugin?: { name: string; root: string };
+  /** Plugin manifests (`plugin.json`) carry other top-level fields, and `mcpServers` is optional there. */
+  manifest?: boolean;
+  /** Outputs of `$(command)` expressions keyed by command text; only consulted in trusted layers. */
+  commands?: ReadonlyMap<string, CommandOutcome>;
+}
+
+/** A problem with a whole file (unreadable, malformed, wrong shape): the layer is skipped, or fatal. */
+export interface LayerProblem {
+  message: string;
+  file: string;
+  line?: number;
+  field?: string;
+}
+
+/** Result of parsing one file: never throws; problems come back as data. */
+export interface ParseResult {
+  servers: ServerEntry[];
+  refused: RefusedEntry[];
+  warnings: string[];
+  /** Set when the whole file is unusable; `servers` and `refused` are then empty. */
+  error?: LayerProblem;
+}
