@@ -1,0 +1,78 @@
+/**
+ * Types shared by the pool, the activities, the workflow and the client. Everything here crosses
+ * into workflow history, so nothing here may ever hold a secret, a header value or an env value.
+ */
+
+export type TransportKind = 'stdio' | 'http' | 'sse';
+
+/** Where a server entry came from (DESIGN 5.3). */
+export type LayerKind = 'configDir' | 'workspace' | 'plugin' | 'explicit' | 'inline';
+
+export type ServerState = 'ready' | 'degraded' | 'failed' | 'disabled' | 'off';
+
+/** One configured server as the turn saw it (DESIGN 6.5). */
+export interface ServerStatus {
+  name: string;
+  layer: LayerKind;
+  /** File path or `--mcp #N`; never a value from the environment. */
+  source: string;
+  transport: TransportKind;
+  state: ServerState;
+  /** Public tool names (`mcp__<server>__<tool>`). */
+  tools: string[];
+  /** Why the server failed: the cause, e.g. the end of its stderr, an HTTP status, a timeout. */
+  error?: string;
+  warnings: string[];
+  /** Process ID of a stdio server, so operators (and tests) can see reuse across turns. */
+  pid?: number;
+}
+
+export interface TurnStatus {
+  /** `off` when DMCP_MCP=false. */
+  mcp: 'on' | 'off';
+  servers: ServerStatus[];
+  /** Warnings that belong to no single server (a skipped config layer, for example). */
+  warnings: string[];
+  /** ISO time the status was produced on the worker. */
+  reportedAt: string;
+}
+
+/** MCP tool annotations that drive the retry policy (DESIGN 8.4). */
+export interface ToolAnnotations {
+  readOnlyHint?: boolean;
+  idempotentHint?: boolean;
+  destructiveHint?: boolean;
+  openWorldHint?: boolean;
+  title?: string;
+}
+
+/** One tool as frozen for a turn. */
+export interface ToolInfo {
+  /** Public name given to the model. */
+  name: string;
+  server: string;
+  /** The tool's own name on its server. */
+  tool: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  annotations?: ToolAnnotations;
+}
+
+/** An MCP content block as recorded in history (the SDK's shapes, kept as data). */
+export type ContentBlock = { type: string; [key: string]: unknown };
+
+/** What a call produced, as recorded in history (DESIGN 8.5). */
+export interface CallOutcome {
+  /** `ok`: the tool ran. `error`: bad request or transport failure; see `errorKind`. */
+  status: 'ok' | 'error';
+  content: ContentBlock[];
+  /** The tool itself said it failed (MCP `isError`); a normal outcome. */
+  isError: boolean;
+  structuredContent?: Record<string, unknown>;
+  errorKind?: 'bad_request' | 'transport' | 'unknown_result' | 'timeout' | 'cancelled';
+  /** Message for the model when `status` is `error`. */
+  errorMessage?: string;
+  startedAt: string;
+  durationMs: number;
+  attempts: number;
+}
