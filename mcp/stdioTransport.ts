@@ -1,0 +1,129 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+
+/** Options for {@link ProcessGroupStdioTransport}. */
+export interface StdioLaunch {
+  command: string;
+  args: string[];
+  /** The complete environment of the server (already stripped of secrets). */
+  env: Record<string, string>;
+  cwd?: string;
+  /** Called with each chunk the server writes to stderr; never mixed into protocol output. */
+  onStderr?: (chunk: string) => void;
+  /** Called with each stdout line that is not a JSON-RPC message (the server is broken or chatty). */
+  onJunk?: (line: string) => void;
+  /** Grace period between SIGTERM and SIGKILL of the process group. */
+  killGraceMs?: number;
+}
+
+/**
+ * A stdio client transport that starts the server in its own process group, so stopping it also
+ * stops whatever it spawned (`npx` wrappers, shells, grandchildren). The MCP SDK's transport
+ * signals only the direct child.
+ */
+export class ProcessGroupStdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  private child?: ChildProcess;
+  private readonly buffer = new ReadBuffer();
+  private exited?: Promise<void>;
+  private closed = false;
+  exitCode: number | null = null;
+  exitSignal: NodeJS.Signals | null = null;
+
+  constructor(private readonly launch: StdioLaunch) {}
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  start(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(this.launch.command, this.launch.args, {
+        env: this.launch.env,
+        cwd: this.launch.cwd,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: true,
+        shell: false,
+        windowsHide: true,
+      });
+      this.child = child;
+      this.exited = new Promise((done) => {
+        child.once('close', (code, signal) => {
+          this.exitCode = code;
+          this.exitSignal = signal;
+          this.closed = true;
+          done();
+          this.onclose?.();
+        });
+      });
+      child.once('error', (err) => {
+        reject(err);
+        this.onerror?.(err);
+      });
+      child.once('spawn', () => resolve());
+      child.stdin?.on('error', (err) => this.onerror?.(err));
+      child.stdout?.on('data', (chunk: Buffer) => this.readStdout(chunk));
+      child.stderr?.setEncoding('utf8');
+      child.stderr?.on('data', (chunk: string) => this.launch.onStderr?.(chunk));
+    });
+  }
+
+  private readStdout(chunk: Buffer): void {
+    this.buffer.append(chunk);
+    for (;;) {
+      let message: JSONRPCMessage | null;
+      try {
+        message = this.buffer.readMessage();
+      } catch (err) {
+        // ReadBuffer drops the offending line; report it instead of silently losing it.
+        this.launch.onJunk?.((err as Error).message);
+        this.onerror?.(err as Error);
+        continue;
+      }
+      if (message === null) return;
+      this.onmessage?.(message);
+    }
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const stdin = this.child?.stdin;
+      if (!stdin || this.closed) {
+        reject(new Error('server process is not running'));
+        return;
+      }
+      if (stdin.write(serializeMessage(message))) resolve();
+      else stdin.once('drain', resolve);
+    });
+  }
+
+  /** Ends stdin, then SIGTERM to the process group, then SIGKILL after the grace period. */
+  async close(): Promise<void> {
+    const child = this.child;
+    if (!child || child.pid === undefined || this.closed) return;
+    const grace = this.launch.killGraceMs ?? 2000;
+    child.stdin?.end();
+    signalGroup(child.pid, 'SIGTERM');
+    const exited = this.exited ?? Promise.resolve();
+    const timer = (ms: number) => new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), ms).unref());
+    if ((await Promise.race([exited.then(() => 'exited' as const), timer(grace)])) === 'timeout') {
+      signalGroup(child.pid, 'SIGKILL');
+      await Promise.race([exited, timer(grace)]);
+    }
+    // The leader may exit on SIGTERM while a child that ignores it lives on: finish the group.
+    signalGroup(child.pid, 'SIGKILL');
+  }
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: the group is already gone.
+  }
+}
