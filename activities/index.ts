@@ -1,0 +1,102 @@
+import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from 'pino';
+import { ConfigError, type LoadedConfig } from '../config/types.js';
+import type { ConfigRefs } from '../config/types.js';
+import { ServerUnavailableError } from '../mcp/managedServer.js';
+import type { ServerPool } from '../mcp/pool.js';
+import { renderServersParagraph } from '../mcp/serversParagraph.js';
+import type { CallOutcome, ContentBlock } from '../mcp/types.js';
+import {
+  FailureType,
+  type CallToolInput,
+  type ListToolsInput,
+  type ReconcileInput,
+  type ReconcileResult,
+  type ToolInfo,
+} from './types.js';
+
+/** What the activities need; tests pass real or fake parts explicitly. */
+export interface ActivityDeps {
+  pool: ServerPool;
+  /** This worker's unique task queue (DESIGN 2.1). */
+  workerQueue: string;
+  /** Resolves config references into entries (DESIGN 5); runs on the worker. */
+  loadConfig: (refs: ConfigRefs) => Promise<LoadedConfig>;
+  logger: Logger;
+  /** Removes secret values from messages that go into history. */
+  scrub: (text: string) => string;
+  /** How often a pending call heartbeats. */
+  heartbeatIntervalMs?: number;
+}
+
+export function createActivities(deps: ActivityDeps) {
+  const { pool, logger, scrub } = deps;
+
+  async function reconcileServers(input: ReconcileInput): Promise<ReconcileResult> {
+    let config: LoadedConfig;
+    try {
+      config = await deps.loadConfig(input.refs);
+    } catch (err) {
+      if (err instanceof ConfigError) {
+        throw ApplicationFailure.create({ type: FailureType.Config, message: scrub(err.message), nonRetryable: true });
+      }
+      throw err;
+    }
+    const status = await pool.reconcile(input.sessionId, config);
+    logger.info({ sessionId: input.sessionId, servers: status.servers.map((s) => `${s.name}:${s.state}`) }, 'servers reconciled');
+    return { workerQueue: deps.workerQueue, status, serversParagraph: renderServersParagraph(status) };
+  }
+
+  async function listTools(input: ListToolsInput): Promise<ToolInfo[]> {
+    return pool.tools(input.sessionId);
+  }
+
+  async function callTool(input: CallToolInput): Promise<CallOutcome> {
+    const ctx = Context.current();
+    const startedAt = new Date();
+    const beat = setInterval(() => ctx.heartbeat({ pending: true }), deps.heartbeatIntervalMs ?? 2000);
+    try {
+      const result = await pool.callTool(input.sessionId, input.server, input.tool, input.arguments, {
+        signal: ctx.cancellationSignal,
+        timeoutMs: input.requestTimeoutMs,
+        onProgress: (progress) => ctx.heartbeat({ progress }),
+      });
+      return {
+        status: 'ok',
+        content: (result.content ?? []) as ContentBlock[],
+        isError: result.isError === true,
+        ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
+        startedAt: startedAt.toISOString(),
+        durationMs: Date.now() - startedAt.getTime(),
+        attempts: ctx.info.attempt,
+      };
+    } catch (err) {
+      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
+      throw toFailure(err, input, scrub);
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  return { reconcileServers, listTools, callTool };
+}
+
+/** Maps an error of a call to the failure tier of DESIGN 8.3. */
+export function toFailure(err: unknown, input: Pick<CallToolInput, 'name' | 'server'>, scrub: (t: string) => string): ApplicationFailure {
+  const message = scrub(err instanceof Error ? err.message : String(err));
+  if (err instanceof ServerUnavailableError) {
+    return ApplicationFailure.create({ type: FailureType.ServerUnavailable, message, nonRetryable: true });
+  }
+  if (err instanceof McpError) {
+    if (err.code === ErrorCode.InvalidParams || err.code === ErrorCode.MethodNotFound || err.code === ErrorCode.InvalidRequest) {
+      return ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: ${message}`, nonRetryable: true });
+    }
+    if (err.code === ErrorCode.RequestTimeout) {
+      return ApplicationFailure.create({ type: FailureType.ToolTimeout, message: `${input.name}: ${message}` });
+    }
+  }
+  return ApplicationFailure.create({ type: FailureType.Transport, message: `${input.name} (server "${input.server}"): ${message}` });
+}
+
+export type Activities = ReturnType<typeof createActivities>;

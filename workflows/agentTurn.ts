@@ -1,0 +1,243 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  TimeoutFailure,
+  allHandlersFinished,
+  condition,
+  defineQuery,
+  defineUpdate,
+  proxyActivities,
+  setHandler,
+  upsertMemo,
+  workflowInfo,
+  type ActivityOptions,
+} from '@temporalio/workflow';
+import { TimeoutType } from '@temporalio/common';
+import type { Activities } from '../activities/index.js';
+import type { CallToolInput, ReconcileResult } from '../activities/types.js';
+import type {
+  CallOutcome,
+  CallRecord,
+  CallRequest,
+  ToolInfo,
+  TurnInput,
+  TurnProgress,
+  TurnResult,
+  TurnStart,
+} from './types.js';
+
+export const turnStartedUpdate = defineUpdate<TurnStart>('turnStarted');
+export const callToolUpdate = defineUpdate<CallOutcome, [CallRequest]>('callTool');
+export const endTurnUpdate = defineUpdate<void>('endTurn');
+export const statusQuery = defineQuery<TurnProgress>('status');
+
+const DEFAULTS = {
+  toolTimeoutMs: 60_000,
+  heartbeatTimeoutMs: 10_000,
+  scheduleToStartMs: 10_000,
+  idleMs: 30 * 60_000,
+};
+
+// Failure types named by the activities (activities/types.ts FailureType); duplicated as literals
+// because workflow code may import only types from there.
+const BAD_REQUEST = 'BadRequest';
+const SERVER_UNAVAILABLE = 'ServerUnavailable';
+const CONFIG_ERROR = 'ConfigError';
+
+/** One agent turn (DESIGN 2.2): reconcile, freeze the tool list, run the calls. */
+export async function agentTurn(input: TurnInput): Promise<TurnResult> {
+  const info = workflowInfo();
+  const sharedQueue = info.taskQueue;
+  const limits = { ...DEFAULTS, ...input.limits };
+  const calls: CallRecord[] = [];
+  let inFlight = 0;
+  let lastActivity = 0;
+  let ended: TurnResult['endedBy'] | undefined;
+  // eslint-disable-next-line prefer-const -- update handlers read it before it is set
+  let start: TurnStart | undefined;
+  let tools = new Map<string, ToolInfo>();
+  let lastReconcile: ReconcileResult | undefined;
+
+  const progress = (): TurnProgress => ({
+    phase: ended ? 'ended' : start ? 'ready' : 'starting',
+    workerQueue: start?.workerQueue,
+    status: start?.status,
+    callsDone: calls.length,
+    callsInFlight: inFlight,
+  });
+
+  setHandler(statusQuery, progress);
+  setHandler(turnStartedUpdate, async () => {
+    await condition(() => start !== undefined);
+    return start!;
+  });
+  setHandler(
+    callToolUpdate,
+    async (request) => {
+      await condition(() => start !== undefined);
+      lastActivity += 1;
+      return runCall(request);
+    },
+    {
+      validator: (request) => {
+        if (ended) throw new Error('the turn has ended');
+        if (!request || typeof request.id !== 'string' || typeof request.name !== 'string') {
+          throw new Error('callTool needs { id: string, name: string, arguments?: object }');
+        }
+      },
+    },
+  );
+  setHandler(endTurnUpdate, () => {
+    ended ??= 'endTurn';
+  });
+
+  let workerQueue = await reconcile(input.preferredWorkerQueue);
+  const frozen = await pinned(workerQueue).listTools({ sessionId: input.sessionId });
+  tools = new Map(frozen.map((t) => [t.name, t]));
+  // The next turn of the session reads this to prefer the worker that holds its servers.
+  upsertMemo({ workerQueue });
+  start = {
+    turnId: info.workflowId,
+    workerQueue,
+    status: lastReconcile!.status,
+    tools: frozen,
+    serversParagraph: lastReconcile!.serversParagraph,
+  };
+
+  if (input.batch) {
+    for (const group of input.batch) {
+      await Promise.all(group.map((request) => runCall(request)));
+    }
+    ended = 'batch';
+  } else {
+    while (!ended) {
+      const seen = lastActivity;
+      const woke = await condition(() => ended !== undefined || lastActivity !== seen || inFlight > 0, limits.idleMs);
+      if (!woke) ended = 'idle';
+      else if (inFlight > 0) await condition(() => inFlight === 0 || ended !== undefined);
+    }
+  }
+  await condition(allHandlersFinished);
+  return { turnId: info.workflowId, sessionId: input.sessionId, workerQueue, endedBy: ended, calls };
+
+  // --- helpers (closures over the turn's state) ---
+
+  async function reconcile(preferred?: string): Promise<string> {
+    const input2 = { sessionId: input.sessionId, refs: input.refs };
+    if (preferred) {
+      try {
+        lastReconcile = await activitiesOn(preferred, { scheduleToStartTimeout: '5s' }).reconcileServers(input2);
+        return lastReconcile.workerQueue;
+      } catch (err) {
+        if (!isScheduleToStartTimeout(err)) throw err;
+      }
+    }
+    lastReconcile = await activitiesOn(sharedQueue, {}).reconcileServers(input2);
+    return lastReconcile.workerQueue;
+  }
+
+  async function runCall(request: CallRequest): Promise<CallOutcome> {
+    inFlight += 1;
+    const args = request.arguments ?? {};
+    try {
+      const outcome = await executeCall(request, args);
+      calls.push({ id: request.id, name: request.name, arguments: args, outcome });
+      return outcome;
+    } finally {
+      inFlight -= 1;
+      lastActivity += 1;
+    }
+  }
+
+  async function executeCall(request: CallRequest, args: Record<string, unknown>): Promise<CallOutcome> {
+    const tool = tools.get(request.name);
+    if (!tool) {
+      return errorOutcome('bad_request', `unknown tool "${request.name}": it is not in this turn's tool list`);
+    }
+    const safeToRetry = tool.annotations?.readOnlyHint === true || tool.annotations?.idempotentHint === true;
+    const callInput: CallToolInput = {
+      sessionId: input.sessionId,
+      callId: request.id,
+      name: tool.name,
+      server: tool.server,
+      tool: tool.tool,
+      arguments: args,
+      annotations: tool.annotations,
+      requestTimeoutMs: Math.max(1000, limits.toolTimeoutMs - 1000),
+    };
+    for (let failover = 0; ; failover += 1) {
+      try {
+        const outcome = await callActivity(workerQueue, tool.name, safeToRetry).callTool(callInput);
+        return outcome;
+      } catch (err) {
+        // The pinned worker never picked the call up: it is gone, and the call never started.
+        if (isScheduleToStartTimeout(err) && failover === 0) {
+          workerQueue = await reconcile();
+          continue;
+        }
+        return failureOutcome(err, safeToRetry);
+      }
+    }
+  }
+
+  function callActivity(queue: string, summary: string, safeToRetry: boolean) {
+    const options: ActivityOptions = {
+      taskQueue: queue,
+      summary,
+      startToCloseTimeout: limits.toolTimeoutMs,
+      heartbeatTimeout: limits.heartbeatTimeoutMs,
+      scheduleToStartTimeout: limits.scheduleToStartMs,
+      retry: {
+        // Never run a side-effecting call twice behind the model's back (DESIGN 8.4).
+        maximumAttempts: safeToRetry ? 3 : 1,
+        initialInterval: '1s',
+        backoffCoefficient: 2,
+        nonRetryableErrorTypes: [BAD_REQUEST, SERVER_UNAVAILABLE],
+      },
+    };
+    return proxyActivities<Activities>(options);
+  }
+
+  function pinned(queue: string) {
+    return activitiesOn(queue, { scheduleToStartTimeout: limits.scheduleToStartMs });
+  }
+
+  function activitiesOn(queue: string, extra: ActivityOptions | Record<string, never>) {
+    return proxyActivities<Activities>({
+      taskQueue: queue,
+      startToCloseTimeout: '2m',
+      retry: { maximumAttempts: 3, initialInterval: '1s', nonRetryableErrorTypes: [CONFIG_ERROR] },
+      ...extra,
+    });
+  }
+}
+
+function isScheduleToStartTimeout(err: unknown): boolean {
+  return (
+    err instanceof ActivityFailure &&
+    err.cause instanceof TimeoutFailure &&
+    err.cause.timeoutType === TimeoutType.SCHEDULE_TO_START
+  );
+}
+
+function errorOutcome(kind: NonNullable<CallOutcome['errorKind']>, message: string, durationMs = 0, attempts = 0): CallOutcome {
+  return { status: 'error', content: [], isError: true, errorKind: kind, errorMessage: message, startedAt: '', durationMs, attempts };
+}
+
+/** Turns a failed call into what the model reads (DESIGN 8.3, 8.4). */
+function failureOutcome(err: unknown, safeToRetry: boolean): CallOutcome {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const message = cause instanceof Error ? cause.message : String(cause);
+  if (cause instanceof ApplicationFailure) {
+    if (cause.type === BAD_REQUEST) return errorOutcome('bad_request', message);
+    if (cause.type === SERVER_UNAVAILABLE) return errorOutcome('transport', `${message} (the call did not run)`);
+  }
+  if (!safeToRetry) {
+    return errorOutcome(
+      'unknown_result',
+      `the result is unknown: ${message}. The call may have had an effect; check before repeating it.`,
+    );
+  }
+  if (cause instanceof TimeoutFailure) return errorOutcome('timeout', `the call timed out (${cause.timeoutType})`);
+  return errorOutcome('transport', message);
+}

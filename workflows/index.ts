@@ -1,0 +1,1 @@
+export { agentTurn, turnStartedUpdate, callToolUpdate, endTurnUpdate, statusQuery } from './agentTurn.js';

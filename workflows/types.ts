@@ -1,0 +1,67 @@
+import type { ConfigRefs } from '../config/types.js';
+import type { CallOutcome, ToolInfo, TurnStatus } from '../mcp/types.js';
+
+export type { CallOutcome, ToolInfo, TurnStatus, ConfigRefs };
+
+/** One tool call as the model asked for it. `id` is the model's tool-call ID. */
+export interface CallRequest {
+  id: string;
+  /** Public tool name (`mcp__<server>__<tool>`). */
+  name: string;
+  arguments?: Record<string, unknown>;
+}
+
+/** Timeouts and limits of a turn; every field has a default (DESIGN 8.1, 12). */
+export interface TurnLimits {
+  /** Start-to-close of a call when the server sets no `toolTimeout` (default 60 s). */
+  toolTimeoutMs?: number;
+  /** Heartbeat timeout of a call: how fast a lost worker is noticed (default 10 s). */
+  heartbeatTimeoutMs?: number;
+  /** Schedule-to-start on the pinned worker queue before failing over (default 10 s). */
+  scheduleToStartMs?: number;
+  /** DMCP_TURN_IDLE: an interactive turn with no call for this long ends itself (default 30 min). */
+  idleMs?: number;
+}
+
+export interface TurnInput {
+  sessionId: string;
+  refs: ConfigRefs;
+  /** Batch mode: groups run in order, the calls of a group in parallel. Absent: interactive. */
+  batch?: CallRequest[][];
+  /** The worker queue of the session's previous turn, tried first (DESIGN 2.1). */
+  preferredWorkerQueue?: string;
+  limits?: TurnLimits;
+}
+
+/** What the caller gets when a turn has started (update-with-start). */
+export interface TurnStart {
+  turnId: string;
+  workerQueue: string;
+  status: TurnStatus;
+  tools: ToolInfo[];
+  serversParagraph: string;
+}
+
+export interface CallRecord {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+  outcome: CallOutcome;
+}
+
+export interface TurnResult {
+  turnId: string;
+  sessionId: string;
+  workerQueue: string;
+  endedBy: 'batch' | 'endTurn' | 'idle';
+  calls: CallRecord[];
+}
+
+/** What the `status` query returns while a turn runs. */
+export interface TurnProgress {
+  phase: 'starting' | 'ready' | 'ended';
+  workerQueue?: string;
+  status?: TurnStatus;
+  callsDone: number;
+  callsInFlight: number;
+}
