@@ -1,0 +1,251 @@
+#!/usr/bin/env node
+import { randomBytes } from 'node:crypto';
+import { Command, CommanderError } from 'commander';
+import { loadConfig } from '../config/load.js';
+import { ConfigError } from '../config/types.js';
+import { outcomeText, renderTranscript } from '../client/transcript.js';
+import { startDevServer } from '../dev/devServer.js';
+import { temporalCliVersion } from '../dev/temporalCli.js';
+import { createLogger } from '../worker/logger.js';
+import { sharedTaskQueue } from '../worker/settings.js';
+import { NativeConnection, startWorker } from '../worker/index.js';
+import type { CallRequest } from '../workflows/types.js';
+import { connect, dataDir, devDbFile, installRuntimeLogger, removeDevState, runningDev, writeDevState } from './embedded.js';
+
+/** A refusal of the command line itself: one line on stderr, exit code 2. */
+class UsageError extends Error {}
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+const progress = (message: string) => {
+  if (process.stderr.isTTY) process.stderr.write(`${message}\n`);
+};
+
+/** `--call 'TOOL JSON'`: the tool's public name, then its arguments as a JSON object. */
+export function parseCallSpec(spec: string, index: number): CallRequest {
+  const trimmed = spec.trim();
+  const space = trimmed.search(/\s/);
+  const name = space < 0 ? trimmed : trimmed.slice(0, space);
+  const json = space < 0 ? '' : trimmed.slice(space + 1).trim();
+  if (!name) throw new UsageError(`--call #${index + 1}: expected 'TOOL JSON', got an empty value`);
+  let args: unknown = {};
+  if (json) {
+    try {
+      args = JSON.parse(json);
+    } catch (err) {
+      throw new UsageError(`--call #${index + 1} (${name}): arguments are not valid JSON: ${(err as Error).message}`);
+    }
+  }
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+    throw new UsageError(`--call #${index + 1} (${name}): arguments must be a JSON object, got ${JSON.stringify(args)}`);
+  }
+  return { id: `call-${index + 1}`, name, arguments: args as Record<string, unknown> };
+}
+
+function cliLogger(level?: string) {
+  return createLogger({ level: process.env.DMCP_LOG_LEVEL ?? level ?? 'info' });
+}
+
+async function devCommand(): Promise<void> {
+  const env = process.env;
+  const logger = cliLogger();
+  installRuntimeLogger(logger);
+  if (env.TEMPORAL_ADDRESS) throw new UsageError('dev starts its own Temporal server: unset TEMPORAL_ADDRESS, or run `durable-mcp worker` against your cluster');
+  const existing = await runningDev(env);
+  if (existing) throw new UsageError(`durable-mcp dev is already running (pid ${existing.pid}, ${existing.address}, UI ${existing.uiAddress ?? 'off'})`);
+  const port = Number(env.DMCP_DEV_PORT || 7233);
+  const uiPort = Number(env.DMCP_DEV_UI_PORT || 8233);
+  progress('starting the Temporal dev server...');
+  const server = await startDevServer({ dbFile: devDbFile(env), port, uiPort, env });
+  const taskQueue = sharedTaskQueue(env);
+  const connection = await NativeConnection.connect({ address: server.address });
+  const worker = await startWorker({ connection, logger, env, taskQueue });
+  await writeDevState({ address: server.address, namespace: server.namespace, uiAddress: server.uiAddress, pid: process.pid, serverPid: server.pid, taskQueue }, env);
+  const version = await temporalCliVersion(server.binary).catch(() => 'unknown version');
+  process.stdout.write(
+    [
+      'durable-mcp dev is running.',
+      `  Temporal UI:      ${server.uiAddress}`,
+      `  Temporal server:  ${server.address} (namespace ${server.namespace}; ${version})`,
+      `  Task queue:       ${taskQueue} (worker queue ${worker.workerQueue})`,
+      `  Data:             ${dataDir(env)}`,
+      'Run turns from another shell, e.g.:',
+      `  npx durable-mcp run --mcp 'everything:npx mcp-server-everything' --call 'mcp__everything__echo {"message":"hi"}'`,
+      'Press Ctrl-C to stop.',
+      '',
+    ].join('\n'),
+  );
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping');
+    await removeDevState(env);
+    await worker.shutdown();
+    await connection.close();
+    await server.stop();
+    process.exit(0);
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => void stop(signal));
+  await worker.done;
+}
+
+async function workerCommand(): Promise<void> {
+  const env = process.env;
+  const logger = cliLogger();
+  installRuntimeLogger(logger);
+  const dev = env.TEMPORAL_ADDRESS ? undefined : await runningDev(env);
+  const address = env.TEMPORAL_ADDRESS || dev?.address;
+  if (!address) throw new UsageError('no Temporal server: set TEMPORAL_ADDRESS, or start `durable-mcp dev` first');
+  const connection = await NativeConnection.connect({ address });
+  const worker = await startWorker({ connection, logger, env, namespace: env.TEMPORAL_NAMESPACE || dev?.namespace });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void worker.shutdown());
+  await worker.done;
+  await connection.close();
+}
+
+interface RunOptions {
+  session?: string;
+  workspace: string;
+  mcpConfig: string[];
+  mcp: string[];
+  call: string[];
+  parallel?: boolean;
+  json?: boolean;
+}
+
+async function runCommand(opts: RunOptions): Promise<number> {
+  const calls = opts.call.map(parseCallSpec);
+  if (calls.length === 0) throw new UsageError("run needs at least one --call 'TOOL JSON'");
+  // Explicit files and inline specs are fatal layers: refuse them here, before anything starts.
+  try {
+    await loadConfig({ workspace: opts.workspace, mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp }, { ...process.env, DMCP_NO_USER_CONFIG: '1', DMCP_WORKSPACE_MCP: 'false' });
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+  const sessionId = opts.session ?? `run-${Date.now()}-${randomBytes(3).toString('hex')}`;
+  const logger = cliLogger('warn');
+  const session = await connect({ logger, withWorker: true, progress });
+  try {
+    const result = await session.client.runBatch({
+      sessionId,
+      workspace: opts.workspace,
+      servers: { mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp },
+      calls: opts.parallel ? [calls] : calls.map((c) => [c]),
+    });
+    const failed = result.calls.filter((c) => c.outcome.status === 'error' || c.outcome.isError);
+    if (opts.json) {
+      process.stdout.write(`${JSON.stringify({ turnId: result.turnId, sessionId, endedBy: result.endedBy, calls: result.calls }, null, 2)}\n`);
+    } else {
+      for (const call of result.calls) process.stdout.write(`${call.name}: ${outcomeText(call.outcome)}\n`);
+      process.stderr.write(`turn ${result.turnId} (see it again: durable-mcp transcript ${result.turnId})\n`);
+    }
+    const unknown = failed.filter((c) => c.outcome.errorKind === 'bad_request' && /unknown tool/.test(c.outcome.errorMessage ?? ''));
+    if (unknown.length > 0) {
+      const status = await session.client.transcript(result.turnId);
+      const available = status.tools.map((t) => t.name).join(', ') || 'none';
+      for (const c of unknown) process.stderr.write(`error: unknown tool "${c.name}" (available: ${available})\n`);
+      for (const s of status.status?.servers ?? []) if (s.error) process.stderr.write(`error: server "${s.name}" failed: ${s.error}\n`);
+    }
+    return failed.length > 0 ? 1 : 0;
+  } finally {
+    await session.close();
+  }
+}
+
+async function transcriptCommand(turnId: string, opts: { json?: boolean }): Promise<number> {
+  const session = await connect({ logger: cliLogger('warn'), withWorker: false, progress });
+  try {
+    const t = await session.client.transcript(turnId);
+    process.stdout.write(opts.json ? `${JSON.stringify(t, null, 2)}\n` : `${renderTranscript(t)}\n`);
+    return 0;
+  } catch (err) {
+    if ((err as Error).name === 'WorkflowNotFoundError' || /not found/i.test((err as Error).message)) {
+      throw new UsageError(`no turn "${turnId}" on ${session.address}`);
+    }
+    throw err;
+  } finally {
+    await session.close();
+  }
+}
+
+async function statusCommand(sessionId: string, opts: { json?: boolean }): Promise<number> {
+  const session = await connect({ logger: cliLogger('warn'), withWorker: false, progress });
+  try {
+    const latest = await session.client.getStatus(sessionId);
+    if (!latest) throw new UsageError(`no turns for session "${sessionId}"`);
+    if (opts.json) process.stdout.write(`${JSON.stringify(latest, null, 2)}\n`);
+    else {
+      process.stdout.write(`session ${sessionId}, latest turn ${latest.turnId}, reported ${latest.status?.reportedAt ?? 'never'}\n`);
+      for (const s of latest.status?.servers ?? []) {
+        process.stdout.write(`  ${s.name} [${s.state}] ${s.transport}: ${s.tools.length} tools${s.error ? `; ${s.error}` : ''}\n`);
+      }
+    }
+    return 0;
+  } finally {
+    await session.close();
+  }
+}
+
+export function buildProgram(): Command {
+  const program = new Command('durable-mcp')
+    .description('Durable tool executor for AI agents: every MCP tool call is a Temporal activity.')
+    .showHelpAfterError('(run with --help for usage)')
+    .version('0.1.0')
+    .exitOverride();
+  program.command('dev').description('start the embedded Temporal dev server (with UI), a worker, and print the UI address').action(devCommand);
+  program.command('worker').description('run a worker against TEMPORAL_ADDRESS (or a running `dev`)').action(workerCommand);
+  program
+    .command('run')
+    .description('run one batch turn and print the outcome of each call')
+    .option('--session <id>', 'session ID (default: a new one)')
+    .option('--workspace <dir>', 'the turn workspace (default: current directory)', process.cwd())
+    .option('--mcp-config <file>', 'an mcp.json file (repeatable, in order)', collect, [])
+    .option('--mcp <spec>', "an inline server 'name:command arg1 arg2' (repeatable)", collect, [])
+    .option('--call <call>', "a call 'TOOL JSON', e.g. 'mcp__x__echo {\"text\":\"hi\"}' (repeatable)", collect, [])
+    .option('--parallel', 'run the calls in parallel (default: one after another)')
+    .option('--json', 'print one JSON object: { turnId, calls: [{ id, name, arguments, outcome }] }')
+    .action(async (opts: RunOptions) => {
+      process.exitCode = await runCommand(opts);
+    });
+  program
+    .command('transcript')
+    .description("render a turn from its history (status, tools, calls, outcomes)")
+    .argument('<turnId>', 'the turn, e.g. my-session/turn-1')
+    .option('--json', 'print the transcript as JSON')
+    .action(async (turnId: string, opts: { json?: boolean }) => {
+      process.exitCode = await transcriptCommand(turnId, opts);
+    });
+  program
+    .command('status')
+    .description("the latest server status of a session")
+    .argument('<sessionId>')
+    .option('--json', 'print the status as JSON')
+    .action(async (sessionId: string, opts: { json?: boolean }) => {
+      process.exitCode = await statusCommand(sessionId, opts);
+    });
+  return program;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version exit 0; usage mistakes exit 2 (commander already printed the message).
+      process.exitCode = err.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    if (err instanceof UsageError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    process.stderr.write(`error: ${(err as Error).message}\n`);
+    if (process.env.DMCP_DEBUG) process.stderr.write(`${(err as Error).stack}\n`);
+    process.exitCode = 1;
+  }
+}
+
+void main(process.argv);

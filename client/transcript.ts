@@ -1,0 +1,180 @@
+import { defaultPayloadConverter, type PayloadConverter } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+import type { CallToolInput, ReconcileResult } from '../activities/types.js';
+import type { CallOutcome, ToolInfo, TurnStatus } from '../mcp/types.js';
+import type { CallRequest, TurnInput, TurnResult } from '../workflows/types.js';
+
+type History = temporal.api.history.v1.IHistory;
+type Payloads = temporal.api.common.v1.IPayloads | null | undefined;
+
+/** One call as the history shows it. */
+export interface TranscriptCall {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+  /** The outcome the caller got (absent while the call is still running). */
+  outcome?: CallOutcome;
+  /** Each `callTool` activity attempt's failure, in order (a retried or failed call). */
+  failures: string[];
+  /** The activity's summary as the Temporal UI shows it. */
+  summary?: string;
+}
+
+/** A turn rendered from its history alone (DESIGN 10). */
+export interface Transcript {
+  turnId: string;
+  sessionId?: string;
+  workerQueue?: string;
+  status?: TurnStatus;
+  serversParagraph?: string;
+  tools: ToolInfo[];
+  calls: TranscriptCall[];
+  endedBy?: TurnResult['endedBy'];
+  /** Set when the workflow itself failed or is still running. */
+  state: 'running' | 'completed' | 'failed' | 'terminated' | 'timed out' | 'cancelled' | 'continued';
+  failure?: string;
+}
+
+function decode<T>(payloads: Payloads, converter: PayloadConverter, index = 0): T | undefined {
+  const p = payloads?.payloads?.[index];
+  return p ? converter.fromPayload<T>(p) : undefined;
+}
+
+function failureMessage(failure: temporal.api.failure.v1.IFailure | null | undefined): string {
+  const parts: string[] = [];
+  for (let f = failure; f; f = f.cause) {
+    if (f.message) parts.push(f.message);
+  }
+  return parts.join(': ') || 'unknown failure';
+}
+
+/** Builds a transcript from a turn's history events. Pure. */
+export function buildTranscript(turnId: string, history: History, converter: PayloadConverter = defaultPayloadConverter): Transcript {
+  const t: Transcript = { turnId, tools: [], calls: [], state: 'running' };
+  const scheduled = new Map<string, { type: string; callId?: string }>();
+  const calls = new Map<string, TranscriptCall>();
+  const callFor = (id: string, name = '', args: Record<string, unknown> = {}) => {
+    let call = calls.get(id);
+    if (!call) {
+      call = { id, name, arguments: args, failures: [] };
+      calls.set(id, call);
+    }
+    return call;
+  };
+
+  for (const e of history.events ?? []) {
+    const id = String(e.eventId);
+    if (e.workflowExecutionStartedEventAttributes) {
+      const input = decode<TurnInput>(e.workflowExecutionStartedEventAttributes.input, converter);
+      t.sessionId = input?.sessionId;
+      for (const request of (input?.batch ?? []).flat()) callFor(request.id, request.name, request.arguments ?? {});
+    } else if (e.activityTaskScheduledEventAttributes) {
+      const a = e.activityTaskScheduledEventAttributes;
+      const type = a.activityType?.name ?? '';
+      const entry: { type: string; callId?: string } = { type };
+      if (type === 'callTool') {
+        const input = decode<CallToolInput>(a.input, converter);
+        if (input) {
+          entry.callId = input.callId;
+          const call = callFor(input.callId, input.name, input.arguments);
+          const summary = e.userMetadata?.summary ? converter.fromPayload<string>(e.userMetadata.summary) : undefined;
+          if (summary) call.summary = summary;
+        }
+      }
+      scheduled.set(id, entry);
+    } else if (e.activityTaskCompletedEventAttributes) {
+      const a = e.activityTaskCompletedEventAttributes;
+      const entry = scheduled.get(String(a.scheduledEventId));
+      if (entry?.type === 'reconcileServers') {
+        const r = decode<ReconcileResult>(a.result, converter);
+        t.status = r?.status;
+        t.serversParagraph = r?.serversParagraph;
+        t.workerQueue = r?.workerQueue;
+      } else if (entry?.type === 'listTools') {
+        t.tools = decode<ToolInfo[]>(a.result, converter) ?? [];
+      } else if (entry?.type === 'callTool' && entry.callId) {
+        callFor(entry.callId).outcome = decode<CallOutcome>(a.result, converter);
+      }
+    } else if (e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) {
+      const a = e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes!;
+      const entry = scheduled.get(String(a.scheduledEventId));
+      if (entry?.type === 'callTool' && entry.callId) callFor(entry.callId).failures.push(failureMessage(a.failure));
+    } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {
+      const req = e.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest;
+      if (req?.input?.name === 'callTool') {
+        const request = decode<CallRequest>(req.input.args, converter);
+        if (request) callFor(request.id, request.name, request.arguments ?? {});
+      }
+    } else if (e.workflowExecutionUpdateCompletedEventAttributes) {
+      const a = e.workflowExecutionUpdateCompletedEventAttributes;
+      const updateId = a.meta?.updateId;
+      if (updateId && calls.has(updateId) && a.outcome?.success) {
+        calls.get(updateId)!.outcome = decode<CallOutcome>(a.outcome.success, converter);
+      }
+    } else if (e.workflowExecutionCompletedEventAttributes) {
+      t.state = 'completed';
+      const result = decode<TurnResult>(e.workflowExecutionCompletedEventAttributes.result, converter);
+      t.endedBy = result?.endedBy;
+      t.workerQueue = result?.workerQueue ?? t.workerQueue;
+      for (const record of result?.calls ?? []) callFor(record.id, record.name, record.arguments).outcome = record.outcome;
+    } else if (e.workflowExecutionFailedEventAttributes) {
+      t.state = 'failed';
+      t.failure = failureMessage(e.workflowExecutionFailedEventAttributes.failure);
+    } else if (e.workflowExecutionTerminatedEventAttributes) {
+      t.state = 'terminated';
+      t.failure = e.workflowExecutionTerminatedEventAttributes.reason ?? undefined;
+    } else if (e.workflowExecutionTimedOutEventAttributes) {
+      t.state = 'timed out';
+    } else if (e.workflowExecutionCanceledEventAttributes) {
+      t.state = 'cancelled';
+    } else if (e.workflowExecutionContinuedAsNewEventAttributes) {
+      t.state = 'continued';
+    }
+  }
+  t.calls = [...calls.values()];
+  return t;
+}
+
+/** The text a model (or a person) reads of one outcome. */
+export function outcomeText(outcome: CallOutcome): string {
+  if (outcome.status === 'error') return `error (${outcome.errorKind}): ${outcome.errorMessage}`;
+  const lines: string[] = [];
+  for (const block of outcome.content) {
+    if (block.type === 'text') lines.push(String(block.text));
+    else if (block.type === 'image') lines.push(`[image ${String(block.mimeType)}, ${Math.floor((String(block.data).length * 3) / 4)} bytes]`);
+    else if (block.type === 'audio') lines.push(`[audio ${String(block.mimeType)}]`);
+    else if (block.type === 'resource_link') lines.push(`[resource link ${String(block.uri)}]`);
+    else if (block.type === 'resource') lines.push(`[embedded resource ${String((block.resource as { uri?: string })?.uri)}]`);
+    else lines.push(`[${block.type} block]`);
+  }
+  if (outcome.structuredContent && outcome.content.length === 0) lines.push(JSON.stringify(outcome.structuredContent));
+  return (outcome.isError ? 'tool reported an error: ' : '') + lines.join('\n');
+}
+
+/** Renders a transcript for a terminal. */
+export function renderTranscript(t: Transcript): string {
+  const out: string[] = [];
+  out.push(`Turn ${t.turnId}${t.sessionId ? ` (session ${t.sessionId})` : ''}: ${t.state}${t.endedBy ? `, ended by ${t.endedBy}` : ''}`);
+  if (t.failure) out.push(`  failure: ${t.failure}`);
+  out.push('', 'Servers:');
+  if (!t.status) out.push('  (not reconciled yet)');
+  else if (t.status.mcp === 'off') out.push('  MCP is off');
+  else if (t.status.servers.length === 0) out.push('  none configured');
+  for (const s of t.status?.servers ?? []) {
+    out.push(`  ${s.name} [${s.state}] ${s.transport} from ${s.layer} (${s.source})${s.tools.length ? `: ${s.tools.length} tools` : ''}`);
+    if (s.error) out.push(`    error: ${s.error}`);
+    for (const w of s.warnings) out.push(`    warning: ${w}`);
+  }
+  out.push('', `Tools (${t.tools.length}):`);
+  for (const tool of t.tools) out.push(`  ${tool.name}`);
+  out.push('', `Calls (${t.calls.length}):`);
+  for (const call of t.calls) {
+    const o = call.outcome;
+    const timing = o ? ` ${o.durationMs} ms${o.attempts > 1 ? `, ${o.attempts} attempts` : ''}` : '';
+    out.push(`  [${call.id}] ${call.name} ${JSON.stringify(call.arguments)}${timing}`);
+    for (const f of call.failures) out.push(`    attempt failed: ${f}`);
+    const text = o ? outcomeText(o) : '(no outcome yet)';
+    for (const line of text.split('\n')) out.push(`    ${line}`);
+  }
+  return out.join('\n');
+}

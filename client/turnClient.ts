@@ -1,0 +1,209 @@
+import { resolve } from 'node:path';
+import {
+  Client,
+  Connection,
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
+import type { ConfigRefs } from '../config/types.js';
+import type { CallOutcome, ToolInfo, TurnStatus } from '../mcp/types.js';
+import { agentTurn, callToolUpdate, endTurnUpdate, turnStartedUpdate } from '../workflows/index.js';
+import type { CallRequest, TurnInput, TurnLimits, TurnResult, TurnStart } from '../workflows/types.js';
+import { buildTranscript, type Transcript } from './transcript.js';
+
+export const sessionIdKey = defineSearchAttributeKey('DmcpSessionId', SearchAttributeType.KEYWORD);
+
+/** What a turn needs to know about its servers: references only, resolved on the worker. */
+export interface TurnServers {
+  /** `--mcp-config` files, in order (made absolute here). */
+  mcpConfigFiles?: string[];
+  /** `--mcp 'name:command args'` specs, in order. */
+  inlineSpecs?: string[];
+}
+
+export interface StartTurnOptions {
+  sessionId: string;
+  /** The turn's workspace (default: the current directory). */
+  workspace?: string;
+  servers?: TurnServers;
+  limits?: TurnLimits;
+  /** Turn number; default: one more than the session's turns so far. */
+  turn?: number;
+}
+
+export interface TurnClientOptions {
+  client: Client;
+  /** The shared task queue (default `durable-mcp`). */
+  taskQueue?: string;
+}
+
+/** Session IDs become part of workflow IDs and visibility queries: keep them to a safe alphabet. */
+const SESSION_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+/** Starts and drives turns (DESIGN 3). */
+export class TurnClient {
+  readonly client: Client;
+  readonly taskQueue: string;
+
+  constructor(options: TurnClientOptions) {
+    this.client = options.client;
+    this.taskQueue = options.taskQueue ?? 'durable-mcp';
+  }
+
+  static async connect(options: { address: string; namespace?: string; taskQueue?: string }): Promise<TurnClient> {
+    const connection = await Connection.connect({ address: options.address });
+    return new TurnClient({ client: new Client({ connection, namespace: options.namespace ?? 'default' }), taskQueue: options.taskQueue });
+  }
+
+  async close(): Promise<void> {
+    await this.client.connection.close();
+  }
+
+  /** Starts an interactive turn; resolves once servers are reconciled and tools listed (one round trip). */
+  async startTurn(options: StartTurnOptions): Promise<Turn> {
+    const { input, workflowId } = await this.prepare(options);
+    const operation = new WithStartWorkflowOperation(agentTurn, {
+      workflowId,
+      taskQueue: this.taskQueue,
+      args: [input],
+      // A retrying caller attaches to the turn it already started instead of starting another.
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
+    });
+    try {
+      const start = await this.client.workflow.executeUpdateWithStart(turnStartedUpdate, { startWorkflowOperation: operation });
+      return new Turn(this.client.workflow.getHandle(workflowId), start);
+    } catch (err) {
+      // A closed turn with this number exists (visibility lagged behind): take the next number,
+      // unless the caller asked for this exact turn.
+      if (options.turn === undefined && isAlreadyStarted(err)) {
+        const next = Number(/turn-(\d+)$/.exec(workflowId)?.[1] ?? 0) + 1;
+        return this.startTurn({ ...options, turn: next });
+      }
+      throw err;
+    }
+  }
+
+  /** Runs a batch turn (DESIGN 2.2): groups in order, calls of a group in parallel. */
+  async runBatch(options: StartTurnOptions & { calls: CallRequest[][] }): Promise<TurnResult> {
+    const { input, workflowId } = await this.prepare(options);
+    const handle = await this.client.workflow.start(agentTurn, {
+      workflowId,
+      taskQueue: this.taskQueue,
+      args: [{ ...input, batch: options.calls }],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
+    });
+    return handle.result();
+  }
+
+  /** The latest status reported for a session (from its newest turn's history). */
+  async getStatus(sessionId: string): Promise<{ turnId: string; status?: TurnStatus } | undefined> {
+    const latest = await this.latestTurn(sessionId);
+    if (!latest) return undefined;
+    const t = await this.transcript(latest.workflowId);
+    return { turnId: latest.workflowId, status: t.status };
+  }
+
+  /** A turn rendered from its history alone (DESIGN 10). */
+  async transcript(turnId: string): Promise<Transcript> {
+    const history = await this.client.workflow.getHandle(turnId).fetchHistory();
+    return buildTranscript(turnId, history, this.client.options.loadedDataConverter.payloadConverter);
+  }
+
+  /** Turn IDs of a session, oldest first. */
+  async sessionTurns(sessionId: string): Promise<string[]> {
+    checkSessionId(sessionId);
+    const ids: { id: string; start: number }[] = [];
+    for await (const w of this.client.workflow.list({ query: `DmcpSessionId = '${sessionId}'` })) {
+      ids.push({ id: w.workflowId, start: w.startTime.getTime() });
+    }
+    return ids.sort((a, b) => a.start - b.start).map((w) => w.id);
+  }
+
+  private async prepare(options: StartTurnOptions): Promise<{ input: TurnInput; workflowId: string }> {
+    checkSessionId(options.sessionId);
+    const workspace = resolve(options.workspace ?? process.cwd());
+    const refs: ConfigRefs = {
+      workspace,
+      mcpConfigFiles: (options.servers?.mcpConfigFiles ?? []).map((f) => resolve(f)),
+      inlineSpecs: options.servers?.inlineSpecs ?? [],
+    };
+    const latest = await this.latestTurn(options.sessionId);
+    const turn = options.turn ?? (await this.nextTurnNumber(options.sessionId)) + 1;
+    const preferred = latest?.memo?.workerQueue;
+    return {
+      workflowId: `${options.sessionId}/turn-${turn}`,
+      input: {
+        sessionId: options.sessionId,
+        refs,
+        ...(typeof preferred === 'string' ? { preferredWorkerQueue: preferred } : {}),
+        ...(options.limits ? { limits: options.limits } : {}),
+      },
+    };
+  }
+
+  private async nextTurnNumber(sessionId: string): Promise<number> {
+    const { count } = await this.client.workflow.count(`DmcpSessionId = '${sessionId}'`);
+    return count;
+  }
+
+  private async latestTurn(sessionId: string): Promise<{ workflowId: string; memo?: Record<string, unknown> } | undefined> {
+    checkSessionId(sessionId);
+    let latest: { workflowId: string; start: number; memo?: Record<string, unknown> } | undefined;
+    for await (const w of this.client.workflow.list({ query: `DmcpSessionId = '${sessionId}'` })) {
+      if (!latest || w.startTime.getTime() > latest.start) latest = { workflowId: w.workflowId, start: w.startTime.getTime(), memo: w.memo };
+    }
+    return latest;
+  }
+}
+
+/** One running interactive turn. */
+export class Turn implements TurnStart {
+  readonly turnId: string;
+  readonly workerQueue: string;
+  readonly status: TurnStatus;
+  readonly tools: ToolInfo[];
+  readonly serversParagraph: string;
+
+  constructor(
+    readonly handle: WorkflowHandle<typeof agentTurn>,
+    start: TurnStart,
+  ) {
+    this.turnId = start.turnId;
+    this.workerQueue = start.workerQueue;
+    this.status = start.status;
+    this.tools = start.tools;
+    this.serversParagraph = start.serversParagraph;
+  }
+
+  /**
+   * Runs one tool call. The update ID is the call's `id` (the model's tool-call ID), so sending
+   * the same call again returns the recorded outcome instead of running the tool twice.
+   */
+  callTool(request: CallRequest): Promise<CallOutcome> {
+    return this.handle.executeUpdate(callToolUpdate, { args: [request], updateId: request.id });
+  }
+
+  /** Ends the turn and returns its result. */
+  async end(): Promise<TurnResult> {
+    await this.handle.executeUpdate(endTurnUpdate, { updateId: 'endTurn' });
+    return this.handle.result();
+  }
+}
+
+function checkSessionId(sessionId: string): void {
+  if (!SESSION_ID_RE.test(sessionId)) {
+    throw new Error(`invalid session ID ${JSON.stringify(sessionId)}: use letters, digits, ".", "_", ":" or "-" (at most 128)`);
+  }
+}
+
+function isAlreadyStarted(err: unknown): boolean {
+  for (let e = err as { cause?: unknown } | undefined; e; e = e.cause as { cause?: unknown } | undefined) {
+    if (e instanceof WorkflowExecutionAlreadyStartedError) return true;
+  }
+  return false;
+}

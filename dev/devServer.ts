@@ -1,0 +1,119 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { dirname } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { TailBuffer } from '../mcp/managedServer.js';
+import { requireTemporalCli } from './temporalCli.js';
+
+/** Search attributes every turn sets (DESIGN 2.1). */
+export const SEARCH_ATTRIBUTES = { DmcpSessionId: 'Keyword' } as const;
+
+/** Options of {@link startDevServer}. */
+export interface DevServerOptions {
+  /** SQLite file; omitted: an in-memory server (tests). */
+  dbFile?: string;
+  /** gRPC port; 0 or omitted picks a free one. */
+  port?: number;
+  /** Web UI port; 0 or omitted picks a free one. */
+  uiPort?: number;
+  /** No Web UI (tests that do not need it). */
+  headless?: boolean;
+  /** Codec endpoint the UI uses to show decoded payloads. */
+  codecEndpoint?: string;
+  namespace?: string;
+  env?: NodeJS.ProcessEnv;
+  /** How long to wait for the server to answer (default 60 s: the first start migrates SQLite). */
+  readyTimeoutMs?: number;
+}
+
+export interface DevServer {
+  address: string;
+  uiAddress?: string;
+  namespace: string;
+  pid: number;
+  binary: string;
+  stop(): Promise<void>;
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts the Temporal CLI dev server on 127.0.0.1 and waits until it answers. */
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const env = options.env ?? process.env;
+  const cli = await requireTemporalCli(env);
+  const port = options.port || (await freePort());
+  const uiPort = options.headless ? undefined : options.uiPort || (await freePort());
+  const namespace = options.namespace ?? 'default';
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', namespace, '--log-level', 'warn'];
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
+  if (options.dbFile) {
+    await mkdir(dirname(options.dbFile), { recursive: true });
+    args.push('--db-filename', options.dbFile);
+  }
+  if (uiPort) {
+    args.push('--ui-port', String(uiPort), '--ui-ip', '127.0.0.1');
+    if (options.codecEndpoint) args.push('--ui-codec-endpoint', options.codecEndpoint);
+  } else {
+    args.push('--headless');
+  }
+  const child: ChildProcess = spawn(cli.path, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
+  const stderr = new TailBuffer(8192);
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (chunk: string) => stderr.push(chunk));
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  let exitedEarly = false;
+  void exited.then(() => {
+    exitedEarly = true;
+  });
+
+  const address = `127.0.0.1:${port}`;
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
+  for (;;) {
+    if (exitedEarly) {
+      throw new Error(`temporal server start-dev exited (${cli.path}): ${stderr.lastLines(8) || 'no output'}`);
+    }
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.workflowService.describeNamespace({ namespace });
+        break;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`temporal dev server did not answer on ${address}: ${(err as Error).message}; ${stderr.lastLines(8)}`);
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+
+  const stop = async () => {
+    if (exitedEarly) return;
+    child.kill('SIGTERM');
+    const killed = setTimeout(() => child.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(killed);
+  };
+  return {
+    address,
+    uiAddress: uiPort ? `http://127.0.0.1:${uiPort}` : undefined,
+    namespace,
+    pid: child.pid!,
+    binary: cli.path,
+    stop,
+  };
+}
