@@ -1,0 +1,79 @@
+/**
+ * Records histories of real turns into test/histories/ for the replay test (DESIGN 10):
+ * `npm run record:histories` (starts a dev server unless TEMPORAL_ADDRESS is set). Re-record only
+ * after an intended, versioned workflow change: the point of the replay test is to catch the others.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import { startDevServer } from '../../dev/devServer.js';
+import { fixtureServer, startHarness, tempDir } from './harness.js';
+import { projectRoot } from '../../dev/temporalCli.js';
+
+const outDir = fileURLToPath(new URL('../../../test/histories/', import.meta.url));
+
+async function main(): Promise<void> {
+  const server = process.env.TEMPORAL_ADDRESS ? undefined : await startDevServer({ headless: true });
+  if (server) process.env.TEMPORAL_ADDRESS = server.address;
+  const h = await startHarness('record');
+  try {
+    const workspace = await tempDir();
+    const servers = { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] };
+
+    const turn = await h.client.startTurn({ sessionId: 'replay-interactive', workspace, servers });
+    const outcomes = [
+      await turn.callTool({ id: 'toolu_01', name: 'mcp__fixture__echo', arguments: { text: 'extension check' } }),
+      await turn.callTool({ id: 'toolu_02', name: 'mcp__fixture__fail', arguments: { reason: 'recorded' } }),
+      await turn.callTool({ id: 'toolu_03', name: 'mcp__fixture__missing', arguments: {} }),
+    ];
+    await turn.end();
+    // Record only a turn that shows what it is meant to: a result, a tool error, a bad request.
+    const kinds = outcomes.map((o) => (o.status === 'ok' ? (o.isError ? 'isError' : 'ok') : o.errorKind));
+    if (kinds.join() !== 'ok,isError,bad_request') throw new Error(`unexpected outcomes ${kinds.join()}: not recording`);
+
+    const batch = await h.client.runBatch({
+      sessionId: 'replay-batch',
+      workspace,
+      servers,
+      calls: [
+        [{ id: 'b1', name: 'mcp__fixture__echo', arguments: { text: 'first' } }],
+        [
+          { id: 'b2', name: 'mcp__fixture__echo', arguments: { text: 'parallel a' } },
+          { id: 'b3', name: 'mcp__fixture__echo', arguments: { text: 'parallel b' } },
+        ],
+      ],
+    });
+    for (const [file, id] of [['interactive-turn.json', turn.turnId], ['batch-turn.json', batch.turnId]] as const) {
+      const history = await h.client.client.workflow.getHandle(id).fetchHistory();
+      await writeFile(join(outDir, file), `${neutralizePaths(historyToJSON(history), [[process.execPath, 'node'], [workspace, '/workspace'], [projectRoot, '/project/']])}\n`);
+      process.stderr.write(`recorded ${id} -> test/histories/${file}\n`);
+    }
+  } finally {
+    await h.stop();
+    await server?.stop();
+  }
+}
+
+/** Replaces this machine's paths inside the JSON payloads, so the committed files name none. */
+function neutralizePaths(historyJson: string, paths: [string, string][]): string {
+  const history = JSON.parse(historyJson) as unknown;
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (typeof node !== 'object' || node === null) return;
+    const record = node as Record<string, unknown>;
+    if (typeof record.data === 'string' && typeof record.metadata === 'object') {
+      let text = Buffer.from(record.data, 'base64').toString('utf8');
+      for (const [path, placeholder] of paths) text = text.split(path).join(placeholder);
+      record.data = Buffer.from(text, 'utf8').toString('base64');
+    }
+    Object.values(record).forEach(visit);
+  };
+  visit(history);
+  return JSON.stringify(history, null, 2);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${(err as Error).stack}\n`);
+  process.exit(1);
+});
