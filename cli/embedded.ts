@@ -7,6 +7,7 @@ import { startDevServer, type DevServer } from '../dev/devServer.js';
 import { TurnClient } from '../client/turnClient.js';
 import { sharedTaskQueue } from '../worker/settings.js';
 import { startWorker, type RunningWorker } from '../worker/index.js';
+import { dataConverterFromEnv } from '../worker/dataConverter.js';
 
 /** DMCP_DATA_DIR: the dev server's database, state and (later) external payloads. */
 export function dataDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -98,13 +99,14 @@ export async function connect(options: { logger: Logger; withWorker: boolean; en
   const env = options.env ?? process.env;
   const namespace = env.TEMPORAL_NAMESPACE || 'default';
   const taskQueue = sharedTaskQueue(env);
+  const dataConverter = dataConverterFromEnv(env, dataDir(env));
   if (env.TEMPORAL_ADDRESS) {
-    const client = await TurnClient.connect({ address: env.TEMPORAL_ADDRESS, namespace, taskQueue });
+    const client = await TurnClient.connect({ address: env.TEMPORAL_ADDRESS, namespace, taskQueue, dataConverter });
     return { client, mode: 'TEMPORAL_ADDRESS', address: env.TEMPORAL_ADDRESS, close: () => client.close() };
   }
   const dev = await runningDev(env);
   if (dev) {
-    const client = await TurnClient.connect({ address: dev.address, namespace: dev.namespace, taskQueue: dev.taskQueue });
+    const client = await TurnClient.connect({ address: dev.address, namespace: dev.namespace, taskQueue: dev.taskQueue, dataConverter });
     return { client, mode: 'dev', address: dev.address, close: () => client.close() };
   }
   options.progress?.('starting the embedded Temporal dev server...');
@@ -112,11 +114,11 @@ export async function connect(options: { logger: Logger; withWorker: boolean; en
   let worker: RunningWorker | undefined;
   let nativeConnection: NativeConnection | undefined;
   try {
-    const client = await TurnClient.connect({ address: server.address, namespace, taskQueue });
+    const client = await TurnClient.connect({ address: server.address, namespace, taskQueue, dataConverter });
     if (options.withWorker) {
       installRuntimeLogger(options.logger);
       nativeConnection = await NativeConnection.connect({ address: server.address });
-      worker = await startWorker({ connection: nativeConnection, logger: options.logger, env, taskQueue });
+      worker = await startWorker({ connection: nativeConnection, logger: options.logger, env, taskQueue, dataConverter });
     }
     return {
       client,

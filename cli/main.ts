@@ -5,10 +5,12 @@ import { loadConfig } from '../config/load.js';
 import { ConfigError } from '../config/types.js';
 import { outcomeText, renderTranscript } from '../client/transcript.js';
 import { startDevServer } from '../dev/devServer.js';
+import { startCodecServer } from '../worker/codecServer.js';
 import { temporalCliVersion } from '../dev/temporalCli.js';
 import { createLogger } from '../worker/logger.js';
 import { sharedTaskQueue } from '../worker/settings.js';
 import { NativeConnection, startWorker } from '../worker/index.js';
+import { dataConverterFromEnv } from '../worker/dataConverter.js';
 import type { CallRequest } from '../workflows/types.js';
 import { connect, dataDir, devDbFile, installRuntimeLogger, removeDevState, runningDev, writeDevState } from './embedded.js';
 
@@ -54,11 +56,18 @@ async function devCommand(): Promise<void> {
   if (existing) throw new UsageError(`durable-mcp dev is already running (pid ${existing.pid}, ${existing.address}, UI ${existing.uiAddress ?? 'off'})`);
   const port = Number(env.DMCP_DEV_PORT || 7233);
   const uiPort = Number(env.DMCP_DEV_UI_PORT || 8233);
+  const dataConverter = dataConverterFromEnv(env, dataDir(env));
+  // Started first: the UI learns the codec endpoint when the dev server starts.
+  const codec = await startCodecServer({
+    codecs: dataConverter.payloadCodecs ?? [],
+    externalStorage: dataConverter.externalStorage,
+    port: Number(env.DMCP_CODEC_PORT || 8234),
+  });
   progress('starting the Temporal dev server...');
-  const server = await startDevServer({ dbFile: devDbFile(env), port, uiPort, env });
+  const server = await startDevServer({ dbFile: devDbFile(env), port, uiPort, env, codecEndpoint: codec.url });
   const taskQueue = sharedTaskQueue(env);
   const connection = await NativeConnection.connect({ address: server.address });
-  const worker = await startWorker({ connection, logger, env, taskQueue });
+  const worker = await startWorker({ connection, logger, env, taskQueue, dataConverter });
   await writeDevState({ address: server.address, namespace: server.namespace, uiAddress: server.uiAddress, pid: process.pid, serverPid: server.pid, taskQueue }, env);
   const version = await temporalCliVersion(server.binary).catch(() => 'unknown version');
   process.stdout.write(
@@ -66,6 +75,7 @@ async function devCommand(): Promise<void> {
       'durable-mcp dev is running.',
       `  Temporal UI:      ${server.uiAddress}`,
       `  Temporal server:  ${server.address} (namespace ${server.namespace}; ${version})`,
+      `  Codec server:     ${codec.url} (payloads ${env.DMCP_ENCRYPTION_KEY ? 'compressed and encrypted' : 'compressed'}; the UI decodes through it)`,
       `  Task queue:       ${taskQueue} (worker queue ${worker.workerQueue})`,
       `  Data:             ${dataDir(env)}`,
       'Run turns from another shell, e.g.:',
@@ -83,6 +93,7 @@ async function devCommand(): Promise<void> {
     await worker.shutdown();
     await connection.close();
     await server.stop();
+    await codec.close();
     process.exit(0);
   };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => void stop(signal));
@@ -97,7 +108,7 @@ async function workerCommand(): Promise<void> {
   const address = env.TEMPORAL_ADDRESS || dev?.address;
   if (!address) throw new UsageError('no Temporal server: set TEMPORAL_ADDRESS, or start `durable-mcp dev` first');
   const connection = await NativeConnection.connect({ address });
-  const worker = await startWorker({ connection, logger, env, namespace: env.TEMPORAL_NAMESPACE || dev?.namespace });
+  const worker = await startWorker({ connection, logger, env, namespace: env.TEMPORAL_NAMESPACE || dev?.namespace, dataConverter: dataConverterFromEnv(env, dataDir(env)) });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void worker.shutdown());
   await worker.done;
   await connection.close();

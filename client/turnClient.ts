@@ -6,11 +6,12 @@ import {
   WorkflowExecutionAlreadyStartedError,
   type WorkflowHandle,
 } from '@temporalio/client';
-import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
+import { SearchAttributeType, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
 import type { ConfigRefs } from '../config/types.js';
 import type { CallOutcome, ToolInfo, TurnStatus } from '../mcp/types.js';
 import { agentTurn, callToolUpdate, endTurnUpdate, turnStartedUpdate } from '../workflows/index.js';
 import type { CallRequest, TurnInput, TurnLimits, TurnResult, TurnStart } from '../workflows/types.js';
+import { decodeHistoryPayloads } from './decodeHistory.js';
 import { buildTranscript, type Transcript } from './transcript.js';
 
 export const sessionIdKey = defineSearchAttributeKey('DmcpSessionId', SearchAttributeType.KEYWORD);
@@ -52,9 +53,15 @@ export class TurnClient {
     this.taskQueue = options.taskQueue ?? 'durable-mcp';
   }
 
-  static async connect(options: { address: string; namespace?: string; taskQueue?: string }): Promise<TurnClient> {
+  /**
+   * Connects to Temporal. Pass the same `dataConverter` the workers use (see
+   * `dataConverterFromEnv`), or payloads written compressed, encrypted or to external storage
+   * cannot be read.
+   */
+  static async connect(options: { address: string; namespace?: string; taskQueue?: string; dataConverter?: DataConverter }): Promise<TurnClient> {
     const connection = await Connection.connect({ address: options.address });
-    return new TurnClient({ client: new Client({ connection, namespace: options.namespace ?? 'default' }), taskQueue: options.taskQueue });
+    const client = new Client({ connection, namespace: options.namespace ?? 'default', dataConverter: options.dataConverter });
+    return new TurnClient({ client, taskQueue: options.taskQueue });
   }
 
   async close(): Promise<void> {
@@ -111,7 +118,9 @@ export class TurnClient {
   /** A turn rendered from its history alone (DESIGN 10). */
   async transcript(turnId: string): Promise<Transcript> {
     const history = await this.client.workflow.getHandle(turnId).fetchHistory();
-    return buildTranscript(turnId, history, this.client.options.loadedDataConverter.payloadConverter);
+    const converter = this.client.options.loadedDataConverter;
+    await decodeHistoryPayloads(history, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
+    return buildTranscript(turnId, history, converter.payloadConverter);
   }
 
   /** Turn IDs of a session, oldest first. */

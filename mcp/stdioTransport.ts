@@ -16,7 +16,15 @@ export interface StdioLaunch {
   onJunk?: (line: string) => void;
   /** Grace period between SIGTERM and SIGKILL of the process group. */
   killGraceMs?: number;
+  /** Largest single message accepted from the server (default 128 MiB). */
+  maxMessageBytes?: number;
 }
+
+/**
+ * The SDK's default (10 MiB) is smaller than a plain 10 MB image once base64-encoded; results
+ * that big are shaped for the model later and moved out of history by external storage.
+ */
+const DEFAULT_MAX_MESSAGE_BYTES = 128 * 1024 * 1024;
 
 /**
  * A stdio client transport that starts the server in its own process group, so stopping it also
@@ -29,13 +37,15 @@ export class ProcessGroupStdioTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   private child?: ChildProcess;
-  private readonly buffer = new ReadBuffer();
+  private readonly buffer: ReadBuffer;
   private exited?: Promise<void>;
   private closed = false;
   exitCode: number | null = null;
   exitSignal: NodeJS.Signals | null = null;
 
-  constructor(private readonly launch: StdioLaunch) {}
+  constructor(private readonly launch: StdioLaunch) {
+    this.buffer = new ReadBuffer({ maxBufferSize: launch.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES });
+  }
 
   get pid(): number | undefined {
     return this.child?.pid;
@@ -74,7 +84,14 @@ export class ProcessGroupStdioTransport implements Transport {
   }
 
   private readStdout(chunk: Buffer): void {
-    this.buffer.append(chunk);
+    try {
+      this.buffer.append(chunk);
+    } catch (err) {
+      // The stream is out of step now: stop the server rather than misread what follows.
+      this.onerror?.(new Error(`server sent a message larger than the limit: ${(err as Error).message}`));
+      void this.close();
+      return;
+    }
     for (;;) {
       let message: JSONRPCMessage | null;
       try {

@@ -1,0 +1,189 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { brotliCompress, brotliDecompress, constants as zlib } from 'node:zlib';
+import {
+  ExternalStorage,
+  StorageDriverClaim,
+  type DataConverter,
+  type Payload,
+  type PayloadCodec,
+  type StorageDriver,
+} from '@temporalio/common';
+import proto from '@temporalio/proto';
+
+const compress = promisify(brotliCompress);
+const decompress = promisify(brotliDecompress);
+// @temporalio/proto is CommonJS: its namespaces come through the default export under ESM.
+const ProtoPayload = proto.temporal.api.common.v1.Payload;
+
+const ENCODING_COMPRESSED = 'binary/dmcp-brotli';
+const ENCODING_ENCRYPTED = 'binary/dmcp-aes256gcm';
+const enc = (s: string) => new TextEncoder().encode(s);
+const dec = (b: Uint8Array | null | undefined) => (b ? new TextDecoder().decode(b) : '');
+
+/** Payloads smaller than this are not worth a compression header. */
+const MIN_COMPRESS_BYTES = 256;
+
+/**
+ * Compresses every payload worth compressing (brotli; kept only when it saves space), so history
+ * holds less of each tool result (DESIGN 9.2). Payloads it did not compress pass through.
+ */
+export class CompressionCodec implements PayloadCodec {
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return Promise.all(
+      payloads.map(async (payload) => {
+        const raw = ProtoPayload.encode(payload).finish();
+        if (raw.byteLength < MIN_COMPRESS_BYTES) return payload;
+        // Quality 4: most of brotli's gain on JSON at a fraction of the CPU of the default (11).
+        const packed = await compress(raw, { params: { [zlib.BROTLI_PARAM_QUALITY]: 4, [zlib.BROTLI_PARAM_SIZE_HINT]: raw.byteLength } });
+        if (packed.byteLength >= raw.byteLength) return payload;
+        return { metadata: { encoding: enc(ENCODING_COMPRESSED) }, data: packed };
+      }),
+    );
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    return Promise.all(
+      payloads.map(async (payload) => {
+        if (dec(payload.metadata?.encoding) !== ENCODING_COMPRESSED) return payload;
+        return ProtoPayload.decode(await decompress(payload.data ?? new Uint8Array()));
+      }),
+    );
+  }
+}
+
+/** An AES-256 key and its ID (recorded with each payload, so keys can rotate). */
+export interface EncryptionKey {
+  id: string;
+  key: Buffer;
+}
+
+/** Parses DMCP_ENCRYPTION_KEY: 32 bytes as base64 or 64 hex digits. The ID is a hash prefix, never the key. */
+export function parseEncryptionKey(value: string): EncryptionKey {
+  const trimmed = value.trim();
+  const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, 'hex') : Buffer.from(trimmed, 'base64');
+  if (key.length !== 32) {
+    throw new Error('DMCP_ENCRYPTION_KEY must be 32 bytes, written as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)');
+  }
+  return { id: createHash('sha256').update(key).digest('hex').slice(0, 12), key };
+}
+
+/** AES-256-GCM over the whole encoded payload (DESIGN 9.2); the key ID is in the metadata. */
+export class EncryptionCodec implements PayloadCodec {
+  private readonly keys: Map<string, Buffer>;
+
+  /** `current` encrypts; `current` and `previous` decrypt (key rotation). */
+  constructor(
+    private readonly current: EncryptionKey,
+    previous: EncryptionKey[] = [],
+  ) {
+    this.keys = new Map([current, ...previous].map((k) => [k.id, k.key]));
+  }
+
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((payload) => {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', this.current.key, iv);
+      const body = Buffer.concat([cipher.update(ProtoPayload.encode(payload).finish()), cipher.final()]);
+      return {
+        metadata: { encoding: enc(ENCODING_ENCRYPTED), 'encryption-key-id': enc(this.current.id) },
+        data: Buffer.concat([iv, body, cipher.getAuthTag()]),
+      };
+    });
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((payload) => {
+      if (dec(payload.metadata?.encoding) !== ENCODING_ENCRYPTED) return payload;
+      const keyId = dec(payload.metadata?.['encryption-key-id']);
+      const key = this.keys.get(keyId);
+      if (!key) throw new Error(`payload was encrypted with key ${keyId}, which this process does not have`);
+      const data = Buffer.from(payload.data ?? new Uint8Array());
+      const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, 12));
+      decipher.setAuthTag(data.subarray(data.length - 16));
+      return ProtoPayload.decode(Buffer.concat([decipher.update(data.subarray(12, data.length - 16)), decipher.final()]));
+    });
+  }
+}
+
+/**
+ * Keeps large payloads in files under `<dir>`, content-addressed (so a retried store is a no-op),
+ * and leaves a small reference in history (DESIGN 9.1). Runs after the codecs, so what lands on
+ * disk is compressed, and encrypted when encryption is on.
+ */
+export class FilesystemStorageDriver implements StorageDriver {
+  readonly name = 'dmcp-fs';
+  readonly type = 'durable-mcp.fs';
+
+  constructor(readonly dir: string) {}
+
+  async store(_context: unknown, payloads: Payload[]): Promise<StorageDriverClaim[]> {
+    await mkdir(this.dir, { recursive: true });
+    return Promise.all(
+      payloads.map(async (payload) => {
+        const bytes = ProtoPayload.encode(payload).finish();
+        const digest = createHash('sha256').update(bytes).digest('hex');
+        const file = join(this.dir, `${digest}.bin`);
+        const staging = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+        await writeFile(staging, bytes);
+        await rename(staging, file);
+        return new StorageDriverClaim({ sha256: digest });
+      }),
+    );
+  }
+
+  async retrieve(_context: unknown, claims: StorageDriverClaim[]): Promise<Payload[]> {
+    return Promise.all(
+      claims.map(async (claim) => {
+        const digest = claim.claimData.sha256 ?? '';
+        if (!/^[0-9a-f]{64}$/.test(digest)) throw new Error(`bad external payload claim ${JSON.stringify(claim.claimData)}`);
+        const bytes = await readFile(join(this.dir, `${digest}.bin`));
+        if (createHash('sha256').update(bytes).digest('hex') !== digest) throw new Error(`external payload ${digest} is corrupt`);
+        return ProtoPayload.decode(bytes);
+      }),
+    );
+  }
+}
+
+/** Settings of the project's data converter. */
+export interface DataConverterOptions {
+  /** Where external payloads are kept (DMCP_DATA_DIR/payloads by default). */
+  payloadDir: string;
+  /** DMCP_ENCRYPTION_KEY; unset: compression only. */
+  encryptionKey?: string;
+  /**
+   * Payloads above this many bytes (after the codecs) go to external storage. Default 16 KiB: a
+   * turn of hundreds of calls then stays far below Temporal's 10 MB history warning, while small
+   * results stay readable in the UI without a fetch.
+   */
+  externalThresholdBytes?: number;
+}
+
+/** The payload codecs alone (what the codec server and the transcript decoder need). */
+export function createPayloadCodecs(options: Pick<DataConverterOptions, 'encryptionKey'>): PayloadCodec[] {
+  const codecs: PayloadCodec[] = [new CompressionCodec()];
+  if (options.encryptionKey) codecs.push(new EncryptionCodec(parseEncryptionKey(options.encryptionKey)));
+  return codecs;
+}
+
+/** One data converter for workers and clients, so both sides read what the other wrote. */
+export function createDataConverter(options: DataConverterOptions): DataConverter {
+  return {
+    payloadCodecs: createPayloadCodecs(options),
+    externalStorage: new ExternalStorage({
+      drivers: [new FilesystemStorageDriver(options.payloadDir)],
+      payloadSizeThreshold: options.externalThresholdBytes ?? 16 * 1024,
+    }),
+  };
+}
+
+/** The data converter the environment asks for: DMCP_DATA_DIR and DMCP_ENCRYPTION_KEY. */
+export function dataConverterFromEnv(env: NodeJS.ProcessEnv, dataDir: string): DataConverter {
+  return createDataConverter({
+    payloadDir: join(dataDir, 'payloads'),
+    encryptionKey: env.DMCP_ENCRYPTION_KEY || undefined,
+    externalThresholdBytes: env.DMCP_EXTERNAL_THRESHOLD_BYTES ? Number(env.DMCP_EXTERNAL_THRESHOLD_BYTES) : undefined,
+  });
+}
