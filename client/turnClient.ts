@@ -11,6 +11,7 @@ import type { ConfigRefs } from '../config/types.js';
 import type { CallOutcome, ToolInfo, TurnStatus } from '../mcp/types.js';
 import { agentTurn, callToolUpdate, endTurnUpdate, turnStartedUpdate } from '../workflows/index.js';
 import type { CallRequest, TurnInput, TurnLimits, TurnResult, TurnStart } from '../workflows/types.js';
+import { shapeForModel, shapeLimitsFromEnv, type ModelView, type ShapeLimits } from '../mcp/shapeResult.js';
 import { decodeHistoryPayloads } from './decodeHistory.js';
 import { buildTranscript, type Transcript } from './transcript.js';
 
@@ -195,6 +196,16 @@ export class Turn implements TurnStart {
    */
   callTool(request: CallRequest): Promise<CallOutcome> {
     return this.handle.executeUpdate(callToolUpdate, { args: [request], updateId: request.id });
+  }
+
+  /**
+   * Runs a call and also renders its outcome for the model (DESIGN 8.5): text in `<toolOutput>`
+   * under the token cap, images that fit, and a note for everything not shown. The full outcome
+   * stays in history.
+   */
+  async callToolForModel(request: CallRequest, limits: ShapeLimits = shapeLimitsFromEnv(process.env)): Promise<{ outcome: CallOutcome; model: ModelView }> {
+    const outcome = await this.callTool(request);
+    return { outcome, model: await shapeForModel(outcome, limits) };
   }
 
   /** Ends the turn and returns its result. */
