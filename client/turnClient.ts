@@ -9,7 +9,7 @@ import {
 import { SearchAttributeType, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
 import type { ConfigRefs } from '../config/types.js';
 import type { CallOutcome, ToolInfo, TurnStatus } from '../mcp/types.js';
-import { agentTurn, callToolUpdate, endTurnUpdate, turnStartedUpdate } from '../workflows/index.js';
+import { agentTurn, callToolUpdate, cancelCallUpdate, endTurnUpdate, turnStartedUpdate } from '../workflows/index.js';
 import type { CallRequest, TurnInput, TurnLimits, TurnResult, TurnStart } from '../workflows/types.js';
 import { shapeForModel, shapeLimitsFromEnv, type ModelView, type ShapeLimits } from '../mcp/shapeResult.js';
 import { decodeHistoryPayloads } from './decodeHistory.js';
@@ -206,6 +206,14 @@ export class Turn implements TurnStart {
   async callToolForModel(request: CallRequest, limits: ShapeLimits = shapeLimitsFromEnv(process.env)): Promise<{ outcome: CallOutcome; model: ModelView }> {
     const outcome = await this.callTool(request);
     return { outcome, model: await shapeForModel(outcome, limits) };
+  }
+
+  /**
+   * Cancels an in-flight call: its activity is cancelled and the MCP request aborted, which sends
+   * `notifications/cancelled` to the server. Returns false if no such call is running.
+   */
+  cancelCall(id: string): Promise<boolean> {
+    return this.handle.executeUpdate(cancelCallUpdate, { args: [id] });
   }
 
   /** Ends the turn and returns its result. */

@@ -1,7 +1,9 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   TimeoutFailure,
+  isCancellation,
   allHandlersFinished,
   condition,
   defineQuery,
@@ -29,6 +31,8 @@ import type {
 export const turnStartedUpdate = defineUpdate<TurnStart>('turnStarted');
 export const callToolUpdate = defineUpdate<CallOutcome, [CallRequest]>('callTool');
 export const endTurnUpdate = defineUpdate<void>('endTurn');
+/** Cancels one in-flight call by its ID; returns whether such a call was running. */
+export const cancelCallUpdate = defineUpdate<boolean, [string]>('cancelCall');
 export const statusQuery = defineQuery<TurnProgress>('status');
 
 const DEFAULTS = {
@@ -57,6 +61,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   let start: TurnStart | undefined;
   let tools = new Map<string, ToolInfo>();
   let lastReconcile: ReconcileResult | undefined;
+  const running = new Map<string, CancellationScope>();
 
   const progress = (): TurnProgress => ({
     phase: ended ? 'ended' : start ? 'ready' : 'starting',
@@ -87,6 +92,11 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       },
     },
   );
+  setHandler(cancelCallUpdate, (id) => {
+    const scope = running.get(id);
+    scope?.cancel();
+    return scope !== undefined;
+  });
   setHandler(endTurnUpdate, () => {
     ended ??= 'endTurn';
   });
@@ -104,18 +114,30 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     serversParagraph: lastReconcile!.serversParagraph,
   };
 
-  if (input.batch) {
-    for (const group of input.batch) {
-      await Promise.all(group.map((request) => runCall(request)));
+  try {
+    if (input.batch) {
+      for (const group of input.batch) {
+        await Promise.all(group.map((request) => runCall(request)));
+      }
+      ended = 'batch';
+    } else {
+      while (!ended) {
+        const seen = lastActivity;
+        const woke = await condition(() => ended !== undefined || lastActivity !== seen || inFlight > 0, limits.idleMs);
+        if (!woke) ended = 'idle';
+        else if (inFlight > 0) await condition(() => inFlight === 0 || ended !== undefined);
+      }
     }
-    ended = 'batch';
-  } else {
-    while (!ended) {
-      const seen = lastActivity;
-      const woke = await condition(() => ended !== undefined || lastActivity !== seen || inFlight > 0, limits.idleMs);
-      if (!woke) ended = 'idle';
-      else if (inFlight > 0) await condition(() => inFlight === 0 || ended !== undefined);
+  } catch (err) {
+    if (isCancellation(err)) {
+      // Calls started by Update handlers do not inherit the turn's cancellation: cancel them here,
+      // so each activity aborts its MCP request (notifications/cancelled), and record their outcomes.
+      await CancellationScope.nonCancellable(async () => {
+        for (const scope of running.values()) scope.cancel();
+        await condition(() => inFlight === 0);
+      });
     }
+    throw err;
   }
   await condition(allHandlersFinished);
   return { turnId: info.workflowId, sessionId: input.sessionId, workerQueue, endedBy: ended, calls };
@@ -166,16 +188,22 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       requestTimeoutMs: Math.max(1000, limits.toolTimeoutMs - 1000),
     };
     for (let failover = 0; ; failover += 1) {
+      const scope = new CancellationScope();
+      running.set(request.id, scope);
       try {
-        const outcome = await callActivity(workerQueue, tool.name, safeToRetry).callTool(callInput);
-        return outcome;
+        return await scope.run(() => callActivity(workerQueue, tool.name, safeToRetry).callTool(callInput));
       } catch (err) {
+        // The whole turn was cancelled: let the cancellation end the workflow.
+        if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;
+        if (isCancellation(err)) return errorOutcome('cancelled', 'the call was cancelled before it finished; it may have had an effect');
         // The pinned worker never picked the call up: it is gone, and the call never started.
         if (isScheduleToStartTimeout(err) && failover === 0) {
           workerQueue = await reconcile();
           continue;
         }
         return failureOutcome(err, safeToRetry);
+      } finally {
+        running.delete(request.id);
       }
     }
   }

@@ -1,1 +1,1 @@
-export { agentTurn, turnStartedUpdate, callToolUpdate, endTurnUpdate, statusQuery } from './agentTurn.js';
+export { agentTurn, turnStartedUpdate, callToolUpdate, endTurnUpdate, cancelCallUpdate, statusQuery } from './agentTurn.js';
