@@ -1,0 +1,176 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { Client, Connection } from '@temporalio/client';
+import { TurnClient } from '../../client/turnClient.js';
+import { startDevServer, freePort, type DevServer } from '../../dev/devServer.js';
+import { bundleWorkflows } from '../../worker/index.js';
+import { fixtureServer, readLines, tempDir, temporalAddress, uniqueQueue } from '../support/harness.js';
+
+const workerScript = fileURLToPath(new URL('../fixtures/workerProcess.js', import.meta.url));
+
+interface WorkerProc {
+  child: ChildProcess;
+  workerQueue: string;
+  pid: number;
+}
+
+/** Starts a worker in its own OS process and waits for the queue it polls. */
+function startWorkerProcess(taskQueue: string, bundleFile: string, env: NodeJS.ProcessEnv): Promise<WorkerProc> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [workerScript, '--task-queue', taskQueue, '--bundle', bundleFile], {
+      env: { PATH: process.env.PATH, DMCP_NO_USER_CONFIG: '1', DMCP_LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('worker process did not start in 30 s')), 30_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (line) {
+        clearTimeout(timer);
+        const { workerQueue, pid } = JSON.parse(line) as { workerQueue: string; pid: number };
+        resolve({ child, workerQueue, pid });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`worker process exited early (${code})`)));
+  });
+}
+
+async function stopWorkerProcess(w: WorkerProc | undefined): Promise<void> {
+  if (!w || w.child.exitCode !== null || w.child.signalCode !== null) return;
+  const exited = new Promise((r) => w.child.once('exit', r));
+  w.child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+  if (w.child.exitCode === null) w.child.kill('SIGKILL');
+}
+
+const waitFor = async (what: string, check: () => Promise<boolean>, timeoutMs = 30_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+};
+
+describe('a worker SIGKILLed in the middle of a turn', () => {
+  let dir: string;
+  let bundleFile: string;
+  const workers: WorkerProc[] = [];
+  const serverPids = new Set<number>();
+
+  before(async () => {
+    dir = await tempDir();
+    bundleFile = join(dir, 'workflows.js');
+    await writeFile(bundleFile, (await bundleWorkflows()).code);
+  });
+  after(async () => {
+    await Promise.all(workers.map(stopWorkerProcess));
+    // Servers of the killed worker lose their parent; end them by the PIDs the status reported.
+    for (const pid of serverPids) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+  });
+
+  test('completed calls never rerun; a read-only call is retried elsewhere; a side-effecting one is "unknown"; new calls fail over', async () => {
+    const execLog = join(dir, 'executions.log');
+    const taskQueue = uniqueQueue('crash');
+    const env = { TEMPORAL_ADDRESS: temporalAddress(), FIXTURE_LOG: execLog };
+    workers.push(await startWorkerProcess(taskQueue, bundleFile, env), await startWorkerProcess(taskQueue, bundleFile, env));
+    const connection = await Connection.connect({ address: temporalAddress() });
+    const client = new TurnClient({ client: new Client({ connection }), taskQueue });
+    const started = Date.now();
+    try {
+      const turn = await client.startTurn({
+        sessionId: `crash-${Date.now()}`,
+        workspace: dir,
+        servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] },
+        limits: { heartbeatTimeoutMs: 3000, scheduleToStartMs: 3000 },
+      });
+      for (const s of turn.status.servers) if (s.pid) serverPids.add(s.pid);
+      const victim = workers.find((w) => w.workerQueue === turn.workerQueue);
+      const survivor = workers.find((w) => w.workerQueue !== turn.workerQueue)!;
+      assert.ok(victim, 'the turn is pinned to one of our two workers');
+
+      const done = await turn.callTool({ id: 'done', name: 'mcp__fixture__echo', arguments: { text: 'before the crash' } });
+      assert.equal(done.status, 'ok');
+
+      const executions = async (tool: string, tag?: string) =>
+        (await readLines(execLog)).map((l) => JSON.parse(l) as { tool: string; args: { tag?: string; text?: string } }).filter((e) => e.tool === tool && (tag === undefined || e.args.tag === tag));
+      const readOnly = turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: 6000, tag: 'ro' } });
+      const sideEffect = turn.callTool({ id: 'se', name: 'mcp__fixture__slow', arguments: { ms: 6000, tag: 'se' } });
+      await waitFor('both calls to start', async () => (await executions('read_slow', 'ro')).length === 1 && (await executions('slow', 'se')).length === 1);
+
+      const killedAt = Date.now();
+      process.kill(victim.pid, 'SIGKILL');
+
+      const [ro, se] = await Promise.all([readOnly, sideEffect]);
+      assert.equal(ro.status, 'ok', `read-only call: ${ro.errorMessage}`);
+      assert.equal(ro.content[0]?.text, 'read after 6000 ms');
+      assert.equal((await executions('read_slow', 'ro')).length, 2, 'the read-only call ran again on the survivor');
+      assert.equal(se.status, 'error');
+      assert.equal(se.errorKind, 'unknown_result');
+      assert.match(se.errorMessage ?? '', /may have had an effect/);
+      assert.equal((await executions('slow', 'se')).length, 1, 'the side-effecting call ran at most once');
+
+      const later = await turn.callTool({ id: 'later', name: 'mcp__fixture__echo', arguments: { text: 'after the crash' } });
+      assert.equal(later.status, 'ok', `a new call: ${later.errorMessage}`);
+      const result = await turn.end();
+      const recoveredMs = Date.now() - killedAt;
+
+      assert.equal(result.workerQueue, survivor.workerQueue, 'the turn finished on the surviving worker');
+      assert.equal((await executions('echo')).filter((e) => e.args.text === 'before the crash').length, 1, 'completed calls never ran again');
+      const transcript = await client.transcript(turn.turnId);
+      const byId = Object.fromEntries(transcript.calls.map((c) => [c.id, c.outcome?.status]));
+      assert.deepEqual(byId, { done: 'ok', ro: 'ok', se: 'error', later: 'ok' });
+      assert.ok(transcript.calls.find((c) => c.id === 'se')!.failures.some((f) => /heartbeat/i.test(f)), 'history shows the heartbeat timeout');
+      process.stderr.write(`worker crash: turn recovered ${recoveredMs} ms after SIGKILL (total ${Date.now() - started} ms)\n`);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('the Temporal dev server restarts in the middle of a turn', () => {
+  let server: DevServer | undefined;
+  let worker: WorkerProc | undefined;
+  after(async () => {
+    await stopWorkerProcess(worker);
+    await server?.stop();
+  });
+
+  test('the turn completes on the same database', async () => {
+    const dir = await tempDir();
+    const dbFile = join(dir, 'temporal.db');
+    const port = await freePort();
+    server = await startDevServer({ dbFile, port, headless: true });
+    const bundleFile = join(dir, 'workflows.js');
+    await writeFile(bundleFile, (await bundleWorkflows()).code);
+    const taskQueue = uniqueQueue('restart');
+    worker = await startWorkerProcess(taskQueue, bundleFile, { TEMPORAL_ADDRESS: server.address });
+    const connect = async () => new TurnClient({ client: new Client({ connection: await Connection.connect({ address: server!.address }) }), taskQueue });
+    let client = await connect();
+    const turn = await client.startTurn({ sessionId: `restart-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] } });
+    assert.equal((await turn.callTool({ id: 'a', name: 'mcp__fixture__echo', arguments: { text: 'before' } })).status, 'ok');
+
+    await server.stop();
+    server = await startDevServer({ dbFile, port, headless: true });
+    await client.close();
+    client = await connect();
+    const handle = client.client.workflow.getHandle(turn.turnId);
+    const { callToolUpdate, endTurnUpdate } = await import('../../workflows/index.js');
+    const after = await handle.executeUpdate(callToolUpdate, { args: [{ id: 'b', name: 'mcp__fixture__echo', arguments: { text: 'after' } }], updateId: 'b' });
+    assert.equal(after.status, 'ok', after.errorMessage);
+    await handle.executeUpdate(endTurnUpdate, { updateId: 'end' });
+    const result = await handle.result();
+    assert.deepEqual(result.calls.map((c: { id: string }) => c.id), ['a', 'b']);
+    await client.close();
+  });
+});
