@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Command, CommanderError } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { ConfigError } from '../config/types.js';
-import { outcomeText, renderTranscript } from '../client/transcript.js';
+import { outcomeText, renderTranscript, saveImages } from '../client/transcript.js';
 import { startDevServer } from '../dev/devServer.js';
 import { startCodecServer } from '../worker/codecServer.js';
 import { temporalCliVersion } from '../dev/temporalCli.js';
@@ -164,11 +164,15 @@ async function runCommand(opts: RunOptions): Promise<number> {
   }
 }
 
-async function transcriptCommand(turnId: string, opts: { json?: boolean }): Promise<number> {
+async function transcriptCommand(turnId: string, opts: { json?: boolean; saveImages?: string }): Promise<number> {
   const session = await connect({ logger: cliLogger('warn'), withWorker: false, progress });
   try {
     const t = await session.client.transcript(turnId);
     process.stdout.write(opts.json ? `${JSON.stringify(t, null, 2)}\n` : `${renderTranscript(t)}\n`);
+    if (opts.saveImages) {
+      const saved = await saveImages(t, opts.saveImages);
+      process.stderr.write(`saved ${saved.length} image(s) to ${opts.saveImages}\n`);
+    }
     return 0;
   } catch (err) {
     if ((err as Error).name === 'WorkflowNotFoundError' || /not found/i.test((err as Error).message)) {
@@ -224,7 +228,8 @@ export function buildProgram(): Command {
     .description("render a turn from its history (status, tools, calls, outcomes)")
     .argument('<turnId>', 'the turn, e.g. my-session/turn-1')
     .option('--json', 'print the transcript as JSON')
-    .action(async (turnId: string, opts: { json?: boolean }) => {
+    .option('--save-images <dir>', 'write every image of every call to DIR as <call>-<n>.<ext>')
+    .action(async (turnId: string, opts: { json?: boolean; saveImages?: string }) => {
       process.exitCode = await transcriptCommand(turnId, opts);
     });
   program

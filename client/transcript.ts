@@ -1,4 +1,7 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { defaultPayloadConverter, type PayloadConverter } from '@temporalio/common';
+import { sniffImageType } from '../mcp/shapeResult.js';
 import type { temporal } from '@temporalio/proto';
 import type { CallToolInput, ReconcileResult } from '../activities/types.js';
 import type { CallOutcome, ToolInfo, TurnStatus } from '../mcp/types.js';
@@ -177,4 +180,26 @@ export function renderTranscript(t: Transcript): string {
     for (const line of text.split('\n')) out.push(`    ${line}`);
   }
   return out.join('\n');
+}
+
+const EXTENSIONS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp' };
+
+/**
+ * Writes every image block of every call to `dir` as `<callId>-<n>.<ext>`, the extension taken from
+ * the bytes (not the declared type). Returns the paths written.
+ */
+export async function saveImages(t: Transcript, dir: string): Promise<string[]> {
+  await mkdir(dir, { recursive: true });
+  const written: string[] = [];
+  for (const call of t.calls) {
+    const images = (call.outcome?.content ?? []).filter((b) => b.type === 'image');
+    for (const [n, block] of images.entries()) {
+      const bytes = Buffer.from(String(block.data ?? ''), 'base64');
+      const ext = EXTENSIONS[sniffImageType(bytes) ?? ''] ?? 'bin';
+      const file = join(dir, `${call.id.replace(/[^A-Za-z0-9._-]/g, '_')}-${n + 1}.${ext}`);
+      await writeFile(file, bytes);
+      written.push(file);
+    }
+  }
+  return written;
 }

@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { before, describe, test } from 'node:test';
+import { everythingServer, fixtureServer, tempDir } from '../support/harness.js';
+
+const cli = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
+
+describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no dev running)', () => {
+  let dataDir: string;
+  const run = async (args: string[]) => {
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_DATA_DIR: dataDir, DMCP_NO_USER_CONFIG: '1' };
+    try {
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, [cli, ...args], { env, timeout: 90_000 });
+      return { code: 0, stdout, stderr };
+    } catch (err) {
+      const e = err as { code?: number; stdout?: string; stderr?: string };
+      return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+    }
+  };
+
+  before(async () => {
+    dataDir = await tempDir('dmcp-cli-');
+  });
+
+  test('run --json, then transcript in a separate command reads the same call from history', async () => {
+    const ran = await run([
+      'run', '--mcp', `everything:${process.execPath} ${everythingServer} stdio`,
+      '--call', 'mcp__everything__echo {"message":"extension check"}',
+      '--call', 'mcp__everything__get-tiny-image {}',
+      '--json',
+    ]);
+    assert.equal(ran.code, 0, ran.stderr);
+    const out = JSON.parse(ran.stdout) as { turnId: string; calls: { name: string; arguments: unknown; outcome: { content: { text?: string }[] } }[] };
+    assert.match(out.turnId, /^run-.+\/turn-1$/);
+    assert.equal(out.calls[0]!.name, 'mcp__everything__echo');
+    assert.deepEqual(out.calls[0]!.arguments, { message: 'extension check' });
+    assert.match(String(out.calls[0]!.outcome.content[0]?.text), /extension check/);
+
+    const images = join(dataDir, 'images');
+    const shown = await run(['transcript', out.turnId, '--save-images', images]);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /everything \[ready\] stdio/);
+    assert.match(shown.stdout, /mcp__everything__echo \{"message":"extension check"\}/);
+    assert.match(shown.stdout, /Echo: extension check/);
+    assert.deepEqual(await readdir(images), ['call-2-1.png']);
+  });
+
+  test('bad input: one clear line on stderr and a non-zero exit, no stack trace', async () => {
+    const badJson = await run(['run', '--mcp', `fixture:${process.execPath} ${fixtureServer}`, '--call', 'mcp__fixture__echo {"text":']);
+    assert.equal(badJson.code, 2);
+    assert.match(badJson.stderr, /^error: --call #1 \(mcp__fixture__echo\): arguments are not valid JSON/m);
+    assert.doesNotMatch(badJson.stderr, /\n\s+at /);
+
+    const missing = await run(['run', '--mcp-config', join(dataDir, 'nope.json'), '--call', 'x {}']);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /nope\.json/);
+
+    const unknown = await run(['run', '--mcp', `fixture:${process.execPath} ${fixtureServer}`, '--call', 'mcp__fixture__nope {}']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /error: unknown tool "mcp__fixture__nope" \(available: .*mcp__fixture__echo/);
+
+    const noTurn = await run(['transcript', 'no-such-session/turn-1']);
+    assert.notEqual(noTurn.code, 0);
+    assert.match(noTurn.stderr, /^error: .*no-such-session\/turn-1/m);
+  });
+});
