@@ -116,12 +116,29 @@ export class TurnClient {
     return { turnId: latest.workflowId, status: t.status };
   }
 
-  /** A turn rendered from its history alone (DESIGN 10). */
+  /**
+   * A turn rendered from its history alone (DESIGN 10). A long turn that continued as new is
+   * read run by run and joined: status and tools from the first run, the calls of every run.
+   */
   async transcript(turnId: string): Promise<Transcript> {
-    const history = await this.client.workflow.getHandle(turnId).fetchHistory();
     const converter = this.client.options.loadedDataConverter;
-    await decodeHistoryPayloads(history, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
-    return buildTranscript(turnId, history, converter.payloadConverter);
+    const runs: { runId: string; start: number }[] = [];
+    for await (const w of this.client.workflow.list({ query: `WorkflowId = '${turnId.replace(/'/g, "\\'")}'` })) {
+      runs.push({ runId: w.runId, start: w.startTime.getTime() });
+    }
+    // Visibility can lag a just-started turn: fall back to the latest run.
+    if (runs.length === 0) runs.push({ runId: '', start: 0 });
+    const parts: Transcript[] = [];
+    for (const run of runs.sort((a, b) => a.start - b.start)) {
+      const history = await this.client.workflow.getHandle(turnId, run.runId || undefined).fetchHistory();
+      await decodeHistoryPayloads(history, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
+      parts.push(buildTranscript(turnId, history, converter.payloadConverter));
+    }
+    const [first, last] = [parts[0]!, parts[parts.length - 1]!];
+    // A call retried after continue-as-new was answered from the record: it is the same call.
+    const seen = new Set<string>();
+    const calls = parts.flatMap((p) => p.calls).filter((c) => !seen.has(c.id) && seen.add(c.id));
+    return { ...last, status: first.status, serversParagraph: first.serversParagraph, tools: first.tools, sessionId: first.sessionId, calls };
   }
 
   /** Turn IDs of a session, oldest first. */

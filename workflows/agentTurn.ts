@@ -6,6 +6,7 @@ import {
   isCancellation,
   allHandlersFinished,
   condition,
+  continueAsNew,
   defineQuery,
   defineUpdate,
   proxyActivities,
@@ -36,6 +37,7 @@ export const cancelCallUpdate = defineUpdate<boolean, [string]>('cancelCall');
 export const statusQuery = defineQuery<TurnProgress>('status');
 
 const DEFAULTS = {
+  continueAsNewAfterCalls: 500,
   toolTimeoutMs: 60_000,
   heartbeatTimeoutMs: 10_000,
   scheduleToStartMs: 10_000,
@@ -62,6 +64,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   let tools = new Map<string, ToolInfo>();
   let lastReconcile: ReconcileResult | undefined;
   const running = new Map<string, CancellationScope>();
+  // Update IDs de-duplicate within one run only: outcomes carried over answer retries across runs.
+  const carried = new Map((input.continued?.recent ?? []).map((r) => [r.id, r.outcome]));
 
   const progress = (): TurnProgress => ({
     phase: ended ? 'ended' : start ? 'ready' : 'starting',
@@ -79,6 +83,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   setHandler(
     callToolUpdate,
     async (request) => {
+      const earlier = carried.get(request.id);
+      if (earlier) return earlier;
       await condition(() => start !== undefined);
       lastActivity += 1;
       return runCall(request);
@@ -101,18 +107,25 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     ended ??= 'endTurn';
   });
 
-  let workerQueue = await reconcile(input.preferredWorkerQueue);
-  const frozen = await pinned(workerQueue).listTools({ sessionId: input.sessionId });
-  tools = new Map(frozen.map((t) => [t.name, t]));
-  // The next turn of the session reads this to prefer the worker that holds its servers.
-  upsertMemo({ workerQueue });
-  start = {
-    turnId: info.workflowId,
-    workerQueue,
-    status: lastReconcile!.status,
-    tools: frozen,
-    serversParagraph: lastReconcile!.serversParagraph,
-  };
+  let workerQueue: string;
+  if (input.continued) {
+    start = input.continued.start;
+    workerQueue = start.workerQueue;
+    tools = new Map(start.tools.map((t) => [t.name, t]));
+  } else {
+    workerQueue = await reconcile(input.preferredWorkerQueue);
+    const frozen = await pinned(workerQueue).listTools({ sessionId: input.sessionId });
+    tools = new Map(frozen.map((t) => [t.name, t]));
+    // The next turn of the session reads this to prefer the worker that holds its servers.
+    upsertMemo({ workerQueue });
+    start = {
+      turnId: info.workflowId,
+      workerQueue,
+      status: lastReconcile!.status,
+      tools: frozen,
+      serversParagraph: lastReconcile!.serversParagraph,
+    };
+  }
 
   try {
     if (input.batch) {
@@ -126,6 +139,17 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         const woke = await condition(() => ended !== undefined || lastActivity !== seen || inFlight > 0, limits.idleMs);
         if (!woke) ended = 'idle';
         else if (inFlight > 0) await condition(() => inFlight === 0 || ended !== undefined);
+        if (!ended && (workflowInfo().continueAsNewSuggested || calls.length >= limits.continueAsNewAfterCalls)) {
+          await condition(allHandlersFinished);
+          if (!ended && inFlight === 0) {
+            const recent = [...(input.continued?.recent ?? []), ...calls].slice(-100);
+            await continueAsNew<typeof agentTurn>({
+              ...input,
+              preferredWorkerQueue: undefined,
+              continued: { start: { ...start, workerQueue }, callsBefore: (input.continued?.callsBefore ?? 0) + calls.length, recent },
+            });
+          }
+        }
       }
     }
   } catch (err) {
@@ -140,7 +164,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     throw err;
   }
   await condition(allHandlersFinished);
-  return { turnId: info.workflowId, sessionId: input.sessionId, workerQueue, endedBy: ended, calls };
+  const callsBefore = input.continued?.callsBefore;
+  return { turnId: info.workflowId, sessionId: input.sessionId, workerQueue, endedBy: ended, calls, ...(callsBefore ? { callsBefore } : {}) };
 
   // --- helpers (closures over the turn's state) ---
 

@@ -21,6 +21,20 @@ export interface TurnLimits {
   scheduleToStartMs?: number;
   /** DMCP_TURN_IDLE: an interactive turn with no call for this long ends itself (default 30 min). */
   idleMs?: number;
+  /**
+   * An interactive turn continues as new after this many calls in one run (default 500), or
+   * earlier when Temporal suggests it; Temporal allows 2,000 Updates per run.
+   */
+  continueAsNewAfterCalls?: number;
+}
+
+/** What a long turn carries into its next run (continue-as-new). */
+export interface ContinuedTurn {
+  start: TurnStart;
+  /** Calls completed in earlier runs. */
+  callsBefore: number;
+  /** The latest calls, so a caller retrying one of them gets its outcome, not a second run. */
+  recent: CallRecord[];
 }
 
 export interface TurnInput {
@@ -31,6 +45,8 @@ export interface TurnInput {
   /** The worker queue of the session's previous turn, tried first (DESIGN 2.1). */
   preferredWorkerQueue?: string;
   limits?: TurnLimits;
+  /** Set only by continue-as-new. */
+  continued?: ContinuedTurn;
 }
 
 /** What the caller gets when a turn has started (update-with-start). */
@@ -54,7 +70,10 @@ export interface TurnResult {
   sessionId: string;
   workerQueue: string;
   endedBy: 'batch' | 'endTurn' | 'idle';
+  /** The calls of this run (the last one, for a turn that continued as new). */
   calls: CallRecord[];
+  /** Calls completed in earlier runs of a turn that continued as new. */
+  callsBefore?: number;
 }
 
 /** What the `status` query returns while a turn runs. */

@@ -116,4 +116,28 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
     const description = await turn.handle.describe();
     assert.equal(description.status.name, 'CANCELLED');
   });
+
+  test('a long interactive turn continues as new without losing calls or running a retried call twice', async () => {
+    const turn = await h.client.startTurn({
+      sessionId: `long-${Date.now()}`,
+      workspace: dir,
+      servers: servers(),
+      limits: { continueAsNewAfterCalls: 3 },
+    });
+    const firstRunId = (await turn.handle.describe()).runId;
+    for (let i = 1; i <= 7; i += 1) {
+      const outcome = await turn.callTool({ id: `long-${i}`, name: 'mcp__fixture__echo', arguments: { text: `long call ${i}` } });
+      assert.equal(outcome.content[0]?.text, `long call ${i}`);
+    }
+    assert.notEqual((await turn.handle.describe()).runId, firstRunId, 'the turn continued as new');
+    const retried = await turn.callTool({ id: 'long-2', name: 'mcp__fixture__echo', arguments: { text: 'long call 2' } });
+    assert.equal(retried.content[0]?.text, 'long call 2');
+    const ran = (await executions('echo')).filter((e) => (e.args as { text?: string }).text === 'long call 2');
+    assert.equal(ran.length, 1, 'a call retried after continue-as-new returns its recorded outcome');
+    const result = await turn.end();
+    assert.equal((result.callsBefore ?? 0) + result.calls.length, 7);
+    const transcript = await h.client.transcript(turn.turnId);
+    assert.deepEqual(transcript.calls.map((c) => c.id), ['long-1', 'long-2', 'long-3', 'long-4', 'long-5', 'long-6', 'long-7']);
+    assert.equal(transcript.status?.servers[0]?.state, 'ready', 'status comes from the first run');
+  });
 });
