@@ -59,7 +59,6 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   let inFlight = 0;
   let lastActivity = 0;
   let ended: TurnResult['endedBy'] | undefined;
-  // eslint-disable-next-line prefer-const -- update handlers read it before it is set
   let start: TurnStart | undefined;
   let tools = new Map<string, ToolInfo>();
   let lastReconcile: ReconcileResult | undefined;
