@@ -10,6 +10,8 @@ export interface ServerPoolOptions {
   logger: Logger;
   /** The complete environment a stdio server starts with (worker env minus secrets, plus env/envFrom). */
   environmentFor: (entry: ServerEntry) => Record<string, string>;
+  /** Headers of an http/sse server (`headers` plus the bearer token), resolved at connect time. */
+  requestHeadersFor?: (entry: ServerEntry) => Record<string, string>;
   /** Removes secret values from text that leaves the worker. */
   scrub?: (text: string) => string;
   /** DMCP_START_TIMEOUT: per-server deadline for start, handshake and first listing. */
@@ -23,6 +25,10 @@ interface Session {
   servers: Map<string, ManagedServer>;
   config?: LoadedConfig;
   lastUsed: number;
+  /** Reconciliations and calls in progress: an idle stop never interrupts them. */
+  busy: number;
+  /** Reconciliations of a session run one at a time (a failover reconcile may overlap the last one). */
+  lock: Promise<unknown>;
 }
 
 /**
@@ -32,6 +38,9 @@ interface Session {
 export class ServerPool {
   private readonly sessions = new Map<string, Session>();
   private readonly scrub: (text: string) => string;
+  private readonly callsInFlight = new Map<ManagedServer, number>();
+  /** Servers replaced by a config change while a call was running: stopped when their calls end. */
+  private readonly retiring = new Set<ManagedServer>();
   private shuttingDown = false;
 
   constructor(private readonly options: ServerPoolOptions) {
@@ -42,12 +51,25 @@ export class ServerPool {
   async reconcile(sessionId: string, config: LoadedConfig): Promise<TurnStatus> {
     if (this.shuttingDown) throw new Error('worker is shutting down');
     const session = this.session(sessionId);
-    const changed = session.configHash !== config.hash;
-    if (changed) {
-      await Promise.all([...session.servers.values()].map((s) => s.stop()));
+    session.busy += 1;
+    const run = session.lock.then(() => this.reconcileNow(sessionId, session, config));
+    session.lock = run.catch(() => undefined);
+    try {
+      return await run;
+    } finally {
+      session.busy -= 1;
+      session.lastUsed = Date.now();
+    }
+  }
+
+  private async reconcileNow(sessionId: string, session: Session, config: LoadedConfig): Promise<TurnStatus> {
+    if (this.shuttingDown) throw new Error('worker is shutting down');
+    if (session.configHash !== config.hash) {
+      const old = [...session.servers.values()];
       session.servers.clear();
       for (const entry of config.servers) session.servers.set(entry.name, this.newServer(entry));
       session.configHash = config.hash;
+      await Promise.all(old.map((s) => this.retire(s)));
     }
     session.config = config;
 
@@ -55,29 +77,42 @@ export class ServerPool {
       [...session.servers.entries()].map(async ([name, server]) => {
         if (!server.entry.enabled) return;
         if (server.state === 'idle') return server.start();
-        if (server.state === 'failed' && server.wasReady) {
-          // It ran and then stopped: restart. One that never started waits for a config change.
-          const fresh = this.newServer(server.entry);
-          session.servers.set(name, fresh);
-          return fresh.start();
-        }
-        if (server.state === 'ready') {
-          try {
-            await server.listTools();
-          } catch (err) {
-            server.error = this.scrub(`tool listing failed: ${(err as Error).message}`);
-            server.state = 'failed';
-          }
+        if (server.state === 'failed' && server.wasReady) return this.restart(session, name, server);
+        // A server that never started waits for a config change (it would cost its start timeout every turn).
+        if (server.state !== 'ready') return;
+        try {
+          await server.listTools();
+        } catch (err) {
+          // The process may have died after the last turn without its exit being seen yet.
+          this.options.logger.warn({ server: name, err: (err as Error).message }, 'tool listing failed; restarting the server');
+          await this.restart(session, name, server);
         }
       }),
     );
     return this.status(sessionId);
   }
 
+  private async restart(session: Session, name: string, old: ManagedServer): Promise<void> {
+    const fresh = this.newServer(old.entry);
+    session.servers.set(name, fresh);
+    await this.retire(old);
+    await fresh.start();
+  }
+
+  /** Stops a server now, or after its in-flight calls (DESIGN 6.3: removing an entry does not cancel a call). */
+  private async retire(server: ManagedServer): Promise<void> {
+    if ((this.callsInFlight.get(server) ?? 0) > 0) {
+      this.retiring.add(server);
+      return;
+    }
+    await server.stop();
+  }
+
   private newServer(entry: ServerEntry): ManagedServer {
     return new ManagedServer(entry, {
       logger: this.options.logger,
       environment: () => this.options.environmentFor(entry),
+      ...(this.options.requestHeadersFor ? { requestHeaders: () => this.options.requestHeadersFor!(entry) } : {}),
       scrub: this.scrub,
       startTimeoutMs: this.options.startTimeoutMs,
       clientVersion: this.options.clientVersion ?? '0.1.0',
@@ -107,6 +142,9 @@ export class ServerPool {
       const kept = this.keptTools(server);
       for (const wanted of entry.tools ?? []) {
         if (!offered.has(wanted)) base.warnings.push(`tool "${wanted}" is listed in "tools" but the server does not offer it`);
+      }
+      if (server.junkLines > 0) {
+        base.warnings.push(`the server wrote ${server.junkLines} non-protocol line(s) to stdout; they were dropped (see the worker log)`);
       }
       servers.push({
         ...base,
@@ -166,7 +204,22 @@ export class ServerPool {
     const managed = session?.servers.get(server);
     if (!session || !managed) throw new ServerUnavailableError(server, 'not started on this worker');
     session.lastUsed = Date.now();
-    return managed.callTool(tool, args, options);
+    session.busy += 1;
+    this.callsInFlight.set(managed, (this.callsInFlight.get(managed) ?? 0) + 1);
+    try {
+      return await managed.callTool(tool, args, options);
+    } finally {
+      session.busy -= 1;
+      session.lastUsed = Date.now();
+      const left = (this.callsInFlight.get(managed) ?? 1) - 1;
+      if (left > 0) this.callsInFlight.set(managed, left);
+      else {
+        this.callsInFlight.delete(managed);
+        if (this.retiring.delete(managed)) {
+          managed.stop().catch((err: unknown) => this.options.logger.warn({ err }, 'stopping a replaced server failed'));
+        }
+      }
+    }
   }
 
   /** Server PIDs of a session (operators and tests use them to see reuse). */
@@ -175,6 +228,7 @@ export class ServerPool {
     return Object.fromEntries([...(session?.servers ?? new Map<string, ManagedServer>()).entries()].map(([n, s]) => [n, s.pid]));
   }
 
+  /** Stops a session's servers now (in-flight calls fail); the next turn starts them again. */
   async stopSession(sessionId: string): Promise<void> {
     const session = this.sessions.get(sessionId);
     if (!session) return;
@@ -182,22 +236,27 @@ export class ServerPool {
     await Promise.all([...session.servers.values()].map((s) => s.stop()));
   }
 
-  /** Stops sessions unused for `idleMs` (DMCP_SESSION_IDLE). */
+  /** Stops sessions unused for `idleMs` (DMCP_SESSION_IDLE); a session with a call or reconciliation running is not idle. */
   async stopIdle(idleMs: number, now = Date.now()): Promise<void> {
-    const idle = [...this.sessions.entries()].filter(([, s]) => now - s.lastUsed >= idleMs).map(([id]) => id);
+    const idle = [...this.sessions.entries()].filter(([, s]) => s.busy === 0 && now - s.lastUsed >= idleMs).map(([id]) => id);
+    if (idle.length > 0) this.options.logger.info({ sessions: idle }, 'stopping idle sessions');
     await Promise.all(idle.map((id) => this.stopSession(id)));
   }
 
-  /** Stops every server of every session (worker shutdown). */
+  /** Stops every server of every session (worker shutdown), after any start in progress has settled. */
   async shutdown(): Promise<void> {
     this.shuttingDown = true;
-    await Promise.all([...this.sessions.keys()].map((id) => this.stopSession(id)));
+    // A server still starting could otherwise spawn its process after it was told to stop.
+    await Promise.all([...this.sessions.values()].map((s) => s.lock));
+    const retiring = [...this.retiring];
+    this.retiring.clear();
+    await Promise.all([...this.sessions.keys()].map((id) => this.stopSession(id)).concat(retiring.map((s) => s.stop())));
   }
 
   private session(sessionId: string): Session {
     let session = this.sessions.get(sessionId);
     if (!session) {
-      session = { servers: new Map(), lastUsed: Date.now() };
+      session = { servers: new Map(), lastUsed: Date.now(), busy: 0, lock: Promise.resolve() };
       this.sessions.set(sessionId, session);
     }
     session.lastUsed = Date.now();

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { DataConverter } from '@temporalio/common';
 import type { Logger } from 'pino';
 import { createActivities } from '../activities/index.js';
 import { loadConfig } from '../config/load.js';
-import { scrubSecrets, serverEnvironment } from '../config/secrets.js';
+import { requestHeaders, scrubSecrets, serverEnvironment } from '../config/secrets.js';
 import { ServerPool } from '../mcp/pool.js';
 import { parseToolPrefix } from '../mcp/toolNames.js';
 import { durationFromEnv, sharedTaskQueue } from './settings.js';
@@ -29,10 +30,14 @@ export interface StartWorkerOptions {
   logger: Logger;
   /** The worker's environment: settings, config dir and the secrets servers may receive. */
   env?: NodeJS.ProcessEnv;
-  /** A prebuilt workflow bundle; without it the worker bundles on start. */
-  workflowBundle?: WorkflowBundleWithSourceMap;
+  /** A prebuilt workflow bundle (code or `{ codePath }`); without it the worker bundles on start. */
+  workflowBundle?: WorkflowBundleOption;
+  /** Codecs and external storage; clients must use the same (see dataConverterFromEnv). */
+  dataConverter?: DataConverter;
   /** Overrides the shared queue from DMCP_TASK_QUEUE (tests give each its own). */
   taskQueue?: string;
+  /** How often idle sessions are looked for (default: a quarter of DMCP_SESSION_IDLE, within 100 ms..60 s). */
+  idleCheckIntervalMs?: number;
 }
 
 export interface RunningWorker {
@@ -59,6 +64,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const pool = new ServerPool({
     logger,
     environmentFor: (entry) => serverEnvironment(entry, env),
+    requestHeadersFor: (entry) => requestHeaders(entry, env),
     scrub,
     startTimeoutMs: durationFromEnv(env, 'DMCP_START_TIMEOUT', '10s'),
     toolPrefix: parseToolPrefix(env.DMCP_TOOL_PREFIX),
@@ -72,27 +78,38 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   });
   const workflowBundle = options.workflowBundle ?? (await bundleWorkflows());
   const namespace = options.namespace ?? env.TEMPORAL_NAMESPACE ?? 'default';
-  const shared = await Worker.create({ connection: options.connection, namespace, taskQueue, workflowBundle, activities });
-  const pinned = await Worker.create({ connection: options.connection, namespace, taskQueue: workerQueue, activities });
+  const dataConverter = options.dataConverter;
+  const shared = await Worker.create({ connection: options.connection, namespace, taskQueue, workflowBundle, activities, dataConverter });
+  const pinned = await Worker.create({ connection: options.connection, namespace, taskQueue: workerQueue, activities, dataConverter });
 
   const idleMs = durationFromEnv(env, 'DMCP_SESSION_IDLE', '10m');
+  // A session stops between idleMs and idleMs + interval after its last use.
+  const idleCheckMs = options.idleCheckIntervalMs ?? Math.min(Math.max(Math.floor(idleMs / 4), 100), 60_000);
   const idleTimer = setInterval(() => {
     pool.stopIdle(idleMs).catch((err: unknown) => logger.warn({ err }, 'stopping idle sessions failed'));
-  }, Math.min(idleMs, 60_000));
+  }, idleCheckMs);
   idleTimer.unref();
 
-  const done = Promise.all([shared.run(), pinned.run()]).finally(async () => {
+  const stopPolling = () => {
+    for (const w of [shared, pinned]) {
+      if (w.getState() === 'RUNNING') w.shutdown();
+    }
+  };
+  // If one of the two workers stops (or fails), the other one must not keep taking work for servers
+  // that are about to be stopped.
+  const runs = [shared, pinned].map((w) => w.run().finally(stopPolling));
+  const done = Promise.allSettled(runs).then(async (results) => {
     clearInterval(idleTimer);
     await pool.shutdown();
     logger.info('worker stopped');
-  }).then(() => undefined);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  });
 
   let stopping: Promise<void> | undefined;
   const shutdown = () => {
     stopping ??= (async () => {
-      for (const w of [shared, pinned]) {
-        if (w.getState() === 'RUNNING') w.shutdown();
-      }
+      stopPolling();
       await done;
     })();
     return stopping;

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile } from 'node:fs/promises';
+import { readFileSync, readdirSync } from 'node:fs';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -78,4 +79,83 @@ export async function startHarness(name: string, env: NodeJS.ProcessEnv = {}): P
       await client.close();
     },
   };
+}
+
+// --- lifecycle helpers (processes, PIDs, config files) ---
+
+export const lifecycleServer = fileURLToPath(new URL('../fixtures/lifecycleServer.js', import.meta.url));
+export const workerProcessScript = fileURLToPath(new URL('../fixtures/workerProcess.js', import.meta.url));
+
+/** An inline `--mcp` spec that runs the lifecycle fixture with `args`. */
+export function lifecycleSpec(name: string, ...args: string[]): string {
+  return `${name}:${process.execPath} ${lifecycleServer} --name ${name} ${args.join(' ')}`.trimEnd();
+}
+
+/** An mcp.json entry that runs the lifecycle fixture with `args`. */
+export function lifecycleEntry(name: string, ...args: string[]): { command: string; args: string[] } {
+  return { command: process.execPath, args: [lifecycleServer, '--name', name, ...args] };
+}
+
+/** Writes `{ mcpServers }` to `file` (tests rewrite it between turns to change the config). */
+export async function writeMcpJson(file: string, mcpServers: Record<string, unknown>): Promise<void> {
+  await writeFile(file, `${JSON.stringify({ mcpServers }, null, 2)}\n`);
+}
+
+/** Whether a process exists and is not a zombie. */
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** PIDs of every live process whose process group is one of `groups` (read from /proc). */
+export function processesInGroups(groups: Iterable<number>): number[] {
+  const wanted = new Set(groups);
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // Fields after the command name: state ppid pgrp ...
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (state !== 'Z' && wanted.has(Number(pgrp))) found.push(Number(entry));
+    } catch {
+      // The process went away while we looked.
+    }
+  }
+  return found;
+}
+
+/** Polls `check` until it returns true or `timeoutMs` passes; returns the last result. */
+export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, intervalMs = 50): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** SIGKILLs each process group (and process) that is still alive; for after() hooks. */
+export function killGroups(pids: Iterable<number>): void {
+  for (const pid of pids) {
+    for (const target of [-pid, pid]) {
+      try {
+        process.kill(target, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+  }
+}
+
+/** Writes the shared workflow bundle to a file, so separate worker processes skip bundling. */
+export async function workflowBundleFile(dir: string): Promise<string> {
+  bundle ??= bundleWorkflows();
+  const path = join(dir, 'workflow-bundle.js');
+  await writeFile(path, (await bundle).code);
+  return path;
 }
