@@ -79,6 +79,8 @@ export class ManagedServer {
   wasReady = false;
   error?: string;
   junkLines = 0;
+  /** The first non-protocol stdout line (scrubbed, cut), so the status can show what it was. */
+  firstJunkLine?: string;
   private client?: Client;
   private transport?: Transport;
   private readonly stderrTail = new TailBuffer();
@@ -135,6 +137,11 @@ export class ManagedServer {
         })(),
         deadline,
       ]);
+      if ((this.state as ManagedState) === 'stopped') {
+        // stop() ran while we were starting: do not come back to life as an orphan.
+        await this.closeQuietly();
+        return;
+      }
       this.state = 'ready';
       this.wasReady = true;
       this.log.info({ pid: this.pid, tools: this.tools.length }, 'server ready');
@@ -171,6 +178,7 @@ export class ManagedServer {
       },
       onJunk: (line) => {
         this.junkLines += 1;
+        this.firstJunkLine ??= this.deps.scrub(line.slice(0, 200));
         this.log.warn({ stdout: this.deps.scrub(line.slice(0, 500)) }, 'server wrote a non-protocol line to stdout');
       },
     });
@@ -341,7 +349,7 @@ export class ManagedServer {
     if (t instanceof ProcessGroupStdioTransport && (t.exitCode !== null || t.exitSignal !== null)) {
       return this.describeExit(message);
     }
-    const junk = this.junkLines > 0 ? ` (wrote ${this.junkLines} non-protocol line(s) to stdout)` : '';
+    const junk = this.junkLines > 0 ? ` (wrote ${this.junkLines} non-protocol line(s) to stdout, first: ${JSON.stringify(this.firstJunkLine)})` : '';
     const tail = this.stderrTail.lastLines(5);
     return this.deps.scrub(`${message}${junk}${tail ? `; stderr: ${tail}` : ''}`);
   }

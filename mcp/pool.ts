@@ -144,7 +144,7 @@ export class ServerPool {
         if (!offered.has(wanted)) base.warnings.push(`tool "${wanted}" is listed in "tools" but the server does not offer it`);
       }
       if (server.junkLines > 0) {
-        base.warnings.push(`the server wrote ${server.junkLines} non-protocol line(s) to stdout; they were dropped (see the worker log)`);
+        base.warnings.push(`the server wrote ${server.junkLines} non-protocol line(s) to stdout, first: ${JSON.stringify(server.firstJunkLine)}; they were dropped`);
       }
       servers.push({
         ...base,

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 
@@ -37,14 +37,15 @@ export class ProcessGroupStdioTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   private child?: ChildProcess;
-  private readonly buffer: ReadBuffer;
+  private pending: Buffer = Buffer.alloc(0);
+  private readonly maxMessageBytes: number;
   private exited?: Promise<void>;
   private closed = false;
   exitCode: number | null = null;
   exitSignal: NodeJS.Signals | null = null;
 
   constructor(private readonly launch: StdioLaunch) {
-    this.buffer = new ReadBuffer({ maxBufferSize: launch.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES });
+    this.maxMessageBytes = launch.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
   }
 
   get pid(): number | undefined {
@@ -63,7 +64,9 @@ export class ProcessGroupStdioTransport implements Transport {
       });
       this.child = child;
       this.exited = new Promise((done) => {
-        child.once('close', (code, signal) => {
+        // 'exit', not 'close': a grandchild that keeps stdout open would delay 'close' forever,
+        // and in-flight calls must fail as soon as the server process is gone.
+        child.once('exit', (code, signal) => {
           this.exitCode = code;
           this.exitSignal = signal;
           this.closed = true;
@@ -83,27 +86,29 @@ export class ProcessGroupStdioTransport implements Transport {
     });
   }
 
+  /** Splits stdout into lines; a line that is not a JSON-RPC message is reported, not dropped silently. */
   private readStdout(chunk: Buffer): void {
-    try {
-      this.buffer.append(chunk);
-    } catch (err) {
-      // The stream is out of step now: stop the server rather than misread what follows.
-      this.onerror?.(new Error(`server sent a message larger than the limit: ${(err as Error).message}`));
-      void this.close();
-      return;
-    }
+    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
     for (;;) {
-      let message: JSONRPCMessage | null;
+      const end = this.pending.indexOf(0x0a);
+      if (end < 0) break;
+      const line = this.pending.subarray(0, end).toString('utf8').replace(/\r$/, '');
+      this.pending = this.pending.subarray(end + 1);
+      if (line.trim() === '') continue;
+      let message: JSONRPCMessage;
       try {
-        message = this.buffer.readMessage();
-      } catch (err) {
-        // ReadBuffer drops the offending line; report it instead of silently losing it.
-        this.launch.onJunk?.((err as Error).message);
-        this.onerror?.(err as Error);
+        message = deserializeMessage(line);
+      } catch {
+        this.launch.onJunk?.(line);
         continue;
       }
-      if (message === null) return;
       this.onmessage?.(message);
+    }
+    if (this.pending.length > this.maxMessageBytes) {
+      this.pending = Buffer.alloc(0);
+      // The stream is out of step now: stop the server rather than misread what follows.
+      this.onerror?.(new Error(`server sent a message larger than ${this.maxMessageBytes} bytes`));
+      void this.close();
     }
   }
 
@@ -122,7 +127,12 @@ export class ProcessGroupStdioTransport implements Transport {
   /** Ends stdin, then SIGTERM to the process group, then SIGKILL after the grace period. */
   async close(): Promise<void> {
     const child = this.child;
-    if (!child || child.pid === undefined || this.closed) return;
+    if (!child || child.pid === undefined) return;
+    if (this.closed) {
+      // The leader is gone, but what it spawned may live on in its group.
+      signalGroup(child.pid, 'SIGKILL');
+      return;
+    }
     const grace = this.launch.killGraceMs ?? 2000;
     child.stdin?.end();
     signalGroup(child.pid, 'SIGTERM');

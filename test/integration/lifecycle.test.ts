@@ -212,7 +212,7 @@ describe('server lifecycle: starting, reconciliation and status (DESIGN 6.1, 6.2
     const turn = await turnWith(sessionId('status'), config);
     const chatty = server(turn, 'chatty');
     assert.equal(chatty.state, 'degraded');
-    assert.match(chatty.warnings.join('\n'), /2 non-protocol line\(s\) to stdout/);
+    assert.match(chatty.warnings.join('\n'), /2 non-protocol line\(s\) to stdout, first: "junk line 1 from chatty"/);
     assert.ok(chatty.tools.includes('mcp__chatty__whoami'), 'the junk did not break the handshake');
     const filtered = server(turn, 'filtered');
     assert.equal(filtered.state, 'degraded');
