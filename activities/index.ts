@@ -62,11 +62,12 @@ export function createActivities(deps: ActivityDeps) {
         timeoutMs: input.requestTimeoutMs,
         onProgress: (progress) => ctx.heartbeat({ progress }),
       });
+      const clean = scrubResult(result, scrub);
       return {
         status: 'ok',
-        content: (result.content ?? []) as ContentBlock[],
+        content: (clean.content ?? []) as ContentBlock[],
         isError: result.isError === true,
-        ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
+        ...(clean.structuredContent ? { structuredContent: clean.structuredContent } : {}),
         startedAt: startedAt.toISOString(),
         durationMs: Date.now() - startedAt.getTime(),
         attempts: ctx.info.attempt,
@@ -80,6 +81,16 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   return { reconcileServers, listTools, callTool };
+}
+
+/**
+ * A server that was given a secret may echo it back; history must never hold it (DESIGN 5.5).
+ * The JSON round trip happens only when a secret value is actually present.
+ */
+export function scrubResult<T>(result: T, scrub: (t: string) => string): T {
+  const json = JSON.stringify(result);
+  const clean = scrub(json);
+  return clean === json ? result : (JSON.parse(clean) as T);
 }
 
 /** Maps an error of a call to the failure tier of DESIGN 8.3. */

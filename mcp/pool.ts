@@ -177,6 +177,7 @@ export class ServerPool {
           description: describeTool(server.entry.name, tool.description),
           inputSchema: tool.inputSchema as Record<string, unknown>,
           ...(tool.annotations ? { annotations: tool.annotations } : {}),
+          ...(server.entry.toolTimeoutMs ? { timeoutMs: server.entry.toolTimeoutMs } : {}),
         });
       }
     }

@@ -56,6 +56,8 @@ export interface ToolInfo {
   description: string;
   inputSchema: Record<string, unknown>;
   annotations?: ToolAnnotations;
+  /** The server's `toolTimeout` (ms), when its config sets one; the turn's default otherwise. */
+  timeoutMs?: number;
 }
 
 /** An MCP content block as recorded in history (the SDK's shapes, kept as data). */

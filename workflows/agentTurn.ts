@@ -209,13 +209,14 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       tool: tool.tool,
       arguments: args,
       annotations: tool.annotations,
-      requestTimeoutMs: Math.max(1000, limits.toolTimeoutMs - 1000),
+      // Just under the activity's start-to-close, so the MCP timeout is the one that is classified.
+      requestTimeoutMs: Math.max(1000, (tool.timeoutMs ?? limits.toolTimeoutMs) - 1000),
     };
     for (let failover = 0; ; failover += 1) {
       const scope = new CancellationScope();
       running.set(request.id, scope);
       try {
-        return await scope.run(() => callActivity(workerQueue, tool.name, safeToRetry).callTool(callInput));
+        return await scope.run(() => callActivity(workerQueue, tool, safeToRetry).callTool(callInput));
       } catch (err) {
         // The whole turn was cancelled: let the cancellation end the workflow.
         if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;
@@ -232,11 +233,11 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     }
   }
 
-  function callActivity(queue: string, summary: string, safeToRetry: boolean) {
+  function callActivity(queue: string, tool: ToolInfo, safeToRetry: boolean) {
     const options: ActivityOptions = {
       taskQueue: queue,
-      summary,
-      startToCloseTimeout: limits.toolTimeoutMs,
+      summary: tool.name,
+      startToCloseTimeout: tool.timeoutMs ?? limits.toolTimeoutMs,
       heartbeatTimeout: limits.heartbeatTimeoutMs,
       scheduleToStartTimeout: limits.scheduleToStartMs,
       retry: {

@@ -130,6 +130,7 @@ describe('proof of no leak: secrets in history, status and logs', () => {
 
     assert.equal(await call('mcp__web__whoami'), 'token ok', 'the HTTP server received the bearer token');
     assert.equal(await call('mcp__withSecret__env', { name: 'MY_SECRET' }), 'set', 'envFrom reached the stdio server');
+    assert.equal(await call('mcp__withSecret__echoEnv', { name: 'MY_SECRET' }), 'value: [redacted]', 'a secret a server hands back is scrubbed from its result');
     const withSecretHashes = (await call('mcp__withSecret__envHashes')).split('\n');
     assert.ok(withSecretHashes.includes(sha256(secrets.STDIO_SECRET)), 'the stdio server holds the secret value');
     assert.ok(!withSecretHashes.includes(sha256(secrets.WEB_TOKEN)), 'but not the HTTP token');
