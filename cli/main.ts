@@ -119,6 +119,7 @@ interface RunOptions {
   workspace: string;
   mcpConfig: string[];
   mcp: string[];
+  plugin: string[];
   call: string[];
   parallel?: boolean;
   json?: boolean;
@@ -141,7 +142,7 @@ async function runCommand(opts: RunOptions): Promise<number> {
     const result = await session.client.runBatch({
       sessionId,
       workspace: opts.workspace,
-      servers: { mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp },
+      servers: { mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp, plugins: opts.plugin },
       calls: opts.parallel ? [calls] : calls.map((c) => [c]),
     });
     const failed = result.calls.filter((c) => c.outcome.status === 'error' || c.outcome.isError);
@@ -217,6 +218,7 @@ export function buildProgram(): Command {
     .option('--workspace <dir>', 'the turn workspace (default: current directory)', process.cwd())
     .option('--mcp-config <file>', 'an mcp.json file (repeatable, in order)', collect, [])
     .option('--mcp <spec>', "an inline server 'name:command arg1 arg2' (repeatable)", collect, [])
+    .option('--plugin <dir>', 'a plugin folder with .mcp.json and/or plugin.json (repeatable; untrusted)', collect, [])
     .option('--call <call>', "a call 'TOOL JSON', e.g. 'mcp__x__echo {\"text\":\"hi\"}' (repeatable)", collect, [])
     .option('--parallel', 'run the calls in parallel (default: one after another)')
     .option('--json', 'print one JSON object: { turnId, calls: [{ id, name, arguments, outcome }] }')

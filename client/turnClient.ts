@@ -23,6 +23,8 @@ export interface TurnServers {
   mcpConfigFiles?: string[];
   /** `--mcp 'name:command args'` specs, in order. */
   inlineSpecs?: string[];
+  /** Plugin folders (each may hold `.mcp.json` and `plugin.json`), made absolute here. Untrusted layers. */
+  plugins?: string[];
 }
 
 export interface StartTurnOptions {
@@ -158,6 +160,7 @@ export class TurnClient {
       workspace,
       mcpConfigFiles: (options.servers?.mcpConfigFiles ?? []).map((f) => resolve(f)),
       inlineSpecs: options.servers?.inlineSpecs ?? [],
+      ...(options.servers?.plugins?.length ? { plugins: options.servers.plugins.map((p) => resolve(p)) } : {}),
     };
     const latest = await this.latestTurn(options.sessionId);
     const turn = options.turn ?? (await this.nextTurnNumber(options.sessionId)) + 1;
