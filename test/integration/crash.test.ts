@@ -8,7 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { TurnClient } from '../../client/turnClient.js';
 import { startDevServer, freePort, type DevServer } from '../../dev/devServer.js';
 import { bundleWorkflows } from '../../worker/index.js';
-import { fixtureServer, readLines, tempDir, temporalAddress, uniqueQueue } from '../support/harness.js';
+import { fixtureServer, readLines, tempDir, temporalAddress, uniqueQueue, waitUntil } from '../support/harness.js';
 
 const workerScript = fileURLToPath(new URL('../fixtures/workerProcess.js', import.meta.url));
 
@@ -48,13 +48,6 @@ async function stopWorkerProcess(w: WorkerProc | undefined): Promise<void> {
   if (w.child.exitCode === null) w.child.kill('SIGKILL');
 }
 
-const waitFor = async (what: string, check: () => Promise<boolean>, timeoutMs = 30_000) => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
 
 describe('a worker SIGKILLed in the middle of a turn', () => {
   let dir: string;
@@ -106,7 +99,7 @@ describe('a worker SIGKILLed in the middle of a turn', () => {
         (await readLines(execLog)).map((l) => JSON.parse(l) as { tool: string; args: { tag?: string; text?: string } }).filter((e) => e.tool === tool && (tag === undefined || e.args.tag === tag));
       const readOnly = turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: 6000, tag: 'ro' } });
       const sideEffect = turn.callTool({ id: 'se', name: 'mcp__fixture__slow', arguments: { ms: 6000, tag: 'se' } });
-      await waitFor('both calls to start', async () => (await executions('read_slow', 'ro')).length === 1 && (await executions('slow', 'se')).length === 1);
+      await waitUntil('both calls to start', async () => (await executions('read_slow', 'ro')).length === 1 && (await executions('slow', 'se')).length === 1);
 
       const killedAt = Date.now();
       process.kill(victim.pid, 'SIGKILL');

@@ -1,15 +1,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fixtureServer, readLines, startHarness, tempDir, type Harness } from '../support/harness.js';
+import { fixtureServer, readLines, startHarness, tempDir, type Harness, waitUntil } from '../support/harness.js';
 
-const waitFor = async (what: string, check: () => Promise<boolean>, timeoutMs = 20_000) => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-};
 
 describe('durable tool phases: failure tiers, timeouts, progress, cancellation', () => {
   let h: Harness;
@@ -75,7 +68,7 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
     const pending = turn.callTool({ id: 'p', name: 'mcp__fixture__progress', arguments: { steps: 8, intervalMs: 500 } });
     const converter = h.client.client.options.loadedDataConverter.payloadConverter;
     let seen: unknown;
-    await waitFor('a progress heartbeat', async () => {
+    await waitUntil('a progress heartbeat', async () => {
       const description = await turn.handle.describe();
       const details = description.raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0];
       if (!details) return false;
@@ -91,11 +84,11 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
   test('cancelling a call aborts it, tells the server, and the turn goes on', async () => {
     const turn = await h.client.startTurn({ sessionId: `cancel-${Date.now()}`, workspace: dir, servers: servers() });
     const pending = turn.callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 60_000, tag: 'cancel-call' } });
-    await waitFor('the slow call to start', async () => (await executions('slow')).some((e) => e.args.tag === 'cancel-call'));
+    await waitUntil('the slow call to start', async () => (await executions('slow')).some((e) => e.args.tag === 'cancel-call'));
     assert.equal(await turn.cancelCall('c1'), true);
     const outcome = await pending;
     assert.equal(outcome.errorKind, 'cancelled');
-    await waitFor('the server to receive notifications/cancelled', async () =>
+    await waitUntil('the server to receive notifications/cancelled', async () =>
       (await executions('cancelled')).some((e) => e.args.tag === 'cancel-call'),
     );
     assert.equal(await turn.cancelCall('c1'), false, 'nothing left to cancel');
@@ -107,9 +100,9 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
   test('cancelling the turn cancels its in-flight call on the server', async () => {
     const turn = await h.client.startTurn({ sessionId: `cancel-turn-${Date.now()}`, workspace: dir, servers: servers() });
     const pending = turn.callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 60_000, tag: 'cancel-turn' } }).catch((err: unknown) => err);
-    await waitFor('the slow call to start', async () => (await executions('slow')).some((e) => e.args.tag === 'cancel-turn'));
+    await waitUntil('the slow call to start', async () => (await executions('slow')).some((e) => e.args.tag === 'cancel-turn'));
     await turn.handle.cancel();
-    await waitFor('the server to receive notifications/cancelled', async () =>
+    await waitUntil('the server to receive notifications/cancelled', async () =>
       (await executions('cancelled')).some((e) => e.args.tag === 'cancel-turn'),
     );
     await pending;

@@ -159,3 +159,8 @@ export async function workflowBundleFile(dir: string): Promise<string> {
   await writeFile(path, (await bundle).code);
   return path;
 }
+
+/** Like {@link waitFor}, but fails naming `what` when `check` never holds. */
+export async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  if (!(await waitFor(check, timeoutMs, 100))) throw new Error(`timed out waiting for ${what}`);
+}
