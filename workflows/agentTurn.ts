@@ -4,6 +4,8 @@ import {
   CancellationScope,
   TimeoutFailure,
   isCancellation,
+  patched,
+  sleep,
   allHandlersFinished,
   condition,
   continueAsNew,
@@ -58,6 +60,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   const calls: CallRecord[] = [];
   let inFlight = 0;
   let lastActivity = 0;
+  let lastActivityAt = Date.now();
   let ended: TurnResult['endedBy'] | undefined;
   let start: TurnStart | undefined;
   let tools = new Map<string, ToolInfo>();
@@ -84,8 +87,10 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     async (request) => {
       const earlier = carried.get(request.id);
       if (earlier) return earlier;
-      await condition(() => start !== undefined);
+      // A condition that already holds still costs the SDK a stack capture per promise: skip it.
+      if (start === undefined) await condition(() => start !== undefined);
       lastActivity += 1;
+      lastActivityAt = Date.now();
       return runCall(request);
     },
     {
@@ -132,23 +137,40 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         await Promise.all(group.map((request) => runCall(request)));
       }
       ended = 'batch';
+    } else if (patched('one-idle-timer')) {
+      // One idle timer per idle period rather than a condition-with-timeout per wake-up, which
+      // started and cancelled a timer for every call: two history events and measurable workflow
+      // CPU per call. Turns recorded before this change replay the loop below.
+      let idleFired = false;
+      const armIdle = () => {
+        const wait = inFlight > 0 ? limits.idleMs : Math.max(lastActivityAt + limits.idleMs - Date.now(), 1);
+        void sleep(wait).then(
+          () => void (idleFired = true),
+          () => undefined,
+        );
+      };
+      armIdle();
+      while (!ended) {
+        const seen = lastActivity;
+        // Wakes once per finished burst of calls, not at each call's start and end.
+        await condition(() => ended !== undefined || idleFired || (lastActivity !== seen && inFlight === 0));
+        if (idleFired) {
+          idleFired = false;
+          if (inFlight === 0 && lastActivity === seen && lastActivityAt + limits.idleMs <= Date.now()) {
+            ended = 'idle';
+            break;
+          }
+          armIdle();
+        }
+        await continueIfLong();
+      }
     } else {
       while (!ended) {
         const seen = lastActivity;
         const woke = await condition(() => ended !== undefined || lastActivity !== seen || inFlight > 0, limits.idleMs);
         if (!woke) ended = 'idle';
         else if (inFlight > 0) await condition(() => inFlight === 0 || ended !== undefined);
-        if (!ended && (workflowInfo().continueAsNewSuggested || calls.length >= limits.continueAsNewAfterCalls)) {
-          await condition(allHandlersFinished);
-          if (!ended && inFlight === 0) {
-            const recent = [...(input.continued?.recent ?? []), ...calls].slice(-100);
-            await continueAsNew<typeof agentTurn>({
-              ...input,
-              preferredWorkerQueue: undefined,
-              continued: { start: { ...start, workerQueue }, callsBefore: (input.continued?.callsBefore ?? 0) + calls.length, recent },
-            });
-          }
-        }
+        await continueIfLong();
       }
     }
   } catch (err) {
@@ -167,6 +189,20 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   return { turnId: info.workflowId, sessionId: input.sessionId, workerQueue, endedBy: ended, calls, ...(callsBefore ? { callsBefore } : {}) };
 
   // --- helpers (closures over the turn's state) ---
+
+  /** Continues as new when the run is long (DESIGN 9.1), once no call is in flight. */
+  async function continueIfLong(): Promise<void> {
+    if (ended || inFlight > 0) return;
+    if (!workflowInfo().continueAsNewSuggested && calls.length < limits.continueAsNewAfterCalls) return;
+    await condition(allHandlersFinished);
+    if (ended || inFlight > 0) return;
+    const recent = [...(input.continued?.recent ?? []), ...calls].slice(-100);
+    await continueAsNew<typeof agentTurn>({
+      ...input,
+      preferredWorkerQueue: undefined,
+      continued: { start: { ...start!, workerQueue }, callsBefore: (input.continued?.callsBefore ?? 0) + calls.length, recent },
+    });
+  }
 
   async function reconcile(preferred?: string): Promise<string> {
     const input2 = { sessionId: input.sessionId, refs: input.refs };
@@ -192,6 +228,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     } finally {
       inFlight -= 1;
       lastActivity += 1;
+      lastActivityAt = Date.now();
     }
   }
 

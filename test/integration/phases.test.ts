@@ -133,4 +133,25 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
     assert.deepEqual(transcript.calls.map((c) => c.id), ['long-1', 'long-2', 'long-3', 'long-4', 'long-5', 'long-6', 'long-7']);
     assert.equal(transcript.status?.servers[0]?.state, 'ready', 'status comes from the first run');
   });
+
+  test('an interactive turn with no call for its idle time ends itself, but never during a call', async () => {
+    const turn = await h.client.startTurn({
+      sessionId: `idle-${Date.now()}`,
+      workspace: dir,
+      servers: servers(),
+      limits: { idleMs: 1500 },
+    });
+    const long = await turn.callTool({ id: 'long', name: 'mcp__fixture__slow', arguments: { ms: 2500, tag: 'idle' } });
+    assert.equal(long.status, 'ok', 'a call longer than the idle time is not cut short');
+    for (let i = 0; i < 5; i += 1) {
+      assert.equal((await turn.callTool({ id: `quick-${i}`, name: 'mcp__fixture__echo', arguments: { text: 'q' } })).status, 'ok');
+    }
+    const started = Date.now();
+    const result = await turn.handle.result();
+    assert.equal(result.endedBy, 'idle');
+    assert.ok(Date.now() - started < 6000, 'it ended about one idle time after the last call');
+    const history = await turn.handle.fetchHistory();
+    const timers = history.events!.filter((e) => e.timerStartedEventAttributes).length;
+    assert.ok(timers <= 4, `one idle timer per idle period, not one per call (${timers} timers for 6 calls)`);
+  });
 });
