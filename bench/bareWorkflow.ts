@@ -1,0 +1,33 @@
+/**
+ * The "bare Temporal" baseline of the side-by-side benchmark: an Update that runs one no-op
+ * activity and returns its result. Same shape as a durable-mcp call (Update -> activity -> Update
+ * result), without MCP, tool lists, failover or outcome shaping.
+ */
+import { condition, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
+
+export interface BareActivities {
+  noop(input: { id: string; arguments: Record<string, unknown> }): Promise<{ content: { type: 'text'; text: string }[]; isError: boolean }>;
+}
+
+export const bareCallUpdate = defineUpdate<{ content: { type: 'text'; text: string }[]; isError: boolean }, [string, Record<string, unknown>]>('call');
+export const bareEndUpdate = defineUpdate<void>('end');
+
+/**
+ * `activityQueue`: run the activity on another task queue (as durable-mcp pins its calls to the
+ * worker queue that holds the servers); default: the workflow's own queue.
+ */
+export async function bareTurn(activityQueue?: string): Promise<number> {
+  const { noop } = proxyActivities<BareActivities>({ startToCloseTimeout: '1m', ...(activityQueue ? { taskQueue: activityQueue } : {}) });
+  let calls = 0;
+  let ended = false;
+  setHandler(bareCallUpdate, async (id, args) => {
+    const result = await noop({ id, arguments: args });
+    calls += 1;
+    return result;
+  });
+  setHandler(bareEndUpdate, () => {
+    ended = true;
+  });
+  await condition(() => ended);
+  return calls;
+}

@@ -1,0 +1,69 @@
+/**
+ * What every side-by-side benchmark needs: a Temporal dev server (TEMPORAL_ADDRESS, else an
+ * in-memory one), the durable-mcp and bare workers as separate processes, a Temporal client.
+ */
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import { startDevServer } from '../dev/devServer.js';
+import { bundleWorkflows } from '../worker/index.js';
+import { startNode, workerProcessScript, type Started } from './procs.js';
+
+export interface Temporal {
+  address: string;
+  /** PID of the dev server when this run started it. */
+  pid?: number;
+  stop(): Promise<void>;
+}
+
+export async function startTemporal(): Promise<Temporal> {
+  if (process.env.TEMPORAL_ADDRESS) {
+    // bench/all.ts shares one dev server and says which process it is.
+    const pid = Number(process.env.BENCH_TEMPORAL_PID) || undefined;
+    return { address: process.env.TEMPORAL_ADDRESS, ...(pid ? { pid } : {}), stop: async () => undefined };
+  }
+  const server = await startDevServer({ headless: true });
+  return { address: server.address, pid: server.pid, stop: () => server.stop() };
+}
+
+export function benchQueue(name: string): string {
+  return `bench-${name}-${randomBytes(4).toString('hex')}`;
+}
+
+export async function connectClient(address: string): Promise<Client> {
+  return new Client({ connection: await Connection.connect({ address }) });
+}
+
+/** The durable-mcp workflow bundle, written once so worker processes skip bundling. */
+export async function writeDurableBundle(dir: string): Promise<string> {
+  const file = join(dir, 'durable-mcp-workflows.js');
+  await writeFile(file, (await bundleWorkflows()).code);
+  return file;
+}
+
+export type DurableWorker = Started<{ workerQueue: string; pid: number }>;
+
+/** A durable-mcp worker in its own process (test/fixtures/workerProcess.ts). */
+export function startDurableWorker(
+  address: string,
+  taskQueue: string,
+  bundleFile: string,
+  options: { env?: NodeJS.ProcessEnv; execArgv?: string[]; script?: string } = {},
+): Promise<DurableWorker> {
+  // Another build's worker (BENCH_ALT_WORKER) bundles its own workflows.
+  const args = options.script ? ['--task-queue', taskQueue] : ['--task-queue', taskQueue, '--bundle', bundleFile];
+  return startNode(options.script ?? workerProcessScript, args, {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: address, DMCP_NO_USER_CONFIG: '1', DMCP_LOG_LEVEL: 'warn', ...options.env },
+    execArgv: options.execArgv,
+  });
+}
+
+/** The bare-Temporal baseline worker (bench/bareWorker.ts) in its own process. */
+export function startBareWorker(address: string, taskQueue: string, options: { execArgv?: string[] } = {}): Promise<Started<{ pid: number; pinnedQueue: string }>> {
+  return startNode(fileURLToPath(new URL('./bareWorker.js', import.meta.url)), ['--task-queue', taskQueue], {
+    env: { PATH: process.env.PATH, TEMPORAL_ADDRESS: address },
+    execArgv: options.execArgv,
+  });
+}
