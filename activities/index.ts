@@ -60,7 +60,8 @@ export function createActivities(deps: ActivityDeps) {
       const result = await pool.callTool(input.sessionId, input.server, input.tool, input.arguments, {
         signal: ctx.cancellationSignal,
         timeoutMs: input.requestTimeoutMs,
-        onProgress: (progress) => ctx.heartbeat({ progress }),
+        // Heartbeat details end up in history (the last ones with a timeout): scrub them like results.
+        onProgress: (progress) => ctx.heartbeat({ progress: scrubResult(progress, scrub) }),
       });
       const clean = scrubResult(result, scrub);
       return {

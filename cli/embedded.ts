@@ -71,6 +71,8 @@ export function installRuntimeLogger(logger: Logger): void {
   runtimeInstalled = true;
   const level = (process.env.DMCP_SDK_LOG_LEVEL as LogLevel | undefined) ?? 'WARN';
   Runtime.install({
+    // The commands handle their own signals and stop what they started in order.
+    shutdownSignals: [],
     logger: new DefaultLogger(level, (entry) => {
       // The pinned worker queue deliberately has no workflows; the SDK warns about that.
       if (entry.message.startsWith('No workflows registered')) return;
@@ -113,28 +115,26 @@ export async function connect(options: { logger: Logger; withWorker: boolean; en
   const server: DevServer = await startDevServer({ dbFile: devDbFile(env), headless: true, env });
   let worker: RunningWorker | undefined;
   let nativeConnection: NativeConnection | undefined;
+  let client: TurnClient | undefined;
+  // Each step runs even if an earlier one failed: the dev server must never be left behind.
+  const closeAll = async () => {
+    for (const step of [() => worker?.shutdown(), () => nativeConnection?.close(), () => client?.close(), () => server.stop()]) {
+      await Promise.resolve()
+        .then(step)
+        .catch((err: unknown) => options.logger.warn({ err }, 'cleanup step failed'));
+    }
+  };
   try {
-    const client = await TurnClient.connect({ address: server.address, namespace, taskQueue, dataConverter });
+    client = await TurnClient.connect({ address: server.address, namespace, taskQueue, dataConverter });
     if (options.withWorker) {
       installRuntimeLogger(options.logger);
       nativeConnection = await NativeConnection.connect({ address: server.address });
       worker = await startWorker({ connection: nativeConnection, logger: options.logger, env, taskQueue, dataConverter });
     }
-    return {
-      client,
-      mode: 'embedded',
-      address: server.address,
-      worker,
-      async close() {
-        await worker?.shutdown();
-        await nativeConnection?.close();
-        await client.close();
-        await server.stop();
-      },
-    };
+    let closing: Promise<void> | undefined;
+    return { client, mode: 'embedded', address: server.address, worker, close: () => (closing ??= closeAll()) };
   } catch (err) {
-    await worker?.shutdown().catch(() => undefined);
-    await server.stop();
+    await closeAll();
     throw err;
   }
 }

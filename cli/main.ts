@@ -57,47 +57,57 @@ async function devCommand(): Promise<void> {
   const port = Number(env.DMCP_DEV_PORT || 7233);
   const uiPort = Number(env.DMCP_DEV_UI_PORT || 8233);
   const dataConverter = dataConverterFromEnv(env, dataDir(env));
-  // Started first: the UI learns the codec endpoint when the dev server starts.
-  const codec = await startCodecServer({
-    codecs: dataConverter.payloadCodecs ?? [],
-    externalStorage: dataConverter.externalStorage,
-    port: Number(env.DMCP_CODEC_PORT || 8234),
-  });
-  progress('starting the Temporal dev server...');
-  const server = await startDevServer({ dbFile: devDbFile(env), port, uiPort, env, codecEndpoint: codec.url });
-  const taskQueue = sharedTaskQueue(env);
-  const connection = await NativeConnection.connect({ address: server.address });
-  const worker = await startWorker({ connection, logger, env, taskQueue, dataConverter });
-  await writeDevState({ address: server.address, namespace: server.namespace, uiAddress: server.uiAddress, pid: process.pid, serverPid: server.pid, taskQueue }, env);
-  const version = await temporalCliVersion(server.binary).catch(() => 'unknown version');
-  process.stdout.write(
-    [
-      'durable-mcp dev is running.',
-      `  Temporal UI:      ${server.uiAddress}`,
-      `  Temporal server:  ${server.address} (namespace ${server.namespace}; ${version})`,
-      `  Codec server:     ${codec.url} (payloads ${env.DMCP_ENCRYPTION_KEY ? 'compressed and encrypted' : 'compressed'}; the UI decodes through it)`,
-      `  Task queue:       ${taskQueue} (worker queue ${worker.workerQueue})`,
-      `  Data:             ${dataDir(env)}`,
-      'Run turns from another shell, e.g.:',
-      `  npx durable-mcp run --mcp 'everything:npx mcp-server-everything' --call 'mcp__everything__echo {"message":"hi"}'`,
-      'Press Ctrl-C to stop.',
-      '',
-    ].join('\n'),
-  );
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'stopping');
-    await removeDevState(env);
-    await worker.shutdown();
-    await connection.close();
-    await server.stop();
-    await codec.close();
-    process.exit(0);
+  // Everything started is undone in reverse order, on a signal, on a failed start, or when the
+  // worker stops by itself, so no server, connection or state file outlives the command.
+  const undo: (() => Promise<unknown>)[] = [];
+  let stopping: Promise<void> | undefined;
+  const stop = (reason: string) => {
+    stopping ??= (async () => {
+      logger.info({ reason }, 'stopping');
+      for (const step of undo.reverse()) await step().catch((err: unknown) => logger.warn({ err }, 'cleanup step failed'));
+    })();
+    return stopping;
   };
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => void stop(signal));
-  await worker.done;
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => void stop(signal).then(() => process.exit(0)));
+  }
+  try {
+    // Started first: the UI learns the codec endpoint when the dev server starts.
+    const codec = await startCodecServer({
+      codecs: dataConverter.payloadCodecs ?? [],
+      externalStorage: dataConverter.externalStorage,
+      port: Number(env.DMCP_CODEC_PORT || 8234),
+    });
+    undo.push(() => codec.close());
+    progress('starting the Temporal dev server...');
+    const server = await startDevServer({ dbFile: devDbFile(env), port, uiPort, env, codecEndpoint: codec.url });
+    undo.push(() => server.stop());
+    const taskQueue = sharedTaskQueue(env);
+    const connection = await NativeConnection.connect({ address: server.address });
+    undo.push(() => connection.close());
+    const worker = await startWorker({ connection, logger, env, taskQueue, dataConverter });
+    undo.push(() => worker.shutdown());
+    await writeDevState({ address: server.address, namespace: server.namespace, uiAddress: server.uiAddress, pid: process.pid, serverPid: server.pid, taskQueue }, env);
+    undo.push(() => removeDevState(env));
+    const version = await temporalCliVersion(server.binary).catch(() => 'unknown version');
+    process.stdout.write(
+      [
+        'durable-mcp dev is running.',
+        `  Temporal UI:      ${server.uiAddress}`,
+        `  Temporal server:  ${server.address} (namespace ${server.namespace}; ${version})`,
+        `  Codec server:     ${codec.url} (payloads ${env.DMCP_ENCRYPTION_KEY ? 'compressed and encrypted' : 'compressed'}; the UI decodes through it)`,
+        `  Task queue:       ${taskQueue} (worker queue ${worker.workerQueue})`,
+        `  Data:             ${dataDir(env)}`,
+        'Run turns from another shell, e.g.:',
+        `  npx durable-mcp run --mcp 'everything:npx mcp-server-everything' --call 'mcp__everything__echo {"message":"hi"}'`,
+        'Press Ctrl-C to stop.',
+        '',
+      ].join('\n'),
+    );
+    await worker.done;
+  } finally {
+    await stop('exit');
+  }
 }
 
 async function workerCommand(): Promise<void> {
@@ -138,6 +148,10 @@ async function runCommand(opts: RunOptions): Promise<number> {
   const sessionId = opts.session ?? `run-${Date.now()}-${randomBytes(3).toString('hex')}`;
   const logger = cliLogger('warn');
   const session = await connect({ logger, withWorker: true, progress });
+  // Ctrl-C: stop the in-process worker and the dev server this command started, then leave.
+  const interrupt = () => void session.close().finally(() => process.exit(130));
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
   try {
     const result = await session.client.runBatch({
       sessionId,

@@ -12,6 +12,7 @@ import type { CallOutcome, ToolInfo, TurnStatus } from '../mcp/types.js';
 import { agentTurn, callToolUpdate, cancelCallUpdate, endTurnUpdate, turnStartedUpdate } from '../workflows/index.js';
 import type { CallRequest, TurnInput, TurnLimits, TurnResult, TurnStart } from '../workflows/types.js';
 import { shapeForModel, shapeLimitsFromEnv, type ModelView, type ShapeLimits } from '../mcp/shapeResult.js';
+import { parseDuration } from '../worker/settings.js';
 import { decodeHistoryPayloads } from './decodeHistory.js';
 import { buildTranscript, type Transcript } from './transcript.js';
 
@@ -33,7 +34,10 @@ export interface StartTurnOptions {
   workspace?: string;
   servers?: TurnServers;
   limits?: TurnLimits;
-  /** Turn number; default: one more than the session's turns so far. */
+  /**
+   * Turn number; default: one more than the session's turns so far (read from visibility, which
+   * can lag). A caller that must not start a turn twice when it retries passes the number itself.
+   */
   turn?: number;
 }
 
@@ -146,11 +150,12 @@ export class TurnClient {
   /** Turn IDs of a session, oldest first. */
   async sessionTurns(sessionId: string): Promise<string[]> {
     checkSessionId(sessionId);
-    const ids: { id: string; start: number }[] = [];
+    const first = new Map<string, number>();
     for await (const w of this.client.workflow.list({ query: `DmcpSessionId = '${sessionId}'` })) {
-      ids.push({ id: w.workflowId, start: w.startTime.getTime() });
+      const start = w.startTime.getTime();
+      if (!first.has(w.workflowId) || start < first.get(w.workflowId)!) first.set(w.workflowId, start);
     }
-    return ids.sort((a, b) => a.start - b.start).map((w) => w.id);
+    return [...first.entries()].sort((a, b) => a[1] - b[1]).map(([id]) => id);
   }
 
   private async prepare(options: StartTurnOptions): Promise<{ input: TurnInput; workflowId: string }> {
@@ -162,32 +167,39 @@ export class TurnClient {
       inlineSpecs: options.servers?.inlineSpecs ?? [],
       ...(options.servers?.plugins?.length ? { plugins: options.servers.plugins.map((p) => resolve(p)) } : {}),
     };
-    const latest = await this.latestTurn(options.sessionId);
-    const turn = options.turn ?? (await this.nextTurnNumber(options.sessionId)) + 1;
+    const { latest, turns } = await this.sessionSummary(options.sessionId);
+    const turn = options.turn ?? turns + 1;
     const preferred = latest?.memo?.workerQueue;
+    const idleMs = options.limits?.idleMs ?? (process.env.DMCP_TURN_IDLE ? parseDuration(process.env.DMCP_TURN_IDLE, 'DMCP_TURN_IDLE') : undefined);
+    const limits = { ...options.limits, ...(idleMs !== undefined ? { idleMs } : {}) };
     return {
       workflowId: `${options.sessionId}/turn-${turn}`,
       input: {
         sessionId: options.sessionId,
         refs,
         ...(typeof preferred === 'string' ? { preferredWorkerQueue: preferred } : {}),
-        ...(options.limits ? { limits: options.limits } : {}),
+        ...(Object.keys(limits).length > 0 ? { limits } : {}),
       },
     };
   }
 
-  private async nextTurnNumber(sessionId: string): Promise<number> {
-    const { count } = await this.client.workflow.count(`DmcpSessionId = '${sessionId}'`);
-    return count;
+  private async latestTurn(sessionId: string): Promise<{ workflowId: string; memo?: Record<string, unknown> } | undefined> {
+    return (await this.sessionSummary(sessionId)).latest;
   }
 
-  private async latestTurn(sessionId: string): Promise<{ workflowId: string; memo?: Record<string, unknown> } | undefined> {
+  /**
+   * The session's newest run (its memo names the worker holding the servers) and how many turns it
+   * has: distinct workflow IDs, since a turn that continued as new has several runs.
+   */
+  private async sessionSummary(sessionId: string): Promise<{ latest?: { workflowId: string; memo?: Record<string, unknown> }; turns: number }> {
     checkSessionId(sessionId);
     let latest: { workflowId: string; start: number; memo?: Record<string, unknown> } | undefined;
+    const ids = new Set<string>();
     for await (const w of this.client.workflow.list({ query: `DmcpSessionId = '${sessionId}'` })) {
+      ids.add(w.workflowId);
       if (!latest || w.startTime.getTime() > latest.start) latest = { workflowId: w.workflowId, start: w.startTime.getTime(), memo: w.memo };
     }
-    return latest;
+    return { latest, turns: ids.size };
   }
 }
 

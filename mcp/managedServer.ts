@@ -1,6 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  CallToolResultSchema,
   ToolListChangedNotificationSchema,
   type CallToolResult,
   type Tool,
@@ -205,9 +206,12 @@ export class ManagedServer {
    */
   async callTool(tool: string, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
     const client = this.requireClient();
+    // client.request, not client.callTool: callTool checks structured content against the tool's
+    // output schema after the tool ran and throws InvalidRequest/InvalidParams, which would report
+    // a call that already had its effect as a bad request. The result is recorded as it came.
     const result = await this.track(
       (signal) =>
-        client.callTool({ name: tool, arguments: args }, undefined, {
+        client.request({ method: 'tools/call', params: { name: tool, arguments: args } }, CallToolResultSchema, {
           signal,
           timeout: options.timeoutMs,
           resetTimeoutOnProgress: true,

@@ -84,7 +84,7 @@ export class ServerPool {
           await server.listTools();
         } catch (err) {
           // The process may have died after the last turn without its exit being seen yet.
-          this.options.logger.warn({ server: name, err: (err as Error).message }, 'tool listing failed; restarting the server');
+          this.options.logger.warn({ server: name, err: this.scrub((err as Error).message) }, 'tool listing failed; restarting the server');
           await this.restart(session, name, server);
         }
       }),

@@ -153,6 +153,8 @@ export interface DataConverterOptions {
   payloadDir: string;
   /** DMCP_ENCRYPTION_KEY; unset: compression only. */
   encryptionKey?: string;
+  /** DMCP_ENCRYPTION_KEYS_PREVIOUS: earlier keys, decrypt only, so a key can rotate under running turns. */
+  previousEncryptionKeys?: string[];
   /**
    * Payloads above this many bytes (after the codecs) go to external storage. Default 16 KiB: a
    * turn of hundreds of calls then stays far below Temporal's 10 MB history warning, while small
@@ -162,9 +164,11 @@ export interface DataConverterOptions {
 }
 
 /** The payload codecs alone (what the codec server and the transcript decoder need). */
-export function createPayloadCodecs(options: Pick<DataConverterOptions, 'encryptionKey'>): PayloadCodec[] {
+export function createPayloadCodecs(options: Pick<DataConverterOptions, 'encryptionKey' | 'previousEncryptionKeys'>): PayloadCodec[] {
   const codecs: PayloadCodec[] = [new CompressionCodec()];
-  if (options.encryptionKey) codecs.push(new EncryptionCodec(parseEncryptionKey(options.encryptionKey)));
+  if (options.encryptionKey) {
+    codecs.push(new EncryptionCodec(parseEncryptionKey(options.encryptionKey), (options.previousEncryptionKeys ?? []).map(parseEncryptionKey)));
+  }
   return codecs;
 }
 
@@ -184,6 +188,7 @@ export function dataConverterFromEnv(env: NodeJS.ProcessEnv, dataDir: string): D
   return createDataConverter({
     payloadDir: join(dataDir, 'payloads'),
     encryptionKey: env.DMCP_ENCRYPTION_KEY || undefined,
+    previousEncryptionKeys: (env.DMCP_ENCRYPTION_KEYS_PREVIOUS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
     externalThresholdBytes: env.DMCP_EXTERNAL_THRESHOLD_BYTES ? Number(env.DMCP_EXTERNAL_THRESHOLD_BYTES) : undefined,
   });
 }

@@ -79,6 +79,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const workflowBundle = options.workflowBundle ?? (await bundleWorkflows());
   const namespace = options.namespace ?? env.TEMPORAL_NAMESPACE ?? 'default';
   const dataConverter = options.dataConverter;
+  const shutdownGraceTime = durationFromEnv(env, 'DMCP_SHUTDOWN_GRACE', '30s');
   const shared = await Worker.create({
     connection: options.connection,
     namespace,
@@ -90,8 +91,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     // worker's sticky queue (SDK default 10 s); 2 s cut crash recovery from 19.5 s to 11.9 s in
     // bench/crash. The cost: a live worker stalled for 2 s hands the turn to another, which replays it.
     stickyQueueScheduleToStartTimeout: '2s',
+    shutdownGraceTime,
   });
-  const pinned = await Worker.create({ connection: options.connection, namespace, taskQueue: workerQueue, activities, dataConverter });
+  // Running calls get this long to finish on shutdown before they are cancelled (SDK default: 0,
+  // which would abort side-effecting calls mid-flight on every deploy).
+  const pinned = await Worker.create({ connection: options.connection, namespace, taskQueue: workerQueue, activities, dataConverter, shutdownGraceTime });
 
   const idleMs = durationFromEnv(env, 'DMCP_SESSION_IDLE', '10m');
   // A session stops between idleMs and idleMs + interval after its last use.

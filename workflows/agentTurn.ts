@@ -66,8 +66,10 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   let tools = new Map<string, ToolInfo>();
   let lastReconcile: ReconcileResult | undefined;
   const running = new Map<string, CancellationScope>();
-  // Update IDs de-duplicate within one run only: outcomes carried over answer retries across runs.
+  // Update IDs de-duplicate within one run only: outcomes carried over answer retries across runs,
+  // and the IDs of older calls (outcomes not carried) are refused rather than run twice.
   const carried = new Map((input.continued?.recent ?? []).map((r) => [r.id, r.outcome]));
+  const ranBefore = new Set(input.continued?.earlierIds ?? []);
 
   const progress = (): TurnProgress => ({
     phase: ended ? 'ended' : start ? 'ready' : 'starting',
@@ -87,6 +89,9 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     async (request) => {
       const earlier = carried.get(request.id);
       if (earlier) return earlier;
+      if (ranBefore.has(request.id)) {
+        return errorOutcome('bad_request', `call ${request.id} already ran earlier in this turn; its outcome is in the transcript, not repeated here`);
+      }
       // A condition that already holds still costs the SDK a stack capture per promise: skip it.
       if (start === undefined) await condition(() => start !== undefined);
       lastActivity += 1;
@@ -175,8 +180,9 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     }
   } catch (err) {
     if (isCancellation(err)) {
-      // Calls started by Update handlers do not inherit the turn's cancellation: cancel them here,
-      // so each activity aborts its MCP request (notifications/cancelled), and record their outcomes.
+      // Without this the workflow would close as cancelled while Update handlers still await their
+      // activities, which are then abandoned instead of cancelled: cancel them explicitly and wait,
+      // so each activity aborts its MCP request (notifications/cancelled) and its outcome is recorded.
       await CancellationScope.nonCancellable(async () => {
         for (const scope of running.values()) scope.cancel();
         await condition(() => inFlight === 0);
@@ -196,11 +202,13 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     if (!workflowInfo().continueAsNewSuggested && calls.length < limits.continueAsNewAfterCalls) return;
     await condition(allHandlersFinished);
     if (ended || inFlight > 0) return;
-    const recent = [...(input.continued?.recent ?? []), ...calls].slice(-100);
+    const all = [...(input.continued?.recent ?? []), ...calls];
+    const recent = all.slice(-100);
+    const earlierIds = [...(input.continued?.earlierIds ?? []), ...all.slice(0, -100).map((c) => c.id)];
     await continueAsNew<typeof agentTurn>({
       ...input,
       preferredWorkerQueue: undefined,
-      continued: { start: { ...start!, workerQueue }, callsBefore: (input.continued?.callsBefore ?? 0) + calls.length, recent },
+      continued: { start: { ...start!, workerQueue }, callsBefore: (input.continued?.callsBefore ?? 0) + calls.length, recent, earlierIds },
     });
   }
 
@@ -258,9 +266,16 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         // The whole turn was cancelled: let the cancellation end the workflow.
         if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;
         if (isCancellation(err)) return errorOutcome('cancelled', 'the call was cancelled before it finished; it may have had an effect');
-        // The pinned worker never picked the call up: it is gone, and the call never started.
-        if (isScheduleToStartTimeout(err) && failover === 0) {
-          workerQueue = await reconcile();
+        // The call never started, so it is always safe to try once more (DESIGN 8.4): either the
+        // pinned worker is gone (schedule-to-start), or its servers are (stopped idle, crashed).
+        const neverStarted = isScheduleToStartTimeout(err) || isFailureType(err, SERVER_UNAVAILABLE);
+        if (neverStarted && failover === 0) {
+          try {
+            // A gone worker: the shared queue. Gone servers: the same worker, if it still answers.
+            workerQueue = await reconcile(isScheduleToStartTimeout(err) ? undefined : workerQueue);
+          } catch (reconcileErr) {
+            return errorOutcome('transport', `the servers could not be reconciled again: ${messageOf(reconcileErr)} (the call did not run)`);
+          }
           continue;
         }
         return failureOutcome(err, safeToRetry);
@@ -300,6 +315,15 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       ...extra,
     });
   }
+}
+
+function isFailureType(err: unknown, type: string): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === type;
+}
+
+function messageOf(err: unknown): string {
+  const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;
+  return cause instanceof Error ? cause.message : String(cause);
 }
 
 function isScheduleToStartTimeout(err: unknown): boolean {

@@ -35,6 +35,8 @@ export interface ContinuedTurn {
   callsBefore: number;
   /** The latest calls, so a caller retrying one of them gets its outcome, not a second run. */
   recent: CallRecord[];
+  /** IDs of every earlier call whose outcome is not carried: a retry of one is refused, never run. */
+  earlierIds?: string[];
 }
 
 export interface TurnInput {

@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { fixtureServer, startHarness, tempDir, waitUntil, type Harness } from '../support/harness.js';
+
+describe('a turn whose servers stopped while it was open', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness('resume', { DMCP_SESSION_IDLE: '1s' });
+  });
+  after(async () => {
+    await h?.stop();
+  });
+
+  test('the next call reconciles again and runs (it never started, so retrying is safe)', async () => {
+    const sessionId = `resume-${Date.now()}`;
+    const turn = await h.client.startTurn({ sessionId, workspace: await tempDir(), servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] } });
+    const before = turn.status.servers[0]!.pid!;
+    assert.equal((await turn.callTool({ id: 'a', name: 'mcp__fixture__echo', arguments: { text: 'first' } })).status, 'ok');
+    // The session's servers stop after DMCP_SESSION_IDLE while the turn (idle 30 min) stays open.
+    await waitUntil('the idle session to stop', async () => h.worker.pool.pids(sessionId).fixture === undefined, 10_000);
+    const outcome = await turn.callTool({ id: 'b', name: 'mcp__fixture__echo', arguments: { text: 'after the stop' } });
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(outcome.content[0]?.text, 'after the stop');
+    const after = h.worker.pool.pids(sessionId).fixture;
+    assert.ok(after && after !== before, `a fresh server process (${before} -> ${after})`);
+    await turn.end();
+  });
+});
