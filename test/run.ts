@@ -3,8 +3,8 @@
  * TEMPORAL_ADDRESS points at one, runs every unit and integration test against it with node's
  * test runner, then stops the server. Extra arguments go to `node --test` (e.g. a file).
  */
-import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startDevServer, type DevServer } from '../dev/devServer.js';
@@ -21,9 +21,24 @@ function testFiles(dir: string): string[] {
     .sort();
 }
 
+/**
+ * The Temporal UI test drives Debian's Chromium. On a fresh machine of the project's kind (Debian,
+ * root) install it, so `npm test` alone passes; elsewhere the UI test fails saying what to install.
+ */
+function ensureChromium(files: string[]): void {
+  const browser = process.env.DMCP_CHROMIUM ?? '/usr/bin/chromium';
+  if (!files.some((f) => f.endsWith('ui.test.js')) || existsSync(browser)) return;
+  if (process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) return;
+  process.stderr.write('Installing Debian chromium for the Temporal UI test (apt-get install chromium)...\n');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+  spawnSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit', env });
+}
+
 async function main(): Promise<number> {
   const requested = process.argv.slice(2);
   const files = requested.length > 0 ? requested : [...testFiles(join(here, 'unit')), ...testFiles(join(here, 'integration'))];
+  ensureChromium(files);
   let server: DevServer | undefined;
   const env = { ...process.env };
   if (!env.TEMPORAL_ADDRESS) {
