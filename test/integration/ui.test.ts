@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
@@ -36,7 +37,7 @@ const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 const TOOL = 'mcp__fixture__echo';
-const SHOT = (name: string) => `/tmp/ui-${name}.png`;
+const SHOT = (name: string) => join(tmpdir(), `dmcp-ui-${name}.png`);
 
 /** Event IDs of each callTool activity: when it was scheduled and when it completed. */
 function callToolEvents(history: temporal.api.history.v1.IHistory): { scheduled: string; completed: string }[] {
