@@ -7,6 +7,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { stopOnSigterm } from '../test/support/standalone.js';
 import type { BareActivities } from './bareWorkflow.js';
 
 const address = process.env.TEMPORAL_ADDRESS;
@@ -32,17 +33,10 @@ const pinnedQueue = `${taskQueue}@pinned`;
 const worker = await Worker.create({ connection, taskQueue, workflowBundle, activities });
 const pinned = await Worker.create({ connection, taskQueue: pinnedQueue, activities });
 const running = Promise.all([worker.run(), pinned.run()]);
-process.once('SIGTERM', () => {
+stopOnSigterm(async () => {
   worker.shutdown();
   pinned.shutdown();
-  running
-    .then(() => connection.close())
-    .then(
-      () => process.exit(0),
-      (err: unknown) => {
-        process.stderr.write(`shutdown failed: ${String(err)}\n`);
-        process.exit(1);
-      },
-    );
+  await running;
+  await connection.close();
 });
 process.stdout.write(`${JSON.stringify({ pid: process.pid, pinnedQueue })}\n`);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { TurnLimits } from '../workflows/types.js';
 import { TurnClient } from '../client/turnClient.js';
 import { tempDir } from '../test/support/harness.js';
-import { echoFixture, killStarted, sleep, stopProcess } from './procs.js';
+import { echoFixture, killStarted, sleep, runBench, stopProcess } from './procs.js';
 import { benchQueue, connectClient, startDurableWorker, startTemporal, writeDurableBundle, type DurableWorker } from './setup.js';
 import { machineLine, writeSection } from './support.js';
 
@@ -99,8 +99,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${(err as Error).stack}\n`);
-  killStarted();
-  process.exit(1);
-});
+runBench(main);

@@ -166,3 +166,12 @@ export function treeCpuMs(pid: number): { self: number; children: number } {
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Runs a benchmark's main; on failure prints the stack, stops every process it started, exits 1. */
+export function runBench(main: () => Promise<void>): void {
+  main().catch((err: unknown) => {
+    process.stderr.write(`${(err as Error).stack}\n`);
+    killStarted();
+    process.exit(1);
+  });
+}

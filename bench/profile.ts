@@ -13,7 +13,7 @@ import type { Client } from '@temporalio/client';
 import { TurnClient } from '../client/turnClient.js';
 import { tempDir } from '../test/support/harness.js';
 import { monotonicUs, summarizeDir, summarize, type CpuProfile, type ProfileSummary } from './cpuProfile.js';
-import { echoFixture, killStarted, stopProcess, treeCpuMs } from './procs.js';
+import { echoFixture, killStarted, runBench, stopProcess, treeCpuMs } from './procs.js';
 import { benchQueue, connectClient, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
 import { machineLine, writeSection } from './support.js';
 
@@ -158,8 +158,4 @@ async function writeReport(r: { durable: Measured; bare: Measured; durableWorker
   await writeSection('Hot-path profile (durable-mcp vs bare Temporal)', body);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${(err as Error).stack}\n`);
-  killStarted();
-  process.exit(1);
-});
+runBench(main);

@@ -7,7 +7,7 @@
 import { rm } from 'node:fs/promises';
 import { TurnClient } from '../client/turnClient.js';
 import { tempDir } from '../test/support/harness.js';
-import { descendants, echoFixture, killStarted, rssKiB, sleep, stopProcess } from './procs.js';
+import { descendants, echoFixture, killStarted, rssKiB, sleep, runBench, stopProcess } from './procs.js';
 import { benchQueue, connectClient, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
 import { machineLine, writeSection } from './support.js';
 
@@ -82,8 +82,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${(err as Error).stack}\n`);
-  killStarted();
-  process.exit(1);
-});
+runBench(main);

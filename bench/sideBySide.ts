@@ -38,6 +38,7 @@ import {
   rssKiB,
   startNode,
   stopProcess,
+  runBench,
   treeCpuMs,
   type Started,
 } from './procs.js';
@@ -554,8 +555,4 @@ async function writeReport(r: Report): Promise<void> {
   await writeSection('Side by side: direct MCP, bare Temporal, durable-mcp, @temporalio/ai-sdk', body);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${(err as Error).stack}\n`);
-  killStarted();
-  process.exit(1);
-});
+runBench(main);

@@ -64,6 +64,7 @@ const worker = await Worker.create({
   plugins: [plugin as never],
 });
 const running = worker.run();
+// Self-contained on purpose (no stopOnSigterm import): this file is copied into the peer's install.
 process.once('SIGTERM', () => {
   worker.shutdown();
   running

@@ -4,17 +4,14 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { Client, Connection } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
-import { NativeConnection } from '@temporalio/worker';
-import pino from 'pino';
 import { TurnClient } from '../../client/turnClient.js';
 import { startCodecServer, type CodecServer } from '../../worker/codecServer.js';
 import { createDataConverter } from '../../worker/dataConverter.js';
-import { bundleWorkflows, startWorker, type RunningWorker } from '../../worker/index.js';
+import type { RunningWorker } from '../../worker/index.js';
 import { bigText, fakePng } from '../fixtures/bigServer.js';
-import { tempDir, temporalAddress, uniqueQueue } from '../support/harness.js';
+import { startHarness, tempDir } from '../support/harness.js';
 
 const bigServer = fileURLToPath(new URL('../fixtures/bigServer.js', import.meta.url));
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
@@ -45,28 +42,13 @@ async function setup(name: string, encryptionKey?: string): Promise<Setup> {
   const dir = await tempDir();
   const payloadDir = join(dir, 'payloads');
   const dataConverter = createDataConverter({ payloadDir, encryptionKey });
-  const taskQueue = uniqueQueue(name);
-  const connection = await NativeConnection.connect({ address: temporalAddress() });
-  const worker = await startWorker({
-    connection,
-    taskQueue,
-    dataConverter,
-    workflowBundle: await bundleWorkflows(),
-    logger: pino({ level: 'silent' }),
-    env: { PATH: process.env.PATH, DMCP_NO_USER_CONFIG: '1' },
-  });
-  const clientConnection = await Connection.connect({ address: temporalAddress() });
-  const client = new TurnClient({ client: new Client({ connection: clientConnection, dataConverter }), taskQueue });
+  const { client, worker, stop } = await startHarness(name, {}, { dataConverter });
   return {
     client,
     worker,
     payloadDir,
     workspace: dir,
-    async stop() {
-      await worker.shutdown();
-      await connection.close();
-      await client.close();
-    },
+    stop,
   };
 }
 

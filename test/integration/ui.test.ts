@@ -14,17 +14,13 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import proto, { type temporal } from '@temporalio/proto';
-import pino from 'pino';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { TurnClient } from '../../client/turnClient.js';
 import { startDevServer, type DevServer } from '../../dev/devServer.js';
 import { startCodecServer, type CodecServer } from '../../worker/codecServer.js';
 import { createDataConverter } from '../../worker/dataConverter.js';
-import { bundleWorkflows, startWorker, type RunningWorker } from '../../worker/index.js';
-import { fixtureServer, tempDir, uniqueQueue } from '../support/harness.js';
+import { fixtureServer, startHarness, tempDir } from '../support/harness.js';
 
 const CHROMIUM = process.env.DMCP_CHROMIUM ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
@@ -62,7 +58,6 @@ describe('Temporal UI: a finished turn with tool-name summaries and decoded resu
 
   before(async () => {
     if (!existsSync(CHROMIUM)) return; // the test fails with the install hint
-    Runtime.install({ logger: new DefaultLogger('WARN') });
     workspace = await tempDir('dmcp-ui-');
     stops.push(() => rm(workspace, { recursive: true, force: true }));
     const dataConverter = createDataConverter({ payloadDir: join(workspace, 'payloads'), encryptionKey: randomBytes(32).toString('base64') });
@@ -72,21 +67,9 @@ describe('Temporal UI: a finished turn with tool-name summaries and decoded resu
     dev = await startDevServer({ codecEndpoint: codec.url, headless: false });
     stops.push(() => dev.stop());
 
-    const taskQueue = uniqueQueue('ui');
-    const connection = await NativeConnection.connect({ address: dev.address });
-    stops.push(() => connection.close());
-    const worker: RunningWorker = await startWorker({
-      connection,
-      taskQueue,
-      dataConverter,
-      workflowBundle: await bundleWorkflows(),
-      logger: pino({ level: 'silent' }),
-      env: { PATH: process.env.PATH, DMCP_NO_USER_CONFIG: '1' },
-    });
-    stops.push(() => worker.shutdown());
-    const clientConnection = await Connection.connect({ address: dev.address });
-    client = new TurnClient({ client: new Client({ connection: clientConnection, dataConverter }), taskQueue });
-    stops.push(() => client.close());
+    const harness = await startHarness('ui', {}, { address: dev.address, dataConverter });
+    stops.push(() => harness.stop());
+    client = harness.client;
   });
 
   after(async () => {

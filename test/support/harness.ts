@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, DefaultLogger, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { DataConverter } from '@temporalio/common';
 import pino from 'pino';
 import { TurnClient } from '../../client/turnClient.js';
 import { bundleWorkflows, startWorker, type RunningWorker } from '../../worker/index.js';
@@ -49,7 +50,14 @@ export interface Harness {
 }
 
 /** A real worker (own queue) and a TurnClient against the test run's dev server. */
-export async function startHarness(name: string, env: NodeJS.ProcessEnv = {}): Promise<Harness> {
+export interface HarnessOptions {
+  /** Another Temporal server than the test run's (e.g. one with the UI on). */
+  address?: string;
+  /** Codecs and external storage, shared by the worker and the client. */
+  dataConverter?: DataConverter;
+}
+
+export async function startHarness(name: string, env: NodeJS.ProcessEnv = {}, options: HarnessOptions = {}): Promise<Harness> {
   if (!runtimeInstalled) {
     Runtime.install({ logger: new DefaultLogger('WARN') });
     runtimeInstalled = true;
@@ -58,16 +66,19 @@ export async function startHarness(name: string, env: NodeJS.ProcessEnv = {}): P
   const taskQueue = uniqueQueue(name);
   const logs: string[] = [];
   const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(line) });
-  const connection = await NativeConnection.connect({ address: temporalAddress() });
+  const address = options.address ?? temporalAddress();
+  const { dataConverter } = options;
+  const connection = await NativeConnection.connect({ address });
   const worker = await startWorker({
     connection,
     logger,
     taskQueue,
+    dataConverter,
     workflowBundle: await bundle,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1', ...env },
   });
-  const clientConnection = await Connection.connect({ address: temporalAddress() });
-  const client = new TurnClient({ client: new Client({ connection: clientConnection }), taskQueue });
+  const clientConnection = await Connection.connect({ address });
+  const client = new TurnClient({ client: new Client({ connection: clientConnection, dataConverter }), taskQueue });
   return {
     client,
     worker,
