@@ -19,9 +19,9 @@ import {
 /** What the activities need; tests pass real or fake parts explicitly. */
 export interface ActivityDeps {
   pool: ServerPool;
-  /** This worker's unique task queue (DESIGN 2.1). */
+  /** This worker's unique task queue. */
   workerQueue: string;
-  /** Resolves config references into entries (DESIGN 5); runs on the worker. */
+  /** Resolves config references into entries; runs on the worker. */
   loadConfig: (refs: ConfigRefs) => Promise<LoadedConfig>;
   logger: Logger;
   /** Removes secret values from messages that go into history. */
@@ -85,7 +85,7 @@ export function createActivities(deps: ActivityDeps) {
 }
 
 /**
- * A server that was given a secret may echo it back; history must never hold it (DESIGN 5.5).
+ * A server that was given a secret may echo it back; history must never hold it.
  * The JSON round trip happens only when a secret value is actually present.
  */
 export function scrubResult<T>(result: T, scrub: (t: string) => string): T {
@@ -94,7 +94,7 @@ export function scrubResult<T>(result: T, scrub: (t: string) => string): T {
   return clean === json ? result : (JSON.parse(clean) as T);
 }
 
-/** Maps an error of a call to the failure tier of DESIGN 8.3. */
+/** Maps an error of a call to its failure tier (docs/architecture.md, "Three kinds of failure"). */
 export function toFailure(err: unknown, input: Pick<CallToolInput, 'name' | 'server'>, scrub: (t: string) => string): ApplicationFailure {
   const message = scrub(err instanceof Error ? err.message : String(err));
   if (err instanceof ServerUnavailableError) {

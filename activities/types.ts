@@ -5,7 +5,7 @@ export type { CallOutcome, ToolInfo, TurnStatus };
 
 export interface ReconcileInput {
   sessionId: string;
-  /** Config references only (DESIGN 9.3); the worker reads and resolves them. */
+  /** Config references only; the worker reads and resolves them. */
   refs: ConfigRefs;
 }
 
@@ -13,7 +13,7 @@ export interface ReconcileResult {
   /** The unique queue of the worker that now holds the session's servers. */
   workerQueue: string;
   status: TurnStatus;
-  /** The servers paragraph for the model (DESIGN 6.6). */
+  /** The servers paragraph for the model. */
   serversParagraph: string;
 }
 
@@ -35,7 +35,7 @@ export interface CallToolInput {
   requestTimeoutMs: number;
 }
 
-/** Failure types of the activities: the one place that names them (DESIGN 8.3). */
+/** Failure types of the activities: the one place that names them. */
 export const FailureType = {
   /** Config file or spec refused (explicit layers are fatal). */
   Config: 'ConfigError',

@@ -1,5 +1,5 @@
 /**
- * Recovery after a worker crash (issue 6; same set-up as test/integration/crash.test.ts): two
+ * Recovery after a worker crash: two
  * durable-mcp worker processes, a turn pinned to one of them, a read-only call (fixture
  * `read_slow`, 2 s) in flight when that worker is SIGKILLed. Measures, from the kill: the call's
  * outcome (retried on the surviving worker once the heartbeat timeout notices), a new call (fails
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
       '|---|---|---|---|---|',
       ...rows,
       '',
-      'What the in-flight call waits for: the heartbeat timeout (the first attempt is lost), the retry interval (1 s), the retry\'s schedule-to-start timeout on the dead worker\'s queue, a reconciliation on the shared queue (the survivor starts the server), then the call runs its 2 s on the survivor (attempt 1 there). A side-effecting call would return `unknown_result` after the heartbeat timeout instead (DESIGN 8.4). The new call and endTurn return right after. On top of that, every workflow task of the turn first goes to the dead worker\'s sticky queue and waits the SDK\'s `stickyQueueScheduleToStartTimeout` (10 s) while the server still believes that worker is there: that is most of the 19.5 s with 3 s limits (see the findings section for the fix).',
+      'What the in-flight call waits for: the heartbeat timeout (the first attempt is lost), the retry interval (1 s), the retry\'s schedule-to-start timeout on the dead worker\'s queue, a reconciliation on the shared queue (the survivor starts the server), then the call runs its 2 s on the survivor (attempt 1 there). A side-effecting call would return `unknown_result` after the heartbeat timeout instead. The new call and endTurn return right after. On top of that, every workflow task of the turn first goes to the dead worker\'s sticky queue and waits the SDK\'s `stickyQueueScheduleToStartTimeout` (10 s) while the server still believes that worker is there: that is most of the 19.5 s with 3 s limits (see the findings section for the fix).',
     ].join('\n');
     process.stdout.write(`${body}\n`);
     await writeSection('Recovery after a worker SIGKILL', body);

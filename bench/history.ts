@@ -1,5 +1,5 @@
 /**
- * History bytes per call (DESIGN 9.1): how much one small echo call and one 100 KB result add to a
+ * History bytes per call: how much one small echo call and one 100 KB result add to a
  * turn's history, with the project's data converter (compression + external storage) and with the
  * SDK's default (plain JSON). Run on demand: `npm run build && node dist/bench/history.js`.
  * Uses TEMPORAL_ADDRESS if set, else starts an in-memory dev server.

@@ -1,5 +1,5 @@
 /**
- * Profiles the hot path (issue 6): sequential echo calls (fixture server, stdio) through durable-mcp
+ * Profiles the hot path: sequential echo calls (fixture server, stdio) through durable-mcp
  * and through the bare-Temporal baseline, with `node --cpu-prof` on both worker processes and the
  * inspector's profiler on this (client) process. Only the samples taken while the calls ran count
  * (start-up is cut off by time window). Writes the top self-time functions and the split by

@@ -1,5 +1,5 @@
 /**
- * Benchmark (issue 4, DESIGN 6.1): wall time of `reconcileServers` for one turn with 10 stdio
+ * Benchmark: wall time of `reconcileServers` for one turn with 10 stdio
  * servers, against the slowest of the same servers started alone. Servers start in parallel, so
  * the ratio should stay under 1.5x. Run on demand: `npm run build && node dist/bench/reconcile.js`
  * (set ROUNDS=N for more rounds). Uses TEMPORAL_ADDRESS if set, else starts an in-memory dev

@@ -1,5 +1,5 @@
 /**
- * Worker memory with many sessions (issue 6): one durable-mcp worker process, then 10 and 50
+ * Worker memory with many sessions: one durable-mcp worker process, then 10 and 50
  * sessions of 3 stdio servers each (the fixture echo server), every session's turn ended but its
  * servers kept (DMCP_SESSION_IDLE). RSS of the worker process and of its servers, separately.
  * Run on demand: `npm run build && node dist/bench/rss.js` (BENCH_SESSIONS, default 50).

@@ -1,5 +1,5 @@
 /**
- * Side by side (issue 6): the same echo tool called through
+ * Side by side: the same echo tool called through
  *   1. the MCP SDK client directly (the floor),
  *   2. bare Temporal (an Update that runs a no-op activity; bench/bareWorkflow.ts),
  *   3. durable-mcp (`Turn.callTool`: Update -> callTool activity -> MCP),

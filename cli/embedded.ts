@@ -93,7 +93,7 @@ export interface Session {
 }
 
 /**
- * Connects the way DESIGN 4 describes: TEMPORAL_ADDRESS when set; otherwise a running
+ * Connects in the documented order: TEMPORAL_ADDRESS when set; otherwise a running
  * `durable-mcp dev`; otherwise a dev server on the persistent database for this command only
  * (plus an in-process worker when `withWorker`), so history outlives the command.
  */

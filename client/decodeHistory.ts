@@ -13,7 +13,7 @@ function isPayload(value: unknown): value is Payload {
 /**
  * Replaces every payload in a fetched history with its plain form: external references are
  * fetched from their driver, then the codecs (compression, encryption) are undone, so a transcript
- * can be read from history alone (DESIGN 10). Mutates and returns `history`.
+ * can be read from history alone. Mutates and returns `history`.
  */
 export async function decodeHistoryPayloads(
   history: History,

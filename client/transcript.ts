@@ -23,7 +23,7 @@ export interface TranscriptCall {
   summary?: string;
 }
 
-/** A turn rendered from its history alone (DESIGN 10). */
+/** A turn rendered from its history alone. */
 export interface Transcript {
   turnId: string;
   sessionId?: string;

@@ -50,7 +50,7 @@ export interface TurnClientOptions {
 /** Session IDs become part of workflow IDs and visibility queries: keep them to a safe alphabet. */
 const SESSION_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
-/** Starts and drives turns (DESIGN 3). */
+/** Starts and drives turns. */
 export class TurnClient {
   readonly client: Client;
   readonly taskQueue: string;
@@ -101,7 +101,7 @@ export class TurnClient {
     }
   }
 
-  /** Runs a batch turn (DESIGN 2.2): groups in order, calls of a group in parallel. */
+  /** Runs a batch turn: groups in order, calls of a group in parallel. */
   async runBatch(options: StartTurnOptions & { calls: CallRequest[][] }): Promise<TurnResult> {
     const { input, workflowId } = await this.prepare(options);
     const handle = await this.client.workflow.start(agentTurn, {
@@ -123,7 +123,7 @@ export class TurnClient {
   }
 
   /**
-   * A turn rendered from its history alone (DESIGN 10). A long turn that continued as new is
+   * A turn rendered from its history alone. A long turn that continued as new is
    * read run by run and joined: status and tools from the first run, the calls of every run.
    */
   async transcript(turnId: string): Promise<Transcript> {
@@ -231,7 +231,7 @@ export class Turn implements TurnStart {
   }
 
   /**
-   * Runs a call and also renders its outcome for the model (DESIGN 8.5): text in `<toolOutput>`
+   * Runs a call and also renders its outcome for the model: text in `<toolOutput>`
    * under the token cap, images that fit, and a note for everything not shown. The full outcome
    * stays in history.
    */

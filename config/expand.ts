@@ -100,7 +100,7 @@ export interface ExpandContext {
 export type ExpandResult = { ok: true; value: string } | { ok: false; problem: string };
 
 /**
- * Expands one string field (DESIGN 5.4). Pure: command outputs come from `ctx.commands`. Refuses
+ * Expands one string field. Pure: command outputs come from `ctx.commands`. Refuses
  * secret variables (naming the variable, never its value), unset variables without a default, and
  * command expressions in untrusted layers.
  */

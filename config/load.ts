@@ -71,7 +71,7 @@ export function mcpOff(env: NodeJS.ProcessEnv): boolean {
   return flag(env.DMCP_MCP) === false;
 }
 
-/** The trusted config dir (DESIGN 5.3): DMCP_CONFIG_DIR, else $XDG_CONFIG_HOME/durable-mcp, else ~/.config/durable-mcp. */
+/** The trusted config dir: DMCP_CONFIG_DIR, else $XDG_CONFIG_HOME/durable-mcp, else ~/.config/durable-mcp. */
 export function configDirPath(env: NodeJS.ProcessEnv): string | undefined {
   if (env.DMCP_CONFIG_DIR) return env.DMCP_CONFIG_DIR;
   // The XDG spec says a relative XDG_CONFIG_HOME is invalid and must be ignored.
@@ -88,7 +88,7 @@ export const layerFiles = {
   pluginManifest: (plugin: string): string => join(plugin, 'plugin.json'),
 };
 
-/** Parses one `--mcp 'name:command arg1 arg2'` spec (DESIGN 5.3 layer 5), or `name:https://url`. Pure. */
+/** Parses one `--mcp 'name:command arg1 arg2'` spec, or `name:https://url`. Pure. */
 export function parseInlineSpec(spec: string, index: number, workspace: string): ServerEntry {
   const where = `--mcp #${index + 1}`;
   const colon = spec.indexOf(':');
@@ -132,7 +132,7 @@ function canonical(value: unknown): unknown {
 }
 
 /**
- * Content hash of resolved entries (DESIGN 6.2): the same entries give the same hash whatever the key
+ * Content hash of resolved entries: the same entries give the same hash whatever the key
  * order in the files or the line they sit on (`source` is left out).
  */
 export function hashEntries(entries: ServerEntry[]): string {
@@ -152,7 +152,7 @@ export interface LayerEntries {
 type Slot = { trusted: boolean; source: string; kind: LayerKind } & ({ server: ServerEntry } | { refused: RefusedEntry });
 
 /**
- * Merges layers in order (DESIGN 5.3). A later trusted layer replaces an entry of the same name whole;
+ * Merges layers in order. A later trusted layer replaces an entry of the same name whole;
  * an untrusted layer never replaces an existing entry (the existing one stays, with a warning). A
  * refused entry holds its name like a good one: fixing it is the owner's job, not a later layer's.
  */
@@ -199,7 +199,7 @@ function readError(err: unknown): string {
   return e.code === 'EFBIG' ? e.message : `cannot read it (${e.code ?? e.message})`;
 }
 
-/** Resolves every layer into the turn's server entries (DESIGN 5.3). Explicit files and inline specs throw ConfigError. */
+/** Resolves every layer into the turn's server entries. Explicit files and inline specs throw ConfigError. */
 export async function loadConfig(refs: ConfigRefs, env: NodeJS.ProcessEnv, io: ConfigIO = nodeConfigIO): Promise<LoadedConfig> {
   if (mcpOff(env)) return { off: true, servers: [], refused: [], warnings: [], hash: 'off' };
   const warnings: string[] = [];

@@ -1,10 +1,10 @@
-/** Longest server name outside plugins (DESIGN 5.2); keeps public tool names well under 64 characters. */
+/** Longest server name outside plugins; keeps public tool names well under 64 characters. */
 export const MAX_NAME_LENGTH = 32;
 
 const NAME_RE = /^[A-Za-z](?:[A-Za-z0-9]|[_-](?=[A-Za-z0-9]))*$/;
 
 /**
- * Checks a server name (DESIGN 5.2): starts with a letter; letters, digits, single `_` or `-` between
+ * Checks a server name: starts with a letter; letters, digits, single `_` or `-` between
  * them (never `__`, which separates the parts of tool names); at most 32 characters.
  * Returns the problem in words, or undefined when the name is fine.
  */
@@ -24,7 +24,7 @@ export function nameProblem(name: string, maxLength: number = MAX_NAME_LENGTH): 
   return undefined;
 }
 
-/** True when `name` is a valid server name (DESIGN 5.2). */
+/** True when `name` is a valid server name. */
 export function isValidServerName(name: string): boolean {
   return nameProblem(name) === undefined;
 }

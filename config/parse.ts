@@ -14,7 +14,7 @@ export const MAX_TOOL_TIMEOUT_S = 86_400;
 
 const stringMap = z.record(z.string(), z.string());
 
-/** The entry shape (DESIGN 5.1). Strict: an unknown field refuses the entry. Types only; rules follow. */
+/** The entry shape. Strict: an unknown field refuses the entry. Types only; rules follow. */
 export const serverEntrySchema = z.strictObject({
   type: z.enum(['stdio', 'http', 'sse']).optional(),
   command: z.string().min(1).optional(),
@@ -246,7 +246,7 @@ function resolveEntry(name: string, node: ObjectNode, ctx: EntryContext): Server
     }
   }
 
-  // Trust: untrusted layers never reach worker credentials (DESIGN 5.3).
+  // Trust: untrusted layers never reach worker credentials.
   const label = layerLabel(layer.kind);
   const untrustedHint = `not allowed in the ${label} layer (untrusted: the agent can write it); define this server in the config dir or a --mcp-config file`;
   if (!trusted) {
@@ -299,7 +299,7 @@ function resolveEntry(name: string, node: ObjectNode, ctx: EntryContext): Server
       if (cwd.includes('\0')) refuse('"cwd" contains a NUL character', 'cwd');
       if (cwd.startsWith('~')) refuse('"cwd" starts with "~", which is not expanded; write $HOME/... instead', 'cwd');
     }
-    // Relative paths are relative to the turn's workspace (DESIGN 5.1), which is also the default.
+    // Relative paths are relative to the turn's workspace, which is also the default.
     entry.cwd = cwd === undefined || !enabled && cwd.includes('$') ? layer.workspace : resolve(layer.workspace, cwd);
   } else {
     const url = expand(raw.url ?? '', 'url');
@@ -377,7 +377,7 @@ function serversNode(root: ValueNode, layer: LayerInfo, warnings: string[]): Obj
 }
 
 /**
- * Parses one config file (DESIGN 5.1-5.4). Pure: the text, the layer and the worker environment in;
+ * Parses one config file. Pure: the text, the layer and the worker environment in;
  * resolved entries, refused entries (each naming file, line and field) and warnings out. A problem with
  * the whole file comes back as `error`. Never throws.
  */

@@ -32,7 +32,7 @@ export function invalidAllowListNames(env: NodeJS.ProcessEnv): string[] {
   return (env.DMCP_MCP_ENV ?? '').split(/[\s,]+/).filter((s) => s !== '' && !ENV_NAME_RE.test(s));
 }
 
-/** Classifies a variable name as secret (DESIGN 5.4/5.5), or returns undefined. */
+/** Classifies a variable name as secret, or returns undefined. */
 export function secretKind(name: string, env: NodeJS.ProcessEnv): SecretKind | undefined {
   if (allowedSecretNames(env).includes(name)) return 'allow-listed';
   const upper = name.toUpperCase();
@@ -88,7 +88,7 @@ function workerValue(entry: ServerEntry, field: string, workerVar: string, worke
 }
 
 /**
- * The environment of a stdio server (DESIGN 5.5): the worker's minus secrets, plus `env`, plus
+ * The environment of a stdio server: the worker's minus secrets, plus `env`, plus
  * `envFrom` resolved from the worker. Throws ConfigError naming the variable (never its value) when an
  * `envFrom` variable is unset or not allow-listed.
  */
@@ -133,7 +133,7 @@ export function secretValues(env: NodeJS.ProcessEnv): string[] {
   return [...values].sort((a, b) => b.length - a.length);
 }
 
-/** Replaces every secret value of `env` found in `text` with `[redacted]` (DESIGN 5.5). */
+/** Replaces every secret value of `env` found in `text` with `[redacted]`. */
 export function scrubSecrets(text: string, env: NodeJS.ProcessEnv): string {
   let out = text;
   for (const value of secretValues(env)) out = out.split(value).join('[redacted]');

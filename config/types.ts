@@ -2,7 +2,7 @@ import type { LayerKind, TransportKind } from '../mcp/types.js';
 
 /**
  * References the worker resolves into server entries. Only references cross into history
- * (DESIGN 9.3): paths and specs, never a value read from the environment.
+ *: paths and specs, never a value read from the environment.
  */
 export interface ConfigRefs {
   /** Absolute path of the turn's workspace; the default cwd of stdio servers. */
@@ -62,7 +62,7 @@ export interface LoadedConfig {
   refused: RefusedEntry[];
   /** Layer-level warnings (a skipped file, an override refused). */
   warnings: string[];
-  /** Content hash of the resolved entries; a change restarts the session's servers (DESIGN 6.2). */
+  /** Content hash of the resolved entries; a change restarts the session's servers. */
   hash: string;
 }
 
@@ -79,7 +79,7 @@ export class ConfigError extends Error {
   }
 }
 
-/** Whether a layer is trusted (DESIGN 5.3): the agent cannot write trusted layers. */
+/** Whether a layer is trusted: the agent cannot write trusted layers. */
 export function isTrustedLayer(kind: LayerKind): boolean {
   return kind === 'configDir' || kind === 'explicit' || kind === 'inline';
 }

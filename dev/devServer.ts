@@ -6,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import { TailBuffer } from '../mcp/managedServer.js';
 import { requireTemporalCli } from './temporalCli.js';
 
-/** Search attributes every turn sets (DESIGN 2.1). */
+/** Search attributes every turn sets. */
 export const SEARCH_ATTRIBUTES = { DmcpSessionId: 'Keyword' } as const;
 
 /** Options of {@link startDevServer}. */

@@ -15,7 +15,7 @@ export const installedCliPath = join(projectRoot, '.tools', 'temporal', TEMPORAL
 
 export interface FoundCli {
   path: string;
-  /** Which rule of the search order found it (DESIGN 4). */
+  /** Which rule of the search order found it. */
   source: 'DMCP_TEMPORAL_CLI' | 'PATH' | 'project';
 }
 

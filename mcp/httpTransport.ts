@@ -15,7 +15,7 @@ const ERROR_BODY_WAIT_MS = 1000;
 /**
  * Wraps `fetch` for one remote server and remembers the last failure. The SDK's own errors lose
  * the interesting part (SSE reports "Non-200 status code (401)", a refused connection is "fetch
- * failed"), and the status must say what the server answered (DESIGN 6.5).
+ * failed"), and the status must say what the server answered.
  */
 export class WireTracker {
   last?: WireFailure;
@@ -83,7 +83,7 @@ export function createRemoteTransport(entry: ServerEntry, headers: Record<string
 }
 
 /**
- * Ends a Streamable HTTP session with DELETE (DESIGN 6.3), bounded so a server that does not
+ * Ends a Streamable HTTP session with DELETE, bounded so a server that does not
  * answer cannot hold up a shutdown. SSE has no session to end.
  */
 export async function terminateRemoteSession(transport: Transport | undefined, timeoutMs: number): Promise<void> {
@@ -101,7 +101,7 @@ export async function terminateRemoteSession(transport: Transport | undefined, t
 
 /**
  * Strings that must never leave the worker for this entry beyond what the environment scrubber
- * knows: header values, and the user-info and query values of its URL (DESIGN 9.3).
+ * knows: header values, and the user-info and query values of its URL.
  */
 export function remoteSecrets(entry: ServerEntry, headers: Record<string, string>): string[] {
   const out = new Set<string>();

@@ -202,7 +202,7 @@ export class ManagedServer {
 
   /**
    * Calls a tool. Rejects with {@link ConnectionLostError} as soon as the server is known to be
-   * gone (stdio: its process exited; http/sse: the connection or session is lost, DESIGN 6.4).
+   * gone (stdio: its process exited; http/sse: the connection or session is lost).
    */
   async callTool(tool: string, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
     const client = this.requireClient();
@@ -364,7 +364,7 @@ export class ManagedServer {
     this.client = undefined;
     if (client) client.onclose = undefined;
     if (!options.lost) {
-      // DESIGN 6.3: end the Streamable HTTP session before closing; pointless once the server is gone.
+      // end the Streamable HTTP session before closing; pointless once the server is gone.
       await terminateRemoteSession(transport, TERMINATE_TIMEOUT_MS).catch((err: unknown) => {
         this.log.debug({ err: this.scrubText((err as Error).message) }, 'ending the HTTP session failed');
       });
@@ -379,7 +379,7 @@ export class ManagedServer {
   }
 }
 
-/** The server went away while a call was waiting for it: the call may have run (DESIGN 6.4, 8.4). */
+/** The server went away while a call was waiting for it: the call may have run. */
 export class ConnectionLostError extends Error {
   override name = 'ConnectionLostError';
   constructor(
@@ -390,7 +390,7 @@ export class ConnectionLostError extends Error {
   }
 }
 
-/** The server is not running: the call never started, so it is always safe to retry (DESIGN 8.4). */
+/** The server is not running: the call never started, so it is always safe to retry. */
 export class ServerUnavailableError extends Error {
   override name = 'ServerUnavailableError';
   constructor(

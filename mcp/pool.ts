@@ -32,7 +32,7 @@ interface Session {
 }
 
 /**
- * The worker's MCP servers, keyed by session (DESIGN 2.1): a session's turns share server
+ * The worker's MCP servers, keyed by session: a session's turns share server
  * processes as long as they land on this worker and the config is unchanged.
  */
 export class ServerPool {
@@ -47,7 +47,7 @@ export class ServerPool {
     this.scrub = options.scrub ?? ((t) => t);
   }
 
-  /** Brings the session's servers up to date with `config` and reports the status (DESIGN 6.2). */
+  /** Brings the session's servers up to date with `config` and reports the status. */
   async reconcile(sessionId: string, config: LoadedConfig): Promise<TurnStatus> {
     if (this.shuttingDown) throw new Error('worker is shutting down');
     const session = this.session(sessionId);
@@ -99,7 +99,7 @@ export class ServerPool {
     await fresh.start();
   }
 
-  /** Stops a server now, or after its in-flight calls (DESIGN 6.3: removing an entry does not cancel a call). */
+  /** Stops a server now, or after its in-flight calls (removing an entry does not cancel a call). */
   private async retire(server: ManagedServer): Promise<void> {
     if ((this.callsInFlight.get(server) ?? 0) > 0) {
       this.retiring.add(server);
@@ -193,7 +193,7 @@ export class ServerPool {
     return filter ? server.tools.filter((t) => filter.includes(t.name)) : server.tools;
   }
 
-  /** One map per listing, so public names are unique across all of the session's servers (DESIGN 7). */
+  /** One map per listing, so public names are unique across all of the session's servers. */
   private nameMap(session: Session): ToolNameMap {
     const refs = this.readyServers(session).flatMap((s) => this.keptTools(s).map((t) => ({ server: s.entry.name, tool: t.name })));
     return new ToolNameMap(refs, this.options.toolPrefix);

@@ -63,7 +63,7 @@ function describeServer(server: ServerStatus): string {
 }
 
 /**
- * Renders a turn's status as a short text block for the model's context (DESIGN 6.6): one line per
+ * Renders a turn's status as a short text block for the model's context: one line per
  * server, sorted by name, saying which servers are connected and how their tools are named, and
  * what failed servers said. Pure and deterministic: the same status gives the same text.
  */

@@ -1,5 +1,5 @@
 /**
- * Shaping a call outcome for the model (DESIGN 8.5): the text inside `<toolOutput>` tags, capped
+ * Shaping a call outcome for the model: the text inside `<toolOutput>` tags, capped
  * at a token budget, and the images that go to the model after the tool round. The outcome itself
  * (what history keeps) is never changed here.
  */
@@ -27,7 +27,7 @@ export interface ShapeLimits {
   structured: 'content' | 'structured' | 'both' | 'auto';
 }
 
-/** The defaults of DESIGN 12. */
+/** The documented defaults (docs/configuration.md). */
 export const DEFAULT_SHAPE_LIMITS: ShapeLimits = Object.freeze({
   maxTokens: 25_000,
   maxImageBytes: 5 * 1024 * 1024,
@@ -116,7 +116,7 @@ export function sniffImageType(bytes: Uint8Array): ModelImage['mimeType'] | unde
 }
 
 /**
- * Renders an outcome for the model (DESIGN 8.5). Deterministic for a given outcome and limits;
+ * Renders an outcome for the model. Deterministic for a given outcome and limits;
  * never throws for malformed blocks (they become notes).
  */
 export async function shapeForModel(outcome: CallOutcome, limits: ShapeLimits): Promise<ModelView> {

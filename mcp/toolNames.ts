@@ -37,7 +37,7 @@ function withSuffix(base: string, suffix: string): string {
 }
 
 /**
- * Public name of a server's tool (DESIGN 7): `mcp__<server>__<tool>`, or `<server>__<tool>` with
+ * Public name of a server's tool: `mcp__<server>__<tool>`, or `<server>__<tool>` with
  * prefix `none`. Characters outside `[A-Za-z0-9_-]` become `_`. A name that had to be cleaned or
  * cut to 64 characters ends with `_<hash>` of the original pair, so `a.b` and `a_b` stay distinct.
  * A server name that would make the split point ambiguous (empty, containing `__`, ending in `_`)
@@ -53,7 +53,7 @@ export function publicToolName(server: string, tool: string, prefix: ToolPrefix 
 }
 
 /**
- * The tool description shown to the model, tagged with the server it comes from (DESIGN 7).
+ * The tool description shown to the model, tagged with the server it comes from.
  * Idempotent: an already tagged description is returned unchanged.
  */
 export function describeTool(server: string, description: string | undefined): string {

@@ -5,12 +5,12 @@
 
 export type TransportKind = 'stdio' | 'http' | 'sse';
 
-/** Where a server entry came from (DESIGN 5.3). */
+/** Where a server entry came from. */
 export type LayerKind = 'configDir' | 'workspace' | 'plugin' | 'explicit' | 'inline';
 
 export type ServerState = 'ready' | 'degraded' | 'failed' | 'disabled' | 'off';
 
-/** One configured server as the turn saw it (DESIGN 6.5). */
+/** One configured server as the turn saw it. */
 export interface ServerStatus {
   name: string;
   layer: LayerKind;
@@ -37,7 +37,7 @@ export interface TurnStatus {
   reportedAt: string;
 }
 
-/** MCP tool annotations that drive the retry policy (DESIGN 8.4). */
+/** MCP tool annotations that drive the retry policy. */
 export interface ToolAnnotations {
   readOnlyHint?: boolean;
   idempotentHint?: boolean;
@@ -63,7 +63,7 @@ export interface ToolInfo {
 /** An MCP content block as recorded in history (the SDK's shapes, kept as data). */
 export type ContentBlock = { type: string; [key: string]: unknown };
 
-/** What a call produced, as recorded in history (DESIGN 8.5). */
+/** What a call produced, as recorded in history. */
 export interface CallOutcome {
   /** `ok`: the tool ran. `error`: bad request or transport failure; see `errorKind`. */
   status: 'ok' | 'error';

@@ -39,7 +39,7 @@ export interface CodecServer {
 const LOOPBACK_ORIGIN = /^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/;
 
 /**
- * The codec server (DESIGN 9.2): `/encode` and `/decode` in the Temporal remote-codec format, so
+ * The codec server: `/encode` and `/decode` in the Temporal remote-codec format, so
  * the UI and `temporal workflow show --codec-endpoint` show decoded payloads.
  */
 export async function startCodecServer(options: CodecServerOptions): Promise<CodecServer> {

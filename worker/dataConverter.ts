@@ -28,7 +28,7 @@ const MIN_COMPRESS_BYTES = 256;
 
 /**
  * Compresses every payload worth compressing (brotli; kept only when it saves space), so history
- * holds less of each tool result (DESIGN 9.2). Payloads it did not compress pass through.
+ * holds less of each tool result. Payloads it did not compress pass through.
  */
 export class CompressionCodec implements PayloadCodec {
   async encode(payloads: Payload[]): Promise<Payload[]> {
@@ -70,7 +70,7 @@ export function parseEncryptionKey(value: string): EncryptionKey {
   return { id: createHash('sha256').update(key).digest('hex').slice(0, 12), key };
 }
 
-/** AES-256-GCM over the whole encoded payload (DESIGN 9.2); the key ID is in the metadata. */
+/** AES-256-GCM over the whole encoded payload; the key ID is in the metadata. */
 export class EncryptionCodec implements PayloadCodec {
   private readonly keys: Map<string, Buffer>;
 
@@ -110,7 +110,7 @@ export class EncryptionCodec implements PayloadCodec {
 
 /**
  * Keeps large payloads in files under `<dir>`, content-addressed (so a retried store is a no-op),
- * and leaves a small reference in history (DESIGN 9.1). Runs after the codecs, so what lands on
+ * and leaves a small reference in history. Runs after the codecs, so what lands on
  * disk is compressed, and encrypted when encryption is on.
  */
 export class FilesystemStorageDriver implements StorageDriver {

@@ -53,7 +53,7 @@ export interface RunningWorker {
 
 /**
  * Starts a worker that polls the shared queue (workflows and reconciliation) and its own unique
- * queue (every later activity of a turn it reconciled), DESIGN 2.1.
+ * queue (every later activity of a turn it reconciled).
  */
 export async function startWorker(options: StartWorkerOptions): Promise<RunningWorker> {
   const env = options.env ?? process.env;

@@ -1,6 +1,6 @@
 import pino, { type Logger } from 'pino';
 
-/** pino JSON to stderr; pretty when stderr is a terminal (DESIGN 4). `DMCP_LOG_LEVEL` sets the level. */
+/** pino JSON to stderr; pretty when stderr is a terminal. `DMCP_LOG_LEVEL` sets the level. */
 export function createLogger(options: { level?: string; pretty?: boolean; destination?: NodeJS.WritableStream } = {}): Logger {
   const level = options.level ?? process.env.DMCP_LOG_LEVEL ?? 'info';
   const pretty = options.pretty ?? (process.stderr.isTTY === true && !options.destination);

@@ -52,7 +52,7 @@ const BAD_REQUEST = 'BadRequest';
 const SERVER_UNAVAILABLE = 'ServerUnavailable';
 const CONFIG_ERROR = 'ConfigError';
 
-/** One agent turn (DESIGN 2.2): reconcile, freeze the tool list, run the calls. */
+/** One agent turn: reconcile, freeze the tool list, run the calls. */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   const info = workflowInfo();
   const sharedQueue = info.taskQueue;
@@ -196,7 +196,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
 
   // --- helpers (closures over the turn's state) ---
 
-  /** Continues as new when the run is long (DESIGN 9.1), once no call is in flight. */
+  /** Continues as new when the run is long, once no call is in flight. */
   async function continueIfLong(): Promise<void> {
     if (ended || inFlight > 0) return;
     if (!workflowInfo().continueAsNewSuggested && calls.length < limits.continueAsNewAfterCalls) return;
@@ -266,7 +266,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         // The whole turn was cancelled: let the cancellation end the workflow.
         if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;
         if (isCancellation(err)) return errorOutcome('cancelled', 'the call was cancelled before it finished; it may have had an effect');
-        // The call never started, so it is always safe to try once more (DESIGN 8.4): either the
+        // The call never started, so it is always safe to try once more: either the
         // pinned worker is gone (schedule-to-start), or its servers are (stopped idle, crashed).
         const neverStarted = isScheduleToStartTimeout(err) || isFailureType(err, SERVER_UNAVAILABLE);
         if (neverStarted && failover === 0) {
@@ -293,7 +293,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       heartbeatTimeout: limits.heartbeatTimeoutMs,
       scheduleToStartTimeout: limits.scheduleToStartMs,
       retry: {
-        // Never run a side-effecting call twice behind the model's back (DESIGN 8.4).
+        // Never run a side-effecting call twice behind the model's back.
         maximumAttempts: safeToRetry ? 3 : 1,
         initialInterval: '1s',
         backoffCoefficient: 2,
@@ -338,7 +338,7 @@ function errorOutcome(kind: NonNullable<CallOutcome['errorKind']>, message: stri
   return { status: 'error', content: [], isError: true, errorKind: kind, errorMessage: message, startedAt: '', durationMs, attempts };
 }
 
-/** Turns a failed call into what the model reads (DESIGN 8.3, 8.4). */
+/** Turns a failed call into what the model reads. */
 function failureOutcome(err: unknown, safeToRetry: boolean): CallOutcome {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   const message = cause instanceof Error ? cause.message : String(cause);

@@ -11,7 +11,7 @@ export interface CallRequest {
   arguments?: Record<string, unknown>;
 }
 
-/** Timeouts and limits of a turn; every field has a default (DESIGN 8.1, 12). */
+/** Timeouts and limits of a turn; every field has a default. */
 export interface TurnLimits {
   /** Start-to-close of a call when the server sets no `toolTimeout` (default 60 s). */
   toolTimeoutMs?: number;
@@ -44,7 +44,7 @@ export interface TurnInput {
   refs: ConfigRefs;
   /** Batch mode: groups run in order, the calls of a group in parallel. Absent: interactive. */
   batch?: CallRequest[][];
-  /** The worker queue of the session's previous turn, tried first (DESIGN 2.1). */
+  /** The worker queue of the session's previous turn, tried first. */
   preferredWorkerQueue?: string;
   limits?: TurnLimits;
   /** Set only by continue-as-new. */

@@ -51,7 +51,7 @@ async function stopWorkerProcess(w: WorkerProc): Promise<void> {
   clearTimeout(timer);
 }
 
-describe('session affinity and failover between two worker processes (DESIGN 2.1)', () => {
+describe('session affinity and failover between two worker processes', () => {
   const workers: WorkerProc[] = [];
   const seenPids = new Set<number>();
   let client: TurnClient;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fixtureServer, startHarness, tempDir, type Harness } from '../support/harness.js';
 
-describe('config layers through a real turn (DESIGN 5.3)', () => {
+describe('config layers through a real turn', () => {
   let h: Harness;
   let root: string;
   before(async () => {

@@ -39,7 +39,7 @@ function sessionId(name: string): string {
 
 after(() => killGroups([...seenPids].filter(isAlive)));
 
-describe('server lifecycle: starting, reconciliation and status (DESIGN 6.1, 6.2, 6.5)', () => {
+describe('server lifecycle: starting, reconciliation and status', () => {
   let h: Harness;
   let dir: string;
 
@@ -243,7 +243,7 @@ describe('server lifecycle: starting, reconciliation and status (DESIGN 6.1, 6.2
   });
 });
 
-describe('stopping servers (DESIGN 6.3)', () => {
+describe('stopping servers', () => {
   test('an idle session stops after DMCP_SESSION_IDLE, but never during a call; the next turn starts it again', async (t) => {
     const dir = await tempDir('dmcp-idle-');
     const h = await startHarness('idle', { DMCP_SESSION_IDLE: '2s' });

@@ -1,5 +1,5 @@
 /**
- * Proof of no leak (issue 3, DESIGN 5.5 and 9.3): secrets reach exactly the servers meant to get
+ * Proof of no leak: secrets reach exactly the servers meant to get
  * them, and no secret value appears in workflow history (raw, base64-decoded or codec-decoded),
  * in the status, or in the worker's logs.
  */

@@ -1,5 +1,5 @@
 /**
- * The Temporal Web UI (DESIGN 10, issue 5): a finished turn opened in a real browser shows each
+ * The Temporal Web UI: a finished turn opened in a real browser shows each
  * `callTool` activity labelled with its tool name (the activity summary) and, through the project's
  * codec server, the decoded tool results. Payloads are encrypted with a test key, so the result
  * text (and the summaries) can only appear on the page if the UI decoded them through our codec

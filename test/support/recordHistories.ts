@@ -1,5 +1,5 @@
 /**
- * Records histories of real turns into test/histories/ for the replay test (DESIGN 10):
+ * Records histories of real turns into test/histories/ for the replay test:
  * `npm run record:histories` (starts a dev server unless TEMPORAL_ADDRESS is set). Re-record only
  * after an intended, versioned workflow change: the point of the replay test is to catch the others.
  */

@@ -1,6 +1,6 @@
 /**
  * ManagedServer against a real HTTP/SSE fixture process, without Temporal: how a vanished or
- * frozen server is noticed (DESIGN 6.4), and that a healthy slow call is left alone.
+ * frozen server is noticed, and that a healthy slow call is left alone.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
