@@ -5,16 +5,8 @@ import { ConfigError, type LoadedConfig } from '../config/types.js';
 import type { ConfigRefs } from '../config/types.js';
 import { ServerUnavailableError } from '../mcp/managedServer.js';
 import type { ServerPool } from '../mcp/pool.js';
-import { renderServersParagraph } from '../mcp/serversParagraph.js';
-import type { CallOutcome, ContentBlock } from '../mcp/types.js';
-import {
-  FailureType,
-  type CallToolInput,
-  type ListToolsInput,
-  type ReconcileInput,
-  type ReconcileResult,
-  type ToolInfo,
-} from './types.js';
+import { renderServersParagraph } from '../shaping/serversParagraph.js';
+import { FailureType, type ActivityName, type CallOutcome, type CallToolInput, type ContentBlock, type ListToolsInput, type ReconcileInput, type ReconcileResult, type ToolInfo } from '../contract/index.js';
 
 /** What the activities need; tests pass real or fake parts explicitly. */
 export interface ActivityDeps {
@@ -81,7 +73,8 @@ export function createActivities(deps: ActivityDeps) {
     }
   }
 
-  return { reconcileServers, listTools, callTool };
+  // The keys are the activity type names recorded in history: the contract's, checked here.
+  return { reconcileServers, listTools, callTool } satisfies Record<ActivityName, (input: never) => Promise<unknown>>;
 }
 
 /**

@@ -9,7 +9,7 @@
  */
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { TurnLimits } from '../workflows/types.js';
+import type { TurnLimits } from '../contract/index.js';
 import { TurnClient } from '../client/turnClient.js';
 import { tempDir } from '../test/support/harness.js';
 import { echoFixture, killStarted, sleep, runBench, stopProcess } from './procs.js';

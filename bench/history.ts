@@ -12,7 +12,7 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import pino from 'pino';
 import { TurnClient } from '../client/turnClient.js';
 import { startDevServer } from '../dev/devServer.js';
-import { createDataConverter } from '../worker/dataConverter.js';
+import { createDataConverter } from '../payloads/dataConverter.js';
 import { bundleWorkflows, startWorker } from '../worker/index.js';
 import { fixtureServer, tempDir, uniqueQueue } from '../test/support/harness.js';
 import { machineLine, writeSection } from './support.js';

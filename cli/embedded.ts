@@ -7,7 +7,7 @@ import { startDevServer, type DevServer } from '../dev/devServer.js';
 import { TurnClient } from '../client/turnClient.js';
 import { sharedTaskQueue } from '../worker/settings.js';
 import { startWorker, type RunningWorker } from '../worker/index.js';
-import { dataConverterFromEnv } from '../worker/dataConverter.js';
+import { dataConverterFromEnv } from '../payloads/dataConverter.js';
 
 /** DMCP_DATA_DIR: the dev server's database, state and (later) external payloads. */
 export function dataDir(env: NodeJS.ProcessEnv = process.env): string {

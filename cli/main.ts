@@ -5,13 +5,13 @@ import { loadConfig } from '../config/load.js';
 import { ConfigError } from '../config/types.js';
 import { outcomeText, renderTranscript, saveImages } from '../client/transcript.js';
 import { startDevServer } from '../dev/devServer.js';
-import { startCodecServer } from '../worker/codecServer.js';
+import { startCodecServer } from '../payloads/codecServer.js';
 import { temporalCliVersion } from '../dev/temporalCli.js';
 import { createLogger } from '../worker/logger.js';
 import { sharedTaskQueue } from '../worker/settings.js';
 import { NativeConnection, startWorker } from '../worker/index.js';
-import { dataConverterFromEnv } from '../worker/dataConverter.js';
-import type { CallRequest } from '../workflows/types.js';
+import { dataConverterFromEnv } from '../payloads/dataConverter.js';
+import type { CallRequest } from '../contract/index.js';
 import { connect, dataDir, devDbFile, installRuntimeLogger, removeDevState, runningDev, writeDevState } from './embedded.js';
 
 /** A refusal of the command line itself: one line on stderr, exit code 2. */

@@ -1,11 +1,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defaultPayloadConverter, type PayloadConverter } from '@temporalio/common';
-import { sniffImageType } from '../mcp/shapeResult.js';
+import { sniffImageType } from '../shaping/shapeResult.js';
 import type { temporal } from '@temporalio/proto';
-import type { CallToolInput, ReconcileResult } from '../activities/types.js';
-import type { CallOutcome, ToolInfo, TurnStatus } from '../mcp/types.js';
-import type { CallRequest, TurnInput, TurnResult } from '../workflows/types.js';
+import { ActivityName, UpdateName, type CallOutcome, type CallRequest, type CallToolInput, type ReconcileResult, type ToolInfo, type TurnInput, type TurnResult, type TurnStatus } from '../contract/index.js';
 
 type History = temporal.api.history.v1.IHistory;
 type Payloads = temporal.api.common.v1.IPayloads | null | undefined;
@@ -75,7 +73,7 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
       const a = e.activityTaskScheduledEventAttributes;
       const type = a.activityType?.name ?? '';
       const entry: { type: string; callId?: string } = { type };
-      if (type === 'callTool') {
+      if (type === ActivityName.callTool) {
         const input = decode<CallToolInput>(a.input, converter);
         if (input) {
           entry.callId = input.callId;
@@ -88,23 +86,23 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
     } else if (e.activityTaskCompletedEventAttributes) {
       const a = e.activityTaskCompletedEventAttributes;
       const entry = scheduled.get(String(a.scheduledEventId));
-      if (entry?.type === 'reconcileServers') {
+      if (entry?.type === ActivityName.reconcileServers) {
         const r = decode<ReconcileResult>(a.result, converter);
         t.status = r?.status;
         t.serversParagraph = r?.serversParagraph;
         t.workerQueue = r?.workerQueue;
-      } else if (entry?.type === 'listTools') {
+      } else if (entry?.type === ActivityName.listTools) {
         t.tools = decode<ToolInfo[]>(a.result, converter) ?? [];
-      } else if (entry?.type === 'callTool' && entry.callId) {
+      } else if (entry?.type === ActivityName.callTool && entry.callId) {
         callFor(entry.callId).outcome = decode<CallOutcome>(a.result, converter);
       }
     } else if (e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) {
       const a = e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes!;
       const entry = scheduled.get(String(a.scheduledEventId));
-      if (entry?.type === 'callTool' && entry.callId) callFor(entry.callId).failures.push(failureMessage(a.failure));
+      if (entry?.type === ActivityName.callTool && entry.callId) callFor(entry.callId).failures.push(failureMessage(a.failure));
     } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {
       const req = e.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest;
-      if (req?.input?.name === 'callTool') {
+      if (req?.input?.name === UpdateName.callTool) {
         const request = decode<CallRequest>(req.input.args, converter);
         if (request) callFor(request.id, request.name, request.arguments ?? {});
       }
@@ -148,7 +146,7 @@ export function outcomeText(outcome: CallOutcome): string {
     else if (block.type === 'audio') lines.push(`[audio ${String(block.mimeType)}]`);
     else if (block.type === 'resource_link') lines.push(`[resource link ${String(block.uri)}]`);
     else if (block.type === 'resource') lines.push(`[embedded resource ${String((block.resource as { uri?: string })?.uri)}]`);
-    else lines.push(`[${block.type} block]`);
+    else lines.push(`[${(block as { type: string }).type} block]`);
   }
   if (outcome.structuredContent && outcome.content.length === 0) lines.push(JSON.stringify(outcome.structuredContent));
   return (outcome.isError ? 'tool reported an error: ' : '') + lines.join('\n');

@@ -8,15 +8,14 @@ import {
 } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
 import type { ConfigRefs } from '../config/types.js';
-import type { CallOutcome, ToolInfo, TurnStatus } from '../mcp/types.js';
+import { END_TURN_UPDATE_ID, SESSION_ID_SEARCH_ATTRIBUTE, type CallOutcome, type CallRequest, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus } from '../contract/index.js';
 import { agentTurn, callToolUpdate, cancelCallUpdate, endTurnUpdate, turnStartedUpdate } from '../workflows/index.js';
-import type { CallRequest, TurnInput, TurnLimits, TurnResult, TurnStart } from '../workflows/types.js';
-import { shapeForModel, shapeLimitsFromEnv, type ModelView, type ShapeLimits } from '../mcp/shapeResult.js';
+import { shapeForModel, shapeLimitsFromEnv, type ModelView, type ShapeLimits } from '../shaping/shapeResult.js';
 import { parseDuration } from '../worker/settings.js';
-import { decodeHistoryPayloads } from './decodeHistory.js';
+import { decodeHistoryPayloads } from '../payloads/decodeHistory.js';
 import { buildTranscript, type Transcript } from './transcript.js';
 
-export const sessionIdKey = defineSearchAttributeKey('DmcpSessionId', SearchAttributeType.KEYWORD);
+export const sessionIdKey = defineSearchAttributeKey(SESSION_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
 
 /** What a turn needs to know about its servers: references only, resolved on the worker. */
 export interface TurnServers {
@@ -151,7 +150,7 @@ export class TurnClient {
   async sessionTurns(sessionId: string): Promise<string[]> {
     checkSessionId(sessionId);
     const first = new Map<string, number>();
-    for await (const w of this.client.workflow.list({ query: `DmcpSessionId = '${sessionId}'` })) {
+    for await (const w of this.client.workflow.list({ query: `${SESSION_ID_SEARCH_ATTRIBUTE} = '${sessionId}'` })) {
       const start = w.startTime.getTime();
       if (!first.has(w.workflowId) || start < first.get(w.workflowId)!) first.set(w.workflowId, start);
     }
@@ -195,7 +194,7 @@ export class TurnClient {
     checkSessionId(sessionId);
     let latest: { workflowId: string; start: number; memo?: Record<string, unknown> } | undefined;
     const ids = new Set<string>();
-    for await (const w of this.client.workflow.list({ query: `DmcpSessionId = '${sessionId}'` })) {
+    for await (const w of this.client.workflow.list({ query: `${SESSION_ID_SEARCH_ATTRIBUTE} = '${sessionId}'` })) {
       ids.add(w.workflowId);
       if (!latest || w.startTime.getTime() > latest.start) latest = { workflowId: w.workflowId, start: w.startTime.getTime(), memo: w.memo };
     }
@@ -250,7 +249,7 @@ export class Turn implements TurnStart {
 
   /** Ends the turn and returns its result. */
   async end(): Promise<TurnResult> {
-    await this.handle.executeUpdate(endTurnUpdate, { updateId: 'endTurn' });
+    await this.handle.executeUpdate(endTurnUpdate, { updateId: END_TURN_UPDATE_ID });
     return this.handle.result();
   }
 }

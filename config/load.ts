@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join } from 'node:path';
-import type { LayerKind } from '../mcp/types.js';
+import type { LayerKind } from '../contract/index.js';
 import { splitCommand } from './expand.js';
 import { MAX_CONFIG_BYTES } from './json.js';
 import { nameProblem } from './names.js';

@@ -1,7 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import type { ObjectNode, ValueNode } from '@humanwhocodes/momoa';
 import { z } from 'zod';
-import type { LayerKind, TransportKind } from '../mcp/types.js';
+import type { LayerKind, TransportKind } from '../contract/index.js';
 import { commandsIn, expandString, type ExpandContext } from './expand.js';
 import { jsonTypeOf, keyOf, memberValue, nodeAt, parseJsonDocument, toValue } from './json.js';
 import { nameProblem, pluginServerName } from './names.js';

@@ -1,21 +1,5 @@
-import type { LayerKind, TransportKind } from '../mcp/types.js';
-
-/**
- * References the worker resolves into server entries. Only references cross into history
- *: paths and specs, never a value read from the environment.
- */
-export interface ConfigRefs {
-  /** Absolute path of the turn's workspace; the default cwd of stdio servers. */
-  workspace: string;
-  /** Absolute paths given with `--mcp-config`, in order. */
-  mcpConfigFiles: string[];
-  /** `--mcp 'name:command args...'` specs, in order. */
-  inlineSpecs: string[];
-  /** Absolute paths of plugin folders (each may hold `.mcp.json` and `plugin.json`), in order. */
-  plugins?: string[];
-  /** Overrides the config dir derived from the environment (DMCP_CONFIG_DIR / XDG_CONFIG_HOME / HOME). */
-  configDir?: string;
-}
+import type { LayerKind, TransportKind } from '../contract/index.js';
+export type { ConfigRefs } from '../contract/index.js';
 
 /** A server entry after layering and validation. Holds variable *names*, never secret values. */
 export interface ServerEntry {

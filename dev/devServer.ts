@@ -3,11 +3,12 @@ import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
+import { SESSION_ID_SEARCH_ATTRIBUTE } from '../contract/index.js';
 import { TailBuffer } from '../mcp/managedServer.js';
 import { requireTemporalCli } from './temporalCli.js';
 
 /** Search attributes every turn sets. */
-export const SEARCH_ATTRIBUTES = { DmcpSessionId: 'Keyword' } as const;
+export const SEARCH_ATTRIBUTES = { [SESSION_ID_SEARCH_ATTRIBUTE]: 'Keyword' } as const;
 
 /** Options of {@link startDevServer}. */
 export interface DevServerOptions {

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { LoadedConfig, ServerEntry } from '../config/types.js';
 import { ManagedServer, ServerUnavailableError, type CallOptions } from './managedServer.js';
 import { ToolNameMap, describeTool, type ToolPrefix } from './toolNames.js';
-import type { ServerStatus, ToolInfo, TurnStatus } from './types.js';
+import type { ServerStatus, ToolInfo, TurnStatus } from '../contract/index.js';
 
 /** Dependencies and settings of a {@link ServerPool}. */
 export interface ServerPoolOptions {

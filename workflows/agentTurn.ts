@@ -18,25 +18,15 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import { TimeoutType } from '@temporalio/common';
+import { FailureType, QueryName, UpdateName, type CallOutcome, type CallRecord, type CallRequest, type CallToolInput, type ReconcileResult, type ToolInfo, type TurnInput, type TurnProgress, type TurnResult, type TurnStart } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
-import type { CallToolInput, ReconcileResult } from '../activities/types.js';
-import type {
-  CallOutcome,
-  CallRecord,
-  CallRequest,
-  ToolInfo,
-  TurnInput,
-  TurnProgress,
-  TurnResult,
-  TurnStart,
-} from './types.js';
 
-export const turnStartedUpdate = defineUpdate<TurnStart>('turnStarted');
-export const callToolUpdate = defineUpdate<CallOutcome, [CallRequest]>('callTool');
-export const endTurnUpdate = defineUpdate<void>('endTurn');
+export const turnStartedUpdate = defineUpdate<TurnStart>(UpdateName.turnStarted);
+export const callToolUpdate = defineUpdate<CallOutcome, [CallRequest]>(UpdateName.callTool);
+export const endTurnUpdate = defineUpdate<void>(UpdateName.endTurn);
 /** Cancels one in-flight call by its ID; returns whether such a call was running. */
-export const cancelCallUpdate = defineUpdate<boolean, [string]>('cancelCall');
-export const statusQuery = defineQuery<TurnProgress>('status');
+export const cancelCallUpdate = defineUpdate<boolean, [string]>(UpdateName.cancelCall);
+export const statusQuery = defineQuery<TurnProgress>(QueryName.status);
 
 const DEFAULTS = {
   continueAsNewAfterCalls: 500,
@@ -46,11 +36,6 @@ const DEFAULTS = {
   idleMs: 30 * 60_000,
 };
 
-// Failure types named by the activities (activities/types.ts FailureType); duplicated as literals
-// because workflow code may import only types from there.
-const BAD_REQUEST = 'BadRequest';
-const SERVER_UNAVAILABLE = 'ServerUnavailable';
-const CONFIG_ERROR = 'ConfigError';
 
 /** One agent turn: reconcile, freeze the tool list, run the calls. */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
@@ -268,7 +253,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         if (isCancellation(err)) return errorOutcome('cancelled', 'the call was cancelled before it finished; it may have had an effect');
         // The call never started, so it is always safe to try once more: either the
         // pinned worker is gone (schedule-to-start), or its servers are (stopped idle, crashed).
-        const neverStarted = isScheduleToStartTimeout(err) || isFailureType(err, SERVER_UNAVAILABLE);
+        const neverStarted = isScheduleToStartTimeout(err) || isFailureType(err, FailureType.ServerUnavailable);
         if (neverStarted && failover === 0) {
           try {
             // A gone worker: the shared queue. Gone servers: the same worker, if it still answers.
@@ -297,7 +282,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         maximumAttempts: safeToRetry ? 3 : 1,
         initialInterval: '1s',
         backoffCoefficient: 2,
-        nonRetryableErrorTypes: [BAD_REQUEST, SERVER_UNAVAILABLE],
+        nonRetryableErrorTypes: [FailureType.BadRequest, FailureType.ServerUnavailable],
       },
     };
     return proxyActivities<Activities>(options);
@@ -311,7 +296,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     return proxyActivities<Activities>({
       taskQueue: queue,
       startToCloseTimeout: '2m',
-      retry: { maximumAttempts: 3, initialInterval: '1s', nonRetryableErrorTypes: [CONFIG_ERROR] },
+      retry: { maximumAttempts: 3, initialInterval: '1s', nonRetryableErrorTypes: [FailureType.Config] },
       ...extra,
     });
   }
@@ -343,8 +328,8 @@ function failureOutcome(err: unknown, safeToRetry: boolean): CallOutcome {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   const message = cause instanceof Error ? cause.message : String(cause);
   if (cause instanceof ApplicationFailure) {
-    if (cause.type === BAD_REQUEST) return errorOutcome('bad_request', message);
-    if (cause.type === SERVER_UNAVAILABLE) return errorOutcome('transport', `${message} (the call did not run)`);
+    if (cause.type === FailureType.BadRequest) return errorOutcome('bad_request', message);
+    if (cause.type === FailureType.ServerUnavailable) return errorOutcome('transport', `${message} (the call did not run)`);
   }
   if (!safeToRetry) {
     return errorOutcome(

@@ -9,6 +9,7 @@ import { TurnClient } from '../../client/turnClient.js';
 import { startDevServer, freePort, type DevServer } from '../../dev/devServer.js';
 import { bundleWorkflows } from '../../worker/index.js';
 import { fixtureServer, readLines, tempDir, temporalAddress, uniqueQueue, waitUntil } from '../support/harness.js';
+import { textOf } from '../support/content.js';
 
 const workerScript = fileURLToPath(new URL('../fixtures/workerProcess.js', import.meta.url));
 
@@ -106,7 +107,7 @@ describe('a worker SIGKILLed in the middle of a turn', () => {
 
       const [ro, se] = await Promise.all([readOnly, sideEffect]);
       assert.equal(ro.status, 'ok', `read-only call: ${ro.errorMessage}`);
-      assert.equal(ro.content[0]?.text, 'read after 6000 ms');
+      assert.equal(textOf(ro.content[0]), 'read after 6000 ms');
       assert.equal((await executions('read_slow', 'ro')).length, 2, 'the read-only call ran again on the survivor');
       assert.equal(se.status, 'error');
       assert.equal(se.errorKind, 'unknown_result');

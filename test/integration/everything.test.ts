@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { everythingServer, startHarness, tempDir, type Harness } from '../support/harness.js';
+import { textOf } from '../support/content.js';
 
 describe('@modelcontextprotocol/server-everything over stdio', () => {
   let h: Harness;
@@ -30,7 +31,7 @@ describe('@modelcontextprotocol/server-everything over stdio', () => {
 
     const echo = await turn.callTool({ id: 'c-echo', name: 'mcp__everything__echo', arguments: { message: 'hello everything' } });
     assert.equal(echo.status, 'ok');
-    assert.match(String(echo.content[0]?.text), /hello everything/);
+    assert.match(String(textOf(echo.content[0])), /hello everything/);
 
     const image = await turn.callTool({ id: 'c-image', name: 'mcp__everything__get-tiny-image', arguments: {} });
     assert.equal(image.status, 'ok');

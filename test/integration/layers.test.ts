@@ -3,6 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fixtureServer, startHarness, tempDir, type Harness } from '../support/harness.js';
+import { textOf } from '../support/content.js';
 
 describe('config layers through a real turn', () => {
   let h: Harness;
@@ -62,7 +63,7 @@ describe('config layers through a real turn', () => {
     assert.equal(byName.plugin_notes_echo?.layer, 'plugin');
     assert.equal(byName.inline?.state, 'ready');
     const echo = await turn.callTool({ id: 'p', name: 'mcp__plugin_notes_echo__echo', arguments: { text: 'from a plugin' } });
-    assert.equal(echo.content[0]?.text, 'from a plugin');
+    assert.equal(textOf(echo.content[0]), 'from a plugin');
     assert.match(turn.serversParagraph, /broken/);
     await turn.end();
   });

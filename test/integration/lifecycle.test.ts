@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Turn } from '../../client/turnClient.js';
-import type { ServerStatus } from '../../mcp/types.js';
+import type { ServerStatus } from '../../contract/index.js';
 import {
   isAlive, killGroups, lifecycleEntry, processesInGroups, readLines, startHarness, tempDir, waitFor, writeMcpJson,
   type Harness,

@@ -5,13 +5,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import type { Payload } from '@temporalio/common';
-import { isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import { isStoredReference as isReferencePayload } from '../../payloads/decodePayload.js';
 import { TurnClient } from '../../client/turnClient.js';
-import { startCodecServer, type CodecServer } from '../../worker/codecServer.js';
-import { createDataConverter } from '../../worker/dataConverter.js';
+import { startCodecServer, type CodecServer } from '../../payloads/codecServer.js';
+import { createDataConverter } from '../../payloads/dataConverter.js';
 import type { RunningWorker } from '../../worker/index.js';
 import { bigText, fakePng } from '../fixtures/bigServer.js';
 import { startHarness, tempDir } from '../support/harness.js';
+import { textOf, dataOf } from '../support/content.js';
 
 const bigServer = fileURLToPath(new URL('../fixtures/bigServer.js', import.meta.url));
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
@@ -75,9 +76,9 @@ describe('big payloads go to external storage; history keeps references', () => 
     });
     const [img, txt] = result.calls;
     assert.equal(img?.outcome.status, 'ok', JSON.stringify(img?.outcome.errorMessage));
-    assert.equal(sha(Buffer.from(String(img.outcome.content[0]?.data), 'base64')), sha(fakePng(10 * 1024 * 1024, 'a')));
+    assert.equal(sha(Buffer.from(String(dataOf(img.outcome.content[0])), 'base64')), sha(fakePng(10 * 1024 * 1024, 'a')));
     assert.equal(txt?.outcome.status, 'ok');
-    assert.equal(sha(String(txt.outcome.content[0]?.text)), sha(bigText(3 * 1024 * 1024, 'b')));
+    assert.equal(sha(String(textOf(txt.outcome.content[0]))), sha(bigText(3 * 1024 * 1024, 'b')));
 
     const raw = await s.client.client.workflow.getHandle(result.turnId).fetchHistory();
     const payloads = payloadsOf(raw);
@@ -89,7 +90,7 @@ describe('big payloads go to external storage; history keeps references', () => 
 
     const transcript = await s.client.transcript(result.turnId);
     const recorded = transcript.calls.find((c) => c.id === 'img')?.outcome?.content[0];
-    assert.equal(sha(Buffer.from(String(recorded?.data), 'base64')), sha(fakePng(10 * 1024 * 1024, 'a')), 'the transcript reads the image back');
+    assert.equal(sha(Buffer.from(String(dataOf(recorded)), 'base64')), sha(fakePng(10 * 1024 * 1024, 'a')), 'the transcript reads the image back');
   });
 
   test('200 calls of 100 KB each stay far below the history limits', async () => {
@@ -128,7 +129,7 @@ describe('encryption: with DMCP_ENCRYPTION_KEY the raw history holds no plaintex
         [{ id: 'e2', name: 'mcp__big__text', arguments: { bytes: 300 * 1024, seed: marker } }],
       ],
     });
-    assert.equal(result.calls[0]?.outcome.content[0]?.text, marker);
+    assert.equal(textOf(result.calls[0]?.outcome.content[0]), marker);
 
     const raw = await s.client.client.workflow.getHandle(result.turnId).fetchHistory();
     const paths: string[] = [];
@@ -146,7 +147,7 @@ describe('encryption: with DMCP_ENCRYPTION_KEY the raw history holds no plaintex
       assert.ok(!(await readFile(join(s.payloadDir, file))).includes(marker.slice(0, 16)), 'external files are encrypted too');
     }
     const transcript = await s.client.transcript(result.turnId);
-    assert.equal(transcript.calls.find((c) => c.id === 'e1')?.outcome?.content[0]?.text, marker);
+    assert.equal(textOf(transcript.calls.find((c) => c.id === 'e1')?.outcome?.content[0]), marker);
 
     const converter = s.client.client.options.loadedDataConverter;
     codec = await startCodecServer({ codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fixtureServer, readLines, startHarness, tempDir, type Harness, waitUntil } from '../support/harness.js';
+import { textOf } from '../support/content.js';
 
 
 describe('durable tool phases: failure tiers, timeouts, progress, cancellation', () => {
@@ -25,7 +26,7 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
     const failed = await turn.callTool({ id: 't1', name: 'mcp__fixture__fail', arguments: { reason: 'disk full' } });
     assert.equal(failed.status, 'ok');
     assert.equal(failed.isError, true);
-    assert.match(String(failed.content[0]?.text), /disk full/);
+    assert.match(String(textOf(failed.content[0])), /disk full/);
 
     const bad = await turn.callTool({ id: 't2', name: 'mcp__fixture__bad_request', arguments: {} });
     assert.equal(bad.status, 'error');
@@ -37,7 +38,7 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
     assert.equal(unknown.errorKind, 'bad_request');
 
     const next = await turn.callTool({ id: 't4', name: 'mcp__fixture__echo', arguments: { text: 'still working' } });
-    assert.equal(next.content[0]?.text, 'still working');
+    assert.equal(textOf(next.content[0]), 'still working');
     const result = await turn.end();
     assert.deepEqual(result.calls.map((c) => c.id), ['t1', 't2', 't3', 't4']);
   });
@@ -77,7 +78,7 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
     });
     assert.equal((seen as { progress: { total: number } }).progress.total, 8);
     const outcome = await pending;
-    assert.equal(outcome.content[0]?.text, 'done after 8 steps', 'the SDK sent a progress token');
+    assert.equal(textOf(outcome.content[0]), 'done after 8 steps', 'the SDK sent a progress token');
     await turn.end();
   });
 
@@ -120,11 +121,11 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
     const firstRunId = (await turn.handle.describe()).runId;
     for (let i = 1; i <= 7; i += 1) {
       const outcome = await turn.callTool({ id: `long-${i}`, name: 'mcp__fixture__echo', arguments: { text: `long call ${i}` } });
-      assert.equal(outcome.content[0]?.text, `long call ${i}`);
+      assert.equal(textOf(outcome.content[0]), `long call ${i}`);
     }
     assert.notEqual((await turn.handle.describe()).runId, firstRunId, 'the turn continued as new');
     const retried = await turn.callTool({ id: 'long-2', name: 'mcp__fixture__echo', arguments: { text: 'long call 2' } });
-    assert.equal(retried.content[0]?.text, 'long call 2');
+    assert.equal(textOf(retried.content[0]), 'long call 2');
     const ran = (await executions('echo')).filter((e) => (e.args as { text?: string }).text === 'long call 2');
     assert.equal(ran.length, 1, 'a call retried after continue-as-new returns its recorded outcome');
     const result = await turn.end();

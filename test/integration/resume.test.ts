@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { fixtureServer, startHarness, tempDir, waitUntil, type Harness } from '../support/harness.js';
+import { textOf } from '../support/content.js';
 
 describe('a turn whose servers stopped while it was open', () => {
   let h: Harness;
@@ -20,7 +21,7 @@ describe('a turn whose servers stopped while it was open', () => {
     await waitUntil('the idle session to stop', async () => h.worker.pool.pids(sessionId).fixture === undefined, 10_000);
     const outcome = await turn.callTool({ id: 'b', name: 'mcp__fixture__echo', arguments: { text: 'after the stop' } });
     assert.equal(outcome.status, 'ok', outcome.errorMessage);
-    assert.equal(outcome.content[0]?.text, 'after the stop');
+    assert.equal(textOf(outcome.content[0]), 'after the stop');
     const after = h.worker.pool.pids(sessionId).fixture;
     assert.ok(after && after !== before, `a fresh server process (${before} -> ${after})`);
     await turn.end();

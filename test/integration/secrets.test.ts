@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import type { Payload } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
-import type { CallOutcome } from '../../mcp/types.js';
+import type { CallOutcome } from '../../contract/index.js';
+import { textOf } from '../support/content.js';
 import { startHarness, tempDir, type Harness } from '../support/harness.js';
 
 const httpFixture = fileURLToPath(new URL('../fixtures/httpFixtureServer.js', import.meta.url));
@@ -31,7 +32,7 @@ function sha256(value: string): string {
 
 function text(outcome: CallOutcome): string {
   assert.equal(outcome.status, 'ok', outcome.errorMessage);
-  return outcome.content.map((c) => String(c.text ?? '')).join('\n');
+  return outcome.content.map((c) => textOf(c) ?? '').join('\n');
 }
 
 /** Every payload object in a fetched history (proto form: `data` is bytes). */

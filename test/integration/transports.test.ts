@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import type { ServerStatus } from '../../mcp/types.js';
+import type { ServerStatus } from '../../contract/index.js';
 import { everythingServer, readLines, startHarness, tempDir, type Harness } from '../support/harness.js';
 
 const httpFixture = fileURLToPath(new URL('../fixtures/httpFixtureServer.js', import.meta.url));

@@ -18,9 +18,10 @@ import proto, { type temporal } from '@temporalio/proto';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { TurnClient } from '../../client/turnClient.js';
 import { startDevServer, type DevServer } from '../../dev/devServer.js';
-import { startCodecServer, type CodecServer } from '../../worker/codecServer.js';
-import { createDataConverter } from '../../worker/dataConverter.js';
+import { startCodecServer, type CodecServer } from '../../payloads/codecServer.js';
+import { createDataConverter } from '../../payloads/dataConverter.js';
 import { fixtureServer, startHarness, tempDir } from '../support/harness.js';
+import { textOf } from '../support/content.js';
 
 const CHROMIUM = process.env.DMCP_CHROMIUM ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
@@ -91,7 +92,7 @@ describe('Temporal UI: a finished turn with tool-name summaries and decoded resu
       calls: texts.map((text, i) => [{ id: `call-${i + 1}`, name: TOOL, arguments: { text } }]),
     });
     assert.deepEqual(
-      result.calls.map((c) => c.outcome.content[0]?.text),
+      result.calls.map((c) => textOf(c.outcome.content[0])),
       texts,
     );
     const handle = client.client.workflow.getHandle(result.turnId);

@@ -4,7 +4,7 @@ import { loadConfig, parseExplicitFile, parseInlineSpec } from '../../config/loa
 import { parseConfigText } from '../../config/parse.js';
 import { secretValues } from '../../config/secrets.js';
 import { ConfigError, type LayerInfo } from '../../config/types.js';
-import type { LayerKind } from '../../mcp/types.js';
+import type { LayerKind } from '../../contract/index.js';
 import { BASE_ENV, configText, fakeIO, WS } from './configFixtures.js';
 
 const FILE = '/cfg/mcp.json';

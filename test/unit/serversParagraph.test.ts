@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { renderServersParagraph } from '../../mcp/serversParagraph.js';
-import type { ServerStatus, TurnStatus } from '../../mcp/types.js';
+import { renderServersParagraph } from '../../shaping/serversParagraph.js';
+import type { ServerStatus, TurnStatus } from '../../contract/index.js';
 
 const HEADER = 'MCP servers for this turn (this list is current; ignore MCP server lists from earlier turns):';
 

@@ -10,15 +10,16 @@ import {
   sniffImageType,
   type ModelView,
   type ShapeLimits,
-} from '../../mcp/shapeResult.js';
-import type { CallOutcome, ContentBlock } from '../../mcp/types.js';
+} from '../../shaping/shapeResult.js';
+import type { CallOutcome, ContentBlock } from '../../contract/index.js';
 import { noisyPng, smallImage, type ImageFormat } from './fixtures-images.js';
 
 const enc = getEncoding('o200k_base');
 const tokens = (s: string): number => enc.encode(s, [], []).length;
 
-function outcome(content: ContentBlock[], extra: Partial<CallOutcome> = {}): CallOutcome {
-  return { status: 'ok', content, isError: false, startedAt: '2025-01-01T00:00:00.000Z', durationMs: 1, attempts: 1, ...extra };
+/** Blocks as a server or an old history might hold them: malformed ones included, on purpose. */
+function outcome(content: unknown[], extra: Partial<CallOutcome> = {}): CallOutcome {
+  return { status: 'ok', content: content as ContentBlock[], isError: false, startedAt: '2025-01-01T00:00:00.000Z', durationMs: 1, attempts: 1, ...extra };
 }
 const limits = (over: Partial<ShapeLimits> = {}): ShapeLimits => ({ ...DEFAULT_SHAPE_LIMITS, ...over });
 const text = (t: string): ContentBlock => ({ type: 'text', text: t });
@@ -395,7 +396,7 @@ test('shapeLimitsFromEnv reads values and names the bad variable', () => {
 test('shapeForModel never throws for arbitrary blocks of the known types', async () => {
   const s = fc.string({ unit: 'binary', maxLength: 60 });
   const maybe = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
-  const block: fc.Arbitrary<ContentBlock> = fc.oneof(
+  const block = fc.oneof(
     fc.record({ type: fc.constant('text'), text: s }),
     fc.record({ type: fc.constant('image'), data: fc.oneof(s, fc.constant(png.toString('base64'))), mimeType: s }),
     fc.record({ type: fc.constant('audio'), data: s, mimeType: s }),

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { StorageDriverClaim, type ExternalStorage, type Payload, type PayloadCodec } from '@temporalio/common';
-import { decodeReferencePayload, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import type { ExternalStorage, Payload, PayloadCodec } from '@temporalio/common';
+import { decodePayload } from './decodePayload.js';
 
 /** A payload as the Temporal UI and CLI send it: base64 metadata values and data. */
 interface JsonPayload {
@@ -46,16 +46,8 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
   const maxBody = options.maxBodyBytes ?? 64 * 1024 * 1024;
   const originAllowed = (origin: string) => (options.allowedOrigins ? options.allowedOrigins.includes(origin) : LOOPBACK_ORIGIN.test(origin));
 
-  const decodeOne = async (payload: Payload): Promise<Payload> => {
-    let p = payload;
-    if (options.externalStorage && isReferencePayload(p)) {
-      const ref = decodeReferencePayload(p);
-      const driver = options.externalStorage.getDriver(ref.driverName);
-      if (driver) [p] = (await driver.retrieve({}, [new StorageDriverClaim(ref.claimData)])) as [Payload];
-    }
-    for (const codec of [...options.codecs].reverse()) [p] = (await codec.decode([p])) as [Payload];
-    return p;
-  };
+  const decodeOne = (payload: Payload) =>
+    decodePayload(payload, { codecs: options.codecs, externalStorage: options.externalStorage, missingDriver: 'keep' });
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const origin = req.headers.origin;

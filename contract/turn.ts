@@ -1,7 +1,25 @@
-import type { ConfigRefs } from '../config/types.js';
-import type { CallOutcome, ToolInfo, TurnStatus } from '../mcp/types.js';
+/**
+ * The inputs and results of the turn workflow and its activities, as recorded in history. Only
+ * references cross into history (paths, specs, names), never a value read from the environment.
+ */
+import type { CallOutcome, ToolAnnotations, ToolInfo, TurnStatus } from './history.js';
 
-export type { CallOutcome, ToolInfo, TurnStatus, ConfigRefs };
+/**
+ * References the worker resolves into server entries. Only references cross into history:
+ * paths and specs, never a value read from the environment.
+ */
+export interface ConfigRefs {
+  /** Absolute path of the turn's workspace; the default cwd of stdio servers. */
+  workspace: string;
+  /** Absolute paths given with `--mcp-config`, in order. */
+  mcpConfigFiles: string[];
+  /** `--mcp 'name:command args...'` specs, in order. */
+  inlineSpecs: string[];
+  /** Absolute paths of plugin folders (each may hold `.mcp.json` and `plugin.json`), in order. */
+  plugins?: string[];
+  /** Overrides the config dir derived from the environment (DMCP_CONFIG_DIR / XDG_CONFIG_HOME / HOME). */
+  configDir?: string;
+}
 
 /** One tool call as the model asked for it. `id` is the model's tool-call ID. */
 export interface CallRequest {
@@ -85,4 +103,38 @@ export interface TurnProgress {
   status?: TurnStatus;
   callsDone: number;
   callsInFlight: number;
+}
+
+// --- activities ---
+
+export interface ReconcileInput {
+  sessionId: string;
+  /** Config references only; the worker reads and resolves them. */
+  refs: ConfigRefs;
+}
+
+export interface ReconcileResult {
+  /** The unique queue of the worker that now holds the session's servers. */
+  workerQueue: string;
+  status: TurnStatus;
+  /** The servers paragraph for the model. */
+  serversParagraph: string;
+}
+
+export interface ListToolsInput {
+  sessionId: string;
+}
+
+export interface CallToolInput {
+  sessionId: string;
+  /** The caller's tool-call ID. */
+  callId: string;
+  /** Public name, as the model saw it. */
+  name: string;
+  server: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+  annotations?: ToolAnnotations;
+  /** MCP request timeout; just under the activity's start-to-close so an MCP timeout is classified. */
+  requestTimeoutMs: number;
 }

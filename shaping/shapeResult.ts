@@ -5,7 +5,7 @@
  */
 import sharp from 'sharp';
 import { getEncoding, type Tiktoken } from 'js-tiktoken';
-import type { CallOutcome, ContentBlock } from './types.js';
+import type { CallOutcome, ContentBlock } from '../contract/index.js';
 
 /** Limits and settings for what the model sees of one call. */
 export interface ShapeLimits {

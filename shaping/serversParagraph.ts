@@ -1,6 +1,6 @@
 // Type-only import: this stays a pure function with no Node built-ins, so any room (the workflow
 // included) may render it.
-import type { ServerStatus, TurnStatus } from './types.js';
+import type { ServerStatus, TurnStatus } from '../contract/index.js';
 
 /** Longest server-supplied text (an error or a warning) quoted in the paragraph. */
 export const MAX_QUOTED_LENGTH = 200;

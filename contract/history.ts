@@ -1,7 +1,9 @@
 /**
- * Types shared by the pool, the activities, the workflow and the client. Everything here crosses
- * into workflow history, so nothing here may ever hold a secret, a header value or an env value.
+ * What workflow history holds and every process reads back: server status, the frozen tool list,
+ * content blocks and call outcomes. Everything here crosses into history, so nothing here may ever
+ * hold a secret, a header value or an env value. Types only: this file imports nothing at run time.
  */
+import type { ContentBlock as McpContentBlock } from '@modelcontextprotocol/sdk/types.js';
 
 export type TransportKind = 'stdio' | 'http' | 'sse';
 
@@ -60,8 +62,11 @@ export interface ToolInfo {
   timeoutMs?: number;
 }
 
-/** An MCP content block as recorded in history (the SDK's shapes, kept as data). */
-export type ContentBlock = { type: string; [key: string]: unknown };
+/**
+ * An MCP content block as recorded in history: text, image, audio, resource link or embedded
+ * resource, discriminated by `type` (the MCP SDK's own schema types).
+ */
+export type ContentBlock = McpContentBlock;
 
 /** What a call produced, as recorded in history. */
 export interface CallOutcome {

@@ -1,5 +1,5 @@
-import { StorageDriverClaim, type ExternalStorage, type Payload, type PayloadCodec } from '@temporalio/common';
-import { decodeReferencePayload, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import type { ExternalStorage, Payload, PayloadCodec } from '@temporalio/common';
+import { decodePayload } from './decodePayload.js';
 import type { temporal } from '@temporalio/proto';
 
 type History = temporal.api.history.v1.IHistory;
@@ -19,17 +19,7 @@ export async function decodeHistoryPayloads(
   history: History,
   options: { codecs: PayloadCodec[]; externalStorage?: ExternalStorage },
 ): Promise<History> {
-  const decodeOne = async (payload: Payload): Promise<Payload> => {
-    let p = payload;
-    if (isReferencePayload(p)) {
-      const ref = decodeReferencePayload(p);
-      const driver = options.externalStorage?.getDriver(ref.driverName);
-      if (!driver) throw new Error(`history references external storage driver "${ref.driverName}", which is not configured here`);
-      [p] = await driver.retrieve({}, [new StorageDriverClaim(ref.claimData)]) as [Payload];
-    }
-    for (const codec of [...options.codecs].reverse()) [p] = (await codec.decode([p])) as [Payload];
-    return p;
-  };
+  const decodeOne = (payload: Payload) => decodePayload(payload, options);
   const pending: Promise<void>[] = [];
   const walk = (node: unknown): void => {
     if (Array.isArray(node)) {

@@ -1,0 +1,4 @@
+/** The contract room: what history and every process agree on. It imports nothing of the project. */
+export * from './history.js';
+export * from './turn.js';
+export * from './names.js';
