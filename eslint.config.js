@@ -24,7 +24,7 @@ export default tseslint.config(
   },
   {
     // Workflow code is replayed: it must stay deterministic, so no Node built-ins and only
-    // type imports from activities.
+    // type imports from rooms other than contract/.
     files: ['workflows/**/*.ts'],
     rules: {
       'no-restricted-imports': [
@@ -32,7 +32,7 @@ export default tseslint.config(
         {
           paths: nodeBuiltins.map((name) => ({ name, message: 'workflows/ must be deterministic: no Node built-ins.' })),
           patterns: [
-            { group: ['../activities/*', '../mcp/*', '../worker/*', '../config/*'], allowTypeImports: true, message: 'workflows/ may import only types from other rooms.' },
+            { group: ['../*', '!../contract', '!../contract/*'], allowTypeImports: true, message: 'workflows/ may import values only from contract/; from other rooms, types only.' },
           ],
         },
       ],
