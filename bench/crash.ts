@@ -5,7 +5,7 @@
  * outcome (retried on the surviving worker once the heartbeat timeout notices), a new call (fails
  * over: schedule-to-start timeout on the dead worker's queue, reconcile on the shared queue), and
  * the end of the turn. With the default limits and with 3 s heartbeat / schedule-to-start limits.
- * Run on demand: `npm run build && node dist/bench/crash.js`.
+ * Run on demand: `npm run build:bench && node dist/bench/crash.js`.
  */
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -71,7 +71,7 @@ async function main(): Promise<void> {
       }
     }
     const body = [
-      `Command: \`npm run build && node dist/bench/crash.js\` (part of \`npm run bench\`). Machine: ${await machineLine()}.`,
+      `Command: \`npm run build:bench && node dist/bench/crash.js\` (part of \`npm run bench\`). Machine: ${await machineLine()}.`,
       '',
       'Two durable-mcp worker processes on one task queue; a turn with the fixture server, pinned to one of them; one call done, then a read-only call (`read_slow`, 2 s, annotated `readOnlyHint`) in flight when its worker is SIGKILLed. Seconds after the kill until:',
       '',

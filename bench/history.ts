@@ -1,7 +1,7 @@
 /**
  * History bytes per call: how much one small echo call and one 100 KB result add to a
  * turn's history, with the project's data converter (compression + external storage) and with the
- * SDK's default (plain JSON). Run on demand: `npm run build && node dist/bench/history.js`.
+ * SDK's default (plain JSON). Run on demand: `npm run build:bench && node dist/bench/history.js`.
  * Uses TEMPORAL_ADDRESS if set, else starts an in-memory dev server.
  */
 import { join } from 'node:path';
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
     await server?.stop();
   }
   const body = [
-    `Command: \`npm run build && node dist/bench/history.js\`. Machine: ${await machineLine()}.`,
+    `Command: \`npm run build:bench && node dist/bench/history.js\`. Machine: ${await machineLine()}.`,
     '',
     'Bytes of the serialized history (the protobuf Temporal stores). A turn with one echo call is the base;',
     'the per-call figures are the increment of 20 more echo calls, or of 10 calls returning 100 KB of text.',

@@ -3,7 +3,7 @@
  * and through the bare-Temporal baseline, with `node --cpu-prof` on both worker processes and the
  * inspector's profiler on this (client) process. Only the samples taken while the calls ran count
  * (start-up is cut off by time window). Writes the top self-time functions and the split by
- * component into BENCHMARKS.md. Run on demand: `npm run build && node dist/bench/profile.js`
+ * component into BENCHMARKS.md. Run on demand: `npm run build:bench && node dist/bench/profile.js`
  * (BENCH_PROFILE_CALLS, default 300; BENCH_PROFILE_DIR keeps the .cpuprofile files).
  */
 import { mkdir, readdir, rm } from 'node:fs/promises';
@@ -128,7 +128,7 @@ async function writeReport(r: { durable: Measured; bare: Measured; durableWorker
     ...s.functions.map((f) => `| ${(f.selfMs / calls).toFixed(3)} | ${pct(f.selfMs, s.busyMs)} | \`${f.name}\` | ${f.component} |`),
   ];
   const lines = [
-    `Command: \`npm run build && node dist/bench/profile.js\` (part of \`npm run bench\`). Machine: ${await machineLine()}.`,
+    `Command: \`npm run build:bench && node dist/bench/profile.js\` (part of \`npm run bench\`). Machine: ${await machineLine()}.`,
     '',
     `${CALLS} sequential echo calls (fixture server, stdio) through durable-mcp, then ${CALLS} Updates to the bare baseline (Update -> no-op activity), each worker in its own process under \`node --cpu-prof\`; this client process under the inspector's profiler. Only samples taken while the calls ran count. Aggregated by bench/cpuProfile.ts (\`node dist/bench/cpuProfile.js FILE.cpuprofile\` prints the same for any profile).`,
     '',

@@ -1,7 +1,7 @@
 /**
  * Benchmark: wall time of `reconcileServers` for one turn with 10 stdio
  * servers, against the slowest of the same servers started alone. Servers start in parallel, so
- * the ratio should stay under 1.5x. Run on demand: `npm run build && node dist/bench/reconcile.js`
+ * the ratio should stay under 1.5x. Run on demand: `npm run build:bench && node dist/bench/reconcile.js`
  * (set ROUNDS=N for more rounds). Uses TEMPORAL_ADDRESS if set, else starts an in-memory dev
  * server. Prints the figures and writes them into the "reconcile" section of BENCHMARKS.md.
  */
@@ -161,7 +161,7 @@ async function main(): Promise<void> {
   const section = [
     SECTION,
     '',
-    `Command: \`npm run build && node dist/bench/reconcile.js\` (ROUNDS=${rounds}; median of the rounds).`,
+    `Command: \`npm run build:bench && node dist/bench/reconcile.js\` (ROUNDS=${rounds}; median of the rounds).`,
     `Machine: ${machine}. Date: ${new Date().toISOString()}.`,
     '',
     'Wall time of the turn\'s `reconcileServers` activity (started to completed, from history), which',

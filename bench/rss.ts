@@ -2,7 +2,7 @@
  * Worker memory with many sessions: one durable-mcp worker process, then 10 and 50
  * sessions of 3 stdio servers each (the fixture echo server), every session's turn ended but its
  * servers kept (DMCP_SESSION_IDLE). RSS of the worker process and of its servers, separately.
- * Run on demand: `npm run build && node dist/bench/rss.js` (BENCH_SESSIONS, default 50).
+ * Run on demand: `npm run build:bench && node dist/bench/rss.js` (BENCH_SESSIONS, default 50).
  */
 import { rm } from 'node:fs/promises';
 import { TurnClient } from '../client/turnClient.js';
@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     await stopProcess(worker);
     const perSession = (workerAt[SESSIONS]! - base) / (SESSIONS - 1);
     const body = [
-      `Command: \`npm run build && node dist/bench/rss.js\` (part of \`npm run bench\`). Machine: ${await machineLine()}. Took ${((Date.now() - started) / 1000).toFixed(0)} s.`,
+      `Command: \`npm run build:bench && node dist/bench/rss.js\` (part of \`npm run bench\`). Machine: ${await machineLine()}. Took ${((Date.now() - started) / 1000).toFixed(0)} s.`,
       '',
       `One durable-mcp worker process (test/fixtures/workerProcess.ts, default data converter); sessions of ${SERVERS} stdio servers each (the fixture echo server: Node + MCP SDK), each session's turn ended after one call, its servers kept alive for the next turn (DMCP_SESSION_IDLE, default 10 min). RSS from /proc (VmRSS), servers summed over the worker's descendant processes.`,
       '',

@@ -9,7 +9,7 @@
  * Every worker runs in its own process; this process is the client of all of them. Variants are
  * interleaved (round robin, rotated each round) so that a noisy machine hits them all alike.
  *
- * Run on demand: `npm run build && node dist/bench/sideBySide.js` (or `npm run bench`).
+ * Run on demand: `npm run build:bench && node dist/bench/sideBySide.js` (or `npm run bench`).
  * Knobs: BENCH_CALLS (sequential calls per variant on the fixture over stdio, default 300: the issue asks for 500, which makes
  * the whole suite too long on 2 cores; BENCH_CALLS=500 does it),
  * BENCH_CALLS_OTHER (on the other servers, default 100), BENCH_STATELESS_CALLS (peer stateless,
@@ -480,7 +480,7 @@ async function writeReport(r: Report): Promise<void> {
   const label = new Map(r.variants.map((v) => [v.key, v.label]));
   const lines: string[] = [];
   lines.push(
-    `Command: \`npm run build && node dist/bench/sideBySide.js\` (part of \`npm run bench\`). Machine: ${await machineLine()}.`,
+    `Command: \`npm run build:bench && node dist/bench/sideBySide.js\` (part of \`npm run bench\`). Machine: ${await machineLine()}.`,
     `Run took ${r.elapsedS.toFixed(0)} s. Sequential calls per variant: ${CALLS} on the fixture over stdio, ${CALLS_OTHER} on the other servers, ${STATELESS_CALLS} for the peer's stateless mode (it starts a server per call); ${ROUNDS} interleaved rounds (variants round robin, order rotated every round). Throughput: ${TPUT_ROUNDS} interleaved rounds of ${TPUT_MS} ms per variant and concurrency.`,
     '',
     'Every worker is its own process; this process is the client of all of them and of the Temporal dev server (in memory, default data converter). The machine has 2 cores and was shared with other work: compare ratios within a table, not absolute numbers across runs.',

@@ -1,18 +1,13 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { startDevServer, type DevServer } from '../dev/devServer.js';
 import { TurnClient } from '../client/turnClient.js';
-import { sharedTaskQueue } from '../worker/settings.js';
 import { startWorker, type RunningWorker } from '../worker/index.js';
-import { dataConverterFromEnv } from '../payloads/dataConverter.js';
-
-/** DMCP_DATA_DIR: the dev server's database, state and (later) external payloads. */
-export function dataDir(env: NodeJS.ProcessEnv = process.env): string {
-  return resolve(env.DMCP_DATA_DIR || '.data');
-}
+import { dataConverterFor } from '../payloads/dataConverter.js';
+import type { Settings } from '../settings/index.js';
 
 /** What a running `durable-mcp dev` writes so other commands can find it. */
 export interface DevState {
@@ -24,16 +19,17 @@ export interface DevState {
   taskQueue: string;
 }
 
-export const devStateFile = (env: NodeJS.ProcessEnv = process.env) => join(dataDir(env), 'dev.json');
-export const devDbFile = (env: NodeJS.ProcessEnv = process.env) => join(dataDir(env), 'temporal.db');
+/** Files under the data dir (DMCP_DATA_DIR): the dev server's database and the running dev's state. */
+export const devStateFile = (dataDir: string) => join(dataDir, 'dev.json');
+export const devDbFile = (dataDir: string) => join(dataDir, 'temporal.db');
 
-export async function writeDevState(state: DevState, env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  await mkdir(dataDir(env), { recursive: true });
-  await writeFile(devStateFile(env), `${JSON.stringify(state, null, 2)}\n`);
+export async function writeDevState(state: DevState, dataDir: string): Promise<void> {
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(devStateFile(dataDir), `${JSON.stringify(state, null, 2)}\n`);
 }
 
-export async function removeDevState(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  await rm(devStateFile(env), { force: true });
+export async function removeDevState(dataDir: string): Promise<void> {
+  await rm(devStateFile(dataDir), { force: true });
 }
 
 function alive(pid: number): boolean {
@@ -46,10 +42,10 @@ function alive(pid: number): boolean {
 }
 
 /** The running `durable-mcp dev` of this data dir, if there is one and it answers. */
-export async function runningDev(env: NodeJS.ProcessEnv = process.env): Promise<DevState | undefined> {
+export async function runningDev(dataDir: string): Promise<DevState | undefined> {
   let state: DevState;
   try {
-    state = JSON.parse(await readFile(devStateFile(env), 'utf8')) as DevState;
+    state = JSON.parse(await readFile(devStateFile(dataDir), 'utf8')) as DevState;
   } catch {
     return undefined;
   }
@@ -66,10 +62,9 @@ export async function runningDev(env: NodeJS.ProcessEnv = process.env): Promise<
 let runtimeInstalled = false;
 
 /** Routes the Temporal SDK's own logs through pino, without its startup chatter. */
-export function installRuntimeLogger(logger: Logger): void {
+export function installRuntimeLogger(logger: Logger, level: LogLevel = 'WARN'): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  const level = (process.env.DMCP_SDK_LOG_LEVEL as LogLevel | undefined) ?? 'WARN';
   Runtime.install({
     // The commands handle their own signals and stop what they started in order.
     shutdownSignals: [],
@@ -97,22 +92,31 @@ export interface Session {
  * `durable-mcp dev`; otherwise a dev server on the persistent database for this command only
  * (plus an in-process worker when `withWorker`), so history outlives the command.
  */
-export async function connect(options: { logger: Logger; withWorker: boolean; env?: NodeJS.ProcessEnv; progress?: (m: string) => void }): Promise<Session> {
-  const env = options.env ?? process.env;
-  const namespace = env.TEMPORAL_NAMESPACE || 'default';
-  const taskQueue = sharedTaskQueue(env);
-  const dataConverter = dataConverterFromEnv(env, dataDir(env));
-  if (env.TEMPORAL_ADDRESS) {
-    const client = await TurnClient.connect({ address: env.TEMPORAL_ADDRESS, namespace, taskQueue, dataConverter });
-    return { client, mode: 'TEMPORAL_ADDRESS', address: env.TEMPORAL_ADDRESS, close: () => client.close() };
+export async function connect(options: {
+  logger: Logger;
+  withWorker: boolean;
+  settings: Settings;
+  /** The in-process worker's environment (what its servers inherit, minus secrets). */
+  env: NodeJS.ProcessEnv;
+  progress?: (m: string) => void;
+}): Promise<Session> {
+  const { settings, env } = options;
+  const namespace = settings.temporal.namespace;
+  const taskQueue = settings.taskQueue;
+  const dataConverter = dataConverterFor(settings);
+  const address = settings.temporal.address;
+  const clientSettings = { turnIdleMs: settings.turnIdleMs, shapeLimits: settings.shape };
+  if (address) {
+    const client = await TurnClient.connect({ address, namespace, taskQueue, dataConverter, ...clientSettings });
+    return { client, mode: 'TEMPORAL_ADDRESS', address, close: () => client.close() };
   }
-  const dev = await runningDev(env);
+  const dev = await runningDev(settings.dataDir);
   if (dev) {
-    const client = await TurnClient.connect({ address: dev.address, namespace: dev.namespace, taskQueue: dev.taskQueue, dataConverter });
+    const client = await TurnClient.connect({ address: dev.address, namespace: dev.namespace, taskQueue: dev.taskQueue, dataConverter, ...clientSettings });
     return { client, mode: 'dev', address: dev.address, close: () => client.close() };
   }
   options.progress?.('starting the embedded Temporal dev server...');
-  const server: DevServer = await startDevServer({ dbFile: devDbFile(env), headless: true, env });
+  const server: DevServer = await startDevServer({ dbFile: devDbFile(settings.dataDir), headless: true, env });
   let worker: RunningWorker | undefined;
   let nativeConnection: NativeConnection | undefined;
   let client: TurnClient | undefined;
@@ -125,11 +129,11 @@ export async function connect(options: { logger: Logger; withWorker: boolean; en
     }
   };
   try {
-    client = await TurnClient.connect({ address: server.address, namespace, taskQueue, dataConverter });
+    client = await TurnClient.connect({ address: server.address, namespace, taskQueue, dataConverter, ...clientSettings });
     if (options.withWorker) {
-      installRuntimeLogger(options.logger);
+      installRuntimeLogger(options.logger, settings.sdkLogLevel);
       nativeConnection = await NativeConnection.connect({ address: server.address });
-      worker = await startWorker({ connection: nativeConnection, logger: options.logger, env, taskQueue, dataConverter });
+      worker = await startWorker({ connection: nativeConnection, logger: options.logger, env, settings, taskQueue, dataConverter });
     }
     let closing: Promise<void> | undefined;
     return { client, mode: 'embedded', address: server.address, worker, close: () => (closing ??= closeAll()) };

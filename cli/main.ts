@@ -8,11 +8,11 @@ import { startDevServer } from '../dev/devServer.js';
 import { startCodecServer } from '../payloads/codecServer.js';
 import { temporalCliVersion } from '../dev/temporalCli.js';
 import { createLogger } from '../worker/logger.js';
-import { sharedTaskQueue } from '../worker/settings.js';
 import { NativeConnection, startWorker } from '../worker/index.js';
-import { dataConverterFromEnv } from '../payloads/dataConverter.js';
+import { dataConverterFor } from '../payloads/dataConverter.js';
+import { SettingsError, loadSettings, type Settings } from '../settings/index.js';
 import type { CallRequest } from '../contract/index.js';
-import { connect, dataDir, devDbFile, installRuntimeLogger, removeDevState, runningDev, writeDevState } from './embedded.js';
+import { connect, devDbFile, installRuntimeLogger, removeDevState, runningDev, writeDevState } from './embedded.js';
 
 /** A refusal of the command line itself: one line on stderr, exit code 2. */
 class UsageError extends Error {}
@@ -43,20 +43,26 @@ export function parseCallSpec(spec: string, index: number): CallRequest {
   return { id: `call-${index + 1}`, name, arguments: args as Record<string, unknown> };
 }
 
-function cliLogger(level?: string) {
-  return createLogger({ level: process.env.DMCP_LOG_LEVEL ?? level ?? 'info' });
+/** The settings of this command, from its environment: read once, at the edge. */
+function commandSettings(): Settings {
+  return loadSettings(process.env);
+}
+
+/** DMCP_LOG_LEVEL when set; otherwise the command's own default (quieter for one-shot commands). */
+function cliLogger(settings: Settings, fallback = 'info') {
+  return createLogger({ level: process.env.DMCP_LOG_LEVEL ? settings.logLevel : fallback });
 }
 
 async function devCommand(): Promise<void> {
   const env = process.env;
-  const logger = cliLogger();
-  installRuntimeLogger(logger);
-  if (env.TEMPORAL_ADDRESS) throw new UsageError('dev starts its own Temporal server: unset TEMPORAL_ADDRESS, or run `durable-mcp worker` against your cluster');
-  const existing = await runningDev(env);
+  const settings = commandSettings();
+  const logger = cliLogger(settings);
+  installRuntimeLogger(logger, settings.sdkLogLevel);
+  if (settings.temporal.address) throw new UsageError('dev starts its own Temporal server: unset TEMPORAL_ADDRESS, or run `durable-mcp worker` against your cluster');
+  const existing = await runningDev(settings.dataDir);
   if (existing) throw new UsageError(`durable-mcp dev is already running (pid ${existing.pid}, ${existing.address}, UI ${existing.uiAddress ?? 'off'})`);
-  const port = Number(env.DMCP_DEV_PORT || 7233);
-  const uiPort = Number(env.DMCP_DEV_UI_PORT || 8233);
-  const dataConverter = dataConverterFromEnv(env, dataDir(env));
+  const { port, uiPort } = settings.dev;
+  const dataConverter = dataConverterFor(settings);
   // Everything started is undone in reverse order, on a signal, on a failed start, or when the
   // worker stops by itself, so no server, connection or state file outlives the command.
   const undo: (() => Promise<unknown>)[] = [];
@@ -76,28 +82,28 @@ async function devCommand(): Promise<void> {
     const codec = await startCodecServer({
       codecs: dataConverter.payloadCodecs ?? [],
       externalStorage: dataConverter.externalStorage,
-      port: Number(env.DMCP_CODEC_PORT || 8234),
+      port: settings.dev.codecPort,
     });
     undo.push(() => codec.close());
     progress('starting the Temporal dev server...');
-    const server = await startDevServer({ dbFile: devDbFile(env), port, uiPort, env, codecEndpoint: codec.url });
+    const server = await startDevServer({ dbFile: devDbFile(settings.dataDir), port, uiPort, env, codecEndpoint: codec.url });
     undo.push(() => server.stop());
-    const taskQueue = sharedTaskQueue(env);
+    const taskQueue = settings.taskQueue;
     const connection = await NativeConnection.connect({ address: server.address });
     undo.push(() => connection.close());
-    const worker = await startWorker({ connection, logger, env, taskQueue, dataConverter });
+    const worker = await startWorker({ connection, logger, env, settings, taskQueue, dataConverter });
     undo.push(() => worker.shutdown());
-    await writeDevState({ address: server.address, namespace: server.namespace, uiAddress: server.uiAddress, pid: process.pid, serverPid: server.pid, taskQueue }, env);
-    undo.push(() => removeDevState(env));
+    await writeDevState({ address: server.address, namespace: server.namespace, uiAddress: server.uiAddress, pid: process.pid, serverPid: server.pid, taskQueue }, settings.dataDir);
+    undo.push(() => removeDevState(settings.dataDir));
     const version = await temporalCliVersion(server.binary).catch(() => 'unknown version');
     process.stdout.write(
       [
         'durable-mcp dev is running.',
         `  Temporal UI:      ${server.uiAddress}`,
         `  Temporal server:  ${server.address} (namespace ${server.namespace}; ${version})`,
-        `  Codec server:     ${codec.url} (payloads ${env.DMCP_ENCRYPTION_KEY ? 'compressed and encrypted' : 'compressed'}; the UI decodes through it)`,
+        `  Codec server:     ${codec.url} (payloads ${settings.payloads.encryptionKey ? 'compressed and encrypted' : 'compressed'}; the UI decodes through it)`,
         `  Task queue:       ${taskQueue} (worker queue ${worker.workerQueue})`,
-        `  Data:             ${dataDir(env)}`,
+        `  Data:             ${settings.dataDir}`,
         'Run turns from another shell, e.g.:',
         `  npx durable-mcp run --mcp 'everything:npx mcp-server-everything' --call 'mcp__everything__echo {"message":"hi"}'`,
         'Press Ctrl-C to stop.',
@@ -112,13 +118,21 @@ async function devCommand(): Promise<void> {
 
 async function workerCommand(): Promise<void> {
   const env = process.env;
-  const logger = cliLogger();
-  installRuntimeLogger(logger);
-  const dev = env.TEMPORAL_ADDRESS ? undefined : await runningDev(env);
-  const address = env.TEMPORAL_ADDRESS || dev?.address;
+  const settings = commandSettings();
+  const logger = cliLogger(settings);
+  installRuntimeLogger(logger, settings.sdkLogLevel);
+  const dev = settings.temporal.address ? undefined : await runningDev(settings.dataDir);
+  const address = settings.temporal.address ?? dev?.address;
   if (!address) throw new UsageError('no Temporal server: set TEMPORAL_ADDRESS, or start `durable-mcp dev` first');
   const connection = await NativeConnection.connect({ address });
-  const worker = await startWorker({ connection, logger, env, namespace: env.TEMPORAL_NAMESPACE || dev?.namespace, dataConverter: dataConverterFromEnv(env, dataDir(env)) });
+  const worker = await startWorker({
+    connection,
+    logger,
+    env,
+    settings,
+    namespace: process.env.TEMPORAL_NAMESPACE ? settings.temporal.namespace : (dev?.namespace ?? settings.temporal.namespace),
+    dataConverter: dataConverterFor(settings),
+  });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void worker.shutdown());
   await worker.done;
   await connection.close();
@@ -146,8 +160,9 @@ async function runCommand(opts: RunOptions): Promise<number> {
     throw err;
   }
   const sessionId = opts.session ?? `run-${Date.now()}-${randomBytes(3).toString('hex')}`;
-  const logger = cliLogger('warn');
-  const session = await connect({ logger, withWorker: true, progress });
+  const settings = commandSettings();
+  const logger = cliLogger(settings, 'warn');
+  const session = await connect({ logger, withWorker: true, settings, env: process.env, progress });
   // Ctrl-C: stop the in-process worker and the dev server this command started, then leave.
   const interrupt = () => void session.close().finally(() => process.exit(130));
   process.once('SIGINT', interrupt);
@@ -180,7 +195,8 @@ async function runCommand(opts: RunOptions): Promise<number> {
 }
 
 async function transcriptCommand(turnId: string, opts: { json?: boolean; saveImages?: string }): Promise<number> {
-  const session = await connect({ logger: cliLogger('warn'), withWorker: false, progress });
+  const settings = commandSettings();
+  const session = await connect({ logger: cliLogger(settings, 'warn'), withWorker: false, settings, env: process.env, progress });
   try {
     const t = await session.client.transcript(turnId);
     process.stdout.write(opts.json ? `${JSON.stringify(t, null, 2)}\n` : `${renderTranscript(t)}\n`);
@@ -200,7 +216,8 @@ async function transcriptCommand(turnId: string, opts: { json?: boolean; saveIma
 }
 
 async function statusCommand(sessionId: string, opts: { json?: boolean }): Promise<number> {
-  const session = await connect({ logger: cliLogger('warn'), withWorker: false, progress });
+  const settings = commandSettings();
+  const session = await connect({ logger: cliLogger(settings, 'warn'), withWorker: false, settings, env: process.env, progress });
   try {
     const latest = await session.client.getStatus(sessionId);
     if (!latest) throw new UsageError(`no turns for session "${sessionId}"`);
@@ -269,7 +286,7 @@ async function main(argv: string[]): Promise<void> {
       process.exitCode = err.exitCode === 0 ? 0 : 2;
       return;
     }
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof SettingsError) {
       process.stderr.write(`error: ${err.message}\n`);
       process.exitCode = 2;
       return;

@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import {
   Client,
   Connection,
@@ -7,11 +7,10 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
-import type { ConfigRefs } from '../config/types.js';
-import { END_TURN_UPDATE_ID, SESSION_ID_SEARCH_ATTRIBUTE, type CallOutcome, type CallRequest, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus } from '../contract/index.js';
+import { END_TURN_UPDATE_ID, SESSION_ID_SEARCH_ATTRIBUTE, type CallOutcome, type ConfigRefs, type CallRequest, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus } from '../contract/index.js';
 import { agentTurn, callToolUpdate, cancelCallUpdate, endTurnUpdate, turnStartedUpdate } from '../workflows/index.js';
-import { shapeForModel, shapeLimitsFromEnv, type ModelView, type ShapeLimits } from '../shaping/shapeResult.js';
-import { parseDuration } from '../worker/settings.js';
+import { DEFAULT_SHAPE_LIMITS, shapeForModel, type ModelView, type ShapeLimits } from '../shaping/index.js';
+import { createDataConverter } from '../payloads/dataConverter.js';
 import { decodeHistoryPayloads } from '../payloads/decodeHistory.js';
 import { buildTranscript, type Transcript } from './transcript.js';
 
@@ -44,6 +43,28 @@ export interface TurnClientOptions {
   client: Client;
   /** The shared task queue (default `durable-mcp`). */
   taskQueue?: string;
+  /** How long an interactive turn waits for its next call before ending itself (default: the worker's 30 min). */
+  turnIdleMs?: number;
+  /** What `callToolForModel` renders by default (default: the documented shaping limits). */
+  shapeLimits?: ShapeLimits;
+}
+
+/** Options of {@link TurnClient.connect}. */
+export interface ConnectOptions {
+  address: string;
+  namespace?: string;
+  /** The shared task queue (default `durable-mcp`). */
+  taskQueue?: string;
+  /**
+   * The workers' data converter. Default: the project's own (compression, and the payload store
+   * under `dataDir`), so compressed and externally stored payloads read back without setup; pass
+   * `dataConverterFor(loadSettings(process.env))` to share the workers' encryption key as well.
+   */
+  dataConverter?: DataConverter;
+  /** Where the default data converter finds the payload store (default `./.data`, as the worker's DMCP_DATA_DIR). */
+  dataDir?: string;
+  turnIdleMs?: number;
+  shapeLimits?: ShapeLimits;
 }
 
 /** Session IDs become part of workflow IDs and visibility queries: keep them to a safe alphabet. */
@@ -53,21 +74,25 @@ const SESSION_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export class TurnClient {
   readonly client: Client;
   readonly taskQueue: string;
+  private readonly turnIdleMs?: number;
+  private readonly shapeLimits: ShapeLimits;
 
   constructor(options: TurnClientOptions) {
     this.client = options.client;
     this.taskQueue = options.taskQueue ?? 'durable-mcp';
+    this.turnIdleMs = options.turnIdleMs;
+    this.shapeLimits = options.shapeLimits ?? DEFAULT_SHAPE_LIMITS;
   }
 
   /**
-   * Connects to Temporal. Pass the same `dataConverter` the workers use (see
-   * `dataConverterFromEnv`), or payloads written compressed, encrypted or to external storage
-   * cannot be read.
+   * Connects to Temporal with the project's data converter (see {@link ConnectOptions.dataConverter}):
+   * a client without it cannot read the compressed payloads every worker writes.
    */
-  static async connect(options: { address: string; namespace?: string; taskQueue?: string; dataConverter?: DataConverter }): Promise<TurnClient> {
+  static async connect(options: ConnectOptions): Promise<TurnClient> {
     const connection = await Connection.connect({ address: options.address });
-    const client = new Client({ connection, namespace: options.namespace ?? 'default', dataConverter: options.dataConverter });
-    return new TurnClient({ client, taskQueue: options.taskQueue });
+    const dataConverter = options.dataConverter ?? createDataConverter({ payloadDir: join(resolve(options.dataDir ?? '.data'), 'payloads') });
+    const client = new Client({ connection, namespace: options.namespace ?? 'default', dataConverter });
+    return new TurnClient({ client, taskQueue: options.taskQueue, turnIdleMs: options.turnIdleMs, shapeLimits: options.shapeLimits });
   }
 
   async close(): Promise<void> {
@@ -88,7 +113,7 @@ export class TurnClient {
     });
     try {
       const start = await this.client.workflow.executeUpdateWithStart(turnStartedUpdate, { startWorkflowOperation: operation });
-      return new Turn(this.client.workflow.getHandle(workflowId), start);
+      return new Turn(this.client.workflow.getHandle(workflowId), start, this.shapeLimits);
     } catch (err) {
       // A closed turn with this number exists (visibility lagged behind): take the next number,
       // unless the caller asked for this exact turn.
@@ -169,7 +194,7 @@ export class TurnClient {
     const { latest, turns } = await this.sessionSummary(options.sessionId);
     const turn = options.turn ?? turns + 1;
     const preferred = latest?.memo?.workerQueue;
-    const idleMs = options.limits?.idleMs ?? (process.env.DMCP_TURN_IDLE ? parseDuration(process.env.DMCP_TURN_IDLE, 'DMCP_TURN_IDLE') : undefined);
+    const idleMs = options.limits?.idleMs ?? this.turnIdleMs;
     const limits = { ...options.limits, ...(idleMs !== undefined ? { idleMs } : {}) };
     return {
       workflowId: `${options.sessionId}/turn-${turn}`,
@@ -213,6 +238,7 @@ export class Turn implements TurnStart {
   constructor(
     readonly handle: WorkflowHandle<typeof agentTurn>,
     start: TurnStart,
+    private readonly shapeLimits: ShapeLimits = DEFAULT_SHAPE_LIMITS,
   ) {
     this.turnId = start.turnId;
     this.workerQueue = start.workerQueue;
@@ -234,7 +260,7 @@ export class Turn implements TurnStart {
    * under the token cap, images that fit, and a note for everything not shown. The full outcome
    * stays in history.
    */
-  async callToolForModel(request: CallRequest, limits: ShapeLimits = shapeLimitsFromEnv(process.env)): Promise<{ outcome: CallOutcome; model: ModelView }> {
+  async callToolForModel(request: CallRequest, limits: ShapeLimits = this.shapeLimits): Promise<{ outcome: CallOutcome; model: ModelView }> {
     const outcome = await this.callTool(request);
     return { outcome, model: await shapeForModel(outcome, limits) };
   }

@@ -12,6 +12,7 @@ import {
   type StorageDriver,
 } from '@temporalio/common';
 import proto from '@temporalio/proto';
+import type { Settings } from '../settings/index.js';
 
 const compress = promisify(brotliCompress);
 const decompress = promisify(brotliDecompress);
@@ -183,12 +184,15 @@ export function createDataConverter(options: DataConverterOptions): DataConverte
   };
 }
 
-/** The data converter the environment asks for: DMCP_DATA_DIR and DMCP_ENCRYPTION_KEY. */
-export function dataConverterFromEnv(env: NodeJS.ProcessEnv, dataDir: string): DataConverter {
+/**
+ * The data converter the settings ask for (payload store under the data dir, encryption key), the
+ * one every worker and client of a deployment must share.
+ */
+export function dataConverterFor(settings: Pick<Settings, 'dataDir' | 'payloads'>): DataConverter {
   return createDataConverter({
-    payloadDir: join(dataDir, 'payloads'),
-    encryptionKey: env.DMCP_ENCRYPTION_KEY || undefined,
-    previousEncryptionKeys: (env.DMCP_ENCRYPTION_KEYS_PREVIOUS ?? '').split(',').map((k) => k.trim()).filter(Boolean),
-    externalThresholdBytes: env.DMCP_EXTERNAL_THRESHOLD_BYTES ? Number(env.DMCP_EXTERNAL_THRESHOLD_BYTES) : undefined,
+    payloadDir: join(settings.dataDir, 'payloads'),
+    encryptionKey: settings.payloads.encryptionKey,
+    previousEncryptionKeys: settings.payloads.previousEncryptionKeys,
+    externalThresholdBytes: settings.payloads.externalThresholdBytes,
   });
 }

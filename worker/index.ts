@@ -8,8 +8,7 @@ import { createActivities } from '../activities/index.js';
 import { loadConfig } from '../config/load.js';
 import { requestHeaders, scrubSecrets, serverEnvironment } from '../config/secrets.js';
 import { ServerPool } from '../mcp/pool.js';
-import { parseToolPrefix } from '../mcp/toolNames.js';
-import { durationFromEnv, sharedTaskQueue } from './settings.js';
+import { loadSettings, type Settings } from '../settings/index.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
 
@@ -28,16 +27,23 @@ export interface StartWorkerOptions {
   connection: NativeConnection;
   namespace?: string;
   logger: Logger;
-  /** The worker's environment: settings, config dir and the secrets servers may receive. */
+  /**
+   * The worker's environment: what stdio servers inherit (minus secrets), what config files
+   * expand, and the secrets servers may receive. Default: this process's environment.
+   */
   env?: NodeJS.ProcessEnv;
+  /** Parsed settings; default: `loadSettings(env)`. */
+  settings?: Settings;
   /** A prebuilt workflow bundle (code or `{ codePath }`); without it the worker bundles on start. */
   workflowBundle?: WorkflowBundleOption;
-  /** Codecs and external storage; clients must use the same (see dataConverterFromEnv). */
+  /** Codecs and external storage; clients must use the same (see `dataConverterFor`). */
   dataConverter?: DataConverter;
   /** Overrides the shared queue from DMCP_TASK_QUEUE (tests give each its own). */
   taskQueue?: string;
   /** How often idle sessions are looked for (default: a quarter of DMCP_SESSION_IDLE, within 100 ms..60 s). */
   idleCheckIntervalMs?: number;
+  /** Workflow cache size of the shared worker (SDK default); 0 replays every workflow task from the start. */
+  maxCachedWorkflows?: number;
 }
 
 export interface RunningWorker {
@@ -57,7 +63,8 @@ export interface RunningWorker {
  */
 export async function startWorker(options: StartWorkerOptions): Promise<RunningWorker> {
   const env = options.env ?? process.env;
-  const taskQueue = options.taskQueue ?? sharedTaskQueue(env);
+  const settings = options.settings ?? loadSettings(env);
+  const taskQueue = options.taskQueue ?? settings.taskQueue;
   const workerQueue = `${taskQueue}@${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   const logger = options.logger.child({ workerQueue });
   const scrub = (text: string) => scrubSecrets(text, env);
@@ -66,8 +73,8 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     environmentFor: (entry) => serverEnvironment(entry, env),
     requestHeadersFor: (entry) => requestHeaders(entry, env),
     scrub,
-    startTimeoutMs: durationFromEnv(env, 'DMCP_START_TIMEOUT', '10s'),
-    toolPrefix: parseToolPrefix(env.DMCP_TOOL_PREFIX),
+    startTimeoutMs: settings.startTimeoutMs,
+    toolPrefix: settings.toolPrefix,
   });
   const activities = createActivities({
     pool,
@@ -77,9 +84,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     scrub,
   });
   const workflowBundle = options.workflowBundle ?? (await bundleWorkflows());
-  const namespace = options.namespace ?? env.TEMPORAL_NAMESPACE ?? 'default';
+  const namespace = options.namespace ?? settings.temporal.namespace;
   const dataConverter = options.dataConverter;
-  const shutdownGraceTime = durationFromEnv(env, 'DMCP_SHUTDOWN_GRACE', '30s');
+  const shutdownGraceTime = settings.shutdownGraceMs;
   const shared = await Worker.create({
     connection: options.connection,
     namespace,
@@ -92,12 +99,13 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     // bench/crash. The cost: a live worker stalled for 2 s hands the turn to another, which replays it.
     stickyQueueScheduleToStartTimeout: '2s',
     shutdownGraceTime,
+    ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
   });
   // Running calls get this long to finish on shutdown before they are cancelled (SDK default: 0,
   // which would abort side-effecting calls mid-flight on every deploy).
   const pinned = await Worker.create({ connection: options.connection, namespace, taskQueue: workerQueue, activities, dataConverter, shutdownGraceTime });
 
-  const idleMs = durationFromEnv(env, 'DMCP_SESSION_IDLE', '10m');
+  const idleMs = settings.sessionIdleMs;
   // A session stops between idleMs and idleMs + interval after its last use.
   const idleCheckMs = options.idleCheckIntervalMs ?? Math.min(Math.max(Math.floor(idleMs / 4), 100), 60_000);
   const idleTimer = setInterval(() => {

@@ -1,0 +1,248 @@
+/**
+ * Every `DMCP_*` and `TEMPORAL_*` variable the processes read, parsed once with its default and its
+ * error. The CLI and the worker call `loadSettings(process.env)` at their edge and hand the parts
+ * down; library code (client, shaping, pool) takes options and never reads `process.env`.
+ *
+ * Config layers (`config/`) still receive the environment itself, because `mcp.json` expands
+ * variables from it; the switches they read are parsed with the same rules as here (`parseFlag`).
+ * `dev/` finds the `temporal` binary from DMCP_TEMPORAL_CLI and PATH itself, because it also runs
+ * at install time, before any setting matters.
+ */
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { shapeLimitsFromEnv } from './shapeLimits.js';
+import type { ShapeLimits } from '../shaping/index.js';
+
+export type Env = Record<string, string | undefined>;
+
+/** A variable with a value that cannot be used: names the variable and what it expects. */
+export class SettingsError extends Error {
+  override name = 'SettingsError';
+}
+
+/** Parses `10s`, `500ms`, `10m`, `1h` or a plain number of milliseconds. */
+export function parseDuration(value: string, variable: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(value);
+  if (!match) throw new SettingsError(`${variable}: expected a duration such as 10s, 500ms or 10m, got "${value}"`);
+  const n = Number(match[1]);
+  const unit = match[2] ?? 'ms';
+  return Math.round(n * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[unit as 'ms' | 's' | 'm' | 'h']);
+}
+
+/** `1/true/yes/on` and `0/false/no/off` (any case); unset or empty is `undefined`. */
+export function parseFlag(value: string | undefined, variable: string): boolean | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  const v = value.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  throw new SettingsError(`${variable} must be true or false (or 1/0, yes/no, on/off), got ${JSON.stringify(value)}`);
+}
+
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+export type SdkLogLevel = 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+
+/** Everything the processes of one deployment are told through their environment. */
+export interface Settings {
+  temporal: {
+    /** TEMPORAL_ADDRESS; unset means the embedded dev server (or a running `durable-mcp dev`). */
+    address?: string;
+    /** TEMPORAL_NAMESPACE, default `default`. */
+    namespace: string;
+  };
+  /** DMCP_TASK_QUEUE, default `durable-mcp`. */
+  taskQueue: string;
+  /** DMCP_DATA_DIR (absolute), default `./.data`: dev-server database, payload store, dev state. */
+  dataDir: string;
+  /** DMCP_START_TIMEOUT, default 10 s: per server, start + handshake + first listing. */
+  startTimeoutMs: number;
+  /** DMCP_SESSION_IDLE, default 10 min: an unused session's servers stop. */
+  sessionIdleMs: number;
+  /** DMCP_TURN_IDLE, default 30 min: an interactive turn with no call ends itself. */
+  turnIdleMs: number;
+  /** DMCP_SHUTDOWN_GRACE, default 30 s: running calls may finish on worker shutdown. */
+  shutdownGraceMs: number;
+  /** DMCP_TOOL_PREFIX: `mcp` (default, `mcp__server__tool`) or `none` (`server__tool`). */
+  toolPrefix: 'mcp' | 'none';
+  /** DMCP_LOG_LEVEL, default `info` (pino levels). */
+  logLevel: LogLevel;
+  /** DMCP_SDK_LOG_LEVEL, default `WARN`: the Temporal SDK runtime's own log level. */
+  sdkLogLevel: SdkLogLevel;
+  payloads: {
+    /** DMCP_ENCRYPTION_KEY: 32 bytes (base64 or hex); unset means compression only. */
+    encryptionKey?: string;
+    /** DMCP_ENCRYPTION_KEYS_PREVIOUS: comma-separated older keys, still accepted for decoding. */
+    previousEncryptionKeys: string[];
+    /** DMCP_EXTERNAL_THRESHOLD_BYTES, default 16 KiB: larger payloads go to the payload store. */
+    externalThresholdBytes: number;
+  };
+  dev: {
+    /** DMCP_DEV_PORT, default 7233. */
+    port: number;
+    /** DMCP_DEV_UI_PORT, default 8233. */
+    uiPort: number;
+    /** DMCP_CODEC_PORT, default 8234. */
+    codecPort: number;
+  };
+  /** What the model sees of a call: DMCP_MAX_TOOL_RESULT_TOKENS, DMCP_MAX_IMAGE_BYTES, ... */
+  shape: ShapeLimits;
+  /** Config-layer switches (the config loader reads them from the environment with `parseFlag`). */
+  config: {
+    /** DMCP_MCP=false turns MCP off. */
+    mcpOff: boolean;
+    /** DMCP_NO_USER_CONFIG=1 skips the config-dir layer. */
+    noUserConfig: boolean;
+    /** DMCP_WORKSPACE_MCP=true reads `<workspace>/.agents/mcp.json`. */
+    workspaceMcp: boolean;
+    /** DMCP_MCP_ENV: worker variables servers may receive. */
+    mcpEnv: string[];
+  };
+  /** DMCP_DEBUG: stack traces on CLI errors. */
+  debug: boolean;
+}
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+const SDK_LOG_LEVELS = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
+
+const port = (variable: string, fallback: number) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === '') return fallback;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 0 || n > 65535) {
+        ctx.addIssue({ code: 'custom', message: `${variable} must be a port number (0-65535), got ${JSON.stringify(v)}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const text = (fallback: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? fallback : v.trim()));
+
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+
+function oneOf<const T extends readonly string[]>(variable: string, values: T, fallback: T[number], normalize: (v: string) => string) {
+  return z
+    .string()
+    .optional()
+    .transform((v, ctx): T[number] => {
+      if (v === undefined || v.trim() === '') return fallback;
+      const n = normalize(v.trim());
+      if ((values as readonly string[]).includes(n)) return n as T[number];
+      ctx.addIssue({ code: 'custom', message: `${variable} must be one of ${values.join(', ')}, got ${JSON.stringify(v)}` });
+      return z.NEVER;
+    });
+}
+
+function wrap<T>(variable: string, parse: (v: string | undefined) => T) {
+  return z
+    .string()
+    .optional()
+    .transform((v, ctx): T => {
+      try {
+        return parse(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : `${variable}: ${String(err)}` });
+        return z.NEVER;
+      }
+    });
+}
+
+const duration = (variable: string, fallback: string) => wrap(variable, (v) => parseDuration(v === undefined || v.trim() === '' ? fallback : v, variable));
+const flag = (variable: string, fallback: boolean) => wrap(variable, (v) => parseFlag(v, variable) ?? fallback);
+const list = z
+  .string()
+  .optional()
+  .transform((v) => (v ?? '').split(/[\s,]+/).map((s) => s.trim()).filter(Boolean));
+
+/** The environment schema: one entry per variable, named as it is written. */
+const envSchema = z.object({
+  TEMPORAL_ADDRESS: optionalText,
+  TEMPORAL_NAMESPACE: text('default'),
+  DMCP_TASK_QUEUE: text('durable-mcp'),
+  DMCP_DATA_DIR: text('.data'),
+  DMCP_START_TIMEOUT: duration('DMCP_START_TIMEOUT', '10s'),
+  DMCP_SESSION_IDLE: duration('DMCP_SESSION_IDLE', '10m'),
+  DMCP_TURN_IDLE: duration('DMCP_TURN_IDLE', '30m'),
+  DMCP_SHUTDOWN_GRACE: duration('DMCP_SHUTDOWN_GRACE', '30s'),
+  DMCP_TOOL_PREFIX: oneOf('DMCP_TOOL_PREFIX', ['mcp', 'none'] as const, 'mcp', (v) => v.toLowerCase()),
+  DMCP_LOG_LEVEL: oneOf('DMCP_LOG_LEVEL', LOG_LEVELS, 'info', (v) => v.toLowerCase()),
+  DMCP_SDK_LOG_LEVEL: oneOf('DMCP_SDK_LOG_LEVEL', SDK_LOG_LEVELS, 'WARN', (v) => v.toUpperCase()),
+  DMCP_ENCRYPTION_KEY: optionalText,
+  DMCP_ENCRYPTION_KEYS_PREVIOUS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((k) => k.trim()).filter(Boolean)),
+  DMCP_EXTERNAL_THRESHOLD_BYTES: wrap('DMCP_EXTERNAL_THRESHOLD_BYTES', (v) => {
+    if (v === undefined || v.trim() === '') return 16 * 1024;
+    const n = Number(v);
+    if (!Number.isSafeInteger(n) || n < 0) throw new SettingsError(`DMCP_EXTERNAL_THRESHOLD_BYTES must be a whole number of bytes, got ${JSON.stringify(v)}`);
+    return n;
+  }),
+  DMCP_DEV_PORT: port('DMCP_DEV_PORT', 7233),
+  DMCP_DEV_UI_PORT: port('DMCP_DEV_UI_PORT', 8233),
+  DMCP_CODEC_PORT: port('DMCP_CODEC_PORT', 8234),
+  DMCP_MCP: flag('DMCP_MCP', true),
+  DMCP_NO_USER_CONFIG: flag('DMCP_NO_USER_CONFIG', false),
+  DMCP_WORKSPACE_MCP: flag('DMCP_WORKSPACE_MCP', false),
+  DMCP_MCP_ENV: list,
+  DMCP_DEBUG: flag('DMCP_DEBUG', false),
+});
+
+/**
+ * Reads every setting from `env`. Unset or empty variables take their defaults.
+ * @throws SettingsError naming each variable whose value cannot be used.
+ */
+export function loadSettings(env: Env): Settings {
+  const parsed = envSchema.safeParse(pick(env));
+  let shape: ShapeLimits | undefined;
+  const problems: string[] = [];
+  if (!parsed.success) problems.push(...parsed.error.issues.map((i) => i.message));
+  try {
+    shape = shapeLimitsFromEnv(env);
+  } catch (err) {
+    problems.push((err as Error).message);
+  }
+  if (!parsed.success || !shape) throw new SettingsError(problems.join('; '));
+  const e = parsed.data;
+  return {
+    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE },
+    taskQueue: e.DMCP_TASK_QUEUE,
+    dataDir: resolve(e.DMCP_DATA_DIR),
+    startTimeoutMs: e.DMCP_START_TIMEOUT,
+    sessionIdleMs: e.DMCP_SESSION_IDLE,
+    turnIdleMs: e.DMCP_TURN_IDLE,
+    shutdownGraceMs: e.DMCP_SHUTDOWN_GRACE,
+    toolPrefix: e.DMCP_TOOL_PREFIX,
+    logLevel: e.DMCP_LOG_LEVEL,
+    sdkLogLevel: e.DMCP_SDK_LOG_LEVEL,
+    payloads: {
+      encryptionKey: e.DMCP_ENCRYPTION_KEY,
+      previousEncryptionKeys: e.DMCP_ENCRYPTION_KEYS_PREVIOUS,
+      externalThresholdBytes: e.DMCP_EXTERNAL_THRESHOLD_BYTES,
+    },
+    dev: { port: e.DMCP_DEV_PORT, uiPort: e.DMCP_DEV_UI_PORT, codecPort: e.DMCP_CODEC_PORT },
+    shape,
+    config: { mcpOff: !e.DMCP_MCP, noUserConfig: e.DMCP_NO_USER_CONFIG, workspaceMcp: e.DMCP_WORKSPACE_MCP, mcpEnv: e.DMCP_MCP_ENV },
+    debug: e.DMCP_DEBUG,
+  };
+}
+
+/** Only the variables the schema knows, so the rest of the environment never enters parsing. */
+function pick(env: Env): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const key of Object.keys(envSchema.shape)) out[key] = env[key];
+  return out;
+}
+
+/** Where the payload store lives under the data dir. */
+export function payloadDir(settings: Pick<Settings, 'dataDir'>): string {
+  return resolve(settings.dataDir, 'payloads');
+}

@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import { test } from 'node:test';
+import { DEFAULT_SHAPE_LIMITS } from '../../shaping/limits.js';
+import { SettingsError, loadSettings, parseDuration, parseFlag } from '../../settings/index.js';
+
+test('an empty environment gives the documented defaults', () => {
+  const s = loadSettings({});
+  assert.deepEqual(s, {
+    temporal: { address: undefined, namespace: 'default' },
+    taskQueue: 'durable-mcp',
+    dataDir: resolve('.data'),
+    startTimeoutMs: 10_000,
+    sessionIdleMs: 10 * 60_000,
+    turnIdleMs: 30 * 60_000,
+    shutdownGraceMs: 30_000,
+    toolPrefix: 'mcp',
+    logLevel: 'info',
+    sdkLogLevel: 'WARN',
+    payloads: { encryptionKey: undefined, previousEncryptionKeys: [], externalThresholdBytes: 16 * 1024 },
+    dev: { port: 7233, uiPort: 8233, codecPort: 8234 },
+    shape: DEFAULT_SHAPE_LIMITS,
+    config: { mcpOff: false, noUserConfig: false, workspaceMcp: false, mcpEnv: [] },
+    debug: false,
+  });
+});
+
+const good: { env: Record<string, string>; check: (s: ReturnType<typeof loadSettings>) => void }[] = [
+  { env: { TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_NAMESPACE: 'agents' }, check: (s) => assert.deepEqual(s.temporal, { address: 'temporal:7233', namespace: 'agents' }) },
+  { env: { DMCP_TASK_QUEUE: 'tools' }, check: (s) => assert.equal(s.taskQueue, 'tools') },
+  { env: { DMCP_DATA_DIR: '/srv/dmcp' }, check: (s) => assert.equal(s.dataDir, '/srv/dmcp') },
+  { env: { DMCP_START_TIMEOUT: '2.5s', DMCP_SESSION_IDLE: '1h', DMCP_TURN_IDLE: '500' }, check: (s) => assert.deepEqual([s.startTimeoutMs, s.sessionIdleMs, s.turnIdleMs], [2500, 3_600_000, 500]) },
+  { env: { DMCP_TOOL_PREFIX: 'NONE' }, check: (s) => assert.equal(s.toolPrefix, 'none') },
+  { env: { DMCP_LOG_LEVEL: 'DEBUG', DMCP_SDK_LOG_LEVEL: 'info' }, check: (s) => assert.deepEqual([s.logLevel, s.sdkLogLevel], ['debug', 'INFO']) },
+  { env: { DMCP_ENCRYPTION_KEYS_PREVIOUS: ' a, b ,,c' }, check: (s) => assert.deepEqual(s.payloads.previousEncryptionKeys, ['a', 'b', 'c']) },
+  { env: { DMCP_EXTERNAL_THRESHOLD_BYTES: '0' }, check: (s) => assert.equal(s.payloads.externalThresholdBytes, 0) },
+  { env: { DMCP_DEV_PORT: '0', DMCP_CODEC_PORT: '9000' }, check: (s) => assert.deepEqual([s.dev.port, s.dev.codecPort], [0, 9000]) },
+  { env: { DMCP_MCP: 'off', DMCP_NO_USER_CONFIG: '1', DMCP_WORKSPACE_MCP: 'Yes' }, check: (s) => assert.deepEqual([s.config.mcpOff, s.config.noUserConfig, s.config.workspaceMcp], [true, true, true]) },
+  { env: { DMCP_MCP_ENV: 'GITHUB_TOKEN, DOCS_KEY' }, check: (s) => assert.deepEqual(s.config.mcpEnv, ['GITHUB_TOKEN', 'DOCS_KEY']) },
+  { env: { DMCP_MAX_TOOL_RESULT_TOKENS: '100' }, check: (s) => assert.equal(s.shape.maxTokens, 100) },
+  { env: { DMCP_TASK_QUEUE: '   ' }, check: (s) => assert.equal(s.taskQueue, 'durable-mcp', 'blank is unset') },
+];
+for (const [i, row] of good.entries()) {
+  void test(`reads ${Object.keys(row.env).join(', ')} (#${i + 1})`, () => row.check(loadSettings(row.env)));
+}
+
+const bad: [string, string][] = [
+  ['DMCP_START_TIMEOUT', 'soon'],
+  ['DMCP_SESSION_IDLE', '-1m'],
+  ['DMCP_TOOL_PREFIX', 'tools'],
+  ['DMCP_LOG_LEVEL', 'loud'],
+  ['DMCP_SDK_LOG_LEVEL', 'verbose'],
+  ['DMCP_EXTERNAL_THRESHOLD_BYTES', '16k'],
+  ['DMCP_DEV_PORT', '70000'],
+  ['DMCP_CODEC_PORT', 'http'],
+  ['DMCP_MCP', 'maybe'],
+  ['DMCP_NO_USER_CONFIG', '2'],
+  ['DMCP_MAX_IMAGES_PER_MESSAGE', 'many'],
+];
+for (const [name, value] of bad) {
+  void test(`refuses ${name}=${value}, naming the variable`, () => {
+    assert.throws(
+      () => loadSettings({ [name]: value }),
+      (e: Error) => e instanceof SettingsError && e.message.includes(name) && e.message.includes(value),
+    );
+  });
+}
+
+test('every bad variable is named in one error, not only the first', () => {
+  assert.throws(
+    () => loadSettings({ DMCP_TOOL_PREFIX: 'x', DMCP_DEV_PORT: 'y' }),
+    (e: Error) => e.message.includes('DMCP_TOOL_PREFIX') && e.message.includes('DMCP_DEV_PORT'),
+  );
+});
+
+test('parseDuration and parseFlag', () => {
+  assert.equal(parseDuration('250ms', 'X'), 250);
+  assert.equal(parseDuration('1.5m', 'X'), 90_000);
+  assert.throws(() => parseDuration('1d', 'X'), /X: expected a duration/);
+  assert.equal(parseFlag(undefined, 'X'), undefined);
+  assert.equal(parseFlag(' ON ', 'X'), true);
+  assert.equal(parseFlag('no', 'X'), false);
+  assert.throws(() => parseFlag('perhaps', 'X'), /X must be true or false/);
+});
