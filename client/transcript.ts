@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defaultPayloadConverter, type PayloadConverter } from '@temporalio/common';
-import { sniffImageType } from '../shaping/shapeResult.js';
+import { describeContent, sniffImageType } from '../shaping/index.js';
 import type { temporal } from '@temporalio/proto';
 import { ActivityName, UpdateName, type CallOutcome, type CallRequest, type CallToolInput, type ReconcileResult, type ToolInfo, type TurnInput, type TurnResult, type TurnStatus } from '../contract/index.js';
 
@@ -136,19 +136,17 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
   return t;
 }
 
-/** The text a model (or a person) reads of one outcome. */
+/**
+ * The text a person reads of one outcome. Blocks read as shaping describes them for the model
+ * (describeContent), so the transcript and the model's view never disagree about a block: text as
+ * it is, every other block as one bracketed line (an image by type and size, audio, a binary
+ * resource and malformed blocks as the note the model got).
+ */
 export function outcomeText(outcome: CallOutcome): string {
   if (outcome.status === 'error') return `error (${outcome.errorKind}): ${outcome.errorMessage}`;
-  const lines: string[] = [];
-  for (const block of outcome.content) {
-    if (block.type === 'text') lines.push(String(block.text));
-    else if (block.type === 'image') lines.push(`[image ${String(block.mimeType)}, ${Math.floor((String(block.data).length * 3) / 4)} bytes]`);
-    else if (block.type === 'audio') lines.push(`[audio ${String(block.mimeType)}]`);
-    else if (block.type === 'resource_link') lines.push(`[resource link ${String(block.uri)}]`);
-    else if (block.type === 'resource') lines.push(`[embedded resource ${String((block.resource as { uri?: string })?.uri)}]`);
-    else lines.push(`[${(block as { type: string }).type} block]`);
-  }
-  if (outcome.structuredContent && outcome.content.length === 0) lines.push(JSON.stringify(outcome.structuredContent));
+  const blocks = describeContent(outcome.content);
+  const lines = blocks.map((view) => (view.kind === 'text' ? view.text : `[${view.kind === 'note' ? view.note : view.label}]`));
+  if (outcome.structuredContent && blocks.length === 0) lines.push(JSON.stringify(outcome.structuredContent));
   return (outcome.isError ? 'tool reported an error: ' : '') + lines.join('\n');
 }
 

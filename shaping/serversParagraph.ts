@@ -1,6 +1,7 @@
-// Type-only import: this stays a pure function with no Node built-ins, so any room (the workflow
-// included) may render it.
+// Only a type import and text/ (pure string helpers, no imports of their own): this stays a pure
+// function with no Node built-ins, so any room (the workflow included) may render it.
 import type { ServerStatus, TurnStatus } from '../contract/index.js';
+import { oneLine } from '../text/oneLine.js';
 
 /** Longest server-supplied text (an error or a warning) quoted in the paragraph. */
 export const MAX_QUOTED_LENGTH = 200;
@@ -9,10 +10,9 @@ export const MAX_WARNINGS_SHOWN = 3;
 
 const HEADER = 'MCP servers for this turn (this list is current; ignore MCP server lists from earlier turns):';
 
-/** Server-supplied text as one line of at most `max` characters. */
-function oneLine(text: string, max = MAX_QUOTED_LENGTH): string {
-  const flat = text.replace(/\s+/gu, ' ').trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1).trimEnd()}…`;
+/** Server-supplied text as one line of at most `max` characters, spacing collapsed. */
+function quote(text: string, max = MAX_QUOTED_LENGTH): string {
+  return oneLine(text, { max, spacing: 'collapse', cut: 'fit' });
 }
 
 function compareStrings(a: string, b: string): number {
@@ -40,19 +40,19 @@ function describeToolNames(server: ServerStatus): string {
 
 function describeWarnings(warnings: string[]): string {
   if (warnings.length === 0) return '';
-  const shown = warnings.slice(0, MAX_WARNINGS_SHOWN).map((w) => oneLine(w));
+  const shown = warnings.slice(0, MAX_WARNINGS_SHOWN).map((w) => quote(w));
   const more = warnings.length - shown.length;
   return `; ${warnings.length === 1 ? 'warning' : 'warnings'}: ${shown.join('; ')}${more > 0 ? ` (+${more} more)` : ''}`;
 }
 
 function describeServer(server: ServerStatus): string {
-  const name = oneLine(server.name, 100);
+  const name = quote(server.name, 100);
   switch (server.state) {
     case 'ready':
     case 'degraded':
       return `- ${name}: connected, ${describeToolNames(server)}${describeWarnings(server.warnings)}`;
     case 'failed': {
-      const reason = server.error === undefined || server.error.trim() === '' ? 'no reason given' : oneLine(server.error);
+      const reason = server.error === undefined || server.error.trim() === '' ? 'no reason given' : quote(server.error);
       return `- ${name}: not available, failed to start or answer: ${reason}`;
     }
     case 'disabled':

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { DEFAULT_SHAPE_LIMITS } from '../../shaping/shapeResult.js';
+import { DEFAULT_SHAPE_LIMITS } from '../../shaping/index.js';
 import { everythingServer, startHarness, tempDir, type Harness } from '../support/harness.js';
 
 describe("shaping real server-everything results for the model", () => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { renderServersParagraph } from '../../shaping/serversParagraph.js';
+import { renderServersParagraph } from '../../shaping/index.js';
 import type { ServerStatus, TurnStatus } from '../../contract/index.js';
 
 const HEADER = 'MCP servers for this turn (this list is current; ignore MCP server lists from earlier turns):';

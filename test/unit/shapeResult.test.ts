@@ -5,12 +5,15 @@ import sharp from 'sharp';
 import { getEncoding } from 'js-tiktoken';
 import {
   DEFAULT_SHAPE_LIMITS,
+  describeContent,
   shapeForModel,
-  shapeLimitsFromEnv,
   sniffImageType,
   type ModelView,
   type ShapeLimits,
-} from '../../shaping/shapeResult.js';
+} from '../../shaping/index.js';
+import { shapeLimitsFromEnv } from '../../settings/shapeLimits.js';
+import { outcomeText } from '../../client/transcript.js';
+import { oneLine } from '../../text/oneLine.js';
 import type { CallOutcome, ContentBlock } from '../../contract/index.js';
 import { noisyPng, smallImage, type ImageFormat } from './fixtures-images.js';
 
@@ -426,4 +429,61 @@ test('shapeForModel never throws for arbitrary blocks of the known types', async
     ),
     { numRuns: 300, seed: 42 },
   );
+});
+
+test('describeContent describes each block once, in order, for the model and the transcript alike', async () => {
+  const content = [
+    text('hello'),
+    image(png),
+    { type: 'audio', data: 'AAEC', mimeType: 'audio/wav' },
+    { type: 'resource', resource: { uri: 'file:///a.txt', text: 'body' } },
+    { type: 'resource_link', uri: 'file:///b', name: 'b\nc' },
+    null,
+  ];
+  const views = describeContent(content);
+  assert.deepEqual(views, [
+    { kind: 'text', index: 0, text: 'hello' },
+    {
+      kind: 'image',
+      index: 1,
+      label: `image (content[1], image/png, ${png.length} B)`,
+      declaredType: 'image/png',
+      data: png.toString('base64'),
+    },
+    { kind: 'note', index: 2, note: 'content[2]: audio (audio/wav, 3 B) not shown: the model takes no audio' },
+    { kind: 'text', index: 3, text: 'Resource file:///a.txt:\nbody' },
+    { kind: 'text', index: 4, text: 'Resource link: b c (file:///b)' },
+    { kind: 'note', index: 5, note: 'content[5] is not a content block and is not shown' },
+  ]);
+  assert.deepEqual(describeContent(undefined), []);
+
+  const v = await shapeForModel(outcome(content), limits({ modelTakesImages: false }));
+  // The model gets the same words, with notes in block order and the text parts joined.
+  assert.deepEqual(v.notes, [
+    `image (content[1], image/png, ${png.length} B) not shown: the model takes no images`,
+    'content[2]: audio (audio/wav, 3 B) not shown: the model takes no audio',
+    'content[5] is not a content block and is not shown',
+  ]);
+  assert.ok(inner(v).startsWith('hello\nResource file:///a.txt:\nbody\nResource link: b c (file:///b)\n['), inner(v));
+});
+
+test('the transcript shows text blocks as they are and other blocks as shaping describes them', () => {
+  const o = outcome([text('line one\nline two'), image(png), { type: 'hologram' }], { isError: true });
+  assert.equal(
+    outcomeText(o),
+    'tool reported an error: line one\nline two\n' +
+      `[image (content[1], image/png, ${png.length} B)]\n` +
+      '[content[2]: unsupported block type "hologram" not shown]',
+  );
+  assert.equal(outcomeText(outcome([], { structuredContent: { a: 1 } })), '{"a":1}');
+  assert.equal(outcomeText(outcome([text('x')], { status: 'error', errorKind: 'timeout', errorMessage: 'slow' })), 'error (timeout): slow');
+});
+
+test('oneLine: collapsed and fitted, or control characters only and appended', () => {
+  assert.equal(oneLine('  a \n\t b  '), 'a b');
+  assert.equal(oneLine('abcdef ghij', { max: 8 }), 'abcdef…');
+  assert.equal(oneLine('x'.repeat(300)).length, 200);
+  assert.equal(oneLine('  a \n\t b  ', { spacing: 'control' }), '  a   b  ');
+  assert.equal(oneLine('abcdef ghij', { max: 8, spacing: 'control', cut: 'append' }), 'abcdef g...');
+  assert.equal(oneLine('short', { max: 8, cut: 'append' }), 'short');
 });
