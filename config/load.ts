@@ -8,6 +8,7 @@ import { MAX_CONFIG_BYTES } from './json.js';
 import { nameProblem } from './names.js';
 import { findCommandExpressions, layerLabel, parseConfigText, pluginNameFrom, urlProblem } from './parse.js';
 import { invalidAllowListNames, scrubbedEnvironment, scrubSecrets } from './secrets.js';
+import { parseFlag } from '../settings/index.js';
 import {
   ConfigError, isTrustedLayer, type CommandOutcome, type ConfigRefs, type LayerInfo, type LoadedConfig,
   type ParseResult, type RefusedEntry, type ServerEntry,
@@ -57,18 +58,9 @@ export const nodeConfigIO: ConfigIO = {
   },
 };
 
-/** Reads a boolean-ish environment switch: `1`, `true`, `yes`, `on` (any case). */
-function flag(value: string | undefined): boolean | undefined {
-  if (value === undefined || value.trim() === '') return undefined;
-  const v = value.trim().toLowerCase();
-  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
-  if (['0', 'false', 'no', 'off'].includes(v)) return false;
-  return undefined;
-}
-
 /** `DMCP_MCP=false` (or 0/no/off) turns MCP off entirely. */
 export function mcpOff(env: NodeJS.ProcessEnv): boolean {
-  return flag(env.DMCP_MCP) === false;
+  return parseFlag(env.DMCP_MCP, 'DMCP_MCP') === false;
 }
 
 /** The trusted config dir: DMCP_CONFIG_DIR, else $XDG_CONFIG_HOME/durable-mcp, else ~/.config/durable-mcp. */
@@ -133,12 +125,13 @@ function canonical(value: unknown): unknown {
 
 /**
  * Content hash of resolved entries: the same entries give the same hash whatever the key
- * order in the files or the line they sit on (`source` is left out).
+ * order in the files or the line they sit on (`source` is left out). Every other field counts,
+ * `retry` included; `"retry": "auto"` is hashed as no `retry`, since it is the default.
  */
 export function hashEntries(entries: ServerEntry[]): string {
   const body = [...entries]
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map(({ source: _s, ...rest }) => canonical(rest));
+    .map(({ source: _s, retry, ...rest }) => canonical(retry === undefined || retry === 'auto' ? rest : { ...rest, retry }));
   return createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 16);
 }
 
@@ -199,136 +192,167 @@ function readError(err: unknown): string {
   return e.code === 'EFBIG' ? e.message : `cannot read it (${e.code ?? e.message})`;
 }
 
+/** What the layer readers share during one load. */
+interface LoadContext {
+  refs: ConfigRefs;
+  env: NodeJS.ProcessEnv;
+  io: ConfigIO;
+  /** Layer-level warnings, in the order the layers are read. */
+  warnings: string[];
+  /** Each distinct command (per folder) runs once per load, however many fields or layers use it. */
+  ran: Map<string, Promise<CommandOutcome>>;
+}
+
+/** Runs the `$(command)` expressions of one trusted file, before the (pure) parse sees it. */
+async function runCommands(ctx: LoadContext, text: string, file: string): Promise<Map<string, CommandOutcome>> {
+  const { io, env } = ctx;
+  const out = new Map<string, CommandOutcome>();
+  for (const command of findCommandExpressions(text)) {
+    const cwd = dirname(file);
+    const key = `${cwd}\0${command}`;
+    let pending = ctx.ran.get(key);
+    if (!pending) {
+      const argv = splitCommand(command) ?? ['/bin/sh', '-c', command];
+      const run = io.runCommand;
+      pending = run === undefined
+        ? Promise.resolve<CommandOutcome>({ ok: false, error: 'no command runner is available here' })
+        : run({ argv, cwd, env: scrubbedEnvironment(env), timeoutMs: COMMAND_TIMEOUT_MS }).then(
+          (stdout): CommandOutcome => ({ ok: true, stdout: stdout.trim() }),
+          (err: unknown): CommandOutcome => ({ ok: false, error: scrubSecrets(String((err as Error)?.message ?? err), env) }),
+        );
+      ctx.ran.set(key, pending);
+    }
+    out.set(command, await pending);
+  }
+  return out;
+}
+
+/** Reads an optional file: undefined when missing, a warning when unreadable. */
+async function readOptional(ctx: LoadContext, file: string, what: string): Promise<string | undefined> {
+  try {
+    return await ctx.io.readText(file);
+  } catch (err) {
+    if (!isMissing(err)) ctx.warnings.push(`${file}: ${readError(err)}; ${what} skipped`);
+    return undefined;
+  }
+}
+
+/** Parses a file of a layer that may be skipped: a problem with the whole file becomes a warning. */
+function parseOptional(ctx: LoadContext, text: string, info: LayerInfo, what: string): ParseResult | undefined {
+  const result = parseConfigText(text, info, ctx.env);
+  ctx.warnings.push(...result.warnings);
+  if (result.error) {
+    ctx.warnings.push(`${result.error.message}; ${what} skipped`);
+    return undefined;
+  }
+  return result;
+}
+
+/** Layer 1, trusted: `mcp.json` in the config dir, unless DMCP_NO_USER_CONFIG says to skip it. */
+async function readConfigDirLayer(ctx: LoadContext): Promise<LayerEntries | undefined> {
+  if (parseFlag(ctx.env.DMCP_NO_USER_CONFIG, 'DMCP_NO_USER_CONFIG') === true) return undefined;
+  const dir = ctx.refs.configDir ?? configDirPath(ctx.env);
+  if (dir === undefined) return undefined;
+  const file = layerFiles.configDir(dir);
+  const text = await readOptional(ctx, file, 'config dir layer');
+  if (text === undefined) return undefined;
+  const commands = await runCommands(ctx, text, file);
+  const result = parseOptional(ctx, text, { kind: 'configDir', file, workspace: ctx.refs.workspace, commands }, 'config dir layer');
+  return result && { kind: 'configDir', ...result };
+}
+
+/** Layer 2, untrusted (the agent can write it): read only when DMCP_WORKSPACE_MCP asks for it. */
+async function readWorkspaceLayer(ctx: LoadContext): Promise<LayerEntries | undefined> {
+  if (parseFlag(ctx.env.DMCP_WORKSPACE_MCP, 'DMCP_WORKSPACE_MCP') !== true) return undefined;
+  const file = layerFiles.workspace(ctx.refs.workspace);
+  const text = await readOptional(ctx, file, 'workspace layer');
+  if (text === undefined) return undefined;
+  const result = parseOptional(ctx, text, { kind: 'workspace', file, workspace: ctx.refs.workspace }, 'workspace layer');
+  return result && { kind: 'workspace', ...result };
+}
+
+/**
+ * Layer 3, untrusted: one plugin folder's `.mcp.json` and the `mcpServers` of its `plugin.json`.
+ * Undefined when the plugin's name cannot name servers (the plugin is skipped with a warning).
+ */
+async function readPluginLayer(ctx: LoadContext, root: string): Promise<LayerEntries | undefined> {
+  const { workspace } = ctx.refs;
+  const manifestFile = layerFiles.pluginManifest(root);
+  const manifestText = await readOptional(ctx, manifestFile, 'plugin manifest');
+  const name = pluginNameFrom(manifestText, basename(root));
+  const badName = nameProblem(name);
+  if (badName) {
+    ctx.warnings.push(`${root}: plugin name ${JSON.stringify(name)} cannot name servers (${badName.replace(/^server name \S+ /, '')}); plugin skipped`);
+    return undefined;
+  }
+  const plugin = { name, root };
+  const file = layerFiles.pluginFile(root);
+  const fileText = await readOptional(ctx, file, 'plugin layer');
+  const parts: ParseResult[] = [];
+  if (fileText !== undefined) {
+    const r = parseOptional(ctx, fileText, { kind: 'plugin', file, workspace, plugin }, 'plugin layer');
+    if (r) parts.push(r);
+  }
+  if (manifestText !== undefined) {
+    const r = parseOptional(ctx, manifestText, { kind: 'plugin', file: manifestFile, workspace, plugin, manifest: true }, 'plugin manifest servers');
+    if (r) parts.push(r);
+  }
+  // Inside one plugin the manifest's entries override its file's entries, as a trusted layer would:
+  // both files come from the same author.
+  const byName = new Map<string, { server: ServerEntry } | { refused: RefusedEntry }>();
+  for (const part of parts) {
+    for (const s of part.servers) byName.set(s.name, { server: s });
+    for (const r of part.refused) byName.set(r.name, { refused: r });
+  }
+  const values = [...byName.values()];
+  return {
+    kind: 'plugin',
+    servers: values.flatMap((v) => ('server' in v ? [v.server] : [])),
+    refused: values.flatMap((v) => ('refused' in v ? [v.refused] : [])),
+  };
+}
+
+/** Layer 4, trusted: one `--mcp-config` file. The user named it, so any problem stops the command. */
+async function readExplicitLayer(ctx: LoadContext, file: string): Promise<LayerEntries> {
+  let text: string;
+  try {
+    text = await ctx.io.readText(file);
+  } catch (err) {
+    throw new ConfigError(`${file}: ${readError(err)}`, file);
+  }
+  const commands = await runCommands(ctx, text, file);
+  const result = parseConfigText(text, { kind: 'explicit', file, workspace: ctx.refs.workspace, commands }, ctx.env);
+  const err = fatal(result, file);
+  if (err) throw err;
+  ctx.warnings.push(...result.warnings);
+  return { kind: 'explicit', servers: result.servers, refused: [] };
+}
+
+/** Layer 5, trusted: the `--mcp` specs, in order; a bad one throws. */
+function inlineLayer(refs: ConfigRefs): LayerEntries {
+  return { kind: 'inline', servers: refs.inlineSpecs.map((spec, i) => parseInlineSpec(spec, i, refs.workspace)), refused: [] };
+}
+
 /** Resolves every layer into the turn's server entries. Explicit files and inline specs throw ConfigError. */
 export async function loadConfig(refs: ConfigRefs, env: NodeJS.ProcessEnv, io: ConfigIO = nodeConfigIO): Promise<LoadedConfig> {
   if (mcpOff(env)) return { off: true, servers: [], refused: [], warnings: [], hash: 'off' };
-  const warnings: string[] = [];
-  const layers: LayerEntries[] = [];
+  const ctx: LoadContext = { refs, env, io, warnings: [], ran: new Map() };
   const bad = invalidAllowListNames(env);
-  if (bad.length > 0) warnings.push(`DMCP_MCP_ENV: ignored ${bad.map((n) => JSON.stringify(n)).join(', ')} (not variable names)`);
+  if (bad.length > 0) ctx.warnings.push(`DMCP_MCP_ENV: ignored ${bad.map((n) => JSON.stringify(n)).join(', ')} (not variable names)`);
 
-  // Each distinct command (per folder) runs once per load, however many fields or layers use it.
-  const ran = new Map<string, Promise<CommandOutcome>>();
-  const runCommands = async (text: string, file: string): Promise<Map<string, CommandOutcome>> => {
-    const out = new Map<string, CommandOutcome>();
-    for (const command of findCommandExpressions(text)) {
-      const cwd = dirname(file);
-      const key = `${cwd}\0${command}`;
-      let pending = ran.get(key);
-      if (!pending) {
-        const argv = splitCommand(command) ?? ['/bin/sh', '-c', command];
-        const run = io.runCommand;
-        pending = run === undefined
-          ? Promise.resolve<CommandOutcome>({ ok: false, error: 'no command runner is available here' })
-          : run({ argv, cwd, env: scrubbedEnvironment(env), timeoutMs: COMMAND_TIMEOUT_MS }).then(
-            (stdout): CommandOutcome => ({ ok: true, stdout: stdout.trim() }),
-            (err: unknown): CommandOutcome => ({ ok: false, error: scrubSecrets(String((err as Error)?.message ?? err), env) }),
-          );
-        ran.set(key, pending);
-      }
-      out.set(command, await pending);
-    }
-    return out;
-  };
+  // Read one after another, in precedence order: warnings come out in layer order, and a fatal
+  // explicit file stops the load before later files run their commands.
+  const layers: (LayerEntries | undefined)[] = [await readConfigDirLayer(ctx), await readWorkspaceLayer(ctx)];
+  for (const root of refs.plugins ?? []) layers.push(await readPluginLayer(ctx, root));
+  for (const file of refs.mcpConfigFiles) layers.push(await readExplicitLayer(ctx, file));
+  layers.push(inlineLayer(refs));
 
-  /** Reads an optional file: undefined when missing, a warning when unreadable. */
-  const readOptional = async (file: string, what: string): Promise<string | undefined> => {
-    try {
-      return await io.readText(file);
-    } catch (err) {
-      if (!isMissing(err)) warnings.push(`${file}: ${readError(err)}; ${what} skipped`);
-      return undefined;
-    }
-  };
-  const parseOptional = (text: string, info: LayerInfo, what: string): ParseResult | undefined => {
-    const result = parseConfigText(text, info, env);
-    warnings.push(...result.warnings);
-    if (result.error) {
-      warnings.push(`${result.error.message}; ${what} skipped`);
-      return undefined;
-    }
-    return result;
-  };
-
-  const noUserConfig = flag(env.DMCP_NO_USER_CONFIG) === true;
-  const dir = noUserConfig ? undefined : (refs.configDir ?? configDirPath(env));
-  if (dir !== undefined) {
-    const file = layerFiles.configDir(dir);
-    const text = await readOptional(file, 'config dir layer');
-    if (text !== undefined) {
-      const commands = await runCommands(text, file);
-      const result = parseOptional(text, { kind: 'configDir', file, workspace: refs.workspace, commands }, 'config dir layer');
-      if (result) layers.push({ kind: 'configDir', ...result });
-    }
-  }
-
-  if (flag(env.DMCP_WORKSPACE_MCP) === true) {
-    const file = layerFiles.workspace(refs.workspace);
-    const text = await readOptional(file, 'workspace layer');
-    if (text !== undefined) {
-      const result = parseOptional(text, { kind: 'workspace', file, workspace: refs.workspace }, 'workspace layer');
-      if (result) layers.push({ kind: 'workspace', ...result });
-    }
-  }
-
-  for (const root of refs.plugins ?? []) {
-    const manifestFile = layerFiles.pluginManifest(root);
-    const manifestText = await readOptional(manifestFile, 'plugin manifest');
-    const name = pluginNameFrom(manifestText, basename(root));
-    const badName = nameProblem(name);
-    if (badName) {
-      warnings.push(`${root}: plugin name ${JSON.stringify(name)} cannot name servers (${badName.replace(/^server name \S+ /, '')}); plugin skipped`);
-      continue;
-    }
-    const plugin = { name, root };
-    const fileText = await readOptional(layerFiles.pluginFile(root), 'plugin layer');
-    const parts: ParseResult[] = [];
-    if (fileText !== undefined) {
-      const r = parseOptional(fileText, { kind: 'plugin', file: layerFiles.pluginFile(root), workspace: refs.workspace, plugin }, 'plugin layer');
-      if (r) parts.push(r);
-    }
-    if (manifestText !== undefined) {
-      const r = parseOptional(manifestText, { kind: 'plugin', file: manifestFile, workspace: refs.workspace, plugin, manifest: true }, 'plugin manifest servers');
-      if (r) parts.push(r);
-    }
-    // Inside one plugin the manifest's entries override its file's entries: merge them as trusted-like.
-    const byName = new Map<string, { server: ServerEntry } | { refused: RefusedEntry }>();
-    for (const part of parts) {
-      for (const s of part.servers) byName.set(s.name, { server: s });
-      for (const r of part.refused) byName.set(r.name, { refused: r });
-    }
-    const values = [...byName.values()];
-    layers.push({
-      kind: 'plugin',
-      servers: values.flatMap((v) => ('server' in v ? [v.server] : [])),
-      refused: values.flatMap((v) => ('refused' in v ? [v.refused] : [])),
-    });
-  }
-
-  for (const file of refs.mcpConfigFiles) {
-    let text: string;
-    try {
-      text = await io.readText(file);
-    } catch (err) {
-      throw new ConfigError(`${file}: ${readError(err)}`, file);
-    }
-    const commands = await runCommands(text, file);
-    const result = parseConfigText(text, { kind: 'explicit', file, workspace: refs.workspace, commands }, env);
-    const err = fatal(result, file);
-    if (err) throw err;
-    warnings.push(...result.warnings);
-    layers.push({ kind: 'explicit', servers: result.servers, refused: [] });
-  }
-
-  const inline = refs.inlineSpecs.map((spec, i) => parseInlineSpec(spec, i, refs.workspace));
-  layers.push({ kind: 'inline', servers: inline, refused: [] });
-
-  const merged = mergeLayers(layers);
+  const merged = mergeLayers(layers.filter((l) => l !== undefined));
   return {
     off: false,
     servers: merged.servers,
     refused: merged.refused,
-    warnings: [...warnings, ...merged.warnings].map((w) => scrubSecrets(w, env)),
+    warnings: [...ctx.warnings, ...merged.warnings].map((w) => scrubSecrets(w, env)),
     hash: hashEntries(merged.servers),
   };
 }

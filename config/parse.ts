@@ -14,6 +14,12 @@ export const MAX_TOOL_TIMEOUT_S = 86_400;
 
 const stringMap = z.record(z.string(), z.string());
 
+/**
+ * When a call that may already have started is retried: `auto` lets the tool's annotations decide
+ * (read-only or idempotent tools only), `safe` retries every call of the server, `never` retries none.
+ */
+export const RETRY_MODES = ['auto', 'safe', 'never'] as const;
+
 /** The entry shape. Strict: an unknown field refuses the entry. Types only; rules follow. */
 export const serverEntrySchema = z.strictObject({
   type: z.enum(['stdio', 'http', 'sse']).optional(),
@@ -29,6 +35,7 @@ export const serverEntrySchema = z.strictObject({
   startTimeout: z.number().positive().max(MAX_START_TIMEOUT_S).optional(),
   toolTimeout: z.number().positive().max(MAX_TOOL_TIMEOUT_S).optional(),
   enabled: z.boolean().optional(),
+  retry: z.enum(RETRY_MODES).optional(),
 });
 
 type RawEntry = z.infer<typeof serverEntrySchema>;
@@ -48,6 +55,8 @@ const FIELD_HINTS: Record<string, string> = {
   autoApprove: 'to keep only some tools write "tools": [...]',
   alwaysAllow: 'to keep only some tools write "tools": [...]',
   bearerToken: 'write "bearerTokenEnv": "WORKER_VAR" (a variable listed in DMCP_MCP_ENV), never the token itself',
+  retries: 'write "retry": "auto", "safe" (up to 3 attempts) or "never"',
+  maxRetries: 'write "retry": "auto", "safe" (up to 3 attempts) or "never"',
 };
 
 /** Human label of a layer, for messages. */
@@ -122,6 +131,11 @@ function issueProblems(issues: readonly z.core.$ZodIssue[], entry: ObjectNode): 
         : `${shown} must be ${expected}, got ${jsonTypeOf(node)}`;
     } else if (issue.code === 'invalid_value' && field === 'type') {
       problem = typeProblem(node.type === 'String' ? node.value : '');
+    } else if (issue.code === 'invalid_value') {
+      const choices = oneOf(issue.values);
+      problem = node.type === 'Null'
+        ? `${shown} is null; remove the field or give ${choices}`
+        : `${shown} must be ${choices}, got ${node.type === 'String' ? JSON.stringify(node.value) : jsonTypeOf(node)}`;
     } else if (issue.code === 'too_small') {
       problem = issue.origin === 'number' ? `${shown} must be a positive number of seconds` : `${shown} must not be empty`;
     } else if (issue.code === 'too_big') {
@@ -132,6 +146,12 @@ function issueProblems(issues: readonly z.core.$ZodIssue[], entry: ObjectNode): 
     out.push({ problem, field, line });
   }
   return out;
+}
+
+/** `"a", "b" or "c"`, for messages about a field with a fixed set of values. */
+function oneOf(values: readonly unknown[]): string {
+  const shown = values.map((v) => JSON.stringify(v));
+  return shown.length > 1 ? `${shown.slice(0, -1).join(', ')} or ${shown[shown.length - 1]}` : shown.join('');
 }
 
 function typeProblem(value: string): string {
@@ -175,28 +195,37 @@ interface EntryContext {
   warnings: string[];
 }
 
+/** Refuses the entry: `field` (a path such as `args[2]`) locates the message; without it, the entry's line. */
+type Refuse = (problem: string, field?: string) => never;
+
 function guessTransport(raw: Record<string, unknown>): TransportKind {
   if (raw.type === 'stdio' || raw.type === 'http' || raw.type === 'sse') return raw.type;
   return raw.url !== undefined && raw.command === undefined ? 'http' : 'stdio';
 }
 
-/** Validates and resolves one entry; throws Refusal with the first problem found. */
-function resolveEntry(name: string, node: ObjectNode, ctx: EntryContext): ServerEntry {
-  const { layer, env, trusted } = ctx;
+/** The line of a field inside an entry, for messages; the entry's own line when the path does not resolve. */
+function fieldLine(node: ObjectNode, field: string): number {
   // Field paths look like `url`, `args[2]` or `headers.X-Api.Key` (map keys may hold dots).
-  const lineOf = (field: string): number => {
-    const m = /^(\w+)(?:\.(.*)|\[(\d+)\])?$/s.exec(field);
-    if (!m) return node.loc.start.line;
-    const path: (string | number)[] = [m[1]];
-    if (m[2] !== undefined) path.push(m[2]);
-    if (m[3] !== undefined) path.push(Number(m[3]));
-    const { node: at, keyLine } = nodeAt(node, path);
-    return keyLine ?? at.loc.start.line;
-  };
-  const refuse = (problem: string, field?: string): never => {
-    throw new Refusal({ problem, field, line: field ? lineOf(field) : node.loc.start.line });
-  };
+  const m = /^(\w+)(?:\.(.*)|\[(\d+)\])?$/s.exec(field);
+  if (!m) return node.loc.start.line;
+  const path: (string | number)[] = [m[1]];
+  if (m[2] !== undefined) path.push(m[2]);
+  if (m[3] !== undefined) path.push(Number(m[3]));
+  const { node: at, keyLine } = nodeAt(node, path);
+  return keyLine ?? at.loc.start.line;
+}
 
+function refuserFor(node: ObjectNode): Refuse {
+  return (problem, field) => {
+    throw new Refusal({ problem, field, line: field ? fieldLine(node, field) : node.loc.start.line });
+  };
+}
+
+/**
+ * A field written twice is refused before the schema sees the entry: `toValue` keeps only the last
+ * one, so the schema alone would silently drop the first.
+ */
+function checkDuplicateFields(node: ObjectNode): void {
   const seen = new Map<string, number>();
   for (const m of node.members) {
     const first = seen.get(keyOf(m));
@@ -205,15 +234,20 @@ function resolveEntry(name: string, node: ObjectNode, ctx: EntryContext): Server
     }
     seen.set(keyOf(m), m.name.loc.start.line);
   }
+}
 
+/** Checks field names and types with the schema; the problem on the earliest line wins. */
+function checkShape(node: ObjectNode): RawEntry {
   const parsed = serverEntrySchema.safeParse(toValue(node));
   if (!parsed.success) {
     const problems = issueProblems(parsed.error.issues, node).sort((a, b) => a.line - b.line);
     throw new Refusal(problems[0]);
   }
-  const raw: RawEntry = parsed.data;
+  return parsed.data;
+}
 
-  // Transport: declared or inferred, and fields that belong to the other transport.
+/** The transport, declared or inferred, refusing a `type` that contradicts `command` / `url`. */
+function transportOf(raw: RawEntry, refuse: Refuse): TransportKind {
   if (raw.command !== undefined && raw.url !== undefined) {
     refuse('has both "command" (a local stdio server) and "url" (a remote server); keep one, and put the other in an entry of its own', 'url');
   }
@@ -227,118 +261,210 @@ function resolveEntry(name: string, node: ObjectNode, ctx: EntryContext): Server
   if (type !== 'stdio' && raw.command !== undefined) {
     refuse(`"type": "${type}" needs "url"; for a local process write "type": "stdio" (or leave "type" out)`, 'type');
   }
-  if (type === 'stdio') {
-    if (raw.headers !== undefined) {
-      refuse('"headers" only apply to http/sse servers; pass values to a stdio server with "env" (plain values) or "envFrom" (variables listed in DMCP_MCP_ENV)', 'headers');
-    }
-    if (raw.bearerTokenEnv !== undefined) {
-      refuse('"bearerTokenEnv" only applies to http/sse servers; give a stdio server the variable with "envFrom": { "SERVER_VAR": "WORKER_VAR" }', 'bearerTokenEnv');
-    }
-  } else {
-    const hints: Record<(typeof STDIO_ONLY)[number], string> = {
-      args: 'put parameters into the "url"',
-      env: 'send values to an http server with "headers"',
-      envFrom: 'send a credential to an http server with "bearerTokenEnv": "WORKER_VAR"',
-      cwd: 'remove it',
-    };
-    for (const field of STDIO_ONLY) {
-      if (raw[field] !== undefined) refuse(`"${field}" only applies to stdio servers (this one is ${type}); ${hints[field]}`, field);
-    }
-  }
+  return type;
+}
 
-  // Trust: untrusted layers never reach worker credentials.
-  const label = layerLabel(layer.kind);
-  const untrustedHint = `not allowed in the ${label} layer (untrusted: the agent can write it); define this server in the config dir or a --mcp-config file`;
-  if (!trusted) {
-    if (raw.envFrom !== undefined) refuse(`"envFrom" is ${untrustedHint}`, 'envFrom');
-    if (raw.bearerTokenEnv !== undefined) refuse(`"bearerTokenEnv" is ${untrustedHint}`, 'bearerTokenEnv');
-  }
+/** Untrusted layers never reach worker credentials (the `Authorization` header is checked with the headers). */
+function checkTrust(raw: RawEntry, refuse: Refuse, untrustedHint: string): void {
+  if (raw.envFrom !== undefined) refuse(`"envFrom" is ${untrustedHint}`, 'envFrom');
+  if (raw.bearerTokenEnv !== undefined) refuse(`"bearerTokenEnv" is ${untrustedHint}`, 'bearerTokenEnv');
+}
 
+/** One entry being resolved: its raw fields and the helpers every transport uses. */
+interface EntryScope {
+  name: string;
+  raw: RawEntry;
+  ctx: EntryContext;
+  enabled: boolean;
+  /** Says why a credential field is refused in an untrusted layer and where to move the entry. */
+  untrustedHint: string;
+  refuse: Refuse;
+  /** Expands variables (and, in trusted file layers, command outputs) in one string field. */
+  expand(value: string, field: string): string;
+  /** Refuses a worker variable that is not a name, or that DMCP_MCP_ENV does not let servers receive. */
+  checkWorkerVar(workerVar: string, field: string): void;
+}
+
+function entryScope(name: string, raw: RawEntry, ctx: EntryContext, refuse: Refuse, untrustedHint: string): EntryScope {
+  const { layer, env, trusted } = ctx;
   const enabled = raw.enabled ?? true;
   // A disabled entry starts nothing, so its variables need not be set and its commands are not run.
-  const expandCtx: ExpandContext = { env, allowCommands: trusted && layer.kind !== 'inline', layerLabel: label, commands: layer.commands, checkOnly: !enabled };
-  const expand = (value: string, field: string): string => {
-    const r = expandString(value, expandCtx);
-    if (!r.ok) refuse(`${JSON.stringify(field)}: ${r.problem}`, field);
-    return (r as { value: string }).value;
+  const expandCtx: ExpandContext = {
+    env, allowCommands: trusted && layer.kind !== 'inline', layerLabel: layerLabel(layer.kind), commands: layer.commands, checkOnly: !enabled,
   };
   const allowed = allowedSecretNames(env);
-  const checkWorkerVar = (workerVar: string, field: string): void => {
-    if (!ENV_NAME_RE.test(workerVar)) refuse(`${JSON.stringify(field)}: ${JSON.stringify(workerVar)} is not a variable name`, field);
-    if (!allowed.includes(workerVar)) {
-      refuse(`${JSON.stringify(field)}: worker variable "${workerVar}" is not listed in DMCP_MCP_ENV; add it (DMCP_MCP_ENV=${workerVar}) to let servers receive it`, field);
-    }
-  };
-
-  const entry: ServerEntry = {
-    name, layer: layer.kind, source: `${layer.file}:${node.loc.start.line}`, trusted, type,
-    args: [], env: {}, envFrom: {}, headers: {}, enabled,
-  };
-
-  if (type === 'stdio') {
-    const command = expand(raw.command ?? '', 'command');
-    if (command.trim() === '') refuse('"command" is empty after expansion', 'command');
-    if (command.includes('\0')) refuse('"command" contains a NUL character', 'command');
-    if (/\s/.test(command.trim()) && !isAbsolute(command)) {
-      ctx.warnings.push(`${entry.source}: server "${name}": "command" contains spaces and runs without a shell; if those are arguments, move them to "args"`);
-    }
-    entry.command = command;
-    entry.args = (raw.args ?? []).map((a, i) => expand(a, `args[${i}]`));
-    for (const [key, value] of Object.entries(raw.env ?? {})) {
-      if (!ENV_NAME_RE.test(key)) refuse(`"env": ${JSON.stringify(key)} is not a variable name`, `env.${key}`);
-      entry.env[key] = expand(value, `env.${key}`);
-    }
-    for (const [serverVar, workerVar] of Object.entries(raw.envFrom ?? {})) {
-      if (!ENV_NAME_RE.test(serverVar)) refuse(`"envFrom": ${JSON.stringify(serverVar)} is not a variable name`, `envFrom.${serverVar}`);
-      checkWorkerVar(workerVar, `envFrom.${serverVar}`);
-      entry.envFrom[serverVar] = workerVar;
-    }
-    const cwd = raw.cwd === undefined ? undefined : expand(raw.cwd, 'cwd');
-    if (cwd !== undefined) {
-      if (cwd === '') refuse('"cwd" is empty after expansion', 'cwd');
-      if (cwd.includes('\0')) refuse('"cwd" contains a NUL character', 'cwd');
-      if (cwd.startsWith('~')) refuse('"cwd" starts with "~", which is not expanded; write $HOME/... instead', 'cwd');
-    }
-    // Relative paths are relative to the turn's workspace, which is also the default.
-    entry.cwd = cwd === undefined || !enabled && cwd.includes('$') ? layer.workspace : resolve(layer.workspace, cwd);
-  } else {
-    const url = expand(raw.url ?? '', 'url');
-    if (enabled || !url.includes('$')) {
-      const bad = urlProblem(url);
-      if (bad) refuse(bad, 'url');
-    }
-    entry.url = url;
-    let bearerEnv = raw.bearerTokenEnv;
-    let bearerField = 'bearerTokenEnv';
-    for (const [key, value] of Object.entries(raw.headers ?? {})) {
-      const field = `headers.${key}`;
-      if (!HEADER_NAME_RE.test(key)) refuse(`header name ${JSON.stringify(key)} is not a valid HTTP header name`, field);
-      if (/[\r\n\0]/.test(value)) refuse(`header ${JSON.stringify(key)}: the value contains a line break (CR/LF) or NUL; header values must be a single line`, field);
-      if (key.toLowerCase() === 'authorization') {
-        const m = BEARER_RE.exec(value);
-        if (m && trusted) {
-          const variable = m[1] ?? m[2];
-          if (bearerEnv !== undefined && bearerEnv !== variable) refuse('has both an "Authorization" header and "bearerTokenEnv"; keep only "bearerTokenEnv"', field);
-          bearerEnv = variable;
-          if (raw.bearerTokenEnv === undefined) bearerField = field;
-          continue;
-        }
-        refuse(trusted
-          ? 'a literal "Authorization" header is refused (it would put the credential in the file); write "bearerTokenEnv": "WORKER_VAR" and list WORKER_VAR in DMCP_MCP_ENV'
-          : `an "Authorization" header is ${untrustedHint}`, field);
+  return {
+    name, raw, ctx, enabled, untrustedHint, refuse,
+    expand(value, field) {
+      const r = expandString(value, expandCtx);
+      return r.ok ? r.value : refuse(`${JSON.stringify(field)}: ${r.problem}`, field);
+    },
+    checkWorkerVar(workerVar, field) {
+      if (!ENV_NAME_RE.test(workerVar)) refuse(`${JSON.stringify(field)}: ${JSON.stringify(workerVar)} is not a variable name`, field);
+      if (!allowed.includes(workerVar)) {
+        refuse(`${JSON.stringify(field)}: worker variable "${workerVar}" is not listed in DMCP_MCP_ENV; add it (DMCP_MCP_ENV=${workerVar}) to let servers receive it`, field);
       }
-      const expanded = expand(value, field);
-      if (/[\r\n\0]/.test(expanded)) refuse(`header ${JSON.stringify(key)}: the expanded value contains a line break (CR/LF) or NUL`, field);
-      entry.headers[key] = expanded;
-    }
-    if (bearerEnv !== undefined) {
-      checkWorkerVar(bearerEnv, bearerField);
-      entry.bearerTokenEnv = bearerEnv;
-    }
+    },
+  };
+}
+
+/** How one transport checks and resolves its own fields. */
+interface TransportRules {
+  /** Refuses fields of the other transport, saying what to write instead. */
+  refuseForeignFields(raw: RawEntry, refuse: Refuse, type: TransportKind): void;
+  /** Fills the transport's fields of `entry` from the raw fields. */
+  resolve(scope: EntryScope, entry: ServerEntry): void;
+}
+
+function refuseRemoteFields(raw: RawEntry, refuse: Refuse): void {
+  if (raw.headers !== undefined) {
+    refuse('"headers" only apply to http/sse servers; pass values to a stdio server with "env" (plain values) or "envFrom" (variables listed in DMCP_MCP_ENV)', 'headers');
   }
+  if (raw.bearerTokenEnv !== undefined) {
+    refuse('"bearerTokenEnv" only applies to http/sse servers; give a stdio server the variable with "envFrom": { "SERVER_VAR": "WORKER_VAR" }', 'bearerTokenEnv');
+  }
+}
+
+const STDIO_ONLY_HINTS: Record<(typeof STDIO_ONLY)[number], string> = {
+  args: 'put parameters into the "url"',
+  env: 'send values to an http server with "headers"',
+  envFrom: 'send a credential to an http server with "bearerTokenEnv": "WORKER_VAR"',
+  cwd: 'remove it',
+};
+
+function refuseStdioFields(raw: RawEntry, refuse: Refuse, type: TransportKind): void {
+  for (const field of STDIO_ONLY) {
+    if (raw[field] !== undefined) refuse(`"${field}" only applies to stdio servers (this one is ${type}); ${STDIO_ONLY_HINTS[field]}`, field);
+  }
+}
+
+/** A local process: command, arguments, environment and working directory. */
+function resolveStdio(scope: EntryScope, entry: ServerEntry): void {
+  const { raw, refuse, expand, enabled } = scope;
+  const { workspace } = scope.ctx.layer;
+  const command = expand(raw.command ?? '', 'command');
+  if (command.trim() === '') refuse('"command" is empty after expansion', 'command');
+  if (command.includes('\0')) refuse('"command" contains a NUL character', 'command');
+  if (/\s/.test(command.trim()) && !isAbsolute(command)) {
+    scope.ctx.warnings.push(`${entry.source}: server "${scope.name}": "command" contains spaces and runs without a shell; if those are arguments, move them to "args"`);
+  }
+  entry.command = command;
+  entry.args = (raw.args ?? []).map((a, i) => expand(a, `args[${i}]`));
+  for (const [key, value] of Object.entries(raw.env ?? {})) {
+    if (!ENV_NAME_RE.test(key)) refuse(`"env": ${JSON.stringify(key)} is not a variable name`, `env.${key}`);
+    entry.env[key] = expand(value, `env.${key}`);
+  }
+  for (const [serverVar, workerVar] of Object.entries(raw.envFrom ?? {})) {
+    if (!ENV_NAME_RE.test(serverVar)) refuse(`"envFrom": ${JSON.stringify(serverVar)} is not a variable name`, `envFrom.${serverVar}`);
+    scope.checkWorkerVar(workerVar, `envFrom.${serverVar}`);
+    entry.envFrom[serverVar] = workerVar;
+  }
+  const cwd = raw.cwd === undefined ? undefined : expand(raw.cwd, 'cwd');
+  if (cwd !== undefined) {
+    if (cwd === '') refuse('"cwd" is empty after expansion', 'cwd');
+    if (cwd.includes('\0')) refuse('"cwd" contains a NUL character', 'cwd');
+    if (cwd.startsWith('~')) refuse('"cwd" starts with "~", which is not expanded; write $HOME/... instead', 'cwd');
+  }
+  // Relative paths are relative to the turn's workspace, which is also the default. A disabled entry
+  // keeps unexpanded text, which is no path to resolve.
+  entry.cwd = cwd === undefined || !enabled && cwd.includes('$') ? workspace : resolve(workspace, cwd);
+}
+
+/**
+ * A remote server: URL, headers and bearer token. Streamable HTTP and legacy SSE take exactly the
+ * same fields; only the client the pool builds differs.
+ */
+function resolveRemote(scope: EntryScope, entry: ServerEntry): void {
+  const { raw, refuse, expand, enabled } = scope;
+  const url = expand(raw.url ?? '', 'url');
+  // A disabled entry keeps unexpanded text, which is no URL yet.
+  if (enabled || !url.includes('$')) {
+    const bad = urlProblem(url);
+    if (bad) refuse(bad, 'url');
+  }
+  entry.url = url;
+  const bearer = resolveHeaders(scope, entry);
+  if (bearer !== undefined) {
+    scope.checkWorkerVar(bearer.variable, bearer.field);
+    entry.bearerTokenEnv = bearer.variable;
+  }
+}
+
+/**
+ * Checks and expands the headers into `entry.headers`, and returns the bearer-token variable with the
+ * field that named it: `bearerTokenEnv`, or a trusted `Authorization: Bearer ${VAR}` header.
+ */
+function resolveHeaders(scope: EntryScope, entry: ServerEntry): { variable: string; field: string } | undefined {
+  const { raw, refuse, expand } = scope;
+  const { trusted } = scope.ctx;
+  let bearerEnv = raw.bearerTokenEnv;
+  let bearerField = 'bearerTokenEnv';
+  for (const [key, value] of Object.entries(raw.headers ?? {})) {
+    const field = `headers.${key}`;
+    if (!HEADER_NAME_RE.test(key)) refuse(`header name ${JSON.stringify(key)} is not a valid HTTP header name`, field);
+    if (/[\r\n\0]/.test(value)) refuse(`header ${JSON.stringify(key)}: the value contains a line break (CR/LF) or NUL; header values must be a single line`, field);
+    if (key.toLowerCase() === 'authorization') {
+      const m = BEARER_RE.exec(value);
+      if (m && trusted) {
+        const variable = m[1] ?? m[2];
+        if (bearerEnv !== undefined && bearerEnv !== variable) refuse('has both an "Authorization" header and "bearerTokenEnv"; keep only "bearerTokenEnv"', field);
+        bearerEnv = variable;
+        if (raw.bearerTokenEnv === undefined) bearerField = field;
+        continue;
+      }
+      // A literal credential would sit in the file, and in an untrusted layer the agent would choose it.
+      refuse(trusted
+        ? 'a literal "Authorization" header is refused (it would put the credential in the file); write "bearerTokenEnv": "WORKER_VAR" and list WORKER_VAR in DMCP_MCP_ENV'
+        : `an "Authorization" header is ${scope.untrustedHint}`, field);
+    }
+    const expanded = expand(value, field);
+    // Checked again after expansion: a variable must not smuggle in a second header.
+    if (/[\r\n\0]/.test(expanded)) refuse(`header ${JSON.stringify(key)}: the expanded value contains a line break (CR/LF) or NUL`, field);
+    entry.headers[key] = expanded;
+  }
+  return bearerEnv === undefined ? undefined : { variable: bearerEnv, field: bearerField };
+}
+
+const REMOTE: TransportRules = { refuseForeignFields: refuseStdioFields, resolve: resolveRemote };
+
+const TRANSPORTS: Record<TransportKind, TransportRules> = {
+  stdio: { refuseForeignFields: refuseRemoteFields, resolve: resolveStdio },
+  http: REMOTE,
+  sse: REMOTE,
+};
+
+/** Fields every transport shares, resolved last. */
+function resolveCommonFields(raw: RawEntry, entry: ServerEntry): void {
   if (raw.tools !== undefined) entry.tools = [...new Set(raw.tools)];
   if (raw.startTimeout !== undefined) entry.startTimeoutMs = Math.round(raw.startTimeout * 1000);
   if (raw.toolTimeout !== undefined) entry.toolTimeoutMs = Math.round(raw.toolTimeout * 1000);
+  if (raw.retry !== undefined) entry.retry = raw.retry;
+}
+
+/**
+ * Validates and resolves one entry; throws Refusal with the first problem found. The order of the
+ * checks decides which problem a user sees first: shape, then transport, then trust, then values.
+ */
+function resolveEntry(name: string, node: ObjectNode, ctx: EntryContext): ServerEntry {
+  const { layer, trusted } = ctx;
+  const refuse = refuserFor(node);
+  checkDuplicateFields(node);
+  const raw = checkShape(node);
+
+  const type = transportOf(raw, refuse);
+  const rules = TRANSPORTS[type];
+  rules.refuseForeignFields(raw, refuse, type);
+
+  const untrustedHint = `not allowed in the ${layerLabel(layer.kind)} layer (untrusted: the agent can write it); define this server in the config dir or a --mcp-config file`;
+  if (!trusted) checkTrust(raw, refuse, untrustedHint);
+
+  const scope = entryScope(name, raw, ctx, refuse, untrustedHint);
+  const entry: ServerEntry = {
+    name, layer: layer.kind, source: `${layer.file}:${node.loc.start.line}`, trusted, type,
+    args: [], env: {}, envFrom: {}, headers: {}, enabled: scope.enabled,
+  };
+  rules.resolve(scope, entry);
+  resolveCommonFields(raw, entry);
   return entry;
 }
 

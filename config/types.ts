@@ -23,6 +23,12 @@ export interface ServerEntry {
   startTimeoutMs?: number;
   toolTimeoutMs?: number;
   enabled: boolean;
+  /**
+   * Whether a call that may already have started is retried. `auto` (the default, also when absent):
+   * only for tools annotated readOnlyHint or idempotentHint. `safe`: every call, up to 3 attempts.
+   * `never`: no call, whatever its annotations.
+   */
+  retry?: 'auto' | 'safe' | 'never';
 }
 
 /** An entry that was refused: it shows up as a failed server in the status. */

@@ -21,11 +21,11 @@ const spicy = fc.oneof(
   fc.stringMatching(/^[a-z$_{}():\-/.~ ]{0,12}$/),
 );
 const fieldName = fc.oneof(
-  fc.constantFrom('type', 'command', 'args', 'env', 'envFrom', 'cwd', 'url', 'headers', 'bearerTokenEnv', 'tools', 'startTimeout', 'toolTimeout', 'enabled', 'Authorization'),
+  fc.constantFrom('type', 'command', 'args', 'env', 'envFrom', 'cwd', 'url', 'headers', 'bearerTokenEnv', 'tools', 'startTimeout', 'toolTimeout', 'enabled', 'retry', 'Authorization'),
   fc.string({ maxLength: 8 }),
 );
 const value = fc.letrec((tie) => ({
-  leaf: fc.oneof(spicy, fc.double(), fc.integer(), fc.boolean(), fc.constant(null), fc.constantFrom('stdio', 'http', 'sse')),
+  leaf: fc.oneof(spicy, fc.double(), fc.integer(), fc.boolean(), fc.constant(null), fc.constantFrom('stdio', 'http', 'sse', 'auto', 'safe', 'never')),
   node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, tie('leaf'), fc.array(tie('node'), { maxLength: 4 }), fc.dictionary(fieldName, tie('node'), { maxKeys: 5 })),
 })).node;
 const entry = fc.dictionary(fieldName, value, { maxKeys: 6 });

@@ -42,6 +42,12 @@ const goodCases: [string, string, Partial<ServerEntry>][] = [
   ['32-character name', `"${'a'.repeat(32)}": { "command": "x" }`, { name: 'a'.repeat(32) }],
   ['name with single separators', '"my-srv_2": { "command": "x" }', { name: 'my-srv_2' }],
   ['query string kept', '"s": { "url": "https://a.example/mcp?x=1&y=$SET_VAR" }', { url: 'https://a.example/mcp?x=1&y=value' }],
+  ['retry left out: the annotations decide', '"s": { "command": "x" }', { retry: undefined }],
+  ['retry auto', '"s": { "command": "x", "retry": "auto" }', { retry: 'auto' }],
+  ['retry safe on stdio', '"s": { "command": "x", "retry": "safe" }', { retry: 'safe' }],
+  ['retry never on http', '"s": { "url": "https://a.example", "retry": "never" }', { retry: 'never' }],
+  ['retry safe on sse', '"s": { "type": "sse", "url": "https://a.example", "retry": "safe" }', { type: 'sse', retry: 'safe' }],
+  ['retry on a disabled entry', '"s": { "command": "x", "enabled": false, "retry": "never" }', { enabled: false, retry: 'never' }],
 ];
 
 for (const [title, entry, expected] of goodCases) {
@@ -63,6 +69,15 @@ void test('good file: a command with spaces and no path warns that args belong i
   const result = parseConfigText(configText(['"a": { "command": "npx -y pkg" }']), { kind: 'configDir', file: FILE, workspace: WS }, {});
   assert.equal(result.servers.length, 1);
   assert.match(result.warnings[0], /"command" contains spaces/);
+});
+
+void test('good file: untrusted layers may set "retry" on their own servers', () => {
+  for (const kind of ['workspace', 'plugin'] as const) {
+    const plugin = kind === 'plugin' ? { plugin: { name: 'p', root: '/p' } } : {};
+    const result = parseConfigText(configText(['"s": { "command": "x", "retry": "safe" }']), { kind, file: FILE, workspace: WS, ...plugin }, {});
+    assert.deepEqual(result.refused, []);
+    assert.equal(result.servers[0].retry, 'safe');
+  }
 });
 
 void test('good file: empty mcpServers', () => {
@@ -369,6 +384,16 @@ void test('hash: same content gives the same hash, whatever the key order or lin
   assert.notEqual(h1, h3);
   assert.match(h1, /^[0-9a-f]{16}$/);
   assert.equal(hashEntries([]), hashEntries([]));
+});
+
+void test('hash: "retry" counts, and "auto" hashes like leaving it out', async () => {
+  const refs = { workspace: WS, mcpConfigFiles: ['/e.json'], inlineSpecs: [] };
+  const env = { DMCP_NO_USER_CONFIG: '1' };
+  const load = (retry: string): Promise<string> =>
+    loadConfig(refs, env, fakeIO({ '/e.json': `{ "mcpServers": { "a": { "command": "x"${retry} } } }` })).then((c) => c.hash);
+  const [none, auto, safe, never] = await Promise.all(['', ', "retry": "auto"', ', "retry": "safe"', ', "retry": "never"'].map(load));
+  assert.equal(none, auto);
+  assert.equal(new Set([auto, safe, never]).size, 3);
 });
 
 void test('io: the real ConfigIO reports missing files as ENOENT and runs commands', async () => {
