@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SESSION_ID_SEARCH_ATTRIBUTE } from '../contract/index.js';
-import { TailBuffer } from '../mcp/managedServer.js';
+import { TailBuffer } from '../text/tailBuffer.js';
 import { requireTemporalCli } from './temporalCli.js';
 
 /** Search attributes every turn sets. */

@@ -8,31 +8,14 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import type { ServerEntry } from '../config/types.js';
-import {
-  WireTracker,
-  classifyPingFailure,
-  createRemoteTransport,
-  describeRemoteError,
-  redact,
-  remoteSecrets,
-  terminateRemoteSession,
-} from './httpTransport.js';
+import { TailBuffer } from '../text/tailBuffer.js';
+import { describeExit, describeStartFailure, lostText, startTimeoutText } from './failureText.js';
+import { WireTracker, classifyPingFailure, createRemoteTransport, redact, remoteSecrets, terminateRemoteSession } from './httpTransport.js';
+import { PendingRequests, RemoteWatchdog } from './liveness.js';
 import { ProcessGroupStdioTransport } from './stdioTransport.js';
 
 /** Lifecycle of one server inside a session. */
 export type ManagedState = 'idle' | 'starting' | 'ready' | 'failed' | 'stopped';
-
-/** Keeps the end of a stream: enough to say why a server died, bounded so a chatty one costs little. */
-export class TailBuffer {
-  private text = '';
-  constructor(private readonly maxChars = 4096) {}
-  push(chunk: string): void {
-    this.text = (this.text + chunk).slice(-this.maxChars);
-  }
-  lastLines(n: number): string {
-    return this.text.trimEnd().split('\n').slice(-n).join('\n');
-  }
-}
 
 export interface ManagedServerDeps {
   logger: Logger;
@@ -60,21 +43,15 @@ export interface CallOptions {
   onProgress?: (progress: { progress: number; total?: number; message?: string }) => void;
 }
 
-/** A call that is waiting for its server; `fail` ends it when the connection is lost. */
-interface InFlight {
-  fail(err: Error): void;
-}
-
-/** Consecutive unanswered pings after which a remote server counts as gone. */
-const MAX_SLOW_PINGS = 3;
 /** Bound on the DELETE that ends a Streamable HTTP session when a server stops. */
 const TERMINATE_TIMEOUT_MS = 2000;
 
 /** One MCP server of one session: its process or connection, its client and its tool list. */
 export class ManagedServer {
   state: ManagedState = 'idle';
+  /** The last listing; kept until the server says its tools changed (or a new process starts). */
   tools: Tool[] = [];
-  /** Set by `notifications/tools/list_changed`; the next reconciliation lists again. */
+  /** Set by `notifications/tools/list_changed`; the next {@link refresh} lists again. */
   toolsStale = false;
   /** The server reached `ready` once: if it stops later it crashed, and reconciliation restarts it. */
   wasReady = false;
@@ -86,22 +63,31 @@ export class ManagedServer {
   private transport?: Transport;
   private readonly stderrTail = new TailBuffer();
   private readonly log: Logger;
-  private readonly inFlight = new Set<InFlight>();
   private readonly wire = new WireTracker();
+  private readonly pending: PendingRequests;
+  /** Remote servers only: the SDK does not notice a vanished HTTP/SSE server by itself. */
+  private readonly watchdog?: RemoteWatchdog;
   /** Header values and URL secrets of a remote server, removed from every text that leaves. */
   private secrets: string[] = [];
-  private watchdog?: NodeJS.Timeout;
-  private checking = false;
-  private slowPings = 0;
 
   constructor(
     readonly entry: ServerEntry,
     private readonly deps: ManagedServerDeps,
   ) {
     this.log = deps.logger.child({ server: entry.name });
+    if (this.remote) {
+      this.watchdog = new RemoteWatchdog({
+        readyClient: () => (this.state === 'ready' ? this.client : undefined),
+        wire: this.wire,
+        intervalMs: deps.livenessIntervalMs,
+        timeoutMs: deps.livenessTimeoutMs,
+        onLost: (cause) => this.markLost(cause),
+      });
+    }
+    this.pending = new PendingRequests({ onRequest: () => this.watchdog?.start(), onNone: () => this.watchdog?.stop() });
   }
 
-  /** Streamable HTTP or SSE: the SDK does not notice a vanished server, so we watch it ourselves. */
+  /** Streamable HTTP or SSE (no process of ours), as opposed to stdio. */
   get remote(): boolean {
     return this.entry.type === 'http' || this.entry.type === 'sse';
   }
@@ -110,15 +96,19 @@ export class ManagedServer {
     return this.transport instanceof ProcessGroupStdioTransport ? this.transport.pid : undefined;
   }
 
+  private get startTimeoutMs(): number {
+    return this.entry.startTimeoutMs ?? this.deps.startTimeoutMs;
+  }
+
   /** Starts the server: process/connection, handshake and first tool listing, under one deadline. */
   async start(): Promise<void> {
     this.state = 'starting';
     this.error = undefined;
-    const timeoutMs = this.entry.startTimeoutMs ?? this.deps.startTimeoutMs;
+    const timeoutMs = this.startTimeoutMs;
     let phase = this.remote ? 'connect' : 'spawn';
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${formatSeconds(timeoutMs)} during ${phase}`)), timeoutMs);
+      timer = setTimeout(() => reject(new Error(startTimeoutText(timeoutMs, phase))), timeoutMs);
     });
     try {
       await Promise.race([
@@ -147,7 +137,16 @@ export class ManagedServer {
       this.wasReady = true;
       this.log.info({ pid: this.pid, tools: this.tools.length }, 'server ready');
     } catch (err) {
-      this.error = this.describeFailure(err);
+      this.error = this.scrubText(
+        describeStartFailure(err, {
+          remote: this.remote,
+          transport: this.transport,
+          stderr: this.stderrTail,
+          lastWire: this.wire.last,
+          junkLines: this.junkLines,
+          firstJunkLine: this.firstJunkLine,
+        }),
+      );
       this.state = 'failed';
       this.log.warn({ err: this.error }, 'server failed to start');
       await this.closeQuietly();
@@ -185,19 +184,46 @@ export class ManagedServer {
     });
   }
 
-  /** Lists every page of tools; clears the stale mark. */
+  /** Lists every page of tools. */
   async listTools(): Promise<Tool[]> {
     const client = this.requireClient();
-    const tools: Tool[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await this.track((signal) => client.listTools(cursor ? { cursor } : undefined, { signal }));
-      tools.push(...page.tools);
-      cursor = page.nextCursor;
-    } while (cursor);
-    this.tools = tools;
+    // Cleared before asking, so a list_changed that arrives while we list marks the next turn's listing stale again.
     this.toolsStale = false;
-    return tools;
+    try {
+      const tools: Tool[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await this.pending.run((signal) => client.listTools(cursor ? { cursor } : undefined, { signal }));
+        tools.push(...page.tools);
+        cursor = page.nextCursor;
+      } while (cursor);
+      this.tools = tools;
+      return tools;
+    } catch (err) {
+      this.toolsStale = true;
+      throw err;
+    }
+  }
+
+  /**
+   * Makes a ready server current for a new turn. Listing costs the server work (some build their
+   * list on every request) and the answer only changes when it says so, so the last listing is
+   * kept unless `notifications/tools/list_changed` came. Otherwise a ping makes sure it is still
+   * there: a process that died after the last turn may not have been seen exiting yet, and a
+   * remote server can vanish without a sign. Throws when the server does not answer.
+   */
+  async refresh(): Promise<void> {
+    if (this.toolsStale) {
+      await this.listTools();
+      return;
+    }
+    const client = this.requireClient();
+    try {
+      await this.pending.run((signal) => client.ping({ signal, timeout: this.startTimeoutMs }));
+    } catch (err) {
+      // An error answer (a server without ping) still shows it is there.
+      if (classifyPingFailure(err) !== 'alive') throw err;
+    }
   }
 
   /**
@@ -209,7 +235,7 @@ export class ManagedServer {
     // client.request, not client.callTool: callTool checks structured content against the tool's
     // output schema after the tool ran and throws InvalidRequest/InvalidParams, which would report
     // a call that already had its effect as a bad request. The result is recorded as it came.
-    const result = await this.track(
+    const result = await this.pending.run(
       (signal) =>
         client.request({ method: 'tools/call', params: { name: tool, arguments: args } }, CallToolResultSchema, {
           signal,
@@ -224,83 +250,21 @@ export class ManagedServer {
 
   async stop(): Promise<void> {
     this.state = 'stopped';
-    this.stopWatchdog();
+    this.watchdog?.stop();
     await this.closeQuietly();
   }
 
-  /**
-   * Runs one request so that a lost connection ends it at once. The SDK turns an abort reason
-   * into a timeout error, so the request is aborted (to free its handlers) and our own error wins
-   * the race.
-   */
-  private track<T>(run: (signal: AbortSignal) => Promise<T>, outer?: AbortSignal): Promise<T> {
-    const controller = new AbortController();
-    const forward = () => controller.abort(outer?.reason);
-    if (outer?.aborted) forward();
-    else outer?.addEventListener('abort', forward, { once: true });
-    return new Promise<T>((resolve, reject) => {
-      const call: InFlight = {
-        fail: (err) => {
-          reject(err);
-          controller.abort(err);
-        },
-      };
-      this.inFlight.add(call);
-      this.startWatchdog();
-      run(controller.signal)
-        .then(resolve, reject)
-        .finally(() => {
-          this.inFlight.delete(call);
-          outer?.removeEventListener('abort', forward);
-          if (this.inFlight.size === 0) this.stopWatchdog();
-        });
-    });
-  }
-
-  private startWatchdog(): void {
-    if (!this.remote || this.watchdog || this.state !== 'ready') return;
-    this.watchdog = setInterval(() => void this.checkConnection(), this.deps.livenessIntervalMs ?? 1000);
-    this.watchdog.unref();
-  }
-
-  private stopWatchdog(): void {
-    clearInterval(this.watchdog);
-    this.watchdog = undefined;
-    this.slowPings = 0;
-  }
-
-  /** Pings a remote server; a connection-level failure (or three slow pings) marks it lost. */
-  private async checkConnection(): Promise<void> {
-    const client = this.client;
-    if (this.checking || this.state !== 'ready' || !client) return;
-    this.checking = true;
-    const timeoutMs = this.deps.livenessTimeoutMs ?? 2500;
-    try {
-      await client.ping({ timeout: timeoutMs });
-      this.slowPings = 0;
-    } catch (err) {
-      if (client !== this.client) return;
-      const verdict = classifyPingFailure(err);
-      if (verdict === 'alive') {
-        this.slowPings = 0;
-      } else if (verdict === 'lost') {
-        this.markLost(describeRemoteError(err, this.wire.last));
-      } else if (++this.slowPings >= MAX_SLOW_PINGS) {
-        this.markLost(`no answer to ${MAX_SLOW_PINGS} pings of ${formatSeconds(timeoutMs)}`);
-      }
-    } finally {
-      this.checking = false;
-    }
-  }
-
-  /**
-   * The SDK reports a broken SSE stream or a failed POST only here, while the request it
-   * belonged to keeps waiting; a ping tells a dropped stream from a dead server.
-   */
+  /** The SDK reports some transport failures only here, while the request they belong to keeps waiting. */
   private onTransportError(err: Error): void {
     if (this.state !== 'ready') return;
     this.log.debug({ err: this.scrubText(err.message) }, 'transport error');
-    if (this.remote) void this.checkConnection();
+    void this.watchdog?.check();
+  }
+
+  /** The client closed without us asking: the process exited or the transport gave up. */
+  private onClosed(): void {
+    // Runs before the SDK rejects pending requests with a bare "Connection closed".
+    if (this.state === 'ready') this.markLost(describeExit(this.transport, this.stderrTail, 'connection closed'));
   }
 
   /** The server is gone while ready: fail what is waiting and count it as crashed (wasReady stays). */
@@ -308,12 +272,10 @@ export class ManagedServer {
     if (this.state !== 'ready') return;
     const text = this.scrubText(cause);
     this.state = 'failed';
-    this.error = this.remote ? `connection lost: ${text}` : text;
-    this.log.warn({ err: this.error, inFlight: this.inFlight.size }, 'server stopped');
-    this.stopWatchdog();
-    const lost = new ConnectionLostError(this.entry.name, text);
-    for (const call of [...this.inFlight]) call.fail(lost);
-    this.inFlight.clear();
+    this.error = lostText(this.remote, text);
+    this.log.warn({ err: this.error, inFlight: this.pending.size }, 'server stopped');
+    this.watchdog?.stop();
+    this.pending.failAll(new ConnectionLostError(this.entry.name, text));
     if (this.remote) void this.closeQuietly({ lost: true });
   }
 
@@ -325,37 +287,9 @@ export class ManagedServer {
     return this.client;
   }
 
-  /** The client closed without us asking: the process exited or the transport gave up. */
-  private onClosed(): void {
-    // Runs before the SDK rejects pending requests with a bare "Connection closed".
-    if (this.state === 'ready') this.markLost(this.describeExit('connection closed'));
-  }
-
   /** Removes secret values (environment secrets, header values, URL secrets) from text that leaves the worker. */
   private scrubText(text: string): string {
     return redact(this.deps.scrub(text), this.secrets);
-  }
-
-  private describeExit(fallback: string): string {
-    const t = this.transport;
-    let text = fallback;
-    if (t instanceof ProcessGroupStdioTransport && (t.exitCode !== null || t.exitSignal !== null)) {
-      text = t.exitSignal ? `exited on ${t.exitSignal}` : `exited with code ${t.exitCode}`;
-    }
-    const tail = this.stderrTail.lastLines(5);
-    return this.scrubText(tail ? `${text}; stderr: ${tail}` : text);
-  }
-
-  private describeFailure(err: unknown): string {
-    if (this.remote) return this.scrubText(describeRemoteError(err, this.wire.last));
-    const message = err instanceof Error ? err.message : String(err);
-    const t = this.transport;
-    if (t instanceof ProcessGroupStdioTransport && (t.exitCode !== null || t.exitSignal !== null)) {
-      return this.describeExit(message);
-    }
-    const junk = this.junkLines > 0 ? ` (wrote ${this.junkLines} non-protocol line(s) to stdout, first: ${JSON.stringify(this.firstJunkLine)})` : '';
-    const tail = this.stderrTail.lastLines(5);
-    return this.deps.scrub(`${message}${junk}${tail ? `; stderr: ${tail}` : ''}`);
   }
 
   private async closeQuietly(options: { lost?: boolean } = {}): Promise<void> {
@@ -399,8 +333,4 @@ export class ServerUnavailableError extends Error {
   ) {
     super(`MCP server "${server}" is not available: ${reason}`);
   }
-}
-
-export function formatSeconds(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${(ms / 1000).toFixed(1)}s`;
 }

@@ -20,11 +20,23 @@ export interface ServerPoolOptions {
   clientVersion?: string;
 }
 
+export interface ReconcileOptions {
+  /** Keep the session at least this long after now and after each of its calls (an interactive turn's idle limit). */
+  holdMs?: number;
+}
+
 interface Session {
   configHash?: string;
   servers: Map<string, ManagedServer>;
   config?: LoadedConfig;
   lastUsed: number;
+  /**
+   * An interactive turn of the session may send calls until about this time (epoch ms), so its
+   * servers stay up at least that long, however short the session idle time.
+   */
+  holdUntil?: number;
+  /** How far each call of the session pushes `holdUntil`: the idle limit of its interactive turn. */
+  holdMs?: number;
   /** Reconciliations and calls in progress: an idle stop never interrupts them. */
   busy: number;
   /** Reconciliations of a session run one at a time (a failover reconcile may overlap the last one). */
@@ -47,10 +59,19 @@ export class ServerPool {
     this.scrub = options.scrub ?? ((t) => t);
   }
 
-  /** Brings the session's servers up to date with `config` and reports the status. */
-  async reconcile(sessionId: string, config: LoadedConfig): Promise<TurnStatus> {
+  /**
+   * Brings the session's servers up to date with `config` and reports the status.
+   *
+   * `holdMs`: an interactive turn stays open until it has gone this long without a call (its
+   * idle limit), and a memory server must not lose its state under an open turn. So the session
+   * is held for `holdMs` from now and from the end of each of its calls, even past the session
+   * idle time. Absent (a batch turn): no new hold, and an existing one is left as it is.
+   */
+  async reconcile(sessionId: string, config: LoadedConfig, options: ReconcileOptions = {}): Promise<TurnStatus> {
     if (this.shuttingDown) throw new Error('worker is shutting down');
     const session = this.session(sessionId);
+    const holds = options.holdMs !== undefined && Number.isFinite(options.holdMs) && options.holdMs > 0;
+    if (holds) session.holdMs = options.holdMs;
     session.busy += 1;
     const run = session.lock.then(() => this.reconcileNow(sessionId, session, config));
     session.lock = run.catch(() => undefined);
@@ -59,6 +80,8 @@ export class ServerPool {
     } finally {
       session.busy -= 1;
       session.lastUsed = Date.now();
+      // The turn's idle clock starts once its servers are up, not when it asked for them.
+      if (holds) this.renewHold(session);
     }
   }
 
@@ -81,10 +104,11 @@ export class ServerPool {
         // A server that never started waits for a config change (it would cost its start timeout every turn).
         if (server.state !== 'ready') return;
         try {
-          await server.listTools();
+          // Lists again only after list_changed; otherwise the last listing stands.
+          await server.refresh();
         } catch (err) {
           // The process may have died after the last turn without its exit being seen yet.
-          this.options.logger.warn({ server: name, err: this.scrub((err as Error).message) }, 'tool listing failed; restarting the server');
+          this.options.logger.warn({ server: name, err: this.scrub((err as Error).message) }, 'server did not answer; restarting it');
           await this.restart(session, name, server);
         }
       }),
@@ -178,6 +202,8 @@ export class ServerPool {
           inputSchema: tool.inputSchema as Record<string, unknown>,
           ...(tool.annotations ? { annotations: tool.annotations } : {}),
           ...(server.entry.toolTimeoutMs ? { timeoutMs: server.entry.toolTimeoutMs } : {}),
+          // 'auto' (or nothing) leaves the decision to the annotations.
+          ...(server.entry.retry === 'safe' || server.entry.retry === 'never' ? { retry: server.entry.retry } : {}),
         });
       }
     }
@@ -212,6 +238,8 @@ export class ServerPool {
     } finally {
       session.busy -= 1;
       session.lastUsed = Date.now();
+      // The turn's idle clock restarts when the call ends.
+      this.renewHold(session);
       const left = (this.callsInFlight.get(managed) ?? 1) - 1;
       if (left > 0) this.callsInFlight.set(managed, left);
       else {
@@ -237,9 +265,14 @@ export class ServerPool {
     await Promise.all([...session.servers.values()].map((s) => s.stop()));
   }
 
-  /** Stops sessions unused for `idleMs` (DMCP_SESSION_IDLE); a session with a call or reconciliation running is not idle. */
+  /**
+   * Stops sessions unused for `idleMs` (DMCP_SESSION_IDLE) whose hold (see {@link reconcile}) is
+   * over; a session with a call or reconciliation running is not idle.
+   */
   async stopIdle(idleMs: number, now = Date.now()): Promise<void> {
-    const idle = [...this.sessions.entries()].filter(([, s]) => s.busy === 0 && now - s.lastUsed >= idleMs).map(([id]) => id);
+    const idle = [...this.sessions.entries()]
+      .filter(([, s]) => s.busy === 0 && now >= Math.max(s.lastUsed + idleMs, s.holdUntil ?? 0))
+      .map(([id]) => id);
     if (idle.length > 0) this.options.logger.info({ sessions: idle }, 'stopping idle sessions');
     await Promise.all(idle.map((id) => this.stopSession(id)));
   }
@@ -252,6 +285,11 @@ export class ServerPool {
     const retiring = [...this.retiring];
     this.retiring.clear();
     await Promise.all([...this.sessions.keys()].map((id) => this.stopSession(id)).concat(retiring.map((s) => s.stop())));
+  }
+
+  private renewHold(session: Session): void {
+    if (session.holdMs === undefined) return;
+    session.holdUntil = Math.max(session.holdUntil ?? 0, Date.now() + session.holdMs);
   }
 
   private session(sessionId: string): Session {

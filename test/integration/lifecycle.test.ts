@@ -161,18 +161,33 @@ describe('server lifecycle: starting, reconciliation and status', () => {
     assert.equal((await readLines(log)).length, 2, 'started again after the config changed');
   });
 
-  test('6.2: a running server lists its tools again each turn (same process, new tool)', async () => {
+  test('a running server is listed when it starts; later turns reuse that listing until it sends tools/list_changed', async () => {
     const marker = join(dir, 'marker');
+    const lists = join(dir, 'relist.log');
     const config = join(dir, 'relist.json');
-    await writeMcpJson(config, { m: lifecycleEntry('m', '--marker', marker) });
+    await writeMcpJson(config, { m: lifecycleEntry('m', '--marker', marker, '--list-log', lists) });
     const session = sessionId('relist');
     const t1 = await turnWith(session, config);
     assert.ok(!t1.tools.some((t) => t.name === 'mcp__m__marker_tool'));
+    // The server's tools change without it saying so: the next turn keeps the last listing.
     await writeFile(marker, 'x');
     const t2 = await turnWith(session, config);
     assert.equal(pidOf(t2, 'm'), pidOf(t1, 'm'));
-    assert.ok(t2.tools.some((t) => t.name === 'mcp__m__marker_tool'), t2.tools.map((t) => t.name).join(', '));
-    assert.ok(server(t2, 'm').tools.includes('mcp__m__marker_tool'));
+    assert.ok(!t2.tools.some((t) => t.name === 'mcp__m__marker_tool'), t2.tools.map((t) => t.name).join(', '));
+    assert.equal((await readLines(lists)).length, 1, 'listed once, when it started');
+
+    // Now it says so (add_tool sends tools/list_changed): the next turn lists again and sees both changes.
+    const t3 = await h.client.startTurn({ sessionId: session, workspace: dir, servers: { mcpConfigFiles: [config] } });
+    const added = await t3.callTool({ id: 'add', name: 'mcp__m__add_tool', arguments: {} });
+    assert.equal(added.status, 'ok', added.errorMessage);
+    await t3.end();
+    assert.equal((await readLines(lists)).length, 1);
+    const t4 = await turnWith(session, config);
+    assert.equal(pidOf(t4, 'm'), pidOf(t1, 'm'));
+    const names = t4.tools.map((t) => t.name);
+    assert.ok(names.includes('mcp__m__marker_tool') && names.includes('mcp__m__added_1'), names.join(', '));
+    assert.ok(server(t4, 'm').tools.includes('mcp__m__marker_tool'));
+    assert.equal((await readLines(lists)).length, 2, 'listed once more, after list_changed');
   });
 
   test('6.2: tools/list_changed is picked up next turn; the tool list never changes inside a turn', async () => {
@@ -252,14 +267,18 @@ describe('stopping servers', () => {
     await writeMcpJson(config, { sleepy: lifecycleEntry('sleepy') });
     const session = sessionId('idle');
 
-    const t1 = await h.client.startTurn({ sessionId: session, workspace: dir, servers: { mcpConfigFiles: [config] } });
-    const pid1 = pidOf(t1, 'sleepy');
-    // A call longer than the idle time keeps its session.
-    const long = await t1.callTool({ id: 'sleep', name: 'mcp__sleepy__sleep', arguments: { ms: 3000 } });
-    assert.equal(long.status, 'ok', long.errorMessage);
-    assert.ok(isAlive(pid1));
-    await t1.end();
+    // A batch turn holds nothing past its calls (an interactive one holds its servers until it idles out).
+    const batch = await h.client.runBatch({
+      sessionId: session, workspace: dir, servers: { mcpConfigFiles: [config] },
+      // A call longer than the idle time keeps its session.
+      calls: [[{ id: 'who', name: 'mcp__sleepy__whoami', arguments: {} }], [{ id: 'sleep', name: 'mcp__sleepy__sleep', arguments: { ms: 3000 } }]],
+    });
     const ended = Date.now();
+    const [who, long] = batch.calls.map((c) => c.outcome);
+    assert.equal(long?.status, 'ok', long?.errorMessage);
+    const pid1 = (text(who!) as { pid: number }).pid;
+    seenPids.add(pid1);
+    assert.ok(isAlive(pid1));
 
     assert.ok(await waitFor(() => !isAlive(pid1), 6000), 'the idle server stopped');
     const after = Date.now() - ended;
@@ -269,6 +288,30 @@ describe('stopping servers', () => {
     const t2 = await h.client.startTurn({ sessionId: session, workspace: dir, servers: { mcpConfigFiles: [config] } });
     assert.notEqual(pidOf(t2, 'sleepy'), pid1);
     await t2.end();
+  });
+
+  test('an open interactive turn keeps its servers past DMCP_SESSION_IDLE until the turn idles out', async (t) => {
+    const dir = await tempDir('dmcp-hold-');
+    const h = await startHarness('hold', { DMCP_SESSION_IDLE: '1s' });
+    t.after(() => h.stop());
+    const config = join(dir, 'hold.json');
+    await writeMcpJson(config, { memory: lifecycleEntry('memory') });
+    const session = sessionId('hold');
+
+    const turn = await h.client.startTurn({ sessionId: session, workspace: dir, servers: { mcpConfigFiles: [config] }, limits: { idleMs: 4000 } });
+    const pid = pidOf(turn, 'memory');
+    await new Promise((r) => setTimeout(r, 2500));
+    // Well past the session idle time, the turn's next call still finds the same process (and its state).
+    const call = await turn.callTool({ id: 'who', name: 'mcp__memory__whoami', arguments: {} });
+    const called = Date.now();
+    assert.equal(call.status, 'ok', call.errorMessage);
+    assert.deepEqual(text(call), { name: 'memory', pid });
+
+    // The turn ends itself 4 s after its last call; the servers stop after that, not 1 s after the call.
+    assert.ok(await waitFor(() => !isAlive(pid), 10_000), 'the server stopped once the turn could no longer call');
+    const after = Date.now() - called;
+    assert.ok(after >= 3500, `stopped ${after} ms after the last call, while the turn was still open`);
+    assert.deepEqual(h.worker.pool.pids(session), {});
   });
 
   test('worker shutdown stops every server by process group, SIGKILLs one that ignores SIGTERM after the grace, and leaves no orphans', async () => {

@@ -83,6 +83,120 @@ test('stopIdle skips a session with a call in flight and stops it once idle', as
   assert.ok(await waitFor(() => !isAlive(pid), 5000));
 });
 
+test('a running server is listed again only when it said its tools changed, or when it restarted', async () => {
+  const dir = await tempDir('dmcp-pool-');
+  const lists = join(dir, 'lists.log');
+  const pool = newPool();
+  const cfg = config('v1', entry('a', '--list-log', lists));
+  await pool.reconcile('s', cfg);
+  const pid = pidOf(pool, 's', 'a');
+  await pool.reconcile('s', cfg);
+  await pool.reconcile('s', cfg);
+  assert.equal((await readLines(lists)).length, 1, 'listed once, when it started; later reconciliations reuse that listing');
+  assert.ok(!pool.tools('s').some((t) => t.tool === 'added_1'));
+
+  // add_tool sends notifications/tools/list_changed before it answers.
+  await pool.callTool('s', 'a', 'add_tool', {}, { timeoutMs: 10_000 });
+  const status = await pool.reconcile('s', cfg);
+  assert.equal((await readLines(lists)).length, 2, 'listed again after list_changed');
+  assert.ok(pool.tools('s').some((t) => t.name === 'mcp__a__added_1'), pool.tools('s').map((t) => t.name).join(', '));
+  assert.ok(status.servers[0]?.tools.includes('mcp__a__added_1'));
+  assert.equal(pidOf(pool, 's', 'a'), pid, 'same process');
+  await pool.reconcile('s', cfg);
+  assert.equal((await readLines(lists)).length, 2, 'the change was consumed by one listing');
+
+  // A crashed server restarts, and the fresh process is listed.
+  process.kill(pid, 'SIGKILL');
+  assert.ok(await waitFor(() => pool.status('s').servers[0]?.state === 'failed', 5000), 'the crash was noticed');
+  await pool.reconcile('s', cfg);
+  assert.notEqual(pidOf(pool, 's', 'a'), pid);
+  assert.equal((await readLines(lists)).length, 3, 'the restarted server was listed');
+  assert.ok(!pool.tools('s').some((t) => t.tool === 'added_1'), 'the new process has its own tools');
+});
+
+test('a reconcile with holdMs keeps an idle session for the hold; each call renews it; then it stops', async () => {
+  const pool = newPool();
+  const cfg = config('v1', entry('a'));
+  await pool.reconcile('s', cfg, { holdMs: 2000 });
+  const pid = pidOf(pool, 's', 'a');
+  const reconciled = Date.now();
+  // Past the session idle time (300 ms), inside the hold.
+  await pool.stopIdle(300, reconciled + 1000);
+  assert.equal(pool.pids('s').a, pid, 'held past the session idle time');
+  assert.ok(isAlive(pid));
+
+  // A reconcile without a hold (another turn of the session) does not cut the hold short.
+  await new Promise((r) => setTimeout(r, 400));
+  await pool.reconcile('s', cfg);
+  await pool.stopIdle(300, reconciled + 1500);
+  assert.equal(pool.pids('s').a, pid);
+
+  // A call renews the hold from when it ends.
+  await new Promise((r) => setTimeout(r, 400));
+  await pool.callTool('s', 'a', 'whoami', {}, { timeoutMs: 10_000 });
+  const called = Date.now();
+  await pool.stopIdle(300, called + 1700);
+  assert.equal(pool.pids('s').a, pid, 'the call renewed the hold');
+
+  await pool.stopIdle(300, called + 2100);
+  assert.deepEqual(pool.pids('s'), {}, 'stopped once both the hold and the idle time are over');
+  assert.ok(await waitFor(() => !isAlive(pid), 5000));
+});
+
+test('with the worker idle check running (session idle 300 ms), a 2 s hold keeps the servers, then they stop', async () => {
+  const pool = newPool();
+  await pool.reconcile('s', config('v1', entry('a')), { holdMs: 2000 });
+  const reconciled = Date.now();
+  const pid = pidOf(pool, 's', 'a');
+  const idleCheck = setInterval(() => void pool.stopIdle(300), 100);
+  try {
+    await new Promise((r) => setTimeout(r, 1200));
+    assert.equal(pool.pids('s').a, pid, 'still held 1.2 s after the reconcile');
+    const call = await pool.callTool('s', 'a', 'whoami', {}, { timeoutMs: 10_000 });
+    assert.deepEqual(call.content, [{ type: 'text', text: JSON.stringify({ name: 'a', pid }) }], 'the server kept its process');
+    assert.ok(await waitFor(() => pool.pids('s').a === undefined, 5000), 'stopped after the hold');
+    const stoppedAfter = Date.now() - reconciled;
+    assert.ok(stoppedAfter >= 3100, `the call renewed the hold: stopped ${stoppedAfter} ms after the reconcile`);
+    assert.ok(await waitFor(() => !isAlive(pid), 5000));
+  } finally {
+    clearInterval(idleCheck);
+  }
+});
+
+test('a held session still stops by the session idle time when that ends later than the hold', async () => {
+  const pool = newPool();
+  await pool.reconcile('s', config('v1', entry('a')), { holdMs: 100 });
+  const pid = pidOf(pool, 's', 'a');
+  await pool.stopIdle(5000, Date.now() + 1000);
+  assert.equal(pool.pids('s').a, pid, 'the hold is over but the session idle time is not');
+  await pool.stopIdle(5000, Date.now() + 6000);
+  assert.deepEqual(pool.pids('s'), {});
+});
+
+test('without a hold, a session stops after the session idle time (real clock)', async () => {
+  const pool = newPool();
+  await pool.reconcile('s', config('v1', entry('a')));
+  const pid = pidOf(pool, 's', 'a');
+  await new Promise((r) => setTimeout(r, 400));
+  await pool.stopIdle(300);
+  assert.deepEqual(pool.pids('s'), {});
+  assert.ok(await waitFor(() => !isAlive(pid), 5000));
+});
+
+test('a tool carries the retry rule of its server entry when that is "safe" or "never"', async () => {
+  const pool = newPool();
+  await pool.reconcile('s', config('v1', { ...entry('n'), retry: 'never' }, { ...entry('y'), retry: 'safe' }, { ...entry('u'), retry: 'auto' }, entry('d')));
+  const retryOf = (server: string) => pool.tools('s').filter((t) => t.server === server).map((t) => t.retry);
+  assert.deepEqual(new Set(retryOf('n')), new Set(['never']));
+  assert.deepEqual(new Set(retryOf('y')), new Set(['safe']));
+  for (const server of ['u', 'd']) {
+    const tools = pool.tools('s').filter((t) => t.server === server);
+    assert.ok(tools.length > 0);
+    assert.ok(tools.every((t) => !('retry' in t)), `${server}: no retry field`);
+  }
+  for (const name of ['n', 'y', 'u', 'd']) pidOf(pool, 's', name);
+});
+
 test('reconcile after shutdown is refused and starts nothing', async () => {
   const pool = newPool();
   await pool.shutdown();
