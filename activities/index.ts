@@ -8,9 +8,15 @@ import type { ServerPool } from '../mcp/pool.js';
 import { renderServersParagraph } from '../shaping/serversParagraph.js';
 import { FailureType, type ActivityName, type CallOutcome, type CallToolInput, type ContentBlock, type ListToolsInput, type ReconcileInput, type ReconcileResult, type ToolInfo } from '../contract/index.js';
 
+/**
+ * The part of the worker's server pool the activities use: workflow-tier tests pass a fake one
+ * instead of starting server processes.
+ */
+export type SessionServers = Pick<ServerPool, 'reconcile' | 'tools' | 'callTool'>;
+
 /** What the activities need; tests pass real or fake parts explicitly. */
 export interface ActivityDeps {
-  pool: ServerPool;
+  pool: SessionServers;
   /** This worker's unique task queue. */
   workerQueue: string;
   /** Resolves config references into entries; runs on the worker. */
@@ -35,7 +41,8 @@ export function createActivities(deps: ActivityDeps) {
       }
       throw err;
     }
-    const status = await pool.reconcile(input.sessionId, config);
+    // An open interactive turn may still call: its servers are held for its idle limit.
+    const status = await pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs });
     logger.info({ sessionId: input.sessionId, servers: status.servers.map((s) => `${s.name}:${s.state}`) }, 'servers reconciled');
     return { workerQueue: deps.workerQueue, status, serversParagraph: renderServersParagraph(status) };
   }
@@ -87,7 +94,11 @@ export function scrubResult<T>(result: T, scrub: (t: string) => string): T {
   return clean === json ? result : (JSON.parse(clean) as T);
 }
 
-/** Maps an error of a call to its failure tier (docs/architecture.md, "Three kinds of failure"). */
+/**
+ * Maps an error of a call to the failure type the workflow reads. The type decides whether Temporal
+ * retries (a bad request or a server that is not running never is) and what the model is told: a
+ * call that never started, one whose request timed out, or one whose connection was lost mid-call.
+ */
 export function toFailure(err: unknown, input: Pick<CallToolInput, 'name' | 'server'>, scrub: (t: string) => string): ApplicationFailure {
   const message = scrub(err instanceof Error ? err.message : String(err));
   if (err instanceof ServerUnavailableError) {

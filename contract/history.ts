@@ -60,6 +60,11 @@ export interface ToolInfo {
   annotations?: ToolAnnotations;
   /** The server's `toolTimeout` (ms), when its config sets one; the turn's default otherwise. */
   timeoutMs?: number;
+  /**
+   * The server config's retry override: `safe` retries a failed call even without a read-only or
+   * idempotent hint, `never` runs it at most once even with one. Absent: the annotations decide.
+   */
+  retry?: 'safe' | 'never';
 }
 
 /**

@@ -111,6 +111,11 @@ export interface ReconcileInput {
   sessionId: string;
   /** Config references only; the worker reads and resolves them. */
   refs: ConfigRefs;
+  /**
+   * The idle limit of the interactive turn that reconciles: the worker keeps the session's servers
+   * at least this long after the turn's last call. Absent for batch turns.
+   */
+  turnIdleMs?: number;
 }
 
 export interface ReconcileResult {

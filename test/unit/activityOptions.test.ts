@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { FailureType, type ToolInfo } from '../../contract/index.js';
+import { DEFAULT_LIMITS, callOptions, isSafeToRetry, pinnedOptions, reconcileOptions, requestTimeoutMs, resolveLimits } from '../../workflows/activityOptions.js';
+import { reconcileInput } from '../../workflows/servers.js';
+
+function tool(extra: Partial<ToolInfo> = {}): ToolInfo {
+  return { name: 'mcp__s__t', server: 's', tool: 't', description: '', inputSchema: { type: 'object' }, ...extra };
+}
+
+describe('isSafeToRetry: the server config overrides the tool annotations', () => {
+  const cases: Array<[string, Partial<ToolInfo>, boolean]> = [
+    ['no annotations', {}, false],
+    ['readOnlyHint', { annotations: { readOnlyHint: true } }, true],
+    ['idempotentHint', { annotations: { idempotentHint: true } }, true],
+    ['hints false', { annotations: { readOnlyHint: false, idempotentHint: false } }, false],
+    ['destructiveHint alone', { annotations: { destructiveHint: true } }, false],
+    ['retry: safe without hints', { retry: 'safe' }, true],
+    ['retry: safe on a destructive tool', { retry: 'safe', annotations: { destructiveHint: true } }, true],
+    ['retry: never on a read-only tool', { retry: 'never', annotations: { readOnlyHint: true } }, false],
+    ['retry: never on an idempotent tool', { retry: 'never', annotations: { idempotentHint: true } }, false],
+    ['retry: never without hints', { retry: 'never' }, false],
+  ];
+  for (const [name, extra, expected] of cases) {
+    test(name, () => assert.equal(isSafeToRetry(tool(extra)), expected));
+  }
+});
+
+describe('callOptions', () => {
+  const cases: Array<[string, Partial<ToolInfo>, number]> = [
+    ['a side-effecting call runs once', {}, 1],
+    ['a read-only call is retried', { annotations: { readOnlyHint: true } }, 3],
+    ['retry: never runs once', { retry: 'never', annotations: { readOnlyHint: true } }, 1],
+    ['retry: safe is retried', { retry: 'safe' }, 3],
+  ];
+  for (const [name, extra, attempts] of cases) {
+    test(name, () => assert.equal(callOptions('q', tool(extra), DEFAULT_LIMITS).retry?.maximumAttempts, attempts));
+  }
+
+  test('timeouts come from the limits, the server toolTimeout wins for start-to-close', () => {
+    const limits = resolveLimits({ toolTimeoutMs: 5000, heartbeatTimeoutMs: 2000, scheduleToStartMs: 3000 });
+    assert.deepEqual(callOptions('worker-1', tool(), limits), {
+      taskQueue: 'worker-1',
+      summary: 'mcp__s__t',
+      startToCloseTimeout: 5000,
+      heartbeatTimeout: 2000,
+      scheduleToStartTimeout: 3000,
+      retry: {
+        maximumAttempts: 1,
+        initialInterval: '1s',
+        backoffCoefficient: 2,
+        nonRetryableErrorTypes: [FailureType.BadRequest, FailureType.ServerUnavailable],
+      },
+    });
+    assert.equal(callOptions('worker-1', tool({ timeoutMs: 120_000 }), limits).startToCloseTimeout, 120_000);
+  });
+
+  test('the MCP request times out a second before the activity, never under a second', () => {
+    assert.equal(requestTimeoutMs(tool(), DEFAULT_LIMITS), 59_000);
+    assert.equal(requestTimeoutMs(tool({ timeoutMs: 10_000 }), DEFAULT_LIMITS), 9000);
+    assert.equal(requestTimeoutMs(tool({ timeoutMs: 500 }), DEFAULT_LIMITS), 1000);
+  });
+});
+
+describe('reconcile and pinned options', () => {
+  test('reconcile on the shared queue sets no schedule-to-start', () => {
+    assert.deepEqual(reconcileOptions('shared'), {
+      taskQueue: 'shared',
+      startToCloseTimeout: '2m',
+      retry: { maximumAttempts: 3, initialInterval: '1s', nonRetryableErrorTypes: [FailureType.Config] },
+    });
+  });
+  test('reconcile on a preferred queue gives up on a gone worker', () => {
+    assert.equal(reconcileOptions('w', '5s').scheduleToStartTimeout, '5s');
+  });
+  test('pinned activities use the turn schedule-to-start', () => {
+    assert.equal(pinnedOptions('w', resolveLimits({ scheduleToStartMs: 4000 })).scheduleToStartTimeout, 4000);
+  });
+});
+
+describe('reconcileInput: an interactive turn asks the worker to keep its servers for its idle limit', () => {
+  const refs = { workspace: '/w', mcpConfigFiles: [], inlineSpecs: [] };
+  test('interactive turn', () => {
+    assert.deepEqual(reconcileInput({ input: { sessionId: 's', refs }, limits: resolveLimits({ idleMs: 90_000 }) }), { sessionId: 's', refs, turnIdleMs: 90_000 });
+  });
+  test('interactive turn, default idle limit', () => {
+    assert.equal(reconcileInput({ input: { sessionId: 's', refs }, limits: resolveLimits(undefined) }).turnIdleMs, DEFAULT_LIMITS.idleMs);
+  });
+  test('batch turn: no hold', () => {
+    assert.deepEqual(reconcileInput({ input: { sessionId: 's', refs, batch: [[]] }, limits: DEFAULT_LIMITS }), { sessionId: 's', refs });
+  });
+});

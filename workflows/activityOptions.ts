@@ -1,0 +1,94 @@
+/**
+ * The activity options a turn schedules with, as pure functions of its limits and the tool, so the
+ * retry and timeout policy can be read and tested in one place.
+ */
+import type { ActivityOptions } from '@temporalio/common';
+import { FailureType, type ToolInfo, type TurnLimits } from '../contract/index.js';
+
+export type Limits = Required<TurnLimits>;
+
+export const DEFAULT_LIMITS: Limits = {
+  continueAsNewAfterCalls: 500,
+  toolTimeoutMs: 60_000,
+  heartbeatTimeoutMs: 10_000,
+  scheduleToStartMs: 10_000,
+  idleMs: 30 * 60_000,
+};
+
+/** The turn's limits with every default filled in. */
+export function resolveLimits(limits: TurnLimits | undefined): Limits {
+  return { ...DEFAULT_LIMITS, ...limits };
+}
+
+/**
+ * How long a reconcile waits for the session's previous worker before trying the shared queue:
+ * short, because a worker that is gone would otherwise delay the start of every turn.
+ */
+export const PREFERRED_QUEUE_WAIT = '5s';
+
+/**
+ * Whether a failed call may run again without asking the model. A server config's `retry` wins
+ * over the tool's own hints, because servers often annotate wrongly or not at all.
+ */
+export function isSafeToRetry(tool: Pick<ToolInfo, 'annotations' | 'retry'>): boolean {
+  if (tool.retry === 'never') return false;
+  if (tool.retry === 'safe') return true;
+  return tool.annotations?.readOnlyHint === true || tool.annotations?.idempotentHint === true;
+}
+
+/**
+ * reconcileServers on `queue`. It only starts or reuses servers, so it is retried; a refused
+ * config is not, because it fails the same way every time. `scheduleToStartTimeout` is set when
+ * the queue may have no worker any more.
+ */
+export function reconcileOptions(queue: string, scheduleToStartTimeout?: ActivityOptions['scheduleToStartTimeout']): ActivityOptions {
+  return {
+    taskQueue: queue,
+    startToCloseTimeout: '2m',
+    retry: { maximumAttempts: 3, initialInterval: '1s', nonRetryableErrorTypes: [FailureType.Config] },
+    ...(scheduleToStartTimeout !== undefined ? { scheduleToStartTimeout } : {}),
+  };
+}
+
+/**
+ * Activities that must run on the worker holding the session's servers (listTools): like
+ * reconcile, but a worker that does not pick the task up in time is taken for gone.
+ */
+export function pinnedOptions(queue: string, limits: Pick<Limits, 'scheduleToStartMs'>): ActivityOptions {
+  return reconcileOptions(queue, limits.scheduleToStartMs);
+}
+
+/** The start-to-close of a call: the server's `toolTimeout`, else the turn's. */
+export function callTimeoutMs(tool: Pick<ToolInfo, 'timeoutMs'>, limits: Pick<Limits, 'toolTimeoutMs'>): number {
+  return tool.timeoutMs ?? limits.toolTimeoutMs;
+}
+
+/**
+ * The MCP request timeout of a call: just under the activity's start-to-close, so the MCP timeout
+ * fires first and the activity can classify it (an activity timeout says nothing about the tool).
+ */
+export function requestTimeoutMs(tool: Pick<ToolInfo, 'timeoutMs'>, limits: Pick<Limits, 'toolTimeoutMs'>): number {
+  return Math.max(1000, callTimeoutMs(tool, limits) - 1000);
+}
+
+/** callTool of `tool` on `queue`, the worker that holds the session's servers. */
+export function callOptions(queue: string, tool: Pick<ToolInfo, 'name' | 'timeoutMs' | 'annotations' | 'retry'>, limits: Limits): ActivityOptions {
+  return {
+    taskQueue: queue,
+    // The Temporal UI shows the summary in the event list: the tool's public name.
+    summary: tool.name,
+    startToCloseTimeout: callTimeoutMs(tool, limits),
+    // A lost worker is noticed by its missing heartbeat long before the tool timeout.
+    heartbeatTimeout: limits.heartbeatTimeoutMs,
+    // A pinned worker that does not pick the call up is taken for gone: the turn fails over.
+    scheduleToStartTimeout: limits.scheduleToStartMs,
+    retry: {
+      // Never run a side-effecting call twice behind the model's back.
+      maximumAttempts: isSafeToRetry(tool) ? 3 : 1,
+      initialInterval: '1s',
+      backoffCoefficient: 2,
+      // The same arguments fail the same way; a server that is not running is the turn's to fix.
+      nonRetryableErrorTypes: [FailureType.BadRequest, FailureType.ServerUnavailable],
+    },
+  };
+}

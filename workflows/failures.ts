@@ -1,0 +1,59 @@
+/**
+ * What the model reads when a call fails. Pure functions of the error Temporal hands the workflow,
+ * so the whole mapping can be tested outside a workflow.
+ */
+import { ActivityFailure, ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
+import { FailureType, type CallOutcome } from '../contract/index.js';
+
+export type ErrorKind = NonNullable<CallOutcome['errorKind']>;
+
+/** An error outcome; a call that never reached a tool has no start time, duration or attempts. */
+export function errorOutcome(kind: ErrorKind, message: string, durationMs = 0, attempts = 0): CallOutcome {
+  return { status: 'error', content: [], isError: true, errorKind: kind, errorMessage: message, startedAt: '', durationMs, attempts };
+}
+
+/** Whether an activity failed with an `ApplicationFailure` of `type` (a FailureType). */
+export function isFailureType(err: unknown, type: string): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === type;
+}
+
+/** No worker picked the activity up in time: it never started, and its queue may have no worker. */
+export function isScheduleToStartTimeout(err: unknown): boolean {
+  return (
+    err instanceof ActivityFailure &&
+    err.cause instanceof TimeoutFailure &&
+    err.cause.timeoutType === TimeoutType.SCHEDULE_TO_START
+  );
+}
+
+/** The message of what actually failed, not of Temporal's "activity task failed" wrapper. */
+export function messageOf(err: unknown): string {
+  const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+/**
+ * Turns a failed call into what the model reads. `safeToRetry` says whether running the call again
+ * is harmless; when it is not, any failure after the call may have started leaves its effect unknown,
+ * and the model is told so instead of being invited to repeat it.
+ */
+export function failureOutcome(err: unknown, safeToRetry: boolean): CallOutcome {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const message = cause instanceof Error ? cause.message : String(cause);
+  if (cause instanceof ApplicationFailure) {
+    if (cause.type === FailureType.BadRequest) return errorOutcome('bad_request', message);
+    if (cause.type === FailureType.ServerUnavailable) return errorOutcome('transport', `${message} (the call did not run)`);
+  }
+  // No worker picked the call up (again, after the one failover): it never started, so its result is known.
+  if (isScheduleToStartTimeout(err)) return errorOutcome('transport', 'no worker picked the call up in time (the call did not run)');
+  // The MCP request timeout (classified by the activity) and Temporal's own activity timeouts.
+  const toolTimeout = cause instanceof ApplicationFailure && cause.type === FailureType.ToolTimeout;
+  const temporalTimeout = cause instanceof TimeoutFailure;
+  if (!safeToRetry) {
+    const what = toolTimeout || temporalTimeout ? `the call timed out (${message})` : message;
+    return errorOutcome('unknown_result', `the result is unknown: ${what}. The call may have had an effect; check before repeating it.`);
+  }
+  if (temporalTimeout) return errorOutcome('timeout', `the call timed out (${cause.timeoutType})`);
+  if (toolTimeout) return errorOutcome('timeout', `the call timed out: ${message}`);
+  return errorOutcome('transport', message);
+}

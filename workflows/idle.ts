@@ -1,0 +1,53 @@
+import { condition, patched, sleep } from '@temporalio/workflow';
+import type { TurnState } from './turnState.js';
+
+/**
+ * Keeps an interactive turn open until it is ended or no call has started or ended for `idleMs`;
+ * then sets `state.ended`. `afterWake` runs after each wake-up (the turn continues as new there).
+ */
+export async function waitWhileOpen(state: TurnState, idleMs: number, afterWake: () => Promise<void>): Promise<void> {
+  if (patched('one-idle-timer')) await oneIdleTimer(state, idleMs, afterWake);
+  else await timerPerWake(state, idleMs, afterWake);
+}
+
+/**
+ * One idle timer per idle period rather than a condition-with-timeout per wake-up, which started
+ * and cancelled a timer for every call: two history events and measurable workflow CPU per call.
+ */
+async function oneIdleTimer(state: TurnState, idleMs: number, afterWake: () => Promise<void>): Promise<void> {
+  let idleFired = false;
+  const armIdle = () => {
+    // While a call runs the turn is not idle; the timer is re-armed when it fires.
+    const wait = state.inFlight > 0 ? idleMs : Math.max(state.lastActivityAt + idleMs - Date.now(), 1);
+    void sleep(wait).then(
+      () => void (idleFired = true),
+      () => undefined,
+    );
+  };
+  armIdle();
+  while (!state.ended) {
+    const seen = state.lastActivity;
+    // Wakes once per finished burst of calls, not at each call's start and end.
+    await condition(() => state.ended !== undefined || idleFired || (state.lastActivity !== seen && state.inFlight === 0));
+    if (idleFired) {
+      idleFired = false;
+      if (state.inFlight === 0 && state.lastActivity === seen && state.lastActivityAt + idleMs <= Date.now()) {
+        state.ended = 'idle';
+        break;
+      }
+      armIdle();
+    }
+    await afterWake();
+  }
+}
+
+/** The loop of turns recorded before `one-idle-timer`: they must replay the same timers. */
+async function timerPerWake(state: TurnState, idleMs: number, afterWake: () => Promise<void>): Promise<void> {
+  while (!state.ended) {
+    const seen = state.lastActivity;
+    const woke = await condition(() => state.ended !== undefined || state.lastActivity !== seen || state.inFlight > 0, idleMs);
+    if (!woke) state.ended = 'idle';
+    else if (state.inFlight > 0) await condition(() => state.inFlight === 0 || state.ended !== undefined);
+    await afterWake();
+  }
+}

@@ -1,0 +1,42 @@
+import { proxyActivities } from '@temporalio/workflow';
+import type { ReconcileInput, ToolInfo } from '../contract/index.js';
+import type { Activities } from '../activities/index.js';
+import { PREFERRED_QUEUE_WAIT, pinnedOptions, reconcileOptions } from './activityOptions.js';
+import { isScheduleToStartTimeout } from './failures.js';
+import type { TurnContext } from './turnState.js';
+
+/** What reconcileServers gets for this turn. */
+export function reconcileInput(ctx: Pick<TurnContext, 'input' | 'limits'>): ReconcileInput {
+  const { input, limits } = ctx;
+  return {
+    sessionId: input.sessionId,
+    refs: input.refs,
+    // An open interactive turn may call again at any time until its idle limit: the worker keeps the
+    // session's servers that long. A batch turn is done when its calls are, so it asks for nothing.
+    ...(input.batch ? {} : { turnIdleMs: limits.idleMs }),
+  };
+}
+
+/**
+ * Starts or reuses the session's servers, on `preferred` (the worker that held them last) when it
+ * still answers, else on whichever worker takes the task from the shared queue. Returns the queue
+ * of the worker that now holds them; the result is kept in `state.lastReconcile`.
+ */
+export async function reconcile(ctx: TurnContext, preferred?: string): Promise<string> {
+  const request = reconcileInput(ctx);
+  if (preferred) {
+    try {
+      ctx.state.lastReconcile = await proxyActivities<Activities>(reconcileOptions(preferred, PREFERRED_QUEUE_WAIT)).reconcileServers(request);
+      return ctx.state.lastReconcile.workerQueue;
+    } catch (err) {
+      if (!isScheduleToStartTimeout(err)) throw err;
+    }
+  }
+  ctx.state.lastReconcile = await proxyActivities<Activities>(reconcileOptions(ctx.sharedQueue)).reconcileServers(request);
+  return ctx.state.lastReconcile.workerQueue;
+}
+
+/** The session's tools as the worker holding its servers sees them: the turn's frozen tool list. */
+export function listTools(ctx: TurnContext, queue: string): Promise<ToolInfo[]> {
+  return proxyActivities<Activities>(pinnedOptions(queue, ctx.limits)).listTools({ sessionId: ctx.input.sessionId });
+}
