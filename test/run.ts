@@ -1,7 +1,8 @@
 /**
  * `npm test`: starts a Temporal dev server (in memory, 127.0.0.1, free ports) unless
- * TEMPORAL_ADDRESS points at one, runs every unit and integration test against it with node's
- * test runner, then stops the server. Extra arguments go to `node --test` (e.g. a file).
+ * TEMPORAL_ADDRESS points at one, runs every unit, workflow and integration test with node's test
+ * runner, then stops the server. Extra arguments go to `node --test` (e.g. a file). Workflow tests
+ * (test/workflow/) start their own dev server from the same Temporal CLI and need no MCP server.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
@@ -37,7 +38,7 @@ function ensureChromium(files: string[]): void {
 
 async function main(): Promise<number> {
   const requested = process.argv.slice(2);
-  const files = requested.length > 0 ? requested : [...testFiles(join(here, 'unit')), ...testFiles(join(here, 'integration'))];
+  const files = requested.length > 0 ? requested : ['unit', 'workflow', 'integration'].flatMap((tier) => testFiles(join(here, tier)));
   ensureChromium(files);
   let server: DevServer | undefined;
   const env = { ...process.env };

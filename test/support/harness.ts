@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,8 +29,35 @@ export function uniqueQueue(name: string): string {
   return `test-${name}-${randomBytes(4).toString('hex')}`;
 }
 
+/** Folders {@link tempDir} made in this process; removed when it exits. */
+const tempDirs = new Set<string>();
+let removeOnExit = false;
+
+/** Removes every folder {@link tempDir} made so far (also runs when the process exits). */
+export function removeTempDirs(): void {
+  for (const dir of tempDirs) {
+    try {
+      rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+    } catch (err) {
+      process.stderr.write(`could not remove test folder ${dir}: ${(err as Error).message}\n`);
+    }
+  }
+  tempDirs.clear();
+}
+
+/**
+ * A new folder in the OS temp dir, removed when the process exits (each test file runs in its own
+ * process, so that is after its last test and after-hook), also when a test failed. Leaves it with
+ * DMCP_KEEP_TEST_DIRS=1, to look at what a failed test wrote.
+ */
 export async function tempDir(prefix = 'dmcp-test-'): Promise<string> {
-  return mkdtemp(join(tmpdir(), prefix));
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  if (process.env.DMCP_KEEP_TEST_DIRS !== '1') {
+    if (!removeOnExit) process.once('exit', removeTempDirs);
+    removeOnExit = true;
+    tempDirs.add(dir);
+  }
+  return dir;
 }
 
 export async function readLines(file: string): Promise<string[]> {
@@ -55,6 +82,8 @@ export interface HarnessOptions {
   address?: string;
   /** Codecs and external storage, shared by the worker and the client. */
   dataConverter?: DataConverter;
+  /** The worker's workflow cache; 0 replays every workflow task from the start of the history. */
+  maxCachedWorkflows?: number;
 }
 
 export async function startHarness(name: string, env: NodeJS.ProcessEnv = {}, options: HarnessOptions = {}): Promise<Harness> {
@@ -75,6 +104,7 @@ export async function startHarness(name: string, env: NodeJS.ProcessEnv = {}, op
     taskQueue,
     dataConverter,
     workflowBundle: await bundle,
+    ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
     env: { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1', ...env },
   });
   const clientConnection = await Connection.connect({ address });

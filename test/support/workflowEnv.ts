@@ -1,0 +1,214 @@
+/**
+ * The workflow test tier: the real `agentTurn` workflow and the real activities, against a fake
+ * server pool instead of MCP server processes, on a Temporal dev server that
+ * `TestWorkflowEnvironment.createLocal` starts from the project's own Temporal CLI (no download).
+ */
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import pino from 'pino';
+import { createActivities, type ActivityDeps } from '../../activities/index.js';
+import { TurnClient, sessionIdKey } from '../../client/turnClient.js';
+import type { LoadedConfig } from '../../config/types.js';
+import type { ToolAnnotations, ToolInfo, TurnStatus } from '../../contract/index.js';
+import { findTemporalCli } from '../../dev/temporalCli.js';
+import { bundleWorkflows } from '../../worker/index.js';
+import { uniqueQueue } from './harness.js';
+
+type Pool = ActivityDeps['pool'];
+
+/** One tool of the fake server. */
+export interface FakeTool {
+  /** The tool's own name; its public name is `mcp__<server>__<tool>`. */
+  tool: string;
+  annotations?: ToolAnnotations;
+  /**
+   * What one execution returns (`attempt` counts executions of this tool in the session, from 1).
+   * Throwing fails the call: a plain Error is what a lost connection looks like to the activities.
+   * Default: echoes the arguments as text.
+   */
+  run?: (args: Record<string, unknown>, attempt: number) => CallToolResult | Promise<CallToolResult>;
+}
+
+/** One execution the fake pool saw. */
+export interface FakeCall {
+  sessionId: string;
+  server: string;
+  tool: string;
+  args: Record<string, unknown>;
+  startedAt: number;
+  endedAt?: number;
+}
+
+/**
+ * A server pool with one server and scripted tools. It implements only what the activities may
+ * use (reconcile, tools, callTool); anything else, or a session used before it was reconciled, or
+ * a server or tool it does not have, is recorded in `misuse` and throws. Tests assert `misuse` is
+ * empty, since an error thrown inside an activity would otherwise only show up as a call outcome.
+ */
+export class FakePool {
+  readonly calls: FakeCall[] = [];
+  readonly misuse: string[] = [];
+  readonly reconciled: string[] = [];
+  private readonly byName: Map<string, FakeTool>;
+
+  constructor(
+    readonly server: string,
+    readonly toolList: FakeTool[],
+  ) {
+    this.byName = new Map(toolList.map((t) => [t.tool, t]));
+  }
+
+  publicName(tool: string): string {
+    return `mcp__${this.server}__${tool}`;
+  }
+
+  /** How many times `tool` was executed (in any session). */
+  count(tool: string): number {
+    return this.calls.filter((c) => c.tool === tool).length;
+  }
+
+  /** The object the activities get: only reconcile, tools and callTool are reachable. */
+  asPool(): Pool {
+    const impl: Pool = {
+      reconcile: (...args: Parameters<Pool['reconcile']>) => this.reconcile(args[0]),
+      tools: (...args: Parameters<Pool['tools']>) => this.tools(args[0]),
+      callTool: (...args: Parameters<Pool['callTool']>) => this.callTool(args[0], args[1], args[2], args[3]),
+    };
+    return new Proxy(impl, {
+      get: (target, prop, receiver) => {
+        if (typeof prop === 'string' && !Object.hasOwn(target, prop)) this.fail(`the activities used pool.${prop}, which the fake pool does not implement`);
+        return Reflect.get(target, prop, receiver) as unknown;
+      },
+    });
+  }
+
+  private fail(message: string): never {
+    this.misuse.push(message);
+    throw new Error(`fake pool misused: ${message}`);
+  }
+
+  private status(): TurnStatus {
+    return {
+      mcp: 'on',
+      servers: [
+        {
+          name: this.server,
+          layer: 'inline',
+          source: '--mcp #1',
+          transport: 'stdio',
+          state: 'ready',
+          tools: this.toolList.map((t) => this.publicName(t.tool)),
+          warnings: [],
+        },
+      ],
+      warnings: [],
+      reportedAt: new Date().toISOString(),
+    };
+  }
+
+  private async reconcile(sessionId: string): Promise<TurnStatus> {
+    this.reconciled.push(sessionId);
+    return this.status();
+  }
+
+  private tools(sessionId: string): ToolInfo[] {
+    if (!this.reconciled.includes(sessionId)) this.fail(`tools(${sessionId}) before the session was reconciled`);
+    return this.toolList.map((t) => ({
+      name: this.publicName(t.tool),
+      server: this.server,
+      tool: t.tool,
+      description: `fake ${t.tool}`,
+      inputSchema: { type: 'object' },
+      ...(t.annotations ? { annotations: t.annotations } : {}),
+    }));
+  }
+
+  private async callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>): Promise<CallToolResult> {
+    if (!this.reconciled.includes(sessionId)) this.fail(`callTool(${sessionId}) before the session was reconciled`);
+    if (server !== this.server) this.fail(`callTool on server "${server}"; the fake has only "${this.server}"`);
+    const spec = this.byName.get(tool) ?? this.fail(`callTool of unknown tool "${tool}" (the workflow should have refused it)`);
+    const call: FakeCall = { sessionId, server, tool, args, startedAt: Date.now() };
+    this.calls.push(call);
+    const attempt = this.calls.filter((c) => c.sessionId === sessionId && c.tool === tool).length;
+    try {
+      return spec.run ? await spec.run(args, attempt) : { content: [{ type: 'text', text: JSON.stringify(args) }] };
+    } finally {
+      call.endedAt = Date.now();
+    }
+  }
+}
+
+/** The config the fake loader returns: the fake pool ignores it. */
+export const fakeConfig: LoadedConfig = { off: false, servers: [], refused: [], warnings: [], hash: 'fake' };
+
+let runtimeInstalled = false;
+
+/** A dev server started from the project's Temporal CLI, with the search attribute turns set. */
+export async function createWorkflowEnv(): Promise<TestWorkflowEnvironment> {
+  if (!runtimeInstalled) {
+    // The tests fail calls on purpose; the SDK would log each failed activity attempt as a warning.
+    Runtime.install({ logger: new DefaultLogger('ERROR') });
+    runtimeInstalled = true;
+  }
+  const cli = await findTemporalCli();
+  if (!cli) throw new Error('no Temporal CLI found: run `npm run setup:temporal` (the workflow tests never download one)');
+  return TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: { type: 'existing-path', path: cli.path },
+      ip: '127.0.0.1',
+      searchAttributes: [sessionIdKey],
+      log: { format: 'pretty', level: 'warn' },
+    },
+  });
+}
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+
+export interface FakeWorker {
+  taskQueue: string;
+  workerQueue: string;
+  client: TurnClient;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs the real workflow bundle and the real activities (built by `createActivities`) on a fresh
+ * queue, with `pool` as the server pool: a shared-queue worker and a pinned worker queue, as in
+ * production.
+ */
+export async function startFakeWorker(
+  env: TestWorkflowEnvironment,
+  name: string,
+  pool: FakePool,
+  options: { maxCachedWorkflows?: number } = {},
+): Promise<FakeWorker> {
+  bundle ??= bundleWorkflows();
+  const taskQueue = uniqueQueue(name);
+  const workerQueue = `${taskQueue}@fake-worker`;
+  const activities = createActivities({
+    pool: pool.asPool(),
+    workerQueue,
+    loadConfig: async () => fakeConfig,
+    logger: pino({ level: 'silent' }),
+    scrub: (text) => text,
+  });
+  const shared = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: await bundle,
+    activities,
+    ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
+  });
+  const pinned = await Worker.create({ connection: env.nativeConnection, taskQueue: workerQueue, activities });
+  const runs = Promise.all([shared.run(), pinned.run()]);
+  return {
+    taskQueue,
+    workerQueue,
+    client: new TurnClient({ client: env.client, taskQueue }),
+    async stop() {
+      for (const w of [shared, pinned]) if (w.getState() === 'RUNNING') w.shutdown();
+      await runs;
+    },
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * The rooms of docs/architecture.md, checked on the source: every relative import between rooms
+ * follows the table, so no room imports from a room that imports it. Runs on the TypeScript
+ * sources next to the compiled tests (the checkout), not on dist/.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
+
+/** Which rooms each room may import at run time (type-only imports are checked separately). */
+const allowed: Record<string, string[]> = {
+  contract: [],
+  text: [],
+  shaping: ['contract', 'text'],
+  settings: ['shaping'],
+  config: ['contract', 'text', 'settings'],
+  mcp: ['contract', 'config', 'text'],
+  payloads: ['settings'],
+  activities: ['contract', 'config', 'mcp', 'shaping'],
+  workflows: ['contract'],
+  worker: ['contract', 'settings', 'config', 'mcp', 'shaping', 'payloads', 'activities', 'workflows'],
+  client: ['contract', 'workflows', 'payloads', 'shaping'],
+  dev: ['contract', 'text'],
+  cli: ['contract', 'settings', 'config', 'payloads', 'worker', 'client', 'dev', 'shaping'],
+};
+/** Type-only imports may also reach these rooms (the workflow names the activities' types). */
+const typeOnlyExtra: Record<string, string[]> = {
+  workflows: ['activities'],
+  payloads: ['settings'],
+};
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return sources(path);
+    return name.endsWith('.ts') && !name.endsWith('.d.ts') ? [path] : [];
+  });
+}
+
+interface Edge {
+  from: string;
+  to: string;
+  file: string;
+  typeOnly: boolean;
+}
+
+function roomEdges(): Edge[] {
+  const edges: Edge[] = [];
+  for (const room of Object.keys(allowed)) {
+    for (const file of sources(join(root, room))) {
+      const text = readFileSync(file, 'utf8');
+      for (const m of text.matchAll(/^(import|export)\s+(type\s+)?[^'";]*?from\s+'(\.[^']+)'/gm)) {
+        const target = relative(root, resolve(dirname(file), m[3]!)).split(/[\\/]/)[0]!;
+        if (target !== room) edges.push({ from: room, to: target, file: relative(root, file), typeOnly: Boolean(m[2]) });
+      }
+    }
+  }
+  return edges;
+}
+
+test('every import between rooms follows docs/architecture.md', () => {
+  const edges = roomEdges();
+  assert.ok(edges.length > 20, `expected to find the rooms' imports, found ${edges.length}`);
+  const wrong = edges.filter(
+    (e) => !(allowed[e.from] ?? []).includes(e.to) && !(e.typeOnly && (typeOnlyExtra[e.from] ?? []).includes(e.to)),
+  );
+  assert.deepEqual(
+    wrong.map((e) => `${e.file} imports ${e.typeOnly ? 'types from ' : ''}${e.to}/`),
+    [],
+  );
+});
+
+test('no room imports from a room that imports it (directly or through others)', () => {
+  const graph = new Map<string, Set<string>>();
+  for (const e of roomEdges()) {
+    if (!graph.has(e.from)) graph.set(e.from, new Set());
+    graph.get(e.from)!.add(e.to);
+  }
+  const reaches = (from: string, to: string, seen = new Set<string>()): boolean => {
+    for (const next of graph.get(from) ?? []) {
+      if (next === to) return true;
+      if (!seen.has(next) && (seen.add(next), reaches(next, to, seen))) return true;
+    }
+    return false;
+  };
+  const cycles = [...graph.keys()].filter((room) => reaches(room, room));
+  assert.deepEqual(cycles, []);
+});
+
+test('durable names are spelled only in contract/', () => {
+  const literal = /'(reconcileServers|listTools|turnStarted|cancelCall|DmcpSessionId|ServerUnavailable|TransportFailure|ToolTimeout|BadRequest)'/;
+  const offenders: string[] = [];
+  for (const room of Object.keys(allowed).filter((r) => r !== 'contract')) {
+    for (const file of sources(join(root, room))) {
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          if (literal.test(line)) offenders.push(`${relative(root, file)}:${i + 1}: ${line.trim()}`);
+        });
+    }
+  }
+  assert.deepEqual(offenders, []);
+});

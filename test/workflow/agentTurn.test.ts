@@ -1,0 +1,162 @@
+/**
+ * The agentTurn workflow with its real activities over a fake server pool: no MCP server runs.
+ * The dev server is this file's own (TestWorkflowEnvironment.createLocal, the project's CLI).
+ */
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, test } from 'node:test';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { FakePool, createWorkflowEnv, startFakeWorker, type FakeTool, type FakeWorker } from '../support/workflowEnv.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The fake server's tools: each test's pool gets fresh ones. */
+function fakeTools(): FakeTool[] {
+  return [
+    // Default run: echoes its arguments.
+    { tool: 'echo' },
+    { tool: 'slow', run: async (args) => (await sleep(Number(args.ms ?? 300)), { content: [{ type: 'text', text: `slept ${String(args.ms)}` }] }) },
+    { tool: 'fail', run: () => ({ content: [{ type: 'text', text: 'the tool says no' }], isError: true }) },
+    // No read-only or idempotent hint: a lost connection may have left an effect.
+    { tool: 'write', annotations: { destructiveHint: true }, run: () => Promise.reject(new Error('connection closed')) },
+    // Read-only: a lost connection is retried.
+    {
+      tool: 'read',
+      annotations: { readOnlyHint: true },
+      run: (_args, attempt) => (attempt === 1 ? Promise.reject(new Error('connection reset')) : { content: [{ type: 'text', text: `read on attempt ${attempt}` }] }),
+    },
+  ];
+}
+
+describe('agentTurn workflow over a fake server pool', { timeout: 120_000 }, () => {
+  let env: TestWorkflowEnvironment;
+  let pool: FakePool;
+  let worker: FakeWorker | undefined;
+
+  before(async () => {
+    env = await createWorkflowEnv();
+  });
+  after(async () => {
+    await env?.teardown();
+  });
+  afterEach(async () => {
+    await worker?.stop();
+    worker = undefined;
+    assert.deepEqual(pool.misuse, [], 'the activities used the pool only as they may');
+  });
+
+  async function start(name: string, options: { maxCachedWorkflows?: number } = {}): Promise<FakeWorker> {
+    pool = new FakePool('fake', fakeTools());
+    worker = await startFakeWorker(env, name, pool, options);
+    return worker;
+  }
+
+  test('batch turn: two groups run in order, the calls of a group in parallel', async () => {
+    const w = await start('batch');
+    const result = await w.client.runBatch({
+      sessionId: `wf-batch-${Date.now()}`,
+      calls: [
+        [
+          { id: 'a', name: pool.publicName('slow'), arguments: { ms: 400 } },
+          { id: 'b', name: pool.publicName('slow'), arguments: { ms: 400 } },
+        ],
+        [{ id: 'c', name: pool.publicName('echo'), arguments: { text: 'after the first group' } }],
+      ],
+    });
+    assert.equal(result.endedBy, 'batch');
+    assert.deepEqual(result.calls.map((c) => c.id).sort(), ['a', 'b', 'c']);
+    assert.equal(result.calls[2]!.id, 'c', 'the second group ends last');
+    for (const c of result.calls) assert.equal(c.outcome.status, 'ok', JSON.stringify(c.outcome));
+    assert.deepEqual(result.calls[2]!.outcome.content, [{ type: 'text', text: JSON.stringify({ text: 'after the first group' }) }]);
+
+    assert.equal(pool.calls.length, 3);
+    const [first, second] = pool.calls.filter((c) => c.tool === 'slow');
+    const third = pool.calls.find((c) => c.tool === 'echo')!;
+    assert.ok(first!.startedAt < second!.endedAt! && second!.startedAt < first!.endedAt!, 'the two calls of the first group overlapped');
+    assert.ok(third.startedAt >= Math.max(first!.endedAt!, second!.endedAt!), 'the second group started after the first ended');
+    assert.equal(pool.reconciled.length, 1);
+  });
+
+  test('interactive turn: a call ID sent twice (one after the other, and at once) runs once', async () => {
+    const w = await start('interactive');
+    const turn = await w.client.startTurn({ sessionId: `wf-interactive-${Date.now()}` });
+    assert.deepEqual(turn.tools.map((t) => t.name).sort(), ['echo', 'fail', 'read', 'slow', 'write'].map((t) => pool.publicName(t)));
+    assert.equal(turn.status.servers[0]?.state, 'ready');
+    assert.equal(turn.workerQueue, w.workerQueue);
+
+    const request = { id: 'toolu_once', name: pool.publicName('echo'), arguments: { text: 'only once' } };
+    const first = await turn.callTool(request);
+    const again = await turn.callTool(request);
+    assert.equal(first.status, 'ok');
+    assert.deepEqual(again, first, 'the retry got the recorded outcome');
+    assert.equal(pool.count('echo'), 1);
+
+    const concurrent = { id: 'toolu_together', name: pool.publicName('slow'), arguments: { ms: 300 } };
+    const [x, y] = await Promise.all([turn.callTool(concurrent), turn.callTool(concurrent)]);
+    assert.deepEqual(x, y);
+    assert.equal(pool.count('slow'), 1, 'two concurrent sends of one call ID ran it once');
+
+    const result = await turn.end();
+    assert.equal(result.endedBy, 'endTurn');
+    assert.deepEqual(result.calls.map((c) => c.id).sort(), ['toolu_once', 'toolu_together']);
+  });
+
+  test('failures: a tool error is data, a lost connection is unknown_result (run once), an unknown tool is bad_request', async () => {
+    const w = await start('failures');
+    const turn = await w.client.startTurn({ sessionId: `wf-failures-${Date.now()}` });
+
+    const toolError = await turn.callTool({ id: 'e1', name: pool.publicName('fail') });
+    assert.equal(toolError.status, 'ok', 'the tool ran: its own error is a normal outcome');
+    assert.equal(toolError.isError, true);
+    assert.equal(toolError.errorKind, undefined);
+    assert.deepEqual(toolError.content, [{ type: 'text', text: 'the tool says no' }]);
+    assert.equal(toolError.attempts, 1);
+    assert.equal(pool.count('fail'), 1, 'a tool error is not retried');
+
+    const lost = await turn.callTool({ id: 'e2', name: pool.publicName('write'), arguments: { path: '/x' } });
+    assert.equal(lost.status, 'error');
+    assert.equal(lost.errorKind, 'unknown_result', JSON.stringify(lost));
+    assert.match(lost.errorMessage ?? '', /connection closed/);
+    assert.equal(pool.count('write'), 1, 'a call without read-only/idempotent hints is attempted exactly once');
+
+    const unknown = await turn.callTool({ id: 'e3', name: 'mcp__fake__nope' });
+    assert.equal(unknown.status, 'error');
+    assert.equal(unknown.errorKind, 'bad_request');
+    assert.match(unknown.errorMessage ?? '', /unknown tool/);
+
+    // For contrast: a read-only call that loses its connection is retried (after a 1 s backoff).
+    const retried = await turn.callTool({ id: 'e4', name: pool.publicName('read') });
+    assert.equal(retried.status, 'ok', JSON.stringify(retried));
+    assert.equal(retried.attempts, 2);
+    assert.equal(pool.count('read'), 2);
+
+    const result = await turn.end();
+    assert.deepEqual(result.calls.map((c) => [c.id, c.outcome.errorKind ?? c.outcome.status]), [
+      ['e1', 'ok'],
+      ['e2', 'unknown_result'],
+      ['e3', 'bad_request'],
+      ['e4', 'ok'],
+    ]);
+    assert.equal(pool.calls.length, 4, 'the unknown tool never reached the pool');
+  });
+
+  test('no workflow cache: every task replays the turn from the start, and nothing runs twice', async () => {
+    const w = await start('nocache', { maxCachedWorkflows: 0 });
+    const turn = await w.client.startTurn({ sessionId: `wf-nocache-${Date.now()}` });
+    const echo = { id: 'n1', name: pool.publicName('echo'), arguments: { text: 'replayed' } };
+    const first = await turn.callTool(echo);
+    const [slow, lost] = await Promise.all([
+      turn.callTool({ id: 'n2', name: pool.publicName('slow'), arguments: { ms: 200 } }),
+      turn.callTool({ id: 'n3', name: pool.publicName('write') }),
+    ]);
+    assert.deepEqual(await turn.callTool(echo), first);
+    assert.equal(slow.status, 'ok');
+    assert.equal(lost.errorKind, 'unknown_result');
+    const result = await turn.end();
+    assert.deepEqual(result.calls.map((c) => c.id).sort(), ['n1', 'n2', 'n3']);
+    assert.deepEqual(
+      pool.calls.map((c) => c.tool).sort(),
+      ['echo', 'slow', 'write'],
+      'each call ran once, however often the workflow replayed',
+    );
+  });
+});
