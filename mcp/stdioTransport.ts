@@ -26,6 +26,84 @@ export interface StdioLaunch {
  */
 const DEFAULT_MAX_MESSAGE_BYTES = 128 * 1024 * 1024;
 
+/** Options of a {@link LineReader}. */
+export interface LineReaderOptions {
+  /** Largest line accepted; a longer one is dropped and reported with `onOverflow`. */
+  maxLineBytes: number;
+  /** Called with each complete line (UTF-8 decoded, without its `\n` or a trailing `\r`). */
+  onLine: (line: string) => void;
+  /** Called once a line grows past `maxLineBytes`; what was read of it is dropped. */
+  onOverflow: () => void;
+  /** Tests count the work done: bytes searched for a newline, and bytes copied to join chunks. */
+  onWork?: (work: { scanned: number; copied: number }) => void;
+}
+
+/**
+ * Splits a byte stream into newline-terminated lines in time linear in its length: the chunks of an
+ * unfinished line are kept in a list, only each new chunk is searched for a newline, and a line is
+ * joined once, when it ends. (Joining and searching the whole pending line per chunk made one
+ * 32 MiB line block the event loop for seconds, long enough to starve activity heartbeats.)
+ */
+export class LineReader {
+  /** The unfinished line's chunks, and their total length. */
+  private parts: Buffer[] = [];
+  private size = 0;
+  /** After an overflow, the rest of the oversized line is skipped up to its newline. */
+  private skipping = false;
+
+  constructor(private readonly options: LineReaderOptions) {}
+
+  push(chunk: Buffer): void {
+    const { onWork, maxLineBytes } = this.options;
+    let start = 0;
+    while (start < chunk.length) {
+      const end = chunk.indexOf(0x0a, start);
+      onWork?.({ scanned: (end < 0 ? chunk.length : end + 1) - start, copied: 0 });
+      if (end < 0) {
+        this.keep(chunk.subarray(start));
+        break;
+      }
+      const tail = chunk.subarray(start, end);
+      start = end + 1;
+      if (this.skipping) {
+        this.skipping = false;
+        continue;
+      }
+      if (this.size + tail.length > maxLineBytes) {
+        this.overflow();
+        this.skipping = false;
+        continue;
+      }
+      let line = tail;
+      if (this.parts.length > 0) {
+        this.parts.push(tail);
+        line = Buffer.concat(this.parts, this.size + tail.length);
+        onWork?.({ scanned: 0, copied: line.length });
+        this.parts = [];
+        this.size = 0;
+      }
+      const text = line.toString('utf8');
+      this.options.onLine(text.endsWith('\r') ? text.slice(0, -1) : text);
+    }
+  }
+
+  private keep(part: Buffer): void {
+    if (this.skipping || part.length === 0) return;
+    this.parts.push(part);
+    this.size += part.length;
+    if (this.size > this.options.maxLineBytes) {
+      this.overflow();
+      this.skipping = true;
+    }
+  }
+
+  private overflow(): void {
+    this.parts = [];
+    this.size = 0;
+    this.options.onOverflow();
+  }
+}
+
 /**
  * A stdio client transport that starts the server in its own process group, so stopping it also
  * stops whatever it spawned (`npx` wrappers, shells, grandchildren). The MCP SDK's transport
@@ -37,15 +115,23 @@ export class ProcessGroupStdioTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   private child?: ChildProcess;
-  private pending: Buffer = Buffer.alloc(0);
-  private readonly maxMessageBytes: number;
+  private readonly reader: LineReader;
   private exited?: Promise<void>;
   private closed = false;
   exitCode: number | null = null;
   exitSignal: NodeJS.Signals | null = null;
 
   constructor(private readonly launch: StdioLaunch) {
-    this.maxMessageBytes = launch.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    const maxMessageBytes = launch.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.reader = new LineReader({
+      maxLineBytes: maxMessageBytes,
+      onLine: (line) => this.readLine(line),
+      onOverflow: () => {
+        // The stream is out of step now: stop the server rather than misread what follows.
+        this.onerror?.(new Error(`server sent a message larger than ${maxMessageBytes} bytes`));
+        void this.close();
+      },
+    });
   }
 
   get pid(): number | undefined {
@@ -80,36 +166,23 @@ export class ProcessGroupStdioTransport implements Transport {
       });
       child.once('spawn', () => resolve());
       child.stdin?.on('error', (err) => this.onerror?.(err));
-      child.stdout?.on('data', (chunk: Buffer) => this.readStdout(chunk));
+      child.stdout?.on('data', (chunk: Buffer) => this.reader.push(chunk));
       child.stderr?.setEncoding('utf8');
       child.stderr?.on('data', (chunk: string) => this.launch.onStderr?.(chunk));
     });
   }
 
-  /** Splits stdout into lines; a line that is not a JSON-RPC message is reported, not dropped silently. */
-  private readStdout(chunk: Buffer): void {
-    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
-    for (;;) {
-      const end = this.pending.indexOf(0x0a);
-      if (end < 0) break;
-      const line = this.pending.subarray(0, end).toString('utf8').replace(/\r$/, '');
-      this.pending = this.pending.subarray(end + 1);
-      if (line.trim() === '') continue;
-      let message: JSONRPCMessage;
-      try {
-        message = deserializeMessage(line);
-      } catch {
-        this.launch.onJunk?.(line);
-        continue;
-      }
-      this.onmessage?.(message);
+  /** Each stdout line is a message; a line that is not a JSON-RPC message is reported, not dropped silently. */
+  private readLine(line: string): void {
+    if (line.trim() === '') return;
+    let message: JSONRPCMessage;
+    try {
+      message = deserializeMessage(line);
+    } catch {
+      this.launch.onJunk?.(line);
+      return;
     }
-    if (this.pending.length > this.maxMessageBytes) {
-      this.pending = Buffer.alloc(0);
-      // The stream is out of step now: stop the server rather than misread what follows.
-      this.onerror?.(new Error(`server sent a message larger than ${this.maxMessageBytes} bytes`));
-      void this.close();
-    }
+    this.onmessage?.(message);
   }
 
   send(message: JSONRPCMessage): Promise<void> {

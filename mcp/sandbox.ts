@@ -1,0 +1,224 @@
+/**
+ * Stdio servers from untrusted layers (the workspace's `.agents/mcp.json`, plugins) run whatever
+ * command the agent or a plugin wrote. Outside a sandbox such a process could read the worker's
+ * secrets: `/proc/<worker pid>/environ`, the data dir (payload store, dev database), the config
+ * dir. So they run under bubblewrap (`bwrap`): their own PID namespace and `/proc`, a cleared
+ * environment, the root file system read-only, a private `/tmp`, the workspace as the only
+ * writable host folder, and the data and config dirs covered by empty tmpfs mounts.
+ */
+import { spawn } from 'node:child_process';
+import { access, constants, stat } from 'node:fs/promises';
+import { delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import type { ServerEntry } from '../config/types.js';
+
+/**
+ * What to do with a stdio server from an untrusted layer: run it in the sandbox (and refuse it
+ * when no sandbox works), always refuse it, or run it unsandboxed like a trusted one.
+ */
+export type UntrustedStdioMode = 'sandbox' | 'refuse' | 'allow';
+
+/** How the pool treats stdio servers from untrusted layers. */
+export interface UntrustedStdioOptions {
+  /** DMCP_UNTRUSTED_STDIO (default `sandbox`). */
+  mode: UntrustedStdioMode;
+  /** DMCP_BWRAP: the bubblewrap binary, a path or a name looked up on `path` (default `bwrap`). */
+  bwrap?: string;
+  /**
+   * Folders a sandboxed server must not see, whatever else is shown: the data dir and the config
+   * dir. Each is covered by an empty tmpfs (those that do not exist are skipped).
+   */
+  hiddenPaths: string[];
+  /** The worker's PATH: the only worker variable a sandboxed server gets (besides `lang`); also where `bwrap` is looked up. */
+  path?: string;
+  /** The worker's LANG (default `C.UTF-8`). */
+  lang?: string;
+}
+
+/** What the pool spawns for one stdio server. */
+export interface StdioCommand {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd?: string;
+}
+
+/** Host paths a sandboxed server is shown, for {@link sandboxArgs}. */
+export interface SandboxPaths {
+  /** The only host folder it may write (the turn's workspace); absent: none. */
+  workspace?: string;
+  /** Its working directory inside the sandbox. */
+  cwd: string;
+  /** Folders shown read-only again over the private `/tmp` (its cwd, its plugin folder). */
+  readable: string[];
+  /** Folders covered by an empty tmpfs; they win over everything above. */
+  hidden: string[];
+}
+
+/** PATH when the worker has none: where bwrap and system tools live on Linux. */
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** HOME inside the sandbox: a folder in its private `/tmp`, so tools that write caches can. */
+export const SANDBOX_HOME = '/tmp/home';
+
+/**
+ * Namespaces and capabilities, the same for the probe and for every server. Under root bwrap keeps
+ * every capability unless told otherwise, and CAP_SYS_ADMIN would let the server unmount the tmpfs
+ * over the data dir. No `--new-session`: the worker stops a server by signalling its process group,
+ * and a new session inside would leave the server out of it (the server has no terminal to steal
+ * from anyway: it is started in a session of its own).
+ */
+const ISOLATION = ['--unshare-pid', '--unshare-ipc', '--die-with-parent', '--cap-drop', 'ALL'];
+
+function within(path: string, folder: string): boolean {
+  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
+}
+
+/**
+ * The bwrap argument vector (without `bwrap` itself) that runs `command args` with `paths`. Mount
+ * order matters, since a later mount covers an earlier one: the root read-only, a fresh `/dev`,
+ * `/proc` and `/tmp`; then the readable folders; then hidden folders that contain the workspace;
+ * then the workspace read-write; then every other hidden folder (also one inside the workspace).
+ */
+export function sandboxArgs(launch: { command: string; args: string[] }, paths: SandboxPaths): string[] {
+  const { workspace } = paths;
+  const out = [...ISOLATION, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--dir', SANDBOX_HOME];
+  for (const folder of paths.readable) {
+    // Inside the workspace it is shown read-write below; a read-only mount over it would hide that.
+    if (workspace && within(folder, workspace)) continue;
+    out.push('--ro-bind', folder, folder);
+  }
+  const aboveWorkspace = (h: string) => workspace !== undefined && h !== workspace && within(workspace, h);
+  for (const h of paths.hidden.filter(aboveWorkspace)) out.push('--tmpfs', h);
+  if (workspace) out.push('--bind', workspace, workspace);
+  for (const h of paths.hidden.filter((h) => !aboveWorkspace(h))) out.push('--tmpfs', h);
+  out.push('--chdir', paths.cwd, '--', launch.command, ...launch.args);
+  return out;
+}
+
+/** The whole environment of a sandboxed server: PATH, HOME and LANG, then the entry's own `env`. */
+export function sandboxEnvironment(entry: Pick<ServerEntry, 'env'>, options: Pick<UntrustedStdioOptions, 'path' | 'lang'>): Record<string, string> {
+  return {
+    PATH: options.path || DEFAULT_PATH,
+    HOME: SANDBOX_HOME,
+    LANG: options.lang || 'C.UTF-8',
+    ...entry.env,
+  };
+}
+
+/**
+ * The turn's workspace as far as the entry tells it: a workspace-layer entry comes from
+ * `<workspace>/.agents/mcp.json`. Used when the caller did not say.
+ */
+export function workspaceFromSource(entry: Pick<ServerEntry, 'layer' | 'source'>): string | undefined {
+  if (entry.layer !== 'workspace') return undefined;
+  const file = entry.source.replace(/:\d+$/, '');
+  return isAbsolute(file) ? dirname(dirname(file)) : undefined;
+}
+
+/** A plugin entry's folder (`<plugin>/.mcp.json` or `<plugin>/plugin.json`): its files must stay visible. */
+function pluginFolder(entry: Pick<ServerEntry, 'layer' | 'source'>): string | undefined {
+  if (entry.layer !== 'plugin') return undefined;
+  const file = entry.source.replace(/:\d+$/, '');
+  return isAbsolute(file) ? dirname(file) : undefined;
+}
+
+/** A stdio server that may not run: its status says why and what to change. */
+export class UntrustedStdioRefused extends Error {
+  override name = 'UntrustedStdioRefused';
+}
+
+type Probe = { ok: true; bwrap: string } | { ok: false; reason: string };
+
+/**
+ * Decides how each stdio server is started: trusted ones as written; untrusted ones per
+ * {@link UntrustedStdioMode}. bwrap is probed once (on the first untrusted server), with the same
+ * isolation flags the servers get, so a kernel that forbids them refuses servers up front instead
+ * of failing each one obscurely.
+ */
+export class StdioSandbox {
+  private probe?: Promise<Probe>;
+
+  constructor(private readonly options: UntrustedStdioOptions) {}
+
+  /**
+   * The command to spawn for `entry`, whose unsandboxed environment is `env`.
+   * @throws UntrustedStdioRefused when an untrusted server may not run.
+   */
+  async launch(entry: ServerEntry, env: () => Record<string, string>, workspace?: string): Promise<StdioCommand> {
+    if (!entry.command) throw new Error('a stdio server needs a command');
+    const plain = { command: entry.command, args: entry.args, cwd: entry.cwd };
+    if (entry.trusted || this.options.mode === 'allow') return { ...plain, env: env() };
+    const layer = `the ${entry.layer} layer (untrusted: the agent can write it)`;
+    const elsewhere = 'move the entry to a trusted layer (the config dir or a --mcp-config file)';
+    if (this.options.mode === 'refuse') {
+      throw new UntrustedStdioRefused(
+        `not started: DMCP_UNTRUSTED_STDIO=refuse runs no stdio server from ${layer}; ${elsewhere}, ` +
+          'or set DMCP_UNTRUSTED_STDIO=sandbox (run it in a bubblewrap sandbox) or DMCP_UNTRUSTED_STDIO=allow (run it unsandboxed)',
+      );
+    }
+    this.probe ??= probeBwrap(this.options.bwrap ?? 'bwrap', this.options.path);
+    const probe = await this.probe;
+    if (!probe.ok) {
+      throw new UntrustedStdioRefused(
+        `not started: stdio servers from ${layer} run in a bubblewrap sandbox, and no sandbox is available (${probe.reason}); ` +
+          `install bubblewrap (apt-get install bubblewrap) or point DMCP_BWRAP at it, ${elsewhere}, ` +
+          'or set DMCP_UNTRUSTED_STDIO=allow to run untrusted stdio servers unsandboxed',
+      );
+    }
+    const ws = workspace ?? workspaceFromSource(entry);
+    if (ws !== undefined && (!isAbsolute(ws) || resolve(ws) === sep)) {
+      throw new UntrustedStdioRefused(`not started: the workspace ${JSON.stringify(ws)} cannot be the sandbox's writable folder`);
+    }
+    const cwd = entry.cwd ?? ws ?? SANDBOX_HOME;
+    const readable = [cwd, pluginFolder(entry)].filter((p): p is string => p !== undefined && p !== SANDBOX_HOME && p !== sep);
+    const hidden = await existing(this.options.hiddenPaths.map((p) => resolve(p)));
+    const args = sandboxArgs(plain, { workspace: ws && resolve(ws), cwd, readable, hidden });
+    // bwrap itself gets the cleared environment too: it is PID 1 of the sandbox, and its
+    // /proc/1/environ is readable from inside.
+    return { command: probe.bwrap, args, env: sandboxEnvironment(entry, this.options) };
+  }
+}
+
+async function existing(paths: string[]): Promise<string[]> {
+  const found: string[] = [];
+  for (const p of [...new Set(paths)]) {
+    if (await stat(p).then((s) => s.isDirectory(), () => false)) found.push(p);
+  }
+  return found;
+}
+
+/** The absolute path of an executable: a path as given, or a name found on `path`. */
+async function findExecutable(name: string, path: string | undefined): Promise<string | undefined> {
+  const candidates = name.includes('/') ? [resolve(name)] : (path || DEFAULT_PATH).split(delimiter).filter(Boolean).map((d) => join(d, name));
+  for (const candidate of candidates) {
+    if (await access(candidate, constants.X_OK).then(() => true, () => false)) return candidate;
+  }
+  return undefined;
+}
+
+const PROBE_TIMEOUT_MS = 5000;
+
+/** Runs `true` in the sandbox; says why not when that fails (missing binary, no namespaces). */
+export async function probeBwrap(bwrap: string, path: string | undefined): Promise<Probe> {
+  const found = await findExecutable(bwrap, path);
+  if (!found) return { ok: false, reason: `${bwrap} not found${bwrap.includes('/') ? '' : ' on PATH'}` };
+  const args = sandboxArgs({ command: 'true', args: [] }, { cwd: '/', readable: [], hidden: [] });
+  return new Promise((done) => {
+    const child = spawn(found, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: path || DEFAULT_PATH } });
+    let stderr = '';
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (chunk: string) => {
+      if (stderr.length < 2000) stderr += chunk;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), PROBE_TIMEOUT_MS);
+    child.once('error', (err) => {
+      clearTimeout(timer);
+      done({ ok: false, reason: `${found} could not start: ${err.message}` });
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) done({ ok: true, bwrap: found });
+      else done({ ok: false, reason: `${found} failed its test run (${signal ?? `exit ${code}`}): ${stderr.trim().split('\n').slice(-2).join(' ') || 'no message'}` });
+    });
+  });
+}
