@@ -1,6 +1,7 @@
 /**
- * Why a server failed, in words for its status and for call errors. Everything here is
- * unscrubbed: the caller removes secrets before the text leaves the worker.
+ * Why a server failed, in words for its status and for call errors. The caller removes secrets
+ * before the text leaves the worker; what is cut here (stderr lines, an error body) must reach it
+ * already scrubbed, since a secret across a cut would no longer be found whole.
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { TailBuffer } from '../text/tailBuffer.js';
@@ -56,6 +57,8 @@ export interface StartFailure {
   lastWire?: WireFailure;
   junkLines: number;
   firstJunkLine?: string;
+  /** Scrubs what is cut here (a remote error body) before the cut. */
+  scrub?: (text: string) => string;
 }
 
 /**
@@ -64,7 +67,7 @@ export interface StartFailure {
  * non-protocol stdout (the usual cause of a handshake that never completes) and stderr.
  */
 export function describeStartFailure(err: unknown, failure: StartFailure): string {
-  if (failure.remote) return describeRemoteError(err, failure.lastWire);
+  if (failure.remote) return describeRemoteError(err, failure.lastWire, failure.scrub);
   const message = err instanceof Error ? err.message : String(err);
   if (exitedProcess(failure.transport)) return describeExit(failure.transport, failure.stderr, message);
   const junk =

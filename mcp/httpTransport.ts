@@ -20,6 +20,9 @@ const ERROR_BODY_WAIT_MS = 1000;
 export class WireTracker {
   last?: WireFailure;
 
+  /** `scrub` runs on an error body before it is cut, so a secret at the cut is not left half there. */
+  constructor(private readonly scrub: (text: string) => string = (t) => t) {}
+
   readonly fetch: FetchLike = async (url, init) => {
     let response: Response;
     try {
@@ -30,13 +33,13 @@ export class WireTracker {
     }
     // A GET answered 405 only means "no standalone stream", which the SDK expects.
     if (!response.ok && !(response.status === 405 && init?.method === 'GET')) {
-      this.last = { kind: 'http', status: response.status, text: await errorBody(response) };
+      this.last = { kind: 'http', status: response.status, text: await errorBody(response, this.scrub) };
     }
     return response;
   };
 }
 
-async function errorBody(response: Response): Promise<string> {
+async function errorBody(response: Response, scrub: (text: string) => string): Promise<string> {
   const fallback = response.statusText.toLowerCase();
   const copy = response.clone();
   let timer: NodeJS.Timeout | undefined;
@@ -45,15 +48,18 @@ async function errorBody(response: Response): Promise<string> {
   });
   try {
     const body = await Promise.race([copy.text().catch(() => undefined), timeout]);
-    return summarizeBody(body) || fallback;
+    return summarizeBody(body, scrub) || fallback;
   } finally {
     clearTimeout(timer);
     copy.body?.cancel().catch(() => undefined);
   }
 }
 
-/** The first useful line of an error body; a JSON-RPC error body gives its message. */
-export function summarizeBody(body: string | undefined): string {
+/**
+ * The first useful line of an error body; a JSON-RPC error body gives its message. The line is
+ * scrubbed before it is cut: cut first, a secret across the cut would keep the half before it.
+ */
+export function summarizeBody(body: string | undefined, scrub: (text: string) => string = (t) => t): string {
   if (!body) return '';
   let text = body.trim();
   try {
@@ -63,19 +69,132 @@ export function summarizeBody(body: string | undefined): string {
   } catch {
     // Not JSON: keep the text.
   }
-  const line = text.split(/\r?\n/).find((l) => l.trim()) ?? '';
+  const line = scrub(text.split(/\r?\n/).find((l) => l.trim()) ?? '');
   return line.length > MAX_DETAIL_CHARS ? `${line.slice(0, MAX_DETAIL_CHARS)}...` : line;
 }
 
+/**
+ * Largest message a remote server may send: a whole response, or one event of an SSE stream (a
+ * stream lives as long as the session, so it is bounded per event). A tool result with a few large
+ * images or a big embedded resource fits with a wide margin; past it the request fails rather than
+ * the worker buffering whatever the server sends (fetch also inflates gzip and brotli bodies).
+ */
+export const MAX_REMOTE_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+export interface RemoteTransportOptions {
+  /** Default {@link MAX_REMOTE_MESSAGE_BYTES}. */
+  maxMessageBytes?: number;
+}
+
+/** Header names whose values are credentials: never sent in clear text beyond this machine. */
+const CREDENTIAL_HEADER = /^(authorization|proxy-authorization|cookie)$|token|secret|api-?key|auth/i;
+
+/** Whether `hostname` (as `URL.hostname` spells it) names this machine. */
+function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || h === '[::1]' || /^127(\.\d{1,3}){3}$/.test(h);
+}
+
+/**
+ * Refuses credentials (an Authorization header, a bearer token, another credential header, or
+ * the URL's user info) over plain `http://` to another machine: anyone on the path could read and
+ * replay them. Loopback is exempt: the traffic never leaves the machine.
+ */
+function refuseCredentialsInClear(entry: ServerEntry, url: URL, headers: Record<string, string>): void {
+  if (url.protocol !== 'http:' || isLoopbackHost(url.hostname)) return;
+  const named = Object.keys(headers).filter((name) => CREDENTIAL_HEADER.test(name));
+  if (named.length === 0 && !url.username && !url.password) return;
+  const what = named.length > 0 ? `header(s) ${named.join(', ')}` : 'the credentials in its url';
+  throw new Error(`server "${entry.name}": refusing to send ${what} to ${url.host} over plain http: anyone on the network path could read them; use an https:// url (plain http is allowed only to loopback addresses)`);
+}
+
+/** Status codes whose responses have no body (the Response constructor refuses one). */
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
+/**
+ * Counts the bytes of a response body and fails it past `max`. For an SSE stream the count starts
+ * again after each event (a blank line), so a long session is not cut, only an oversized event.
+ * A failed stream leaves the request it answers waiting (the SDK reconnects streams), so when the
+ * stream answers one known request, it ends with an error response to that request instead.
+ */
+function byteCap(max: number, perEvent: boolean, what: string, requestId: string | number | undefined): TransformStream<Uint8Array, Uint8Array> {
+  let count = 0;
+  let afterNewline = false;
+  const message = `${what}: a message larger than ${max} bytes was refused`;
+  const refuse = (controller: TransformStreamDefaultController<Uint8Array>) => {
+    if (!perEvent || requestId === undefined) {
+      controller.error(new Error(message));
+      return;
+    }
+    // The blank line ends the cut event (dropped by the client as unparsable), then the answer.
+    const answer = JSON.stringify({ jsonrpc: '2.0', id: requestId, error: { code: -32603, message } });
+    controller.enqueue(new TextEncoder().encode(`\n\nevent: message\ndata: ${answer}\n\n`));
+    controller.terminate();
+  };
+  return new TransformStream({
+    transform(chunk, controller) {
+      if (!perEvent) {
+        count += chunk.byteLength;
+        if (count > max) refuse(controller);
+        else controller.enqueue(chunk);
+        return;
+      }
+      for (let i = 0; i < chunk.length; i += 1) {
+        const byte = chunk[i];
+        if (byte === 0x0a) {
+          if (afterNewline) count = 0;
+          afterNewline = true;
+        } else if (byte !== 0x0d) {
+          afterNewline = false;
+          count += 1;
+        }
+      }
+      if (count > max) refuse(controller);
+      else controller.enqueue(chunk);
+    },
+  });
+}
+
+/** The ID of the one JSON-RPC request a POST carries, if it carries exactly one. */
+function requestIdOf(init: RequestInit | undefined): string | number | undefined {
+  if (init?.method !== 'POST' || typeof init.body !== 'string') return undefined;
+  try {
+    const message = JSON.parse(init.body) as { id?: unknown; method?: unknown };
+    return (typeof message.id === 'string' || typeof message.id === 'number') && typeof message.method === 'string' ? message.id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The fetch the SDK transports use: it never follows a redirect by itself (the SDK follows those
+ * within the server's origin and reports the others, so headers never go to another origin), and
+ * it caps what a response may hold.
+ */
+function boundedFetch(inner: FetchLike, max: number, what: string): FetchLike {
+  return async (url, init) => {
+    const response = await inner(url, { ...init, redirect: 'manual' });
+    if (!response.body || NULL_BODY_STATUSES.has(response.status)) return response;
+    const sse = (response.headers.get('content-type') ?? '').toLowerCase().startsWith('text/event-stream');
+    return new Response(response.body.pipeThrough(byteCap(max, sse, what, requestIdOf(init))), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+}
+
 /** Builds the SDK client transport for an `http` or `sse` entry, sending `headers` on every request. */
-export function createRemoteTransport(entry: ServerEntry, headers: Record<string, string>, tracker: WireTracker): Transport {
+export function createRemoteTransport(entry: ServerEntry, headers: Record<string, string>, tracker: WireTracker, options: RemoteTransportOptions = {}): Transport {
   if (!entry.url) throw new Error(`server "${entry.name}" has no url`);
   const url = new URL(entry.url);
+  refuseCredentialsInClear(entry, url, headers);
   const requestInit = { headers };
-  if (entry.type === 'sse') return new SSEClientTransport(url, { requestInit, fetch: tracker.fetch });
+  const fetch = boundedFetch(tracker.fetch, options.maxMessageBytes ?? MAX_REMOTE_MESSAGE_BYTES, `server "${entry.name}"`);
+  if (entry.type === 'sse') return new SSEClientTransport(url, { requestInit, fetch });
   return new StreamableHTTPClientTransport(url, {
     requestInit,
-    fetch: tracker.fetch,
+    fetch,
     // The standalone GET stream is only for server-initiated messages; when it drops we ping
     // instead of reconnecting for half a minute.
     reconnectionOptions: { initialReconnectionDelay: 500, maxReconnectionDelay: 2000, reconnectionDelayGrowFactor: 1.5, maxRetries: 2 },
@@ -168,11 +287,14 @@ export function networkCause(err: unknown): string | undefined {
 /** Messages that say only "something failed on the wire"; the tracker knows more. */
 const GENERIC_RE = /^(?:fetch failed|terminated|SSE error: undefined|Non-200 status code.*|SSE stream disconnected: TypeError: (?:fetch failed|terminated))$/i;
 
-/** Describes a failure of a remote server for the status and for errors (not yet scrubbed). */
-export function describeRemoteError(err: unknown, last: WireFailure | undefined): string {
+/**
+ * Describes a failure of a remote server for the status and for errors. Only the part that is cut
+ * (an error body) is scrubbed here, with `scrub`; the caller scrubs the whole text.
+ */
+export function describeRemoteError(err: unknown, last: WireFailure | undefined, scrub: (text: string) => string = (t) => t): string {
   const status = httpStatusOf(err);
   if (status !== undefined) {
-    const detail = last?.kind === 'http' && last.status === status ? last.text : summarizeBody(errorText(err));
+    const detail = last?.kind === 'http' && last.status === status ? last.text : summarizeBody(errorText(err), scrub);
     return `HTTP ${status}${detail ? `: ${detail}` : ''}`;
   }
   const network = networkCause(err);

@@ -5,16 +5,21 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Payload } from '@temporalio/common';
+import { Runtime } from '@temporalio/worker';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { CallOutcome } from '../../contract/index.js';
 import { textOf } from '../support/content.js';
-import { startHarness, tempDir, type Harness } from '../support/harness.js';
+import { runtimeLogs, startHarness, tempDir, type Harness } from '../support/harness.js';
 
 const httpFixture = fileURLToPath(new URL('../fixtures/httpFixtureServer.js', import.meta.url));
 const slowStdio = fileURLToPath(new URL('../fixtures/slowStdioServer.js', import.meta.url));
@@ -58,6 +63,41 @@ function base64Fields(node: unknown, out: string[] = []): string[] {
     }
   }
   return out;
+}
+
+/** Every form of `value` that must not be found: itself and its usual encodings. */
+function forms(value: string): string[] {
+  const basic = Buffer.from(`user:${value}`).toString('base64');
+  return [value, Buffer.from(value).toString('base64'), Buffer.from(value).toString('base64url'), encodeURIComponent(value), basic.slice(8, 40)];
+}
+
+/**
+ * A remote MCP server (stateless Streamable HTTP) that hands back what it was sent: its request's
+ * headers and URL, as text, as structured content (values and keys), and base64-encoded, the way a
+ * careless or hostile server might.
+ */
+async function startReflectingServer(): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    const mcp = new McpServer({ name: 'reflect', version: '1.0.0' });
+    mcp.registerTool('reflect', { description: 'Returns the request it was sent.', inputSchema: {} }, async (_args, extra) => {
+      const headers = extra.requestInfo?.headers ?? {};
+      const seen = `${req.url ?? ''} ${String(headers['x-api-key'])}`;
+      return {
+        content: [
+          { type: 'text', text: `url=${req.url ?? ''} x-api-key=${String(headers['x-api-key'])}` },
+          { type: 'text', text: `encoded: ${Buffer.from(seen).toString('base64')} ${encodeURIComponent(seen)}` },
+        ],
+        structuredContent: { headers, [String(headers['x-api-key'])]: 'key as a key' },
+      };
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on('close', () => void transport.close());
+    mcp.connect(transport)
+      .then(() => transport.handleRequest(req, res))
+      .catch(() => res.writeHead(500).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as AddressInfo).port };
 }
 
 describe('proof of no leak: secrets in history, status and logs', () => {
@@ -175,11 +215,58 @@ describe('proof of no leak: secrets in history, status and logs', () => {
     const logs = h.logs.join('\n');
     assert.match(logs, /MY_SECRET=\[redacted\]/, 'the stderr line that printed the secret was logged, scrubbed');
 
-    const places: Record<string, string[]> = { history: [json], base64: decodedBase64, payloads: plain, status: statusTexts, logs: h.logs };
+    const places: Record<string, string[]> = { history: [json], base64: decodedBase64, payloads: plain, status: statusTexts, logs: h.logs, sdkLogs: runtimeLogs };
     for (const [name, value] of Object.entries(secrets)) {
       for (const [place, texts] of Object.entries(places)) {
-        assert.ok(!texts.some((t) => t.includes(value)), `${name} appears in ${place}`);
+        for (const form of forms(value)) assert.ok(!texts.some((t) => t.includes(form)), `${name} (as ${form.slice(0, 12)}...) appears in ${place}`);
       }
+    }
+  });
+  test('a remote server\'s own header values and URL token never reach history, even when it sends them back', async () => {
+    const headerValue = secret('hdr-');
+    const queryToken = secret('qry-');
+    const reflecting = await startReflectingServer();
+    try {
+      const file = join(dir, 'reflect.json');
+      await writeFile(file, JSON.stringify({
+        mcpServers: { reflect: { url: `http://127.0.0.1:${reflecting.port}/mcp?key=${queryToken}`, headers: { 'X-Api-Key': headerValue } } },
+      }));
+      const sessionId = `secrets-remote-${randomBytes(4).toString('hex')}`;
+      const turn = await h.client.startTurn({ sessionId, workspace: dir, servers: { mcpConfigFiles: [file] } });
+      assert.equal(turn.status.servers[0]?.state, 'ready', turn.status.servers[0]?.error);
+      const outcome = await turn.callTool({ id: 'reflect-1', name: 'mcp__reflect__reflect', arguments: {} });
+      const shown = text(outcome);
+      // The server did send them: what arrived is the scrubbed form, so finding nothing proves something.
+      assert.match(shown, /url=\/mcp\?key=\[redacted\] x-api-key=\[redacted\]/);
+      await turn.end();
+      const history = await h.client.client.workflow.getHandle(turn.turnId).fetchHistory();
+      const json = historyToJSON(history);
+      const decoded = base64Fields(JSON.parse(json) as unknown);
+      for (const [name, value] of Object.entries({ headerValue, queryToken })) {
+        for (const form of forms(value)) {
+          assert.ok(!json.includes(form) && !decoded.some((t) => t.includes(form)), `${name} (as ${form.slice(0, 12)}...) appears in history`);
+          assert.ok(!JSON.stringify(outcome).includes(form), `${name} appears in the outcome`);
+        }
+      }
+    } finally {
+      reflecting.server.closeAllConnections();
+      reflecting.server.close();
+    }
+  });
+
+  test('the Temporal SDK\'s own log stream goes through the same scrubbing', () => {
+    const before = runtimeLogs.length;
+    // What the SDK logs (activity failures, workflow task errors) may quote a secret in its message or meta.
+    Runtime.instance().logger.warn(`sdk says ${secrets.ANTHROPIC_API_KEY}`, {
+      token: secrets.WEB_TOKEN,
+      nested: { [secrets.STDIO_SECRET]: [Buffer.from(secrets.WEB_TOKEN).toString('base64')] },
+      error: new Error(`failed with ${secrets.STDIO_SECRET}`),
+    });
+    const lines = runtimeLogs.slice(before);
+    assert.equal(lines.length, 1, 'the SDK log line was captured');
+    assert.match(lines[0]!, /sdk says \[redacted\]/);
+    for (const [name, value] of Object.entries(secrets)) {
+      for (const form of forms(value)) assert.ok(!runtimeLogs.some((l) => l.includes(form)), `${name} appears in the SDK log`);
     }
   });
 });

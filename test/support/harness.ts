@@ -5,10 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Runtime, DefaultLogger, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import pino from 'pino';
+import { installRuntimeLogger } from '../../cli/embedded.js';
 import { TurnClient } from '../../client/turnClient.js';
+import { scrubSecrets } from '../../config/secrets.js';
 import { bundleWorkflows, startWorker, type RunningWorker } from '../../worker/index.js';
 
 /** The Temporal server the test run started (test/run.ts sets TEMPORAL_ADDRESS). */
@@ -22,6 +24,13 @@ export const fixtureServer = fileURLToPath(new URL('../fixtures/echoServer.js', 
 export const everythingServer = fileURLToPath(new URL('../../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
 
 let runtimeInstalled = false;
+/**
+ * What the Temporal SDK logged in this process (one pino line each), through the same logger and
+ * scrubbing as the CLI installs; also written to stderr as before. The runtime is installed once per
+ * process, so it scrubs the secrets of every harness started so far.
+ */
+export const runtimeLogs: string[] = [];
+const harnessEnvs: NodeJS.ProcessEnv[] = [];
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
 /** Each test gets its own task queue, so tests never pick up each other's work. */
@@ -87,8 +96,16 @@ export interface HarnessOptions {
 }
 
 export async function startHarness(name: string, env: NodeJS.ProcessEnv = {}, options: HarnessOptions = {}): Promise<Harness> {
+  const workerEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1', ...env };
+  harnessEnvs.push(workerEnv);
   if (!runtimeInstalled) {
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    const sdkLogger = pino({ level: 'debug' }, {
+      write: (line: string) => {
+        runtimeLogs.push(line);
+        process.stderr.write(line);
+      },
+    });
+    installRuntimeLogger(sdkLogger, 'WARN', (text) => harnessEnvs.reduce((out, e) => scrubSecrets(out, e), text));
     runtimeInstalled = true;
   }
   bundle ??= bundleWorkflows();
@@ -105,7 +122,7 @@ export async function startHarness(name: string, env: NodeJS.ProcessEnv = {}, op
     dataConverter,
     workflowBundle: await bundle,
     ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1', ...env },
+    env: workerEnv,
   });
   const clientConnection = await Connection.connect({ address });
   const client = new TurnClient({ client: new Client({ connection: clientConnection, dataConverter }), taskQueue });
