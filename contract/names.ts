@@ -28,6 +28,9 @@ export const UpdateName = {
 /** The Update ID `Turn.end()` uses, so a retried end is de-duplicated; no call may take it. */
 export const END_TURN_UPDATE_ID = 'endTurn';
 
+/** The failure type of a turn that refused its input (a batch past its bounds): never retried. */
+export const TURN_INPUT_FAILURE_TYPE = 'InvalidTurnInput';
+
 /** Workflow Queries of a turn. */
 export const QueryName = { status: 'status' } as const;
 

@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { ExternalStorage, Payload, PayloadCodec } from '@temporalio/common';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { MAX_DECOMPRESSED_BYTES, PayloadTooLargeError } from './dataConverter.js';
 import { decodePayload } from './decodePayload.js';
 
 /** A payload as the Temporal UI and CLI send it: base64 metadata values and data. */
@@ -25,10 +27,16 @@ export interface CodecServerOptions {
   externalStorage?: ExternalStorage;
   /** 0 picks a free port. Always bound to 127.0.0.1. */
   port?: number;
-  /** Origins allowed by CORS (the Temporal UI's address); default: any loopback origin. */
+  /** Web origins allowed besides loopback ones (the Temporal UI's address when it is not on loopback). */
   allowedOrigins?: string[];
-  /** Largest request body accepted. */
+  /** Host names (with or without port) accepted in `Host` besides loopback names and addresses. */
+  allowedHosts?: string[];
+  /** Largest request body accepted (default 16 MiB). */
   maxBodyBytes?: number;
+  /** Most bytes one `/decode` request may produce in total (default {@link MAX_DECOMPRESSED_BYTES}). */
+  maxDecodedBytes?: number;
+  /** DMCP_CODEC_TOKEN: when set, every request must carry `Authorization: Bearer <token>`. */
+  token?: string;
 }
 
 export interface CodecServer {
@@ -37,21 +45,72 @@ export interface CodecServer {
 }
 
 const LOOPBACK_ORIGIN = /^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/;
+const LOOPBACK_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
+
+/**
+ * Largest request by default. The UI sends one page of a history's payloads, each at most the
+ * external-storage threshold (larger ones are references), so 16 MiB is far above what it needs.
+ */
+const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+class HttpRefusal extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Compares two secrets in time independent of where they differ. */
+function sameSecret(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
 
 /**
  * The codec server: `/encode` and `/decode` in the Temporal remote-codec format, so
  * the UI and `temporal workflow show --codec-endpoint` show decoded payloads.
+ *
+ * It runs in the worker's process and decodes everything the worker can: only loopback clients
+ * that name it by a loopback host (a DNS-rebound name is refused), only loopback or configured web
+ * origins, only JSON (a cross-site form or `text/plain` POST needs no preflight, so CORS alone does
+ * not stop it), bounded request and decoded sizes, and the token when one is set.
  */
 export async function startCodecServer(options: CodecServerOptions): Promise<CodecServer> {
-  const maxBody = options.maxBodyBytes ?? 64 * 1024 * 1024;
-  const originAllowed = (origin: string) => (options.allowedOrigins ? options.allowedOrigins.includes(origin) : LOOPBACK_ORIGIN.test(origin));
+  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxDecoded = options.maxDecodedBytes ?? MAX_DECOMPRESSED_BYTES;
+  const originAllowed = (origin: string) => LOOPBACK_ORIGIN.test(origin) || (options.allowedOrigins ?? []).includes(origin);
+  const hostAllowed = (host: string) => LOOPBACK_HOST.test(host) || (options.allowedHosts ?? []).some((h) => h.toLowerCase() === host.toLowerCase() || h.toLowerCase() === host.toLowerCase().replace(/:\d+$/, ''));
 
   const decodeOne = (payload: Payload) =>
     decodePayload(payload, { codecs: options.codecs, externalStorage: options.externalStorage, missingDriver: 'keep' });
 
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  /** One at a time, counting what comes out: many small bombs in one request are still refused. */
+  const decodeAll = async (payloads: Payload[]): Promise<Payload[]> => {
+    const out: Payload[] = [];
+    let total = 0;
+    for (const payload of payloads) {
+      const decoded = await decodeOne(payload);
+      total += decoded.data?.byteLength ?? 0;
+      if (total > maxDecoded) throw new HttpRefusal(413, `decoded payloads are larger than ${maxDecoded} bytes in total: refused`);
+      out.push(decoded);
+    }
+    return out;
+  };
+
+  const refuseUnlessAllowed = (req: IncomingMessage) => {
+    const host = req.headers.host;
+    if (!host || !hostAllowed(host)) throw new HttpRefusal(403, 'host not allowed: use 127.0.0.1 or localhost');
     const origin = req.headers.origin;
-    if (origin && originAllowed(origin)) {
+    if (origin !== undefined && !originAllowed(origin)) throw new HttpRefusal(403, 'origin not allowed');
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    refuseUnlessAllowed(req);
+    const origin = req.headers.origin;
+    if (origin) {
       res.setHeader('Access-Control-Allow-Origin', origin);
       res.setHeader('Access-Control-Allow-Credentials', 'true');
       res.setHeader('Access-Control-Allow-Methods', 'POST, OPTIONS');
@@ -64,36 +123,45 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
     }
     const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '');
     if (req.method !== 'POST' || (path !== '/encode' && path !== '/decode')) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'POST /encode or /decode' }));
-      return;
+      throw new HttpRefusal(404, 'POST /encode or /decode');
     }
+    if (options.token !== undefined) {
+      const bearer = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
+      if (!bearer?.[1] || !sameSecret(bearer[1].trim(), options.token)) throw new HttpRefusal(401, 'a bearer token is required (DMCP_CODEC_TOKEN)');
+    }
+    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (type !== 'application/json') throw new HttpRefusal(415, 'Content-Type must be application/json');
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > maxBody) throw new HttpRefusal(413, `request body is larger than ${maxBody} bytes`);
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req) {
       size += (chunk as Buffer).length;
-      if (size > maxBody) {
-        res.writeHead(413).end();
-        return;
-      }
+      if (size > maxBody) throw new HttpRefusal(413, `request body is larger than ${maxBody} bytes`);
       chunks.push(chunk as Buffer);
     }
     let body: { payloads?: JsonPayload[] };
     try {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { payloads?: JsonPayload[] };
     } catch {
-      res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'body must be JSON { payloads: [...] }' }));
-      return;
+      throw new HttpRefusal(400, 'body must be JSON { payloads: [...] }');
     }
+    if (!Array.isArray(body?.payloads ?? [])) throw new HttpRefusal(400, 'body must be JSON { payloads: [...] }');
     const payloads = (body.payloads ?? []).map(toPayload);
-    const out = path === '/decode' ? await Promise.all(payloads.map(decodeOne)) : await options.codecs.reduce(async (acc, codec) => codec.encode(await acc), Promise.resolve(payloads));
+    const out = path === '/decode' ? await decodeAll(payloads) : await options.codecs.reduce(async (acc, codec) => codec.encode(await acc), Promise.resolve(payloads));
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ payloads: out.map(toJson) }));
   };
 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
-      // The message says which key or claim was missing; it never holds payload contents.
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+      const status = err instanceof HttpRefusal ? err.status : err instanceof PayloadTooLargeError ? 413 : 500;
+      // The message says which key or claim was missing, or which limit; it never holds payload contents.
+      if (!res.headersSent) {
+        // A refused body is not read on: close the connection rather than drain it.
+        res.writeHead(status, { 'content-type': 'application/json', ...(status === 413 ? { connection: 'close' } : {}) });
+      }
       res.end(JSON.stringify({ error: (err as Error).message }));
+      if (status === 413) req.resume();
     });
   });
   await new Promise<void>((resolve, reject) => {

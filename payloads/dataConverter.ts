@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { brotliCompress, brotliDecompress, constants as zlib } from 'node:zlib';
@@ -28,10 +28,30 @@ const dec = (b: Uint8Array | null | undefined) => (b ? new TextDecoder().decode(
 const MIN_COMPRESS_BYTES = 256;
 
 /**
+ * Largest payload a compressed payload may inflate to. Brotli packs 64 MiB of zeros into about a
+ * hundred bytes, and the codec server and the worker decode what others wrote: without a cap a few
+ * KB of request allocate gigabytes in the worker's process. The largest payload the project writes
+ * is a workflow result or call outcome holding whole tool results (a 10 MiB image is 13.4 MiB of
+ * base64; a batch result repeats every outcome), so 256 MiB leaves a wide margin.
+ */
+export const MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024;
+
+/** A compressed payload inflated past the limit: a bomb or a corrupt payload, never decoded. */
+export class PayloadTooLargeError extends Error {
+  override name = 'PayloadTooLargeError';
+}
+
+/**
  * Compresses every payload worth compressing (brotli; kept only when it saves space), so history
  * holds less of each tool result. Payloads it did not compress pass through.
  */
 export class CompressionCodec implements PayloadCodec {
+  private readonly maxDecompressedBytes: number;
+
+  constructor(options: { maxDecompressedBytes?: number } = {}) {
+    this.maxDecompressedBytes = options.maxDecompressedBytes ?? MAX_DECOMPRESSED_BYTES;
+  }
+
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return Promise.all(
       payloads.map(async (payload) => {
@@ -49,7 +69,17 @@ export class CompressionCodec implements PayloadCodec {
     return Promise.all(
       payloads.map(async (payload) => {
         if (dec(payload.metadata?.encoding) !== ENCODING_COMPRESSED) return payload;
-        return ProtoPayload.decode(await decompress(payload.data ?? new Uint8Array()));
+        let raw: Buffer;
+        try {
+          // zlib stops inflating at the cap instead of allocating whatever the stream asks for.
+          raw = await decompress(payload.data ?? new Uint8Array(), { maxOutputLength: this.maxDecompressedBytes });
+        } catch (err) {
+          if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') {
+            throw new PayloadTooLargeError(`compressed payload inflates to more than ${this.maxDecompressedBytes} bytes (larger than any payload this project writes): refused`);
+          }
+          throw err;
+        }
+        return ProtoPayload.decode(raw);
       }),
     );
   }
@@ -64,8 +94,13 @@ export interface EncryptionKey {
 /** Parses DMCP_ENCRYPTION_KEY: 32 bytes as base64 or 64 hex digits. The ID is a hash prefix, never the key. */
 export function parseEncryptionKey(value: string): EncryptionKey {
   const trimmed = value.trim();
-  const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, 'hex') : Buffer.from(trimmed, 'base64');
-  if (key.length !== 32) {
+  // Exactly one spelling each: Node's base64 decoder skips unknown characters and stops at
+  // padding, so without these patterns a mistyped or doubled key decodes to some other 32 bytes.
+  let key: Buffer | undefined;
+  if (/^[0-9a-fA-F]{64}$/.test(trimmed)) key = Buffer.from(trimmed, 'hex');
+  else if (/^[A-Za-z0-9+/]{43}=?$/.test(trimmed)) key = Buffer.from(trimmed, 'base64');
+  else if (/^[A-Za-z0-9_-]{43}$/.test(trimmed)) key = Buffer.from(trimmed, 'base64url');
+  if (key?.length !== 32) {
     throw new Error('DMCP_ENCRYPTION_KEY must be 32 bytes, written as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)');
   }
   return { id: createHash('sha256').update(key).digest('hex').slice(0, 12), key };
@@ -121,14 +156,18 @@ export class FilesystemStorageDriver implements StorageDriver {
   constructor(readonly dir: string) {}
 
   async store(_context: unknown, payloads: Payload[]): Promise<StorageDriverClaim[]> {
-    await mkdir(this.dir, { recursive: true });
+    // Tool results may hold anything a server read: only the worker's user may list or read them.
+    // mkdir's mode applies to the directories it creates (the data dir too, when it is new); a
+    // store dir made earlier with the umask's mode is narrowed here.
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await chmod(this.dir, 0o700);
     return Promise.all(
       payloads.map(async (payload) => {
         const bytes = ProtoPayload.encode(payload).finish();
         const digest = createHash('sha256').update(bytes).digest('hex');
         const file = join(this.dir, `${digest}.bin`);
         const staging = `${file}.${randomBytes(4).toString('hex')}.tmp`;
-        await writeFile(staging, bytes);
+        await writeFile(staging, bytes, { mode: 0o600 });
         await rename(staging, file);
         return new StorageDriverClaim({ sha256: digest });
       }),

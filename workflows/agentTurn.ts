@@ -1,4 +1,5 @@
 import {
+  ApplicationFailure,
   CancellationScope,
   isCancellation,
   allHandlersFinished,
@@ -6,17 +7,19 @@ import {
   continueAsNew,
   defineQuery,
   defineUpdate,
+  patched,
   setHandler,
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
-import { QueryName, UpdateName, type CallOutcome, type CallRequest, type ContinuedTurn, type TurnInput, type TurnProgress, type TurnResult, type TurnStart } from '../contract/index.js';
+import { QueryName, TURN_INPUT_FAILURE_TYPE, UpdateName, type CallOutcome, type CallRequest, type ContinuedTurn, type TurnInput, type TurnProgress, type TurnResult, type TurnStart } from '../contract/index.js';
 import { resolveLimits } from './activityOptions.js';
+import { batchProblem, callRequestProblem } from './bounds.js';
 import { runCall } from './calls.js';
 import { errorOutcome } from './failures.js';
 import { waitWhileOpen } from './idle.js';
 import { listTools, reconcile } from './servers.js';
-import { TurnState, type TurnContext } from './turnState.js';
+import { RECENT_CALLS_KEPT, TurnState, type TurnContext } from './turnState.js';
 
 export const turnStartedUpdate = defineUpdate<TurnStart>(UpdateName.turnStarted);
 export const callToolUpdate = defineUpdate<CallOutcome, [CallRequest]>(UpdateName.callTool);
@@ -30,6 +33,13 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   const info = workflowInfo();
   const ctx: TurnContext = { input, limits: resolveLimits(input.limits), sharedQueue: info.taskQueue, state: new TurnState() };
   const { state } = ctx;
+
+  // Refused before anything runs. Behind a patch: a turn that started with such a batch before
+  // the check existed ran it, and must replay the same way.
+  const inputProblem = input.batch ? batchProblem(input.batch) : undefined;
+  if (inputProblem && patched('bounded-batch')) {
+    throw ApplicationFailure.create({ type: TURN_INPUT_FAILURE_TYPE, message: `batch refused: ${inputProblem}`, nonRetryable: true });
+  }
 
   installHandlers(ctx);
   // Without an await, so a continued run's idle timer stays its first command, ahead of any call
@@ -100,11 +110,11 @@ function installHandlers(ctx: TurnContext): void {
       return runCall(ctx, request);
     },
     {
+      // A rejected Update leaves no trace in history, so these checks need no patch.
       validator: (request) => {
         if (state.ended) throw new Error('the turn has ended');
-        if (!request || typeof request.id !== 'string' || typeof request.name !== 'string') {
-          throw new Error('callTool needs { id: string, name: string, arguments?: object }');
-        }
+        const problem = callRequestProblem(request);
+        if (problem) throw new Error(problem);
       },
     },
   );
@@ -150,18 +160,18 @@ async function startTurn(ctx: TurnContext, turnId: string): Promise<void> {
 async function continueIfLong(ctx: TurnContext): Promise<void> {
   const { input, limits, state } = ctx;
   if (state.ended || state.inFlight > 0) return;
-  if (!workflowInfo().continueAsNewSuggested && state.calls.length < limits.continueAsNewAfterCalls) return;
+  if (!workflowInfo().continueAsNewSuggested && state.callsDone < limits.continueAsNewAfterCalls) return;
   await condition(allHandlersFinished);
   if (state.ended || state.inFlight > 0) return;
   const all = [...(input.continued?.recent ?? []), ...state.calls];
-  const recent = all.slice(-100);
-  const earlierIds = [...(input.continued?.earlierIds ?? []), ...all.slice(0, -100).map((c) => c.id)];
+  const recent = all.slice(-RECENT_CALLS_KEPT);
+  const earlierIds = [...(input.continued?.earlierIds ?? []), ...state.droppedIds, ...all.slice(0, -RECENT_CALLS_KEPT).map((c) => c.id)];
   await continueAsNew<typeof agentTurn>({
     ...input,
     preferredWorkerQueue: undefined,
     continued: {
       start: { ...state.start!, workerQueue: state.workerQueue },
-      callsBefore: (input.continued?.callsBefore ?? 0) + state.calls.length,
+      callsBefore: (input.continued?.callsBefore ?? 0) + state.callsDone,
       recent,
       earlierIds,
     },

@@ -13,7 +13,7 @@ export async function runCall(ctx: TurnContext, request: CallRequest): Promise<C
   const args = request.arguments ?? {};
   try {
     const outcome = await executeCall(ctx, request, args);
-    state.calls.push({ id: request.id, name: request.name, arguments: args, outcome });
+    state.record({ id: request.id, name: request.name, arguments: args, outcome }, ctx.input.batch !== undefined);
     return outcome;
   } finally {
     state.inFlight -= 1;

@@ -1,14 +1,32 @@
-import type { CancellationScope } from '@temporalio/workflow';
+import { patched, type CancellationScope } from '@temporalio/workflow';
 import type { CallRecord, ReconcileResult, ToolInfo, TurnInput, TurnProgress, TurnResult, TurnStart } from '../contract/index.js';
 import type { Limits } from './activityOptions.js';
+
+/**
+ * Calls whose whole record an interactive run keeps: what continue-as-new carries so a retried
+ * call is answered from its record. Older outcomes were already returned by their Updates, which
+ * history keeps; holding them (images included) until the run ends only costs workflow memory
+ * and repeats them in the result.
+ */
+export const RECENT_CALLS_KEPT = 100;
 
 /**
  * The mutable state of one run of a turn. The Update handlers, the calls and the idle loop run
  * interleaved on one workflow thread and all read and change it, so it lives in one place.
  */
 export class TurnState {
-  /** The calls finished in this run, in the order they finished. */
+  /**
+   * The calls finished in this run, in the order they finished: all of them in a batch turn (its
+   * result is where their outcomes are read), the newest {@link RECENT_CALLS_KEPT} in an
+   * interactive one.
+   */
   readonly calls: CallRecord[] = [];
+  /** Calls finished in this run, including those no longer in {@link calls}. */
+  callsDone = 0;
+  /** IDs of the calls dropped from {@link calls}: continue-as-new refuses a retry of one. */
+  readonly droppedIds: string[] = [];
+  /** Whether this run drops old records (decided once, at the first drop, for replay). */
+  private dropsOld: boolean | undefined;
   inFlight = 0;
   /** Bumped when a call starts or ends: the idle loop wakes on a change. */
   lastActivity = 0;
@@ -24,6 +42,15 @@ export class TurnState {
   /** The scope of each running call by its ID, so cancelCall and a cancelled turn can stop it. */
   readonly running = new Map<string, CancellationScope>();
 
+  /** Records a finished call; `keepAll` for a batch turn, whose result must hold every outcome. */
+  record(call: CallRecord, keepAll: boolean): void {
+    this.calls.push(call);
+    this.callsDone += 1;
+    // Behind a patch: runs recorded before it kept every record and returned them all.
+    if (keepAll || this.calls.length <= RECENT_CALLS_KEPT || !(this.dropsOld ??= patched('lean-call-records'))) return;
+    this.droppedIds.push(this.calls.shift()!.id);
+  }
+
   /** Notes that a call started or ended, for the idle loop. */
   touch(): void {
     this.lastActivity += 1;
@@ -35,7 +62,7 @@ export class TurnState {
       phase: this.ended ? 'ended' : this.start ? 'ready' : 'starting',
       workerQueue: this.start?.workerQueue,
       status: this.start?.status,
-      callsDone: this.calls.length,
+      callsDone: this.callsDone,
       callsInFlight: this.inFlight,
     };
   }

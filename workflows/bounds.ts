@@ -1,0 +1,88 @@
+/**
+ * What a turn accepts from its caller. A call or a batch past these bounds is refused before it
+ * runs: after it ran, its outcome, its history events and its place in the workflow's memory are
+ * already spent, and Temporal's own limits (pending activities per run, Updates per run, payload
+ * size) would fail the whole turn instead of the one request.
+ */
+import { END_TURN_UPDATE_ID, type CallRequest } from '../contract/index.js';
+
+/**
+ * Calls of one parallel batch group. Temporal allows 2,000 pending activities per run; a group is
+ * scheduled all at once, and each call may fail over once, so 100 leaves a wide margin and is more
+ * parallelism than one session's servers serve well anyway.
+ */
+export const MAX_BATCH_GROUP_CALLS = 100;
+/**
+ * Calls of one batch turn. A batch turn never continues as new and its result repeats every
+ * outcome, so its calls, history events and result grow together; 1,000 calls of a few events each
+ * stay far below Temporal's 51,200-event limit.
+ */
+export const MAX_BATCH_CALLS = 1000;
+/** Length of a call ID (the model's tool-call ID; providers use a few dozen characters). */
+export const MAX_CALL_ID_CHARS = 256;
+/** Length of a public tool name (`mcp__<server>__<tool>`; providers cap names at 64 to 128). */
+export const MAX_TOOL_NAME_CHARS = 256;
+/**
+ * Size of a call's arguments as JSON. They are recorded in the Update's history event, where
+ * Temporal refuses payloads over 2 MB; 1 MiB keeps a clear message well before that.
+ */
+export const MAX_ARGUMENTS_JSON_CHARS = 1024 * 1024;
+/**
+ * Nesting depth of arguments. JSON nested a few thousand levels deep parses but exhausts the stack
+ * when serialized again, which would fail the workflow task; real arguments nest a handful of levels.
+ */
+export const MAX_ARGUMENTS_DEPTH = 64;
+
+/** Whether `value` nests objects or arrays deeper than `max` levels. Iterative: no stack to exhaust. */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Object.values(v as Record<string, unknown>)) {
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
+/** Why `request` cannot run, or undefined when it can. Pure: the Update validator and batch check use it. */
+export function callRequestProblem(request: unknown): string | undefined {
+  if (request === null || typeof request !== 'object' || Array.isArray(request)) return 'a call must be { id: string, name: string, arguments?: object }';
+  const { id, name, arguments: args } = request as Partial<CallRequest>;
+  if (typeof id !== 'string' || id === '') return 'a call needs a non-empty string id';
+  if (id.length > MAX_CALL_ID_CHARS) return `call id is ${id.length} characters; at most ${MAX_CALL_ID_CHARS}`;
+  if (id === END_TURN_UPDATE_ID) return `call id "${END_TURN_UPDATE_ID}" is reserved for ending the turn; use another id`;
+  if (typeof name !== 'string' || name === '') return `call ${id}: needs a non-empty string name`;
+  if (name.length > MAX_TOOL_NAME_CHARS) return `call ${id}: tool name is ${name.length} characters; at most ${MAX_TOOL_NAME_CHARS}`;
+  if (args === undefined) return undefined;
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return `call ${id}: arguments must be a JSON object`;
+  if (nestedDeeperThan(args, MAX_ARGUMENTS_DEPTH)) return `call ${id}: arguments nest deeper than ${MAX_ARGUMENTS_DEPTH} levels`;
+  const size = JSON.stringify(args).length;
+  if (size > MAX_ARGUMENTS_JSON_CHARS) return `call ${id}: arguments are ${size} characters of JSON; at most ${MAX_ARGUMENTS_JSON_CHARS}`;
+  return undefined;
+}
+
+/** Why a batch cannot run, or undefined when it can: group and total sizes, each call, unique IDs. */
+export function batchProblem(batch: unknown): string | undefined {
+  if (!Array.isArray(batch)) return 'a batch must be an array of groups of calls';
+  let total = 0;
+  const ids = new Set<string>();
+  for (const [index, group] of batch.entries()) {
+    if (!Array.isArray(group)) return `batch group ${index + 1} must be an array of calls`;
+    if (group.length > MAX_BATCH_GROUP_CALLS) {
+      return `batch group ${index + 1} has ${group.length} calls; at most ${MAX_BATCH_GROUP_CALLS} run in parallel (split it into several groups)`;
+    }
+    total += group.length;
+    if (total > MAX_BATCH_CALLS) return `the batch has more than ${MAX_BATCH_CALLS} calls; split it into several turns`;
+    for (const request of group) {
+      const problem = callRequestProblem(request);
+      if (problem) return problem;
+      const id = (request as CallRequest).id;
+      if (ids.has(id)) return `call id ${id} appears twice in the batch; each call needs its own id`;
+      ids.add(id);
+    }
+  }
+  return undefined;
+}
