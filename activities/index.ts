@@ -1,9 +1,10 @@
 import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
+import { scrubDeep, scrubberFor } from '../config/secrets.js';
 import { ConfigError, type LoadedConfig } from '../config/types.js';
 import type { ConfigRefs } from '../config/types.js';
-import { ServerUnavailableError } from '../mcp/managedServer.js';
+import { MAX_SCHEMA_DEPTH, ServerUnavailableError, nestedDeeperThan } from '../mcp/managedServer.js';
 import type { ServerPool } from '../mcp/pool.js';
 import { renderServersParagraph } from '../shaping/serversParagraph.js';
 import { FailureType, type ActivityName, type CallOutcome, type CallToolInput, type ContentBlock, type ListToolsInput, type ReconcileInput, type ReconcileResult, type ToolInfo } from '../contract/index.js';
@@ -19,8 +20,11 @@ export interface ActivityDeps {
   pool: SessionServers;
   /** This worker's unique task queue. */
   workerQueue: string;
-  /** Resolves config references into entries; runs on the worker. */
-  loadConfig: (refs: ConfigRefs) => Promise<LoadedConfig>;
+  /**
+   * Resolves config references into entries; runs on the worker, which decides what of them it
+   * honours. `turn.sessionId` is part of what the references' proof signs.
+   */
+  loadConfig: (refs: ConfigRefs, turn: { sessionId: string }) => Promise<LoadedConfig>;
   logger: Logger;
   /** Removes secret values from messages that go into history. */
   scrub: (text: string) => string;
@@ -34,7 +38,7 @@ export function createActivities(deps: ActivityDeps) {
   async function reconcileServers(input: ReconcileInput): Promise<ReconcileResult> {
     let config: LoadedConfig;
     try {
-      config = await deps.loadConfig(input.refs);
+      config = await deps.loadConfig(input.refs, { sessionId: input.sessionId });
     } catch (err) {
       if (err instanceof ConfigError) {
         throw ApplicationFailure.create({ type: FailureType.Config, message: scrub(err.message), nonRetryable: true });
@@ -42,9 +46,12 @@ export function createActivities(deps: ActivityDeps) {
       throw err;
     }
     // An open interactive turn may still call: its servers are held for its idle limit.
-    const status = await pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs });
+    const status = await pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs, workspace: input.refs.workspace });
     logger.info({ sessionId: input.sessionId, servers: status.servers.map((s) => `${s.name}:${s.state}`) }, 'servers reconciled');
-    return { workerQueue: deps.workerQueue, status, serversParagraph: renderServersParagraph(status) };
+    // The status is recorded in history: a secret value that reached it (an error that quotes a
+    // spec, a server's stderr) must not.
+    const clean = scrubResult(status, scrub);
+    return { workerQueue: deps.workerQueue, status: clean, serversParagraph: renderServersParagraph(clean) };
   }
 
   async function listTools(input: ListToolsInput): Promise<ToolInfo[]> {
@@ -55,14 +62,33 @@ export function createActivities(deps: ActivityDeps) {
     const ctx = Context.current();
     const startedAt = new Date();
     const beat = setInterval(() => ctx.heartbeat({ pending: true }), deps.heartbeatIntervalMs ?? 2000);
+    // A remote server's header values and URL secrets are not in the worker's environment, so the
+    // environment scrubber alone would let a server that echoes them put them into history.
+    let scrubAll = scrub;
     try {
       const result = await pool.callTool(input.sessionId, input.server, input.tool, input.arguments, {
         signal: ctx.cancellationSignal,
         timeoutMs: input.requestTimeoutMs,
+        onServerSecrets: (values) => {
+          const own = scrubberFor(values);
+          scrubAll = (text) => own(scrub(text));
+        },
         // Heartbeat details end up in history (the last ones with a timeout): scrub them like results.
-        onProgress: (progress) => ctx.heartbeat({ progress: scrubResult(progress, scrub) }),
+        onProgress: (progress) => ctx.heartbeat({ progress: scrubResult(progress, scrubAll) }),
       });
-      const clean = scrubResult(result, scrub);
+      // A result this deep cannot be scrubbed, recorded or serialized; the tool did run, so say so
+      // as the tool's own error rather than as a lost call.
+      if (nestedDeeperThan(result, MAX_SCHEMA_DEPTH)) {
+        return {
+          status: 'ok',
+          content: [{ type: 'text', text: `${input.name} ran, but its result is nested deeper than ${MAX_SCHEMA_DEPTH} levels and was not kept` }],
+          isError: true,
+          startedAt: startedAt.toISOString(),
+          durationMs: Date.now() - startedAt.getTime(),
+          attempts: ctx.info.attempt,
+        };
+      }
+      const clean = scrubResult(result, scrubAll);
       return {
         status: 'ok',
         content: (clean.content ?? []) as ContentBlock[],
@@ -74,7 +100,7 @@ export function createActivities(deps: ActivityDeps) {
       };
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
-      throw toFailure(err, input, scrub);
+      throw toFailure(err, input, scrubAll);
     } finally {
       clearInterval(beat);
     }
@@ -85,13 +111,13 @@ export function createActivities(deps: ActivityDeps) {
 }
 
 /**
- * A server that was given a secret may echo it back; history must never hold it.
- * The JSON round trip happens only when a secret value is actually present.
+ * A server that was given a secret may echo it back; history must never hold it. Each string of the
+ * result (object keys included) is scrubbed where it sits: scrubbing the JSON text instead would
+ * miss a secret holding `"` or `\` (escaped there) and fail to parse again when a secret looks like
+ * JSON syntax. An unchanged result is returned as it is.
  */
 export function scrubResult<T>(result: T, scrub: (t: string) => string): T {
-  const json = JSON.stringify(result);
-  const clean = scrub(json);
-  return clean === json ? result : (JSON.parse(clean) as T);
+  return scrubDeep(result, scrub);
 }
 
 /**

@@ -3,9 +3,12 @@ import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from '@temporalio/worker';
 import type { Logger } from 'pino';
+import { scrubDeep, scrubSecrets } from '../config/secrets.js';
 import { startDevServer, type DevServer } from '../dev/devServer.js';
 import { TurnClient } from '../client/turnClient.js';
-import { startWorker, type RunningWorker } from '../worker/index.js';
+import { startWorker, workerBoundary, type RunningWorker } from '../worker/index.js';
+import { ensureTurnKey } from '../config/load.js';
+import { isSecretName } from '../config/secrets.js';
 import { dataConverterFor } from '../payloads/dataConverter.js';
 import type { Settings } from '../settings/index.js';
 
@@ -24,7 +27,8 @@ export const devStateFile = (dataDir: string) => join(dataDir, 'dev.json');
 export const devDbFile = (dataDir: string) => join(dataDir, 'temporal.db');
 
 export async function writeDevState(state: DevState, dataDir: string): Promise<void> {
-  await mkdir(dataDir, { recursive: true });
+  // The data dir holds the turn key, the payload store and the dev database: the operator's alone.
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await writeFile(devStateFile(dataDir), `${JSON.stringify(state, null, 2)}\n`);
 }
 
@@ -61,8 +65,16 @@ export async function runningDev(dataDir: string): Promise<DevState | undefined>
 
 let runtimeInstalled = false;
 
-/** Routes the Temporal SDK's own logs through pino, without its startup chatter. */
-export function installRuntimeLogger(logger: Logger, level: LogLevel = 'WARN'): void {
+/**
+ * Routes the Temporal SDK's own logs through pino, without its startup chatter. The SDK quotes
+ * errors and activity details in its messages and meta, so both are scrubbed like every other log
+ * line (`scrub`: by default, of this process's secrets, plain and encoded).
+ */
+export function installRuntimeLogger(
+  logger: Logger,
+  level: LogLevel = 'WARN',
+  scrub: (text: string) => string = (text) => scrubSecrets(text, process.env),
+): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   Runtime.install({
@@ -72,7 +84,7 @@ export function installRuntimeLogger(logger: Logger, level: LogLevel = 'WARN'): 
       // The pinned worker queue deliberately has no workflows; the SDK warns about that.
       if (entry.message.startsWith('No workflows registered')) return;
       const method = entry.level === 'ERROR' ? 'error' : entry.level === 'WARN' ? 'warn' : 'debug';
-      logger[method]({ sdk: entry.meta }, entry.message);
+      logger[method]({ sdk: scrubDeep(entry.meta, scrub) }, scrub(entry.message));
     }),
   });
 }
@@ -84,7 +96,19 @@ export interface Session {
   mode: 'TEMPORAL_ADDRESS' | 'dev' | 'embedded';
   address: string;
   worker?: RunningWorker;
+  /** The dev server this command started (its own process group), if it started one. */
+  serverPid?: number;
   close(): Promise<void>;
+}
+
+/**
+ * The secret variables of the caller's environment, by name: a turn or call holding one of these
+ * values is refused before it reaches history (see `TurnClientOptions.secrets`).
+ */
+export function secretsOf(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) if (value && isSecretName(name, env)) out[name] = value;
+  return out;
 }
 
 /**
@@ -105,7 +129,9 @@ export async function connect(options: {
   const taskQueue = settings.taskQueue;
   const dataConverter = dataConverterFor(settings);
   const address = settings.temporal.address;
-  const clientSettings = { turnIdleMs: settings.turnIdleMs, shapeLimits: settings.shape };
+  // The client signs turns with the operator's key from the data dir, which a running `dev` or the
+  // embedded worker below honours; a cluster's workers need the same key file to honour them.
+  const clientSettings = { turnIdleMs: settings.turnIdleMs, shapeLimits: settings.shape, dataDir: settings.dataDir, secrets: secretsOf(env) };
   if (address) {
     const client = await TurnClient.connect({ address, namespace, taskQueue, dataConverter, ...clientSettings });
     return { client, mode: 'TEMPORAL_ADDRESS', address, close: () => client.close() };
@@ -116,7 +142,7 @@ export async function connect(options: {
     return { client, mode: 'dev', address: dev.address, close: () => client.close() };
   }
   options.progress?.('starting the embedded Temporal dev server...');
-  const server: DevServer = await startDevServer({ dbFile: devDbFile(settings.dataDir), headless: true, env });
+  const server: DevServer = await startDevServer({ dbFile: devDbFile(settings.dataDir), headless: true, env, ownProcessGroup: true });
   let worker: RunningWorker | undefined;
   let nativeConnection: NativeConnection | undefined;
   let client: TurnClient | undefined;
@@ -129,14 +155,16 @@ export async function connect(options: {
     }
   };
   try {
-    client = await TurnClient.connect({ address: server.address, namespace, taskQueue, dataConverter, ...clientSettings });
+    const turnKey = await ensureTurnKey(settings.dataDir);
+    client = await TurnClient.connect({ address: server.address, namespace, taskQueue, dataConverter, ...clientSettings, turnKey });
     if (options.withWorker) {
       installRuntimeLogger(options.logger, settings.sdkLogLevel);
       nativeConnection = await NativeConnection.connect({ address: server.address });
-      worker = await startWorker({ connection: nativeConnection, logger: options.logger, env, settings, taskQueue, dataConverter });
+      const boundary = await workerBoundary(settings, 'embedded');
+      worker = await startWorker({ connection: nativeConnection, logger: options.logger, env, settings, taskQueue, dataConverter, boundary });
     }
     let closing: Promise<void> | undefined;
-    return { client, mode: 'embedded', address: server.address, worker, close: () => (closing ??= closeAll()) };
+    return { client, mode: 'embedded', address: server.address, worker, serverPid: server.pid, close: () => (closing ??= closeAll()) };
   } catch (err) {
     await closeAll();
     throw err;

@@ -4,11 +4,14 @@ import { Command, CommanderError } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { ConfigError } from '../config/types.js';
 import { outcomeText, renderTranscript, saveImages } from '../client/transcript.js';
+import { stripTerminalControls } from '../text/terminal.js';
+import { handleStopSignals, killGroup } from './signals.js';
 import { startDevServer } from '../dev/devServer.js';
 import { startCodecServer } from '../payloads/codecServer.js';
 import { temporalCliVersion } from '../dev/temporalCli.js';
 import { createLogger } from '../worker/logger.js';
-import { NativeConnection, startWorker } from '../worker/index.js';
+import { NativeConnection, startWorker, workerBoundary } from '../worker/index.js';
+import { SecretInInputError } from '../client/turnClient.js';
 import { dataConverterFor } from '../payloads/dataConverter.js';
 import { SettingsError, loadSettings, type Settings } from '../settings/index.js';
 import type { CallRequest } from '../contract/index.js';
@@ -66,6 +69,9 @@ async function devCommand(): Promise<void> {
   // Everything started is undone in reverse order, on a signal, on a failed start, or when the
   // worker stops by itself, so no server, connection or state file outlives the command.
   const undo: (() => Promise<unknown>)[] = [];
+  // Kept for a forced stop: what must die even when nothing may be waited for.
+  let pool: { killAll(): void } | undefined;
+  let devServerPid: number | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (reason: string) => {
     stopping ??= (async () => {
@@ -74,24 +80,33 @@ async function devCommand(): Promise<void> {
     })();
     return stopping;
   };
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.once(signal, () => void stop(signal).then(() => process.exit(0)));
-  }
+  handleStopSignals({
+    notice: (signal) => process.stderr.write(`stopping (${signal}): running calls may finish; send it again to stop at once\n`),
+    graceful: (signal) => stop(signal),
+    force: (signal) => {
+      logger.warn({ signal }, 'stopping at once');
+      pool?.killAll();
+      killGroup(devServerPid);
+    },
+  });
   try {
     // Started first: the UI learns the codec endpoint when the dev server starts.
     const codec = await startCodecServer({
       codecs: dataConverter.payloadCodecs ?? [],
       externalStorage: dataConverter.externalStorage,
       port: settings.dev.codecPort,
+      token: settings.dev.codecToken,
     });
     undo.push(() => codec.close());
     progress('starting the Temporal dev server...');
-    const server = await startDevServer({ dbFile: devDbFile(settings.dataDir), port, uiPort, env, codecEndpoint: codec.url });
+    const server = await startDevServer({ dbFile: devDbFile(settings.dataDir), port, uiPort, env, codecEndpoint: codec.url, ownProcessGroup: true });
+    devServerPid = server.pid;
     undo.push(() => server.stop());
     const taskQueue = settings.taskQueue;
     const connection = await NativeConnection.connect({ address: server.address });
     undo.push(() => connection.close());
     const worker = await startWorker({ connection, logger, env, settings, taskQueue, dataConverter });
+    pool = worker.pool;
     undo.push(() => worker.shutdown());
     await writeDevState({ address: server.address, namespace: server.namespace, uiAddress: server.uiAddress, pid: process.pid, serverPid: server.pid, taskQueue }, settings.dataDir);
     undo.push(() => removeDevState(settings.dataDir));
@@ -132,8 +147,10 @@ async function workerCommand(): Promise<void> {
     settings,
     namespace: process.env.TEMPORAL_NAMESPACE ? settings.temporal.namespace : (dev?.namespace ?? settings.temporal.namespace),
     dataConverter: dataConverterFor(settings),
+    // Whoever can start a workflow on the queue is not necessarily this worker's operator.
+    boundary: await workerBoundary(settings, 'joined'),
   });
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void worker.shutdown());
+  handleStopSignals({ graceful: () => worker.shutdown(), force: () => worker.pool.killAll() }, ['SIGINT', 'SIGTERM']);
   await worker.done;
   await connection.close();
 }
@@ -152,9 +169,11 @@ interface RunOptions {
 async function runCommand(opts: RunOptions): Promise<number> {
   const calls = opts.call.map(parseCallSpec);
   if (calls.length === 0) throw new UsageError("run needs at least one --call 'TOOL JSON'");
-  // Explicit files and inline specs are fatal layers: refuse them here, before anything starts.
+  // Explicit files and inline specs are fatal layers: refuse them here, before anything starts. Only
+  // checked: their commands run once, on the worker, whose environment is the one that counts.
   try {
-    await loadConfig({ workspace: opts.workspace, mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp }, { ...process.env, DMCP_NO_USER_CONFIG: '1', DMCP_WORKSPACE_MCP: 'false' });
+    const refs = { workspace: opts.workspace, mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp };
+    await loadConfig(refs, { ...process.env, DMCP_NO_USER_CONFIG: '1', DMCP_WORKSPACE_MCP: 'false' }, undefined, { checkOnly: true });
   } catch (err) {
     if (err instanceof ConfigError) throw new UsageError(err.message);
     throw err;
@@ -164,21 +183,31 @@ async function runCommand(opts: RunOptions): Promise<number> {
   const logger = cliLogger(settings, 'warn');
   const session = await connect({ logger, withWorker: true, settings, env: process.env, progress });
   // Ctrl-C: stop the in-process worker and the dev server this command started, then leave.
-  const interrupt = () => void session.close().finally(() => process.exit(130));
-  process.once('SIGINT', interrupt);
-  process.once('SIGTERM', interrupt);
+  handleStopSignals(
+    {
+      graceful: () => session.close(),
+      force: () => {
+        session.worker?.pool.killAll();
+        killGroup(session.serverPid);
+      },
+    },
+    ['SIGINT', 'SIGTERM'],
+  );
   try {
     const result = await session.client.runBatch({
       sessionId,
       workspace: opts.workspace,
       servers: { mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp, plugins: opts.plugin },
       calls: opts.parallel ? [calls] : calls.map((c) => [c]),
+    }).catch((err: unknown) => {
+      throw err instanceof SecretInInputError ? new UsageError(err.message) : err;
     });
     const failed = result.calls.filter((c) => c.outcome.status === 'error' || c.outcome.isError);
     if (opts.json) {
       process.stdout.write(`${JSON.stringify({ turnId: result.turnId, sessionId, endedBy: result.endedBy, calls: result.calls }, null, 2)}\n`);
     } else {
-      for (const call of result.calls) process.stdout.write(`${call.name}: ${outcomeText(call.outcome)}\n`);
+      // Tool output goes to a terminal: it must not be able to drive it.
+      for (const call of result.calls) process.stdout.write(`${call.name}: ${stripTerminalControls(outcomeText(call.outcome))}\n`);
       process.stderr.write(`turn ${result.turnId} (see it again: durable-mcp transcript ${result.turnId})\n`);
     }
     const unknown = failed.filter((c) => c.outcome.errorKind === 'bad_request' && /unknown tool/.test(c.outcome.errorMessage ?? ''));
@@ -186,7 +215,7 @@ async function runCommand(opts: RunOptions): Promise<number> {
       const status = await session.client.transcript(result.turnId);
       const available = status.tools.map((t) => t.name).join(', ') || 'none';
       for (const c of unknown) process.stderr.write(`error: unknown tool "${c.name}" (available: ${available})\n`);
-      for (const s of status.status?.servers ?? []) if (s.error) process.stderr.write(`error: server "${s.name}" failed: ${s.error}\n`);
+      for (const s of status.status?.servers ?? []) if (s.error) process.stderr.write(`error: server "${s.name}" failed: ${stripTerminalControls(s.error)}\n`);
     }
     return failed.length > 0 ? 1 : 0;
   } finally {
@@ -202,7 +231,9 @@ async function transcriptCommand(turnId: string, opts: { json?: boolean; saveIma
     process.stdout.write(opts.json ? `${JSON.stringify(t, null, 2)}\n` : `${renderTranscript(t)}\n`);
     if (opts.saveImages) {
       const saved = await saveImages(t, opts.saveImages);
-      process.stderr.write(`saved ${saved.length} image(s) to ${opts.saveImages}\n`);
+      process.stderr.write(`saved ${saved.written.length} image(s) to ${opts.saveImages}\n`);
+      for (const file of saved.skipped) process.stderr.write(`error: ${file} already exists; not overwritten\n`);
+      if (saved.skipped.length > 0) return 1;
     }
     return 0;
   } catch (err) {
@@ -225,7 +256,7 @@ async function statusCommand(sessionId: string, opts: { json?: boolean }): Promi
     else {
       process.stdout.write(`session ${sessionId}, latest turn ${latest.turnId}, reported ${latest.status?.reportedAt ?? 'never'}\n`);
       for (const s of latest.status?.servers ?? []) {
-        process.stdout.write(`  ${s.name} [${s.state}] ${s.transport}: ${s.tools.length} tools${s.error ? `; ${s.error}` : ''}\n`);
+        process.stdout.write(`  ${s.name} [${s.state}] ${s.transport}: ${s.tools.length} tools${s.error ? `; ${stripTerminalControls(s.error)}` : ''}\n`);
       }
     }
     return 0;

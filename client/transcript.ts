@@ -1,9 +1,11 @@
+import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defaultPayloadConverter, type PayloadConverter } from '@temporalio/common';
 import { describeContent, sniffImageType } from '../shaping/index.js';
 import type { temporal } from '@temporalio/proto';
 import { ActivityName, UpdateName, type CallOutcome, type CallRequest, type CallToolInput, type ReconcileResult, type ToolInfo, type TurnInput, type TurnResult, type TurnStatus } from '../contract/index.js';
+import { stripTerminalControls } from '../text/terminal.js';
 
 type History = temporal.api.history.v1.IHistory;
 type Payloads = temporal.api.common.v1.IPayloads | null | undefined;
@@ -175,27 +177,49 @@ export function renderTranscript(t: Transcript): string {
     const text = o ? outcomeText(o) : '(no outcome yet)';
     for (const line of text.split('\n')) out.push(`    ${line}`);
   }
-  return out.join('\n');
+  // Everything here can come from a server or a tool: it must not drive the reader's terminal.
+  return stripTerminalControls(out.join('\n'));
 }
 
 const EXTENSIONS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
+/** What {@link saveImages} did: the files it wrote, and those it refused to overwrite. */
+export interface SavedImages {
+  written: string[];
+  /** Paths that already existed (a file, a folder or a symlink): never overwritten, never followed. */
+  skipped: string[];
+}
+
 /**
  * Writes every image block of every call to `dir` as `<callId>-<n>.<ext>`, the extension taken from
- * the bytes (not the declared type). Returns the paths written.
+ * the bytes (not the declared type). A call ID with characters other than letters, digits, `.`, `_`
+ * and `-` is cleaned and gets a short hash of the original, so `a/b` and `a_b` never share a file.
+ * Files are created exclusively: an existing path, or a symlink planted there, is left alone.
  */
-export async function saveImages(t: Transcript, dir: string): Promise<string[]> {
+export async function saveImages(t: Transcript, dir: string): Promise<SavedImages> {
   await mkdir(dir, { recursive: true });
-  const written: string[] = [];
+  const result: SavedImages = { written: [], skipped: [] };
   for (const call of t.calls) {
     const images = (call.outcome?.content ?? []).filter((b) => b.type === 'image');
     for (const [n, block] of images.entries()) {
-      const bytes = Buffer.from(String(block.data ?? ''), 'base64');
+      const bytes = Buffer.from(block.data ?? '', 'base64');
       const ext = EXTENSIONS[sniffImageType(bytes) ?? ''] ?? 'bin';
-      const file = join(dir, `${call.id.replace(/[^A-Za-z0-9._-]/g, '_')}-${n + 1}.${ext}`);
-      await writeFile(file, bytes);
-      written.push(file);
+      const file = join(dir, `${fileStem(call.id)}-${n + 1}.${ext}`);
+      try {
+        // 'wx' is O_CREAT|O_EXCL: it fails on any existing path, a symlink included, so it never follows one.
+        await writeFile(file, bytes, { flag: 'wx' });
+        result.written.push(file);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        result.skipped.push(file);
+      }
     }
   }
-  return written;
+  return result;
+}
+
+function fileStem(callId: string): string {
+  const clean = callId.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_').slice(0, 100);
+  if (clean === callId) return clean;
+  return `${clean}-${createHash('sha256').update(callId).digest('hex').slice(0, 8)}`;
 }

@@ -1,3 +1,5 @@
+import { createHmac } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import {
   Client,
@@ -7,7 +9,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
-import { END_TURN_UPDATE_ID, SESSION_ID_SEARCH_ATTRIBUTE, type CallOutcome, type ConfigRefs, type CallRequest, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus } from '../contract/index.js';
+import { END_TURN_UPDATE_ID, SESSION_ID_SEARCH_ATTRIBUTE, refsProofText, type CallOutcome, type ConfigRefs, type CallRequest, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus } from '../contract/index.js';
 import { agentTurn, callToolUpdate, cancelCallUpdate, endTurnUpdate, turnStartedUpdate } from '../workflows/index.js';
 import { DEFAULT_SHAPE_LIMITS, shapeForModel, type ModelView, type ShapeLimits } from '../shaping/index.js';
 import { createDataConverter } from '../payloads/dataConverter.js';
@@ -47,6 +49,19 @@ export interface TurnClientOptions {
   turnIdleMs?: number;
   /** What `callToolForModel` renders by default (default: the documented shaping limits). */
   shapeLimits?: ShapeLimits;
+  /**
+   * The operator's turn key (the workers' `<DMCP_DATA_DIR>/turn.key`). The client signs each turn's
+   * references with it, and workers honour inline specs, config files, plugins and the workspace
+   * layer only with that proof. Default: `./.data/turn.key` (the default data dir) when it exists;
+   * without a key those references are refused by the worker, with a status warning.
+   */
+  turnKey?: Buffer;
+  /**
+   * Secret values of the caller's environment, by variable name. A turn whose references, or a call
+   * whose arguments, contain one is refused before anything is sent: history would keep the value.
+   * The CLI passes every secret variable of its environment (see `isSecretName`).
+   */
+  secrets?: Record<string, string>;
 }
 
 /** Options of {@link TurnClient.connect}. */
@@ -65,6 +80,62 @@ export interface ConnectOptions {
   dataDir?: string;
   turnIdleMs?: number;
   shapeLimits?: ShapeLimits;
+  /** See {@link TurnClientOptions.turnKey}; default: `turn.key` under `dataDir` when it exists. */
+  turnKey?: Buffer;
+  /** See {@link TurnClientOptions.secrets}. */
+  secrets?: Record<string, string>;
+}
+
+/** A turn or call that would put the value of a secret variable into history; names the variable, never the value. */
+export class SecretInInputError extends Error {
+  override name = 'SecretInInputError';
+}
+
+/** Shorter values would match ordinary text (the worker's scrubbing uses the same bound). */
+const MIN_SECRET_LENGTH = 4;
+
+/** Every string in a value (object keys included), with where it sits. */
+function stringsIn(value: unknown, where: string, out: [string, string][] = []): [string, string][] {
+  if (typeof value === 'string') out.push([where, value]);
+  else if (Array.isArray(value)) value.forEach((v, i) => stringsIn(v, `${where}[${i}]`, out));
+  else if (typeof value === 'object' && value !== null) {
+    for (const [k, v] of Object.entries(value)) {
+      out.push([where, k]);
+      stringsIn(v, `${where}.${k}`, out);
+    }
+  }
+  return out;
+}
+
+/** Refuses input holding a secret value: workflow input and Update arguments are recorded as given. */
+function refuseSecrets(secrets: Record<string, string> | undefined, parts: [string, unknown][]): void {
+  if (!secrets) return;
+  const known = Object.entries(secrets).filter(([, v]) => typeof v === 'string' && v.length >= MIN_SECRET_LENGTH);
+  if (known.length === 0) return;
+  for (const [label, value] of parts) {
+    for (const [where, text] of stringsIn(value, label)) {
+      const hit = known.find(([, secret]) => text.includes(secret));
+      if (hit) {
+        throw new SecretInInputError(
+          `${where} contains the value of the secret variable ${hit[0]}; it would be recorded in workflow history. ` +
+          'Give secrets to servers on the worker instead ("envFrom" or "bearerTokenEnv" in a config file, with DMCP_MCP_ENV)',
+        );
+      }
+    }
+  }
+}
+
+/** Reads a turn key file (64 hex digits); undefined when there is none. */
+async function readTurnKeyFile(file: string): Promise<Buffer | undefined> {
+  let text: string;
+  try {
+    text = (await readFile(file, 'utf8')).trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  if (!/^[0-9a-f]{64}$/i.test(text)) throw new Error(`${file} does not hold a turn key (64 hex digits)`);
+  return Buffer.from(text, 'hex');
 }
 
 /** Session IDs become part of workflow IDs and visibility queries: keep them to a safe alphabet. */
@@ -76,12 +147,23 @@ export class TurnClient {
   readonly taskQueue: string;
   private readonly turnIdleMs?: number;
   private readonly shapeLimits: ShapeLimits;
+  private readonly secrets?: Record<string, string>;
+  private turnKey?: Promise<Buffer | undefined>;
+  private readonly turnKeyOption?: Buffer;
 
   constructor(options: TurnClientOptions) {
     this.client = options.client;
     this.taskQueue = options.taskQueue ?? 'durable-mcp';
     this.turnIdleMs = options.turnIdleMs;
     this.shapeLimits = options.shapeLimits ?? DEFAULT_SHAPE_LIMITS;
+    this.secrets = options.secrets;
+    this.turnKeyOption = options.turnKey;
+  }
+
+  /** The key that signs turn references: the option, else the default data dir's key file, read once. */
+  private key(): Promise<Buffer | undefined> {
+    this.turnKey ??= this.turnKeyOption ? Promise.resolve(this.turnKeyOption) : readTurnKeyFile(resolve('.data', 'turn.key'));
+    return this.turnKey;
   }
 
   /**
@@ -92,7 +174,10 @@ export class TurnClient {
     const connection = await Connection.connect({ address: options.address });
     const dataConverter = options.dataConverter ?? createDataConverter({ payloadDir: join(resolve(options.dataDir ?? '.data'), 'payloads') });
     const client = new Client({ connection, namespace: options.namespace ?? 'default', dataConverter });
-    return new TurnClient({ client, taskQueue: options.taskQueue, turnIdleMs: options.turnIdleMs, shapeLimits: options.shapeLimits });
+    const turnKey = options.turnKey ?? (await readTurnKeyFile(join(resolve(options.dataDir ?? '.data'), 'turn.key')));
+    return new TurnClient({
+      client, taskQueue: options.taskQueue, turnIdleMs: options.turnIdleMs, shapeLimits: options.shapeLimits, turnKey, secrets: options.secrets,
+    });
   }
 
   async close(): Promise<void> {
@@ -113,7 +198,7 @@ export class TurnClient {
     });
     try {
       const start = await this.client.workflow.executeUpdateWithStart(turnStartedUpdate, { startWorkflowOperation: operation });
-      return new Turn(this.client.workflow.getHandle(workflowId), start, this.shapeLimits);
+      return new Turn(this.client.workflow.getHandle(workflowId), start, this.shapeLimits, this.secrets);
     } catch (err) {
       // A closed turn with this number exists (visibility lagged behind): take the next number,
       // unless the caller asked for this exact turn.
@@ -127,7 +212,7 @@ export class TurnClient {
 
   /** Runs a batch turn: groups in order, calls of a group in parallel. */
   async runBatch(options: StartTurnOptions & { calls: CallRequest[][] }): Promise<TurnResult> {
-    const { input, workflowId } = await this.prepare(options);
+    const { input, workflowId } = await this.prepare(options, options.calls);
     const handle = await this.client.workflow.start(agentTurn, {
       workflowId,
       taskQueue: this.taskQueue,
@@ -182,7 +267,11 @@ export class TurnClient {
     return [...first.entries()].sort((a, b) => a[1] - b[1]).map(([id]) => id);
   }
 
-  private async prepare(options: StartTurnOptions): Promise<{ input: TurnInput; workflowId: string }> {
+  /**
+   * The turn's input: references made absolute, refused when they (or the batch's arguments) hold a
+   * secret value, and signed with the turn key so the worker knows its operator chose them.
+   */
+  private async prepare(options: StartTurnOptions, calls?: CallRequest[][]): Promise<{ input: TurnInput; workflowId: string }> {
     checkSessionId(options.sessionId);
     const workspace = resolve(options.workspace ?? process.cwd());
     const refs: ConfigRefs = {
@@ -191,6 +280,15 @@ export class TurnClient {
       inlineSpecs: options.servers?.inlineSpecs ?? [],
       ...(options.servers?.plugins?.length ? { plugins: options.servers.plugins.map((p) => resolve(p)) } : {}),
     };
+    refuseSecrets(this.secrets, [
+      ['workspace', refs.workspace],
+      ...refs.inlineSpecs.map((s, i): [string, unknown] => [`--mcp #${i + 1}`, s]),
+      ...refs.mcpConfigFiles.map((f, i): [string, unknown] => [`--mcp-config #${i + 1}`, f]),
+      ...(refs.plugins ?? []).map((p, i): [string, unknown] => [`plugin #${i + 1}`, p]),
+      ...(calls ?? []).flat().map((c): [string, unknown] => [`call ${JSON.stringify(c.id)} (${c.name}) arguments`, c.arguments ?? {}]),
+    ]);
+    const key = await this.key();
+    if (key) refs.proof = createHmac('sha256', key).update(refsProofText(options.sessionId, refs)).digest('hex');
     const { latest, turns } = await this.sessionSummary(options.sessionId);
     const turn = options.turn ?? turns + 1;
     const preferred = latest?.memo?.workerQueue;
@@ -239,6 +337,8 @@ export class Turn implements TurnStart {
     readonly handle: WorkflowHandle<typeof agentTurn>,
     start: TurnStart,
     private readonly shapeLimits: ShapeLimits = DEFAULT_SHAPE_LIMITS,
+    /** Secret values (by variable name) that call arguments must not hold; see {@link TurnClientOptions.secrets}. */
+    private readonly secrets?: Record<string, string>,
   ) {
     this.turnId = start.turnId;
     this.workerQueue = start.workerQueue;
@@ -252,6 +352,11 @@ export class Turn implements TurnStart {
    * the same call again returns the recorded outcome instead of running the tool twice.
    */
   callTool(request: CallRequest): Promise<CallOutcome> {
+    try {
+      refuseSecrets(this.secrets, [[`call ${JSON.stringify(request.id)} (${request.name}) arguments`, request.arguments ?? {}]]);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
     return this.handle.executeUpdate(callToolUpdate, { args: [request], updateId: request.id });
   }
 

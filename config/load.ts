@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join } from 'node:path';
-import type { LayerKind } from '../contract/index.js';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { link, mkdir, readFile, realpath, stat, unlink, writeFile } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { refsProofText, type LayerKind } from '../contract/index.js';
 import { splitCommand } from './expand.js';
 import { MAX_CONFIG_BYTES } from './json.js';
 import { nameProblem } from './names.js';
@@ -10,7 +10,7 @@ import { findCommandExpressions, layerLabel, parseConfigText, pluginNameFrom, ur
 import { invalidAllowListNames, scrubbedEnvironment, scrubSecrets } from './secrets.js';
 import { parseFlag } from '../settings/index.js';
 import {
-  ConfigError, isTrustedLayer, type CommandOutcome, type ConfigRefs, type LayerInfo, type LoadedConfig,
+  ConfigError, isTrustedLayer, type Boundary, type CommandOutcome, type ConfigRefs, type LayerInfo, type LoadedConfig,
   type ParseResult, type RefusedEntry, type ServerEntry,
 } from './types.js';
 
@@ -34,6 +34,8 @@ export interface ConfigIO {
   readText(path: string): Promise<string>;
   /** Runs a command expression and resolves its stdout; rejects on failure, non-zero exit or timeout. */
   runCommand?(request: CommandRequest): Promise<string>;
+  /** The path with every symlink resolved; rejects when it does not exist. Without it paths are taken as written. */
+  realPath?(path: string): Promise<string>;
 }
 
 /** The real file system and process runner. Files over 1 MiB are refused before being read. */
@@ -45,6 +47,7 @@ export const nodeConfigIO: ConfigIO = {
     }
     return readFile(path, 'utf8');
   },
+  realPath: (path) => realpath(path),
   runCommand({ argv, cwd, env, timeoutMs }) {
     return new Promise((resolvePromise, reject) => {
       execFile(argv[0], argv.slice(1), { cwd, env, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024, windowsHide: true },
@@ -72,6 +75,45 @@ export function configDirPath(env: NodeJS.ProcessEnv): string | undefined {
   return undefined;
 }
 
+/** The operator's turn key: proof that a turn's references were chosen by whoever can read this file. */
+export const turnKeyFile = (dataDir: string): string => join(dataDir, 'turn.key');
+
+/** Reads a turn key file; refuses one that other users could read or change. */
+export async function readTurnKey(file: string): Promise<Buffer> {
+  const info = await stat(file);
+  if ((info.mode & 0o077) !== 0) {
+    throw new Error(`${file} is open to other users (mode ${(info.mode & 0o777).toString(8)}); a turn key must be 0600: chmod 600 ${file}`);
+  }
+  const text = (await readFile(file, 'utf8')).trim();
+  if (!/^[0-9a-f]{64}$/i.test(text)) throw new Error(`${file} does not hold a turn key (64 hex digits)`);
+  return Buffer.from(text, 'hex');
+}
+
+/**
+ * The operator's turn key under `dataDir`, created (0600, 32 random bytes) on first use. Workers
+ * and clients may start at the same moment: the key is written to a private file and linked into
+ * place, so every process reads the one key that won.
+ */
+export async function ensureTurnKey(dataDir: string): Promise<Buffer> {
+  const file = turnKeyFile(dataDir);
+  try {
+    return await readTurnKey(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  await mkdir(dataDir, { recursive: true });
+  const temp = `${file}.${process.pid}-${randomBytes(4).toString('hex')}`;
+  await writeFile(temp, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    await link(temp, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    await unlink(temp).catch(() => undefined);
+  }
+  return readTurnKey(file);
+}
+
 /** The file of each layer, as read by the loader. */
 export const layerFiles = {
   configDir: (dir: string): string => join(dir, 'mcp.json'),
@@ -80,8 +122,12 @@ export const layerFiles = {
   pluginManifest: (plugin: string): string => join(plugin, 'plugin.json'),
 };
 
-/** Parses one `--mcp 'name:command arg1 arg2'` spec, or `name:https://url`. Pure. */
-export function parseInlineSpec(spec: string, index: number, workspace: string): ServerEntry {
+/**
+ * Parses one `--mcp 'name:command arg1 arg2'` spec, or `name:https://url`. Pure. `cwd` is where a
+ * stdio server starts: a spec has no folder of its own, so the worker gives it one that the turn
+ * does not choose (see {@link Boundary.inlineCwd}).
+ */
+export function parseInlineSpec(spec: string, index: number, cwd: string): ServerEntry {
   const where = `--mcp #${index + 1}`;
   const colon = spec.indexOf(':');
   if (colon <= 0) throw new ConfigError(`${where}: expected 'name:command args...', got ${JSON.stringify(spec)}`, where);
@@ -96,7 +142,7 @@ export function parseInlineSpec(spec: string, index: number, workspace: string):
     if (problem) throw new ConfigError(`${where}: server "${name}": ${problem}`, where, undefined, 'url');
     return { ...base, type: 'http', url: argv[0], args: [] };
   }
-  return { ...base, type: 'stdio', command: argv[0], args: argv.slice(1), cwd: workspace };
+  return { ...base, type: 'stdio', command: argv[0], args: argv.slice(1), cwd };
 }
 
 function fatal(result: ParseResult, file: string): ConfigError | undefined {
@@ -201,6 +247,8 @@ interface LoadContext {
   warnings: string[];
   /** Each distinct command (per folder) runs once per load, however many fields or layers use it. */
   ran: Map<string, Promise<CommandOutcome>>;
+  /** The client's pre-check: no command runs, no variable needs to be set. */
+  checkOnly: boolean;
 }
 
 /** Runs the `$(command)` expressions of one trusted file, before the (pure) parse sees it. */
@@ -251,19 +299,19 @@ function parseOptional(ctx: LoadContext, text: string, info: LayerInfo, what: st
 /** Layer 1, trusted: `mcp.json` in the config dir, unless DMCP_NO_USER_CONFIG says to skip it. */
 async function readConfigDirLayer(ctx: LoadContext): Promise<LayerEntries | undefined> {
   if (parseFlag(ctx.env.DMCP_NO_USER_CONFIG, 'DMCP_NO_USER_CONFIG') === true) return undefined;
-  const dir = ctx.refs.configDir ?? configDirPath(ctx.env);
+  // Only the worker's own settings name the config dir: a turn never chooses it.
+  const dir = configDirPath(ctx.env);
   if (dir === undefined) return undefined;
   const file = layerFiles.configDir(dir);
   const text = await readOptional(ctx, file, 'config dir layer');
   if (text === undefined) return undefined;
   const commands = await runCommands(ctx, text, file);
-  const result = parseOptional(ctx, text, { kind: 'configDir', file, workspace: ctx.refs.workspace, commands }, 'config dir layer');
+  const result = parseOptional(ctx, text, { kind: 'configDir', file, folder: dir, workspace: ctx.refs.workspace, commands }, 'config dir layer');
   return result && { kind: 'configDir', ...result };
 }
 
-/** Layer 2, untrusted (the agent can write it): read only when DMCP_WORKSPACE_MCP asks for it. */
+/** Layer 2, untrusted (the agent can write it): read only when DMCP_WORKSPACE_MCP asks for it (see `admit`). */
 async function readWorkspaceLayer(ctx: LoadContext): Promise<LayerEntries | undefined> {
-  if (parseFlag(ctx.env.DMCP_WORKSPACE_MCP, 'DMCP_WORKSPACE_MCP') !== true) return undefined;
   const file = layerFiles.workspace(ctx.refs.workspace);
   const text = await readOptional(ctx, file, 'workspace layer');
   if (text === undefined) return undefined;
@@ -312,40 +360,167 @@ async function readPluginLayer(ctx: LoadContext, root: string): Promise<LayerEnt
   };
 }
 
-/** Layer 4, trusted: one `--mcp-config` file. The user named it, so any problem stops the command. */
-async function readExplicitLayer(ctx: LoadContext, file: string): Promise<LayerEntries> {
+/**
+ * Layer 4, trusted: one `--mcp-config` file. The user named it, so any problem stops the command.
+ * `real` is the file with its symlinks resolved: the file that was checked against the allowed
+ * folders is the file that is read, and its folder is where commands run and servers start.
+ */
+async function readExplicitLayer(ctx: LoadContext, file: string, real: string): Promise<LayerEntries> {
   let text: string;
   try {
-    text = await ctx.io.readText(file);
+    text = await ctx.io.readText(real);
   } catch (err) {
     throw new ConfigError(`${file}: ${readError(err)}`, file);
   }
-  const commands = await runCommands(ctx, text, file);
-  const result = parseConfigText(text, { kind: 'explicit', file, workspace: ctx.refs.workspace, commands }, ctx.env);
+  const commands = ctx.checkOnly ? undefined : await runCommands(ctx, text, real);
+  const info = { kind: 'explicit' as const, file, folder: dirname(real), workspace: ctx.refs.workspace, commands, checkOnly: ctx.checkOnly };
+  const result = parseConfigText(text, info, ctx.env);
   const err = fatal(result, file);
   if (err) throw err;
   ctx.warnings.push(...result.warnings);
   return { kind: 'explicit', servers: result.servers, refused: [] };
 }
 
-/** Layer 5, trusted: the `--mcp` specs, in order; a bad one throws. */
-function inlineLayer(refs: ConfigRefs): LayerEntries {
-  return { kind: 'inline', servers: refs.inlineSpecs.map((spec, i) => parseInlineSpec(spec, i, refs.workspace)), refused: [] };
+/** Layer 5, trusted: the `--mcp` specs, in order; a bad one throws. Refused specs hold their names. */
+function inlineLayer(refs: ConfigRefs, cwd: string, refused: RefusedEntry[]): LayerEntries {
+  const servers = refs.inlineSpecs.flatMap((spec, i) => (refused.some((r) => r.source === `--mcp #${i + 1}`) ? [] : [parseInlineSpec(spec, i, cwd)]));
+  return { kind: 'inline', servers, refused };
 }
 
-/** Resolves every layer into the turn's server entries. Explicit files and inline specs throw ConfigError. */
-export async function loadConfig(refs: ConfigRefs, env: NodeJS.ProcessEnv, io: ConfigIO = nodeConfigIO): Promise<LoadedConfig> {
+/** Options of {@link loadConfig}. */
+export interface LoadOptions {
+  /**
+   * What the worker honours of the turn's references. Absent: everything, as written (the caller
+   * is the authority: the CLI's pre-check of its own command line, or a test).
+   */
+  boundary?: Boundary;
+  /** The session whose turn carries the references: part of the text `refs.proof` signs. */
+  sessionId?: string;
+  /**
+   * The client's pre-check: explicit files and inline specs are checked for shape, names, trust
+   * and secret rules, but no `$(command)` runs (the worker runs it, once) and no variable needs to
+   * be set (the client's environment is not the worker's).
+   */
+  checkOnly?: boolean;
+}
+
+/** The hex HMAC-SHA256 proof of a turn's references under the operator's turn key. */
+export function refsProof(key: Buffer, sessionId: string, refs: ConfigRefs): string {
+  return createHmac('sha256', key).update(refsProofText(sessionId, refs)).digest('hex');
+}
+
+function proofHolds(key: Buffer, sessionId: string | undefined, refs: ConfigRefs): boolean {
+  if (sessionId === undefined || typeof refs.proof !== 'string') return false;
+  const want = Buffer.from(refsProof(key, sessionId, refs), 'hex');
+  const got = Buffer.from(refs.proof, 'hex');
+  return got.length === want.length && timingSafeEqual(got, want);
+}
+
+/** Whether `path` is `dir` or lies inside it (both absolute, symlinks already resolved). */
+function isInside(path: string, dir: string): boolean {
+  const rel = relative(dir, path);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+async function realOrResolved(io: ConfigIO, path: string): Promise<string> {
+  if (!io.realPath) return resolve(path);
+  return io.realPath(path).catch(() => resolve(path));
+}
+
+/** The references of a turn that the worker's boundary lets through, and why the others were not. */
+interface Admitted {
+  workspaceLayer: boolean;
+  plugins: string[];
+  /** Explicit files to read: as named, and with symlinks resolved. */
+  files: { file: string; real: string }[];
+  /** Inline specs that are not used, as failed entries (or warnings when a spec names no server). */
+  inlineRefused: RefusedEntry[];
+}
+
+const PROOF_HINT = 'the turn carries no valid proof that the worker\'s operator chose it ' +
+  '(start turns through TurnClient given the worker\'s turn key, <DMCP_DATA_DIR>/turn.key)';
+
+/**
+ * Applies the worker's boundary to the references a turn chose. Nothing refused here is read or
+ * run; each refusal is a warning (or a failed server) naming the reference and the setting that
+ * allows it, and the rest of the turn goes on.
+ */
+async function admit(ctx: LoadContext, options: LoadOptions): Promise<Admitted> {
+  const { refs, io, env } = ctx;
+  const boundary = options.boundary;
+  const workspaceWanted = parseFlag(env.DMCP_WORKSPACE_MCP, 'DMCP_WORKSPACE_MCP') === true;
+  const files = refs.mcpConfigFiles.map((file) => ({ file, real: file }));
+  if (!boundary) return { workspaceLayer: workspaceWanted, plugins: refs.plugins ?? [], files, inlineRefused: [] };
+
+  const proven = boundary.turnKey === undefined || proofHolds(boundary.turnKey, options.sessionId, refs);
+  const out: Admitted = { workspaceLayer: false, plugins: [], files: [], inlineRefused: [] };
+  const allowedDirs = boundary.allowedConfigDirs && (await Promise.all(boundary.allowedConfigDirs.map((d) => realOrResolved(io, d))));
+  const folderProblem = (named: string, real: string): string | undefined => {
+    if (!allowedDirs) return undefined;
+    if (allowedDirs.length === 0) return 'this worker allows none (its operator lists folders in DMCP_ALLOWED_CONFIG_DIRS)';
+    if (allowedDirs.some((d) => isInside(real, d))) return undefined;
+    return `${real === resolve(named) ? 'it lies' : `it resolves to ${real}, which lies`} outside the folders DMCP_ALLOWED_CONFIG_DIRS allows (${allowedDirs.join(', ')})`;
+  };
+
+  if (workspaceWanted) {
+    const real = await realOrResolved(io, refs.workspace);
+    const roots = boundary.workspaceRoots && (await Promise.all(boundary.workspaceRoots.map((d) => realOrResolved(io, d))));
+    if (!proven) ctx.warnings.push(`workspace ${refs.workspace}: workspace layer not read: ${PROOF_HINT}`);
+    else if (roots && !roots.some((r) => isInside(real, r))) {
+      const why = roots.length === 0 ? 'this worker allows none (its operator lists folders in DMCP_WORKSPACE_ROOTS)' : `it lies outside DMCP_WORKSPACE_ROOTS (${roots.join(', ')})`;
+      ctx.warnings.push(`workspace ${refs.workspace}: workspace layer not read: ${why}`);
+    } else out.workspaceLayer = true;
+  }
+  for (const root of refs.plugins ?? []) {
+    const real = await realOrResolved(io, root);
+    const problem = proven ? folderProblem(root, real) : PROOF_HINT;
+    if (problem) ctx.warnings.push(`plugin ${root}: not used: ${problem}`);
+    else out.plugins.push(real);
+  }
+  for (const file of refs.mcpConfigFiles) {
+    const real = await realOrResolved(io, file);
+    const problem = proven ? folderProblem(file, real) : PROOF_HINT;
+    if (problem) ctx.warnings.push(`--mcp-config ${file}: not used: ${problem}`);
+    else out.files.push({ file, real });
+  }
+  refs.inlineSpecs.forEach((spec, i) => {
+    const problem = !boundary.allowInline
+      ? 'inline --mcp specs are not allowed on this worker; its operator allows them with DMCP_ALLOW_INLINE=true'
+      : proven ? undefined : PROOF_HINT;
+    if (!problem) return;
+    const source = `--mcp #${i + 1}`;
+    const name = spec.slice(0, Math.max(spec.indexOf(':'), 0)).trim();
+    if (name === '' || nameProblem(name)) {
+      ctx.warnings.push(`${source}: not used: ${problem}`);
+      // Held as a nameless refusal so the spec is still left out of the layer.
+      out.inlineRefused.push({ name: '', layer: 'inline', source, transport: 'stdio', reason: problem });
+      return;
+    }
+    const rest = spec.slice(spec.indexOf(':') + 1).trim();
+    const transport = /^https?:\/\/\S+$/i.test(rest) ? 'http' : 'stdio';
+    out.inlineRefused.push({ name, layer: 'inline', source, transport, reason: `${source}: not used: ${problem}` });
+  });
+  return out;
+}
+
+/**
+ * Resolves every layer into the turn's server entries. Explicit files and inline specs throw
+ * ConfigError; references the boundary refuses are left out, with a warning or a failed server.
+ */
+export async function loadConfig(refs: ConfigRefs, env: NodeJS.ProcessEnv, io: ConfigIO = nodeConfigIO, options: LoadOptions = {}): Promise<LoadedConfig> {
   if (mcpOff(env)) return { off: true, servers: [], refused: [], warnings: [], hash: 'off' };
-  const ctx: LoadContext = { refs, env, io, warnings: [], ran: new Map() };
+  const ctx: LoadContext = { refs, env, io, warnings: [], ran: new Map(), checkOnly: options.checkOnly === true };
   const bad = invalidAllowListNames(env);
   if (bad.length > 0) ctx.warnings.push(`DMCP_MCP_ENV: ignored ${bad.map((n) => JSON.stringify(n)).join(', ')} (not variable names)`);
+  const admitted = await admit(ctx, options);
 
   // Read one after another, in precedence order: warnings come out in layer order, and a fatal
   // explicit file stops the load before later files run their commands.
-  const layers: (LayerEntries | undefined)[] = [await readConfigDirLayer(ctx), await readWorkspaceLayer(ctx)];
-  for (const root of refs.plugins ?? []) layers.push(await readPluginLayer(ctx, root));
-  for (const file of refs.mcpConfigFiles) layers.push(await readExplicitLayer(ctx, file));
-  layers.push(inlineLayer(refs));
+  const layers: (LayerEntries | undefined)[] = [await readConfigDirLayer(ctx), admitted.workspaceLayer ? await readWorkspaceLayer(ctx) : undefined];
+  for (const root of admitted.plugins) layers.push(await readPluginLayer(ctx, root));
+  for (const { file, real } of admitted.files) layers.push(await readExplicitLayer(ctx, file, real));
+  const inline = inlineLayer(refs, options.boundary?.inlineCwd ?? process.cwd(), admitted.inlineRefused);
+  layers.push({ ...inline, refused: inline.refused.filter((r) => r.name !== '') });
 
   const merged = mergeLayers(layers.filter((l) => l !== undefined));
   return {

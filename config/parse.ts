@@ -1,4 +1,4 @@
-import { isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import type { ObjectNode, ValueNode } from '@humanwhocodes/momoa';
 import { z } from 'zod';
 import type { LayerKind, TransportKind } from '../contract/index.js';
@@ -287,7 +287,8 @@ interface EntryScope {
 
 function entryScope(name: string, raw: RawEntry, ctx: EntryContext, refuse: Refuse, untrustedHint: string): EntryScope {
   const { layer, env, trusted } = ctx;
-  const enabled = raw.enabled ?? true;
+  // A check-only layer (the client's pre-check) is checked as if every entry were disabled.
+  const enabled = (raw.enabled ?? true) && layer.checkOnly !== true;
   // A disabled entry starts nothing, so its variables need not be set and its commands are not run.
   const expandCtx: ExpandContext = {
     env, allowCommands: trusted && layer.kind !== 'inline', layerLabel: layerLabel(layer.kind), commands: layer.commands, checkOnly: !enabled,
@@ -341,7 +342,7 @@ function refuseStdioFields(raw: RawEntry, refuse: Refuse, type: TransportKind): 
 /** A local process: command, arguments, environment and working directory. */
 function resolveStdio(scope: EntryScope, entry: ServerEntry): void {
   const { raw, refuse, expand, enabled } = scope;
-  const { workspace } = scope.ctx.layer;
+  const { layer } = scope.ctx;
   const command = expand(raw.command ?? '', 'command');
   if (command.trim() === '') refuse('"command" is empty after expansion', 'command');
   if (command.includes('\0')) refuse('"command" contains a NUL character', 'command');
@@ -365,9 +366,19 @@ function resolveStdio(scope: EntryScope, entry: ServerEntry): void {
     if (cwd.includes('\0')) refuse('"cwd" contains a NUL character', 'cwd');
     if (cwd.startsWith('~')) refuse('"cwd" starts with "~", which is not expanded; write $HOME/... instead', 'cwd');
   }
-  // Relative paths are relative to the turn's workspace, which is also the default. A disabled entry
-  // keeps unexpanded text, which is no path to resolve.
-  entry.cwd = cwd === undefined || !enabled && cwd.includes('$') ? workspace : resolve(workspace, cwd);
+  // A server starts in its layer's own folder, which is also the base of a relative cwd. Trusted
+  // servers may hold secrets: started in the agent-writable workspace, a relative script or `npx`
+  // would resolve to files the agent wrote. Only workspace servers start there, plugin servers in
+  // their plugin. A disabled entry keeps unexpanded text, which is no path to resolve.
+  const home = layerFolder(layer);
+  entry.cwd = cwd === undefined || !enabled && cwd.includes('$') ? home : resolve(home, cwd);
+}
+
+/** The folder a layer's servers start in and resolve a relative `cwd` against. */
+function layerFolder(layer: LayerInfo): string {
+  if (layer.kind === 'workspace') return layer.workspace;
+  if (layer.kind === 'plugin') return layer.plugin?.root ?? dirname(layer.file);
+  return layer.folder ?? dirname(layer.file);
 }
 
 /**

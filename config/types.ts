@@ -74,6 +74,32 @@ export function isTrustedLayer(kind: LayerKind): boolean {
   return kind === 'configDir' || kind === 'explicit' || kind === 'inline';
 }
 
+/**
+ * What a worker honours of a turn's references. Its operator decides it (settings and the command
+ * that started the worker); a turn only chooses among what it allows.
+ */
+export interface Boundary {
+  /** Inline `--mcp` specs are honoured (DMCP_ALLOW_INLINE). */
+  allowInline: boolean;
+  /**
+   * Folders `--mcp-config` files and plugin folders must lie in, after symlinks are resolved
+   * (DMCP_ALLOWED_CONFIG_DIRS). Undefined: anywhere; empty: nowhere.
+   */
+  allowedConfigDirs?: string[];
+  /**
+   * Folders the turn's workspace must lie in for the workspace layer to be read
+   * (DMCP_WORKSPACE_ROOTS). Undefined: anywhere; empty: the workspace layer is never read.
+   */
+  workspaceRoots?: string[];
+  /**
+   * The operator's turn key. When set, the references a turn chooses (inline specs, explicit files,
+   * plugins, the workspace layer) are honoured only with a valid `refs.proof` for this session.
+   */
+  turnKey?: Buffer;
+  /** Where the servers of inline specs start (they have no folder of their own). */
+  inlineCwd: string;
+}
+
 /** Outcome of one `$(command)` expression, run by the loader before the (pure) parse. */
 export type CommandOutcome = { ok: true; stdout: string } | { ok: false; error: string };
 
@@ -82,8 +108,19 @@ export interface LayerInfo {
   kind: LayerKind;
   /** Path shown in messages and `source` (the file as the user would find it). */
   file: string;
-  /** Absolute workspace: relative `cwd` values resolve against it, and it is the default cwd. */
+  /** Absolute workspace: the default cwd of workspace-layer servers, and the base of their relative `cwd`. */
   workspace: string;
+  /**
+   * The layer's own folder (config dir and explicit files: the folder of the file as read, after
+   * symlinks; default: the folder of `file`): the default cwd of its servers and the base of a
+   * relative `cwd`, so a trusted server never starts in the agent-writable workspace by default.
+   */
+  folder?: string;
+  /**
+   * Check shape, names, trust and secret rules only, as for a disabled entry: no variable needs to
+   * be set and no command output is used (the client's pre-check, whose environment is not the worker's).
+   */
+  checkOnly?: boolean;
   /** Plugin layers only: the plugin's name (for `plugin_<plugin>_<server>`) and folder (`${PLUGIN_ROOT}`). */
   plugin?: { name: string; root: string };
   /** Plugin manifests (`plugin.json`) carry other top-level fields, and `mcpServers` is optional there. */

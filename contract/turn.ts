@@ -6,10 +6,11 @@ import type { CallOutcome, ToolAnnotations, ToolInfo, TurnStatus } from './histo
 
 /**
  * References the worker resolves into server entries. Only references cross into history:
- * paths and specs, never a value read from the environment.
+ * paths and specs, never a value read from the environment. The worker decides which of them it
+ * honours (its operator's settings); a turn only chooses among what the worker allows.
  */
 export interface ConfigRefs {
-  /** Absolute path of the turn's workspace; the default cwd of stdio servers. */
+  /** Absolute path of the turn's workspace: where workspace-layer servers start. */
   workspace: string;
   /** Absolute paths given with `--mcp-config`, in order. */
   mcpConfigFiles: string[];
@@ -17,8 +18,20 @@ export interface ConfigRefs {
   inlineSpecs: string[];
   /** Absolute paths of plugin folders (each may hold `.mcp.json` and `plugin.json`), in order. */
   plugins?: string[];
-  /** Overrides the config dir derived from the environment (DMCP_CONFIG_DIR / XDG_CONFIG_HOME / HOME). */
-  configDir?: string;
+  /**
+   * Proof that the worker's operator chose these references: hex HMAC-SHA256 of
+   * {@link refsProofText} with the operator's turn key. Safe in history: it is bound to this session
+   * and these references, so replaying it can only run the same references again.
+   */
+  proof?: string;
+}
+
+/**
+ * The text a turn's proof signs: the session and every reference the turn chooses (all but the
+ * proof itself), in a fixed order, so client and worker compute the same bytes.
+ */
+export function refsProofText(sessionId: string, refs: ConfigRefs): string {
+  return JSON.stringify(['durable-mcp turn refs v1', sessionId, refs.workspace, refs.mcpConfigFiles, refs.inlineSpecs, refs.plugins ?? []]);
 }
 
 /** One tool call as the model asked for it. `id` is the model's tool-call ID. */
@@ -90,7 +103,10 @@ export interface TurnResult {
   sessionId: string;
   workerQueue: string;
   endedBy: 'batch' | 'endTurn' | 'idle';
-  /** The calls of this run (the last one, for a turn that continued as new). */
+  /**
+   * The calls of this run (the last one, for a turn that continued as new). An interactive run
+   * keeps the newest 100; the transcript has every call.
+   */
   calls: CallRecord[];
   /** Calls completed in earlier runs of a turn that continued as new. */
   callsBefore?: number;

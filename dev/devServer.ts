@@ -26,6 +26,11 @@ export interface DevServerOptions {
   env?: NodeJS.ProcessEnv;
   /** How long to wait for the server to answer (default 60 s: the first start migrates SQLite). */
   readyTimeoutMs?: number;
+  /**
+   * Run the server in its own process group, so a Ctrl-C in the terminal reaches only the command
+   * that started it, which then stops it last (after its worker has drained).
+   */
+  ownProcessGroup?: boolean;
 }
 
 export interface DevServer {
@@ -60,7 +65,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', namespace, '--log-level', 'warn'];
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
   if (options.dbFile) {
-    await mkdir(dirname(options.dbFile), { recursive: true });
+    await mkdir(dirname(options.dbFile), { recursive: true, mode: 0o700 });
     args.push('--db-filename', options.dbFile);
   }
   if (uiPort) {
@@ -69,7 +74,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   } else {
     args.push('--headless');
   }
-  const child: ChildProcess = spawn(cli.path, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
+  const child: ChildProcess = spawn(cli.path, args, { stdio: ['ignore', 'ignore', 'pipe'], env, detached: options.ownProcessGroup === true });
   const stderr = new TailBuffer(8192);
   child.stderr?.setEncoding('utf8');
   child.stderr?.on('data', (chunk: string) => stderr.push(chunk));

@@ -2,8 +2,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
+  ErrorCode,
+  McpError,
   ToolListChangedNotificationSchema,
   type CallToolResult,
+  type ListToolsResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
@@ -12,6 +15,7 @@ import { TailBuffer } from '../text/tailBuffer.js';
 import { describeExit, describeStartFailure, lostText, startTimeoutText } from './failureText.js';
 import { WireTracker, classifyPingFailure, createRemoteTransport, redact, remoteSecrets, terminateRemoteSession } from './httpTransport.js';
 import { PendingRequests, RemoteWatchdog } from './liveness.js';
+import type { StdioCommand } from './sandbox.js';
 import { ProcessGroupStdioTransport } from './stdioTransport.js';
 
 /** Lifecycle of one server inside a session. */
@@ -31,6 +35,12 @@ export interface ManagedServerDeps {
    * missing. Default: the entry's `headers` only.
    */
   requestHeaders?: () => Record<string, string>;
+  /**
+   * What to spawn for a stdio server given its unsandboxed environment (the pool wraps servers of
+   * untrusted layers in a sandbox here); throws when the server may not run. Default: the entry's
+   * command, args and cwd with that environment.
+   */
+  stdioCommand?: (entry: ServerEntry, environment: () => Record<string, string>) => Promise<StdioCommand>;
   /** While calls to an `http`/`sse` server are in flight, ping it this often (default 1000 ms). */
   livenessIntervalMs?: number;
   /** A ping unanswered for this long counts as a strike; three in a row mean lost (default 2500 ms). */
@@ -43,6 +53,27 @@ export interface CallOptions {
   onProgress?: (progress: { progress: number; total?: number; message?: string }) => void;
 }
 
+/** Pages of one tool listing (see {@link ManagedServer.listTools}). */
+export const MAX_LIST_PAGES = 100;
+/** Tools of one server; far more than a model can choose from. */
+export const MAX_LISTED_TOOLS = 10_000;
+/** Nesting depth of a tool's input or output schema; real schemas nest a handful of levels. */
+export const MAX_SCHEMA_DEPTH = 64;
+
+/** Whether `value` nests objects or arrays deeper than `max` levels. Iterative: no stack to exhaust. */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Object.values(v as Record<string, unknown>)) {
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
 /** Bound on the DELETE that ends a Streamable HTTP session when a server stops. */
 const TERMINATE_TIMEOUT_MS = 2000;
 
@@ -51,6 +82,8 @@ export class ManagedServer {
   state: ManagedState = 'idle';
   /** The last listing; kept until the server says its tools changed (or a new process starts). */
   tools: Tool[] = [];
+  /** Tools of the last listing left out because their schemas nest too deeply (names, cut). */
+  refusedTools: string[] = [];
   /** Set by `notifications/tools/list_changed`; the next {@link refresh} lists again. */
   toolsStale = false;
   /** The server reached `ready` once: if it stops later it crashed, and reconciliation restarts it. */
@@ -61,9 +94,12 @@ export class ManagedServer {
   firstJunkLine?: string;
   private client?: Client;
   private transport?: Transport;
-  private readonly stderrTail = new TailBuffer();
+  private readonly stderrTail = new ScrubbedStderr(
+    (text) => this.deps.scrub(text),
+    (line) => this.log.info({ stderr: line }, 'server stderr'),
+  );
   private readonly log: Logger;
-  private readonly wire = new WireTracker();
+  private readonly wire = new WireTracker((text) => this.scrubText(text));
   private readonly pending: PendingRequests;
   /** Remote servers only: the SDK does not notice a vanished HTTP/SSE server by itself. */
   private readonly watchdog?: RemoteWatchdog;
@@ -113,7 +149,7 @@ export class ManagedServer {
     try {
       await Promise.race([
         (async () => {
-          this.transport = this.createTransport();
+          this.transport = await this.createTransport();
           const client = new Client({ name: 'durable-mcp', version: this.deps.clientVersion }, { capabilities: {} });
           client.onclose = () => this.onClosed();
           client.onerror = (err) => this.onTransportError(err);
@@ -145,6 +181,7 @@ export class ManagedServer {
           lastWire: this.wire.last,
           junkLines: this.junkLines,
           firstJunkLine: this.firstJunkLine,
+          scrub: (text) => this.scrubText(text),
         }),
       );
       this.state = 'failed';
@@ -155,7 +192,7 @@ export class ManagedServer {
     }
   }
 
-  private createTransport(): Transport {
+  private async createTransport(): Promise<Transport> {
     const { entry } = this;
     if (this.remote) {
       const headers = this.deps.requestHeaders?.() ?? { ...entry.headers };
@@ -165,38 +202,67 @@ export class ManagedServer {
     if (entry.type !== 'stdio' || !entry.command) {
       throw new Error(`transport "${entry.type}" is not supported`);
     }
+    const launch = this.deps.stdioCommand
+      ? await this.deps.stdioCommand(entry, this.deps.environment)
+      : { command: entry.command, args: entry.args, env: this.deps.environment(), cwd: entry.cwd };
     return new ProcessGroupStdioTransport({
-      command: entry.command,
-      args: entry.args,
-      env: this.deps.environment(),
-      cwd: entry.cwd,
-      onStderr: (chunk) => {
-        this.stderrTail.push(chunk);
-        for (const line of chunk.split('\n')) {
-          if (line.trim()) this.log.info({ stderr: this.deps.scrub(line) }, 'server stderr');
-        }
-      },
+      ...launch,
+      onStderr: (chunk) => this.stderrTail.push(chunk),
       onJunk: (line) => {
         this.junkLines += 1;
-        this.firstJunkLine ??= this.deps.scrub(line.slice(0, 200));
-        this.log.warn({ stdout: this.deps.scrub(line.slice(0, 500)) }, 'server wrote a non-protocol line to stdout');
+        // Scrubbed before cut: a secret across the cut would not be found whole afterwards.
+        const clean = this.deps.scrub(line);
+        this.firstJunkLine ??= clean.slice(0, 200);
+        this.log.warn({ stdout: clean.slice(0, 500) }, 'server wrote a non-protocol line to stdout');
       },
     });
   }
 
-  /** Lists every page of tools. */
+  /**
+   * Lists every page of tools, within the server's start timeout and {@link MAX_LIST_PAGES} pages
+   * of at most {@link MAX_LISTED_TOOLS} tools in all: a server that answers with a `nextCursor`
+   * forever would otherwise hold the session (and every later turn of it) while it is listed.
+   * Tools whose schemas nest deeper than {@link MAX_SCHEMA_DEPTH} are left out: they parse, but
+   * cannot be serialized into the turn's history, which would fail every turn of the session.
+   */
   async listTools(): Promise<Tool[]> {
     const client = this.requireClient();
     // Cleared before asking, so a list_changed that arrives while we list marks the next turn's listing stale again.
     this.toolsStale = false;
+    const timeoutMs = this.startTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
+    const overdue = (pages: number) => new ListingBoundError(`tools/list did not finish within ${timeoutMs} ms (start timeout; ${pages} page(s) so far)`);
     try {
       const tools: Tool[] = [];
+      const refused: string[] = [];
       let cursor: string | undefined;
+      let pages = 0;
       do {
-        const page = await this.pending.run((signal) => client.listTools(cursor ? { cursor } : undefined, { signal }));
-        tools.push(...page.tools);
+        if (pages >= MAX_LIST_PAGES) {
+          throw new ListingBoundError(`tools/list still had a next page after ${MAX_LIST_PAGES} pages (${tools.length} tools): a listing may have at most ${MAX_LIST_PAGES} pages`);
+        }
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) throw overdue(pages);
+        const params = cursor ? { cursor } : undefined;
+        let page: ListToolsResult;
+        try {
+          page = await this.pending.run((signal) => client.listTools(params, { signal, timeout: remaining }));
+        } catch (err) {
+          if (err instanceof McpError && err.code === ErrorCode.RequestTimeout && Date.now() >= deadline - 50) throw overdue(pages);
+          throw err;
+        }
+        pages += 1;
+        for (const tool of page.tools) {
+          if (nestedDeeperThan(tool.inputSchema, MAX_SCHEMA_DEPTH) || nestedDeeperThan(tool.outputSchema, MAX_SCHEMA_DEPTH)) refused.push(String(tool.name).slice(0, 100));
+          else tools.push(tool);
+        }
+        if (tools.length > MAX_LISTED_TOOLS) throw new ListingBoundError(`tools/list returned more than ${MAX_LISTED_TOOLS} tools: a server may offer at most ${MAX_LISTED_TOOLS}`);
         cursor = page.nextCursor;
       } while (cursor);
+      this.refusedTools = refused;
+      if (refused.length > 0) {
+        this.log.warn({ tools: refused.map((t) => this.scrubText(t)), maxDepth: MAX_SCHEMA_DEPTH }, 'tools left out: their schemas nest too deeply');
+      }
       this.tools = tools;
       return tools;
     } catch (err) {
@@ -313,6 +379,52 @@ export class ManagedServer {
   }
 }
 
+/** Longest stderr line kept whole; past it only the (scrubbed) end of the line is kept. */
+const MAX_STDERR_LINE = 64 * 1024;
+const STDERR_LINE_KEEP = 4096;
+
+/**
+ * A server's stderr, scrubbed a whole line at a time before it is logged or kept for a failure
+ * message. A pipe hands over chunks that can end inside a secret, and the kept tail is cut at its
+ * start: scrubbing chunks, or the tail after the cut, would let part of a secret through.
+ */
+class ScrubbedStderr extends TailBuffer {
+  /** The line being written (no newline yet), raw or, once over-long, its scrubbed end. */
+  private partial = '';
+
+  constructor(
+    private readonly scrub: (text: string) => string,
+    private readonly onLine: (line: string) => void,
+  ) {
+    super();
+  }
+
+  override push(chunk: string): void {
+    const text = this.partial + chunk;
+    const end = text.lastIndexOf('\n');
+    this.partial = end < 0 ? text : text.slice(end + 1);
+    if (this.partial.length > MAX_STDERR_LINE) {
+      // Scrubbed, then cut: any secret still incomplete lies within the kept end and is found when
+      // the line completes (scrubbing scrubbed text again changes nothing).
+      this.partial = `…${this.scrub(this.partial).slice(-STDERR_LINE_KEEP)}`;
+    }
+    if (end < 0) return;
+    for (const line of text.slice(0, end).split('\n')) {
+      const clean = this.scrub(line);
+      super.push(`${clean}\n`);
+      if (clean.trim()) this.onLine(clean);
+    }
+  }
+
+  /** The last `n` lines, the unfinished one included (a process may die mid-line). */
+  override lastLines(n: number): string {
+    const rest = this.scrub(this.partial).trimEnd();
+    const done = super.lastLines(n);
+    if (!rest) return done;
+    return (done ? `${done}\n${rest}` : rest).split('\n').slice(-n).join('\n');
+  }
+}
+
 /** The server went away while a call was waiting for it: the call may have run. */
 export class ConnectionLostError extends Error {
   override name = 'ConnectionLostError';
@@ -322,6 +434,11 @@ export class ConnectionLostError extends Error {
   ) {
     super(`connection to MCP server "${server}" lost: ${cause}`);
   }
+}
+
+/** A listing past its deadline or page cap: the server is failed with this message. */
+export class ListingBoundError extends Error {
+  override name = 'ListingBoundError';
 }
 
 /** The server is not running: the call never started, so it is always safe to retry. */

@@ -2,6 +2,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import type { LoadedConfig, ServerEntry } from '../config/types.js';
 import { ManagedServer, ServerUnavailableError, type CallOptions } from './managedServer.js';
+import { StdioSandbox, type UntrustedStdioOptions } from './sandbox.js';
+import { remoteSecrets } from './httpTransport.js';
 import { ToolNameMap, describeTool, type ToolPrefix } from './toolNames.js';
 import type { ServerStatus, ToolInfo, TurnStatus } from '../contract/index.js';
 
@@ -18,11 +20,32 @@ export interface ServerPoolOptions {
   startTimeoutMs: number;
   toolPrefix: ToolPrefix;
   clientVersion?: string;
+  /**
+   * How stdio servers of untrusted layers (workspace, plugins) run: DMCP_UNTRUSTED_STDIO, the
+   * bwrap binary, the folders they must not see. Default: sandboxed, hiding nothing extra.
+   */
+  untrustedStdio?: UntrustedStdioOptions;
+}
+
+/** A tool call through the pool. */
+export interface PoolCallOptions extends CallOptions {
+  /**
+   * Receives, before the call starts, what is secret about this server beyond the worker's
+   * environment: a remote server's header values and URL secrets. Results and progress are
+   * scrubbed of them too, since a server may echo what it was sent.
+   */
+  onServerSecrets?: (values: readonly string[]) => void;
 }
 
 export interface ReconcileOptions {
   /** Keep the session at least this long after now and after each of its calls (an interactive turn's idle limit). */
   holdMs?: number;
+  /**
+   * The turn's workspace (`ConfigRefs.workspace`): the one host folder a sandboxed server may
+   * write. Absent: a workspace-layer server gets the folder its `.agents/mcp.json` is in, a plugin
+   * server none.
+   */
+  workspace?: string;
 }
 
 interface Session {
@@ -39,6 +62,8 @@ interface Session {
   holdMs?: number;
   /** Reconciliations and calls in progress: an idle stop never interrupts them. */
   busy: number;
+  /** The last workspace a reconciliation named (see {@link ReconcileOptions.workspace}). */
+  workspace?: string;
   /** Reconciliations of a session run one at a time (a failover reconcile may overlap the last one). */
   lock: Promise<unknown>;
 }
@@ -54,9 +79,11 @@ export class ServerPool {
   /** Servers replaced by a config change while a call was running: stopped when their calls end. */
   private readonly retiring = new Set<ManagedServer>();
   private shuttingDown = false;
+  private readonly sandbox: StdioSandbox;
 
   constructor(private readonly options: ServerPoolOptions) {
     this.scrub = options.scrub ?? ((t) => t);
+    this.sandbox = new StdioSandbox(options.untrustedStdio ?? { mode: 'sandbox', hiddenPaths: [] });
   }
 
   /**
@@ -72,6 +99,7 @@ export class ServerPool {
     const session = this.session(sessionId);
     const holds = options.holdMs !== undefined && Number.isFinite(options.holdMs) && options.holdMs > 0;
     if (holds) session.holdMs = options.holdMs;
+    if (options.workspace) session.workspace = options.workspace;
     session.busy += 1;
     const run = session.lock.then(() => this.reconcileNow(sessionId, session, config));
     session.lock = run.catch(() => undefined);
@@ -90,7 +118,7 @@ export class ServerPool {
     if (session.configHash !== config.hash) {
       const old = [...session.servers.values()];
       session.servers.clear();
-      for (const entry of config.servers) session.servers.set(entry.name, this.newServer(entry));
+      for (const entry of config.servers) session.servers.set(entry.name, this.newServer(entry, session));
       session.configHash = config.hash;
       await Promise.all(old.map((s) => this.retire(s)));
     }
@@ -117,7 +145,7 @@ export class ServerPool {
   }
 
   private async restart(session: Session, name: string, old: ManagedServer): Promise<void> {
-    const fresh = this.newServer(old.entry);
+    const fresh = this.newServer(old.entry, session);
     session.servers.set(name, fresh);
     await this.retire(old);
     await fresh.start();
@@ -132,10 +160,11 @@ export class ServerPool {
     await server.stop();
   }
 
-  private newServer(entry: ServerEntry): ManagedServer {
+  private newServer(entry: ServerEntry, session: Session): ManagedServer {
     return new ManagedServer(entry, {
       logger: this.options.logger,
       environment: () => this.options.environmentFor(entry),
+      stdioCommand: (e, environment) => this.sandbox.launch(e, environment, session.workspace),
       ...(this.options.requestHeadersFor ? { requestHeaders: () => this.options.requestHeadersFor!(entry) } : {}),
       scrub: this.scrub,
       startTimeoutMs: this.options.startTimeoutMs,
@@ -226,10 +255,19 @@ export class ServerPool {
   }
 
   /** Calls a tool on the session's server. Throws {@link ServerUnavailableError} when it is not running. */
-  async callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
+  async callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>, options: PoolCallOptions): Promise<CallToolResult> {
     const session = this.sessions.get(sessionId);
     const managed = session?.servers.get(server);
     if (!session || !managed) throw new ServerUnavailableError(server, 'not started on this worker');
+    if (options.onServerSecrets && (managed.entry.type === 'http' || managed.entry.type === 'sse')) {
+      let headers = managed.entry.headers;
+      try {
+        headers = this.options.requestHeadersFor?.(managed.entry) ?? headers;
+      } catch {
+        // A token that cannot be resolved now was never sent: only the literal headers can come back.
+      }
+      options.onServerSecrets(remoteSecrets(managed.entry, headers));
+    }
     session.lastUsed = Date.now();
     session.busy += 1;
     this.callsInFlight.set(managed, (this.callsInFlight.get(managed) ?? 0) + 1);
@@ -275,6 +313,22 @@ export class ServerPool {
       .map(([id]) => id);
     if (idle.length > 0) this.options.logger.info({ sessions: idle }, 'stopping idle sessions');
     await Promise.all(idle.map((id) => this.stopSession(id)));
+  }
+
+  /**
+   * Kills every stdio server's process group at once (SIGKILL), without waiting for anything: the
+   * last resort of a process told twice to stop, so no server outlives it.
+   */
+  killAll(): void {
+    const servers = [...this.sessions.values()].flatMap((s) => [...s.servers.values()]).concat([...this.retiring]);
+    for (const pid of servers.map((s) => s.pid)) {
+      if (pid === undefined) continue;
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
   }
 
   /** Stops every server of every session (worker shutdown), after any start in progress has settled. */

@@ -8,7 +8,7 @@
  * `dev/` finds the `temporal` binary from DMCP_TEMPORAL_CLI and PATH itself, because it also runs
  * at install time, before any setting matters.
  */
-import { resolve } from 'node:path';
+import { delimiter, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { shapeLimitsFromEnv } from './shapeLimits.js';
 import type { ShapeLimits } from '../shaping/index.js';
@@ -82,6 +82,11 @@ export interface Settings {
     uiPort: number;
     /** DMCP_CODEC_PORT, default 8234. */
     codecPort: number;
+    /**
+     * DMCP_CODEC_TOKEN: when set, the codec server answers only requests with
+     * `Authorization: Bearer <it>` (CLI and API clients; the dev server's UI cannot send one).
+     */
+    codecToken?: string;
   };
   /** What the model sees of a call: DMCP_MAX_TOOL_RESULT_TOKENS, DMCP_MAX_IMAGE_BYTES, ... */
   shape: ShapeLimits;
@@ -96,8 +101,30 @@ export interface Settings {
     /** DMCP_MCP_ENV: worker variables servers may receive. */
     mcpEnv: string[];
   };
+  /**
+   * What a worker honours of a turn's references. Unset values take the default of the command
+   * that starts the worker (`run`/`dev` trust their own caller; `worker` joined to a cluster does not).
+   */
+  boundary: {
+    /** DMCP_ALLOW_INLINE: whether inline `--mcp` specs are honoured. */
+    allowInline?: boolean;
+    /** DMCP_ALLOWED_CONFIG_DIRS: the folders `--mcp-config` files and plugin folders must lie in (after symlinks). */
+    allowedConfigDirs?: string[];
+    /** DMCP_WORKSPACE_ROOTS: the folders a turn's workspace must lie in for the workspace layer to be read. */
+    workspaceRoots?: string[];
+  };
   /** DMCP_DEBUG: stack traces on CLI errors. */
   debug: boolean;
+  /** Stdio servers of untrusted layers (workspace, plugins). */
+  untrustedStdio: {
+    /**
+     * DMCP_UNTRUSTED_STDIO, default `sandbox`: run them under bubblewrap (refused where it does not
+     * work); `refuse`: never run them; `allow`: run them unsandboxed, like trusted servers.
+     */
+    mode: 'sandbox' | 'refuse' | 'allow';
+    /** DMCP_BWRAP, default `bwrap` (looked up on PATH): the bubblewrap binary. */
+    bwrap: string;
+  };
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -162,6 +189,16 @@ const list = z
   .optional()
   .transform((v) => (v ?? '').split(/[\s,]+/).map((s) => s.trim()).filter(Boolean));
 
+/** A `:`-separated list of absolute folders (like PATH); unset or empty is `undefined`. */
+const pathList = (variable: string) => wrap(variable, (v) => {
+  if (v === undefined || v.trim() === '') return undefined;
+  const dirs = v.split(delimiter).map((d) => d.trim()).filter(Boolean);
+  const relative = dirs.filter((d) => !isAbsolute(d));
+  if (relative.length > 0) throw new SettingsError(`${variable} must list absolute folders separated by "${delimiter}", got ${relative.map((d) => JSON.stringify(d)).join(', ')}`);
+  return dirs.map((d) => resolve(d));
+});
+const optionalFlag = (variable: string) => wrap(variable, (v) => parseFlag(v, variable));
+
 /** The environment schema: one entry per variable, named as it is written. */
 const envSchema = z.object({
   TEMPORAL_ADDRESS: optionalText,
@@ -189,11 +226,17 @@ const envSchema = z.object({
   DMCP_DEV_PORT: port('DMCP_DEV_PORT', 7233),
   DMCP_DEV_UI_PORT: port('DMCP_DEV_UI_PORT', 8233),
   DMCP_CODEC_PORT: port('DMCP_CODEC_PORT', 8234),
+  DMCP_CODEC_TOKEN: optionalText,
   DMCP_MCP: flag('DMCP_MCP', true),
   DMCP_NO_USER_CONFIG: flag('DMCP_NO_USER_CONFIG', false),
   DMCP_WORKSPACE_MCP: flag('DMCP_WORKSPACE_MCP', false),
   DMCP_MCP_ENV: list,
+  DMCP_ALLOW_INLINE: optionalFlag('DMCP_ALLOW_INLINE'),
+  DMCP_ALLOWED_CONFIG_DIRS: pathList('DMCP_ALLOWED_CONFIG_DIRS'),
+  DMCP_WORKSPACE_ROOTS: pathList('DMCP_WORKSPACE_ROOTS'),
   DMCP_DEBUG: flag('DMCP_DEBUG', false),
+  DMCP_UNTRUSTED_STDIO: oneOf('DMCP_UNTRUSTED_STDIO', ['sandbox', 'refuse', 'allow'] as const, 'sandbox', (v) => v.toLowerCase()),
+  DMCP_BWRAP: text('bwrap'),
 });
 
 /**
@@ -228,10 +271,12 @@ export function loadSettings(env: Env): Settings {
       previousEncryptionKeys: e.DMCP_ENCRYPTION_KEYS_PREVIOUS,
       externalThresholdBytes: e.DMCP_EXTERNAL_THRESHOLD_BYTES,
     },
-    dev: { port: e.DMCP_DEV_PORT, uiPort: e.DMCP_DEV_UI_PORT, codecPort: e.DMCP_CODEC_PORT },
+    dev: { port: e.DMCP_DEV_PORT, uiPort: e.DMCP_DEV_UI_PORT, codecPort: e.DMCP_CODEC_PORT, ...(e.DMCP_CODEC_TOKEN ? { codecToken: e.DMCP_CODEC_TOKEN.trim() } : {}) },
     shape,
     config: { mcpOff: !e.DMCP_MCP, noUserConfig: e.DMCP_NO_USER_CONFIG, workspaceMcp: e.DMCP_WORKSPACE_MCP, mcpEnv: e.DMCP_MCP_ENV },
+    boundary: { allowInline: e.DMCP_ALLOW_INLINE, allowedConfigDirs: e.DMCP_ALLOWED_CONFIG_DIRS, workspaceRoots: e.DMCP_WORKSPACE_ROOTS },
     debug: e.DMCP_DEBUG,
+    untrustedStdio: { mode: e.DMCP_UNTRUSTED_STDIO, bwrap: e.DMCP_BWRAP },
   };
 }
 

@@ -5,7 +5,8 @@ import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption
 import type { DataConverter } from '@temporalio/common';
 import type { Logger } from 'pino';
 import { createActivities } from '../activities/index.js';
-import { loadConfig } from '../config/load.js';
+import { configDirPath, ensureTurnKey, loadConfig } from '../config/load.js';
+import type { Boundary } from '../config/types.js';
 import { requestHeaders, scrubSecrets, serverEnvironment } from '../config/secrets.js';
 import { ServerPool } from '../mcp/pool.js';
 import { loadSettings, type Settings } from '../settings/index.js';
@@ -44,6 +45,40 @@ export interface StartWorkerOptions {
   idleCheckIntervalMs?: number;
   /** Workflow cache size of the shared worker (SDK default); 0 replays every workflow task from the start. */
   maxCachedWorkflows?: number;
+  /**
+   * What this worker honours of a turn's references (inline specs, config files, plugins, the
+   * workspace layer). Default: `workerBoundary(settings, 'embedded')`, the defaults of a worker
+   * whose callers are its operator, with the turn key under the data dir; a worker joined to a
+   * shared cluster passes `workerBoundary(settings, 'joined')`.
+   */
+  boundary?: Boundary;
+}
+
+/**
+ * Who starts the worker, which decides the defaults of what it honours: `embedded` for `run` and
+ * `dev` (the caller is the operator), `joined` for `durable-mcp worker` on a cluster that others
+ * can start workflows on.
+ */
+export type WorkerRole = 'embedded' | 'joined';
+
+/**
+ * The boundary of a worker from its settings. Unset settings take the role's defaults: an embedded
+ * worker honours inline specs and config files anywhere, a joined one no inline specs, no config
+ * files and no workspace layer until its operator lists them. Either way the references a turn
+ * chooses need a proof made with the turn key in the data dir (created here on first use), because
+ * neither the dev server's port nor a cluster's start permission says who chose them. Inline
+ * servers start in this process's working directory, which the operator chose, not the turn.
+ */
+export async function workerBoundary(settings: Settings, role: WorkerRole, cwd: string = process.cwd()): Promise<Boundary> {
+  const embedded = role === 'embedded';
+  const b = settings.boundary;
+  return {
+    allowInline: b.allowInline ?? embedded,
+    allowedConfigDirs: b.allowedConfigDirs ?? (embedded ? undefined : []),
+    workspaceRoots: b.workspaceRoots ?? (embedded ? undefined : []),
+    turnKey: await ensureTurnKey(settings.dataDir),
+    inlineCwd: cwd,
+  };
 }
 
 export interface RunningWorker {
@@ -68,6 +103,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const workerQueue = `${taskQueue}@${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   const logger = options.logger.child({ workerQueue });
   const scrub = (text: string) => scrubSecrets(text, env);
+  const boundary = options.boundary ?? (await workerBoundary(settings, 'embedded'));
   const pool = new ServerPool({
     logger,
     environmentFor: (entry) => serverEnvironment(entry, env),
@@ -75,11 +111,18 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     scrub,
     startTimeoutMs: settings.startTimeoutMs,
     toolPrefix: settings.toolPrefix,
+    // Untrusted servers must not see the payload store and dev database, nor the trusted config.
+    untrustedStdio: {
+      ...settings.untrustedStdio,
+      hiddenPaths: [settings.dataDir, configDirPath(env)].filter((p): p is string => p !== undefined),
+      path: env.PATH,
+      lang: env.LANG,
+    },
   });
   const activities = createActivities({
     pool,
     workerQueue,
-    loadConfig: (refs) => loadConfig(refs, env),
+    loadConfig: (refs, turn) => loadConfig(refs, env, undefined, { boundary, sessionId: turn.sessionId }),
     logger,
     scrub,
   });

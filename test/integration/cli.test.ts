@@ -7,6 +7,9 @@ import { promisify } from 'node:util';
 import { before, describe, test } from 'node:test';
 import { everythingServer, fixtureServer, tempDir } from '../support/harness.js';
 
+/** ESC, BEL or the 8-bit CSI: any of them in printed output could drive a terminal. */
+const hasTerminalControl = (s: string) => /[\u001b\u0007\u009b]/.test(s); // eslint-disable-line no-control-regex
+
 const cli = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
 describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no dev running)', () => {
@@ -47,6 +50,24 @@ describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no d
     assert.match(shown.stdout, /mcp__everything__echo \{"message":"extension check"\}/);
     assert.match(shown.stdout, /Echo: extension check/);
     assert.deepEqual(await readdir(images), ['call-2-1.png']);
+
+    const again = await run(['transcript', out.turnId, '--save-images', images]);
+    assert.equal(again.code, 1, 'saving into a folder that has the file already fails');
+    assert.match(again.stderr, /call-2-1\.png already exists; not overwritten/);
+  });
+
+  test('server text cannot drive the terminal: run and transcript strip control sequences', async () => {
+    const evil = '\u001b]0;pwned\u0007\u001b[2J\u001b[31mred text';
+    const ran = await run(['run', '--mcp', `fixture:${process.execPath} ${fixtureServer}`, '--call', `mcp__fixture__echo ${JSON.stringify({ text: evil })}`]);
+    assert.equal(ran.code, 0, ran.stderr);
+    assert.match(ran.stdout, /mcp__fixture__echo: red text/);
+    assert.ok(!hasTerminalControl(ran.stdout), ran.stdout);
+    const turnId = /turn (\S+) \(see it again/.exec(ran.stderr)?.[1];
+    assert.ok(turnId, ran.stderr);
+    const shown = await run(['transcript', turnId]);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /red text/);
+    assert.ok(!hasTerminalControl(shown.stdout), shown.stdout);
   });
 
   test('bad input: one clear line on stderr and a non-zero exit, no stack trace', async () => {

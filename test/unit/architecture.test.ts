@@ -23,9 +23,9 @@ const allowed: Record<string, string[]> = {
   activities: ['contract', 'config', 'mcp', 'shaping'],
   workflows: ['contract'],
   worker: ['contract', 'settings', 'config', 'mcp', 'shaping', 'payloads', 'activities', 'workflows'],
-  client: ['contract', 'workflows', 'payloads', 'shaping'],
+  client: ['contract', 'workflows', 'payloads', 'shaping', 'text'],
   dev: ['contract', 'text'],
-  cli: ['contract', 'settings', 'config', 'payloads', 'worker', 'client', 'dev', 'shaping'],
+  cli: ['contract', 'settings', 'config', 'payloads', 'worker', 'client', 'dev', 'shaping', 'text'],
 };
 /** Type-only imports may also reach these rooms (the workflow names the activities' types). */
 const typeOnlyExtra: Record<string, string[]> = {

@@ -210,7 +210,7 @@ for (const c of fileCases) {
 
     // In the config dir the layer is skipped with a warning, and the other layers still load.
     const io = fakeIO({ '/cfg/mcp.json': c.text, '/extra.json': configText([GOOD_AFTER]) });
-    const loaded = await loadConfig({ workspace: WS, mcpConfigFiles: ['/extra.json'], inlineSpecs: ['inl:echo hi'], configDir: '/cfg' }, BASE_ENV, io);
+    const loaded = await loadConfig({ workspace: WS, mcpConfigFiles: ['/extra.json'], inlineSpecs: ['inl:echo hi'] }, { ...BASE_ENV, DMCP_CONFIG_DIR: '/cfg' }, io);
     assert.deepEqual(loaded.servers.map((s) => s.name), ['good2', 'inl']);
     assert.ok(loaded.warnings.some((w) => c.match.test(w) && w.includes('config dir layer skipped')), loaded.warnings.join('\n'));
 
@@ -247,7 +247,7 @@ void test('bad layer: the workspace cannot replace a trusted server', async () =
     '/cfg/mcp.json': configText(['"github": { "url": "https://api.github.example/mcp", "bearerTokenEnv": "GH_TOKEN" }']),
     [`${WS}/.agents/mcp.json`]: configText(['"github": { "url": "https://evil.example/mcp" }', '"local": { "command": "x" }']),
   });
-  const loaded = await loadConfig({ workspace: WS, mcpConfigFiles: [], inlineSpecs: [], configDir: '/cfg' }, { ...BASE_ENV, DMCP_WORKSPACE_MCP: 'true' }, io);
+  const loaded = await loadConfig({ workspace: WS, mcpConfigFiles: [], inlineSpecs: [] }, { ...BASE_ENV, DMCP_CONFIG_DIR: '/cfg', DMCP_WORKSPACE_MCP: 'true' }, io);
   assert.deepEqual(loaded.servers.map((s) => [s.name, s.layer, s.url]), [
     ['github', 'configDir', 'https://api.github.example/mcp'],
     ['local', 'workspace', undefined],
@@ -260,7 +260,7 @@ void test('bad layer: a trusted entry that was refused still holds its name agai
     '/cfg/mcp.json': configText(['"db": { "command": "x", "envFrom": { "P": "NOT_LISTED" } }']),
     [`${WS}/.agents/mcp.json`]: configText(['"db": { "command": "fake-db" }']),
   });
-  const loaded = await loadConfig({ workspace: WS, mcpConfigFiles: [], inlineSpecs: [], configDir: '/cfg' }, { ...BASE_ENV, DMCP_WORKSPACE_MCP: 'true' }, io);
+  const loaded = await loadConfig({ workspace: WS, mcpConfigFiles: [], inlineSpecs: [] }, { ...BASE_ENV, DMCP_CONFIG_DIR: '/cfg', DMCP_WORKSPACE_MCP: 'true' }, io);
   assert.deepEqual(loaded.servers, []);
   assert.equal(loaded.refused[0].layer, 'configDir');
   assert.equal(loaded.warnings.length, 1);
@@ -289,7 +289,7 @@ void test('bad layer: explicit files are fatal when missing, naming the file', a
 void test('bad layer: a failing command in an explicit file is fatal; in the config dir it refuses the entry', async () => {
   const text = configText([GOOD_BEFORE, '"s": { "command": "x", "args": ["$(secret-tool lookup a)"] }']);
   const io = fakeIO({ '/cfg/mcp.json': text });
-  const loaded = await loadConfig({ workspace: WS, mcpConfigFiles: [], inlineSpecs: [], configDir: '/cfg' }, BASE_ENV, io);
+  const loaded = await loadConfig({ workspace: WS, mcpConfigFiles: [], inlineSpecs: [] }, { ...BASE_ENV, DMCP_CONFIG_DIR: '/cfg' }, io);
   assert.deepEqual(loaded.servers.map((s) => s.name), ['good1']);
   assert.match(loaded.refused[0].reason, /command expression "\$\(secret-tool lookup a\)" failed: command not found: secret-tool/);
   await assert.rejects(

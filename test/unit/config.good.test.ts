@@ -20,14 +20,15 @@ function parseOne(entry: string, env: NodeJS.ProcessEnv = BASE_ENV): ServerEntry
 }
 
 const goodCases: [string, string, Partial<ServerEntry>][] = [
-  ['stdio inferred', '"fs": { "command": "npx", "args": ["-y", "server-fs"] }', { type: 'stdio', command: 'npx', args: ['-y', 'server-fs'], cwd: WS, enabled: true }],
+  ['stdio inferred', '"fs": { "command": "npx", "args": ["-y", "server-fs"] }', { type: 'stdio', command: 'npx', args: ['-y', 'server-fs'], cwd: '/cfg', enabled: true }],
   ['http inferred', '"api": { "url": "https://a.example/mcp" }', { type: 'http', url: 'https://a.example/mcp', cwd: undefined }],
   ['sse declared', '"old": { "type": "sse", "url": "http://127.0.0.1:3001/sse" }', { type: 'sse' }],
   ['stdio declared', '"s": { "type": "stdio", "command": "x" }', { type: 'stdio' }],
-  ['relative cwd joins the workspace', '"s": { "command": "x", "cwd": "sub/dir" }', { cwd: `${WS}/sub/dir` }],
-  ['relative cwd may leave the workspace', '"s": { "command": "x", "cwd": "../other" }', { cwd: '/other' }],
+  ['relative cwd joins the layer\'s folder, not the workspace', '"s": { "command": "x", "cwd": "sub/dir" }', { cwd: '/cfg/sub/dir' }],
+  ['relative cwd may leave the layer\'s folder', '"s": { "command": "x", "cwd": "../other" }', { cwd: '/other' }],
+  ['cwd may name the workspace explicitly', '"s": { "command": "x", "cwd": "/ws" }', { cwd: WS }],
   ['absolute cwd is kept (normalised)', '"s": { "command": "x", "cwd": "/srv//data/./x" }', { cwd: '/srv/data/x' }],
-  ['cwd "." is the workspace', '"s": { "command": "x", "cwd": "." }', { cwd: WS }],
+  ['cwd "." is the layer\'s folder', '"s": { "command": "x", "cwd": "." }', { cwd: '/cfg' }],
   ['timeouts are seconds', '"s": { "command": "x", "startTimeout": 30, "toolTimeout": 1.5 }', { startTimeoutMs: 30_000, toolTimeoutMs: 1500 }],
   ['disabled', '"s": { "command": "x", "enabled": false }', { enabled: false }],
   ['disabled keeps unset variables unexpanded', '"s": { "command": "$NOT_SET", "enabled": false }', { enabled: false, command: '$NOT_SET' }],
@@ -80,14 +81,31 @@ void test('good file: untrusted layers may set "retry" on their own servers', ()
   }
 });
 
+// Where a server without "cwd" starts, and what a relative "cwd" joins: its layer's own folder.
+// Trusted servers never start in the agent-writable workspace unless "cwd" says so.
+const cwdCases: [string, Parameters<typeof parseConfigText>[1], string, string][] = [
+  ['config dir: the config dir', { kind: 'configDir', file: '/cfg/mcp.json', folder: '/cfg', workspace: WS }, '/cfg', '/cfg/bin'],
+  ['explicit file: its folder', { kind: 'explicit', file: '/etc/dmcp/ci.json', workspace: WS }, '/etc/dmcp', '/etc/dmcp/bin'],
+  ['explicit file read through a symlink: the real folder', { kind: 'explicit', file: '/home/me/ci.json', folder: '/etc/dmcp', workspace: WS }, '/etc/dmcp', '/etc/dmcp/bin'],
+  ['workspace layer: the workspace', { kind: 'workspace', file: `${WS}/.agents/mcp.json`, workspace: WS }, WS, `${WS}/bin`],
+  ['plugin: the plugin folder', { kind: 'plugin', file: '/plug/.mcp.json', workspace: WS, plugin: { name: 'p', root: '/plug' } }, '/plug', '/plug/bin'],
+];
+for (const [title, layer, dflt, relative] of cwdCases) {
+  void test(`good cwd: ${title}`, () => {
+    const result = parseConfigText(configText(['"a": { "command": "x" }', '"b": { "command": "x", "cwd": "bin" }']), layer, {});
+    assert.deepEqual(result.refused, []);
+    assert.deepEqual(result.servers.map((e) => e.cwd), [dflt, relative]);
+  });
+}
+
 void test('good file: empty mcpServers', () => {
   assert.deepEqual(parseConfigText('{ "mcpServers": {} }', { kind: 'explicit', file: FILE, workspace: WS }, {}), { servers: [], refused: [], warnings: [] });
 });
 
 void test('good inline specs', () => {
-  assert.deepEqual(parseInlineSpec('fs:npx -y  @scope/server-fs /tmp', 0, WS), {
+  assert.deepEqual(parseInlineSpec('fs:npx -y  @scope/server-fs /tmp', 0, '/neutral'), {
     name: 'fs', layer: 'inline', source: '--mcp #1', trusted: true, type: 'stdio', command: 'npx', args: ['-y', '@scope/server-fs', '/tmp'],
-    env: {}, envFrom: {}, headers: {}, enabled: true, cwd: WS,
+    env: {}, envFrom: {}, headers: {}, enabled: true, cwd: '/neutral',
   });
   const web = parseInlineSpec('web:https://a.example/mcp', 1, WS);
   assert.equal(web.type, 'http');
@@ -160,8 +178,8 @@ const layerCases: LayerCase[] = [
 for (const c of layerCases) {
   void test(`layers: ${c.title}`, async () => {
     const loaded = await loadConfig(
-      { workspace: WS, mcpConfigFiles: c.refs?.mcpConfigFiles ?? [], inlineSpecs: c.refs?.inlineSpecs ?? [], plugins: c.refs?.plugins, configDir: '/cfg' },
-      c.env ?? {}, fakeIO(c.files),
+      { workspace: WS, mcpConfigFiles: c.refs?.mcpConfigFiles ?? [], inlineSpecs: c.refs?.inlineSpecs ?? [], plugins: c.refs?.plugins },
+      { DMCP_CONFIG_DIR: '/cfg', ...c.env }, fakeIO(c.files),
     );
     assert.deepEqual(Object.fromEntries(loaded.servers.map((s) => [s.name, [s.layer, s.command]])), c.expect);
     assert.deepEqual(loaded.refused, []);
@@ -172,7 +190,7 @@ for (const c of layerCases) {
 
 void test('layers: DMCP_MCP=false turns MCP off without reading anything', async () => {
   const io = fakeIO({ '/cfg/mcp.json': cfg('a', 'x') });
-  const loaded = await loadConfig({ workspace: WS, mcpConfigFiles: ['/missing.json'], inlineSpecs: ['a:x'], configDir: '/cfg' }, { DMCP_MCP: 'false' }, io);
+  const loaded = await loadConfig({ workspace: WS, mcpConfigFiles: ['/missing.json'], inlineSpecs: ['a:x'] }, { DMCP_CONFIG_DIR: '/cfg', DMCP_MCP: 'false' }, io);
   assert.deepEqual(loaded, { off: true, servers: [], refused: [], warnings: [], hash: 'off' });
   assert.deepEqual(io.reads, []);
 });
@@ -218,7 +236,7 @@ void test('commands: run once per load, argv when possible, with the scrubbed en
     'which node': '/usr/bin/node', 'cat my file': ' /t ', '/bin/sh -c printf x | tr x y': 'y',
   });
   const env = { ...BASE_ENV };
-  const loaded = await loadConfig({ workspace: WS, mcpConfigFiles: ['/e.json'], inlineSpecs: [], configDir: '/cfg' }, env, io);
+  const loaded = await loadConfig({ workspace: WS, mcpConfigFiles: ['/e.json'], inlineSpecs: [] }, { ...env, DMCP_CONFIG_DIR: '/cfg' }, io);
   // Each command runs once per folder (the config dir, then / for /e.json), never once per field.
   const once = [['which', 'node'], ['cat', 'my file'], ['/bin/sh', '-c', 'printf x | tr x y']];
   assert.deepEqual(io.calls.map((c) => [c.cwd, c.argv]), [...once.map((a) => ['/cfg', a]), ...once.map((a) => ['/', a])]);

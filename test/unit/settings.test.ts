@@ -21,6 +21,8 @@ test('an empty environment gives the documented defaults', () => {
     dev: { port: 7233, uiPort: 8233, codecPort: 8234 },
     shape: DEFAULT_SHAPE_LIMITS,
     config: { mcpOff: false, noUserConfig: false, workspaceMcp: false, mcpEnv: [] },
+    boundary: { allowInline: undefined, allowedConfigDirs: undefined, workspaceRoots: undefined },
+    untrustedStdio: { mode: 'sandbox', bwrap: 'bwrap' },
     debug: false,
   });
 });

@@ -1,0 +1,114 @@
+/**
+ * `durable-mcp dev` under Ctrl-C, as a terminal sends it: SIGINT to the whole foreground process
+ * group. The first one stops in order (the running call finishes, servers stop, the dev server
+ * last) and exits 130; a second one stops at once and still leaves no server process behind.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, describe, test } from 'node:test';
+import { TurnClient } from '../../client/turnClient.js';
+import { fixtureServer, killGroups, readLines, tempDir, waitUntil } from '../support/harness.js';
+
+const cli = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+interface Dev {
+  child: ChildProcess;
+  address: string;
+  dataDir: string;
+  log: string;
+  doneLog: string;
+  exit: Promise<number | null>;
+}
+
+async function startDev(): Promise<Dev> {
+  const dataDir = await tempDir('dmcp-dev-');
+  const configDir = join(dataDir, 'config');
+  await mkdir(configDir);
+  await writeFile(join(configDir, 'mcp.json'), JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [fixtureServer] } } }));
+  const log = join(dataDir, 'calls.log');
+  const doneLog = join(dataDir, 'done.log');
+  const child = spawn(process.execPath, [cli, 'dev'], {
+    // Its own group, like a shell job: the test signals the group as a terminal would.
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DMCP_DATA_DIR: dataDir,
+      DMCP_CONFIG_DIR: configDir,
+      DMCP_DEV_PORT: '0',
+      DMCP_DEV_UI_PORT: '0',
+      DMCP_CODEC_PORT: '0',
+      FIXTURE_LOG: log,
+      FIXTURE_DONE_LOG: doneLog,
+    },
+  });
+  started.push(child.pid!);
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  child.stderr!.resume();
+  await waitUntil('dev to start', async () => out.includes('durable-mcp dev is running.') || child.exitCode !== null, 90_000);
+  assert.equal(child.exitCode, null, `dev exited early: ${out}`);
+  const address = /Temporal server:\s+(\S+)/.exec(out)?.[1];
+  assert.ok(address, out);
+  return { child, address, dataDir, log, doneLog, exit };
+}
+
+async function slowCallRunning(dev: Dev, ms: number): Promise<{ serverPid: number; devServerPid: number; call: Promise<unknown> }> {
+  const client = await TurnClient.connect({ address: dev.address, dataDir: dev.dataDir });
+  const turn = await client.startTurn({ sessionId: `shutdown-${Date.now()}`, workspace: dev.dataDir });
+  const call = turn.callTool({ id: 'slow-1', name: 'mcp__fixture__slow', arguments: { ms, tag: 'in-flight' } }).catch((err: unknown) => err);
+  await waitUntil('the call to start', async () => (await readLines(dev.log)).some((l) => l.includes('in-flight')));
+  const serverPid = (JSON.parse((await readLines(dev.log))[0]!) as { pid: number }).pid;
+  started.push(serverPid);
+  const devServerPid = (JSON.parse(await readFile(join(dev.dataDir, 'dev.json'), 'utf8')) as { serverPid: number }).serverPid;
+  started.push(devServerPid);
+  void call.finally(() => client.close().catch(() => undefined));
+  return { serverPid, devServerPid, call };
+}
+
+const started: number[] = [];
+after(() => killGroups(started));
+
+describe('durable-mcp dev and Ctrl-C', { timeout: 180_000 }, () => {
+  test('one Ctrl-C: the running call finishes, then servers and the dev server stop; exit 130', async () => {
+    const dev = await startDev();
+    const { serverPid, devServerPid } = await slowCallRunning(dev, 3000);
+    process.kill(-dev.child.pid!, 'SIGINT');
+    const code = await dev.exit;
+    assert.equal(code, 130);
+    assert.deepEqual(
+      (await readLines(dev.doneLog)).map((l) => (JSON.parse(l) as { tag: string }).tag),
+      ['in-flight'],
+      'the call in flight ran to its end before the servers stopped',
+    );
+    assert.ok(!(await readLines(dev.log)).some((l) => l.includes('"cancelled"')), 'the call was not cancelled');
+    await waitUntil('no MCP server and no dev server left', async () => !alive(serverPid) && !alive(devServerPid), 10_000);
+  });
+
+  test('a second Ctrl-C stops at once and still kills every server process group', async () => {
+    const dev = await startDev();
+    const { serverPid, devServerPid } = await slowCallRunning(dev, 60_000);
+    const started = Date.now();
+    process.kill(-dev.child.pid!, 'SIGINT');
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(-dev.child.pid!, 'SIGINT');
+    const code = await dev.exit;
+    assert.equal(code, 130);
+    assert.ok(Date.now() - started < 20_000, 'it did not wait for the 60 s call');
+    await waitUntil('no MCP server and no dev server left', async () => !alive(serverPid) && !alive(devServerPid), 10_000);
+  });
+});
