@@ -23,23 +23,26 @@ function testFiles(dir: string): string[] {
 }
 
 /**
- * The Temporal UI test drives Debian's Chromium. On a fresh machine of the project's kind (Debian,
- * root) install it, so `npm test` alone passes; elsewhere the UI test fails saying what to install.
+ * The Temporal UI test drives Debian's Chromium and the sandbox test runs bubblewrap. On a fresh
+ * machine of the project's kind (Debian, root) install what is missing, so `npm test` alone passes;
+ * elsewhere those tests fail saying what to install.
  */
-function ensureChromium(files: string[]): void {
+function ensureSystemPackages(files: string[]): void {
   const browser = process.env.DMCP_CHROMIUM ?? '/usr/bin/chromium';
-  if (!files.some((f) => f.endsWith('ui.test.js')) || existsSync(browser)) return;
-  if (process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) return;
-  process.stderr.write('Installing Debian chromium for the Temporal UI test (apt-get install chromium)...\n');
+  const wanted: string[] = [];
+  if (files.some((f) => f.endsWith('ui.test.js')) && !existsSync(browser)) wanted.push('chromium');
+  if (files.some((f) => f.endsWith('sandbox.test.js')) && spawnSync('bwrap', ['--version']).status !== 0) wanted.push('bubblewrap');
+  if (wanted.length === 0 || process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) return;
+  process.stderr.write(`Installing Debian packages for the tests (apt-get install ${wanted.join(' ')})...\n`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-  spawnSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit', env });
+  spawnSync('apt-get', ['install', '-y', '-qq', ...wanted], { stdio: 'inherit', env });
 }
 
 async function main(): Promise<number> {
   const requested = process.argv.slice(2);
   const files = requested.length > 0 ? requested : ['unit', 'workflow', 'integration'].flatMap((tier) => testFiles(join(here, tier)));
-  ensureChromium(files);
+  ensureSystemPackages(files);
   let server: DevServer | undefined;
   const env = { ...process.env };
   if (!env.TEMPORAL_ADDRESS) {
