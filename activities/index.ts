@@ -4,10 +4,10 @@ import type { Logger } from 'pino';
 import { scrubDeep, scrubberFor } from '../config/secrets.js';
 import { ConfigError, type LoadedConfig } from '../config/types.js';
 import type { ConfigRefs } from '../config/types.js';
-import { MAX_SCHEMA_DEPTH, ServerUnavailableError, nestedDeeperThan } from '../mcp/managedServer.js';
+import { ServerUnavailableError } from '../mcp/managedServer.js';
 import type { ServerPool } from '../mcp/pool.js';
 import { renderServersParagraph } from '../shaping/serversParagraph.js';
-import { FailureType, type ActivityName, type CallOutcome, type CallToolInput, type ContentBlock, type ListToolsInput, type ReconcileInput, type ReconcileResult, type ToolInfo } from '../contract/index.js';
+import { FailureType, type ActivityName, type CallOutcome, type CallToolInput, type ContentBlock, type ListToolsInput, type ReconcileInput, type ReconcileResult, type ToolInfo, MAX_NESTING_DEPTH, nestedDeeperThan } from '../contract/index.js';
 
 /**
  * The part of the worker's server pool the activities use: workflow-tier tests pass a fake one
@@ -78,10 +78,10 @@ export function createActivities(deps: ActivityDeps) {
       });
       // A result this deep cannot be scrubbed, recorded or serialized; the tool did run, so say so
       // as the tool's own error rather than as a lost call.
-      if (nestedDeeperThan(result, MAX_SCHEMA_DEPTH)) {
+      if (nestedDeeperThan(result, MAX_NESTING_DEPTH)) {
         return {
           status: 'ok',
-          content: [{ type: 'text', text: `${input.name} ran, but its result is nested deeper than ${MAX_SCHEMA_DEPTH} levels and was not kept` }],
+          content: [{ type: 'text', text: `${input.name} ran, but its result is nested deeper than ${MAX_NESTING_DEPTH} levels and was not kept` }],
           isError: true,
           startedAt: startedAt.toISOString(),
           durationMs: Date.now() - startedAt.getTime(),

@@ -2,3 +2,4 @@
 export * from './history.js';
 export * from './turn.js';
 export * from './names.js';
+export * from './bounds.js';

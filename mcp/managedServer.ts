@@ -10,6 +10,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
+import { MAX_NESTING_DEPTH, nestedDeeperThan } from '../contract/index.js';
 import type { ServerEntry } from '../config/types.js';
 import { TailBuffer } from '../text/tailBuffer.js';
 import { describeExit, describeStartFailure, lostText, startTimeoutText } from './failureText.js';
@@ -57,22 +58,9 @@ export interface CallOptions {
 export const MAX_LIST_PAGES = 100;
 /** Tools of one server; far more than a model can choose from. */
 export const MAX_LISTED_TOOLS = 10_000;
-/** Nesting depth of a tool's input or output schema; real schemas nest a handful of levels. */
-export const MAX_SCHEMA_DEPTH = 64;
+/** Nesting depth of a tool's input or output schema (see MAX_NESTING_DEPTH). */
+export const MAX_SCHEMA_DEPTH = MAX_NESTING_DEPTH;
 
-/** Whether `value` nests objects or arrays deeper than `max` levels. Iterative: no stack to exhaust. */
-export function nestedDeeperThan(value: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth > max) return true;
-    for (const child of Object.values(v as Record<string, unknown>)) {
-      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
-    }
-  }
-  return false;
-}
 
 /** Bound on the DELETE that ends a Streamable HTTP session when a server stops. */
 const TERMINATE_TIMEOUT_MS = 2000;

@@ -115,6 +115,22 @@ export function workspaceFromSource(entry: Pick<ServerEntry, 'layer' | 'source'>
   return isAbsolute(file) ? dirname(dirname(file)) : undefined;
 }
 
+/**
+ * The sandbox's `/tmp` is private, which would also hide a server whose own code lives under the
+ * host's `/tmp` (a checkout or an install there). The top-level `/tmp` folders that the server's
+ * command line names are shown again, read-only (a script's modules usually sit further up its
+ * tree, so the whole top-level folder, not just the file). Nothing else of the host's `/tmp` is.
+ */
+export function tmpFoldersNamedBy(launch: { command: string; args: string[] }): string[] {
+  const folders = new Set<string>();
+  for (const word of [launch.command, ...launch.args]) {
+    if (!isAbsolute(word)) continue;
+    const parts = resolve(word).split(sep);
+    if (parts[1] === 'tmp' && parts[2]) folders.add(join(sep, 'tmp', parts[2]));
+  }
+  return [...folders];
+}
+
 /** A plugin entry's folder (`<plugin>/.mcp.json` or `<plugin>/plugin.json`): its files must stay visible. */
 function pluginFolder(entry: Pick<ServerEntry, 'layer' | 'source'>): string | undefined {
   if (entry.layer !== 'plugin') return undefined;
@@ -170,7 +186,7 @@ export class StdioSandbox {
       throw new UntrustedStdioRefused(`not started: the workspace ${JSON.stringify(ws)} cannot be the sandbox's writable folder`);
     }
     const cwd = entry.cwd ?? ws ?? SANDBOX_HOME;
-    const readable = [cwd, pluginFolder(entry)].filter((p): p is string => p !== undefined && p !== SANDBOX_HOME && p !== sep);
+    const readable = [cwd, pluginFolder(entry), ...tmpFoldersNamedBy(plain)].filter((p): p is string => p !== undefined && p !== SANDBOX_HOME && p !== sep);
     const hidden = await existing(this.options.hiddenPaths.map((p) => resolve(p)));
     const args = sandboxArgs(plain, { workspace: ws && resolve(ws), cwd, readable, hidden });
     // bwrap itself gets the cleared environment too: it is PID 1 of the sandbox, and its

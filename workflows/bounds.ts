@@ -4,7 +4,7 @@
  * already spent, and Temporal's own limits (pending activities per run, Updates per run, payload
  * size) would fail the whole turn instead of the one request.
  */
-import { END_TURN_UPDATE_ID, type CallRequest } from '../contract/index.js';
+import { MAX_NESTING_DEPTH, END_TURN_UPDATE_ID, nestedDeeperThan, type CallRequest } from '../contract/index.js';
 
 /**
  * Calls of one parallel batch group. Temporal allows 2,000 pending activities per run; a group is
@@ -27,25 +27,9 @@ export const MAX_TOOL_NAME_CHARS = 256;
  * Temporal refuses payloads over 2 MB; 1 MiB keeps a clear message well before that.
  */
 export const MAX_ARGUMENTS_JSON_CHARS = 1024 * 1024;
-/**
- * Nesting depth of arguments. JSON nested a few thousand levels deep parses but exhausts the stack
- * when serialized again, which would fail the workflow task; real arguments nest a handful of levels.
- */
-export const MAX_ARGUMENTS_DEPTH = 64;
+/** Nesting depth of arguments (see MAX_NESTING_DEPTH). */
+export const MAX_ARGUMENTS_DEPTH = MAX_NESTING_DEPTH;
 
-/** Whether `value` nests objects or arrays deeper than `max` levels. Iterative: no stack to exhaust. */
-export function nestedDeeperThan(value: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth > max) return true;
-    for (const child of Object.values(v as Record<string, unknown>)) {
-      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
-    }
-  }
-  return false;
-}
 
 /** Why `request` cannot run, or undefined when it can. Pure: the Update validator and batch check use it. */
 export function callRequestProblem(request: unknown): string | undefined {

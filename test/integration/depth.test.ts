@@ -9,18 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import type { Turn } from '../../client/turnClient.js';
 import type { ServerStatus } from '../../contract/index.js';
-import { startHarness, tempDir, writeMcpJson, type Harness } from '../support/harness.js';
+import { startHarness, tempDir, writeMcpJson, type Harness, within } from '../support/harness.js';
 
 const boundsServer = fileURLToPath(new URL('../fixtures/boundsServer.js', import.meta.url));
-
-async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 function status(turn: Pick<Turn, 'status'>, name: string): ServerStatus {
   const found = turn.status.servers.find((s) => s.name === name);

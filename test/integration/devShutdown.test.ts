@@ -10,18 +10,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import { TurnClient } from '../../client/turnClient.js';
-import { fixtureServer, killGroups, readLines, tempDir, waitUntil } from '../support/harness.js';
+import { fixtureServer, isAlive, killGroups, readLines, tempDir, waitUntil } from '../support/harness.js';
 
 const cli = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 interface Dev {
   child: ChildProcess;
@@ -96,7 +87,7 @@ describe('durable-mcp dev and Ctrl-C', { timeout: 180_000 }, () => {
       'the call in flight ran to its end before the servers stopped',
     );
     assert.ok(!(await readLines(dev.log)).some((l) => l.includes('"cancelled"')), 'the call was not cancelled');
-    await waitUntil('no MCP server and no dev server left', async () => !alive(serverPid) && !alive(devServerPid), 10_000);
+    await waitUntil('no MCP server and no dev server left', async () => !isAlive(serverPid) && !isAlive(devServerPid), 10_000);
   });
 
   test('a second Ctrl-C stops at once and still kills every server process group', async () => {
@@ -109,6 +100,6 @@ describe('durable-mcp dev and Ctrl-C', { timeout: 180_000 }, () => {
     const code = await dev.exit;
     assert.equal(code, 130);
     assert.ok(Date.now() - started < 20_000, 'it did not wait for the 60 s call');
-    await waitUntil('no MCP server and no dev server left', async () => !alive(serverPid) && !alive(devServerPid), 10_000);
+    await waitUntil('no MCP server and no dev server left', async () => !isAlive(serverPid) && !isAlive(devServerPid), 10_000);
   });
 });

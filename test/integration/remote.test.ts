@@ -13,6 +13,7 @@ import pino from 'pino';
 import type { ServerEntry } from '../../config/types.js';
 import { MAX_REMOTE_MESSAGE_BYTES, WireTracker, createRemoteTransport } from '../../mcp/httpTransport.js';
 import { ManagedServer } from '../../mcp/managedServer.js';
+import { within } from '../support/harness.js';
 
 interface Seen {
   method: string;
@@ -89,15 +90,6 @@ function managed(e: ServerEntry, headers: Record<string, string>): ManagedServer
     clientVersion: '0.0.0',
     requestHeaders: () => headers,
   });
-}
-
-async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 describe('remote servers: redirects, credentials in clear, response size', { timeout: 60_000 }, () => {

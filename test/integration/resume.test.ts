@@ -1,16 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { fixtureServer, startHarness, tempDir, waitUntil, type Harness } from '../support/harness.js';
+import { fixtureServer, isAlive, startHarness, tempDir, waitUntil, type Harness } from '../support/harness.js';
 import { textOf } from '../support/content.js';
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('a turn whose servers stopped while it was open', () => {
   let h: Harness;

@@ -222,3 +222,13 @@ export async function workflowBundleFile(dir: string): Promise<string> {
 export async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   if (!(await waitFor(check, timeoutMs, 100))) throw new Error(`timed out waiting for ${what}`);
 }
+
+/** `p`, or a failure naming `what` when it has not settled within `ms`: keeps a hang from eating the suite's time. */
+export async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

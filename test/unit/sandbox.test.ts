@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ServerEntry } from '../../config/types.js';
-import { SANDBOX_HOME, StdioSandbox, UntrustedStdioRefused, sandboxArgs, sandboxEnvironment, workspaceFromSource, type SandboxPaths } from '../../mcp/sandbox.js';
+import { SANDBOX_HOME, StdioSandbox, UntrustedStdioRefused, sandboxArgs, sandboxEnvironment, tmpFoldersNamedBy, workspaceFromSource, type SandboxPaths } from '../../mcp/sandbox.js';
 
 const BASE = ['--unshare-pid', '--unshare-ipc', '--die-with-parent', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--dir', SANDBOX_HOME];
 const run = { command: 'node', args: ['server.js', '--flag'] };
@@ -87,4 +87,15 @@ test('StdioSandbox: refuse, and sandbox without a working bwrap, refuse untruste
   // A binary that runs but is not bwrap fails the probe the same way, with what it said.
   await assert.rejects(new StdioSandbox({ mode: 'sandbox', hiddenPaths: [], bwrap: '/bin/false' }).launch(entry(false), workerEnv), (err: Error) =>
     err instanceof UntrustedStdioRefused && /failed its test run/.test(err.message));
+});
+
+test('a server whose code lives under the host /tmp can still run: the top-level /tmp folders its command line names stay readable', () => {
+  const cases: [command: string, args: string[], expected: string[]][] = [
+    ['/usr/bin/node', ['/tmp/ci/c/dist/server.js', '--flag'], ['/tmp/ci']],
+    ['/tmp/tools/bin/server', ['/tmp/tools/data', '/tmp/other/x'], ['/tmp/tools', '/tmp/other']],
+    ['node', ['server.js', '/srv/app/x.js', '/tmpfoo/y'], []],
+    ['/usr/bin/python3', ['-m', 'pkg'], []],
+    ['/usr/bin/node', ['/tmp/../etc/passwd', '/tmp'], []],
+  ];
+  for (const [command, args, expected] of cases) assert.deepEqual(tmpFoldersNamedBy({ command, args }), expected, `${command} ${args.join(' ')}`);
 });

@@ -7,21 +7,13 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { CallRequest } from '../../contract/index.js';
 import { FakePool, createWorkflowEnv, startFakeWorker, type FakeWorker } from '../support/workflowEnv.js';
+import { within } from '../support/harness.js';
 
 /** The message of an error and of each of its causes: the validator's words are in a cause. */
 function messages(err: unknown): string {
   const out: string[] = [];
   for (let e = err as { message?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) out.push(String(e.message));
   return out.join(' <- ');
-}
-
-async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 describe('turn bounds', { timeout: 180_000 }, () => {
