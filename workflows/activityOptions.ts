@@ -71,8 +71,32 @@ export function requestTimeoutMs(tool: Pick<ToolInfo, 'timeoutMs'>, limits: Pick
   return Math.max(1000, callTimeoutMs(tool, limits) - 1000);
 }
 
-/** callTool of `tool` on `queue`, the worker that holds the session's servers. */
-export function callOptions(queue: string, tool: Pick<ToolInfo, 'name' | 'timeoutMs' | 'annotations' | 'retry'>, limits: Limits): ActivityOptions {
+/**
+ * The retry policy's name for a heartbeat timeout (Temporal's `TemporalTimeout:` prefix and the
+ * timeout type): listed as non-retryable, a lost heartbeat comes back to the workflow at once.
+ */
+export const HEARTBEAT_TIMEOUT_TYPE = 'TemporalTimeout:Heartbeat';
+
+/**
+ * How many times one call follows the session's servers to another worker after the worker running
+ * it stopped heartbeating: as many as the retries a safe call had when the activity retried itself.
+ */
+export const MAX_LOST_WORKER_MOVES = 2;
+
+/**
+ * callTool of `tool` on `queue`, the worker that holds the session's servers. With
+ * `failoverOnLostWorker`, a heartbeat timeout is not retried by Temporal: the retry would be
+ * scheduled on the same pinned queue, whose worker is presumed gone, and wait out a
+ * schedule-to-start timeout there. The workflow moves the call to another worker instead.
+ */
+export function callOptions(
+  queue: string,
+  tool: Pick<ToolInfo, 'name' | 'timeoutMs' | 'annotations' | 'retry'>,
+  limits: Limits,
+  failoverOnLostWorker = false,
+): ActivityOptions {
+  const nonRetryableErrorTypes: string[] = [FailureType.BadRequest, FailureType.ServerUnavailable];
+  if (failoverOnLostWorker) nonRetryableErrorTypes.push(HEARTBEAT_TIMEOUT_TYPE);
   return {
     taskQueue: queue,
     // The Temporal UI shows the summary in the event list: the tool's public name.
@@ -87,8 +111,9 @@ export function callOptions(queue: string, tool: Pick<ToolInfo, 'name' | 'timeou
       maximumAttempts: isSafeToRetry(tool) ? 3 : 1,
       initialInterval: '1s',
       backoffCoefficient: 2,
-      // The same arguments fail the same way; a server that is not running is the turn's to fix.
-      nonRetryableErrorTypes: [FailureType.BadRequest, FailureType.ServerUnavailable],
+      // The same arguments fail the same way; a server that is not running, or a worker that is
+      // gone, is the turn's to fix.
+      nonRetryableErrorTypes,
     },
   };
 }

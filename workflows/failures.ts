@@ -26,6 +26,14 @@ export function isScheduleToStartTimeout(err: unknown): boolean {
   );
 }
 
+/**
+ * The worker running the call stopped heartbeating: it is presumed gone (killed, lost its
+ * connection, or stalled), and with it the session's servers. The call may have started.
+ */
+export function isHeartbeatTimeout(err: unknown): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure && err.cause.timeoutType === TimeoutType.HEARTBEAT;
+}
+
 /** The message of what actually failed, not of Temporal's "activity task failed" wrapper. */
 export function messageOf(err: unknown): string {
   const cause = err instanceof ActivityFailure && err.cause ? err.cause : err;

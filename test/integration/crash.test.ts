@@ -5,7 +5,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
+import proto, { type temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
 import { TurnClient } from '../../client/turnClient.js';
+import { ActivityName, type CallToolInput } from '../../contract/index.js';
+import { decodeHistoryPayloads } from '../../payloads/decodeHistory.js';
 import { startDevServer, freePort, type DevServer } from '../../dev/devServer.js';
 import { bundleWorkflows } from '../../worker/index.js';
 import { fixtureServer, readLines, tempDir, temporalAddress, uniqueQueue, waitUntil } from '../support/harness.js';
@@ -49,6 +53,55 @@ async function stopWorkerProcess(w: WorkerProc | undefined): Promise<void> {
   if (w.child.exitCode === null) w.child.kill('SIGKILL');
 }
 
+/** One activity of a turn as its history shows it: where it was scheduled, how it started and ended. */
+interface ActivityTrace {
+  type: string;
+  queue: string;
+  callId?: string;
+  scheduledEventId: number;
+  /** The attempt of the Started event, and the identity (`pid@host`) of the worker that ran it. */
+  attempt?: number;
+  identity?: string;
+  timeoutType?: temporal.api.enums.v1.TimeoutType;
+  retryState?: temporal.api.enums.v1.RetryState;
+  /** The event that closed the activity, if it closed. */
+  closedEventId?: number;
+}
+
+/** Every activity of a turn, in the order it was scheduled, read from its history alone. */
+async function activityTraces(client: TurnClient, turnId: string): Promise<ActivityTrace[]> {
+  const converter = client.client.options.loadedDataConverter;
+  const history = await client.client.workflow.getHandle(turnId).fetchHistory();
+  await decodeHistoryPayloads(history, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
+  const byScheduled = new Map<number, ActivityTrace>();
+  for (const e of history.events ?? []) {
+    const eventId = Number(e.eventId);
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (scheduled) {
+      const type = scheduled.activityType?.name ?? '';
+      const input = type === ActivityName.callTool && scheduled.input?.payloads?.[0] ? converter.payloadConverter.fromPayload<CallToolInput>(scheduled.input.payloads[0]) : undefined;
+      byScheduled.set(eventId, { type, queue: scheduled.taskQueue?.name ?? '', callId: input?.callId, scheduledEventId: eventId });
+      continue;
+    }
+    const started = e.activityTaskStartedEventAttributes;
+    if (started) {
+      const trace = byScheduled.get(Number(started.scheduledEventId))!;
+      trace.attempt = started.attempt ?? undefined;
+      trace.identity = started.identity ?? undefined;
+      continue;
+    }
+    const closed = e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes ?? e.activityTaskCanceledEventAttributes;
+    if (closed) byScheduled.get(Number(closed.scheduledEventId))!.closedEventId = eventId;
+    const timedOut = e.activityTaskTimedOutEventAttributes;
+    if (timedOut) {
+      const trace = byScheduled.get(Number(timedOut.scheduledEventId))!;
+      trace.closedEventId = eventId;
+      trace.timeoutType = timedOut.failure?.timeoutFailureInfo?.timeoutType ?? undefined;
+      trace.retryState = timedOut.retryState ?? undefined;
+    }
+  }
+  return [...byScheduled.values()];
+}
 
 describe('a worker SIGKILLed in the middle of a turn', () => {
   let dir: string;
@@ -125,6 +178,27 @@ describe('a worker SIGKILLed in the middle of a turn', () => {
       const byId = Object.fromEntries(transcript.calls.map((c) => [c.id, c.outcome?.status]));
       assert.deepEqual(byId, { done: 'ok', ro: 'ok', se: 'error', later: 'ok' });
       assert.ok(transcript.calls.find((c) => c.id === 'se')!.failures.some((f) => /heartbeat/i.test(f)), 'history shows the heartbeat timeout');
+
+      // Where each activity went, from history alone: once the heartbeat timed out, nothing more was
+      // scheduled on the dead worker's queue, and the read-only call moved to the survivor directly.
+      const { TimeoutType, RetryState } = proto.temporal.api.enums.v1;
+      const traces = await activityTraces(client, turn.turnId);
+      const ro1 = traces.filter((t) => t.callId === 'ro');
+      assert.deepEqual(ro1.map((t) => t.queue), [victim.workerQueue, survivor.workerQueue], 'the read-only call: scheduled once on the dead worker, then once on the survivor');
+      const [lost, retried] = ro1 as [ActivityTrace, ActivityTrace];
+      assert.equal(lost.timeoutType, TimeoutType.TIMEOUT_TYPE_HEARTBEAT, 'the first attempt ended with the heartbeat timeout');
+      assert.equal(lost.retryState, RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE, 'Temporal did not retry it on the dead queue');
+      assert.equal(lost.attempt, 1, 'one attempt on the dead worker');
+      assert.ok(retried.identity?.startsWith(`${survivor.pid}@`), `the retry ran on the survivor (${retried.identity})`);
+      assert.equal(retried.attempt, 1);
+      const afterLoss = traces.filter((t) => t.scheduledEventId > lost.closedEventId!);
+      assert.deepEqual(afterLoss.filter((t) => t.queue === victim.workerQueue), [], 'nothing scheduled on the dead worker\'s queue after its heartbeat timed out');
+      assert.ok(afterLoss.some((t) => t.type === ActivityName.reconcileServers && t.queue === taskQueue && t.scheduledEventId < retried.scheduledEventId), 'reconciled on the shared queue before the retry');
+      assert.deepEqual(traces.filter((t) => t.timeoutType === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START), [], 'no schedule-to-start timeout: no call waited for the dead worker');
+      const se1 = traces.filter((t) => t.callId === 'se');
+      assert.equal(se1.length, 1, 'the side-effecting call was scheduled once');
+      // The move to another worker is deterministic: the turn replays from its history.
+      await Worker.runReplayHistory({ workflowBundle: { codePath: bundleFile }, replayName: 'crash-replay' }, await client.client.workflow.getHandle(turn.turnId).fetchHistory(), turn.turnId);
       process.stderr.write(`worker crash: turn recovered ${recoveredMs} ms after SIGKILL (total ${Date.now() - started} ms)\n`);
     } finally {
       await client.close();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { FailureType, type ToolInfo } from '../../contract/index.js';
-import { DEFAULT_LIMITS, callOptions, isSafeToRetry, pinnedOptions, reconcileOptions, requestTimeoutMs, resolveLimits } from '../../workflows/activityOptions.js';
+import { DEFAULT_LIMITS, HEARTBEAT_TIMEOUT_TYPE, callOptions, isSafeToRetry, pinnedOptions, reconcileOptions, requestTimeoutMs, resolveLimits } from '../../workflows/activityOptions.js';
 import { reconcileInput } from '../../workflows/servers.js';
 
 function tool(extra: Partial<ToolInfo> = {}): ToolInfo {
@@ -53,6 +53,19 @@ describe('callOptions', () => {
       },
     });
     assert.equal(callOptions('worker-1', tool({ timeoutMs: 120_000 }), limits).startToCloseTimeout, 120_000);
+  });
+
+  test('failing over on a lost worker: Temporal does not retry a heartbeat timeout on the pinned queue', () => {
+    for (const extra of [{}, { annotations: { readOnlyHint: true } }] as Partial<ToolInfo>[]) {
+      const options = callOptions('worker-1', tool(extra), DEFAULT_LIMITS, true);
+      assert.deepEqual(options.retry?.nonRetryableErrorTypes, [FailureType.BadRequest, FailureType.ServerUnavailable, HEARTBEAT_TIMEOUT_TYPE]);
+      // Everything else is as before: other failures are still retried by Temporal.
+      const before = callOptions('worker-1', tool(extra), DEFAULT_LIMITS);
+      const withoutTypes = (o: typeof options) => ({ ...o, retry: { ...o.retry, nonRetryableErrorTypes: [] } });
+      assert.deepEqual(withoutTypes(options), withoutTypes(before));
+    }
+    // The name Temporal's retry policy gives a heartbeat timeout: its prefix and the timeout type.
+    assert.equal(HEARTBEAT_TIMEOUT_TYPE, 'TemporalTimeout:Heartbeat');
   });
 
   test('the MCP request times out a second before the activity, never under a second', () => {

@@ -4,7 +4,7 @@ import { ActivityFailure, ApplicationFailure, DefaultFailureConverter, RetryStat
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { toFailure } from '../../activities/index.js';
 import { FailureType, type CallOutcome } from '../../contract/index.js';
-import { errorOutcome, failureOutcome, isFailureType, isScheduleToStartTimeout, messageOf } from '../../workflows/failures.js';
+import { errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout, messageOf } from '../../workflows/failures.js';
 
 /** What the workflow catches when a callTool activity fails: Temporal's wrapper around the cause. */
 function activityFailure(cause: Error): ActivityFailure {
@@ -93,10 +93,20 @@ describe('failure predicates', () => {
   ];
   for (const [name, err, expected] of cases) {
     test(name, () => {
+      assert.equal(isHeartbeatTimeout(err), false, 'isHeartbeatTimeout');
       assert.equal(isScheduleToStartTimeout(err), expected.scheduleToStart, 'isScheduleToStartTimeout');
       assert.equal(isFailureType(err, FailureType.ServerUnavailable), expected.serverUnavailable, 'isFailureType');
       assert.equal(messageOf(err), expected.message, 'messageOf');
     });
+  }
+});
+
+describe('isHeartbeatTimeout: the worker running the call is presumed gone', () => {
+  test('a heartbeat timeout', () => assert.equal(isHeartbeatTimeout(activityFailure(timeout(TimeoutType.HEARTBEAT))), true));
+  test('read back from history', () => assert.equal(isHeartbeatTimeout(throughHistory(activityFailure(timeout(TimeoutType.HEARTBEAT)))), true));
+  test('a bare TimeoutFailure is not an activity failure', () => assert.equal(isHeartbeatTimeout(timeout(TimeoutType.HEARTBEAT)), false));
+  for (const type of [TimeoutType.START_TO_CLOSE, TimeoutType.SCHEDULE_TO_START, TimeoutType.SCHEDULE_TO_CLOSE]) {
+    test(`not ${type}`, () => assert.equal(isHeartbeatTimeout(activityFailure(timeout(type))), false));
   }
 });
 
