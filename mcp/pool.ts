@@ -4,6 +4,7 @@ import type { LoadedConfig, ServerEntry } from '../config/types.js';
 import { ManagedServer, ServerUnavailableError, type CallOptions } from './managedServer.js';
 import { StdioSandbox, type UntrustedStdioOptions } from './sandbox.js';
 import { remoteSecrets } from './httpTransport.js';
+import { SparePool } from './spares.js';
 import { ToolNameMap, describeTool, type ToolPrefix } from './toolNames.js';
 import type { ServerStatus, ToolInfo, TurnStatus } from '../contract/index.js';
 
@@ -25,6 +26,13 @@ export interface ServerPoolOptions {
    * bwrap binary, the folders they must not see. Default: sandboxed, hiding nothing extra.
    */
   untrustedStdio?: UntrustedStdioOptions;
+  /**
+   * DMCP_WARM_SPARES: started spare processes kept per trusted stdio entry, handed to the next new
+   * session that names the same entry (see `mcp/spares.ts`). Default 0: none.
+   */
+  warmSpares?: number;
+  /** How long after a session asked for an entry its spare is (re)started (default 1000 ms). */
+  spareDelayMs?: number;
 }
 
 /** A tool call through the pool. */
@@ -80,10 +88,20 @@ export class ServerPool {
   private readonly retiring = new Set<ManagedServer>();
   private shuttingDown = false;
   private readonly sandbox: StdioSandbox;
+  private readonly spares: SparePool;
 
   constructor(private readonly options: ServerPoolOptions) {
     this.scrub = options.scrub ?? ((t) => t);
     this.sandbox = new StdioSandbox(options.untrustedStdio ?? { mode: 'sandbox', hiddenPaths: [] });
+    this.spares = new SparePool({
+      perEntry: options.warmSpares ?? 0,
+      logger: options.logger,
+      // Built like a session's server: only trusted entries get spares, and their launch does not
+      // depend on the session (the workspace matters to sandboxed servers alone).
+      create: (entry) => this.newServer(entry),
+      environmentFor: options.environmentFor,
+      fillDelayMs: options.spareDelayMs ?? 1000,
+    });
   }
 
   /**
@@ -127,8 +145,8 @@ export class ServerPool {
     await Promise.all(
       [...session.servers.entries()].map(async ([name, server]) => {
         if (!server.entry.enabled) return;
-        if (server.state === 'idle') return server.start();
-        if (server.state === 'failed' && server.wasReady) return this.restart(session, name, server);
+        if (server.state === 'idle') return this.startServer(sessionId, session, name, server);
+        if (server.state === 'failed' && server.wasReady) return this.restart(sessionId, session, name, server);
         // A server that never started waits for a config change (it would cost its start timeout every turn).
         if (server.state !== 'ready') return;
         try {
@@ -137,18 +155,35 @@ export class ServerPool {
         } catch (err) {
           // The process may have died after the last turn without its exit being seen yet.
           this.options.logger.warn({ server: name, err: this.scrub((err as Error).message) }, 'server did not answer; restarting it');
-          await this.restart(session, name, server);
+          await this.restart(sessionId, session, name, server);
         }
       }),
     );
+    if (this.spares.enabled && this.sessions.get(sessionId) === session) {
+      this.spares.use(sessionId, [...session.servers.values()].map((s) => ({ entry: s.entry, ready: s.state === 'ready' })));
+    }
     return this.status(sessionId);
   }
 
-  private async restart(session: Session, name: string, old: ManagedServer): Promise<void> {
+  private async restart(sessionId: string, session: Session, name: string, old: ManagedServer): Promise<void> {
     const fresh = this.newServer(old.entry, session);
     session.servers.set(name, fresh);
     await this.retire(old);
-    await fresh.start();
+    await this.startServer(sessionId, session, name, fresh);
+  }
+
+  /** Starts a session's new server, or puts a warm spare of the same entry in its place. */
+  private async startServer(sessionId: string, session: Session, name: string, server: ManagedServer): Promise<void> {
+    const spare = await this.spares.take(server.entry);
+    if (spare) {
+      // The session may have been stopped while the spare was checked: it must not keep a process then.
+      if (this.sessions.get(sessionId) === session && !this.shuttingDown && session.servers.get(name) === server) {
+        session.servers.set(name, spare);
+        return;
+      }
+      await spare.stop();
+    }
+    await server.start();
   }
 
   /** Stops a server now, or after its in-flight calls (removing an entry does not cancel a call). */
@@ -160,11 +195,11 @@ export class ServerPool {
     await server.stop();
   }
 
-  private newServer(entry: ServerEntry, session: Session): ManagedServer {
+  private newServer(entry: ServerEntry, session?: Session): ManagedServer {
     return new ManagedServer(entry, {
       logger: this.options.logger,
       environment: () => this.options.environmentFor(entry),
-      stdioCommand: (e, environment) => this.sandbox.launch(e, environment, session.workspace),
+      stdioCommand: (e, environment) => this.sandbox.launch(e, environment, session?.workspace),
       ...(this.options.requestHeadersFor ? { requestHeaders: () => this.options.requestHeadersFor!(entry) } : {}),
       scrub: this.scrub,
       startTimeoutMs: this.options.startTimeoutMs,
@@ -295,11 +330,22 @@ export class ServerPool {
     return Object.fromEntries([...(session?.servers ?? new Map<string, ManagedServer>()).entries()].map(([n, s]) => [n, s.pid]));
   }
 
+  /** PIDs of the warm spares waiting for a new session, by server name. */
+  sparePids(): Record<string, number[]> {
+    return this.spares.pids();
+  }
+
+  /** Resolves once no warm spare is waiting to be started or starting (tests and benchmarks). */
+  sparesSettled(): Promise<void> {
+    return this.spares.settled();
+  }
+
   /** Stops a session's servers now (in-flight calls fail); the next turn starts them again. */
   async stopSession(sessionId: string): Promise<void> {
     const session = this.sessions.get(sessionId);
     if (!session) return;
     this.sessions.delete(sessionId);
+    this.spares.release(sessionId, session.lastUsed);
     await Promise.all([...session.servers.values()].map((s) => s.stop()));
   }
 
@@ -313,6 +359,8 @@ export class ServerPool {
       .map(([id]) => id);
     if (idle.length > 0) this.options.logger.info({ sessions: idle }, 'stopping idle sessions');
     await Promise.all(idle.map((id) => this.stopSession(id)));
+    // Spares of entries no session has used for the idle time go too.
+    await this.spares.sweep(idleMs, now);
   }
 
   /**
@@ -329,16 +377,19 @@ export class ServerPool {
         // Already gone.
       }
     }
+    this.spares.killAll();
   }
 
   /** Stops every server of every session (worker shutdown), after any start in progress has settled. */
   async shutdown(): Promise<void> {
     this.shuttingDown = true;
+    // First, so no spare is started or handed out while sessions finish.
+    const spares = this.spares.shutdown();
     // A server still starting could otherwise spawn its process after it was told to stop.
     await Promise.all([...this.sessions.values()].map((s) => s.lock));
     const retiring = [...this.retiring];
     this.retiring.clear();
-    await Promise.all([...this.sessions.keys()].map((id) => this.stopSession(id)).concat(retiring.map((s) => s.stop())));
+    await Promise.all([...this.sessions.keys()].map((id) => this.stopSession(id)).concat(retiring.map((s) => s.stop()), spares));
   }
 
   private renewHold(session: Session): void {

@@ -57,6 +57,11 @@ export interface Settings {
   startTimeoutMs: number;
   /** DMCP_SESSION_IDLE, default 10 min: an unused session's servers stop. */
   sessionIdleMs: number;
+  /**
+   * DMCP_WARM_SPARES, default 0 (off): started spare processes kept per trusted stdio entry (config
+   * dir, explicit files, inline specs), so a new session's first turn takes a ready server.
+   */
+  warmSpares: number;
   /** DMCP_TURN_IDLE, default 30 min: an interactive turn with no call ends itself. */
   turnIdleMs: number;
   /** DMCP_SHUTDOWN_GRACE, default 30 s: running calls may finish on worker shutdown. */
@@ -207,6 +212,13 @@ const envSchema = z.object({
   DMCP_DATA_DIR: text('.data'),
   DMCP_START_TIMEOUT: duration('DMCP_START_TIMEOUT', '10s'),
   DMCP_SESSION_IDLE: duration('DMCP_SESSION_IDLE', '10m'),
+  DMCP_WARM_SPARES: wrap('DMCP_WARM_SPARES', (v) => {
+    if (v === undefined || v.trim() === '') return 0;
+    const n = Number(v);
+    // Each spare is a whole server process per entry: a typo must not start hundreds.
+    if (!/^\s*\d+\s*$/.test(v) || n > 16) throw new SettingsError(`DMCP_WARM_SPARES must be a whole number from 0 to 16 (spares per server), got ${JSON.stringify(v)}`);
+    return n;
+  }),
   DMCP_TURN_IDLE: duration('DMCP_TURN_IDLE', '30m'),
   DMCP_SHUTDOWN_GRACE: duration('DMCP_SHUTDOWN_GRACE', '30s'),
   DMCP_TOOL_PREFIX: oneOf('DMCP_TOOL_PREFIX', ['mcp', 'none'] as const, 'mcp', (v) => v.toLowerCase()),
@@ -261,6 +273,7 @@ export function loadSettings(env: Env): Settings {
     dataDir: resolve(e.DMCP_DATA_DIR),
     startTimeoutMs: e.DMCP_START_TIMEOUT,
     sessionIdleMs: e.DMCP_SESSION_IDLE,
+    warmSpares: e.DMCP_WARM_SPARES,
     turnIdleMs: e.DMCP_TURN_IDLE,
     shutdownGraceMs: e.DMCP_SHUTDOWN_GRACE,
     toolPrefix: e.DMCP_TOOL_PREFIX,

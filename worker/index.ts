@@ -111,6 +111,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     scrub,
     startTimeoutMs: settings.startTimeoutMs,
     toolPrefix: settings.toolPrefix,
+    warmSpares: settings.warmSpares,
     // Untrusted servers must not see the payload store and dev database, nor the trusted config.
     untrustedStdio: {
       ...settings.untrustedStdio,

@@ -12,6 +12,7 @@ test('an empty environment gives the documented defaults', () => {
     dataDir: resolve('.data'),
     startTimeoutMs: 10_000,
     sessionIdleMs: 10 * 60_000,
+    warmSpares: 0,
     turnIdleMs: 30 * 60_000,
     shutdownGraceMs: 30_000,
     toolPrefix: 'mcp',
