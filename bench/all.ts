@@ -1,13 +1,14 @@
 /**
  * `npm run bench`: every benchmark, one after the other, against one Temporal dev server (in
- * memory; or TEMPORAL_ADDRESS). Each writes its own section of BENCHMARKS.md. Run on demand,
+ * memory, tuned as `dev` starts it; or TEMPORAL_ADDRESS; devTuning starts its own servers). Each
+ * writes its own section of BENCHMARKS.md. Run on demand,
  * never in CI. BENCH_ONLY=sideBySide,profile,... runs a subset.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startTemporal } from './setup.js';
 
-const ALL = ['sideBySide', 'profile', 'rss', 'crash', 'history', 'reconcile'];
+const ALL = ['sideBySide', 'devTuning', 'profile', 'rss', 'crash', 'history', 'reconcile', 'firstTurn'];
 
 function run(script: string, env: NodeJS.ProcessEnv): Promise<number> {
   return new Promise((resolve) => {

@@ -7,7 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
-import { startDevServer } from '../dev/devServer.js';
+import { startDevServer, type DevServerOptions } from '../dev/devServer.js';
 import { bundleWorkflows } from '../worker/index.js';
 import { startNode, workerProcessScript, type Started } from './procs.js';
 
@@ -18,13 +18,19 @@ export interface Temporal {
   stop(): Promise<void>;
 }
 
-export async function startTemporal(): Promise<Temporal> {
-  if (process.env.TEMPORAL_ADDRESS) {
+/**
+ * TEMPORAL_ADDRESS when set, else a dev server of this run: in memory and tuned as `dev` starts it
+ * unless `options` say otherwise (`fresh` ignores TEMPORAL_ADDRESS, for benchmarks that compare
+ * servers).
+ */
+export async function startTemporal(options: DevServerOptions & { fresh?: boolean } = {}): Promise<Temporal> {
+  const { fresh, ...serverOptions } = options;
+  if (process.env.TEMPORAL_ADDRESS && !fresh) {
     // bench/all.ts shares one dev server and says which process it is.
     const pid = Number(process.env.BENCH_TEMPORAL_PID) || undefined;
     return { address: process.env.TEMPORAL_ADDRESS, ...(pid ? { pid } : {}), stop: async () => undefined };
   }
-  const server = await startDevServer({ headless: true });
+  const server = await startDevServer({ headless: true, ...serverOptions });
   return { address: server.address, pid: server.pid, stop: () => server.stop() };
 }
 

@@ -62,6 +62,16 @@ export interface TurnClientOptions {
    * The CLI passes every secret variable of its environment (see `isSecretName`).
    */
   secrets?: Record<string, string>;
+  /**
+   * Calls of one turn sent to the server at once; more wait here, in order, until one returns.
+   * Every call is an Update, and the server rejects Updates beyond its per-workflow limit
+   * (`history.maxInFlightUpdates`, 10 by default), which the SDK then retries with backoff: queueing
+   * here keeps a burst of parallel calls at full speed. Default 10; raise it to the server's limit
+   * (the embedded dev server allows more).
+   */
+  maxCallsInFlight?: number;
+  /** Called with the number of a turn's calls in flight each time it changes (instrumentation). */
+  onCallsInFlight?: (inFlight: number) => void;
 }
 
 /** Options of {@link TurnClient.connect}. */
@@ -84,6 +94,8 @@ export interface ConnectOptions {
   turnKey?: Buffer;
   /** See {@link TurnClientOptions.secrets}. */
   secrets?: Record<string, string>;
+  /** See {@link TurnClientOptions.maxCallsInFlight}. */
+  maxCallsInFlight?: number;
 }
 
 /** A turn or call that would put the value of a secret variable into history; names the variable, never the value. */
@@ -148,6 +160,7 @@ export class TurnClient {
   private readonly turnIdleMs?: number;
   private readonly shapeLimits: ShapeLimits;
   private readonly secrets?: Record<string, string>;
+  private readonly callQueue: CallQueueOptions;
   private turnKey?: Promise<Buffer | undefined>;
   private readonly turnKeyOption?: Buffer;
 
@@ -157,6 +170,7 @@ export class TurnClient {
     this.turnIdleMs = options.turnIdleMs;
     this.shapeLimits = options.shapeLimits ?? DEFAULT_SHAPE_LIMITS;
     this.secrets = options.secrets;
+    this.callQueue = { maxCallsInFlight: options.maxCallsInFlight, onCallsInFlight: options.onCallsInFlight };
     this.turnKeyOption = options.turnKey;
   }
 
@@ -177,6 +191,7 @@ export class TurnClient {
     const turnKey = options.turnKey ?? (await readTurnKeyFile(join(resolve(options.dataDir ?? '.data'), 'turn.key')));
     return new TurnClient({
       client, taskQueue: options.taskQueue, turnIdleMs: options.turnIdleMs, shapeLimits: options.shapeLimits, turnKey, secrets: options.secrets,
+      maxCallsInFlight: options.maxCallsInFlight,
     });
   }
 
@@ -198,7 +213,7 @@ export class TurnClient {
     });
     try {
       const start = await this.client.workflow.executeUpdateWithStart(turnStartedUpdate, { startWorkflowOperation: operation });
-      return new Turn(this.client.workflow.getHandle(workflowId), start, this.shapeLimits, this.secrets);
+      return new Turn(this.client.workflow.getHandle(workflowId), start, this.shapeLimits, this.secrets, this.callQueue);
     } catch (err) {
       // A closed turn with this number exists (visibility lagged behind): take the next number,
       // unless the caller asked for this exact turn.
@@ -325,6 +340,15 @@ export class TurnClient {
   }
 }
 
+/** The server's default `history.maxInFlightUpdates`. */
+const DEFAULT_MAX_CALLS_IN_FLIGHT = 10;
+
+/** How a {@link Turn} bounds its calls in flight; see {@link TurnClientOptions.maxCallsInFlight}. */
+export interface CallQueueOptions {
+  maxCallsInFlight?: number;
+  onCallsInFlight?: (inFlight: number) => void;
+}
+
 /** One running interactive turn. */
 export class Turn implements TurnStart {
   readonly turnId: string;
@@ -332,6 +356,10 @@ export class Turn implements TurnStart {
   readonly status: TurnStatus;
   readonly tools: ToolInfo[];
   readonly serversParagraph: string;
+  private readonly maxCallsInFlight: number;
+  private readonly onCallsInFlight?: (inFlight: number) => void;
+  private callsInFlight = 0;
+  private readonly waitingCalls: (() => void)[] = [];
 
   constructor(
     readonly handle: WorkflowHandle<typeof agentTurn>,
@@ -339,7 +367,11 @@ export class Turn implements TurnStart {
     private readonly shapeLimits: ShapeLimits = DEFAULT_SHAPE_LIMITS,
     /** Secret values (by variable name) that call arguments must not hold; see {@link TurnClientOptions.secrets}. */
     private readonly secrets?: Record<string, string>,
+    callQueue: CallQueueOptions = {},
   ) {
+    this.maxCallsInFlight = callQueue.maxCallsInFlight ?? DEFAULT_MAX_CALLS_IN_FLIGHT;
+    if (!(this.maxCallsInFlight >= 1)) throw new Error(`maxCallsInFlight must be at least 1 (got ${this.maxCallsInFlight})`);
+    this.onCallsInFlight = callQueue.onCallsInFlight;
     this.turnId = start.turnId;
     this.workerQueue = start.workerQueue;
     this.status = start.status;
@@ -357,7 +389,32 @@ export class Turn implements TurnStart {
     } catch (err) {
       return Promise.reject(err as Error);
     }
-    return this.handle.executeUpdate(callToolUpdate, { args: [request], updateId: request.id });
+    return this.withCallSlot(() => this.handle.executeUpdate(callToolUpdate, { args: [request], updateId: request.id }));
+  }
+
+  /**
+   * Runs `send` once fewer than `maxCallsInFlight` calls are in flight; later calls wait in order. A
+   * finishing call hands its slot straight to the next waiting one, so the count never exceeds the
+   * bound and a waiting call is never overtaken by a new one.
+   */
+  private async withCallSlot<T>(send: () => Promise<T>): Promise<T> {
+    if (this.callsInFlight < this.maxCallsInFlight) {
+      this.callsInFlight += 1;
+      this.onCallsInFlight?.(this.callsInFlight);
+    } else {
+      await new Promise<void>((resolve) => this.waitingCalls.push(resolve));
+    }
+    try {
+      return await send();
+    } finally {
+      const next = this.waitingCalls.shift();
+      if (next) {
+        next();
+      } else {
+        this.callsInFlight -= 1;
+        this.onCallsInFlight?.(this.callsInFlight);
+      }
+    }
   }
 
   /**
