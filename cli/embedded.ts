@@ -1,12 +1,11 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, type LogLevel } from '@temporalio/worker';
+import type { NativeConnection } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { scrubDeep, scrubSecrets } from '../config/secrets.js';
-import { startDevServer, type DevServer } from '../dev/devServer.js';
+import { TUNED_MAX_IN_FLIGHT_UPDATES, startDevServer, type DevServer } from '../dev/devServer.js';
 import { TurnClient } from '../client/turnClient.js';
-import { startWorker, workerBoundary, type RunningWorker } from '../worker/index.js';
+import type { RunningWorker } from '../worker/index.js';
 import { ensureTurnKey } from '../config/load.js';
 import { isSecretName } from '../config/secrets.js';
 import { dataConverterFor } from '../payloads/dataConverter.js';
@@ -63,32 +62,6 @@ export async function runningDev(dataDir: string): Promise<DevState | undefined>
   }
 }
 
-let runtimeInstalled = false;
-
-/**
- * Routes the Temporal SDK's own logs through pino, without its startup chatter. The SDK quotes
- * errors and activity details in its messages and meta, so both are scrubbed like every other log
- * line (`scrub`: by default, of this process's secrets, plain and encoded).
- */
-export function installRuntimeLogger(
-  logger: Logger,
-  level: LogLevel = 'WARN',
-  scrub: (text: string) => string = (text) => scrubSecrets(text, process.env),
-): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  Runtime.install({
-    // The commands handle their own signals and stop what they started in order.
-    shutdownSignals: [],
-    logger: new DefaultLogger(level, (entry) => {
-      // The pinned worker queue deliberately has no workflows; the SDK warns about that.
-      if (entry.message.startsWith('No workflows registered')) return;
-      const method = entry.level === 'ERROR' ? 'error' : entry.level === 'WARN' ? 'warn' : 'debug';
-      logger[method]({ sdk: scrubDeep(entry.meta, scrub) }, scrub(entry.message));
-    }),
-  });
-}
-
 /** A Temporal connection for a command, and whatever was started to provide it. */
 export interface Session {
   client: TurnClient;
@@ -138,7 +111,10 @@ export async function connect(options: {
   }
   const dev = await runningDev(settings.dataDir);
   if (dev) {
-    const client = await TurnClient.connect({ address: dev.address, namespace: dev.namespace, taskQueue: dev.taskQueue, dataConverter, ...clientSettings });
+    // `dev` and the embedded server below are started tuned: they admit more parallel calls per turn.
+    const client = await TurnClient.connect({
+      address: dev.address, namespace: dev.namespace, taskQueue: dev.taskQueue, dataConverter, ...clientSettings, maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES,
+    });
     return { client, mode: 'dev', address: dev.address, close: () => client.close() };
   }
   options.progress?.('starting the embedded Temporal dev server...');
@@ -156,8 +132,11 @@ export async function connect(options: {
   };
   try {
     const turnKey = await ensureTurnKey(settings.dataDir);
-    client = await TurnClient.connect({ address: server.address, namespace, taskQueue, dataConverter, ...clientSettings, turnKey });
+    client = await TurnClient.connect({ address: server.address, namespace, taskQueue, dataConverter, ...clientSettings, turnKey, maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES });
     if (options.withWorker) {
+      // Loaded only here: a command that talks to a running `dev` or a cluster needs no worker code.
+      const { NativeConnection, startWorker, workerBoundary } = await import('../worker/index.js');
+      const { installRuntimeLogger } = await import('../worker/runtimeLogger.js');
       installRuntimeLogger(options.logger, settings.sdkLogLevel);
       nativeConnection = await NativeConnection.connect({ address: server.address });
       const boundary = await workerBoundary(settings, 'embedded');

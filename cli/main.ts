@@ -6,16 +6,12 @@ import { ConfigError } from '../config/types.js';
 import { outcomeText, renderTranscript, saveImages } from '../client/transcript.js';
 import { stripTerminalControls } from '../text/terminal.js';
 import { handleStopSignals, killGroup } from './signals.js';
-import { startDevServer } from '../dev/devServer.js';
-import { startCodecServer } from '../payloads/codecServer.js';
-import { temporalCliVersion } from '../dev/temporalCli.js';
 import { createLogger } from '../worker/logger.js';
-import { NativeConnection, startWorker, workerBoundary } from '../worker/index.js';
 import { SecretInInputError } from '../client/turnClient.js';
 import { dataConverterFor } from '../payloads/dataConverter.js';
 import { SettingsError, loadSettings, type Settings } from '../settings/index.js';
 import type { CallRequest } from '../contract/index.js';
-import { connect, devDbFile, installRuntimeLogger, removeDevState, runningDev, writeDevState } from './embedded.js';
+import { connect, devDbFile, removeDevState, runningDev, writeDevState } from './embedded.js';
 
 /** A refusal of the command line itself: one line on stderr, exit code 2. */
 class UsageError extends Error {}
@@ -56,9 +52,22 @@ function cliLogger(settings: Settings, fallback = 'info') {
   return createLogger({ level: process.env.DMCP_LOG_LEVEL ? settings.logLevel : fallback });
 }
 
+/** What only the long-running commands need: loaded on demand, so one-shot commands start fast. */
+async function workerParts() {
+  const [worker, runtime, devServer, codec, cli] = await Promise.all([
+    import('../worker/index.js'),
+    import('../worker/runtimeLogger.js'),
+    import('../dev/devServer.js'),
+    import('../payloads/codecServer.js'),
+    import('../dev/temporalCli.js'),
+  ]);
+  return { ...worker, ...runtime, ...devServer, ...codec, ...cli };
+}
+
 async function devCommand(): Promise<void> {
   const env = process.env;
   const settings = commandSettings();
+  const { NativeConnection, installRuntimeLogger, startCodecServer, startDevServer, startWorker, temporalCliVersion } = await workerParts();
   const logger = cliLogger(settings);
   installRuntimeLogger(logger, settings.sdkLogLevel);
   if (settings.temporal.address) throw new UsageError('dev starts its own Temporal server: unset TEMPORAL_ADDRESS, or run `durable-mcp worker` against your cluster');
@@ -134,6 +143,7 @@ async function devCommand(): Promise<void> {
 async function workerCommand(): Promise<void> {
   const env = process.env;
   const settings = commandSettings();
+  const { NativeConnection, installRuntimeLogger, startWorker, workerBoundary } = await workerParts();
   const logger = cliLogger(settings);
   installRuntimeLogger(logger, settings.sdkLogLevel);
   const dev = settings.temporal.address ? undefined : await runningDev(settings.dataDir);

@@ -2,7 +2,7 @@
  * Images for the model: their real type from their bytes, and downscaling or recompressing those
  * over the size limit so the model still sees something rather than nothing.
  */
-import sharp from 'sharp';
+import type SharpModule from 'sharp';
 import { formatBytes, type BlockView } from './content.js';
 import type { ShapeLimits } from './limits.js';
 
@@ -73,8 +73,17 @@ interface Fitted {
 const MIN_SIDE = 16;
 const MAX_ATTEMPTS = 8;
 
+// sharp (native, ~0.3 s to load) is needed only when an image is too large; a client that merely
+// renders outcomes, or a one-shot command, never pays for it.
+let sharpModule: Promise<typeof SharpModule> | undefined;
+function loadSharp(): Promise<typeof SharpModule> {
+  sharpModule ??= import('sharp').then((m) => m.default);
+  return sharpModule;
+}
+
 /** Downscales/recompresses an image until its base64 size fits `cap`; a reason when it cannot. */
 async function fitImage(input: Buffer, cap: number): Promise<Fitted | string> {
+  const sharp = await loadSharp();
   let width: number;
   let height: number;
   let alpha: boolean;

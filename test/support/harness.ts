@@ -8,7 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import pino from 'pino';
-import { installRuntimeLogger } from '../../cli/embedded.js';
+import { installRuntimeLogger } from '../../worker/runtimeLogger.js';
 import { TurnClient } from '../../client/turnClient.js';
 import { scrubSecrets } from '../../config/secrets.js';
 import { bundleWorkflows, startWorker, type RunningWorker } from '../../worker/index.js';
