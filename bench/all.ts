@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: every benchmark, one after the other, against one Temporal dev server (in
- * memory, tuned as `dev` starts it; or TEMPORAL_ADDRESS; devTuning starts its own servers). Each
+ * memory, tuned as `dev` starts it; or TEMPORAL_ADDRESS; devTuning, throughput and runCommand start
+ * their own servers). Each
  * writes its own section of BENCHMARKS.md. Run on demand,
  * never in CI. BENCH_ONLY=sideBySide,profile,... runs a subset.
  */
@@ -8,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startTemporal } from './setup.js';
 
-const ALL = ['sideBySide', 'devTuning', 'profile', 'rss', 'crash', 'history', 'reconcile', 'firstTurn'];
+const ALL = ['sideBySide', 'devTuning', 'profile', 'rss', 'crash', 'history', 'reconcile', 'firstTurn', 'throughput', 'runCommand'];
 
 function run(script: string, env: NodeJS.ProcessEnv): Promise<number> {
   return new Promise((resolve) => {
