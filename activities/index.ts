@@ -7,7 +7,11 @@ import type { ConfigRefs } from '../config/types.js';
 import { ServerUnavailableError } from '../mcp/managedServer.js';
 import type { ServerPool } from '../mcp/pool.js';
 import { renderServersParagraph } from '../shaping/serversParagraph.js';
-import { FailureType, type ActivityName, type CallOutcome, type CallToolInput, type ContentBlock, type ListToolsInput, type ReconcileInput, type ReconcileResult, type ToolInfo, MAX_NESTING_DEPTH, nestedDeeperThan } from '../contract/index.js';
+import type { Governance, GovernanceService } from '../governance/index.js';
+import {
+  FailureType, type ActivityName, type CallOutcome, type CallToolInput, type ContentBlock, type ListToolsInput, type PostToolHookInput, type PostToolUseHooksResult,
+  type PreToolUseHooksResult, type ReconcileInput, type ReconcileResult, type ToolHookInput, type ToolInfo, MAX_NESTING_DEPTH, nestedDeeperThan,
+} from '../contract/index.js';
 
 /**
  * The part of the worker's server pool the activities use: workflow-tier tests pass a fake one
@@ -30,10 +34,42 @@ export interface ActivityDeps {
   scrub: (text: string) => string;
   /** How often a pending call heartbeats. */
   heartbeatIntervalMs?: number;
+  /**
+   * The operator's allowed-tools rules and hooks (`createGovernance`). Absent: every tool is
+   * listed and no hook runs.
+   */
+  governance?: GovernanceService;
 }
+
+/** Sessions whose governance is kept between a turn's reconcile and its calls; the oldest go first. */
+const GOVERNANCE_SESSIONS_KEPT = 1000;
 
 export function createActivities(deps: ActivityDeps) {
   const { pool, logger, scrub } = deps;
+  // What the operator's files said when the session's turn reconciled: its tools were frozen, and
+  // its calls' hooks run, under the same rules.
+  const governed = new Map<string, Governance>();
+
+  function configFailure(err: unknown): unknown {
+    if (err instanceof ConfigError) return ApplicationFailure.create({ type: FailureType.Config, message: scrub(err.message), nonRetryable: true });
+    return err;
+  }
+
+  async function governanceFor(sessionId: string, fresh = false): Promise<Governance | undefined> {
+    if (!deps.governance) return undefined;
+    const kept = governed.get(sessionId);
+    if (kept && !fresh) return kept;
+    let g: Governance;
+    try {
+      g = await deps.governance.load();
+    } catch (err) {
+      throw configFailure(err);
+    }
+    governed.delete(sessionId);
+    governed.set(sessionId, g);
+    if (governed.size > GOVERNANCE_SESSIONS_KEPT) governed.delete(governed.keys().next().value!);
+    return g;
+  }
 
   async function reconcileServers(input: ReconcileInput): Promise<ReconcileResult> {
     let config: LoadedConfig;
@@ -45,17 +81,65 @@ export function createActivities(deps: ActivityDeps) {
       }
       throw err;
     }
+    // Read before any server starts: a broken governance file stops the turn, naming the file and line.
+    const g = await governanceFor(input.sessionId, true);
     // An open interactive turn may still call: its servers are held for its idle limit.
     const status = await pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs, workspace: input.refs.workspace });
     logger.info({ sessionId: input.sessionId, servers: status.servers.map((s) => `${s.name}:${s.state}`) }, 'servers reconciled');
     // The status is recorded in history: a secret value that reached it (an error that quotes a
     // spec, a server's stderr) must not.
-    const clean = scrubResult(status, scrub);
-    return { workerQueue: deps.workerQueue, status: clean, serversParagraph: renderServersParagraph(clean) };
+    const withWarnings = g && g.warnings.length > 0 ? { ...status, warnings: [...status.warnings, ...g.warnings] } : status;
+    const clean = scrubResult(withWarnings, scrub);
+    // The status keeps every tool (the operator reads it); the model's paragraph names only those it may call.
+    let shown: ((name: string) => boolean) | undefined;
+    try {
+      shown = g && deps.governance?.visible(g, input);
+    } catch (err) {
+      throw configFailure(err);
+    }
+    const forModel = shown ? { ...clean, servers: clean.servers.map((s) => ({ ...s, tools: s.tools.filter(shown) })) } : clean;
+    return { workerQueue: deps.workerQueue, status: clean, serversParagraph: renderServersParagraph(forModel) };
   }
 
   async function listTools(input: ListToolsInput): Promise<ToolInfo[]> {
-    return pool.tools(input.sessionId);
+    const tools = pool.tools(input.sessionId);
+    const g = await governanceFor(input.sessionId);
+    if (!g || !deps.governance) return tools;
+    try {
+      return deps.governance.govern(tools, g, input);
+    } catch (err) {
+      throw configFailure(err);
+    }
+  }
+
+  /** Runs a hook activity's hooks, heartbeating: a lost worker is noticed like during a call. */
+  async function withHeartbeat<T>(run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const ctx = Context.current();
+    const beat = setInterval(() => ctx.heartbeat(), deps.heartbeatIntervalMs ?? 2000);
+    try {
+      return await run(ctx.cancellationSignal);
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  async function preToolUseHooks(input: ToolHookInput): Promise<PreToolUseHooksResult> {
+    const g = await governanceFor(input.sessionId);
+    if (!g || !deps.governance) return { decision: 'none', runs: [] };
+    const service = deps.governance;
+    const result = await withHeartbeat((signal) => service.preToolUse(g, input, signal));
+    logger.info({ sessionId: input.sessionId, callId: input.callId, tool: input.name, decision: result.decision, hooks: result.runs.length }, 'PreToolUse hooks ran');
+    // Recorded in history: a hook that echoes a secret, or writes one into the arguments, must not put it there.
+    return scrubResult(result, scrub);
+  }
+
+  async function postToolUseHooks(input: PostToolHookInput): Promise<PostToolUseHooksResult> {
+    const g = await governanceFor(input.sessionId);
+    if (!g || !deps.governance) return { runs: [] };
+    const service = deps.governance;
+    const result = await withHeartbeat((signal) => service.postToolUse(g, input, signal));
+    logger.info({ sessionId: input.sessionId, callId: input.callId, tool: input.name, hooks: result.runs.length }, 'PostToolUse hooks ran');
+    return scrubResult(result, scrub);
   }
 
   async function callTool(input: CallToolInput): Promise<CallOutcome> {
@@ -107,7 +191,7 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   // The keys are the activity type names recorded in history: the contract's, checked here.
-  return { reconcileServers, listTools, callTool } satisfies Record<ActivityName, (input: never) => Promise<unknown>>;
+  return { reconcileServers, listTools, callTool, preToolUseHooks, postToolUseHooks } satisfies Record<ActivityName, (input: never) => Promise<unknown>>;
 }
 
 /**

@@ -5,6 +5,7 @@ import { defaultPayloadConverter, type PayloadConverter } from '@temporalio/comm
 import { describeContent, sniffImageType } from '../shaping/index.js';
 import type { temporal } from '@temporalio/proto';
 import { ActivityName, UpdateName, type CallOutcome, type CallRequest, type CallToolInput, type ReconcileResult, type ToolInfo, type TurnInput, type TurnResult, type TurnStatus } from '../contract/index.js';
+import type { PostToolUseHooksResult, PreToolUseHooksResult, ToolHookInput } from '../contract/index.js';
 import { stripTerminalControls } from '../text/terminal.js';
 
 type History = temporal.api.history.v1.IHistory;
@@ -21,6 +22,10 @@ export interface TranscriptCall {
   failures: string[];
   /** The activity's summary as the Temporal UI shows it. */
   summary?: string;
+  /** What the operator's PreToolUse hooks decided, as recorded before the call ran. */
+  preToolUse?: PreToolUseHooksResult;
+  /** What the PostToolUse hooks said after it ran. */
+  postToolUse?: PostToolUseHooksResult;
 }
 
 /** A turn rendered from its history alone. */
@@ -75,6 +80,10 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
       const a = e.activityTaskScheduledEventAttributes;
       const type = a.activityType?.name ?? '';
       const entry: { type: string; callId?: string } = { type };
+      if (type === ActivityName.preToolUseHooks || type === ActivityName.postToolUseHooks) {
+        const input = decode<ToolHookInput>(a.input, converter);
+        if (input) entry.callId = callFor(input.callId, input.name).id;
+      }
       if (type === ActivityName.callTool) {
         const input = decode<CallToolInput>(a.input, converter);
         if (input) {
@@ -95,6 +104,10 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
         t.workerQueue = r?.workerQueue;
       } else if (entry?.type === ActivityName.listTools) {
         t.tools = decode<ToolInfo[]>(a.result, converter) ?? [];
+      } else if (entry?.type === ActivityName.preToolUseHooks && entry.callId) {
+        callFor(entry.callId).preToolUse = decode<PreToolUseHooksResult>(a.result, converter);
+      } else if (entry?.type === ActivityName.postToolUseHooks && entry.callId) {
+        callFor(entry.callId).postToolUse = decode<PostToolUseHooksResult>(a.result, converter);
       } else if (entry?.type === ActivityName.callTool && entry.callId) {
         callFor(entry.callId).outcome = decode<CallOutcome>(a.result, converter);
       }
@@ -167,18 +180,39 @@ export function renderTranscript(t: Transcript): string {
     for (const w of s.warnings) out.push(`    warning: ${w}`);
   }
   out.push('', `Tools (${t.tools.length}):`);
-  for (const tool of t.tools) out.push(`  ${tool.name}`);
+  for (const tool of t.tools) out.push(`  ${tool.name}${tool.refusedBy ? ` (not listed to the model: ${tool.refusedBy})` : ''}`);
   out.push('', `Calls (${t.calls.length}):`);
   for (const call of t.calls) {
     const o = call.outcome;
     const timing = o ? ` ${o.durationMs} ms${o.attempts > 1 ? `, ${o.attempts} attempts` : ''}` : '';
     out.push(`  [${call.id}] ${call.name} ${JSON.stringify(call.arguments)}${timing}`);
     for (const f of call.failures) out.push(`    attempt failed: ${f}`);
+    out.push(...hookLines(call));
     const text = o ? outcomeText(o) : '(no outcome yet)';
     for (const line of text.split('\n')) out.push(`    ${line}`);
   }
   // Everything here can come from a server or a tool: it must not drive the reader's terminal.
   return stripTerminalControls(out.join('\n'));
+}
+
+/** What the operator's hooks decided and said about one call, as lines under it. */
+export function hookLines(call: Pick<TranscriptCall, 'preToolUse' | 'postToolUse'>): string[] {
+  const out: string[] = [];
+  const pre = call.preToolUse;
+  if (pre) {
+    const verdict = pre.decision === 'deny' ? 'denied' : pre.decision === 'allow' ? 'allowed' : 'no decision';
+    out.push(`    PreToolUse: ${verdict}${pre.reason ? `: ${pre.reason.replace(/\n/g, ' / ')}` : ''}`);
+    if (pre.updatedInput) out.push(`    arguments rewritten by a hook: ${JSON.stringify(pre.updatedInput)}`);
+  }
+  const post = call.postToolUse;
+  if (post?.note) out.push(`    PostToolUse note: ${post.note.replace(/\n/g, ' / ')}`);
+  if (post?.withheld) out.push(`    PostToolUse: result withheld: ${post.withheld.replace(/\n/g, ' / ')}`);
+  for (const [event, runs] of [['PreToolUse', pre?.runs ?? []], ['PostToolUse', post?.runs ?? []]] as const) {
+    for (const r of runs) {
+      if (r.verdict === 'error') out.push(`    ${event} hook error (${r.source}${r.failClosed ? ', fails closed' : ''}): ${r.message ?? 'failed'}`);
+    }
+  }
+  return out;
 }
 
 const EXTENSIONS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp' };

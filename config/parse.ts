@@ -489,10 +489,23 @@ function expandPluginRoot(text: string, root: string): string {
   return text.split('${PLUGIN_ROOT}').join(JSON.stringify(root).slice(1, -1));
 }
 
+/** Fields that configure hooks or allowed tools in other agents' files: never taken from a server layer. */
+const GOVERNANCE_FIELDS = ['hooks', 'permissions', 'allowedTools', 'disallowedTools'];
+
+/** Why a layer's hooks or rules are not used. */
+function governanceRefusal(layer: LayerInfo): string {
+  const home = 'hooks and allowed-tools rules come only from settings.json in the worker\'s config dir (and its DMCP_ALLOWED_TOOLS / DMCP_DISALLOWED_TOOLS)';
+  if (!isTrustedLayer(layer.kind)) return `refused: the ${layerLabel(layer.kind)} layer is untrusted (the agent can write it); ${home}`;
+  return `ignored: ${home}, not from mcp.json`;
+}
+
 /** The `mcpServers` object node of a parsed document, or a layer problem. */
 function serversNode(root: ValueNode, layer: LayerInfo, warnings: string[]): ObjectNode | ParseResult | undefined {
   const example = 'expected { "mcpServers": { "<name>": { "command": "..." } } }';
   if (root.type !== 'Object') return layerError(layer, `the top level is ${jsonTypeOf(root)}; ${example}`, root.loc.start.line);
+  for (const m of root.members) {
+    if (GOVERNANCE_FIELDS.includes(keyOf(m))) warnings.push(`${layer.file}:${m.name.loc.start.line}: ${JSON.stringify(keyOf(m))} ${governanceRefusal(layer)}`);
+  }
   const servers = memberValue(root, 'mcpServers');
   if (servers === undefined) {
     if (layer.manifest) return undefined;
@@ -503,11 +516,10 @@ function serversNode(root: ValueNode, layer: LayerInfo, warnings: string[]): Obj
   if (servers.type !== 'Object') {
     return layerError(layer, `"mcpServers" must be an object of server entries, got ${jsonTypeOf(servers)}`, servers.loc.start.line, 'mcpServers');
   }
-  if (!layer.manifest) {
-    for (const m of root.members) {
-      if (keyOf(m) !== 'mcpServers' && keyOf(m) !== '$schema') {
-        warnings.push(`${layer.file}:${m.name.loc.start.line}: unknown top-level field ${JSON.stringify(keyOf(m))} ignored`);
-      }
+  for (const m of root.members) {
+    const key = keyOf(m);
+    if (!layer.manifest && !GOVERNANCE_FIELDS.includes(key) && key !== 'mcpServers' && key !== '$schema') {
+      warnings.push(`${layer.file}:${m.name.loc.start.line}: unknown top-level field ${JSON.stringify(key)} ignored`);
     }
   }
   return servers;

@@ -4,6 +4,7 @@
  * hold a secret, a header value or an env value. Types only: this file imports nothing at run time.
  */
 import type { ContentBlock as McpContentBlock } from '@modelcontextprotocol/sdk/types.js';
+import type { CallHooks, ToolHooks } from './governance.js';
 
 export type TransportKind = 'stdio' | 'http' | 'sse';
 
@@ -65,6 +66,13 @@ export interface ToolInfo {
    * idempotent hint, `never` runs it at most once even with one. Absent: the annotations decide.
    */
   retry?: 'safe' | 'never';
+  /**
+   * Why the turn's allowed-tools rules refuse this tool (the rule and where it is set). A refused
+   * tool is never listed to the model; a call to it is refused as a bad request with this reason.
+   */
+  refusedBy?: string;
+  /** The operator's hooks that apply to this tool; absent when none do. */
+  hooks?: ToolHooks;
 }
 
 /**
@@ -87,4 +95,6 @@ export interface CallOutcome {
   startedAt: string;
   durationMs: number;
   attempts: number;
+  /** What the operator's hooks decided and said about this call; absent when none ran. */
+  hooks?: CallHooks;
 }

@@ -3,3 +3,4 @@ export * from './history.js';
 export * from './turn.js';
 export * from './names.js';
 export * from './bounds.js';
+export * from './governance.js';

@@ -12,6 +12,10 @@ export const ActivityName = {
   reconcileServers: 'reconcileServers',
   listTools: 'listTools',
   callTool: 'callTool',
+  /** The operator's PreToolUse hooks of one call; scheduled only for a tool that has some. */
+  preToolUseHooks: 'preToolUseHooks',
+  /** The operator's PostToolUse hooks of one call that ran; scheduled only for a tool that has some. */
+  postToolUseHooks: 'postToolUseHooks',
 } as const;
 export type ActivityName = (typeof ActivityName)[keyof typeof ActivityName];
 

@@ -3,6 +3,7 @@
  * references cross into history (paths, specs, names), never a value read from the environment.
  */
 import type { CallOutcome, ToolAnnotations, ToolInfo, TurnStatus } from './history.js';
+import type { RefusedTool } from './governance.js';
 
 /**
  * References the worker resolves into server entries. Only references cross into history:
@@ -78,6 +79,14 @@ export interface TurnInput {
   /** The worker queue of the session's previous turn, tried first. */
   preferredWorkerQueue?: string;
   limits?: TurnLimits;
+  /**
+   * Allowed-tools matchers of this turn (`mcp__github__*`, `mcp__docs__search`, `mcp__*`). They
+   * only narrow what the worker's operator allows: a tool must match one of these and be allowed
+   * by the operator's rules. Absent: the operator's rules alone.
+   */
+  allowedTools?: string[];
+  /** Matchers of tools this turn refuses, on top of the operator's; a deny always wins. */
+  disallowedTools?: string[];
   /** Set only by continue-as-new. */
   continued?: ContinuedTurn;
 }
@@ -89,6 +98,8 @@ export interface TurnStart {
   status: TurnStatus;
   tools: ToolInfo[];
   serversParagraph: string;
+  /** Tools the allowed-tools rules refuse (never in `tools`), with the rule; absent when none. */
+  refusedTools?: RefusedTool[];
 }
 
 export interface CallRecord {
@@ -132,6 +143,9 @@ export interface ReconcileInput {
    * at least this long after the turn's last call. Absent for batch turns.
    */
   turnIdleMs?: number;
+  /** The turn's allowed-tools matchers, so the servers paragraph names only tools the model may call. */
+  allowedTools?: string[];
+  disallowedTools?: string[];
 }
 
 export interface ReconcileResult {
@@ -144,6 +158,9 @@ export interface ReconcileResult {
 
 export interface ListToolsInput {
   sessionId: string;
+  /** The turn's own allowed-tools matchers (see {@link TurnInput.allowedTools}). */
+  allowedTools?: string[];
+  disallowedTools?: string[];
 }
 
 export interface CallToolInput {

@@ -117,3 +117,23 @@ export function callOptions(
     },
   };
 }
+
+/** Time a hook activity gets beyond its longest hook's timeout: starting the shells, reading the file. */
+export const HOOK_ACTIVITY_MARGIN_MS = 10_000;
+
+/**
+ * A hook activity (`preToolUseHooks` / `postToolUseHooks`) of `tool` on `queue`, the worker that
+ * froze the tool list under its operator's hooks. It runs once: the hooks time themselves out, and a
+ * lost worker (heartbeat or schedule-to-start) is the workflow's to handle, which moves the turn and
+ * runs them again only while no decision is recorded.
+ */
+export function hookOptions(queue: string, event: string, tool: Pick<ToolInfo, 'name'>, budgetMs: number, limits: Limits): ActivityOptions {
+  return {
+    taskQueue: queue,
+    summary: `${event} ${tool.name}`,
+    startToCloseTimeout: budgetMs + HOOK_ACTIVITY_MARGIN_MS,
+    heartbeatTimeout: limits.heartbeatTimeoutMs,
+    scheduleToStartTimeout: limits.scheduleToStartMs,
+    retry: { maximumAttempts: 1 },
+  };
+}

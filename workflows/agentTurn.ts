@@ -134,6 +134,8 @@ function resumeTurn(ctx: TurnContext, continued: ContinuedTurn): void {
   state.start = continued.start;
   state.workerQueue = continued.start.workerQueue;
   state.tools = new Map(continued.start.tools.map((t) => [t.name, t]));
+  // Refused tools are not in the list the caller got, but a call to one must still name its rule.
+  for (const r of continued.start.refusedTools ?? []) state.tools.set(r.name, { name: r.name, server: '', tool: '', description: '', inputSchema: {}, refusedBy: r.reason });
 }
 
 /** Reconciles the session's servers and freezes their tool list: what turnStarted answers. */
@@ -142,14 +144,18 @@ async function startTurn(ctx: TurnContext, turnId: string): Promise<void> {
   state.workerQueue = await reconcile(ctx, input.preferredWorkerQueue);
   const frozen = await listTools(ctx, state.workerQueue);
   state.tools = new Map(frozen.map((t) => [t.name, t]));
+  // Tools the allowed-tools rules refuse are never listed to the model.
+  const listed = frozen.filter((t) => t.refusedBy === undefined);
+  const refusedTools = frozen.flatMap((t) => (t.refusedBy === undefined ? [] : [{ name: t.name, reason: t.refusedBy }]));
   // The next turn of the session reads this to prefer the worker that holds its servers.
   upsertMemo({ workerQueue: state.workerQueue });
   state.start = {
     turnId,
     workerQueue: state.workerQueue,
     status: state.lastReconcile!.status,
-    tools: frozen,
+    tools: listed,
     serversParagraph: state.lastReconcile!.serversParagraph,
+    ...(refusedTools.length > 0 ? { refusedTools } : {}),
   };
 }
 

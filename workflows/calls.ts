@@ -1,7 +1,10 @@
 import { CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
-import { FailureType, type CallOutcome, type CallRequest, type CallToolInput } from '../contract/index.js';
+import {
+  FailureType, type CallHooks, type CallOutcome, type CallRequest, type CallToolInput, type HookRunRecord, type PostToolUseHooksResult,
+  type PreToolUseHooksResult, type ToolInfo,
+} from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
-import { MAX_LOST_WORKER_MOVES, callOptions, isSafeToRetry, requestTimeoutMs } from './activityOptions.js';
+import { MAX_LOST_WORKER_MOVES, callOptions, hookOptions, isSafeToRetry, requestTimeoutMs } from './activityOptions.js';
 import { errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout, messageOf } from './failures.js';
 import { reconcile } from './servers.js';
 import type { TurnContext } from './turnState.js';
@@ -22,11 +25,114 @@ export async function runCall(ctx: TurnContext, request: CallRequest): Promise<C
 }
 
 async function executeCall(ctx: TurnContext, request: CallRequest, args: Record<string, unknown>): Promise<CallOutcome> {
-  const { state, limits } = ctx;
+  const { state } = ctx;
   const tool = state.tools.get(request.name);
   if (!tool) {
     return errorOutcome('bad_request', `unknown tool "${request.name}": it is not in this turn's tool list`);
   }
+  if (tool.refusedBy !== undefined) {
+    return errorOutcome('bad_request', `${tool.name} is not allowed in this turn: ${tool.refusedBy}`);
+  }
+  // Tools without hooks (every tool when none are configured) take the path they always took:
+  // no activity and no command more than before.
+  if (tool.hooks === undefined) return callActivity(ctx, request, tool, args);
+
+  let hooks: CallHooks | undefined;
+  let callArgs = args;
+  const preBudget = tool.hooks.PreToolUse;
+  if (preBudget !== undefined) {
+    // Its result is in history before the call is scheduled: after a crash the recorded decision is
+    // read back, never taken again, whatever the hooks of the next worker would say.
+    const pre = await hookActivity(ctx, request, tool, 'PreToolUse', preBudget, (a) => a.preToolUseHooks({ ...hookInput(ctx, request, tool), arguments: args }));
+    if ('status' in pre) return pre;
+    hooks = { pre: preSummary(pre) };
+    if (pre.decision === 'deny') {
+      return { ...errorOutcome('bad_request', `a PreToolUse hook denied ${tool.name}: ${pre.reason ?? 'no reason given'}`), hooks };
+    }
+    if (pre.updatedInput) callArgs = pre.updatedInput;
+  }
+  const outcome = await callActivity(ctx, request, tool, callArgs);
+  const postBudget = tool.hooks.PostToolUse;
+  // Like Claude Code's PostToolUse: only after the tool ran (an isError result did run).
+  if (postBudget !== undefined && outcome.status === 'ok') {
+    const toolResponse = { content: outcome.content, isError: outcome.isError, ...(outcome.structuredContent ? { structuredContent: outcome.structuredContent } : {}) };
+    const post = await hookActivity(ctx, request, tool, 'PostToolUse', postBudget, (a) => a.postToolUseHooks({ ...hookInput(ctx, request, tool), arguments: callArgs, toolResponse }));
+    if ('status' in post) return { ...outcome, hooks: { ...hooks, post: { errors: [post.errorMessage ?? 'the PostToolUse hooks could not run'] } } };
+    hooks = { ...hooks, post: postSummary(post) };
+    return withPostHooks(outcome, post, hooks);
+  }
+  return hooks ? { ...outcome, hooks } : outcome;
+}
+
+function hookInput(ctx: TurnContext, request: CallRequest, tool: ToolInfo) {
+  return { sessionId: ctx.input.sessionId, callId: request.id, name: tool.name, cwd: ctx.input.refs.workspace };
+}
+
+function errorsOf(runs: HookRunRecord[]): { errors?: string[] } {
+  const errors = runs.filter((r) => r.verdict === 'error').map((r) => `${r.source}: ${r.message ?? 'failed'}`);
+  return errors.length > 0 ? { errors } : {};
+}
+
+function preSummary(pre: PreToolUseHooksResult): NonNullable<CallHooks['pre']> {
+  return {
+    decision: pre.decision,
+    ...(pre.reason !== undefined ? { reason: pre.reason } : {}),
+    ...(pre.updatedInput ? { updatedInput: pre.updatedInput } : {}),
+    ...errorsOf(pre.runs),
+  };
+}
+
+function postSummary(post: PostToolUseHooksResult): NonNullable<CallHooks['post']> {
+  return { ...(post.note !== undefined ? { note: post.note } : {}), ...(post.withheld !== undefined ? { withheld: post.withheld } : {}), ...errorsOf(post.runs) };
+}
+
+/** The outcome the model reads after PostToolUse: the hooks' note after the result, or the result withheld. */
+function withPostHooks(outcome: CallOutcome, post: PostToolUseHooksResult, hooks: CallHooks): CallOutcome {
+  if (post.withheld !== undefined) {
+    const text = `the call ran, but its result is withheld: ${post.withheld}`;
+    return { ...outcome, content: [{ type: 'text', text }], isError: true, structuredContent: undefined, hooks };
+  }
+  if (post.note === undefined) return { ...outcome, hooks };
+  return { ...outcome, content: [...outcome.content, { type: 'text', text: `PostToolUse hook: ${post.note}` }], hooks };
+}
+
+/**
+ * Runs one hook activity on the worker holding the session's servers. If that worker is gone (the
+ * activity never started, or stopped heartbeating) the turn moves to another worker once and runs
+ * the hooks there: no decision was recorded, so none is taken twice. Returns an error outcome when
+ * they cannot run: the call does not run without its hooks.
+ */
+async function hookActivity<T>(
+  ctx: TurnContext,
+  request: CallRequest,
+  tool: ToolInfo,
+  event: 'PreToolUse' | 'PostToolUse',
+  budgetMs: number,
+  run: (a: Activities) => Promise<T>,
+): Promise<T | CallOutcome> {
+  const { state, limits } = ctx;
+  for (let moved = false; ; moved = true) {
+    const scope = new CancellationScope();
+    state.running.set(request.id, scope);
+    try {
+      return await scope.run(() => run(proxyActivities<Activities>(hookOptions(state.workerQueue, event, tool, budgetMs, limits))));
+    } catch (err) {
+      if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;
+      if (isCancellation(err)) return errorOutcome('cancelled', `the call was cancelled while its ${event} hooks ran${event === 'PreToolUse' ? ' (the call did not run)' : ''}`);
+      const lost = isScheduleToStartTimeout(err) || isHeartbeatTimeout(err);
+      const what = `the ${event} hooks could not run: ${messageOf(err)}${event === 'PreToolUse' ? ' (the call did not run)' : ''}`;
+      if (!lost || moved) return errorOutcome('transport', what);
+      const problem = await leaveLostWorker(ctx, state.workerQueue);
+      if (problem) return errorOutcome('transport', `${what}; the servers could not be reconciled on another worker: ${problem}`);
+    } finally {
+      state.running.delete(request.id);
+    }
+  }
+}
+
+/** Runs the call's `callTool` activity, with its one failover. */
+async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolInfo, args: Record<string, unknown>): Promise<CallOutcome> {
+  const { state, limits } = ctx;
   const safeToRetry = isSafeToRetry(tool);
   const callInput: CallToolInput = {
     sessionId: ctx.input.sessionId,

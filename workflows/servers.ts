@@ -14,6 +14,8 @@ export function reconcileInput(ctx: Pick<TurnContext, 'input' | 'limits'>): Reco
     // An open interactive turn may call again at any time until its idle limit: the worker keeps the
     // session's servers that long. A batch turn is done when its calls are, so it asks for nothing.
     ...(input.batch ? {} : { turnIdleMs: limits.idleMs }),
+    ...(input.allowedTools !== undefined ? { allowedTools: input.allowedTools } : {}),
+    ...(input.disallowedTools !== undefined ? { disallowedTools: input.disallowedTools } : {}),
   };
 }
 
@@ -38,5 +40,11 @@ export async function reconcile(ctx: TurnContext, preferred?: string): Promise<s
 
 /** The session's tools as the worker holding its servers sees them: the turn's frozen tool list. */
 export function listTools(ctx: TurnContext, queue: string): Promise<ToolInfo[]> {
-  return proxyActivities<Activities>(pinnedOptions(queue, ctx.limits)).listTools({ sessionId: ctx.input.sessionId });
+  const { sessionId, allowedTools, disallowedTools } = ctx.input;
+  // The turn's own rules travel only when it has some, so turns without them schedule what they always did.
+  return proxyActivities<Activities>(pinnedOptions(queue, ctx.limits)).listTools({
+    sessionId,
+    ...(allowedTools !== undefined ? { allowedTools } : {}),
+    ...(disallowedTools !== undefined ? { disallowedTools } : {}),
+  });
 }
