@@ -3,10 +3,12 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolResultSchema,
   ErrorCode,
+  ListRootsRequestSchema,
   McpError,
   ToolListChangedNotificationSchema,
   type CallToolResult,
   type ListToolsResult,
+  type Root,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
@@ -16,6 +18,7 @@ import { TailBuffer } from '../text/tailBuffer.js';
 import { describeExit, describeStartFailure, lostText, startTimeoutText } from './failureText.js';
 import { WireTracker, classifyPingFailure, createRemoteTransport, redact, remoteSecrets, terminateRemoteSession } from './httpTransport.js';
 import { PendingRequests, RemoteWatchdog } from './liveness.js';
+import { rootsKey } from './roots.js';
 import type { StdioCommand } from './sandbox.js';
 import { ProcessGroupStdioTransport } from './stdioTransport.js';
 
@@ -46,6 +49,14 @@ export interface ManagedServerDeps {
   livenessIntervalMs?: number;
   /** A ping unanswered for this long counts as a strike; three in a row mean lost (default 2500 ms). */
   livenessTimeoutMs?: number;
+  /**
+   * The roots this server is offered now. Given: the client declares the `roots` capability and
+   * answers `roots/list` with them; {@link ManagedServer.syncRoots} announces a change. Absent: no
+   * roots capability.
+   */
+  roots?: () => Root[];
+  /** Told when a start ends (warm spares included): how it ended and how long it took. */
+  onStart?: (result: 'ready' | 'failed', durationMs: number) => void;
 }
 
 export interface CallOptions {
@@ -64,6 +75,9 @@ export const MAX_SCHEMA_DEPTH = MAX_NESTING_DEPTH;
 
 /** Bound on the DELETE that ends a Streamable HTTP session when a server stops. */
 const TERMINATE_TIMEOUT_MS = 2000;
+
+/** How long a root change waits for a server that reads roots to ask for the new ones. */
+export const ROOTS_SYNC_WAIT_MS = 1000;
 
 /** One MCP server of one session: its process or connection, its client and its tool list. */
 export class ManagedServer {
@@ -93,6 +107,11 @@ export class ManagedServer {
   private readonly watchdog?: RemoteWatchdog;
   /** Header values and URL secrets of a remote server, removed from every text that leaves. */
   private secrets: string[] = [];
+  /** The roots last announced to this server (at start, or by {@link syncRoots}). */
+  private announcedRoots = '';
+  /** How often the server asked `roots/list`; those that never ask are not waited for. */
+  private rootsAsked = 0;
+  private rootsWaiters: (() => void)[] = [];
 
   constructor(
     readonly entry: ServerEntry,
@@ -128,6 +147,7 @@ export class ManagedServer {
   async start(): Promise<void> {
     this.state = 'starting';
     this.error = undefined;
+    const began = Date.now();
     const timeoutMs = this.startTimeoutMs;
     let phase = this.remote ? 'connect' : 'spawn';
     let timer: NodeJS.Timeout | undefined;
@@ -138,9 +158,20 @@ export class ManagedServer {
       await Promise.race([
         (async () => {
           this.transport = await this.createTransport();
-          const client = new Client({ name: 'durable-mcp', version: this.deps.clientVersion }, { capabilities: {} });
+          const roots = this.deps.roots;
+          const client = new Client({ name: 'durable-mcp', version: this.deps.clientVersion }, { capabilities: roots ? { roots: { listChanged: true } } : {} });
           client.onclose = () => this.onClosed();
           client.onerror = (err) => this.onTransportError(err);
+          if (roots) {
+            this.announcedRoots = rootsKey(roots());
+            client.setRequestHandler(ListRootsRequestSchema, () => {
+              const now = roots();
+              this.announcedRoots = rootsKey(now);
+              this.rootsAsked += 1;
+              for (const wake of this.rootsWaiters.splice(0)) wake();
+              return { roots: now };
+            });
+          }
           this.client = client;
           phase = 'handshake';
           await client.connect(this.transport);
@@ -160,6 +191,7 @@ export class ManagedServer {
       this.state = 'ready';
       this.wasReady = true;
       this.log.info({ pid: this.pid, tools: this.tools.length }, 'server ready');
+      this.deps.onStart?.('ready', Date.now() - began);
     } catch (err) {
       this.error = this.scrubText(
         describeStartFailure(err, {
@@ -174,6 +206,7 @@ export class ManagedServer {
       );
       this.state = 'failed';
       this.log.warn({ err: this.error }, 'server failed to start');
+      this.deps.onStart?.('failed', Date.now() - began);
       await this.closeQuietly();
     } finally {
       clearTimeout(timer);
@@ -300,6 +333,34 @@ export class ManagedServer {
       options.signal,
     );
     return result as CallToolResult;
+  }
+
+  /**
+   * Sends `notifications/roots/list_changed` when the roots offered now differ from those the
+   * server last saw. A server that has read roots before is given up to `waitMs` to ask for the new
+   * ones, so the turn's first call finds it scoped to them; a server that never asks is not waited for.
+   */
+  async syncRoots(waitMs = ROOTS_SYNC_WAIT_MS): Promise<void> {
+    const roots = this.deps.roots;
+    const client = this.client;
+    if (!roots || !client || this.state !== 'ready') return;
+    const key = rootsKey(roots());
+    if (key === this.announcedRoots) return;
+    this.announcedRoots = key;
+    let timer: NodeJS.Timeout | undefined;
+    const asked = this.rootsAsked > 0 ? new Promise<void>((wake) => {
+      this.rootsWaiters.push(wake);
+      timer = setTimeout(wake, waitMs);
+    }) : undefined;
+    try {
+      await client.sendRootsListChanged();
+      this.log.debug('roots changed; server notified');
+      await asked;
+    } catch (err) {
+      this.log.debug({ err: this.scrubText(String((err as Error)?.message ?? err)) }, 'could not announce new roots');
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async stop(): Promise<void> {

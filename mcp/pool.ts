@@ -1,7 +1,9 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { LoadedConfig, ServerEntry } from '../config/types.js';
-import { ManagedServer, ServerUnavailableError, type CallOptions } from './managedServer.js';
+import { ManagedServer, ServerUnavailableError, type CallOptions, type ManagedState } from './managedServer.js';
+import { admitRoot, rootsOf } from './roots.js';
 import { StdioSandbox, type UntrustedStdioOptions } from './sandbox.js';
 import { remoteSecrets } from './httpTransport.js';
 import { SparePool } from './spares.js';
@@ -33,6 +35,22 @@ export interface ServerPoolOptions {
   warmSpares?: number;
   /** How long after a session asked for an entry its spare is (re)started (default 1000 ms). */
   spareDelayMs?: number;
+  /**
+   * DMCP_WORKSPACE_ROOTS: the folders a turn's workspace must lie in to be offered to servers as
+   * their MCP root. Undefined: anywhere; empty: never. A workspace inside the data or config dir
+   * (`untrustedStdio.hiddenPaths`) or `/` is never offered.
+   */
+  rootsWithin?: string[];
+  /** Told about server starts and restarts (metrics); called synchronously, must not throw. */
+  observer?: PoolObserver;
+}
+
+/** What the pool reports as it goes (the worker's metrics). Names are config keys, never session IDs. */
+export interface PoolObserver {
+  /** A server's start ended (a warm spare's too): ready or failed, and how long it took. */
+  serverStarted?(server: string, result: 'ready' | 'failed', durationMs: number): void;
+  /** A server that had been ready stopped on its own (crash, lost connection) and is started again. */
+  serverRestarted?(server: string): void;
 }
 
 /** A tool call through the pool. */
@@ -72,6 +90,10 @@ interface Session {
   busy: number;
   /** The last workspace a reconciliation named (see {@link ReconcileOptions.workspace}). */
   workspace?: string;
+  /** That workspace (symlinks resolved) when it may be offered as the servers' MCP root. */
+  root?: string;
+  /** The workspace {@link root} was last decided for (a refusal is logged once per workspace). */
+  rootChecked?: string;
   /** Reconciliations of a session run one at a time (a failover reconcile may overlap the last one). */
   lock: Promise<unknown>;
 }
@@ -89,6 +111,10 @@ export class ServerPool {
   private shuttingDown = false;
   private readonly sandbox: StdioSandbox;
   private readonly spares: SparePool;
+  /** The session each server works for: a warm spare gets one when it is handed over. */
+  private readonly owners = new WeakMap<ManagedServer, Session>();
+  /** Servers started in a sandbox, with the folder it lets them write. */
+  private readonly sandboxed = new WeakMap<ManagedServer, { writable?: string }>();
 
   constructor(private readonly options: ServerPoolOptions) {
     this.scrub = options.scrub ?? ((t) => t);
@@ -133,6 +159,12 @@ export class ServerPool {
 
   private async reconcileNow(sessionId: string, session: Session, config: LoadedConfig): Promise<TurnStatus> {
     if (this.shuttingDown) throw new Error('worker is shutting down');
+    const admitted = await admitRoot(session.workspace, { within: this.options.rootsWithin, protected: this.options.untrustedStdio?.hiddenPaths ?? [] });
+    if (admitted.problem && session.workspace !== undefined && session.rootChecked !== session.workspace) {
+      this.options.logger.info({ workspace: session.workspace, why: admitted.problem }, 'workspace not offered to servers as a root');
+    }
+    session.rootChecked = session.workspace;
+    session.root = admitted.root;
     if (session.configHash !== config.hash) {
       const old = [...session.servers.values()];
       session.servers.clear();
@@ -147,6 +179,8 @@ export class ServerPool {
         if (!server.entry.enabled) return;
         if (server.state === 'idle') return this.startServer(sessionId, session, name, server);
         if (server.state === 'failed' && server.wasReady) return this.restart(sessionId, session, name, server);
+        // A sandbox lets its server write one workspace: for another one the server starts anew.
+        if (server.state === 'ready' && this.boundElsewhere(server, session)) return this.restart(sessionId, session, name, server, false);
         // A server that never started waits for a config change (it would cost its start timeout every turn).
         if (server.state !== 'ready') return;
         try {
@@ -159,15 +193,18 @@ export class ServerPool {
         }
       }),
     );
+    // Servers kept from the last turn learn about another workspace before this turn's first call.
+    await Promise.all([...session.servers.values()].map((s) => s.syncRoots()));
     if (this.spares.enabled && this.sessions.get(sessionId) === session) {
       this.spares.use(sessionId, [...session.servers.values()].map((s) => ({ entry: s.entry, ready: s.state === 'ready' })));
     }
     return this.status(sessionId);
   }
 
-  private async restart(sessionId: string, session: Session, name: string, old: ManagedServer): Promise<void> {
+  private async restart(sessionId: string, session: Session, name: string, old: ManagedServer, crashed = true): Promise<void> {
     const fresh = this.newServer(old.entry, session);
     session.servers.set(name, fresh);
+    if (crashed) this.options.observer?.serverRestarted?.(name);
     await this.retire(old);
     await this.startServer(sessionId, session, name, fresh);
   }
@@ -179,6 +216,7 @@ export class ServerPool {
       // The session may have been stopped while the spare was checked: it must not keep a process then.
       if (this.sessions.get(sessionId) === session && !this.shuttingDown && session.servers.get(name) === server) {
         session.servers.set(name, spare);
+        this.owners.set(spare, session);
         return;
       }
       await spare.stop();
@@ -195,16 +233,38 @@ export class ServerPool {
     await server.stop();
   }
 
+  /** Whether a sandboxed server's writable folder is not the session's workspace any more. */
+  private boundElsewhere(server: ManagedServer, session: Session): boolean {
+    const bound = this.sandboxed.get(server);
+    return bound !== undefined && session.workspace !== undefined && bound.writable !== resolve(session.workspace);
+  }
+
   private newServer(entry: ServerEntry, session?: Session): ManagedServer {
-    return new ManagedServer(entry, {
+    // A sandboxed server keeps the root of the folder its sandbox lets it write, for its whole life:
+    // offering another would promise what the sandbox does not allow (it is started anew for
+    // another workspace instead, see boundElsewhere). Others follow the session.
+    let sandboxRoot: { root?: string } | undefined;
+    const observer = this.options.observer;
+    const server: ManagedServer = new ManagedServer(entry, {
       logger: this.options.logger,
       environment: () => this.options.environmentFor(entry),
-      stdioCommand: (e, environment) => this.sandbox.launch(e, environment, session?.workspace),
+      stdioCommand: async (e, environment) => {
+        const launch = await this.sandbox.launch(e, environment, session?.workspace);
+        if (launch.sandbox) {
+          sandboxRoot = launch.sandbox.writable !== undefined && session?.root !== undefined ? { root: session.root } : {};
+          this.sandboxed.set(server, launch.sandbox);
+        }
+        return launch;
+      },
+      roots: () => rootsOf(sandboxRoot ? sandboxRoot.root : this.owners.get(server)?.root),
+      ...(observer?.serverStarted ? { onStart: (result: 'ready' | 'failed', ms: number) => observer.serverStarted!(entry.name, result, ms) } : {}),
       ...(this.options.requestHeadersFor ? { requestHeaders: () => this.options.requestHeadersFor!(entry) } : {}),
       scrub: this.scrub,
       startTimeoutMs: this.options.startTimeoutMs,
       clientVersion: this.options.clientVersion ?? '0.1.0',
     });
+    if (session) this.owners.set(server, session);
+    return server;
   }
 
   /** The session's status as of now. */
@@ -322,6 +382,20 @@ export class ServerPool {
         }
       }
     }
+  }
+
+  /** How many servers of all sessions are in each state, per server name (the worker's metrics). */
+  serverStates(): { server: string; state: ManagedState; count: number }[] {
+    const counts = new Map<string, { server: string; state: ManagedState; count: number }>();
+    for (const session of this.sessions.values()) {
+      for (const s of session.servers.values()) {
+        const key = `${s.entry.name}\n${s.state}`;
+        const row = counts.get(key) ?? { server: s.entry.name, state: s.state, count: 0 };
+        row.count += 1;
+        counts.set(key, row);
+      }
+    }
+    return [...counts.values()];
   }
 
   /** Server PIDs of a session (operators and tests use them to see reuse). */

@@ -40,6 +40,8 @@ export interface StdioCommand {
   args: string[];
   env: Record<string, string>;
   cwd?: string;
+  /** Set for a sandboxed launch: the one host folder the server may write (absent: none). */
+  sandbox?: { writable?: string };
 }
 
 /** Host paths a sandboxed server is shown, for {@link sandboxArgs}. */
@@ -191,7 +193,7 @@ export class StdioSandbox {
     const args = sandboxArgs(plain, { workspace: ws && resolve(ws), cwd, readable, hidden });
     // bwrap itself gets the cleared environment too: it is PID 1 of the sandbox, and its
     // /proc/1/environ is readable from inside.
-    return { command: probe.bwrap, args, env: sandboxEnvironment(entry, this.options) };
+    return { command: probe.bwrap, args, env: sandboxEnvironment(entry, this.options), sandbox: ws === undefined ? {} : { writable: resolve(ws) } };
   }
 }
 

@@ -1,0 +1,76 @@
+/**
+ * MCP roots: the folder a session's servers are told they may work in. Servers such as the
+ * filesystem server replace whatever folders they were started with by the roots a client offers,
+ * so a root is a grant, and the turn's workspace (turn input) is offered only where the worker's
+ * operator allows it.
+ */
+import { realpath } from 'node:fs/promises';
+import { basename, isAbsolute, resolve, sep } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Root } from '@modelcontextprotocol/sdk/types.js';
+
+/** Where a workspace may be offered as a root, all paths absolute and with symlinks resolved. */
+export interface RootRules {
+  /** DMCP_WORKSPACE_ROOTS: the folders it must lie in. Undefined: anywhere; empty: nowhere. */
+  within?: readonly string[];
+  /** Folders no root may lie in: the data dir (turn key, payload store) and the config dir. */
+  protected: readonly string[];
+}
+
+function inside(path: string, folder: string): boolean {
+  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
+}
+
+/**
+ * Why `workspace` (absolute, symlinks resolved) may not be offered as a root, or `undefined` when
+ * it may. The file system's root is never offered; neither is a folder inside a protected one,
+ * since an unsandboxed server given it could read the turn key and forge the operator's proof; nor,
+ * where `within` is set, one that contains a protected folder.
+ */
+export function rootProblem(workspace: string, rules: RootRules): string | undefined {
+  if (!isAbsolute(workspace)) return 'it is not an absolute path';
+  if (resolve(workspace) === sep) return 'it is the root of the file system';
+  const guarded = rules.protected.find((p) => inside(workspace, p));
+  if (guarded !== undefined) return `it lies in ${guarded}, which servers must not see (data or config dir)`;
+  if (rules.within && !rules.within.some((w) => inside(workspace, w))) {
+    return rules.within.length === 0 ? 'this worker offers none (its operator lists folders in DMCP_WORKSPACE_ROOTS)' : `it lies outside DMCP_WORKSPACE_ROOTS (${rules.within.join(', ')})`;
+  }
+  // Where the operator limits workspaces, the turn is not the operator: a root holding the data or
+  // config dir would hand those over too. Without limits (run/dev) a project with ./.data inside is
+  // the common case, and its caller is the operator.
+  const held = rules.within ? rules.protected.find((p) => inside(p, workspace)) : undefined;
+  if (held !== undefined) return `it contains ${held}, which servers must not see (data or config dir)`;
+  return undefined;
+}
+
+/** The roots a client answers `roots/list` with: the folder as a `file://` URI, or none. */
+export function rootsOf(folder: string | undefined): Root[] {
+  if (folder === undefined) return [];
+  return [{ uri: pathToFileURL(folder).href, name: basename(folder) || folder }];
+}
+
+/** Compares two root lists (a change is announced with `notifications/roots/list_changed`). */
+export function rootsKey(roots: readonly Root[]): string {
+  return roots.map((r) => r.uri).join('\n');
+}
+
+/** A path with its symlinks resolved, or as given (resolved) when it does not exist. */
+export async function realOrResolved(path: string): Promise<string> {
+  return realpath(path).catch(() => resolve(path));
+}
+
+/**
+ * The folder to offer for `workspace` under `rules` (whose paths are resolved here too), or
+ * `undefined` with the reason.
+ */
+export async function admitRoot(workspace: string | undefined, rules: RootRules): Promise<{ root?: string; problem?: string }> {
+  if (workspace === undefined) return { problem: 'the turn names no workspace' };
+  if (!isAbsolute(workspace)) return { problem: 'it is not an absolute path' };
+  const real = await realOrResolved(workspace);
+  const resolved: RootRules = {
+    protected: await Promise.all(rules.protected.map(realOrResolved)),
+    ...(rules.within ? { within: await Promise.all(rules.within.map(realOrResolved)) } : {}),
+  };
+  const problem = rootProblem(real, resolved);
+  return problem ? { problem } : { root: real };
+}
