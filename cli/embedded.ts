@@ -10,6 +10,7 @@ import { ensureTurnKey } from '../config/load.js';
 import { isSecretName } from '../config/secrets.js';
 import { dataConverterFor } from '../payloads/dataConverter.js';
 import type { Settings } from '../settings/index.js';
+import { resolveTemporalTarget } from '../connection/index.js';
 
 /** What a running `durable-mcp dev` writes so other commands can find it. */
 export interface DevState {
@@ -101,12 +102,14 @@ export async function connect(options: {
   const namespace = settings.temporal.namespace;
   const taskQueue = settings.taskQueue;
   const dataConverter = dataConverterFor(settings);
-  const address = settings.temporal.address;
+  // TEMPORAL_ADDRESS, or a Temporal TOML profile with an address (plus TLS, API key), names a server.
+  const target = resolveTemporalTarget(env);
+  const address = target.address;
   // The client signs turns with the operator's key from the data dir, which a running `dev` or the
   // embedded worker below honours; a cluster's workers need the same key file to honour them.
   const clientSettings = { turnIdleMs: settings.turnIdleMs, shapeLimits: settings.shape, dataDir: settings.dataDir, secrets: secretsOf(env) };
   if (address) {
-    const client = await TurnClient.connect({ address, namespace, taskQueue, dataConverter, ...clientSettings });
+    const client = await TurnClient.connect({ address, connection: target.options, namespace: target.namespace, taskQueue, dataConverter, ...clientSettings });
     return { client, mode: 'TEMPORAL_ADDRESS', address, close: () => client.close() };
   }
   const dev = await runningDev(settings.dataDir);
@@ -136,8 +139,8 @@ export async function connect(options: {
     if (options.withWorker) {
       // Loaded only here: a command that talks to a running `dev` or a cluster needs no worker code.
       const { NativeConnection, startWorker, workerBoundary } = await import('../worker/index.js');
-      const { installRuntimeLogger } = await import('../worker/runtimeLogger.js');
-      installRuntimeLogger(options.logger, settings.sdkLogLevel);
+      const { installRuntime } = await import('../worker/runtimeLogger.js');
+      await installRuntime({ logger: options.logger, level: settings.sdkLogLevel, metrics: settings.metrics.port !== undefined });
       nativeConnection = await NativeConnection.connect({ address: server.address });
       const boundary = await workerBoundary(settings, 'embedded');
       worker = await startWorker({ connection: nativeConnection, logger: options.logger, env, settings, taskQueue, dataConverter, boundary });

@@ -12,7 +12,8 @@ import {
   type StorageDriver,
 } from '@temporalio/common';
 import proto from '@temporalio/proto';
-import type { Settings } from '../settings/index.js';
+import type { S3StoreSettings, Settings } from '../settings/index.js';
+import { S3StorageDriver } from './s3Storage.js';
 
 const compress = promisify(brotliCompress);
 const decompress = promisify(brotliDecompress);
@@ -201,6 +202,11 @@ export interface DataConverterOptions {
    * results stay readable in the UI without a fetch.
    */
   externalThresholdBytes?: number;
+  /**
+   * The S3-compatible store (settings, or a driver built elsewhere): new large payloads go there;
+   * the filesystem store stays readable for payloads written before the switch.
+   */
+  s3?: S3StoreSettings | S3StorageDriver;
 }
 
 /** The payload codecs alone (what the codec server and the transcript decoder need). */
@@ -214,10 +220,13 @@ export function createPayloadCodecs(options: Pick<DataConverterOptions, 'encrypt
 
 /** One data converter for workers and clients, so both sides read what the other wrote. */
 export function createDataConverter(options: DataConverterOptions): DataConverter {
+  const fs = new FilesystemStorageDriver(options.payloadDir);
+  const s3 = options.s3 === undefined ? undefined : options.s3 instanceof S3StorageDriver ? options.s3 : new S3StorageDriver(options.s3);
   return {
     payloadCodecs: createPayloadCodecs(options),
     externalStorage: new ExternalStorage({
-      drivers: [new FilesystemStorageDriver(options.payloadDir)],
+      drivers: s3 ? [s3, fs] : [fs],
+      ...(s3 ? { driverSelector: () => s3 } : {}),
       payloadSizeThreshold: options.externalThresholdBytes ?? 16 * 1024,
     }),
   };
@@ -233,5 +242,6 @@ export function dataConverterFor(settings: Pick<Settings, 'dataDir' | 'payloads'
     encryptionKey: settings.payloads.encryptionKey,
     previousEncryptionKeys: settings.payloads.previousEncryptionKeys,
     externalThresholdBytes: settings.payloads.externalThresholdBytes,
+    ...(settings.payloads.s3 ? { s3: settings.payloads.s3 } : {}),
   });
 }

@@ -1,0 +1,143 @@
+/**
+ * `durable-mcp setup`: makes a Temporal cluster ready for durable-mcp. Creates the namespace when
+ * it is missing and registers the `DmcpSessionId` search attribute (the dev server registers it at
+ * start; a cluster or Temporal Cloud namespace does not have it). Idempotent; says plainly what it
+ * lacks the right to do, and how an administrator does it instead.
+ */
+import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common';
+import proto from '@temporalio/proto';
+import { SESSION_ID_SEARCH_ATTRIBUTE } from '../contract/index.js';
+import { parseDuration } from '../settings/index.js';
+import { permissionDenied, type TemporalTarget } from '../connection/index.js';
+
+// @temporalio/proto is CommonJS: its namespaces come through the default export under ESM.
+const { IndexedValueType } = proto.temporal.api.enums.v1;
+
+/** The custom search attributes durable-mcp needs, and their types. */
+export const REQUIRED_SEARCH_ATTRIBUTES: Record<string, proto.temporal.api.enums.v1.IndexedValueType> = {
+  [SESSION_ID_SEARCH_ATTRIBUTE]: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+};
+
+/** A step the connected identity may not take: the message says who can, and with what command. */
+export class SetupRefusedError extends Error {
+  override name = 'SetupRefusedError';
+}
+
+/** Options of {@link runSetup}. */
+export interface SetupOptions {
+  target: TemporalTarget & { address: string };
+  /** Retention of a namespace created here (default 72h, the Temporal CLI's). */
+  retention?: string;
+  /** Create the namespace when it is missing (default true). */
+  createNamespace?: boolean;
+  /** One line per step. */
+  print: (line: string) => void;
+  /** How long to wait for a new search attribute to become visible (default 30 s). */
+  visibleWithinMs?: number;
+}
+
+const typeName = (t: number) => (IndexedValueType[t] ?? String(t)).replace('INDEXED_VALUE_TYPE_', '').toLowerCase();
+
+function isNotFound(err: unknown): boolean {
+  return (err as { code?: unknown }).code === 5 || /NOT_FOUND|not found/i.test((err as Error)?.message ?? '');
+}
+
+/** Runs every step; resolves when the namespace and its search attributes are ready. */
+export async function runSetup(options: SetupOptions): Promise<void> {
+  const { target, print } = options;
+  const namespace = target.namespace;
+  const connection = await Connection.connect({ ...target.options, address: target.address, connectTimeout: 10_000 });
+  try {
+    const { workflowService, operatorService } = connection;
+    let exists = true;
+    try {
+      await workflowService.describeNamespace({ namespace });
+    } catch (err) {
+      if (!isNotFound(err)) {
+        if (permissionDenied(err)) throw new SetupRefusedError(`this identity may not read namespace "${namespace}" on ${target.summary}: ${(err as Error).message}`);
+        throw err;
+      }
+      exists = false;
+    }
+    if (exists) {
+      print(`namespace ${namespace}: exists`);
+    } else {
+      if (options.createNamespace === false) throw new SetupRefusedError(`namespace "${namespace}" does not exist on ${target.address}; create it (temporal operator namespace create --namespace ${namespace}) or run setup without --no-create-namespace`);
+      const retentionMs = parseDuration(options.retention ?? '72h', '--retention');
+      try {
+        await workflowService.registerNamespace({
+          namespace,
+          workflowExecutionRetentionPeriod: msToTs(retentionMs),
+        });
+      } catch (err) {
+        if (permissionDenied(err)) {
+          throw new SetupRefusedError(
+            `namespace "${namespace}" does not exist and this identity may not create it (${(err as Error).message}). ` +
+              `An administrator creates it with: temporal operator namespace create --namespace ${namespace} --retention ${options.retention ?? '72h'}`,
+          );
+        }
+        if (!/already exists|AlreadyExists/i.test((err as Error).message)) throw err;
+      }
+      print(`namespace ${namespace}: created (retention ${options.retention ?? '72h'})`);
+    }
+
+    const listed = async () => (await operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
+    const visibleWithinMs = options.visibleWithinMs ?? 30_000;
+    let custom: Record<string, number>;
+    try {
+      // A namespace just created reaches every frontend's namespace cache after a few seconds.
+      const deadline = Date.now() + visibleWithinMs;
+      for (;;) {
+        try {
+          custom = await listed();
+          break;
+        } catch (err) {
+          if (exists || !isNotFound(err) || Date.now() > deadline) throw err;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+      }
+    } catch (err) {
+      if (permissionDenied(err)) {
+        throw new SetupRefusedError(
+          `this identity may not list the search attributes of namespace "${namespace}" (${(err as Error).message}). ` +
+            `Check that ${SESSION_ID_SEARCH_ATTRIBUTE} (Keyword) is registered: temporal operator search-attribute list --namespace ${namespace}` +
+            ` (Temporal Cloud: tcld namespace search-attributes add --namespace ${namespace} --search-attribute "${SESSION_ID_SEARCH_ATTRIBUTE}=Keyword")`,
+        );
+      }
+      throw err;
+    }
+    const missing: Record<string, number> = {};
+    for (const [name, type] of Object.entries(REQUIRED_SEARCH_ATTRIBUTES)) {
+      const have = custom[name];
+      if (have === undefined) missing[name] = type;
+      else if (have !== type) throw new SetupRefusedError(`search attribute ${name} exists in namespace "${namespace}" as ${typeName(have)}; durable-mcp needs ${typeName(type)}`);
+      else print(`search attribute ${name} (${typeName(type)}): registered`);
+    }
+    if (Object.keys(missing).length === 0) return;
+    try {
+      await operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
+    } catch (err) {
+      if (permissionDenied(err)) {
+        const names = Object.keys(missing);
+        throw new SetupRefusedError(
+          `search attribute ${names.join(', ')} is missing from namespace "${namespace}" and this identity may not add it (${(err as Error).message}). ` +
+            `An administrator adds it with: ${names.map((n) => `temporal operator search-attribute create --namespace ${namespace} --name ${n} --type Keyword`).join('; ')}` +
+            ` (Temporal Cloud: tcld namespace search-attributes add --namespace ${namespace} ${names.map((n) => `--search-attribute "${n}=Keyword"`).join(' ')})`,
+        );
+      }
+      if (!/already exists|AlreadyExists/i.test((err as Error).message)) throw err;
+    }
+    // Registration reaches every frontend's cache after a moment; turns started before then fail.
+    const deadline = Date.now() + visibleWithinMs;
+    for (;;) {
+      const now = await listed();
+      if (Object.keys(missing).every((n) => now[n] !== undefined)) break;
+      if (Date.now() > deadline) throw new Error(`search attribute ${Object.keys(missing).join(', ')} was added but is not listed after ${visibleWithinMs / 1000}s`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    for (const [name, type] of Object.entries(missing)) print(`search attribute ${name} (${typeName(type)}): added`);
+  } finally {
+    await connection.close();
+  }
+}
