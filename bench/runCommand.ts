@@ -49,6 +49,7 @@ async function main(): Promise<void> {
     DMCP_DEV_PORT: '0',
     DMCP_DEV_UI_PORT: '0',
     DMCP_CODEC_PORT: '0',
+    DMCP_API_PORT: '0',
     DMCP_NO_USER_CONFIG: '1',
   };
   await mkdir(work, { recursive: true });

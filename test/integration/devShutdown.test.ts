@@ -21,6 +21,8 @@ interface Dev {
   log: string;
   doneLog: string;
   exit: Promise<number | null>;
+  /** What dev printed so far (its addresses once it is running). */
+  stdout(): string;
 }
 
 async function startDev(): Promise<Dev> {
@@ -42,6 +44,7 @@ async function startDev(): Promise<Dev> {
       DMCP_DEV_PORT: '0',
       DMCP_DEV_UI_PORT: '0',
       DMCP_CODEC_PORT: '0',
+      DMCP_API_PORT: '0',
       FIXTURE_LOG: log,
       FIXTURE_DONE_LOG: doneLog,
     },
@@ -55,7 +58,7 @@ async function startDev(): Promise<Dev> {
   assert.equal(child.exitCode, null, `dev exited early: ${out}`);
   const address = /Temporal server:\s+(\S+)/.exec(out)?.[1];
   assert.ok(address, out);
-  return { child, address, dataDir, log, doneLog, exit };
+  return { child, address, dataDir, log, doneLog, exit, stdout: () => out };
 }
 
 async function slowCallRunning(dev: Dev, ms: number): Promise<{ serverPid: number; devServerPid: number; call: Promise<unknown> }> {
@@ -75,6 +78,28 @@ const started: number[] = [];
 after(() => killGroups(started));
 
 describe('durable-mcp dev and Ctrl-C', { timeout: 180_000 }, () => {
+  test('dev serves the HTTP API on its worker, and Ctrl-C stops it with the rest', async () => {
+    const dev = await startDev();
+    const stdout = dev.stdout();
+    const url = /HTTP API:\s+(http:\/\/\S+)/.exec(stdout)?.[1];
+    assert.ok(url, stdout);
+    const session = `dev-api-${Date.now()}`;
+    const started = await fetch(`${url}/api/v1/sessions/${session}/turns`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(started.status, 201, await started.clone().text());
+    const turn = (await started.json()) as { turn: number; tools: { name: string }[] };
+    assert.ok(turn.tools.some((t) => t.name === 'mcp__fixture__echo'), JSON.stringify(turn.tools));
+    const call = await fetch(`${url}/api/v1/sessions/${session}/turns/${turn.turn}/calls`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'c1', name: 'mcp__fixture__echo', arguments: { text: 'through dev' } }),
+    });
+    assert.equal(call.status, 200, await call.clone().text());
+    assert.match(JSON.stringify(await call.json()), /through dev/);
+    process.kill(-dev.child.pid!, 'SIGINT');
+    assert.equal(await dev.exit, 130);
+    await assert.rejects(fetch(`${url}/healthz`), 'the API stopped with dev');
+  });
+
   test('one Ctrl-C: the running call finishes, then servers and the dev server stop; exit 130', async () => {
     const dev = await startDev();
     const { serverPid, devServerPid } = await slowCallRunning(dev, 3000);

@@ -1,0 +1,492 @@
+/**
+ * The HTTP API over `TurnClient`: turns, calls, status, events and transcripts. Stateless: every
+ * answer is read from, or sent to, Temporal, so several instances can serve behind one balancer.
+ */
+import { randomUUID } from 'node:crypto';
+import { OpenAPIHono, createRoute, z, type RouteConfig } from '@hono/zod-openapi';
+import type { HttpBindings } from '@hono/node-server';
+import type { Context, MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import { streamSSE } from 'hono/streaming';
+import type { Logger } from 'pino';
+import type { CallOutcome, CallRequest } from '../contract/index.js';
+import type { TurnClient } from '../client/turnClient.js';
+import type { Transcript } from '../client/transcript.js';
+import { shapeForModel, type ShapeLimits } from '../shaping/index.js';
+import { bearerToken, findToken, isLoopback, tokenAllows, type ApiToken } from './auth.js';
+import { admitRefs, type ApiBoundary } from './boundary.js';
+import { binaryOf, linkBinaryContent } from './content.js';
+import { ApiError, errorBody, toApiError, type ErrorCode } from './errors.js';
+import { sessionEvents } from './events.js';
+import { callProgress } from './progress.js';
+import { callFingerprint, createCallRecords, type RecordedCall } from './recorded.js';
+import { referencePage } from './referencePage.js';
+import * as S from './schemas.js';
+
+/** Options of {@link createApi}. */
+export interface ApiOptions {
+  turns: TurnClient;
+  logger: Logger;
+  /** Hashed bearer tokens; empty: only clients on this machine (loopback) are served. */
+  tokens: readonly ApiToken[];
+  /** Which turn references callers may name (see `api/boundary.ts`). */
+  boundary: ApiBoundary;
+  /** Request bodies larger than this get 413. */
+  maxBodyBytes: number;
+  /** How long a call request waits for its outcome before answering 202 with where to poll. */
+  callWaitMs: number;
+  /** What `?render=model` renders (the worker's shaping limits). */
+  shapeLimits: ShapeLimits;
+  /** How often an event stream reads Temporal (default 500 ms). */
+  eventsPollMs?: number;
+  /** Aborted when the server shuts down: event streams end so the server can close. */
+  shutdown?: AbortSignal;
+}
+
+type Env = { Bindings: HttpBindings; Variables: { requestId: string; token?: ApiToken } };
+
+const API = '/api/v1';
+const JSON_TYPE = 'application/json';
+
+/** Every error answer a route may give, described once. */
+function errors(...codes: number[]): RouteConfig['responses'] {
+  const out: RouteConfig['responses'] = {};
+  for (const code of [...new Set([400, 401, 403, 413, 415, 429, 500, 503, ...codes])]) {
+    out[code] = { description: 'An error; `error.code` is stable.', content: { [JSON_TYPE]: { schema: S.ErrorSchema } } };
+  }
+  return out;
+}
+
+function ok<T extends z.ZodType>(schema: T, description: string) {
+  return { description, content: { [JSON_TYPE]: { schema } } };
+}
+
+const jsonBody = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { [JSON_TYPE]: { schema } } } });
+
+const turnIdOf = (sessionId: string, turn: string) => `${sessionId}/${turn}`;
+const turnPath = (sessionId: string, turn: string) => `${API}/sessions/${encodeURIComponent(sessionId)}/turns/${turn}`;
+const callPath = (sessionId: string, turn: string, callId: string) => `${turnPath(sessionId, turn)}/calls/${encodeURIComponent(callId)}`;
+
+/** The transcript as JSON for a client: binary content as links. */
+function linkedTranscript(t: Transcript, sessionId: string, turn: string) {
+  return {
+    ...t,
+    calls: t.calls.map((c) => ({
+      ...c,
+      ...(c.outcome ? { outcome: { ...c.outcome, content: linkBinaryContent(c.outcome.content, `${callPath(sessionId, turn, c.id)}/content`) } } : {}),
+    })),
+  };
+}
+
+const requestIdRe = /^[\w.:-]{1,64}$/;
+
+export function createApi(options: ApiOptions): OpenAPIHono<Env> {
+  const { turns, logger } = options;
+  const records = createCallRecords(turns.client);
+  const app = new OpenAPIHono<Env>({
+    defaultHook: (result) => {
+      if (!result.success) {
+        const issue = result.error.issues[0];
+        const target = result.target === 'param' ? 'path' : result.target === 'json' ? 'body' : result.target;
+        const field = [target, ...(issue?.path ?? []).map(String)].join('.');
+        throw new ApiError('bad_request', `${field}: ${issue?.message ?? 'invalid'}`, field);
+      }
+    },
+  });
+
+  const fail = (c: Context<Env>, err: ApiError) => {
+    if (err.retryAfter !== undefined) c.header('Retry-After', String(err.retryAfter));
+    if (err.code === 'unauthorized') c.header('WWW-Authenticate', 'Bearer');
+    return c.json(errorBody(err, c.get('requestId') ?? ''), err.status);
+  };
+
+  app.use('*', async (c, next) => {
+    const given = c.req.header('x-request-id');
+    const requestId = given && requestIdRe.test(given) ? given : randomUUID();
+    c.set('requestId', requestId);
+    const started = performance.now();
+    await next();
+    c.header('X-Request-Id', requestId);
+    c.header('X-Content-Type-Options', 'nosniff');
+    c.header('Cache-Control', 'no-store');
+    // The path only: a query may hold a caller's data, and headers (the token) are never logged.
+    logger.info({ requestId, method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) }, 'request');
+  });
+
+  app.onError((err, c) => {
+    if (err instanceof HTTPException && !(err instanceof ApiError)) {
+      const code: ErrorCode = err.status === 413 ? 'payload_too_large' : err.status === 415 ? 'unsupported_media_type' : err.status === 401 ? 'unauthorized' : 'bad_request';
+      const message = code === 'unsupported_media_type' ? 'body: send it as application/json (Content-Type)' : `body: ${err.message || 'malformed request'}`;
+      return fail(c, new ApiError(code, message, code === 'bad_request' || code === 'unsupported_media_type' ? 'body' : undefined));
+    }
+    const apiError = toApiError(err);
+    if (apiError.code === 'internal' || apiError.code === 'unavailable') logger.error({ requestId: c.get('requestId'), err }, 'request failed');
+    return fail(c, apiError);
+  });
+  app.notFound((c) => fail(c, new ApiError('not_found', `no route ${c.req.method} ${c.req.path}`)));
+
+  app.use(`${API}/*`, bodyLimit({ maxSize: options.maxBodyBytes, onError: () => { throw new ApiError('payload_too_large', `the body is larger than ${options.maxBodyBytes} bytes (DMCP_API_MAX_BODY)`); } }));
+
+  const authorize: MiddlewareHandler<Env> = async (c, next) => {
+    const sessionId = c.req.param('sessionId') ?? '';
+    if (options.tokens.length === 0) {
+      if (!isLoopback(c.env?.incoming?.socket?.remoteAddress)) {
+        throw new ApiError('forbidden', 'this API has no tokens configured and serves only clients on its own machine (set DMCP_API_TOKENS)');
+      }
+      return next();
+    }
+    const presented = bearerToken(c.req.header('authorization'));
+    if (!presented) throw new ApiError('unauthorized', 'send "Authorization: Bearer <token>"');
+    const token = findToken(options.tokens, presented);
+    if (!token) throw new ApiError('unauthorized', 'the token is not known to this API');
+    if (!tokenAllows(token, sessionId)) throw new ApiError('forbidden', `the token may not reach session ${JSON.stringify(sessionId)}`);
+    c.set('token', token);
+    return next();
+  };
+  app.use(`${API}/sessions/:sessionId/*`, authorize);
+  app.use(`${API}/sessions/:sessionId`, authorize);
+
+  // --- operations ---
+
+  app.openapi(
+    createRoute({ method: 'get', path: '/healthz', tags: ['operations'], summary: 'The process is up', responses: { 200: ok(S.HealthSchema, 'Up') } }),
+    (c) => c.json({ ok: true }, 200),
+  );
+  app.openapi(
+    createRoute({
+      method: 'get', path: '/readyz', tags: ['operations'], summary: 'Temporal is reachable',
+      responses: { 200: ok(S.HealthSchema, 'Ready'), 503: ok(S.HealthSchema, 'Temporal is not reachable') },
+    }),
+    async (c) => {
+      try {
+        await withTimeout(turns.client.connection.workflowService.getSystemInfo({}), 3000);
+        return c.json({ ok: true, temporal: 'reachable' }, 200);
+      } catch {
+        return c.json({ ok: false, temporal: 'unreachable' }, 503);
+      }
+    },
+  );
+
+  // --- turns ---
+
+  app.openapi(
+    createRoute({
+      method: 'post', path: `${API}/sessions/{sessionId}/turns`, tags: ['turns'],
+      summary: 'Start a turn (interactive), or run one (batch, with `calls`)',
+      description: 'Interactive: answers once the servers are reconciled and the tool list is frozen. Batch: answers with every outcome once the turn has run.',
+      request: { params: S.SessionParams, ...jsonBody(S.StartTurnSchema) },
+      responses: {
+        200: ok(S.TurnResultSchema, 'The batch ran; every outcome'),
+        201: ok(S.TurnStartedSchema, 'The turn started: status, frozen tool list, servers paragraph'),
+        ...errors(404, 409, 422),
+      },
+    }),
+    async (c) => {
+      const { sessionId } = c.req.valid('param');
+      const body = c.req.valid('json');
+      const refs = {
+        workspace: body.workspace ?? process.cwd(),
+        mcpConfigFiles: body.servers?.mcpConfigFiles ?? [],
+        inlineSpecs: body.servers?.inlineSpecs ?? [],
+        plugins: body.servers?.plugins ?? [],
+      };
+      const admitted = await admitRefs(options.boundary, refs);
+      if ('refused' in admitted) throw new ApiError('forbidden', `body.${admitted.refused.field}: ${admitted.refused.message}`, `body.${admitted.refused.field}`);
+      const start = {
+        sessionId,
+        workspace: refs.workspace,
+        servers: { mcpConfigFiles: refs.mcpConfigFiles, inlineSpecs: refs.inlineSpecs, plugins: refs.plugins },
+        ...(body.limits ? { limits: body.limits } : {}),
+        ...(body.turn !== undefined ? { turn: body.turn } : {}),
+        unsigned: !admitted.sign,
+      };
+      if (body.calls) {
+        const result = await turns.runBatch({ ...start, calls: body.calls as CallRequest[][] });
+        const turn = result.turnId.slice(sessionId.length + 1);
+        return c.json({ sessionId, turnId: result.turnId, turn, endedBy: result.endedBy, calls: result.calls, ...(result.callsBefore !== undefined ? { callsBefore: result.callsBefore } : {}) }, 200);
+      }
+      const t = await turns.startTurn(start);
+      const turn = t.turnId.slice(sessionId.length + 1);
+      const base = turnPath(sessionId, turn);
+      c.header('Location', base);
+      return c.json(
+        {
+          sessionId, turnId: t.turnId, turn, workerQueue: t.workerQueue, status: t.status, tools: t.tools, serversParagraph: t.serversParagraph,
+          links: { calls: `${base}/calls`, end: `${base}/end`, transcript: `${base}/transcript` },
+        },
+        201,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get', path: `${API}/sessions/{sessionId}/turns`, tags: ['turns'], summary: "The session's turns, oldest first",
+      request: { params: S.SessionParams },
+      responses: { 200: ok(S.TurnListSchema, 'Turns'), ...errors() },
+    }),
+    async (c) => {
+      const { sessionId } = c.req.valid('param');
+      const ids = await turns.sessionTurns(sessionId);
+      const list = ids.map((turnId) => {
+        const turn = turnId.slice(sessionId.length + 1);
+        return { turnId, turn, href: turnPath(sessionId, turn) };
+      });
+      return c.json({ sessionId, turns: list }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post', path: `${API}/sessions/{sessionId}/turns/{turn}/end`, tags: ['turns'], summary: 'End an interactive turn',
+      request: { params: S.TurnParams },
+      responses: { 200: ok(S.TurnResultSchema, 'The turn ended; its calls'), ...errors(404, 409) },
+    }),
+    async (c) => {
+      const { sessionId, turn } = c.req.valid('param');
+      const result = await answerWithin(turns.endTurn(turnIdOf(sessionId, turn)), options.callWaitMs, 'the turn did not end');
+      return c.json({ sessionId, turnId: result.turnId, turn, endedBy: result.endedBy, calls: result.calls, ...(result.callsBefore !== undefined ? { callsBefore: result.callsBefore } : {}) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get', path: `${API}/sessions/{sessionId}/turns/{turn}/transcript`, tags: ['transcripts'],
+      summary: 'A turn rendered from its history (across continue-as-new runs)',
+      description: 'Images, audio and blobs are links (`href`) to their bytes, authorized like the rest.',
+      request: { params: S.TurnParams },
+      responses: { 200: ok(S.TranscriptSchema, 'The transcript'), ...errors(404) },
+    }),
+    async (c) => {
+      const { sessionId, turn } = c.req.valid('param');
+      const t = await readTranscript(turns, sessionId, turn);
+      return c.json(linkedTranscript(t, sessionId, turn), 200);
+    },
+  );
+
+  // --- calls ---
+
+  app.openapi(
+    createRoute({
+      method: 'post', path: `${API}/sessions/{sessionId}/turns/{turn}/calls`, tags: ['calls'],
+      summary: 'Run one tool call (idempotent by call ID)',
+      description:
+        'The call ID is the Update ID: the same ID returns the recorded outcome and never runs the tool again; the same ID with other arguments is 409. ' +
+        'A call still running after `wait` (default DMCP_API_CALL_WAIT) answers 202 with where to poll; a 202 comes only once the turn has accepted the call, so the poll finds it.',
+      request: { params: S.TurnParams, query: S.CallQuerySchema, ...jsonBody(S.CallRequestSchema) },
+      responses: {
+        200: ok(S.CallResultSchema, 'The outcome (the recorded one for a repeated ID)'),
+        202: ok(S.CallPendingSchema, 'Still running; poll `poll`'),
+        ...errors(404, 409, 422),
+      },
+    }),
+    async (c) => {
+      const { sessionId, turn } = c.req.valid('param');
+      const query = c.req.valid('query');
+      const request = c.req.valid('json') as CallRequest;
+      const turnId = turnIdOf(sessionId, turn);
+      const waitMs = Math.min(query.wait !== undefined ? Number(query.wait) : options.callWaitMs, options.callWaitMs);
+      const deadline = Date.now() + waitMs;
+      // Only an accepted call is in history, where a poll finds it: a 202 comes after acceptance.
+      const accepted = await answerWithin(turns.startCall(turnId, request), options.callWaitMs, 'the turn did not accept the call');
+      // Once accepted, history holds what the ID was first sent with: read it while the tool runs.
+      const outcome = accepted.result();
+      // A call still running when we answer 202 settles later, unobserved.
+      outcome.catch(() => undefined);
+      const [recorded, answer]: [RecordedCall | undefined, CallOutcome | typeof TIMED_OUT] = await Promise.all([
+        records.recorded(turnId, request.id, accepted.workflowRunId),
+        raceTimeout(outcome, Math.max(0, deadline - Date.now())),
+      ]);
+      if (recorded && 'earlier' in recorded) {
+        throw new ApiError('call_id_conflict', `call ID ${JSON.stringify(request.id)} ran earlier in this turn; its outcome is in the transcript`, 'body.id');
+      }
+      if (recorded && recorded.fingerprint !== callFingerprint(request)) {
+        throw new ApiError('call_id_conflict', `call ID ${JSON.stringify(request.id)} was already sent with another tool or other arguments; a new call needs a new ID`, 'body.id');
+      }
+      const poll = callPath(sessionId, turn, request.id);
+      if (answer === TIMED_OUT) {
+        const progress = await callProgress(turns.client, turnId, request.id).catch(() => undefined);
+        c.header('Location', poll);
+        c.header('Retry-After', '1');
+        return c.json({ id: request.id, state: 'running' as const, poll, ...(progress ? { progress } : {}) }, 202);
+      }
+      return c.json(await callResult(request.id, request.name, answer, query.render === 'model', options.shapeLimits), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get', path: `${API}/sessions/{sessionId}/turns/{turn}/calls/{callId}`, tags: ['calls'],
+      summary: 'A call sent earlier: its outcome, or 202 while it runs',
+      request: { params: S.CallParams, query: S.CallQuerySchema.pick({ render: true }) },
+      responses: { 200: ok(S.CallResultSchema, 'The recorded outcome'), 202: ok(S.CallPendingSchema, 'Still running'), ...errors(404) },
+    }),
+    async (c) => {
+      const { sessionId, turn, callId } = c.req.valid('param');
+      const { render } = c.req.valid('query');
+      const turnId = turnIdOf(sessionId, turn);
+      const t = await readTranscript(turns, sessionId, turn);
+      const call = t.calls.find((x) => x.id === callId);
+      if (!call) throw new ApiError('not_found', `no call ${JSON.stringify(callId)} in turn ${turnId}`, 'path.callId');
+      if (!call.outcome) {
+        const poll = callPath(sessionId, turn, callId);
+        const progress = await callProgress(turns.client, turnId, callId).catch(() => undefined);
+        c.header('Retry-After', '1');
+        return c.json({ id: callId, state: 'running' as const, poll, ...(progress ? { progress } : {}) }, 202);
+      }
+      return c.json(await callResult(call.id, call.name, call.outcome, render === 'model', options.shapeLimits), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post', path: `${API}/sessions/{sessionId}/turns/{turn}/calls/{callId}/cancel`, tags: ['calls'],
+      summary: 'Cancel a running call (the server is sent notifications/cancelled)',
+      request: { params: S.CallParams },
+      responses: { 200: ok(S.CancelResultSchema, '`cancelled` is false when no such call was running'), ...errors(404, 409) },
+    }),
+    async (c) => {
+      const { sessionId, turn, callId } = c.req.valid('param');
+      const cancelled = await answerWithin(turns.cancelCall(turnIdOf(sessionId, turn), callId), options.callWaitMs, 'the turn did not answer the cancellation');
+      return c.json({ id: callId, cancelled }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get', path: `${API}/sessions/{sessionId}/turns/{turn}/calls/{callId}/content/{index}`, tags: ['transcripts'],
+      summary: "The bytes of one binary content block of a call's outcome",
+      description: 'Images are served as the type their bytes show; other blocks as application/octet-stream (audio as its declared audio type).',
+      request: { params: S.ContentParams },
+      responses: {
+        200: { description: 'The bytes', content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) }, 'image/png': { schema: z.string().openapi({ format: 'binary' }) } } },
+        ...errors(404),
+      },
+    }),
+    async (c) => {
+      const { sessionId, turn, callId, index } = c.req.valid('param');
+      const t = await readTranscript(turns, sessionId, turn);
+      const call = t.calls.find((x) => x.id === callId);
+      const bin = binaryOf(call?.outcome?.content[Number(index)]);
+      if (!bin) throw new ApiError('not_found', `no binary content block ${index} in call ${JSON.stringify(callId)}`, 'path.index');
+      c.header('Content-Security-Policy', "default-src 'none'");
+      c.header('Content-Disposition', `inline; filename="${callId.replace(/[^\w.-]/g, '_')}-${index}"`);
+      return c.body(new Uint8Array(bin.bytes), 200, { 'Content-Type': bin.contentType });
+    },
+  );
+
+  // --- status and events ---
+
+  app.openapi(
+    createRoute({
+      method: 'get', path: `${API}/sessions/{sessionId}/mcp`, tags: ['status'],
+      summary: "The session's latest server status, with the time it was reported",
+      request: { params: S.SessionParams },
+      responses: { 200: ok(S.SessionStatusSchema, 'The newest turn\'s status'), ...errors(404) },
+    }),
+    async (c) => {
+      const { sessionId } = c.req.valid('param');
+      const latest = await turns.getStatus(sessionId);
+      if (!latest) throw new ApiError('not_found', `no turns for session ${JSON.stringify(sessionId)}`, 'path.sessionId');
+      return c.json({ sessionId, turnId: latest.turnId, ...(latest.status ? { reportedAt: latest.status.reportedAt, status: latest.status } : {}) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get', path: `${API}/sessions/{sessionId}/events`, tags: ['status'],
+      summary: "The session's events (Server-Sent Events)",
+      description:
+        '`mcp.status` at the start of every turn, `call.started` and `call.finished` per call, `turn.ended`. The newest turn is sent from its start on connect; ' +
+        'event IDs are stable, so a reconnecting client can drop what it has.',
+      request: { params: S.SessionParams },
+      responses: { 200: { description: 'An event stream', content: { 'text/event-stream': { schema: z.string() } } }, ...errors() },
+    }),
+    (c) => {
+      const { sessionId } = c.req.valid('param');
+      return streamSSE(c, async (stream) => {
+        const stop = new AbortController();
+        const abort = () => stop.abort();
+        stream.onAbort(abort);
+        options.shutdown?.addEventListener('abort', abort, { once: true });
+        const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n').catch(abort), 15_000);
+        try {
+          for await (const e of sessionEvents(turns, sessionId, { pollMs: options.eventsPollMs ?? 500, signal: stop.signal })) {
+            await stream.writeSSE({ id: e.id, event: e.event, data: JSON.stringify(e.data) });
+          }
+        } catch (err) {
+          if (!stop.signal.aborted) {
+            const apiError = toApiError(err);
+            logger.warn({ requestId: c.get('requestId'), err }, 'event stream failed');
+            await stream.writeSSE({ event: 'error', data: JSON.stringify(errorBody(apiError, c.get('requestId')).error) }).catch(() => undefined);
+          }
+        } finally {
+          clearInterval(keepAlive);
+          options.shutdown?.removeEventListener('abort', abort);
+        }
+      });
+    },
+  );
+
+  // --- the document and its page ---
+
+  app.doc31(`${API}/openapi.json`, {
+    openapi: '3.1.0',
+    info: {
+      title: 'durable-mcp API',
+      version: '1',
+      description: 'Turns, tool calls (idempotent by call ID), server status, events and transcripts of durable-mcp. Every fact lives in Temporal.',
+    },
+    servers: [{ url: '/' }],
+    security: [{ bearer: [] }],
+  });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
+    type: 'http', scheme: 'bearer', description: 'A token configured on the API (stored there as its SHA-256). Without configured tokens, only loopback clients are served.',
+  });
+  app.get(`${API}/docs`, (c) => {
+    c.header('Content-Security-Policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'");
+    return c.html(referencePage(`${API}/openapi.json`));
+  });
+
+  return app;
+}
+
+async function readTranscript(turns: TurnClient, sessionId: string, turn: string): Promise<Transcript> {
+  const turnId = turnIdOf(sessionId, turn);
+  const t = await turns.transcript(turnId);
+  // A turn that never existed reads as an empty history; one of another session cannot be named.
+  if (t.sessionId !== sessionId) throw new ApiError('not_found', `no turn ${turnId}`, 'path.turn');
+  return t;
+}
+
+async function callResult(id: string, name: string, outcome: CallOutcome, render: boolean, limits: ShapeLimits) {
+  return { id, name, outcome, ...(render ? { model: await shapeForModel(outcome, limits) } : {}) };
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+async function raceTimeout<T>(p: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<typeof TIMED_OUT>((resolve) => (timer = setTimeout(() => resolve(TIMED_OUT), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * `p`, or a 503 when the turn has not answered within `ms` (a turn still starting, or one whose
+ * worker is gone). Ending and cancelling are idempotent, so the client may send them again.
+ */
+async function answerWithin<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  p.catch(() => undefined);
+  const answer = await raceTimeout(p, ms);
+  if (answer === TIMED_OUT) throw new ApiError('turn_not_answering', `${what} within ${Math.round(ms / 1000)} s; sending the same request again is safe`, undefined, 1);
+  return answer;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), ms)))]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,257 @@
+/**
+ * The API's shapes: one zod schema each, used both to validate requests and to generate the
+ * OpenAPI document (no second copy). Response schemas describe what history holds
+ * (`contract/`), loosely where a server decides the shape (content blocks, input schemas).
+ */
+import { z } from '@hono/zod-openapi';
+import { END_TURN_UPDATE_ID } from '../contract/index.js';
+import { SESSION_ID_RE } from '../client/turnClient.js';
+import { ERROR_STATUS } from './errors.js';
+
+/** Lengths the turn itself refuses beyond (its Update validator); checked here first for a clear 400. */
+const MAX_ID_CHARS = 256;
+const MAX_NAME_CHARS = 256;
+
+export const SessionIdParam = z
+  .string()
+  .regex(SESSION_ID_RE, 'letters, digits, ".", "_", ":" or "-", starting with a letter or digit, at most 128')
+  .openapi({ param: { name: 'sessionId', in: 'path' }, example: 'agent-7' });
+
+export const TurnParam = z
+  .string()
+  .regex(/^turn-[1-9]\d{0,8}$/, 'turn-<n>')
+  .openapi({ param: { name: 'turn', in: 'path' }, example: 'turn-1' });
+
+export const CallIdParam = z
+  .string()
+  .min(1)
+  .max(MAX_ID_CHARS)
+  .openapi({ param: { name: 'callId', in: 'path' }, example: 'toolu_01' });
+
+export const IndexParam = z
+  .string()
+  .regex(/^\d{1,4}$/, 'a block index')
+  .openapi({ param: { name: 'index', in: 'path' }, example: '0' });
+
+export const SessionParams = z.object({ sessionId: SessionIdParam });
+export const TurnParams = z.object({ sessionId: SessionIdParam, turn: TurnParam });
+export const CallParams = z.object({ sessionId: SessionIdParam, turn: TurnParam, callId: CallIdParam });
+export const ContentParams = z.object({ sessionId: SessionIdParam, turn: TurnParam, callId: CallIdParam, index: IndexParam });
+
+const JsonObject = z.record(z.string(), z.unknown());
+
+export const CallRequestSchema = z
+  .object({
+    id: z
+      .string()
+      .min(1)
+      .max(MAX_ID_CHARS)
+      .refine((id) => id !== END_TURN_UPDATE_ID, `"${END_TURN_UPDATE_ID}" is reserved for ending the turn`)
+      .openapi({ description: "The model's tool-call ID; the call's identity: sending it again returns the recorded outcome.", example: 'toolu_01' }),
+    name: z.string().min(1).max(MAX_NAME_CHARS).openapi({ description: 'Public tool name, as listed in the turn\'s tools.', example: 'mcp__everything__echo' }),
+    arguments: JsonObject.optional().openapi({ description: 'The tool arguments (a JSON object).', example: { message: 'hi' } }),
+  })
+  .strict()
+  .openapi('CallRequest');
+
+const absolutePath = z.string().min(1).max(4096).regex(/^\//, 'an absolute path');
+
+export const StartTurnSchema = z
+  .object({
+    workspace: absolutePath.optional().openapi({ description: "The turn's workspace (absolute; default: the API process's working directory)." }),
+    servers: z
+      .object({
+        mcpConfigFiles: z.array(absolutePath).max(32).optional(),
+        inlineSpecs: z.array(z.string().min(1).max(4096)).max(32).optional(),
+        plugins: z.array(absolutePath).max(32).optional(),
+      })
+      .strict()
+      .optional()
+      .openapi({ description: 'Config references, resolved on the worker; each must be allowed by the API (see docs/api.md).' }),
+    limits: z
+      .object({
+        toolTimeoutMs: z.number().int().min(1).max(86_400_000).optional(),
+        heartbeatTimeoutMs: z.number().int().min(1000).max(3_600_000).optional(),
+        scheduleToStartMs: z.number().int().min(1).max(3_600_000).optional(),
+        idleMs: z.number().int().min(1000).max(86_400_000).optional(),
+      })
+      .strict()
+      .optional(),
+    turn: z.number().int().min(1).max(999_999_999).optional().openapi({ description: 'Turn number; give it to make a retried start attach to the same turn.' }),
+    calls: z
+      .array(z.array(CallRequestSchema).min(1).max(100))
+      .min(1)
+      .max(100)
+      .optional()
+      .openapi({ description: 'Batch form: groups run in order, the calls of a group in parallel; the answer holds every outcome.' }),
+  })
+  .strict()
+  .openapi('StartTurn');
+
+export const ServerStatusSchema = z
+  .object({
+    name: z.string(),
+    layer: z.enum(['configDir', 'workspace', 'plugin', 'explicit', 'inline']),
+    source: z.string(),
+    transport: z.enum(['stdio', 'http', 'sse']),
+    state: z.enum(['ready', 'degraded', 'failed', 'disabled', 'off']),
+    tools: z.array(z.string()),
+    error: z.string().optional(),
+    warnings: z.array(z.string()),
+    pid: z.number().int().optional(),
+  })
+  .openapi('ServerStatus');
+
+export const TurnStatusSchema = z
+  .object({
+    mcp: z.enum(['on', 'off']),
+    servers: z.array(ServerStatusSchema),
+    warnings: z.array(z.string()),
+    reportedAt: z.string().openapi({ description: 'ISO time the worker produced the status.' }),
+  })
+  .openapi('TurnStatus');
+
+export const ToolSchema = z
+  .object({
+    name: z.string(),
+    server: z.string(),
+    tool: z.string(),
+    description: z.string(),
+    inputSchema: JsonObject,
+    annotations: JsonObject.optional(),
+    timeoutMs: z.number().optional(),
+    retry: z.enum(['safe', 'never']).optional(),
+  })
+  .openapi('Tool');
+
+/** A content block: text, image, audio, resource link or embedded resource (binary data as links in transcripts). */
+export const ContentBlockSchema = z.looseObject({ type: z.string() }).openapi('ContentBlock');
+
+export const OutcomeSchema = z
+  .object({
+    status: z.enum(['ok', 'error']),
+    content: z.array(ContentBlockSchema),
+    isError: z.boolean(),
+    structuredContent: JsonObject.optional(),
+    errorKind: z.enum(['bad_request', 'transport', 'unknown_result', 'timeout', 'cancelled']).optional(),
+    errorMessage: z.string().optional(),
+    startedAt: z.string(),
+    durationMs: z.number(),
+    attempts: z.number().int(),
+  })
+  .openapi('Outcome');
+
+export const ModelViewSchema = z
+  .object({
+    text: z.string(),
+    images: z.array(z.object({ mimeType: z.string(), data: z.string(), bytes: z.number().int(), index: z.number().int() })),
+    cutTokens: z.number().int(),
+    cutApproximate: z.boolean(),
+    notes: z.array(z.string()),
+  })
+  .openapi('ModelView');
+
+export const CallResultSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    outcome: OutcomeSchema,
+    model: ModelViewSchema.optional().openapi({ description: 'With ?render=model: what the model should read.' }),
+  })
+  .openapi('CallResult');
+
+export const CallPendingSchema = z
+  .object({
+    id: z.string(),
+    state: z.literal('running'),
+    poll: z.string().openapi({ description: 'GET this for the outcome.' }),
+    progress: JsonObject.optional().openapi({ description: "The latest progress the server reported (its notification's fields)." }),
+  })
+  .openapi('CallPending');
+
+export const CallRecordSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    arguments: JsonObject,
+    outcome: OutcomeSchema.optional(),
+    failures: z.array(z.string()),
+    summary: z.string().optional(),
+  })
+  .openapi('CallRecord');
+
+export const TurnStartedSchema = z
+  .object({
+    sessionId: z.string(),
+    turnId: z.string(),
+    turn: z.string(),
+    workerQueue: z.string(),
+    status: TurnStatusSchema,
+    tools: z.array(ToolSchema),
+    serversParagraph: z.string(),
+    links: z.object({ calls: z.string(), end: z.string(), transcript: z.string() }),
+  })
+  .openapi('TurnStarted');
+
+export const TurnResultSchema = z
+  .object({
+    sessionId: z.string(),
+    turnId: z.string(),
+    turn: z.string(),
+    endedBy: z.enum(['batch', 'endTurn', 'idle']),
+    calls: z.array(z.object({ id: z.string(), name: z.string(), arguments: JsonObject, outcome: OutcomeSchema })),
+    callsBefore: z.number().int().optional(),
+  })
+  .openapi('TurnResult');
+
+export const TranscriptSchema = z
+  .object({
+    turnId: z.string(),
+    sessionId: z.string().optional(),
+    workerQueue: z.string().optional(),
+    status: TurnStatusSchema.optional(),
+    serversParagraph: z.string().optional(),
+    tools: z.array(ToolSchema),
+    calls: z.array(CallRecordSchema),
+    endedBy: z.enum(['batch', 'endTurn', 'idle']).optional(),
+    state: z.enum(['running', 'completed', 'failed', 'terminated', 'timed out', 'cancelled', 'continued']),
+    failure: z.string().optional(),
+  })
+  .openapi('Transcript');
+
+export const SessionStatusSchema = z
+  .object({
+    sessionId: z.string(),
+    turnId: z.string(),
+    reportedAt: z.string().optional(),
+    status: TurnStatusSchema.optional(),
+  })
+  .openapi('SessionStatus');
+
+export const TurnListSchema = z
+  .object({ sessionId: z.string(), turns: z.array(z.object({ turnId: z.string(), turn: z.string(), href: z.string() })) })
+  .openapi('TurnList');
+
+export const CancelResultSchema = z.object({ id: z.string(), cancelled: z.boolean() }).openapi('CancelResult');
+
+export const CallQuerySchema = z.object({
+  render: z.enum(['model']).optional().openapi({ description: 'model: also return what the model should read (shaped text and images).' }),
+  wait: z
+    .string()
+    .regex(/^\d{1,6}$/, 'milliseconds')
+    .optional()
+    .openapi({ description: 'How long to wait for the outcome before answering 202 (ms; at most the server\'s DMCP_API_CALL_WAIT).' }),
+});
+
+export const ErrorSchema = z
+  .object({
+    error: z.object({
+      code: z.enum(Object.keys(ERROR_STATUS) as [keyof typeof ERROR_STATUS, ...(keyof typeof ERROR_STATUS)[]]),
+      message: z.string(),
+      field: z.string().optional(),
+      requestId: z.string(),
+    }),
+  })
+  .openapi('Error');
+
+export const HealthSchema = z.object({ ok: z.boolean(), temporal: z.string().optional() }).openapi('Health');

@@ -1,0 +1,126 @@
+/** `durable-mcp api`: the HTTP API for orchestrators, over the same TurnClient as the CLI. */
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import type { TurnClient } from '../client/turnClient.js';
+import type { Logger } from 'pino';
+import { SettingsError, loadSettings, type Settings } from '../settings/index.js';
+import { TUNED_MAX_IN_FLIGHT_UPDATES } from '../dev/devServer.js';
+import { createLogger } from '../worker/logger.js';
+import { parseTokens, type ApiToken } from '../api/auth.js';
+import { resolveTemporalTarget } from '../connection/index.js';
+import { runningDev, secretsOf } from './embedded.js';
+import { handleStopSignals } from './signals.js';
+
+/** The configured tokens (hashes), from DMCP_API_TOKENS and DMCP_API_TOKENS_FILE. */
+export async function apiTokens(settings: Settings): Promise<ApiToken[]> {
+  const tokens = settings.api.tokens ? parseTokens(settings.api.tokens, 'DMCP_API_TOKENS') : [];
+  if (settings.api.tokensFile) {
+    let text: string;
+    try {
+      text = await readFile(settings.api.tokensFile, 'utf8');
+    } catch (err) {
+      throw new SettingsError(`DMCP_API_TOKENS_FILE: cannot read ${settings.api.tokensFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    tokens.push(...parseTokens(text, settings.api.tokensFile));
+  }
+  return tokens;
+}
+
+/** Where the API's TurnClient connects, and how. */
+export interface ApiTarget {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  /** TLS / API key options of a cluster connection. */
+  connection?: Parameters<typeof TurnClient.connect>[0]['connection'];
+  /** The tuned dev server's Update limit, when the API talks to the embedded dev server. */
+  maxCallsInFlight?: number;
+}
+
+/** Connects a TurnClient and serves the API on `host:port`; `close` stops both. */
+export async function serveApi(
+  settings: Settings,
+  logger: Logger,
+  target: ApiTarget,
+  listen: { host: string; port: number },
+): Promise<{ url: string; tokens: number; close(): Promise<void> }> {
+  // Loaded on use: every other command of the CLI would otherwise pay for the HTTP framework.
+  const [{ TurnClient }, { dataConverterFor }, { startApiServer }, { apiBoundary }] = await Promise.all([
+    import('../client/turnClient.js'),
+    import('../payloads/dataConverter.js'),
+    import('../api/server.js'),
+    import('../api/boundary.js'),
+  ]);
+  const tokens = await apiTokens(settings);
+  const turns = await TurnClient.connect({
+    address: target.address,
+    ...(target.connection ? { connection: target.connection } : {}),
+    namespace: target.namespace,
+    taskQueue: target.taskQueue,
+    dataConverter: dataConverterFor(settings),
+    dataDir: settings.dataDir,
+    turnIdleMs: settings.turnIdleMs,
+    shapeLimits: settings.shape,
+    secrets: secretsOf(process.env),
+    ...(target.maxCallsInFlight ? { maxCallsInFlight: target.maxCallsInFlight } : {}),
+  });
+  try {
+    const api = await startApiServer({
+      host: listen.host,
+      port: listen.port,
+      logger,
+      turns,
+      tokens,
+      boundary: apiBoundary(settings.boundary),
+      maxBodyBytes: settings.api.maxBodyBytes,
+      callWaitMs: settings.api.callWaitMs,
+      shapeLimits: settings.shape,
+      closeGraceMs: settings.shutdownGraceMs,
+    });
+    return { url: api.url, tokens: tokens.length, close: () => api.close().finally(() => turns.close()) };
+  } catch (err) {
+    await turns.close();
+    throw err;
+  }
+}
+
+async function apiCommand(opts: { host?: string; port?: string }): Promise<void> {
+  const settings = loadSettings(process.env);
+  const logger = createLogger({ level: settings.logLevel });
+  const host = opts.host ?? settings.api.host;
+  const port = opts.port !== undefined ? Number(opts.port) : settings.api.port;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new SettingsError(`--port must be a port number (0-65535), got ${JSON.stringify(opts.port)}`);
+  // TEMPORAL_ADDRESS or a Temporal TOML profile (TLS, API key) names the cluster; else a running `dev`.
+  const target = resolveTemporalTarget(process.env);
+  const dev = target.address ? undefined : await runningDev(settings.dataDir);
+  const address = target.address ?? dev?.address;
+  if (!address) throw new SettingsError('no Temporal server: set TEMPORAL_ADDRESS (or a Temporal config profile), or start `durable-mcp dev` first');
+  const api = await serveApi(
+    settings,
+    logger,
+    {
+      address,
+      ...(target.address ? { connection: target.options } : {}),
+      namespace: target.namespaceExplicit ? target.namespace : (dev?.namespace ?? target.namespace),
+      taskQueue: dev?.taskQueue ?? settings.taskQueue,
+      ...(dev ? { maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES } : {}),
+    },
+    { host, port },
+  );
+  const auth = api.tokens > 0 ? `${api.tokens} token(s)` : 'no tokens: loopback clients only';
+  process.stdout.write(`durable-mcp api is listening on ${api.url} (Temporal ${address}; ${auth})\n  reference: ${api.url}/api/v1/docs\n`);
+  let stopped: Promise<void> | undefined;
+  const stop = () => (stopped ??= api.close());
+  // The listening server keeps the process alive; a signal closes it and exits.
+  handleStopSignals({ graceful: stop, force: () => undefined, notice: (signal) => process.stderr.write(`stopping (${signal}): requests in flight may finish\n`) });
+}
+
+/** Adds `durable-mcp api` to the program. */
+export function registerApiCommand(program: Command): void {
+  program
+    .command('api')
+    .description('serve the HTTP API (turns, calls, status, events, transcripts) against TEMPORAL_ADDRESS or a running `dev`')
+    .option('--host <host>', 'address to listen on (default DMCP_API_HOST, 127.0.0.1)')
+    .option('--port <port>', 'port to listen on (default DMCP_API_PORT, 8235; 0 picks one)')
+    .action(apiCommand);
+}
