@@ -84,7 +84,7 @@ export function createActivities(deps: ActivityDeps) {
     // Read before any server starts: a broken governance file stops the turn, naming the file and line.
     const g = await governanceFor(input.sessionId, true);
     // An open interactive turn may still call: its servers are held for its idle limit.
-    const status = await pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs, workspace: input.refs.workspace });
+    const status = await withHeartbeat(() => pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs, workspace: input.refs.workspace }));
     logger.info({ sessionId: input.sessionId, servers: status.servers.map((s) => `${s.name}:${s.state}`) }, 'servers reconciled');
     // The status is recorded in history: a secret value that reached it (an error that quotes a
     // spec, a server's stderr) must not.
@@ -112,7 +112,7 @@ export function createActivities(deps: ActivityDeps) {
     }
   }
 
-  /** Runs a hook activity's hooks, heartbeating: a lost worker is noticed like during a call. */
+  /** Runs `run` heartbeating (reconcile, hooks): a lost worker is noticed like during a call. */
   async function withHeartbeat<T>(run: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const ctx = Context.current();
     const beat = setInterval(() => ctx.heartbeat(), deps.heartbeatIntervalMs ?? 2000);

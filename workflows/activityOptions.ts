@@ -37,6 +37,12 @@ export function isSafeToRetry(tool: Pick<ToolInfo, 'annotations' | 'retry'>): bo
 }
 
 /**
+ * Starting servers can take most of the 2 minute start-to-close; the activity heartbeats while it
+ * waits, so a reconcile whose worker died is retried elsewhere within seconds, not minutes.
+ */
+export const RECONCILE_HEARTBEAT_TIMEOUT = '10s';
+
+/**
  * reconcileServers on `queue`. It only starts or reuses servers, so it is retried; a refused
  * config is not, because it fails the same way every time. `scheduleToStartTimeout` is set when
  * the queue may have no worker any more.
@@ -45,6 +51,7 @@ export function reconcileOptions(queue: string, scheduleToStartTimeout?: Activit
   return {
     taskQueue: queue,
     startToCloseTimeout: '2m',
+    heartbeatTimeout: RECONCILE_HEARTBEAT_TIMEOUT,
     retry: { maximumAttempts: 3, initialInterval: '1s', nonRetryableErrorTypes: [FailureType.Config] },
     ...(scheduleToStartTimeout !== undefined ? { scheduleToStartTimeout } : {}),
   };

@@ -80,6 +80,7 @@ describe('reconcile and pinned options', () => {
     assert.deepEqual(reconcileOptions('shared'), {
       taskQueue: 'shared',
       startToCloseTimeout: '2m',
+      heartbeatTimeout: '10s',
       retry: { maximumAttempts: 3, initialInterval: '1s', nonRetryableErrorTypes: [FailureType.Config] },
     });
   });
