@@ -23,7 +23,12 @@ const PROVIDER_KEY_RE = new RegExp(
 
 /** Temporal and project credentials: never handed to a server, whatever DMCP_MCP_ENV says. */
 const FIXED_SECRETS = new Set(['TEMPORAL_API_KEY', 'TEMPORAL_CODEC_AUTH']);
-const FIXED_SECRET_PREFIXES = ['TEMPORAL_TLS_'];
+/**
+ * The client key of an mTLS connection (its path or its PEM data). The other TLS variables (server
+ * name, CA and certificate, host verification) are not credentials, and scrubbing values such as
+ * `localhost` or `true` out of every result would garble them.
+ */
+const FIXED_SECRET_PREFIXES = ['TEMPORAL_TLS_CLIENT_KEY'];
 /**
  * Every key, token or password of durable-mcp itself, wherever the word sits in the name: the
  * current and previous encryption keys (`DMCP_ENCRYPTION_KEYS_PREVIOUS`) and any added later.

@@ -342,10 +342,12 @@ for (const [name, ok] of nameCases) {
 const secretNameCases: [string, boolean][] = [
   ['OPENAI_API_KEY', true], ['ANTHROPIC_API_KEY', true], ['GOOGLE_APIKEY', true], ['GITHUB_TOKEN', true], ['AWS_SESSION_TOKEN', true],
   ['AWS_SECRET_ACCESS_KEY', true], ['PGPASSWORD', true], ['DB_PASSWORD', true], ['GOOGLE_APPLICATION_CREDENTIALS', true],
-  ['TEMPORAL_API_KEY', true], ['TEMPORAL_TLS_CLIENT_CERT_PATH', true], ['TEMPORAL_CODEC_AUTH', true], ['DMCP_ENCRYPTION_KEY', true],
+  ['TEMPORAL_API_KEY', true], ['TEMPORAL_TLS_CLIENT_KEY_PATH', true], ['TEMPORAL_TLS_CLIENT_KEY_DATA', true], ['TEMPORAL_CODEC_AUTH', true], ['DMCP_ENCRYPTION_KEY', true],
   ['DB_PASS', true /* allow-listed in BASE_ENV */], ['github_token', true],
   ['HOME', false], ['PATH', false], ['NPM_TOKEN_FILE', false], ['DMCP_MAX_TOOL_RESULT_TOKENS', false], ['TEMPORAL_ADDRESS', false],
-  ['TEMPORAL_NAMESPACE', false], ['KEYBOARD', false], ['MONKEY', false], ['DMCP_MCP_ENV', false],
+  ['TEMPORAL_NAMESPACE', false], ['KEYBOARD', false],
+  // TLS settings that are not credentials: scrubbing `localhost` or `true` out of every result would garble it.
+  ['TEMPORAL_TLS_SERVER_NAME', false], ['TEMPORAL_TLS_DISABLE_HOST_VERIFICATION', false], ['TEMPORAL_TLS_CLIENT_CERT_PATH', false], ['TEMPORAL_TLS_SERVER_CA_CERT_PATH', false], ['MONKEY', false], ['DMCP_MCP_ENV', false],
 ];
 for (const [name, secret] of secretNameCases) {
   void test(`secret name ${name}: ${secret}`, () => assert.equal(isSecretName(name, BASE_ENV), secret));

@@ -17,7 +17,7 @@ const SECRET: [name: string, kind: 'provider-key' | 'credential'][] = [
   ['TEMPORAL_API_KEY', 'credential'],
   ['TEMPORAL_CODEC_AUTH', 'credential'],
   ['TEMPORAL_TLS_CLIENT_KEY_DATA', 'credential'],
-  ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'credential'],
+  ['TEMPORAL_TLS_CLIENT_KEY_PATH', 'credential'],
   // Provider keys and tokens.
   ['OPENAI_API_KEY', 'provider-key'],
   ['ANTHROPIC_API_KEY', 'provider-key'],
