@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { randomBytes } from 'node:crypto';
 import { Command, CommanderError } from 'commander';
+import type { Logger } from 'pino';
 import { loadConfig } from '../config/load.js';
 import { ConfigError } from '../config/types.js';
 import { outcomeText, renderTranscript, saveImages } from '../client/transcript.js';
@@ -11,12 +12,18 @@ import { SecretInInputError } from '../client/turnClient.js';
 import { dataConverterFor } from '../payloads/dataConverter.js';
 import { SettingsError, loadSettings, type Settings } from '../settings/index.js';
 import type { CallRequest } from '../contract/index.js';
+import { listProblem } from '../governance/toolRules.js';
 import { connect, devDbFile, removeDevState, runningDev, writeDevState } from './embedded.js';
+import { registerApiCommand } from './api.js';
+import { ConnectionConfigError, resolveTemporalTarget } from '../connection/index.js';
+import { codecServerCommand, payloadsGcCommand } from './payloads.js';
 
 /** A refusal of the command line itself: one line on stderr, exit code 2. */
 class UsageError extends Error {}
 
 const collect = (value: string, previous: string[]) => [...previous, value];
+/** Like collect, but undefined until the option is given once (an allow list that is absent is not empty). */
+const collectOptional = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 const progress = (message: string) => {
   if (process.stderr.isTTY) process.stderr.write(`${message}\n`);
 };
@@ -64,12 +71,30 @@ async function workerParts() {
   return { ...worker, ...runtime, ...devServer, ...codec, ...cli };
 }
 
+/**
+ * `dev` serves the HTTP API too, so orchestrators in other languages can drive the embedded
+ * default. A taken port is reported and dev goes on without it: the API is an extra, not the job.
+ */
+async function devApi(settings: Settings, logger: Logger, target: { address: string; namespace: string; taskQueue: string }, undo: (() => Promise<unknown>)[]): Promise<string> {
+  const [{ serveApi }, { TUNED_MAX_IN_FLIGHT_UPDATES }] = await Promise.all([import('./api.js'), import('../dev/devServer.js')]);
+  const { host, port } = settings.api;
+  try {
+    const api = await serveApi(settings, logger, { ...target, maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES }, { host, port });
+    undo.push(() => api.close());
+    return `  HTTP API:         ${api.url} (reference ${api.url}/api/v1/docs; ${api.tokens > 0 ? `${api.tokens} token(s)` : 'loopback clients only'})`;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    logger.warn({ host, port }, 'HTTP API not started: port in use');
+    return `  HTTP API:         not started: ${host}:${port} is in use (set DMCP_API_PORT, or run \`durable-mcp api --port <n>\`)`;
+  }
+}
+
 async function devCommand(): Promise<void> {
   const env = process.env;
   const settings = commandSettings();
-  const { NativeConnection, installRuntimeLogger, startCodecServer, startDevServer, startWorker, temporalCliVersion } = await workerParts();
+  const { NativeConnection, installRuntime, startCodecServer, startDevServer, startWorker, temporalCliVersion } = await workerParts();
   const logger = cliLogger(settings);
-  installRuntimeLogger(logger, settings.sdkLogLevel);
+  await installRuntime({ logger, level: settings.sdkLogLevel, metrics: settings.metrics.port !== undefined });
   if (settings.temporal.address) throw new UsageError('dev starts its own Temporal server: unset TEMPORAL_ADDRESS, or run `durable-mcp worker` against your cluster');
   const existing = await runningDev(settings.dataDir);
   if (existing) throw new UsageError(`durable-mcp dev is already running (pid ${existing.pid}, ${existing.address}, UI ${existing.uiAddress ?? 'off'})`);
@@ -117,6 +142,7 @@ async function devCommand(): Promise<void> {
     const worker = await startWorker({ connection, logger, env, settings, taskQueue, dataConverter });
     pool = worker.pool;
     undo.push(() => worker.shutdown());
+    const apiLine = await devApi(settings, logger, { address: server.address, namespace: server.namespace, taskQueue }, undo);
     await writeDevState({ address: server.address, namespace: server.namespace, uiAddress: server.uiAddress, pid: process.pid, serverPid: server.pid, taskQueue }, settings.dataDir);
     undo.push(() => removeDevState(settings.dataDir));
     const version = await temporalCliVersion(server.binary).catch(() => 'unknown version');
@@ -126,6 +152,7 @@ async function devCommand(): Promise<void> {
         `  Temporal UI:      ${server.uiAddress}`,
         `  Temporal server:  ${server.address} (namespace ${server.namespace}; ${version})`,
         `  Codec server:     ${codec.url} (payloads ${settings.payloads.encryptionKey ? 'compressed and encrypted' : 'compressed'}; the UI decodes through it)`,
+        apiLine,
         `  Task queue:       ${taskQueue} (worker queue ${worker.workerQueue})`,
         `  Data:             ${settings.dataDir}`,
         'Run turns from another shell, e.g.:',
@@ -143,19 +170,22 @@ async function devCommand(): Promise<void> {
 async function workerCommand(): Promise<void> {
   const env = process.env;
   const settings = commandSettings();
-  const { NativeConnection, installRuntimeLogger, startWorker, workerBoundary } = await workerParts();
+  const { NativeConnection, installRuntime, startWorker, workerBoundary } = await workerParts();
   const logger = cliLogger(settings);
-  installRuntimeLogger(logger, settings.sdkLogLevel);
-  const dev = settings.temporal.address ? undefined : await runningDev(settings.dataDir);
-  const address = settings.temporal.address ?? dev?.address;
-  if (!address) throw new UsageError('no Temporal server: set TEMPORAL_ADDRESS, or start `durable-mcp dev` first');
-  const connection = await NativeConnection.connect({ address });
+  await installRuntime({ logger, level: settings.sdkLogLevel, metrics: settings.metrics.port !== undefined });
+  // TEMPORAL_ADDRESS or a Temporal TOML profile (with TLS or an API key) names the cluster.
+  const target = resolveTemporalTarget(env);
+  const dev = target.address ? undefined : await runningDev(settings.dataDir);
+  const address = target.address ?? dev?.address;
+  if (!address) throw new UsageError('no Temporal server: set TEMPORAL_ADDRESS (or a Temporal config profile), or start `durable-mcp dev` first');
+  const connection = await NativeConnection.connect({ ...(target.address ? target.options : {}), address });
+  logger.info({ temporal: target.address ? target.summary : `${address} (durable-mcp dev)` }, 'connected to Temporal');
   const worker = await startWorker({
     connection,
     logger,
     env,
     settings,
-    namespace: process.env.TEMPORAL_NAMESPACE ? settings.temporal.namespace : (dev?.namespace ?? settings.temporal.namespace),
+    namespace: target.namespaceExplicit ? target.namespace : (dev?.namespace ?? target.namespace),
     dataConverter: dataConverterFor(settings),
     // Whoever can start a workflow on the queue is not necessarily this worker's operator.
     boundary: await workerBoundary(settings, 'joined'),
@@ -174,11 +204,24 @@ interface RunOptions {
   call: string[];
   parallel?: boolean;
   json?: boolean;
+  allowedTools?: string[];
+  disallowedTools: string[];
+}
+
+/** `--allowed-tools a,b --allowed-tools c`: every matcher, split on commas and spaces as Claude Code does. */
+function toolMatchers(values: string[] | undefined, flag: string): string[] | undefined {
+  if (values === undefined) return undefined;
+  const rules = values.flatMap((v) => v.split(/[\s,]+/)).filter(Boolean);
+  const problem = listProblem(rules, flag);
+  if (problem) throw new UsageError(problem);
+  return rules;
 }
 
 async function runCommand(opts: RunOptions): Promise<number> {
   const calls = opts.call.map(parseCallSpec);
   if (calls.length === 0) throw new UsageError("run needs at least one --call 'TOOL JSON'");
+  const allowedTools = toolMatchers(opts.allowedTools, '--allowed-tools');
+  const disallowedTools = toolMatchers(opts.disallowedTools, '--disallowed-tools');
   // Explicit files and inline specs are fatal layers: refuse them here, before anything starts. Only
   // checked: their commands run once, on the worker, whose environment is the one that counts.
   try {
@@ -209,6 +252,8 @@ async function runCommand(opts: RunOptions): Promise<number> {
       workspace: opts.workspace,
       servers: { mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp, plugins: opts.plugin },
       calls: opts.parallel ? [calls] : calls.map((c) => [c]),
+      ...(allowedTools !== undefined ? { allowedTools } : {}),
+      ...(disallowedTools?.length ? { disallowedTools } : {}),
     }).catch((err: unknown) => {
       throw err instanceof SecretInInputError ? new UsageError(err.message) : err;
     });
@@ -294,6 +339,8 @@ export function buildProgram(): Command {
     .option('--call <call>', "a call 'TOOL JSON', e.g. 'mcp__x__echo {\"text\":\"hi\"}' (repeatable)", collect, [])
     .option('--parallel', 'run the calls in parallel (default: one after another)')
     .option('--json', 'print one JSON object: { turnId, calls: [{ id, name, arguments, outcome }] }')
+    .option('--allowed-tools <matchers>', 'only these tools, e.g. "mcp__github__*,mcp__docs__search" (repeatable; narrows the worker\'s rules)', collectOptional)
+    .option('--disallowed-tools <matchers>', 'never these tools (repeatable; a deny always wins)', collect, [])
     .action(async (opts: RunOptions) => {
       process.exitCode = await runCommand(opts);
     });
@@ -314,6 +361,51 @@ export function buildProgram(): Command {
     .action(async (sessionId: string, opts: { json?: boolean }) => {
       process.exitCode = await statusCommand(sessionId, opts);
     });
+  registerApiCommand(program);
+  program
+    .command('setup')
+    .description('prepare a Temporal cluster: create the namespace if missing, register the DmcpSessionId search attribute')
+    .option('--retention <duration>', 'retention of a namespace created here', '72h')
+    .option('--no-create-namespace', 'fail instead of creating a missing namespace')
+    .action(async (opts: { retention: string; createNamespace: boolean }) => {
+      const target = resolveTemporalTarget(process.env);
+      if (!target.address) throw new UsageError('setup needs a cluster: set TEMPORAL_ADDRESS (or a Temporal config profile); `durable-mcp dev` sets itself up');
+      const print = (line: string) => process.stdout.write(`${line}\n`);
+      print(`Temporal: ${target.summary}`);
+      // Loaded here: the other commands need none of the cluster-admin client.
+      const { SetupRefusedError, runSetup } = await import('./setup.js');
+      try {
+        await runSetup({ target: { ...target, address: target.address }, retention: opts.retention, createNamespace: opts.createNamespace, print });
+      } catch (err) {
+        if (!(err instanceof SetupRefusedError)) throw err;
+        process.stderr.write(`error: ${err.message}\n`);
+        process.exitCode = 3;
+      }
+    });
+  const payloads = program.command('payloads').description('the payload store (large tool results kept outside history)');
+  payloads
+    .command('gc')
+    .description('delete filesystem-store payloads last written longer ago than --older-than (the namespace retention plus a margin)')
+    .requiredOption('--older-than <duration>', 'e.g. 30d or 720h: at least the namespace retention plus the longest turn')
+    .option('--dry-run', 'only count what would be deleted')
+    .action(async (opts: { olderThan: string; dryRun?: boolean }) => {
+      try {
+        await payloadsGcCommand(commandSettings(), opts, (line) => process.stdout.write(`${line}\n`));
+      } catch (err) {
+        if (/--older-than/.test((err as Error).message)) throw new UsageError((err as Error).message);
+        throw err;
+      }
+    });
+  payloads
+    .command('codec-server')
+    .description('serve /encode and /decode on 127.0.0.1 for the Temporal UI and CLI (reads the configured payload store)')
+    .option('--port <port>', 'port (default DMCP_CODEC_PORT, 8234)')
+    .option('--allowed-origin <origin>', 'a web origin allowed besides loopback ones (repeatable)', collect, [])
+    .action(async (opts: { port?: string; allowedOrigin: string[] }) => {
+      const codec = await codecServerCommand(commandSettings(), opts, (line) => process.stdout.write(`${line}\n`));
+      handleStopSignals({ graceful: () => codec.close(), force: () => undefined }, ['SIGINT', 'SIGTERM']);
+      await new Promise<never>(() => undefined);
+    });
   return program;
 }
 
@@ -327,7 +419,7 @@ async function main(argv: string[]): Promise<void> {
       process.exitCode = err.exitCode === 0 ? 0 : 2;
       return;
     }
-    if (err instanceof UsageError || err instanceof SettingsError) {
+    if (err instanceof UsageError || err instanceof SettingsError || err instanceof ConnectionConfigError) {
       process.stderr.write(`error: ${err.message}\n`);
       process.exitCode = 2;
       return;

@@ -6,7 +6,9 @@ import {
   Connection,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
+  type ConnectionOptions as TemporalConnectionOptions,
   type WorkflowHandle,
+  type WorkflowUpdateHandle,
 } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
 import { END_TURN_UPDATE_ID, SESSION_ID_SEARCH_ATTRIBUTE, refsProofText, type CallOutcome, type ConfigRefs, type CallRequest, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus } from '../contract/index.js';
@@ -35,10 +37,25 @@ export interface StartTurnOptions {
   servers?: TurnServers;
   limits?: TurnLimits;
   /**
+   * Allowed-tools matchers on public tool names (`mcp__github__*`, `mcp__docs__search`, `mcp__*`).
+   * They only narrow what the worker's operator allows; tools outside are not listed and a call to
+   * one is refused. Checked by the worker: a bad matcher fails the turn, naming it.
+   */
+  allowedTools?: string[];
+  /** Matchers of tools this turn refuses, on top of the operator's. */
+  disallowedTools?: string[];
+  /**
    * Turn number; default: one more than the session's turns so far (read from visibility, which
    * can lag). A caller that must not start a turn twice when it retries passes the number itself.
    */
   turn?: number;
+  /**
+   * Send the references without the turn key's proof, so the worker treats them as any caller's
+   * (it then honours none of inline specs, config files, plugins or the workspace layer). For
+   * processes whose callers are not the operator, such as the HTTP API for references its
+   * operator did not allow.
+   */
+  unsigned?: boolean;
 }
 
 export interface TurnClientOptions {
@@ -77,6 +94,11 @@ export interface TurnClientOptions {
 /** Options of {@link TurnClient.connect}. */
 export interface ConnectOptions {
   address: string;
+  /**
+   * TLS, API key and gRPC metadata for a cluster or Temporal Cloud (the CLI builds them from
+   * TEMPORAL_* variables and TOML profiles); default: plaintext, as to a dev server.
+   */
+  connection?: Pick<TemporalConnectionOptions, 'tls' | 'apiKey' | 'metadata'>;
   namespace?: string;
   /** The shared task queue (default `durable-mcp`). */
   taskQueue?: string;
@@ -151,7 +173,7 @@ async function readTurnKeyFile(file: string): Promise<Buffer | undefined> {
 }
 
 /** Session IDs become part of workflow IDs and visibility queries: keep them to a safe alphabet. */
-const SESSION_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export const SESSION_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 /** Starts and drives turns. */
 export class TurnClient {
@@ -185,7 +207,7 @@ export class TurnClient {
    * a client without it cannot read the compressed payloads every worker writes.
    */
   static async connect(options: ConnectOptions): Promise<TurnClient> {
-    const connection = await Connection.connect({ address: options.address });
+    const connection = await Connection.connect({ ...options.connection, address: options.address });
     const dataConverter = options.dataConverter ?? createDataConverter({ payloadDir: join(resolve(options.dataDir ?? '.data'), 'payloads') });
     const client = new Client({ connection, namespace: options.namespace ?? 'default', dataConverter });
     const turnKey = options.turnKey ?? (await readTurnKeyFile(join(resolve(options.dataDir ?? '.data'), 'turn.key')));
@@ -271,6 +293,34 @@ export class TurnClient {
     return { ...last, status: first.status, serversParagraph: first.serversParagraph, tools: first.tools, sessionId: first.sessionId, calls };
   }
 
+  /**
+   * Sends one call to a running interactive turn by its ID, from a process that did not start it
+   * (the HTTP API): the same secrets check and Update ID as {@link Turn.callTool}, so a retry with
+   * the same call ID returns the recorded outcome. Resolves once the turn has accepted the call (or
+   * found it recorded), with a handle whose `result()` is the outcome: the caller can read history
+   * while the tool runs, or answer before it finishes.
+   */
+  startCall(turnId: string, request: CallRequest): Promise<WorkflowUpdateHandle<CallOutcome>> {
+    try {
+      refuseSecrets(this.secrets, [[`call ${JSON.stringify(request.id)} (${request.name}) arguments`, request.arguments ?? {}]]);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return this.client.workflow.getHandle<typeof agentTurn>(turnId).startUpdate(callToolUpdate, { args: [request], updateId: request.id, waitForStage: 'ACCEPTED' });
+  }
+
+  /** {@link Turn.cancelCall} for a turn known by its ID. */
+  cancelCall(turnId: string, callId: string): Promise<boolean> {
+    return this.client.workflow.getHandle<typeof agentTurn>(turnId).executeUpdate(cancelCallUpdate, { args: [callId] });
+  }
+
+  /** {@link Turn.end} for a turn known by its ID. */
+  async endTurn(turnId: string): Promise<TurnResult> {
+    const handle = this.client.workflow.getHandle<typeof agentTurn>(turnId);
+    await handle.executeUpdate(endTurnUpdate, { updateId: END_TURN_UPDATE_ID });
+    return handle.result();
+  }
+
   /** Turn IDs of a session, oldest first. */
   async sessionTurns(sessionId: string): Promise<string[]> {
     checkSessionId(sessionId);
@@ -302,7 +352,7 @@ export class TurnClient {
       ...(refs.plugins ?? []).map((p, i): [string, unknown] => [`plugin #${i + 1}`, p]),
       ...(calls ?? []).flat().map((c): [string, unknown] => [`call ${JSON.stringify(c.id)} (${c.name}) arguments`, c.arguments ?? {}]),
     ]);
-    const key = await this.key();
+    const key = options.unsigned ? undefined : await this.key();
     if (key) refs.proof = createHmac('sha256', key).update(refsProofText(options.sessionId, refs)).digest('hex');
     const { latest, turns } = await this.sessionSummary(options.sessionId);
     const turn = options.turn ?? turns + 1;
@@ -316,6 +366,8 @@ export class TurnClient {
         refs,
         ...(typeof preferred === 'string' ? { preferredWorkerQueue: preferred } : {}),
         ...(Object.keys(limits).length > 0 ? { limits } : {}),
+        ...(options.allowedTools !== undefined ? { allowedTools: options.allowedTools } : {}),
+        ...(options.disallowedTools?.length ? { disallowedTools: options.disallowedTools } : {}),
       },
     };
   }

@@ -79,6 +79,11 @@ export interface Settings {
     previousEncryptionKeys: string[];
     /** DMCP_EXTERNAL_THRESHOLD_BYTES, default 16 KiB: larger payloads go to the payload store. */
     externalThresholdBytes: number;
+    /**
+     * The S3-compatible payload store every worker and client of a cluster reads; present only when
+     * DMCP_PAYLOAD_STORE is `s3` (the default once DMCP_S3_BUCKET is set). Absent: files under the data dir.
+     */
+    s3?: S3StoreSettings;
   };
   dev: {
     /** DMCP_DEV_PORT, default 7233. */
@@ -110,6 +115,13 @@ export interface Settings {
    * What a worker honours of a turn's references. Unset values take the default of the command
    * that starts the worker (`run`/`dev` trust their own caller; `worker` joined to a cluster does not).
    */
+  /** Allowed-tools rules of this worker (matchers on public tool names; checked by `governance/`). */
+  governance: {
+    /** DMCP_ALLOWED_TOOLS: only these tools may be listed and called; unset: no allow list. */
+    allowedTools?: string[];
+    /** DMCP_DISALLOWED_TOOLS: these tools never are; a deny always wins. */
+    disallowedTools: string[];
+  };
   boundary: {
     /** DMCP_ALLOW_INLINE: whether inline `--mcp` specs are honoured. */
     allowInline?: boolean;
@@ -117,6 +129,25 @@ export interface Settings {
     allowedConfigDirs?: string[];
     /** DMCP_WORKSPACE_ROOTS: the folders a turn's workspace must lie in for the workspace layer to be read. */
     workspaceRoots?: string[];
+  };
+  /** The HTTP API (`durable-mcp api`). */
+  api: {
+    /** DMCP_API_HOST, default 127.0.0.1. */
+    host: string;
+    /** DMCP_API_PORT, default 8235. */
+    port: number;
+    /**
+     * DMCP_API_TOKENS: bearer tokens, stored hashed: entries `sha256:<hex> <session-prefix>,...`
+     * separated by `;` or newlines (parsed by the API, which names a bad entry). Unset, with no
+     * DMCP_API_TOKENS_FILE: the API serves loopback clients only.
+     */
+    tokens?: string;
+    /** DMCP_API_TOKENS_FILE: a file of such entries, one a line (`#` starts a comment). */
+    tokensFile?: string;
+    /** DMCP_API_MAX_BODY, default 2 MiB: larger request bodies get 413. */
+    maxBodyBytes: number;
+    /** DMCP_API_CALL_WAIT, default 30 s: how long a call request waits for its outcome before answering 202. */
+    callWaitMs: number;
   };
   /** DMCP_DEBUG: stack traces on CLI errors. */
   debug: boolean;
@@ -130,6 +161,27 @@ export interface Settings {
     /** DMCP_BWRAP, default `bwrap` (looked up on PATH): the bubblewrap binary. */
     bwrap: string;
   };
+  /** Prometheus metrics of the worker (calls, servers, the Temporal SDK's own). */
+  metrics: {
+    /** DMCP_METRICS_PORT: where `/metrics` is served; unset: no metrics. 0 picks a free port. */
+    port?: number;
+    /** DMCP_METRICS_HOST, default `127.0.0.1`: the address the metrics port binds. */
+    host: string;
+  };
+}
+
+/** Where the S3 payload store is; credentials come from the AWS SDK's usual sources (AWS_ACCESS_KEY_ID, ...). */
+export interface S3StoreSettings {
+  /** DMCP_S3_BUCKET (required). */
+  bucket: string;
+  /** DMCP_S3_PREFIX, default `durable-mcp/payloads/`: keys are `<prefix><sha256>.bin`. */
+  prefix: string;
+  /** DMCP_S3_ENDPOINT: an S3-compatible server's URL; unset: AWS S3. */
+  endpoint?: string;
+  /** DMCP_S3_REGION, else AWS_REGION, else AWS_DEFAULT_REGION, else `us-east-1`. */
+  region: string;
+  /** DMCP_S3_FORCE_PATH_STYLE, default false: `<endpoint>/<bucket>/<key>` instead of `<bucket>.<endpoint>/<key>`. */
+  forcePathStyle: boolean;
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -235,6 +287,35 @@ const envSchema = z.object({
     if (!Number.isSafeInteger(n) || n < 0) throw new SettingsError(`DMCP_EXTERNAL_THRESHOLD_BYTES must be a whole number of bytes, got ${JSON.stringify(v)}`);
     return n;
   }),
+  DMCP_PAYLOAD_STORE: z
+    .string()
+    .optional()
+    .transform((v, ctx): 'fs' | 's3' | undefined => {
+      if (v === undefined || v.trim() === '') return undefined;
+      const n = v.trim().toLowerCase();
+      if (n === 'fs' || n === 's3') return n;
+      ctx.addIssue({ code: 'custom', message: `DMCP_PAYLOAD_STORE must be fs or s3, got ${JSON.stringify(v)}` });
+      return z.NEVER;
+    }),
+  DMCP_S3_BUCKET: optionalText,
+  DMCP_S3_PREFIX: text('durable-mcp/payloads/'),
+  DMCP_S3_ENDPOINT: wrap('DMCP_S3_ENDPOINT', (v) => {
+    if (v === undefined || v.trim() === '') return undefined;
+    let url: URL;
+    try {
+      url = new URL(v.trim());
+    } catch {
+      throw new SettingsError(`DMCP_S3_ENDPOINT must be a URL such as http://127.0.0.1:7070, got ${JSON.stringify(v)}`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new SettingsError(`DMCP_S3_ENDPOINT must be an http or https URL, got ${JSON.stringify(v)}`);
+    // Credentials belong in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, never in a URL that is logged.
+    if (url.username || url.password) throw new SettingsError('DMCP_S3_ENDPOINT must not hold credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY instead');
+    return v.trim();
+  }),
+  DMCP_S3_REGION: optionalText,
+  AWS_REGION: optionalText,
+  AWS_DEFAULT_REGION: optionalText,
+  DMCP_S3_FORCE_PATH_STYLE: flag('DMCP_S3_FORCE_PATH_STYLE', false),
   DMCP_DEV_PORT: port('DMCP_DEV_PORT', 7233),
   DMCP_DEV_UI_PORT: port('DMCP_DEV_UI_PORT', 8233),
   DMCP_CODEC_PORT: port('DMCP_CODEC_PORT', 8234),
@@ -243,12 +324,35 @@ const envSchema = z.object({
   DMCP_NO_USER_CONFIG: flag('DMCP_NO_USER_CONFIG', false),
   DMCP_WORKSPACE_MCP: flag('DMCP_WORKSPACE_MCP', false),
   DMCP_MCP_ENV: list,
+  DMCP_ALLOWED_TOOLS: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.split(/[\s,]+/).filter(Boolean))),
+  DMCP_DISALLOWED_TOOLS: list,
   DMCP_ALLOW_INLINE: optionalFlag('DMCP_ALLOW_INLINE'),
   DMCP_ALLOWED_CONFIG_DIRS: pathList('DMCP_ALLOWED_CONFIG_DIRS'),
   DMCP_WORKSPACE_ROOTS: pathList('DMCP_WORKSPACE_ROOTS'),
+  DMCP_API_HOST: text('127.0.0.1'),
+  DMCP_API_PORT: port('DMCP_API_PORT', 8235),
+  DMCP_API_TOKENS: optionalText,
+  DMCP_API_TOKENS_FILE: optionalText,
+  DMCP_API_MAX_BODY: wrap('DMCP_API_MAX_BODY', (v) => {
+    if (v === undefined || v.trim() === '') return 2 * 1024 * 1024;
+    const n = Number(v);
+    if (!Number.isSafeInteger(n) || n < 1024) throw new SettingsError(`DMCP_API_MAX_BODY must be a whole number of bytes, at least 1024, got ${JSON.stringify(v)}`);
+    return n;
+  }),
+  DMCP_API_CALL_WAIT: duration('DMCP_API_CALL_WAIT', '30s'),
   DMCP_DEBUG: flag('DMCP_DEBUG', false),
   DMCP_UNTRUSTED_STDIO: oneOf('DMCP_UNTRUSTED_STDIO', ['sandbox', 'refuse', 'allow'] as const, 'sandbox', (v) => v.toLowerCase()),
   DMCP_BWRAP: text('bwrap'),
+  DMCP_METRICS_PORT: wrap('DMCP_METRICS_PORT', (v) => {
+    if (v === undefined || v.trim() === '') return undefined;
+    const n = Number(v);
+    if (!/^\s*\d+\s*$/.test(v) || n > 65535) throw new SettingsError(`DMCP_METRICS_PORT must be a port number (0-65535), got ${JSON.stringify(v)}`);
+    return n;
+  }),
+  DMCP_METRICS_HOST: text('127.0.0.1'),
 });
 
 /**
@@ -265,7 +369,15 @@ export function loadSettings(env: Env): Settings {
   } catch (err) {
     problems.push((err as Error).message);
   }
-  if (!parsed.success || !shape) throw new SettingsError(problems.join('; '));
+  let s3: S3StoreSettings | undefined;
+  if (parsed.success) {
+    try {
+      s3 = s3StoreFrom(parsed.data);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
+  if (!parsed.success || !shape || problems.length > 0) throw new SettingsError(problems.join('; '));
   const e = parsed.data;
   return {
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE },
@@ -283,13 +395,41 @@ export function loadSettings(env: Env): Settings {
       encryptionKey: e.DMCP_ENCRYPTION_KEY,
       previousEncryptionKeys: e.DMCP_ENCRYPTION_KEYS_PREVIOUS,
       externalThresholdBytes: e.DMCP_EXTERNAL_THRESHOLD_BYTES,
+      ...(s3 ? { s3 } : {}),
     },
     dev: { port: e.DMCP_DEV_PORT, uiPort: e.DMCP_DEV_UI_PORT, codecPort: e.DMCP_CODEC_PORT, ...(e.DMCP_CODEC_TOKEN ? { codecToken: e.DMCP_CODEC_TOKEN.trim() } : {}) },
     shape,
     config: { mcpOff: !e.DMCP_MCP, noUserConfig: e.DMCP_NO_USER_CONFIG, workspaceMcp: e.DMCP_WORKSPACE_MCP, mcpEnv: e.DMCP_MCP_ENV },
+    governance: { allowedTools: e.DMCP_ALLOWED_TOOLS, disallowedTools: e.DMCP_DISALLOWED_TOOLS },
     boundary: { allowInline: e.DMCP_ALLOW_INLINE, allowedConfigDirs: e.DMCP_ALLOWED_CONFIG_DIRS, workspaceRoots: e.DMCP_WORKSPACE_ROOTS },
+    api: {
+      host: e.DMCP_API_HOST,
+      port: e.DMCP_API_PORT,
+      ...(e.DMCP_API_TOKENS ? { tokens: e.DMCP_API_TOKENS } : {}),
+      ...(e.DMCP_API_TOKENS_FILE ? { tokensFile: resolve(e.DMCP_API_TOKENS_FILE.trim()) } : {}),
+      maxBodyBytes: e.DMCP_API_MAX_BODY,
+      callWaitMs: e.DMCP_API_CALL_WAIT,
+    },
     debug: e.DMCP_DEBUG,
     untrustedStdio: { mode: e.DMCP_UNTRUSTED_STDIO, bwrap: e.DMCP_BWRAP },
+    metrics: { ...(e.DMCP_METRICS_PORT !== undefined ? { port: e.DMCP_METRICS_PORT } : {}), host: e.DMCP_METRICS_HOST },
+  };
+}
+
+/** The S3 store when DMCP_PAYLOAD_STORE asks for it (or DMCP_S3_BUCKET implies it); undefined for the filesystem store. */
+function s3StoreFrom(e: z.infer<typeof envSchema>): S3StoreSettings | undefined {
+  const store = e.DMCP_PAYLOAD_STORE ?? (e.DMCP_S3_BUCKET ? 's3' : 'fs');
+  if (store === 'fs') return undefined;
+  if (!e.DMCP_S3_BUCKET) throw new SettingsError('DMCP_PAYLOAD_STORE=s3 needs DMCP_S3_BUCKET (the bucket every worker and client shares)');
+  const bucket = e.DMCP_S3_BUCKET.trim();
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw new SettingsError(`DMCP_S3_BUCKET must be an S3 bucket name (3-63 lowercase letters, digits, dots and hyphens), got ${JSON.stringify(bucket)}`);
+  const prefix = e.DMCP_S3_PREFIX.replace(/^\/+/, '');
+  return {
+    bucket,
+    prefix: prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`,
+    ...(e.DMCP_S3_ENDPOINT ? { endpoint: e.DMCP_S3_ENDPOINT } : {}),
+    region: (e.DMCP_S3_REGION ?? e.AWS_REGION ?? e.AWS_DEFAULT_REGION ?? 'us-east-1').trim(),
+    forcePathStyle: e.DMCP_S3_FORCE_PATH_STYLE,
   };
 }
 

@@ -23,7 +23,8 @@ function testFiles(dir: string): string[] {
 }
 
 /**
- * The Temporal UI test drives Debian's Chromium and the sandbox test runs bubblewrap. On a fresh
+ * The Temporal UI test drives Debian's Chromium, the sandbox test runs bubblewrap and the hook tests
+ * run a bash + jq hook script. On a fresh
  * machine of the project's kind (Debian, root) install what is missing, so `npm test` alone passes;
  * elsewhere those tests fail saying what to install.
  */
@@ -32,6 +33,7 @@ function ensureSystemPackages(files: string[]): void {
   const wanted: string[] = [];
   if (files.some((f) => f.endsWith('ui.test.js')) && !existsSync(browser)) wanted.push('chromium');
   if (files.some((f) => f.endsWith('sandbox.test.js')) && spawnSync('bwrap', ['--version']).status !== 0) wanted.push('bubblewrap');
+  if (files.some((f) => /(governance|hooksCrash)\.test\.js$/.test(f)) && spawnSync('jq', ['--version']).status !== 0) wanted.push('jq');
   if (wanted.length === 0 || process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) return;
   process.stderr.write(`Installing Debian packages for the tests (apt-get install ${wanted.join(' ')})...\n`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };

@@ -10,6 +10,9 @@ import type { Boundary } from '../config/types.js';
 import { requestHeaders, scrubSecrets, serverEnvironment } from '../config/secrets.js';
 import { ServerPool } from '../mcp/pool.js';
 import { loadSettings, type Settings } from '../settings/index.js';
+import { createGovernance } from '../governance/index.js';
+import { createWorkerMetrics, startMetricsServer, type MetricsServer } from './metrics.js';
+import { runtimeMetricsUrl } from './runtimeLogger.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
 
@@ -52,6 +55,11 @@ export interface StartWorkerOptions {
    * shared cluster passes `workerBoundary(settings, 'joined')`.
    */
   boundary?: Boundary;
+  /**
+   * The Temporal runtime's own Prometheus endpoint, served with the worker's metrics when
+   * DMCP_METRICS_PORT is set. Default: the one `installRuntime({ metrics: true })` set up, if any.
+   */
+  runtimeMetricsUrl?: string;
 }
 
 /**
@@ -88,6 +96,8 @@ export interface RunningWorker {
   pool: ServerPool;
   /** Resolves when both pollers have stopped and every server is stopped. */
   done: Promise<void>;
+  /** The `/metrics` endpoint (DMCP_METRICS_PORT set), closed when the worker is done. */
+  metrics?: MetricsServer;
   /** Graceful shutdown: stop polling, let running activities finish, stop every server. */
   shutdown(): Promise<void>;
 }
@@ -104,7 +114,11 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const logger = options.logger.child({ workerQueue });
   const scrub = (text: string) => scrubSecrets(text, env);
   const boundary = options.boundary ?? (await workerBoundary(settings, 'embedded'));
+  const metrics = settings.metrics.port !== undefined ? createWorkerMetrics() : undefined;
   const pool = new ServerPool({
+    ...(metrics ? { observer: metrics.observer } : {}),
+    // A turn's workspace is offered to servers as their MCP root where its workspace layer could be read.
+    ...(boundary.workspaceRoots ? { rootsWithin: boundary.workspaceRoots } : {}),
     logger,
     environmentFor: (entry) => serverEnvironment(entry, env),
     requestHeadersFor: (entry) => requestHeaders(entry, env),
@@ -120,13 +134,18 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
       lang: env.LANG,
     },
   });
+  // The operator's allowed-tools rules and hooks: from the worker's settings and its config dir only.
+  const governance = createGovernance({ env, ...settings.governance, scrub });
   const activities = createActivities({
     pool,
     workerQueue,
     loadConfig: (refs, turn) => loadConfig(refs, env, undefined, { boundary, sessionId: turn.sessionId }),
     logger,
     scrub,
+    governance,
   });
+  metrics?.watchPool(pool);
+  const interceptors = metrics ? { activity: [metrics.interceptor] } : undefined;
   const workflowBundle = options.workflowBundle ?? (await bundleWorkflows());
   const namespace = options.namespace ?? settings.temporal.namespace;
   const dataConverter = options.dataConverter;
@@ -138,6 +157,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     workflowBundle,
     activities,
     dataConverter,
+    ...(interceptors ? { interceptors } : {}),
     // After a worker dies, each workflow task of its turns first waits out this timeout on the dead
     // worker's sticky queue (SDK default 10 s); 2 s cut crash recovery from 19.5 s to 11.9 s in
     // bench/crash. The cost: a live worker stalled for 2 s hands the turn to another, which replays it.
@@ -147,7 +167,10 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   });
   // Running calls get this long to finish on shutdown before they are cancelled (SDK default: 0,
   // which would abort side-effecting calls mid-flight on every deploy).
-  const pinned = await Worker.create({ connection: options.connection, namespace, taskQueue: workerQueue, activities, dataConverter, shutdownGraceTime });
+  const pinned = await Worker.create({ connection: options.connection, namespace, taskQueue: workerQueue, activities, dataConverter, shutdownGraceTime, ...(interceptors ? { interceptors } : {}) });
+  const metricsServer = metrics && settings.metrics.port !== undefined
+    ? await startMetricsServer({ registry: metrics.registry, host: settings.metrics.host, port: settings.metrics.port, runtimeUrl: options.runtimeMetricsUrl ?? runtimeMetricsUrl(), logger })
+    : undefined;
 
   const idleMs = settings.sessionIdleMs;
   // A session stops between idleMs and idleMs + interval after its last use.
@@ -168,6 +191,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const done = Promise.allSettled(runs).then(async (results) => {
     clearInterval(idleTimer);
     await pool.shutdown();
+    await metricsServer?.close();
     logger.info('worker stopped');
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
@@ -181,8 +205,8 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     })();
     return stopping;
   };
-  logger.info({ taskQueue }, 'worker started');
-  return { workerQueue, taskQueue, pool, done, shutdown };
+  logger.info({ taskQueue, ...(metricsServer ? { metrics: metricsServer.url } : {}) }, 'worker started');
+  return { workerQueue, taskQueue, pool, done, shutdown, ...(metricsServer ? { metrics: metricsServer } : {}) };
 }
 
 export { NativeConnection };

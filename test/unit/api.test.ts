@@ -56,18 +56,18 @@ test('a presented token is found by its hash and reaches only its prefixes', () 
 
 test('turn references: the API signs only what its settings allow, and names the refused field', async () => {
   const real = async (p: string) => (p === '/srv/allowed/link.json' ? '/etc/evil.json' : p);
-  const b: ApiBoundary = { allowInline: false, allowedConfigDirs: ['/srv/allowed'], workspaceRoots: ['/work/ws'] };
+  const b: ApiBoundary = { allowInline: false, allowedConfigDirs: ['/srv/allowed'], workspaceRoots: ['/srv/ws'] };
   const rows: [Partial<ApiBoundary>, Partial<{ workspace: string; mcpConfigFiles: string[]; inlineSpecs: string[]; plugins: string[] }>, unknown][] = [
     [{}, { workspace: '/elsewhere' }, { sign: false }],
-    [{}, { workspace: '/work/ws/a' }, { sign: true }],
-    [{}, { workspace: '/work/ws', inlineSpecs: ['x:cmd'] }, 'servers.inlineSpecs[0]'],
-    [{ allowInline: true }, { workspace: '/work/ws', inlineSpecs: ['x:cmd'] }, { sign: true }],
-    [{ allowInline: true }, { workspace: '/work/wsx', inlineSpecs: ['x:cmd'] }, 'workspace'],
-    [{}, { workspace: '/work/ws', mcpConfigFiles: ['/srv/allowed/mcp.json'] }, { sign: true }],
-    [{}, { workspace: '/work/ws', mcpConfigFiles: ['/srv/allowed/../other/mcp.json'] }, 'servers.mcpConfigFiles[0]'],
-    [{}, { workspace: '/work/ws', mcpConfigFiles: ['/srv/allowed/link.json'] }, 'servers.mcpConfigFiles[0]'],
-    [{}, { workspace: '/work/ws', plugins: ['/srv/allowed/p', '/tmp/p'] }, 'servers.plugins[1]'],
-    [{ allowedConfigDirs: [] }, { workspace: '/work/ws', plugins: ['/srv/allowed/p'] }, 'servers.plugins[0]'],
+    [{}, { workspace: '/srv/ws/a' }, { sign: true }],
+    [{}, { workspace: '/srv/ws', inlineSpecs: ['x:cmd'] }, 'servers.inlineSpecs[0]'],
+    [{ allowInline: true }, { workspace: '/srv/ws', inlineSpecs: ['x:cmd'] }, { sign: true }],
+    [{ allowInline: true }, { workspace: '/srv/wsx', inlineSpecs: ['x:cmd'] }, 'workspace'],
+    [{}, { workspace: '/srv/ws', mcpConfigFiles: ['/srv/allowed/mcp.json'] }, { sign: true }],
+    [{}, { workspace: '/srv/ws', mcpConfigFiles: ['/srv/allowed/../other/mcp.json'] }, 'servers.mcpConfigFiles[0]'],
+    [{}, { workspace: '/srv/ws', mcpConfigFiles: ['/srv/allowed/link.json'] }, 'servers.mcpConfigFiles[0]'],
+    [{}, { workspace: '/srv/ws', plugins: ['/srv/allowed/p', '/tmp/p'] }, 'servers.plugins[1]'],
+    [{ allowedConfigDirs: [] }, { workspace: '/srv/ws', plugins: ['/srv/allowed/p'] }, 'servers.plugins[0]'],
   ];
   for (const [override, refs, expected] of rows) {
     const decision = await admitRefs({ ...b, ...override }, { workspace: '/', mcpConfigFiles: [], inlineSpecs: [], plugins: [], ...refs }, real);

@@ -17,10 +17,10 @@ const cases: { workspace: string; rules: RootRules; problem?: RegExp }[] = [
   { workspace: '/srv/dmcp/.data-other', rules: guarded },
   // Without DMCP_WORKSPACE_ROOTS, containing a protected folder is allowed (a project keeps its .data inside).
   { workspace: '/srv/dmcp', rules: guarded },
-  { workspace: '/work/a/b', rules: { ...guarded, within: ['/work/a'] } },
-  { workspace: '/work/a', rules: { ...guarded, within: ['/work/a'] } },
-  { workspace: '/work/ab', rules: { ...guarded, within: ['/work/a'] }, problem: /outside DMCP_WORKSPACE_ROOTS \(\/work\/a\)/ },
-  { workspace: '/work/a', rules: { ...guarded, within: [] }, problem: /offers none/ },
+  { workspace: '/srv/a/b', rules: { ...guarded, within: ['/srv/a'] } },
+  { workspace: '/srv/a', rules: { ...guarded, within: ['/srv/a'] } },
+  { workspace: '/srv/ab', rules: { ...guarded, within: ['/srv/a'] }, problem: /outside DMCP_WORKSPACE_ROOTS \(\/srv\/a\)/ },
+  { workspace: '/srv/a', rules: { ...guarded, within: [] }, problem: /offers none/ },
   // Where the operator limits workspaces, one that holds the data dir is refused too.
   { workspace: '/srv', rules: { ...guarded, within: ['/srv'] }, problem: /contains \/srv\/dmcp\/\.data/ },
   { workspace: '/srv/dmcp', rules: { ...guarded, within: ['/'] }, problem: /contains \/srv\/dmcp\/\.data/ },

@@ -22,8 +22,11 @@ test('an empty environment gives the documented defaults', () => {
     dev: { port: 7233, uiPort: 8233, codecPort: 8234 },
     shape: DEFAULT_SHAPE_LIMITS,
     config: { mcpOff: false, noUserConfig: false, workspaceMcp: false, mcpEnv: [] },
+    governance: { allowedTools: undefined, disallowedTools: [] },
     boundary: { allowInline: undefined, allowedConfigDirs: undefined, workspaceRoots: undefined },
+    api: { host: '127.0.0.1', port: 8235, maxBodyBytes: 2 * 1024 * 1024, callWaitMs: 30_000 },
     untrustedStdio: { mode: 'sandbox', bwrap: 'bwrap' },
+    metrics: { host: '127.0.0.1' },
     debug: false,
   });
 });
@@ -41,6 +44,8 @@ const good: { env: Record<string, string>; check: (s: ReturnType<typeof loadSett
   { env: { DMCP_MCP: 'off', DMCP_NO_USER_CONFIG: '1', DMCP_WORKSPACE_MCP: 'Yes' }, check: (s) => assert.deepEqual([s.config.mcpOff, s.config.noUserConfig, s.config.workspaceMcp], [true, true, true]) },
   { env: { DMCP_MCP_ENV: 'GITHUB_TOKEN, DOCS_KEY' }, check: (s) => assert.deepEqual(s.config.mcpEnv, ['GITHUB_TOKEN', 'DOCS_KEY']) },
   { env: { DMCP_MAX_TOOL_RESULT_TOKENS: '100' }, check: (s) => assert.equal(s.shape.maxTokens, 100) },
+  { env: { DMCP_METRICS_PORT: '9464', DMCP_METRICS_HOST: '0.0.0.0' }, check: (s) => assert.deepEqual(s.metrics, { port: 9464, host: '0.0.0.0' }) },
+  { env: { DMCP_METRICS_PORT: '0' }, check: (s) => assert.deepEqual(s.metrics, { port: 0, host: '127.0.0.1' }) },
   { env: { DMCP_TASK_QUEUE: '   ' }, check: (s) => assert.equal(s.taskQueue, 'durable-mcp', 'blank is unset') },
 ];
 for (const [i, row] of good.entries()) {
@@ -59,6 +64,8 @@ const bad: [string, string][] = [
   ['DMCP_MCP', 'maybe'],
   ['DMCP_NO_USER_CONFIG', '2'],
   ['DMCP_MAX_IMAGES_PER_MESSAGE', 'many'],
+  ['DMCP_METRICS_PORT', '70000'],
+  ['DMCP_METRICS_PORT', 'prom'],
 ];
 for (const [name, value] of bad) {
   void test(`refuses ${name}=${value}, naming the variable`, () => {
