@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
 import proto, { type temporal } from '@temporalio/proto';
@@ -12,46 +10,10 @@ import { ActivityName, type CallToolInput } from '../../contract/index.js';
 import { decodeHistoryPayloads } from '../../payloads/decodeHistory.js';
 import { startDevServer, freePort, type DevServer } from '../../dev/devServer.js';
 import { bundleWorkflows } from '../../worker/index.js';
-import { fixtureServer, readLines, tempDir, temporalAddress, uniqueQueue, waitUntil } from '../support/harness.js';
+import { fixtureServer, readLines, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type WorkerProcess } from '../support/harness.js';
 import { textOf } from '../support/content.js';
 
-const workerScript = fileURLToPath(new URL('../fixtures/workerProcess.js', import.meta.url));
 
-interface WorkerProc {
-  child: ChildProcess;
-  workerQueue: string;
-  pid: number;
-}
-
-/** Starts a worker in its own OS process and waits for the queue it polls. */
-function startWorkerProcess(taskQueue: string, bundleFile: string, env: NodeJS.ProcessEnv): Promise<WorkerProc> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [workerScript, '--task-queue', taskQueue, '--bundle', bundleFile], {
-      env: { PATH: process.env.PATH, DMCP_NO_USER_CONFIG: '1', DMCP_LOG_LEVEL: 'warn', ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('worker process did not start in 30 s')), 30_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      if (line) {
-        clearTimeout(timer);
-        const { workerQueue, pid } = JSON.parse(line) as { workerQueue: string; pid: number };
-        resolve({ child, workerQueue, pid });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`worker process exited early (${code})`)));
-  });
-}
-
-async function stopWorkerProcess(w: WorkerProc | undefined): Promise<void> {
-  if (!w || w.child.exitCode !== null || w.child.signalCode !== null) return;
-  const exited = new Promise((r) => w.child.once('exit', r));
-  w.child.kill('SIGTERM');
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-  if (w.child.exitCode === null) w.child.kill('SIGKILL');
-}
 
 /** One activity of a turn as its history shows it: where it was scheduled, how it started and ended. */
 interface ActivityTrace {
@@ -106,7 +68,7 @@ async function activityTraces(client: TurnClient, turnId: string): Promise<Activ
 describe('a worker SIGKILLed in the middle of a turn', () => {
   let dir: string;
   let bundleFile: string;
-  const workers: WorkerProc[] = [];
+  const workers: WorkerProcess[] = [];
   const serverPids = new Set<number>();
 
   before(async () => {
@@ -129,7 +91,7 @@ describe('a worker SIGKILLed in the middle of a turn', () => {
   test('completed calls never rerun; a read-only call is retried elsewhere; a side-effecting one is "unknown"; new calls fail over', async () => {
     const execLog = join(dir, 'executions.log');
     const taskQueue = uniqueQueue('crash');
-    const env = { TEMPORAL_ADDRESS: temporalAddress(), FIXTURE_LOG: execLog };
+    const env = { TEMPORAL_ADDRESS: temporalAddress(), FIXTURE_LOG: execLog, DMCP_NO_USER_CONFIG: '1' };
     workers.push(await startWorkerProcess(taskQueue, bundleFile, env), await startWorkerProcess(taskQueue, bundleFile, env));
     const connection = await Connection.connect({ address: temporalAddress() });
     const client = new TurnClient({ client: new Client({ connection }), taskQueue });
@@ -208,7 +170,7 @@ describe('a worker SIGKILLed in the middle of a turn', () => {
 
 describe('the Temporal dev server restarts in the middle of a turn', () => {
   let server: DevServer | undefined;
-  let worker: WorkerProc | undefined;
+  let worker: WorkerProcess | undefined;
   after(async () => {
     await stopWorkerProcess(worker);
     await server?.stop();
@@ -222,7 +184,7 @@ describe('the Temporal dev server restarts in the middle of a turn', () => {
     const bundleFile = join(dir, 'workflows.js');
     await writeFile(bundleFile, (await bundleWorkflows()).code);
     const taskQueue = uniqueQueue('restart');
-    worker = await startWorkerProcess(taskQueue, bundleFile, { TEMPORAL_ADDRESS: server.address });
+    worker = await startWorkerProcess(taskQueue, bundleFile, { TEMPORAL_ADDRESS: server.address, DMCP_NO_USER_CONFIG: '1' });
     const connect = async () => new TurnClient({ client: new Client({ connection: await Connection.connect({ address: server!.address }) }), taskQueue });
     let client = await connect();
     const turn = await client.startTurn({ sessionId: `restart-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] } });

@@ -2,7 +2,6 @@
 // (here, arguments rewritten by the dead worker's hook) is the one the call runs with on the next
 // worker, whose own hook would decide differently; the hook is not run again.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,46 +11,18 @@ import { Client, Connection } from '@temporalio/client';
 import { TurnClient } from '../../client/turnClient.js';
 import { ActivityName, type CallToolInput } from '../../contract/index.js';
 import { decodeHistoryPayloads } from '../../payloads/decodeHistory.js';
-import { fixtureServer, killGroups, readLines, tempDir, temporalAddress, uniqueQueue, waitFor, within, workerProcessScript, workflowBundleFile } from '../support/harness.js';
+import { fixtureServer, killGroups, readLines, tempDir, temporalAddress, uniqueQueue, waitFor, within, startWorkerProcess, stopWorkerProcess, workflowBundleFile, type WorkerProcess } from '../support/harness.js';
 import { textOf } from '../support/content.js';
+
+/** A worker process whose hook script logs which worker ran it (HOOK_TAG). */
+type WorkerProc = WorkerProcess & { tag: string };
+
+async function startTaggedWorker(taskQueue: string, bundleFile: string, env: NodeJS.ProcessEnv, tag: string): Promise<WorkerProc> {
+  return { ...(await startWorkerProcess(taskQueue, bundleFile, { HOME: process.env.HOME, ...env, HOOK_TAG: tag })), tag };
+}
 
 const hookScript = fileURLToPath(new URL('../../../test/fixtures/hooks/hook.sh', import.meta.url));
 
-interface WorkerProc {
-  child: ChildProcess;
-  workerQueue: string;
-  pid: number;
-  tag: string;
-}
-
-function startWorkerProcess(taskQueue: string, bundleFile: string, env: NodeJS.ProcessEnv, tag: string): Promise<WorkerProc> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [workerProcessScript, '--task-queue', taskQueue, '--bundle', bundleFile], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_LOG_LEVEL: 'warn', ...env, HOOK_TAG: tag },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    const timer = setTimeout(() => reject(new Error('worker process did not start in 30 s')), 30_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      if (line) {
-        clearTimeout(timer);
-        const { workerQueue, pid } = JSON.parse(line) as { workerQueue: string; pid: number };
-        resolve({ child, workerQueue, pid, tag });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`worker process exited early (${code})`)));
-  });
-}
-
-async function stopWorkerProcess(w: WorkerProc): Promise<void> {
-  if (w.child.exitCode !== null || w.child.signalCode !== null) return;
-  const exited = new Promise((r) => w.child.once('exit', r));
-  w.child.kill('SIGTERM');
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-  if (w.child.exitCode === null) w.child.kill('SIGKILL');
-}
 
 describe('a worker SIGKILLed between a PreToolUse hook and its call', () => {
   let dir: string;
@@ -79,7 +50,7 @@ describe('a worker SIGKILLed between a PreToolUse hook and its call', () => {
     const taskQueue = uniqueQueue('hooks-crash');
     const bundleFile = await workflowBundleFile(dir);
     const env = { TEMPORAL_ADDRESS: temporalAddress(), DMCP_NO_USER_CONFIG: '0', DMCP_CONFIG_DIR: configDir, HOOK_LOG: hookLog };
-    workers.push(await startWorkerProcess(taskQueue, bundleFile, env, 'worker-a'), await startWorkerProcess(taskQueue, bundleFile, env, 'worker-b'));
+    workers.push(await startTaggedWorker(taskQueue, bundleFile, env, 'worker-a'), await startTaggedWorker(taskQueue, bundleFile, env, 'worker-b'));
     const connection = await Connection.connect({ address: temporalAddress() });
     const client = new TurnClient({ client: new Client({ connection }), taskQueue });
     try {
@@ -140,7 +111,7 @@ describe('a worker SIGKILLed between a PreToolUse hook and its call', () => {
     const taskQueue = uniqueQueue('hooks-lost');
     const bundleFile = await workflowBundleFile(dir);
     const env = { TEMPORAL_ADDRESS: temporalAddress(), DMCP_NO_USER_CONFIG: '0', DMCP_CONFIG_DIR: configDir, HOOK_LOG: hookLog };
-    const pair = [await startWorkerProcess(taskQueue, bundleFile, env, 'worker-c'), await startWorkerProcess(taskQueue, bundleFile, env, 'worker-d')];
+    const pair = [await startTaggedWorker(taskQueue, bundleFile, env, 'worker-c'), await startTaggedWorker(taskQueue, bundleFile, env, 'worker-d')];
     workers.push(...pair);
     const connection = await Connection.connect({ address: temporalAddress() });
     const client = new TurnClient({ client: new Client({ connection }), taskQueue });

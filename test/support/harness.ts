@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -143,6 +144,48 @@ export async function startHarness(name: string, env: NodeJS.ProcessEnv = {}, op
 
 export const lifecycleServer = fileURLToPath(new URL('../fixtures/lifecycleServer.js', import.meta.url));
 export const workerProcessScript = fileURLToPath(new URL('../fixtures/workerProcess.js', import.meta.url));
+
+/** A worker in its own OS process (`test/fixtures/workerProcess.ts`), so a test can SIGKILL it. */
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** The worker's own queue (where its session's calls go). */
+  workerQueue: string;
+  pid: number;
+}
+
+/**
+ * Starts a worker process on `taskQueue` with the workflow bundle at `bundleFile`, and resolves
+ * once it polls. Its environment is PATH, `DMCP_LOG_LEVEL=warn` and `env`, nothing else inherited.
+ */
+export function startWorkerProcess(taskQueue: string, bundleFile: string, env: NodeJS.ProcessEnv): Promise<WorkerProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [workerProcessScript, '--task-queue', taskQueue, '--bundle', bundleFile], {
+      env: { PATH: process.env.PATH, DMCP_LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('worker process did not start in 30 s')), 30_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (line) {
+        clearTimeout(timer);
+        const { workerQueue, pid } = JSON.parse(line) as { workerQueue: string; pid: number };
+        resolve({ child, workerQueue, pid });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`worker process exited early (${code})`)));
+  });
+}
+
+/** SIGTERM, then SIGKILL after 10 s; nothing for a worker already gone (or never started). */
+export async function stopWorkerProcess(w: WorkerProcess | undefined): Promise<void> {
+  if (!w || w.child.exitCode !== null || w.child.signalCode !== null) return;
+  const exited = new Promise((r) => w.child.once('exit', r));
+  w.child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+  if (w.child.exitCode === null) w.child.kill('SIGKILL');
+}
 
 /** An inline `--mcp` spec that runs the lifecycle fixture with `args`. */
 export function lifecycleSpec(name: string, ...args: string[]): string {
