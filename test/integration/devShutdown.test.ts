@@ -53,9 +53,10 @@ async function startDev(): Promise<Dev> {
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
-  child.stderr!.resume();
+  let err = '';
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => (err = (err + c).slice(-4000)));
   await waitUntil('dev to start', async () => out.includes('durable-mcp dev is running.') || child.exitCode !== null, 90_000);
-  assert.equal(child.exitCode, null, `dev exited early: ${out}`);
+  assert.equal(child.exitCode, null, `dev exited early: ${out}\n${err}`);
   const address = /Temporal server:\s+(\S+)/.exec(out)?.[1];
   assert.ok(address, out);
   return { child, address, dataDir, log, doneLog, exit, stdout: () => out };
