@@ -91,7 +91,7 @@ export const StartTurnSchema = z
 export const ServerStatusSchema = z
   .object({
     name: z.string(),
-    layer: z.enum(['configDir', 'workspace', 'plugin', 'explicit', 'inline']),
+    layer: z.enum(['configDir', 'shelf', 'workspace', 'plugin', 'explicit', 'inline']),
     source: z.string(),
     transport: z.enum(['stdio', 'http', 'sse']),
     state: z.enum(['ready', 'degraded', 'failed', 'disabled', 'off']),
@@ -99,6 +99,7 @@ export const ServerStatusSchema = z
     error: z.string().optional(),
     warnings: z.array(z.string()),
     pid: z.number().int().optional(),
+    login: z.enum(['wanted', 'expired', 'refresh_failed', 'in_progress']).optional(),
   })
   .openapi('ServerStatus');
 

@@ -11,7 +11,7 @@ import {
   type WorkflowUpdateHandle,
 } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
-import { END_TURN_UPDATE_ID, SESSION_ID_SEARCH_ATTRIBUTE, refsProofText, type CallOutcome, type ConfigRefs, type CallRequest, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus } from '../contract/index.js';
+import { END_TURN_UPDATE_ID, SESSION_ID_SEARCH_ATTRIBUTE, agentIdProblem, refsProofText, type CallOutcome, type ConfigRefs, type CallRequest, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus } from '../contract/index.js';
 import { agentTurn, callToolUpdate, cancelCallUpdate, endTurnUpdate, turnStartedUpdate } from '../workflows/index.js';
 import { DEFAULT_SHAPE_LIMITS, shapeForModel, type ModelView, type ShapeLimits } from '../shaping/index.js';
 import { createDataConverter } from '../payloads/dataConverter.js';
@@ -35,6 +35,11 @@ export interface StartTurnOptions {
   /** The turn's workspace (default: the current directory). */
   workspace?: string;
   servers?: TurnServers;
+  /**
+   * The agent this turn runs as: the servers granted to it on the shelf (`durable-mcp mcp grant`)
+   * join the turn. Signed with the other references; a worker honours it only with a valid proof.
+   */
+  agent?: string;
   limits?: TurnLimits;
   /**
    * Allowed-tools matchers on public tool names (`mcp__github__*`, `mcp__docs__search`, `mcp__*`).
@@ -344,7 +349,12 @@ export class TurnClient {
       mcpConfigFiles: (options.servers?.mcpConfigFiles ?? []).map((f) => resolve(f)),
       inlineSpecs: options.servers?.inlineSpecs ?? [],
       ...(options.servers?.plugins?.length ? { plugins: options.servers.plugins.map((p) => resolve(p)) } : {}),
+      ...(options.agent !== undefined ? { agent: options.agent } : {}),
     };
+    if (options.agent !== undefined) {
+      const bad = agentIdProblem(options.agent);
+      if (bad) throw new Error(bad);
+    }
     refuseSecrets(this.secrets, [
       ['workspace', refs.workspace],
       ...refs.inlineSpecs.map((s, i): [string, unknown] => [`--mcp #${i + 1}`, s]),

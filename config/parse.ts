@@ -61,7 +61,7 @@ const FIELD_HINTS: Record<string, string> = {
 
 /** Human label of a layer, for messages. */
 export function layerLabel(kind: LayerKind): string {
-  return { configDir: 'config dir', workspace: 'workspace', plugin: 'plugin', explicit: '--mcp-config', inline: '--mcp' }[kind];
+  return { configDir: 'config dir', shelf: 'shelf', workspace: 'workspace', plugin: 'plugin', explicit: '--mcp-config', inline: '--mcp' }[kind];
 }
 
 function editDistance(a: string, b: string): number {

@@ -71,7 +71,7 @@ export class ConfigError extends Error {
 
 /** Whether a layer is trusted: the agent cannot write trusted layers. */
 export function isTrustedLayer(kind: LayerKind): boolean {
-  return kind === 'configDir' || kind === 'explicit' || kind === 'inline';
+  return kind === 'configDir' || kind === 'shelf' || kind === 'explicit' || kind === 'inline';
 }
 
 /**

@@ -9,7 +9,7 @@ import type { CallHooks, ToolHooks } from './governance.js';
 export type TransportKind = 'stdio' | 'http' | 'sse';
 
 /** Where a server entry came from. */
-export type LayerKind = 'configDir' | 'workspace' | 'plugin' | 'explicit' | 'inline';
+export type LayerKind = 'configDir' | 'shelf' | 'workspace' | 'plugin' | 'explicit' | 'inline';
 
 export type ServerState = 'ready' | 'degraded' | 'failed' | 'disabled' | 'off';
 
@@ -28,7 +28,15 @@ export interface ServerStatus {
   warnings: string[];
   /** Process ID of a stdio server, so operators (and tests) can see reuse across turns. */
   pid?: number;
+  /**
+   * A shelf server that needs an OAuth login and has none that works: `wanted` (never logged in),
+   * `expired` (the login expired or was revoked), `refresh_failed` (its refresh failed this time),
+   * `in_progress` (a login was started and not finished). `error` says what to do.
+   */
+  login?: LoginProblemKind;
 }
+
+export type LoginProblemKind = 'wanted' | 'expired' | 'refresh_failed' | 'in_progress';
 
 export interface TurnStatus {
   /** `off` when DMCP_MCP=false. */

@@ -4,3 +4,4 @@ export * from './turn.js';
 export * from './names.js';
 export * from './bounds.js';
 export * from './governance.js';
+export * from './shelf.js';

@@ -5,7 +5,11 @@
  */
 
 /** The workflow type of one agent turn. */
-export const WorkflowType = { agentTurn: 'agentTurn' } as const;
+export const WorkflowType = {
+  agentTurn: 'agentTurn',
+  /** The namespace's one shelf of servers and grants. */
+  shelf: 'dmcpShelf',
+} as const;
 
 /** Activity types, as recorded in `ActivityTaskScheduled` events. */
 export const ActivityName = {
@@ -36,7 +40,10 @@ export const END_TURN_UPDATE_ID = 'endTurn';
 export const TURN_INPUT_FAILURE_TYPE = 'InvalidTurnInput';
 
 /** Workflow Queries of a turn. */
-export const QueryName = { status: 'status' } as const;
+export const QueryName = { status: 'status', shelf: 'shelf' } as const;
+
+/** The shelf workflow's Update: one change of servers or grants. */
+export const ShelfUpdateName = { change: 'changeShelf' } as const;
 
 /** The search attribute every turn sets: its session ID (Keyword). */
 export const SESSION_ID_SEARCH_ATTRIBUTE = 'DmcpSessionId';

@@ -20,6 +20,11 @@ export interface ConfigRefs {
   /** Absolute paths of plugin folders (each may hold `.mcp.json` and `plugin.json`), in order. */
   plugins?: string[];
   /**
+   * The agent this turn runs as: its servers granted on the shelf join the turn as one more trusted
+   * layer. Signed with the other references, so only a client holding the turn key can name one.
+   */
+  agent?: string;
+  /**
    * Proof that the worker's operator chose these references: hex HMAC-SHA256 of
    * {@link refsProofText} with the operator's turn key. Safe in history: it is bound to this session
    * and these references, so replaying it can only run the same references again.
@@ -32,7 +37,20 @@ export interface ConfigRefs {
  * proof itself), in a fixed order, so client and worker compute the same bytes.
  */
 export function refsProofText(sessionId: string, refs: ConfigRefs): string {
-  return JSON.stringify(['durable-mcp turn refs v1', sessionId, refs.workspace, refs.mcpConfigFiles, refs.inlineSpecs, refs.plugins ?? []]);
+  const v1 = [sessionId, refs.workspace, refs.mcpConfigFiles, refs.inlineSpecs, refs.plugins ?? []];
+  // A turn without an agent signs exactly what it signed before agents existed, so turns started by
+  // older clients keep their proofs.
+  if (refs.agent === undefined) return JSON.stringify(['durable-mcp turn refs v1', ...v1]);
+  return JSON.stringify(['durable-mcp turn refs v2', ...v1, refs.agent]);
+}
+
+/** What an agent ID may look like: it names the agent in grants, logs and the API's paths. */
+export const AGENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$/;
+
+/** Why `agent` cannot be an agent ID, or undefined when it can. */
+export function agentIdProblem(agent: string): string | undefined {
+  if (AGENT_ID_PATTERN.test(agent)) return undefined;
+  return `agent ID ${JSON.stringify(agent.slice(0, 140))} is not valid: 1-128 characters, letters, digits and . _ : @ / -, starting with a letter or digit`;
 }
 
 /** One tool call as the model asked for it. `id` is the model's tool-call ID. */
