@@ -11,7 +11,7 @@ import { createLogger } from '../worker/logger.js';
 import { SecretInInputError } from '../client/turnClient.js';
 import { dataConverterFor } from '../payloads/dataConverter.js';
 import { SettingsError, loadSettings, type Settings } from '../settings/index.js';
-import type { CallRequest } from '../contract/index.js';
+import { agentIdProblem, type CallRequest } from '../contract/index.js';
 import { listProblem } from '../governance/toolRules.js';
 import { connect, devDbFile, removeDevState, runningDev, writeDevState } from './embedded.js';
 import { registerApiCommand } from './api.js';
@@ -206,6 +206,7 @@ interface RunOptions {
   json?: boolean;
   allowedTools?: string[];
   disallowedTools: string[];
+  agent?: string;
 }
 
 /** `--allowed-tools a,b --allowed-tools c`: every matcher, split on commas and spaces as Claude Code does. */
@@ -222,6 +223,8 @@ async function runCommand(opts: RunOptions): Promise<number> {
   if (calls.length === 0) throw new UsageError("run needs at least one --call 'TOOL JSON'");
   const allowedTools = toolMatchers(opts.allowedTools, '--allowed-tools');
   const disallowedTools = toolMatchers(opts.disallowedTools, '--disallowed-tools');
+  const agentProblem = opts.agent !== undefined ? agentIdProblem(opts.agent) : undefined;
+  if (agentProblem) throw new UsageError(`--agent: ${agentProblem}`);
   // Explicit files and inline specs are fatal layers: refuse them here, before anything starts. Only
   // checked: their commands run once, on the worker, whose environment is the one that counts.
   try {
@@ -254,6 +257,7 @@ async function runCommand(opts: RunOptions): Promise<number> {
       calls: opts.parallel ? [calls] : calls.map((c) => [c]),
       ...(allowedTools !== undefined ? { allowedTools } : {}),
       ...(disallowedTools?.length ? { disallowedTools } : {}),
+      ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
     }).catch((err: unknown) => {
       throw err instanceof SecretInInputError ? new UsageError(err.message) : err;
     });
@@ -341,6 +345,7 @@ export function buildProgram(): Command {
     .option('--json', 'print one JSON object: { turnId, calls: [{ id, name, arguments, outcome }] }')
     .option('--allowed-tools <matchers>', 'only these tools, e.g. "mcp__github__*,mcp__docs__search" (repeatable; narrows the worker\'s rules)', collectOptional)
     .option('--disallowed-tools <matchers>', 'never these tools (repeatable; a deny always wins)', collect, [])
+    .option('--agent <id>', 'run as this agent: the servers granted to it on the shelf join the turn (durable-mcp mcp grant)')
     .action(async (opts: RunOptions) => {
       process.exitCode = await runCommand(opts);
     });

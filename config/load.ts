@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { link, mkdir, readFile, realpath, stat, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { refsProofText, type LayerKind } from '../contract/index.js';
+import { agentIdProblem, refsProofText, type LayerKind } from '../contract/index.js';
 import { splitCommand } from './expand.js';
 import { MAX_CONFIG_BYTES } from './json.js';
 import { nameProblem } from './names.js';
@@ -310,6 +310,29 @@ async function readConfigDirLayer(ctx: LoadContext): Promise<LayerEntries | unde
   return result && { kind: 'configDir', ...result };
 }
 
+/**
+ * Layer 1b, trusted (the operator put them on the shelf and granted them): the agent's shelf
+ * servers. Stdio servers start in the folder inline servers start in, which the turn does not
+ * choose; `$(command)` is not run here. Remote servers carry the name of the login they use.
+ */
+async function readShelfLayer(ctx: LoadContext, agent: string, options: LoadOptions): Promise<LayerEntries | undefined> {
+  if (!options.shelf) return undefined;
+  let read: { text?: string; warnings: string[] };
+  try {
+    read = await options.shelf(agent);
+  } catch (err) {
+    ctx.warnings.push(`shelf: could not read the servers of agent ${agent} (${scrubSecrets(String((err as Error)?.message ?? err), ctx.env)}); its shelf servers are left out of this turn`);
+    return undefined;
+  }
+  ctx.warnings.push(...read.warnings);
+  if (read.text === undefined) return undefined;
+  const folder = options.boundary?.inlineCwd ?? process.cwd();
+  const result = parseOptional(ctx, read.text, { kind: 'shelf', file: `shelf (agent ${agent})`, folder, workspace: ctx.refs.workspace }, 'shelf layer');
+  if (!result) return undefined;
+  const servers = result.servers.map((s) => (s.type === 'stdio' ? s : { ...s, login: s.name }));
+  return { kind: 'shelf', ...result, servers };
+}
+
 /** Layer 2, untrusted (the agent can write it): read only when DMCP_WORKSPACE_MCP asks for it (see `admit`). */
 async function readWorkspaceLayer(ctx: LoadContext): Promise<LayerEntries | undefined> {
   const file = layerFiles.workspace(ctx.refs.workspace);
@@ -402,6 +425,12 @@ export interface LoadOptions {
    * be set (the client's environment is not the worker's).
    */
   checkOnly?: boolean;
+  /**
+   * The servers granted to `agent` on the shelf, as `mcp.json` text, with the proofs of entries and
+   * grants already checked (`warnings` says which were refused). Read only for a turn that names
+   * an agent and whose references' proof holds; absent: turns get no shelf layer.
+   */
+  shelf?: (agent: string) => Promise<{ text?: string; warnings: string[] }>;
 }
 
 /** The hex HMAC-SHA256 proof of a turn's references under the operator's turn key. */
@@ -435,6 +464,8 @@ interface Admitted {
   files: { file: string; real: string }[];
   /** Inline specs that are not used, as failed entries (or warnings when a spec names no server). */
   inlineRefused: RefusedEntry[];
+  /** The agent whose shelf servers join the turn. */
+  agent?: string;
 }
 
 const PROOF_HINT = 'the turn carries no valid proof that the worker\'s operator chose it ' +
@@ -454,6 +485,12 @@ async function admit(ctx: LoadContext, options: LoadOptions): Promise<Admitted> 
 
   const proven = boundary.turnKey === undefined || proofHolds(boundary.turnKey, options.sessionId, refs);
   const out: Admitted = { workspaceLayer: false, plugins: [], files: [], inlineRefused: [] };
+  if (refs.agent !== undefined) {
+    const bad = agentIdProblem(refs.agent);
+    if (bad) ctx.warnings.push(`agent: shelf servers not used: ${bad}`);
+    else if (!proven) ctx.warnings.push(`agent ${refs.agent}: shelf servers not used: ${PROOF_HINT}`);
+    else out.agent = refs.agent;
+  }
   const allowedDirs = boundary.allowedConfigDirs && (await Promise.all(boundary.allowedConfigDirs.map((d) => realOrResolved(io, d))));
   const folderProblem = (named: string, real: string): string | undefined => {
     if (!allowedDirs) return undefined;
@@ -516,7 +553,11 @@ export async function loadConfig(refs: ConfigRefs, env: NodeJS.ProcessEnv, io: C
 
   // Read one after another, in precedence order: warnings come out in layer order, and a fatal
   // explicit file stops the load before later files run their commands.
-  const layers: (LayerEntries | undefined)[] = [await readConfigDirLayer(ctx), admitted.workspaceLayer ? await readWorkspaceLayer(ctx) : undefined];
+  const layers: (LayerEntries | undefined)[] = [
+    await readConfigDirLayer(ctx),
+    admitted.agent !== undefined ? await readShelfLayer(ctx, admitted.agent, options) : undefined,
+    admitted.workspaceLayer ? await readWorkspaceLayer(ctx) : undefined,
+  ];
   for (const root of admitted.plugins) layers.push(await readPluginLayer(ctx, root));
   for (const { file, real } of admitted.files) layers.push(await readExplicitLayer(ctx, file, real));
   const inline = inlineLayer(refs, options.boundary?.inlineCwd ?? process.cwd(), admitted.inlineRefused);

@@ -291,7 +291,7 @@ function entryScope(name: string, raw: RawEntry, ctx: EntryContext, refuse: Refu
   const enabled = (raw.enabled ?? true) && layer.checkOnly !== true;
   // A disabled entry starts nothing, so its variables need not be set and its commands are not run.
   const expandCtx: ExpandContext = {
-    env, allowCommands: trusted && layer.kind !== 'inline', layerLabel: layerLabel(layer.kind), commands: layer.commands, checkOnly: !enabled,
+    env, allowCommands: trusted && layer.kind !== 'inline' && layer.kind !== 'shelf', layerLabel: layerLabel(layer.kind), commands: layer.commands, checkOnly: !enabled,
   };
   const allowed = allowedSecretNames(env);
   return {

@@ -29,6 +29,13 @@ export interface ServerEntry {
    * `never`: no call, whatever its annotations.
    */
   retry?: 'auto' | 'safe' | 'never';
+  /**
+   * A remote server from the shelf: the shelf name whose OAuth login (if any) the worker sends.
+   * The token itself is never part of an entry.
+   */
+  login?: string;
+  /** The ID of that login when the config was loaded (not secret): a new login restarts the server. */
+  loginId?: string;
 }
 
 /** An entry that was refused: it shows up as a failed server in the status. */

@@ -84,6 +84,8 @@ export const MAX_REMOTE_MESSAGE_BYTES = 64 * 1024 * 1024;
 export interface RemoteTransportOptions {
   /** Default {@link MAX_REMOTE_MESSAGE_BYTES}. */
   maxMessageBytes?: number;
+  /** Wraps the fetch every request goes through (a shelf server's login adds its token here). */
+  wrapFetch?: (fetch: FetchLike) => FetchLike;
 }
 
 /** Header names whose values are credentials: never sent in clear text beyond this machine. */
@@ -190,7 +192,8 @@ export function createRemoteTransport(entry: ServerEntry, headers: Record<string
   const url = new URL(entry.url);
   refuseCredentialsInClear(entry, url, headers);
   const requestInit = { headers };
-  const fetch = boundedFetch(tracker.fetch, options.maxMessageBytes ?? MAX_REMOTE_MESSAGE_BYTES, `server "${entry.name}"`);
+  const inner = options.wrapFetch ? options.wrapFetch(tracker.fetch) : tracker.fetch;
+  const fetch = boundedFetch(inner, options.maxMessageBytes ?? MAX_REMOTE_MESSAGE_BYTES, `server "${entry.name}"`);
   if (entry.type === 'sse') return new SSEClientTransport(url, { requestInit, fetch });
   return new StreamableHTTPClientTransport(url, {
     requestInit,

@@ -16,6 +16,7 @@ import { MAX_NESTING_DEPTH, nestedDeeperThan } from '../contract/index.js';
 import type { ServerEntry } from '../config/types.js';
 import { TailBuffer } from '../text/tailBuffer.js';
 import { describeExit, describeStartFailure, lostText, startTimeoutText } from './failureText.js';
+import { loginFetch, type LoginCredentials, type LoginFetchEvents, type LoginProblem } from './login.js';
 import { WireTracker, classifyPingFailure, createRemoteTransport, redact, remoteSecrets, terminateRemoteSession } from './httpTransport.js';
 import { PendingRequests, RemoteWatchdog } from './liveness.js';
 import { rootsKey } from './roots.js';
@@ -57,6 +58,11 @@ export interface ManagedServerDeps {
   roots?: () => Root[];
   /** Told when a start ends (warm spares included): how it ended and how long it took. */
   onStart?: (result: 'ready' | 'failed', durationMs: number) => void;
+  /**
+   * A shelf server's login (entries with `login`): its token is added to every request and
+   * refreshed once after a 401. Absent: such a server is called without a token.
+   */
+  credentials?: LoginCredentials;
 }
 
 export interface CallOptions {
@@ -107,6 +113,8 @@ export class ManagedServer {
   private readonly watchdog?: RemoteWatchdog;
   /** Header values and URL secrets of a remote server, removed from every text that leaves. */
   private secrets: string[] = [];
+  /** Why this shelf server needs a (new) login, as its last refused request said. */
+  loginProblem?: LoginProblem;
   /** The roots last announced to this server (at start, or by {@link syncRoots}). */
   private announcedRoots = '';
   /** How often the server asked `roots/list`; those that never ask are not waited for. */
@@ -204,6 +212,8 @@ export class ManagedServer {
           scrub: (text) => this.scrubText(text),
         }),
       );
+      // A server that refused us for want of a login says what to do, not "HTTP 401".
+      if (this.loginProblem) this.error = this.scrubText(this.loginProblem.message);
       this.state = 'failed';
       this.log.warn({ err: this.error }, 'server failed to start');
       this.deps.onStart?.('failed', Date.now() - began);
@@ -218,7 +228,22 @@ export class ManagedServer {
     if (this.remote) {
       const headers = this.deps.requestHeaders?.() ?? { ...entry.headers };
       this.secrets = remoteSecrets(entry, headers);
-      return createRemoteTransport(entry, headers, this.wire);
+      const { credentials } = this.deps;
+      if (entry.login === undefined || !credentials || !entry.url) return createRemoteTransport(entry, headers, this.wire);
+      const events: LoginFetchEvents = {
+        onToken: (token) => {
+          if (!this.secrets.includes(token)) this.secrets.push(token);
+        },
+        onProblem: (problem) => {
+          this.loginProblem = problem;
+        },
+        onAuthorized: () => {
+          this.loginProblem = undefined;
+        },
+      };
+      const login = entry.login;
+      const url = entry.url;
+      return createRemoteTransport(entry, headers, this.wire, { wrapFetch: (inner) => loginFetch(inner, login, url, credentials, events) });
     }
     if (entry.type !== 'stdio' || !entry.command) {
       throw new Error(`transport "${entry.type}" is not supported`);
@@ -400,6 +425,11 @@ export class ManagedServer {
     }
     if (!this.client) throw new ServerUnavailableError(this.entry.name, 'server has no connection');
     return this.client;
+  }
+
+  /** Values only this server was given (header values, URL secrets, its login's tokens): scrubbed from its results. */
+  get secretValues(): readonly string[] {
+    return this.secrets;
   }
 
   /** Removes secret values (environment secrets, header values, URL secrets) from text that leaves the worker. */

@@ -7,6 +7,7 @@ import { admitRoot, rootsOf } from './roots.js';
 import { StdioSandbox, type UntrustedStdioOptions } from './sandbox.js';
 import { remoteSecrets } from './httpTransport.js';
 import { SparePool } from './spares.js';
+import type { LoginCredentials } from './login.js';
 import { ToolNameMap, describeTool, type ToolPrefix } from './toolNames.js';
 import type { ServerStatus, ToolInfo, TurnStatus } from '../contract/index.js';
 
@@ -43,6 +44,8 @@ export interface ServerPoolOptions {
   rootsWithin?: string[];
   /** Told about server starts and restarts (metrics); called synchronously, must not throw. */
   observer?: PoolObserver;
+  /** Shelf servers' OAuth logins: tokens for entries with `login`, refreshed on the worker. */
+  credentials?: LoginCredentials;
 }
 
 /** What the pool reports as it goes (the worker's metrics). Names are config keys, never session IDs. */
@@ -179,6 +182,9 @@ export class ServerPool {
         if (!server.entry.enabled) return;
         if (server.state === 'idle') return this.startServer(sessionId, session, name, server);
         if (server.state === 'failed' && server.wasReady) return this.restart(sessionId, session, name, server);
+        // A refresh that failed for a passing reason is tried again each turn; other login problems
+        // wait for a new login, which changes the entry's loginId and so the config.
+        if (server.state === 'failed' && server.loginProblem?.kind === 'refresh_failed') return this.restart(sessionId, session, name, server, false);
         // A sandbox lets its server write one workspace: for another one the server starts anew.
         if (server.state === 'ready' && this.boundElsewhere(server, session)) return this.restart(sessionId, session, name, server, false);
         // A server that never started waits for a config change (it would cost its start timeout every turn).
@@ -259,6 +265,7 @@ export class ServerPool {
       roots: () => rootsOf(sandboxRoot ? sandboxRoot.root : this.owners.get(server)?.root),
       ...(observer?.serverStarted ? { onStart: (result: 'ready' | 'failed', ms: number) => observer.serverStarted!(entry.name, result, ms) } : {}),
       ...(this.options.requestHeadersFor ? { requestHeaders: () => this.options.requestHeadersFor!(entry) } : {}),
+      ...(this.options.credentials ? { credentials: this.options.credentials } : {}),
       scrub: this.scrub,
       startTimeoutMs: this.options.startTimeoutMs,
       clientVersion: this.options.clientVersion ?? '0.1.0',
@@ -283,7 +290,8 @@ export class ServerPool {
         continue;
       }
       if (server.state !== 'ready') {
-        servers.push({ ...base, state: 'failed', tools: [], error: server.error ?? `server is ${server.state}` });
+        const login = server.loginProblem ? { login: server.loginProblem.kind } : {};
+        servers.push({ ...base, state: 'failed', tools: [], error: server.error ?? `server is ${server.state}`, ...login });
         continue;
       }
       const offered = new Set(server.tools.map((t) => t.name));
@@ -361,7 +369,7 @@ export class ServerPool {
       } catch {
         // A token that cannot be resolved now was never sent: only the literal headers can come back.
       }
-      options.onServerSecrets(remoteSecrets(managed.entry, headers));
+      options.onServerSecrets([...remoteSecrets(managed.entry, headers), ...managed.secretValues]);
     }
     session.lastUsed = Date.now();
     session.busy += 1;

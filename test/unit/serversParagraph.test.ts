@@ -51,6 +51,13 @@ const rows: Array<{ name: string; status: TurnStatus; expected: string[] }> = [
     ],
   },
   {
+    name: 'a shelf server that wants a login says who must act',
+    status: status([
+      server('linear', { layer: 'shelf', transport: 'http', state: 'failed', login: 'wanted', error: 'wants an account first: durable-mcp mcp login linear' }),
+    ]),
+    expected: [HEADER, '- linear: not available until its operator logs in: wants an account first: durable-mcp mcp login linear'],
+  },
+  {
     name: 'failed with a multi-line, long error',
     status: status([server('bad', { state: 'failed', error: `line one\n  line two\r\n${longError}` })]),
     expected: [HEADER, `- bad: not available, failed to start or answer: ${`line one line two ${longError}`.slice(0, 199)}…`],
