@@ -135,8 +135,7 @@ async function main(): Promise<void> {
       ...rows,
       '',
       'What the in-flight call waits for: the heartbeat timeout (its first attempt is lost; Temporal does not retry a lost heartbeat, so nothing more goes to the dead worker\'s queue), a reconciliation on the shared queue (the survivor starts the server), then its 2 s on the survivor (attempt 1 there); the new call and endTurn go straight to the survivor. A side-effecting call returns `unknown_result` right after the heartbeat timeout, as before. ' +
-        (builds.length > 1 ? `In the "${builds[1]![0]}" rows the retry was scheduled on the dead worker's queue and waited out its schedule-to-start timeout there before the turn moved. ` : '') +
-        'When the turn\'s workflow was cached on the killed worker too (the worker that takes a turn\'s first reconcile usually runs its workflow tasks as well), the first workflow task after the timeout waits on the dead worker\'s sticky queue for the shared worker\'s `stickyQueueScheduleToStartTimeout` (2 s, "sticky wait"): without it the call would be back within the goal.',
+        'When the turn\'s workflow was cached on the killed worker too (the worker that takes a turn\'s first reconcile usually runs its workflow tasks as well), the first workflow task after the timeout waits on the dead worker\'s sticky queue for the shared worker\'s `stickyQueueScheduleToStartTimeout` ("sticky wait", read from history).',
     ].join('\n');
     process.stdout.write(`${body}\n`);
     await writeSection('Recovery after a worker SIGKILL', body);

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { rm } from 'node:fs/promises';
 import type { Client, WorkflowHandle } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { TurnClient, type Turn } from '../client/turnClient.js';
 import type { DevServerOptions } from '../dev/devServer.js';
 import { tempDir } from '../test/support/harness.js';
@@ -47,6 +48,8 @@ interface Variant {
   temporalCpuMs: number;
   workerCpuMs: number;
   serverCpuMs: number;
+  /** Durable lanes: the turns, whose histories tell how often a workflow task missed its sticky queue. */
+  turns: Turn[];
 }
 
 interface ServerSetup {
@@ -62,11 +65,12 @@ async function startServer(key: string, dir: string, options: DevServerOptions):
 }
 
 /** LANES durable-mcp turns on `server` (a few at a time: each starts its own echo server). */
-async function durableLanes(server: ServerSetup, key: string, dir: string, bundle: string): Promise<{ pid: number; lanes: LaneCall[] }> {
+async function durableLanes(server: ServerSetup, key: string, dir: string, bundle: string): Promise<{ pid: number; lanes: LaneCall[]; turns: Turn[] }> {
   const turns = new TurnClient({ client: server.client, taskQueue: benchQueue(`tput-${key}`) });
   const worker = await startDurableWorker(server.temporal.address, turns.taskQueue, bundle);
   server.stops.unshift(() => stopProcess(worker));
   const lanes: LaneCall[] = [];
+  const opened: Turn[] = [];
   for (let k = 0; k < LANES; k += 4) {
     const batch = await Promise.all(
       Array.from({ length: Math.min(4, LANES - k) }, async () => {
@@ -74,6 +78,7 @@ async function durableLanes(server: ServerSetup, key: string, dir: string, bundl
         const bad = turn.status.servers.find((s) => s.state !== 'ready');
         if (bad) throw new Error(`${key}: server ${bad.name} is ${bad.state}: ${bad.error}`);
         server.stops.unshift(() => turn.end().then(() => undefined));
+        opened.push(turn);
         return async (i: number) => {
           const outcome = await turn.callTool({ id: uniqueId('d'), name: 'mcp__fixture__echo', arguments: { text: `call ${i}` } });
           if (outcome.status !== 'ok' || outcome.isError) throw new Error(`durable-mcp: ${outcome.errorKind}: ${outcome.errorMessage}`);
@@ -82,7 +87,24 @@ async function durableLanes(server: ServerSetup, key: string, dir: string, bundl
     );
     lanes.push(...batch);
   }
-  return { pid: worker.pid, lanes };
+  return { pid: worker.pid, lanes, turns: opened };
+}
+
+/**
+ * Workflow tasks of the turns that timed out on the worker's sticky queue (the worker did not start
+ * them within its `stickyQueueScheduleToStartTimeout`, so another poll took them and replayed the
+ * turn), and all workflow tasks, from history.
+ */
+async function stickyTimeouts(turns: Turn[]): Promise<{ timedOut: number; tasks: number }> {
+  let timedOut = 0;
+  let tasks = 0;
+  for (const turn of turns) {
+    for (const e of (await turn.handle.fetchHistory()).events ?? []) {
+      if (e.workflowTaskScheduledEventAttributes) tasks += 1;
+      if (e.workflowTaskTimedOutEventAttributes?.timeoutType === proto.temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START) timedOut += 1;
+    }
+  }
+  return { timedOut, tasks };
 }
 
 async function bareLanes(server: ServerSetup): Promise<{ pid: number; lanes: LaneCall[] }> {
@@ -138,7 +160,7 @@ async function main(): Promise<void> {
     const untuned = await startServer('untuned', dir, { tuned: false });
     servers.push(untuned);
 
-    const mk = (key: Variant['key'], label: string, server: ServerSetup, l: { pid: number; lanes: LaneCall[] }): Variant => ({
+    const mk = (key: Variant['key'], label: string, server: ServerSetup, l: { pid: number; lanes: LaneCall[]; turns?: Turn[] }): Variant => ({
       key,
       label,
       temporal: server.temporal,
@@ -149,6 +171,7 @@ async function main(): Promise<void> {
       temporalCpuMs: 0,
       workerCpuMs: 0,
       serverCpuMs: 0,
+      turns: l.turns ?? [],
     });
     log(`opening ${LANES} lanes per variant`);
     const variants: Variant[] = [
@@ -167,6 +190,7 @@ async function main(): Promise<void> {
       }
     }
     const load1 = loadavg();
+    const sticky = await Promise.all(variants.filter((v) => v.turns.length > 0).map(async (v) => ({ v, ...(await stickyTimeouts(v.turns)) })));
 
     const byKey = (k: Variant['key']) => variants.find((v) => v.key === k)!;
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -187,6 +211,8 @@ Two dev servers started by \`startDevServer\`, each on its own SQLite file, runn
 | variant | calls/s per round | mean calls/s | dev server CPU/call (ms) | worker CPU/call | its MCP servers CPU/call | total CPU/call |
 |---|---|---|---|---|---|---|
 ${rows.join('\n')}
+
+Workflow tasks that timed out before they started (on the worker's sticky queue: it did not start them within its \`stickyQueueScheduleToStartTimeout\`, so the turn was replayed), over all workflow tasks of the durable turns, warm-up included: ${sticky.map((x) => `${x.v.key} ${x.timedOut} of ${x.tasks}`).join('; ')}.
 
 Ratios are per round (against the other variant of the same round), median over rounds.
 

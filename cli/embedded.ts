@@ -1,10 +1,11 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { TUNED_MAX_IN_FLIGHT_UPDATES, startDevServer, type DevServer } from '../dev/devServer.js';
 import { TurnClient } from '../client/turnClient.js';
+import { temporalClient } from '../client/temporalClient.js';
 import type { RunningWorker } from '../worker/index.js';
 import { ensureTurnKey } from '../config/load.js';
 import { isSecretName } from '../config/secrets.js';
@@ -47,6 +48,13 @@ function alive(pid: number): boolean {
 
 /** The running `durable-mcp dev` of this data dir, if there is one and it answers. */
 export async function runningDev(dataDir: string): Promise<DevState | undefined> {
+  const dev = await answeringDev(dataDir);
+  await dev?.connection.close();
+  return dev?.state;
+}
+
+/** Like {@link runningDev}, with the connection that found it answering, left open for the caller. */
+async function answeringDev(dataDir: string): Promise<{ state: DevState; connection: Connection } | undefined> {
   let state: DevState;
   try {
     state = JSON.parse(await readFile(devStateFile(dataDir), 'utf8')) as DevState;
@@ -55,12 +63,23 @@ export async function runningDev(dataDir: string): Promise<DevState | undefined>
   }
   if (!alive(state.pid) || !alive(state.serverPid)) return undefined;
   try {
-    const connection = await Connection.connect({ address: state.address, connectTimeout: 2000 });
-    await connection.close();
-    return state;
+    return { state, connection: await temporalClient.Connection.connect({ address: state.address, connectTimeout: 2000 }) };
   } catch {
     return undefined;
   }
+}
+
+/** Warm spares per trusted stdio server that `dev` keeps when DMCP_WARM_SPARES is not set. */
+export const DEV_WARM_SPARES = 1;
+
+/**
+ * The settings `dev` runs with: the environment's, except one warm spare per trusted stdio server
+ * unless DMCP_WARM_SPARES is set (`worker` and the embedded server of `run` keep its default, 0). On
+ * a developer's machine new sessions come one at a time, and each would otherwise start its servers.
+ */
+export function devSettings(settings: Settings, env: NodeJS.ProcessEnv): Settings {
+  if (env.DMCP_WARM_SPARES !== undefined && env.DMCP_WARM_SPARES.trim() !== '') return settings;
+  return { ...settings, warmSpares: DEV_WARM_SPARES };
 }
 
 /** A Temporal connection for a command, and whatever was started to provide it. */
@@ -112,11 +131,15 @@ export async function connect(options: {
     const client = await TurnClient.connect({ address, connection: target.options, namespace: target.namespace, taskQueue, dataConverter, ...clientSettings });
     return { client, mode: 'TEMPORAL_ADDRESS', address, close: () => client.close() };
   }
-  const dev = await runningDev(settings.dataDir);
-  if (dev) {
+  const found = await answeringDev(settings.dataDir);
+  if (found) {
+    const { state: dev, connection } = found;
     // `dev` and the embedded server below are started tuned: they admit more parallel calls per turn.
     const client = await TurnClient.connect({
-      address: dev.address, namespace: dev.namespace, taskQueue: dev.taskQueue, dataConverter, ...clientSettings, maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES,
+      address: dev.address, connected: connection, namespace: dev.namespace, taskQueue: dev.taskQueue, dataConverter, ...clientSettings, maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES,
+    }).catch(async (err: unknown) => {
+      await connection.close();
+      throw err;
     });
     return { client, mode: 'dev', address: dev.address, close: () => client.close() };
   }

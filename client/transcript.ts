@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defaultPayloadConverter, type PayloadConverter } from '@temporalio/common';
-import { describeContent, sniffImageType } from '../shaping/index.js';
+// Not shaping/index.js: that would load the tokenizer on every CLI start, and transcripts need none.
+import { describeContent } from '../shaping/content.js';
+import { sniffImageType } from '../shaping/images.js';
 import type { temporal } from '@temporalio/proto';
 import { ActivityName, UpdateName, type CallOutcome, type CallRequest, type CallToolInput, type ReconcileResult, type ToolInfo, type TurnInput, type TurnResult, type TurnStatus } from '../contract/index.js';
 import type { PostToolUseHooksResult, PreToolUseHooksResult, ToolHookInput } from '../contract/index.js';

@@ -1,24 +1,31 @@
 import { createHmac } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import {
-  Client,
-  Connection,
-  WithStartWorkflowOperation,
-  WorkflowExecutionAlreadyStartedError,
-  type ConnectionOptions as TemporalConnectionOptions,
-  type WorkflowHandle,
-  type WorkflowUpdateHandle,
-} from '@temporalio/client';
+import type { Client, Connection, ConnectionOptions as TemporalConnectionOptions, WorkflowHandle, WorkflowUpdateHandle } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
-import { END_TURN_UPDATE_ID, SESSION_ID_SEARCH_ATTRIBUTE, agentIdProblem, refsProofText, type CallOutcome, type ConfigRefs, type CallRequest, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus } from '../contract/index.js';
-import { agentTurn, callToolUpdate, cancelCallUpdate, endTurnUpdate, turnStartedUpdate } from '../workflows/index.js';
-import { DEFAULT_SHAPE_LIMITS, shapeForModel, type ModelView, type ShapeLimits } from '../shaping/index.js';
+import {
+  END_TURN_UPDATE_ID, SESSION_ID_SEARCH_ATTRIBUTE, UpdateName, WorkflowType, agentIdProblem, refsProofText, type CallOutcome, type ConfigRefs, type CallRequest, type ToolInfo,
+  type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus,
+} from '../contract/index.js';
+// Types only: the workflow code (and @temporalio/workflow) is not loaded by clients, which start
+// `durable-mcp run` and every other one-shot command noticeably faster.
+import type { agentTurn, callToolUpdate, cancelCallUpdate, endTurnUpdate, turnStartedUpdate } from '../workflows/index.js';
+// Not the shaping index: its token counter loads a tokenizer that most commands never use.
+import { DEFAULT_SHAPE_LIMITS, type ShapeLimits } from '../shaping/limits.js';
+import type { ModelView } from '../shaping/index.js';
 import { createDataConverter } from '../payloads/dataConverter.js';
-import { decodeHistoryPayloads } from '../payloads/decodeHistory.js';
 import { buildTranscript, type Transcript } from './transcript.js';
+import { temporalClient } from './temporalClient.js';
+
+const { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError } = temporalClient;
 
 export const sessionIdKey = defineSearchAttributeKey(SESSION_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
+
+/** The turn's Update definitions as the workflow defines them (`defineUpdate` is only a name and a type). */
+const turnStartedDef = { type: 'update', name: UpdateName.turnStarted } as typeof turnStartedUpdate;
+const callToolDef = { type: 'update', name: UpdateName.callTool } as typeof callToolUpdate;
+const cancelCallDef = { type: 'update', name: UpdateName.cancelCall } as typeof cancelCallUpdate;
+const endTurnDef = { type: 'update', name: UpdateName.endTurn } as typeof endTurnUpdate;
 
 /** What a turn needs to know about its servers: references only, resolved on the worker. */
 export interface TurnServers {
@@ -104,6 +111,11 @@ export interface ConnectOptions {
    * TEMPORAL_* variables and TOML profiles); default: plaintext, as to a dev server.
    */
   connection?: Pick<TemporalConnectionOptions, 'tls' | 'apiKey' | 'metadata'>;
+  /**
+   * A connection already open to `address` (e.g. the one that checked a server answers), used
+   * instead of opening another; {@link TurnClient.close} closes it.
+   */
+  connected?: Connection;
   namespace?: string;
   /** The shared task queue (default `durable-mcp`). */
   taskQueue?: string;
@@ -212,9 +224,9 @@ export class TurnClient {
    * a client without it cannot read the compressed payloads every worker writes.
    */
   static async connect(options: ConnectOptions): Promise<TurnClient> {
-    const connection = await Connection.connect({ ...options.connection, address: options.address });
+    const connection = options.connected ?? (await temporalClient.Connection.connect({ ...options.connection, address: options.address }));
     const dataConverter = options.dataConverter ?? createDataConverter({ payloadDir: join(resolve(options.dataDir ?? '.data'), 'payloads') });
-    const client = new Client({ connection, namespace: options.namespace ?? 'default', dataConverter });
+    const client = new temporalClient.Client({ connection, namespace: options.namespace ?? 'default', dataConverter });
     const turnKey = options.turnKey ?? (await readTurnKeyFile(join(resolve(options.dataDir ?? '.data'), 'turn.key')));
     return new TurnClient({
       client, taskQueue: options.taskQueue, turnIdleMs: options.turnIdleMs, shapeLimits: options.shapeLimits, turnKey, secrets: options.secrets,
@@ -229,7 +241,7 @@ export class TurnClient {
   /** Starts an interactive turn; resolves once servers are reconciled and tools listed (one round trip). */
   async startTurn(options: StartTurnOptions): Promise<Turn> {
     const { input, workflowId } = await this.prepare(options);
-    const operation = new WithStartWorkflowOperation(agentTurn, {
+    const operation = new WithStartWorkflowOperation<typeof agentTurn>(WorkflowType.agentTurn, {
       workflowId,
       taskQueue: this.taskQueue,
       args: [input],
@@ -239,7 +251,7 @@ export class TurnClient {
       typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
     });
     try {
-      const start = await this.client.workflow.executeUpdateWithStart(turnStartedUpdate, { startWorkflowOperation: operation });
+      const start = await this.client.workflow.executeUpdateWithStart(turnStartedDef, { startWorkflowOperation: operation });
       return new Turn(this.client.workflow.getHandle(workflowId), start, this.shapeLimits, this.secrets, this.callQueue);
     } catch (err) {
       // A closed turn with this number exists (visibility lagged behind): take the next number,
@@ -255,7 +267,7 @@ export class TurnClient {
   /** Runs a batch turn: groups in order, calls of a group in parallel. */
   async runBatch(options: StartTurnOptions & { calls: CallRequest[][] }): Promise<TurnResult> {
     const { input, workflowId } = await this.prepare(options, options.calls);
-    const handle = await this.client.workflow.start(agentTurn, {
+    const handle = await this.client.workflow.start<typeof agentTurn>(WorkflowType.agentTurn, {
       workflowId,
       taskQueue: this.taskQueue,
       args: [{ ...input, batch: options.calls }],
@@ -286,6 +298,8 @@ export class TurnClient {
     // Visibility can lag a just-started turn: fall back to the latest run.
     if (runs.length === 0) runs.push({ runId: '', start: 0 });
     const parts: Transcript[] = [];
+    // Loaded here: only transcripts need it, and it costs one-shot commands their start-up.
+    const { decodeHistoryPayloads } = await import('../payloads/decodeHistory.js');
     for (const run of runs.sort((a, b) => a.start - b.start)) {
       const history = await this.client.workflow.getHandle(turnId, run.runId || undefined).fetchHistory();
       await decodeHistoryPayloads(history, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
@@ -311,18 +325,18 @@ export class TurnClient {
     } catch (err) {
       return Promise.reject(err as Error);
     }
-    return this.client.workflow.getHandle<typeof agentTurn>(turnId).startUpdate(callToolUpdate, { args: [request], updateId: request.id, waitForStage: 'ACCEPTED' });
+    return this.client.workflow.getHandle<typeof agentTurn>(turnId).startUpdate(callToolDef, { args: [request], updateId: request.id, waitForStage: 'ACCEPTED' });
   }
 
   /** {@link Turn.cancelCall} for a turn known by its ID. */
   cancelCall(turnId: string, callId: string): Promise<boolean> {
-    return this.client.workflow.getHandle<typeof agentTurn>(turnId).executeUpdate(cancelCallUpdate, { args: [callId] });
+    return this.client.workflow.getHandle<typeof agentTurn>(turnId).executeUpdate(cancelCallDef, { args: [callId] });
   }
 
   /** {@link Turn.end} for a turn known by its ID. */
   async endTurn(turnId: string): Promise<TurnResult> {
     const handle = this.client.workflow.getHandle<typeof agentTurn>(turnId);
-    await handle.executeUpdate(endTurnUpdate, { updateId: END_TURN_UPDATE_ID });
+    await handle.executeUpdate(endTurnDef, { updateId: END_TURN_UPDATE_ID });
     return handle.result();
   }
 
@@ -405,6 +419,29 @@ export class TurnClient {
 /** The server's default `history.maxInFlightUpdates`. */
 const DEFAULT_MAX_CALLS_IN_FLIGHT = 10;
 
+/** A call waiting for a slot: `resolve(true)` sends it, `resolve(false)` drops it unsent (cancelled). */
+interface WaitingCall {
+  id: string;
+  resolve: (send: boolean) => void;
+}
+
+/**
+ * The outcome of a call cancelled while it waited in the client for a slot: it was never sent, so
+ * the turn has no record of it and the tool did not run.
+ */
+function cancelledBeforeSentOutcome(): CallOutcome {
+  return {
+    status: 'error',
+    errorKind: 'cancelled',
+    errorMessage: 'the call was cancelled before it was sent to the turn (it waited for a free slot): the tool did not run',
+    content: [],
+    isError: false,
+    startedAt: new Date().toISOString(),
+    durationMs: 0,
+    attempts: 0,
+  };
+}
+
 /** How a {@link Turn} bounds its calls in flight; see {@link TurnClientOptions.maxCallsInFlight}. */
 export interface CallQueueOptions {
   maxCallsInFlight?: number;
@@ -421,7 +458,9 @@ export class Turn implements TurnStart {
   private readonly maxCallsInFlight: number;
   private readonly onCallsInFlight?: (inFlight: number) => void;
   private callsInFlight = 0;
-  private readonly waitingCalls: (() => void)[] = [];
+  private readonly waitingCalls: WaitingCall[] = [];
+  /** IDs of the calls sent and not yet answered, with how many of each (a retried ID counts twice). */
+  private readonly sentCalls = new Map<string, number>();
 
   constructor(
     readonly handle: WorkflowHandle<typeof agentTurn>,
@@ -451,27 +490,32 @@ export class Turn implements TurnStart {
     } catch (err) {
       return Promise.reject(err as Error);
     }
-    return this.withCallSlot(() => this.handle.executeUpdate(callToolUpdate, { args: [request], updateId: request.id }));
+    return this.withCallSlot(request.id, () => this.handle.executeUpdate(callToolDef, { args: [request], updateId: request.id }));
   }
 
   /**
    * Runs `send` once fewer than `maxCallsInFlight` calls are in flight; later calls wait in order. A
    * finishing call hands its slot straight to the next waiting one, so the count never exceeds the
-   * bound and a waiting call is never overtaken by a new one.
+   * bound and a waiting call is never overtaken by a new one. A waiting call that is cancelled
+   * leaves the queue without sending anything.
    */
-  private async withCallSlot<T>(send: () => Promise<T>): Promise<T> {
+  private async withCallSlot(id: string, send: () => Promise<CallOutcome>): Promise<CallOutcome> {
     if (this.callsInFlight < this.maxCallsInFlight) {
       this.callsInFlight += 1;
       this.onCallsInFlight?.(this.callsInFlight);
-    } else {
-      await new Promise<void>((resolve) => this.waitingCalls.push(resolve));
+    } else if (!(await new Promise<boolean>((resolve) => this.waitingCalls.push({ id, resolve })))) {
+      return cancelledBeforeSentOutcome();
     }
+    this.sentCalls.set(id, (this.sentCalls.get(id) ?? 0) + 1);
     try {
       return await send();
     } finally {
+      const left = this.sentCalls.get(id)! - 1;
+      if (left > 0) this.sentCalls.set(id, left);
+      else this.sentCalls.delete(id);
       const next = this.waitingCalls.shift();
       if (next) {
-        next();
+        next.resolve(true);
       } else {
         this.callsInFlight -= 1;
         this.onCallsInFlight?.(this.callsInFlight);
@@ -486,20 +530,34 @@ export class Turn implements TurnStart {
    */
   async callToolForModel(request: CallRequest, limits: ShapeLimits = this.shapeLimits): Promise<{ outcome: CallOutcome; model: ModelView }> {
     const outcome = await this.callTool(request);
+    const { shapeForModel } = await import('../shaping/shapeResult.js');
     return { outcome, model: await shapeForModel(outcome, limits) };
   }
 
   /**
-   * Cancels an in-flight call: its activity is cancelled and the MCP request aborted, which sends
-   * `notifications/cancelled` to the server. Returns false if no such call is running.
+   * Cancels a call. One that is running: its activity is cancelled and the MCP request aborted, which
+   * sends `notifications/cancelled` to the server. One still waiting here for a slot (beyond
+   * `maxCallsInFlight`): it is never sent, and its `callTool` resolves with an error outcome of kind
+   * `cancelled` saying the tool did not run (the turn's history has no record of it). Returns false
+   * if no such call is waiting or running.
    */
-  cancelCall(id: string): Promise<boolean> {
-    return this.handle.executeUpdate(cancelCallUpdate, { args: [id] });
+  async cancelCall(id: string): Promise<boolean> {
+    let dropped = 0;
+    for (let i = this.waitingCalls.length - 1; i >= 0; i -= 1) {
+      const waiting = this.waitingCalls[i]!;
+      if (waiting.id !== id) continue;
+      this.waitingCalls.splice(i, 1);
+      waiting.resolve(false);
+      dropped += 1;
+    }
+    if (dropped > 0 && !this.sentCalls.has(id)) return true;
+    const running = await this.handle.executeUpdate(cancelCallDef, { args: [id] });
+    return running || dropped > 0;
   }
 
   /** Ends the turn and returns its result. */
   async end(): Promise<TurnResult> {
-    await this.handle.executeUpdate(endTurnUpdate, { updateId: END_TURN_UPDATE_ID });
+    await this.handle.executeUpdate(endTurnDef, { updateId: END_TURN_UPDATE_ID });
     return this.handle.result();
   }
 }

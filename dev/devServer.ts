@@ -2,10 +2,18 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { dirname } from 'node:path';
-import { Connection } from '@temporalio/client';
+import { createRequire } from 'node:module';
+import type * as TemporalClient from '@temporalio/client';
 import { SESSION_ID_SEARCH_ATTRIBUTE } from '../contract/index.js';
 import { TailBuffer } from '../text/tailBuffer.js';
 import { requireTemporalCli } from './temporalCli.js';
+
+/**
+ * `@temporalio/client`, required once a server starts: imported from an ES module, its files would be
+ * scanned for export names at every start of every command that loads this module (see
+ * client/temporalClient.ts).
+ */
+const temporalClient = () => createRequire(import.meta.url)('@temporalio/client') as typeof TemporalClient;
 
 /** Search attributes every turn sets. */
 export const SEARCH_ATTRIBUTES = { [SESSION_ID_SEARCH_ATTRIBUTE]: 'Keyword' } as const;
@@ -131,7 +139,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       throw new Error(`temporal server start-dev exited (${cli.path}): ${stderr.lastLines(8) || 'no output'}`);
     }
     try {
-      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      const connection = await temporalClient().Connection.connect({ address, connectTimeout: 1000 });
       try {
         await connection.workflowService.describeNamespace({ namespace });
         break;
