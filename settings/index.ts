@@ -161,6 +161,17 @@ export interface Settings {
     /** DMCP_BWRAP, default `bwrap` (looked up on PATH): the bubblewrap binary. */
     bwrap: string;
   };
+  /** OAuth logins of shelf servers (`durable-mcp mcp login`): where the tokens live and their key. */
+  oauth: {
+    /** DMCP_OAUTH_DIR (absolute), default `<DMCP_DATA_DIR>/oauth`: one encrypted file per login, 0600 in a 0700 folder. */
+    dir: string;
+    /** DMCP_OAUTH_KEY: 32 bytes (64 hex digits or base64) encrypting the token files; unset: `<DMCP_DATA_DIR>/oauth.key`, created 0600. */
+    key?: string;
+    /** DMCP_OAUTH_KEYS_PREVIOUS: comma-separated older keys, still accepted for reading (key rotation). */
+    previousKeys: string[];
+    /** DMCP_OAUTH_CALLBACK_PORT, default 8788: the loopback port `mcp login` waits on for the browser's redirect. */
+    callbackPort: number;
+  };
   /** Prometheus metrics of the worker (calls, servers, the Temporal SDK's own). */
   metrics: {
     /** DMCP_METRICS_PORT: where `/metrics` is served; unset: no metrics. 0 picks a free port. */
@@ -353,6 +364,18 @@ const envSchema = z.object({
     return n;
   }),
   DMCP_METRICS_HOST: text('127.0.0.1'),
+  DMCP_OAUTH_DIR: optionalText,
+  DMCP_OAUTH_KEY: wrap('DMCP_OAUTH_KEY', (v) => {
+    if (v === undefined || v.trim() === '') return undefined;
+    decodeKey32(v, 'DMCP_OAUTH_KEY');
+    return v.trim();
+  }),
+  DMCP_OAUTH_KEYS_PREVIOUS: wrap('DMCP_OAUTH_KEYS_PREVIOUS', (v) => {
+    const keys = (v ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+    keys.forEach((k, i) => decodeKey32(k, `DMCP_OAUTH_KEYS_PREVIOUS (key #${i + 1})`));
+    return keys;
+  }),
+  DMCP_OAUTH_CALLBACK_PORT: port('DMCP_OAUTH_CALLBACK_PORT', 8788),
 });
 
 /**
@@ -413,6 +436,12 @@ export function loadSettings(env: Env): Settings {
     debug: e.DMCP_DEBUG,
     untrustedStdio: { mode: e.DMCP_UNTRUSTED_STDIO, bwrap: e.DMCP_BWRAP },
     metrics: { ...(e.DMCP_METRICS_PORT !== undefined ? { port: e.DMCP_METRICS_PORT } : {}), host: e.DMCP_METRICS_HOST },
+    oauth: {
+      dir: e.DMCP_OAUTH_DIR ? resolve(e.DMCP_OAUTH_DIR.trim()) : resolve(e.DMCP_DATA_DIR, 'oauth'),
+      ...(e.DMCP_OAUTH_KEY ? { key: e.DMCP_OAUTH_KEY } : {}),
+      previousKeys: e.DMCP_OAUTH_KEYS_PREVIOUS,
+      callbackPort: e.DMCP_OAUTH_CALLBACK_PORT,
+    },
   };
 }
 
@@ -438,6 +467,21 @@ function pick(env: Env): Record<string, string | undefined> {
   const out: Record<string, string | undefined> = {};
   for (const key of Object.keys(envSchema.shape)) out[key] = env[key];
   return out;
+}
+
+/**
+ * A 32-byte key written as 64 hex digits or base64 (one spelling each: Node's base64 decoder skips
+ * unknown characters, so a mistyped key would otherwise decode to some other 32 bytes).
+ * @throws SettingsError naming `variable`, never echoing the value.
+ */
+export function decodeKey32(value: string, variable: string): Buffer {
+  const trimmed = value.trim();
+  let key: Buffer | undefined;
+  if (/^[0-9a-fA-F]{64}$/.test(trimmed)) key = Buffer.from(trimmed, 'hex');
+  else if (/^[A-Za-z0-9+/]{43}=?$/.test(trimmed)) key = Buffer.from(trimmed, 'base64');
+  else if (/^[A-Za-z0-9_-]{43}$/.test(trimmed)) key = Buffer.from(trimmed, 'base64url');
+  if (key?.length !== 32) throw new SettingsError(`${variable} must be 32 bytes, written as 64 hex digits or base64 (e.g. \`openssl rand -base64 32\`)`);
+  return key;
 }
 
 /** Where the payload store lives under the data dir. */

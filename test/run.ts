@@ -23,7 +23,7 @@ function testFiles(dir: string): string[] {
 }
 
 /**
- * The Temporal UI test drives Debian's Chromium, the sandbox test runs bubblewrap and the hook tests
+ * The Temporal UI and OAuth login tests drive Debian's Chromium, the sandbox test runs bubblewrap and the hook tests
  * run a bash + jq hook script. On a fresh
  * machine of the project's kind (Debian, root) install what is missing, so `npm test` alone passes;
  * elsewhere those tests fail saying what to install.
@@ -31,7 +31,7 @@ function testFiles(dir: string): string[] {
 function ensureSystemPackages(files: string[]): void {
   const browser = process.env.DMCP_CHROMIUM ?? '/usr/bin/chromium';
   const wanted: string[] = [];
-  if (files.some((f) => f.endsWith('ui.test.js')) && !existsSync(browser)) wanted.push('chromium');
+  if (files.some((f) => /(ui|oauthLogin)\.test\.js$/.test(f)) && !existsSync(browser)) wanted.push('chromium');
   if (files.some((f) => f.endsWith('sandbox.test.js')) && spawnSync('bwrap', ['--version']).status !== 0) wanted.push('bubblewrap');
   if (files.some((f) => /(governance|hooksCrash)\.test\.js$/.test(f)) && spawnSync('jq', ['--version']).status !== 0) wanted.push('jq');
   if (wanted.length === 0 || process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) return;

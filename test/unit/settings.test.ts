@@ -27,6 +27,7 @@ test('an empty environment gives the documented defaults', () => {
     api: { host: '127.0.0.1', port: 8235, maxBodyBytes: 2 * 1024 * 1024, callWaitMs: 30_000 },
     untrustedStdio: { mode: 'sandbox', bwrap: 'bwrap' },
     metrics: { host: '127.0.0.1' },
+    oauth: { dir: resolve('.data', 'oauth'), previousKeys: [], callbackPort: 8788 },
     debug: false,
   });
 });

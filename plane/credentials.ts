@@ -1,0 +1,249 @@
+/**
+ * The worker's side of OAuth logins: a valid access token for a shelf server, refreshed before it
+ * expires and once after a 401, one refresh at a time across every process sharing the token
+ * folder (so a rotating refresh token is never spent twice), and the login problem in the words
+ * the status and the servers paragraph show when there is no token to give.
+ */
+import { refreshAuthorization } from '@modelcontextprotocol/sdk/client/auth.js';
+import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { Logger } from 'pino';
+import type { LoginProblemKind } from '../contract/history.js';
+import type { LoginRecord, StoredTokens, TokenStore } from './tokenStore.js';
+
+export type LoginProblem = { kind: LoginProblemKind; message: string };
+
+export type TokenAnswer = { token: string; loginId: string } | { problem: LoginProblem };
+
+export interface Credentials {
+  /** A valid access token for the shelf server `server` at `serverUrl`, refreshed first when it expires within the margin (default 60 s). */
+  accessToken(server: string, serverUrl: string): Promise<TokenAnswer>;
+  /** After the server answered 401 to `failedToken`: refresh once under the cross-process lock; if another process refreshed already, return its token. */
+  afterUnauthorized(server: string, serverUrl: string, failedToken: string | undefined): Promise<TokenAnswer>;
+  /** Every token value known for `server` (access and refresh), for the scrubber. */
+  secretsOf?(server: string): string[];
+}
+
+export interface CredentialsDeps {
+  store: TokenStore;
+  logger: Logger;
+  /** Refresh when the access token expires within this many milliseconds; default 60 000. */
+  refreshMarginMs?: number;
+  /** For the token endpoint; default the global fetch. */
+  fetch?: typeof fetch;
+  /** How long one refresh request may take; default 15 s. */
+  refreshTimeoutMs?: number;
+  /** The clock (tests). */
+  now?: () => number;
+}
+
+/** What a login problem says, exactly as the status and the servers paragraph show it. */
+export function loginProblemMessage(kind: LoginProblemKind, name: string, detail: { startedAt?: Date; reason?: string } = {}): string {
+  switch (kind) {
+    case 'wanted':
+      return `wants an account first: durable-mcp mcp login ${name}`;
+    case 'expired':
+      return `its login expired or was revoked: durable-mcp mcp login ${name}`;
+    case 'refresh_failed':
+      return `could not refresh its login (${detail.reason ?? 'no reason given'}); tried again next turn, or durable-mcp mcp login ${name}`;
+    case 'in_progress':
+      return `a login was started ${(detail.startedAt ?? new Date(0)).toISOString()} and not finished: finish it in the browser, or paste the address it ends on: durable-mcp mcp login ${name} '<address>'`;
+  }
+}
+
+export function loginProblem(kind: LoginProblemKind, name: string, detail: { startedAt?: Date; reason?: string } = {}): LoginProblem {
+  return { kind, message: loginProblemMessage(kind, name, detail) };
+}
+
+/**
+ * The same MCP server address, compared without a trailing slash, fragment or default port: a
+ * login's tokens go only to the address it was made for.
+ */
+export function sameServerUrl(a: string, b: string): boolean {
+  const norm = (u: string) => {
+    try {
+      const url = new URL(u);
+      url.hash = '';
+      return url.href.replace(/\/+$/, '');
+    } catch {
+      return u.trim().replace(/\/+$/, '');
+    }
+  };
+  return norm(a) === norm(b);
+}
+
+/** True when the access token has expired or expires within `marginMs` of `now`; tokens without an expiry never do. */
+export function expiresWithin(tokens: Pick<StoredTokens, 'expiresAt'>, marginMs: number, now: number): boolean {
+  return tokens.expiresAt !== undefined && tokens.expiresAt - now <= marginMs;
+}
+
+/**
+ * True when the access token should be refreshed now: within `marginMs` of its expiry, but never
+ * earlier than half its lifetime, so tokens that live shorter than the margin are not refreshed on
+ * every request.
+ */
+export function refreshDue(tokens: Pick<StoredTokens, 'expiresAt' | 'obtainedAt'>, marginMs: number, now: number): boolean {
+  if (tokens.expiresAt === undefined) return false;
+  const lifetime = tokens.expiresAt - tokens.obtainedAt;
+  return expiresWithin(tokens, lifetime > 0 ? Math.min(marginMs, lifetime / 2) : marginMs, now);
+}
+
+/** Tokens as stored: the issued ones plus when they expire on our clock. */
+export function storedTokens(tokens: OAuthTokens, now: number): StoredTokens {
+  const expiresIn = typeof tokens.expires_in === 'number' && Number.isFinite(tokens.expires_in) ? tokens.expires_in : undefined;
+  return { ...tokens, obtainedAt: now, ...(expiresIn !== undefined ? { expiresAt: now + expiresIn * 1000 } : {}) };
+}
+
+/** OAuth error codes after which the refresh token will never work again: the login is over. */
+const DEAD_CODES = new Set(['invalid_grant', 'invalid_client', 'unauthorized_client', 'unauthorized']);
+
+/** A short reason for a failed refresh, with every known secret cut out; at most 160 characters. */
+export function shortReason(err: unknown, secrets: string[]): string {
+  let text: string;
+  if (err instanceof OAuthError) text = `${err.errorCode}${err.message ? `: ${err.message}` : ''}`;
+  else if (err instanceof Error && err.name === 'TimeoutError') text = 'the authorization server did not answer in time';
+  else if (err instanceof Error) {
+    const cause = (err as Error & { cause?: { code?: string } }).cause?.code;
+    text = cause ? `${err.message} (${cause})` : err.message;
+  } else text = String(err);
+  for (const s of secrets) if (s.length >= 4) text = text.split(s).join('[redacted]');
+  text = text.replace(/\s+/g, ' ').trim();
+  return text.length > 160 ? `${text.slice(0, 157)}...` : text;
+}
+
+/** Credentials over a token store. */
+export function createCredentials(deps: CredentialsDeps): Credentials {
+  const { store, logger } = deps;
+  const margin = deps.refreshMarginMs ?? 60_000;
+  const timeoutMs = deps.refreshTimeoutMs ?? 15_000;
+  const now = deps.now ?? Date.now;
+  const baseFetch = deps.fetch ?? fetch;
+  const fetchFn: FetchLike = (url, init) => baseFetch(url, { ...init, signal: init?.signal ?? AbortSignal.timeout(timeoutMs) });
+  const known = new Map<string, string[]>();
+
+  function remember(server: string, tokens: StoredTokens): void {
+    const list = known.get(server) ?? [];
+    for (const value of [tokens.access_token, tokens.refresh_token, tokens.id_token]) {
+      if (value && !list.includes(value)) list.push(value);
+    }
+    // Rotated-out tokens may still appear in a late result; keep the last few.
+    known.set(server, list.slice(-32));
+  }
+
+  async function noLogin(server: string): Promise<TokenAnswer> {
+    const since = await store.pendingSince(server);
+    return { problem: since ? loginProblem('in_progress', server, { startedAt: since }) : loginProblem('wanted', server) };
+  }
+
+  async function deadLogin(server: string): Promise<TokenAnswer> {
+    const since = await store.pendingSince(server);
+    return { problem: since ? loginProblem('in_progress', server, { startedAt: since }) : loginProblem('expired', server) };
+  }
+
+  /** The record, or the problem that stands in for it. */
+  async function load(server: string, serverUrl: string): Promise<LoginRecord | TokenAnswer> {
+    let record: LoginRecord | undefined;
+    try {
+      record = await store.read(server);
+    } catch (err) {
+      logger.warn({ server, err: (err as Error).message }, 'cannot read the OAuth login');
+      return { problem: loginProblem('refresh_failed', server, { reason: shortReason(err, []) }) };
+    }
+    if (!record) return noLogin(server);
+    remember(server, record.tokens);
+    if (!sameServerUrl(record.serverUrl, serverUrl)) {
+      logger.warn({ server, loginUrl: record.serverUrl, serverUrl }, 'the OAuth login was made for another address; its token is not sent');
+      return noLogin(server);
+    }
+    if (record.dead) return deadLogin(server);
+    return record;
+  }
+
+  const answer = (record: LoginRecord): TokenAnswer => ({ token: record.tokens.access_token, loginId: record.loginId });
+
+  /**
+   * Refreshes under the lock. `stale` is the access token this process found wanting; after taking
+   * the lock the record is read again, and if another process replaced that token already, its new
+   * token is the answer and the refresh token is not spent again.
+   */
+  function refresh(server: string, serverUrl: string, stale: string | undefined, why: 'expiring' | 'unauthorized'): Promise<TokenAnswer> {
+    return store.withLock(server, async () => {
+      const loaded = await load(server, serverUrl);
+      if (!('tokens' in loaded)) return loaded;
+      const record = loaded;
+      const t = now();
+      if (record.tokens.access_token !== stale && !refreshDue(record.tokens, margin, t)) return answer(record);
+      const stillValid = why === 'expiring' && !expiresWithin(record.tokens, 0, t);
+      const refreshToken = record.tokens.refresh_token;
+      if (!refreshToken) {
+        if (stillValid) return answer(record);
+        await markDead(record, 'no refresh token');
+        return deadLogin(server);
+      }
+      const metadata = record.discovery.authorizationServerMetadata;
+      let issued;
+      try {
+        issued = await refreshAuthorization(record.discovery.authorizationServerUrl, {
+          ...(metadata ? { metadata } : {}),
+          clientInformation: record.client,
+          refreshToken,
+          ...(record.resource ? { resource: record.resource } : {}),
+          fetchFn,
+        });
+      } catch (err) {
+        const reason = shortReason(err, known.get(server) ?? []);
+        if (err instanceof OAuthError && DEAD_CODES.has(err.errorCode)) {
+          logger.warn({ server, reason }, 'the authorization server refused the refresh token: the login is over');
+          await markDead(record, reason);
+          return deadLogin(server);
+        }
+        logger.warn({ server, reason }, 'could not refresh the OAuth login');
+        if (stillValid) return answer(record);
+        return { problem: loginProblem('refresh_failed', server, { reason }) };
+      }
+      const next: LoginRecord = {
+        ...record,
+        refreshedAt: new Date(t).toISOString(),
+        // The SDK keeps the old refresh token when none is returned; a rotated one replaces it.
+        tokens: storedTokens({ ...issued, refresh_token: issued.refresh_token ?? refreshToken }, t),
+      };
+      remember(server, next.tokens);
+      await store.write(next);
+      logger.info({ server, loginId: next.loginId, why }, 'refreshed the OAuth login');
+      return answer(next);
+    });
+  }
+
+  async function markDead(record: LoginRecord, reason: string): Promise<void> {
+    await store.write({ ...record, dead: { at: new Date(now()).toISOString(), reason } });
+  }
+
+  async function guarded(server: string, run: () => Promise<TokenAnswer>): Promise<TokenAnswer> {
+    try {
+      return await run();
+    } catch (err) {
+      // Lock or file trouble: named, never thrown into the pool.
+      const reason = shortReason(err, known.get(server) ?? []);
+      logger.warn({ server, reason }, 'OAuth credentials failed');
+      return { problem: loginProblem('refresh_failed', server, { reason }) };
+    }
+  }
+
+  return {
+    accessToken(server, serverUrl) {
+      return guarded(server, async () => {
+        const loaded = await load(server, serverUrl);
+        if (!('tokens' in loaded)) return loaded;
+        if (!refreshDue(loaded.tokens, margin, now())) return answer(loaded);
+        return refresh(server, serverUrl, loaded.tokens.access_token, 'expiring');
+      });
+    },
+    afterUnauthorized(server, serverUrl, failedToken) {
+      return guarded(server, () => refresh(server, serverUrl, failedToken, 'unauthorized'));
+    },
+    secretsOf(server) {
+      return [...(known.get(server) ?? [])];
+    },
+  };
+}

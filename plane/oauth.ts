@@ -1,0 +1,467 @@
+/**
+ * Logging in to a shelf server with OAuth, through the MCP SDK's client auth: discovery from the
+ * server's 401 (protected resource metadata, then authorization server metadata), dynamic client
+ * registration, PKCE S256 and the `resource` parameter are the SDK's `auth()`; this file keeps what
+ * it produces in the token store. A login has two halves: {@link startLogin} (the address to open
+ * in a browser, kept as a pending login) and {@link finishLogin} (the address the browser ends on,
+ * from the loopback callback or pasted back by hand). {@link logout} revokes (RFC 7009) and deletes.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { auth, extractWWWAuthenticateParams, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { sameServerUrl, shortReason, storedTokens } from './credentials.js';
+import { newLoginId, type LoginRecord, type PendingLogin, type TokenStore } from './tokenStore.js';
+
+/** A login that cannot go on: says what was wrong and what to do. */
+export class LoginError extends Error {
+  override name = 'LoginError';
+
+  /** `state`: the address belongs to another (older) login, so the pending one may still finish. */
+  constructor(message: string, readonly reason?: 'state') {
+    super(message);
+  }
+}
+
+/**
+ * Whether codes and tokens may travel to `url`: https, or plain http to this machine only (a local
+ * server or test). Anything else would carry them across the network readable.
+ */
+export function safeForTokens(url: string): boolean {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return false;
+  }
+  if (u.protocol === 'https:') return true;
+  if (u.protocol !== 'http:') return false;
+  const h = u.hostname.toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || h === '[::1]' || /^127(\.\d{1,3}){3}$/.test(h);
+}
+
+/** Refuses a login whose code or tokens would go over plain http to another machine. */
+function checkTransport(server: string, discovery: OAuthDiscoveryState | undefined, serverUrl?: string): void {
+  if (serverUrl !== undefined && !safeForTokens(serverUrl)) {
+    throw new LoginError(`${server}: ${serverUrl} is plain http to another machine: the login's code and tokens would cross the network readable; use an https:// address`);
+  }
+  if (!discovery) return;
+  // The SDK's own fallback when the metadata names no token endpoint.
+  const tokenEndpoint = discovery.authorizationServerMetadata?.token_endpoint ?? new URL('/token', discovery.authorizationServerUrl).href;
+  if (!safeForTokens(tokenEndpoint)) {
+    throw new LoginError(`${server}: the token endpoint ${tokenEndpoint} is plain http to another machine: the code and tokens would cross the network readable; the authorization server must use https`);
+  }
+}
+
+/** The redirect address of logins on this machine: the loopback callback. */
+export function callbackUrl(port: number): string {
+  return `http://127.0.0.1:${port}/callback`;
+}
+
+export interface LoginDeps {
+  store: TokenStore;
+  /** For every request to the MCP and authorization servers; default the global fetch. */
+  fetch?: typeof fetch;
+  /** How long one request may take; default 15 s. */
+  requestTimeoutMs?: number;
+  now?: () => number;
+}
+
+function fetchOf(deps: LoginDeps): FetchLike {
+  const base = deps.fetch ?? fetch;
+  const ms = deps.requestTimeoutMs ?? 15_000;
+  return (url, init) => base(url, { ...init, signal: init?.signal ?? AbortSignal.timeout(ms) });
+}
+
+interface FlowState {
+  redirectUrl: string;
+  state?: string;
+  client?: OAuthClientInformationMixed;
+  discovery?: OAuthDiscoveryState;
+  codeVerifier?: string;
+}
+
+/**
+ * The SDK's client provider for one login, in memory: what `auth()` registers, discovers and issues
+ * is read back from it and written to the token store by the caller. It never hands out stored
+ * tokens, so `auth()` always starts a new authorization (a login is asked for, not a refresh).
+ */
+export class LoginFlowProvider implements OAuthClientProvider {
+  authorizationUrl?: URL;
+  issued?: OAuthTokens;
+
+  constructor(readonly flow: FlowState) {}
+
+  get redirectUrl(): string {
+    return this.flow.redirectUrl;
+  }
+
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: 'durable-mcp',
+      redirect_uris: [this.flow.redirectUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      // A command-line client keeps no secret worth the name: a public client with PKCE.
+      token_endpoint_auth_method: 'none',
+    };
+  }
+
+  state(): string {
+    if (!this.flow.state) throw new LoginError('internal: no OAuth state for this login');
+    return this.flow.state;
+  }
+
+  clientInformation(): OAuthClientInformationMixed | undefined {
+    return this.flow.client;
+  }
+
+  saveClientInformation(info: OAuthClientInformationMixed): void {
+    this.flow.client = info;
+  }
+
+  tokens(): undefined {
+    return undefined;
+  }
+
+  saveTokens(tokens: OAuthTokens): void {
+    this.issued = tokens;
+  }
+
+  redirectToAuthorization(url: URL): void {
+    this.authorizationUrl = url;
+  }
+
+  saveCodeVerifier(verifier: string): void {
+    this.flow.codeVerifier = verifier;
+  }
+
+  codeVerifier(): string {
+    if (!this.flow.codeVerifier) throw new LoginError('internal: no PKCE code verifier for this login');
+    return this.flow.codeVerifier;
+  }
+
+  saveDiscoveryState(state: OAuthDiscoveryState): void {
+    this.flow.discovery = state;
+  }
+
+  discoveryState(): OAuthDiscoveryState | undefined {
+    return this.flow.discovery;
+  }
+
+  invalidateCredentials(scope: 'all' | 'client' | 'tokens' | 'verifier' | 'discovery'): void {
+    if (scope === 'all' || scope === 'client') this.flow.client = undefined;
+    if (scope === 'all' || scope === 'discovery') this.flow.discovery = undefined;
+    if (scope === 'all' || scope === 'tokens') this.issued = undefined;
+  }
+}
+
+/**
+ * Asks the MCP server without a token, for the `WWW-Authenticate` of its 401 (where its protected
+ * resource metadata is, which scope it wants). Undefined when it does not answer 401: `auth()` then
+ * looks at the well-known addresses itself.
+ */
+export async function probeUnauthorized(serverUrl: string, fetchFn: FetchLike): Promise<{ resourceMetadataUrl?: URL; scope?: string } | undefined> {
+  let res: Response;
+  try {
+    res = await fetchFn(serverUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'durable-mcp', version: '0' } },
+      }),
+    });
+  } catch (err) {
+    throw new LoginError(`cannot reach ${serverUrl}: ${shortReason(err, [])}`);
+  }
+  await res.body?.cancel().catch(() => undefined);
+  if (res.status !== 401) return undefined;
+  const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(res);
+  return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
+}
+
+export interface StartedLogin {
+  authorizationUrl: string;
+  redirectUrl: string;
+  startedAt: Date;
+}
+
+/**
+ * Starts a login of `server` at `serverUrl`: discovery, client registration and the authorization
+ * address (PKCE S256, state, resource), kept as the server's pending login (replacing an older
+ * pending one). The current login, if any, stays in use until the new one is finished.
+ */
+export async function startLogin(deps: LoginDeps, opts: { server: string; serverUrl: string; redirectUrl: string }): Promise<StartedLogin> {
+  checkTransport(opts.server, undefined, opts.serverUrl);
+  const fetchFn = fetchOf(deps);
+  const now = deps.now ?? Date.now;
+  const hint = await probeUnauthorized(opts.serverUrl, fetchFn);
+  const provider = new LoginFlowProvider({ redirectUrl: opts.redirectUrl, state: randomBytes(24).toString('base64url') });
+  try {
+    const result = await auth(provider, { serverUrl: opts.serverUrl, ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), ...(hint?.scope ? { scope: hint.scope } : {}), fetchFn });
+    if (result !== 'REDIRECT' || !provider.authorizationUrl) throw new LoginError('the authorization server issued tokens without asking the browser; this login flow needs an authorization code');
+  } catch (err) {
+    if (err instanceof LoginError) throw err;
+    throw new LoginError(`${opts.server}: could not start the login at ${opts.serverUrl}${hint ? '' : ' (it did not answer 401 to a request without a token)'}: ${shortReason(err, [])}`);
+  }
+  const flow = provider.flow;
+  const authorizationUrl = provider.authorizationUrl;
+  if (!flow.client || !flow.discovery || !flow.codeVerifier || !flow.state) throw new LoginError(`${opts.server}: the SDK's authorization left no client, discovery or verifier`);
+  checkTransport(opts.server, flow.discovery);
+  const resource = authorizationUrl.searchParams.get('resource') ?? undefined;
+  const startedAt = new Date(now());
+  const pending: PendingLogin = {
+    server: opts.server,
+    serverUrl: opts.serverUrl,
+    startedAt: startedAt.toISOString(),
+    state: flow.state,
+    codeVerifier: flow.codeVerifier,
+    redirectUrl: opts.redirectUrl,
+    authorizationUrl: authorizationUrl.href,
+    discovery: flow.discovery,
+    client: flow.client,
+    ...(resource ? { resource } : {}),
+  };
+  await deps.store.writePending(pending);
+  return { authorizationUrl: authorizationUrl.href, redirectUrl: opts.redirectUrl, startedAt };
+}
+
+/**
+ * What the address the browser ended on says: the authorization code, or why there is none.
+ * @throws LoginError naming what is wrong with the address.
+ */
+export function parseRedirectAddress(address: string, pending: Pick<PendingLogin, 'server' | 'state' | 'startedAt'>): { code: string } {
+  let url: URL;
+  try {
+    url = new URL(address.trim());
+  } catch {
+    throw new LoginError(`${pending.server}: ${JSON.stringify(address.length > 80 ? `${address.slice(0, 77)}...` : address)} is not an address; paste the whole address the browser ended on, in quotes`);
+  }
+  const p = url.searchParams;
+  if (p.get('state') !== pending.state) {
+    throw new LoginError(`${pending.server}: the address does not belong to the login started ${pending.startedAt} (its state ${p.has('state') ? 'differs' : 'is missing'}); paste the address of the newest login, or start again`, 'state');
+  }
+  const error = p.get('error');
+  if (error) {
+    const description = p.get('error_description');
+    throw new LoginError(`${pending.server}: the authorization server refused the login: ${error}${description ? ` (${description.slice(0, 200)})` : ''}`);
+  }
+  const code = p.get('code');
+  if (!code) throw new LoginError(`${pending.server}: the address carries no authorization code (no "code" parameter)`);
+  return { code };
+}
+
+export interface FinishedLogin {
+  server: string;
+  serverUrl: string;
+  loginId: string;
+  /** Epoch milliseconds; undefined when the server gave no expiry. */
+  expiresAt?: number;
+  hasRefreshToken: boolean;
+  scope?: string;
+}
+
+/**
+ * Finishes the pending login of `server` with the address the browser ended on: checks its state,
+ * exchanges the code (PKCE verifier, resource) and stores the login under a new login ID.
+ */
+export async function finishLogin(deps: LoginDeps, opts: { server: string; redirectAddress: string; /** The address the shelf names now; a pending login for another one is refused. */ serverUrl?: string }): Promise<FinishedLogin> {
+  const fetchFn = fetchOf(deps);
+  const now = deps.now ?? Date.now;
+  const pending = await deps.store.readPending(opts.server);
+  if (!pending) throw new LoginError(`${opts.server}: no login is waiting for an address; start one with: durable-mcp mcp login ${opts.server}`);
+  if (opts.serverUrl !== undefined && !sameServerUrl(opts.serverUrl, pending.serverUrl)) {
+    throw new LoginError(`${opts.server}: the waiting login was started for ${pending.serverUrl}, but the server is now at ${opts.serverUrl}; start again: durable-mcp mcp login ${opts.server}`);
+  }
+  const { code } = parseRedirectAddress(opts.redirectAddress, pending);
+  checkTransport(opts.server, pending.discovery, pending.serverUrl);
+  const provider = new LoginFlowProvider({
+    redirectUrl: pending.redirectUrl,
+    state: pending.state,
+    client: pending.client,
+    discovery: pending.discovery,
+    codeVerifier: pending.codeVerifier,
+  });
+  try {
+    await auth(provider, { serverUrl: pending.serverUrl, authorizationCode: code, fetchFn });
+  } catch (err) {
+    throw new LoginError(`${opts.server}: the authorization server did not exchange the code: ${shortReason(err, [code, pending.codeVerifier])}`);
+  }
+  const issued = provider.issued;
+  if (!issued) throw new LoginError(`${opts.server}: the authorization server answered without tokens`);
+  const t = now();
+  const record: LoginRecord = {
+    server: opts.server,
+    serverUrl: pending.serverUrl,
+    loginId: newLoginId(),
+    createdAt: new Date(t).toISOString(),
+    discovery: provider.flow.discovery ?? pending.discovery,
+    client: provider.flow.client ?? pending.client,
+    ...(pending.resource ? { resource: pending.resource } : {}),
+    tokens: storedTokens(issued, t),
+  };
+  await deps.store.withLock(opts.server, async () => {
+    await deps.store.write(record);
+    await deps.store.removePending(opts.server);
+  });
+  return {
+    server: record.server,
+    serverUrl: record.serverUrl,
+    loginId: record.loginId,
+    ...(record.tokens.expiresAt !== undefined ? { expiresAt: record.tokens.expiresAt } : {}),
+    hasRefreshToken: Boolean(record.tokens.refresh_token),
+    ...(record.tokens.scope ? { scope: record.tokens.scope } : {}),
+  };
+}
+
+export interface CallbackListener {
+  port: number;
+  /** Resolves after the first callback request whose handling said `done` (the login finished or failed for good). */
+  done: Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What the callback handler makes of one redirect: the page to show, and whether the login is over. */
+export type CallbackOutcome = { done: boolean; ok: boolean; message: string };
+
+/**
+ * Listens on 127.0.0.1:`port` for the browser's redirect to `/callback` and hands each one's full
+ * address to `handle`. One login at a time: a taken port is a {@link LoginError} saying so.
+ */
+export function listenForCallback(port: number, server: string, handle: (address: string) => Promise<CallbackOutcome>): Promise<CallbackListener> {
+  let finish: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  let bound = port;
+  const http: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const address = `http://127.0.0.1:${bound}${req.url ?? '/'}`;
+    if (req.method !== 'GET' || new URL(address).pathname !== '/callback') {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found\n');
+      return;
+    }
+    handle(address).then(
+      (outcome) => {
+        res.writeHead(outcome.ok ? 200 : 400, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(page(outcome));
+        if (outcome.done) finish();
+      },
+      (err: unknown) => {
+        res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`${(err as Error).message}\n`);
+      },
+    );
+  });
+  return new Promise((resolve, reject) => {
+    http.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE' || err.code === 'EACCES') {
+        reject(
+          new LoginError(
+            `port ${port} (DMCP_OAUTH_CALLBACK_PORT) on 127.0.0.1 is taken: another login may be running, or another program uses it. ` +
+              `Set DMCP_OAUTH_CALLBACK_PORT to a free port, or start the login without waiting (durable-mcp mcp login ${server} --no-wait), ` +
+              `open the address it prints, and paste the address the browser ends on: durable-mcp mcp login ${server} '<address>'`,
+          ),
+        );
+      } else reject(new LoginError(`cannot listen on 127.0.0.1:${port} (DMCP_OAUTH_CALLBACK_PORT): ${err.message}`));
+    });
+    http.listen(port, '127.0.0.1', () => {
+      const address = http.address();
+      bound = typeof address === 'object' && address ? address.port : port;
+      resolve({
+        port: bound,
+        done,
+        close: () =>
+          new Promise<void>((r) => {
+            http.closeAllConnections();
+            http.close(() => r());
+          }),
+      });
+    });
+  });
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+}
+
+function page(outcome: CallbackOutcome): string {
+  const title = outcome.ok ? 'Logged in' : 'Login failed';
+  return `<!doctype html><html><head><meta charset="utf-8"><title>durable-mcp: ${title}</title></head><body><h1>${title}</h1><p>${escapeHtml(outcome.message)}</p></body></html>\n`;
+}
+
+/** What logging out did. */
+export interface LogoutResult {
+  /** Whether a login or a pending login was there to delete. */
+  deleted: boolean;
+  /** The revocation endpoint, when the authorization server offers one. */
+  revocationEndpoint?: string;
+  /** Which tokens the endpoint accepted for revocation (`refresh_token`, `access_token`). */
+  revoked: string[];
+  /** Why a revocation failed (never holding a token). */
+  failures: string[];
+}
+
+/** Where the authorization server revokes tokens (RFC 7009), from its metadata (OpenID metadata may name it too). */
+export function revocationOf(record: Pick<LoginRecord, 'discovery'>): { endpoint?: string; methods?: string[] } {
+  const m = record.discovery.authorizationServerMetadata as Record<string, unknown> | undefined;
+  const endpoint = typeof m?.revocation_endpoint === 'string' ? m.revocation_endpoint : undefined;
+  const methods = Array.isArray(m?.revocation_endpoint_auth_methods_supported) ? (m.revocation_endpoint_auth_methods_supported as string[]) : undefined;
+  return { ...(endpoint ? { endpoint } : {}), ...(methods ? { methods } : {}) };
+}
+
+/** RFC 7009 revocation of one token. @throws Error with a reason when the endpoint refuses. */
+async function revokeOne(endpoint: string, record: LoginRecord, token: string, hint: 'refresh_token' | 'access_token', fetchFn: FetchLike): Promise<void> {
+  const body = new URLSearchParams({ token, token_type_hint: hint });
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+  const client = record.client;
+  const { methods } = revocationOf(record);
+  if (client.client_secret && methods?.includes('client_secret_basic') && !methods.includes('client_secret_post')) {
+    headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`).toString('base64')}`;
+  } else {
+    body.set('client_id', client.client_id);
+    if (client.client_secret) body.set('client_secret', client.client_secret);
+  }
+  const res = await fetchFn(endpoint, { method: 'POST', headers, body: body.toString() });
+  const text = await res.text().catch(() => '');
+  if (!res.ok) throw new Error(`HTTP ${res.status}${text ? `: ${text.slice(0, 120)}` : ''}`);
+}
+
+/**
+ * Logs `server` out for every process: revokes its refresh and access tokens where the
+ * authorization server offers revocation, then deletes the login and any pending login (also when
+ * revocation failed: the result says so). Holds the server's lock, so no refresh writes it back.
+ */
+export async function logout(deps: LoginDeps, server: string): Promise<LogoutResult> {
+  const fetchFn = fetchOf(deps);
+  return deps.store.withLock(server, async () => {
+    const result: LogoutResult = { deleted: false, revoked: [], failures: [] };
+    let record: LoginRecord | undefined;
+    try {
+      record = await deps.store.read(server);
+    } catch (err) {
+      result.failures.push(`the login file could not be read, so nothing was revoked: ${(err as Error).message}`);
+    }
+    const endpoint = record ? revocationOf(record).endpoint : undefined;
+    if (record && endpoint && !record.dead) {
+      result.revocationEndpoint = endpoint;
+      const secrets = [record.tokens.access_token, record.tokens.refresh_token ?? ''];
+      const order: ['refresh_token' | 'access_token', string | undefined][] = [
+        ['refresh_token', record.tokens.refresh_token],
+        ['access_token', record.tokens.access_token],
+      ];
+      for (const [hint, token] of order) {
+        if (!token) continue;
+        try {
+          await revokeOne(endpoint, record, token, hint, fetchFn);
+          result.revoked.push(hint);
+        } catch (err) {
+          result.failures.push(`${hint}: ${shortReason(err, secrets)}`);
+        }
+      }
+    } else if (endpoint) {
+      result.revocationEndpoint = endpoint;
+    }
+    result.deleted = await deps.store.remove(server);
+    return result;
+  });
+}

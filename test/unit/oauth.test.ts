@@ -1,0 +1,226 @@
+/**
+ * The pure parts of OAuth logins, table by table: what a pasted-back address says, the login
+ * problems in the exact words the status shows, which address a token may go to, when a token is
+ * due for refresh, reasons cut of secrets; and the loopback callback (a taken port named with
+ * its variable and the paste-back way, an old login's tab not ending the new one).
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { describe, test } from 'node:test';
+import { InvalidGrantError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import { expiresWithin, loginProblemMessage, refreshDue, sameServerUrl, shortReason, storedTokens } from '../../plane/credentials.js';
+import { LoginError, finishLogin, listenForCallback, parseRedirectAddress, revocationOf, safeForTokens, startLogin, type CallbackOutcome } from '../../plane/oauth.js';
+import { createTokenStore } from '../../plane/tokenStore.js';
+import { tempDir } from '../support/harness.js';
+
+const pending = { server: 'linear', state: 'S1', startedAt: '2026-01-02T03:04:05.000Z' };
+
+describe('the address the browser ended on', () => {
+  const cases: { name: string; address: string; code?: string; error?: RegExp; reason?: 'state' }[] = [
+    { name: 'code and state', address: 'http://127.0.0.1:8788/callback?code=abc&state=S1', code: 'abc' },
+    { name: 'spaces around it', address: '  http://127.0.0.1:8788/callback?state=S1&code=x%2By \n', code: 'x+y' },
+    { name: 'another login\'s state', address: 'http://127.0.0.1:8788/callback?code=abc&state=S0', error: /linear: the address does not belong to the login started 2026-01-02T03:04:05.000Z \(its state differs\)/, reason: 'state' },
+    { name: 'no state', address: 'http://127.0.0.1:8788/callback?code=abc', error: /\(its state is missing\)/, reason: 'state' },
+    { name: 'refused', address: 'http://127.0.0.1:8788/callback?state=S1&error=access_denied&error_description=user%20said%20no', error: /linear: the authorization server refused the login: access_denied \(user said no\)/ },
+    { name: 'no code', address: 'http://127.0.0.1:8788/callback?state=S1', error: /linear: the address carries no authorization code/ },
+    { name: 'not an address', address: 'code=abc&state=S1', error: /linear: "code=abc&state=S1" is not an address; paste the whole address/ },
+  ];
+  for (const c of cases) {
+    test(c.name, () => {
+      if (c.code !== undefined) {
+        assert.deepEqual(parseRedirectAddress(c.address, pending), { code: c.code });
+        return;
+      }
+      assert.throws(
+        () => parseRedirectAddress(c.address, pending),
+        (err: Error) => {
+          assert.ok(err instanceof LoginError);
+          assert.match(err.message, c.error!);
+          assert.equal(err.reason, c.reason);
+          return true;
+        },
+      );
+    });
+  }
+});
+
+describe('login problems in the words of the status', () => {
+  const cases = [
+    { kind: 'wanted' as const, text: 'wants an account first: durable-mcp mcp login docs' },
+    { kind: 'expired' as const, text: 'its login expired or was revoked: durable-mcp mcp login docs' },
+    { kind: 'refresh_failed' as const, detail: { reason: 'fetch failed (ECONNREFUSED)' }, text: 'could not refresh its login (fetch failed (ECONNREFUSED)); tried again next turn, or durable-mcp mcp login docs' },
+    {
+      kind: 'in_progress' as const,
+      detail: { startedAt: new Date('2026-05-06T07:08:09.000Z') },
+      text: "a login was started 2026-05-06T07:08:09.000Z and not finished: finish it in the browser, or paste the address it ends on: durable-mcp mcp login docs '<address>'",
+    },
+  ];
+  for (const c of cases) test(c.kind, () => assert.equal(loginProblemMessage(c.kind, 'docs', c.detail), c.text));
+});
+
+describe('a token goes only to the address it was issued for', () => {
+  const cases: [string, string, boolean][] = [
+    ['https://mcp.example.com/mcp', 'https://mcp.example.com/mcp', true],
+    ['https://mcp.example.com/mcp', 'https://mcp.example.com/mcp/', true],
+    ['https://mcp.example.com:443/mcp', 'https://mcp.example.com/mcp#x', true],
+    ['https://MCP.example.com/mcp', 'https://mcp.example.com/mcp', true],
+    ['https://mcp.example.com/mcp', 'https://mcp.example.com/other', false],
+    ['https://mcp.example.com/mcp', 'http://mcp.example.com/mcp', false],
+    ['https://mcp.example.com/mcp', 'https://evil.example.com/mcp', false],
+    ['https://mcp.example.com/mcp', 'https://mcp.example.com:8443/mcp', false],
+  ];
+  for (const [a, b, same] of cases) test(`${a} vs ${b}`, () => assert.equal(sameServerUrl(a, b), same));
+});
+
+describe('when a token is due for refresh', () => {
+  const cases: { expiresAt?: number; margin: number; now: number; due: boolean }[] = [
+    { expiresAt: undefined, margin: 60_000, now: 1e12, due: false },
+    { expiresAt: 1_000_000, margin: 60_000, now: 900_000, due: false },
+    { expiresAt: 1_000_000, margin: 60_000, now: 940_000, due: true },
+    { expiresAt: 1_000_000, margin: 0, now: 1_000_000, due: true },
+    { expiresAt: 1_000_000, margin: 0, now: 999_999, due: false },
+  ];
+  for (const c of cases) test(`expires ${c.expiresAt} margin ${c.margin} now ${c.now}`, () => assert.equal(expiresWithin({ expiresAt: c.expiresAt }, c.margin, c.now), c.due));
+
+  const due: { name: string; obtainedAt: number; expiresAt: number; now: number; due: boolean }[] = [
+    { name: 'a 1 h token, 2 min left', obtainedAt: 0, expiresAt: 3_600_000, now: 3_480_000, due: false },
+    { name: 'a 1 h token, 59 s left', obtainedAt: 0, expiresAt: 3_600_000, now: 3_541_000, due: true },
+    { name: 'a 30 s token, just issued', obtainedAt: 0, expiresAt: 30_000, now: 1_000, due: false },
+    { name: 'a 30 s token, half gone', obtainedAt: 0, expiresAt: 30_000, now: 15_000, due: true },
+  ];
+  for (const c of due) test(`refresh due (margin 60 s): ${c.name}`, () => assert.equal(refreshDue(c, 60_000, c.now), c.due));
+
+  test('expires_in becomes an expiry on our clock; none given, none stored', () => {
+    assert.equal(storedTokens({ access_token: 'a', token_type: 'bearer', expires_in: 30 }, 1000).expiresAt, 31_000);
+    assert.equal('expiresAt' in storedTokens({ access_token: 'a', token_type: 'bearer' }, 1000), false);
+  });
+});
+
+describe('reasons never carry a token', () => {
+  test('known secrets are cut out, whitespace folded, length bounded', () => {
+    const token = 'at-very-secret-value';
+    const reason = shortReason(new Error(`server said:\n bad token ${token} and ${token}`), [token, 'x']);
+    assert.equal(reason, 'server said: bad token [redacted] and [redacted]');
+    assert.ok(shortReason(new Error('y'.repeat(500)), []).length <= 160);
+  });
+  test('OAuth errors keep their code; a network failure its cause', () => {
+    assert.equal(shortReason(new InvalidGrantError('refresh token revoked'), []), 'invalid_grant: refresh token revoked');
+    assert.equal(shortReason(Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } }), []), 'fetch failed (ECONNREFUSED)');
+  });
+});
+
+describe('revocation endpoint from metadata', () => {
+  test('present, absent', () => {
+    const base = { authorizationServerUrl: 'https://a/' };
+    assert.deepEqual(revocationOf({ discovery: { ...base, authorizationServerMetadata: { revocation_endpoint: 'https://a/revoke', revocation_endpoint_auth_methods_supported: ['none'] } as never } }), {
+      endpoint: 'https://a/revoke',
+      methods: ['none'],
+    });
+    assert.deepEqual(revocationOf({ discovery: base }), {});
+  });
+});
+
+describe('the loopback callback', () => {
+  test('a taken port is named with its variable and the paste-back way', async () => {
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const { port } = blocker.address() as AddressInfo;
+    try {
+      await assert.rejects(listenForCallback(port, 'docs', async () => ({ done: true, ok: true, message: '' })), (err: Error) => {
+        assert.ok(err instanceof LoginError);
+        assert.match(err.message, new RegExp(`^port ${port} \\(DMCP_OAUTH_CALLBACK_PORT\\) on 127\\.0\\.0\\.1 is taken`));
+        assert.match(err.message, /durable-mcp mcp login docs --no-wait/);
+        assert.match(err.message, /durable-mcp mcp login docs '<address>'/);
+        return true;
+      });
+    } finally {
+      await new Promise((r) => blocker.close(r));
+    }
+  });
+
+  test('only GET /callback is handled; an outcome that is not done keeps it listening', async () => {
+    const seen: string[] = [];
+    const outcomes: CallbackOutcome[] = [
+      { done: false, ok: false, message: 'old tab <b>' },
+      { done: true, ok: true, message: 'Logged in' },
+    ];
+    const listener = await listenForCallback(0, 'docs', async (address) => {
+      seen.push(address);
+      return outcomes.shift()!;
+    });
+    try {
+      const base = `http://127.0.0.1:${listener.port}`;
+      assert.equal((await fetch(`${base}/favicon.ico`)).status, 404);
+      const stale = await fetch(`${base}/callback?state=old`);
+      assert.equal(stale.status, 400);
+      assert.match(await stale.text(), /old tab &lt;b&gt;/);
+      let finished = false;
+      void listener.done.then(() => (finished = true));
+      await new Promise((r) => setTimeout(r, 20));
+      assert.equal(finished, false);
+      const ok = await fetch(`${base}/callback?state=new&code=c`);
+      assert.equal(ok.status, 200);
+      await listener.done;
+      assert.deepEqual(seen, [`${base}/callback?state=old`, `${base}/callback?state=new&code=c`]);
+    } finally {
+      await listener.close();
+    }
+  });
+});
+
+describe('no login over plain http to another machine', () => {
+  test('a server address in plain http off this machine is refused before any request', async () => {
+    const calls: string[] = [];
+    const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+    const spy = (async (url: string | URL) => {
+      calls.push(String(url));
+      return new Response('', { status: 401 });
+    }) as typeof fetch;
+    await assert.rejects(
+      startLogin({ store, fetch: spy }, { server: 'docs', serverUrl: 'http://mcp.example.com/mcp', redirectUrl: 'http://127.0.0.1:8788/callback' }),
+      /^LoginError: docs: http:\/\/mcp\.example\.com\/mcp is plain http to another machine: the login's code and tokens would cross the network readable; use an https:\/\/ address$/,
+    );
+    assert.deepEqual(calls, []);
+  });
+
+  test('a token endpoint in plain http off this machine is refused before the code is exchanged', async () => {
+    const calls: string[] = [];
+    const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+    await store.writePending({
+      server: 'docs',
+      serverUrl: 'https://mcp.example.com/mcp',
+      startedAt: '2026-01-02T03:04:05.000Z',
+      state: 'S1',
+      codeVerifier: 'v'.repeat(43),
+      redirectUrl: 'http://127.0.0.1:8788/callback',
+      authorizationUrl: 'https://auth.example.com/authorize',
+      discovery: {
+        authorizationServerUrl: 'http://auth.example.com/',
+        authorizationServerMetadata: { issuer: 'http://auth.example.com/', authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'http://auth.example.com/token', response_types_supported: ['code'] },
+      },
+      client: { client_id: 'c1' },
+    });
+    const spy = (async (url: string | URL) => {
+      calls.push(String(url));
+      return new Response('{}', { status: 500 });
+    }) as typeof fetch;
+    await assert.rejects(
+      finishLogin({ store, fetch: spy }, { server: 'docs', redirectAddress: 'http://127.0.0.1:8788/callback?code=abc&state=S1' }),
+      /^LoginError: docs: the token endpoint http:\/\/auth\.example\.com\/token is plain http to another machine/,
+    );
+    assert.deepEqual(calls, []);
+  });
+
+  const cases: [string, boolean][] = [
+    ['https://mcp.example.com/mcp', true],
+    ['http://127.0.0.1:3000/mcp', true],
+    ['http://localhost:3000/mcp', true],
+    ['http://[::1]:3000/mcp', true],
+    ['http://mcp.example.com/mcp', false],
+    ['http://10.0.0.5/mcp', false],
+    ['ftp://mcp.example.com/mcp', false],
+  ];
+  for (const [url, ok] of cases) test(`${url}: ${ok ? 'allowed' : 'refused'}`, () => assert.equal(safeForTokens(url), ok));
+});
