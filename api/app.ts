@@ -14,7 +14,7 @@ import type { CallOutcome, CallRequest } from '../contract/index.js';
 import type { TurnClient } from '../client/turnClient.js';
 import type { Transcript } from '../client/transcript.js';
 import { shapeForModel, type ShapeLimits } from '../shaping/index.js';
-import { bearerToken, findToken, isLoopback, tokenAllows, type ApiToken } from './auth.js';
+import { bearerToken, findToken, isLoopback, tokenAllows, tokenAllowsAgent, type ApiToken } from './auth.js';
 import { admitRefs, type ApiBoundary } from './boundary.js';
 import { binaryOf, linkBinaryContent } from './content.js';
 import { ApiError, errorBody, toApiError, type ErrorCode } from './errors.js';
@@ -22,6 +22,7 @@ import { sessionEvents } from './events.js';
 import { callProgress } from './progress.js';
 import { callFingerprint, createCallRecords, type RecordedCall } from './recorded.js';
 import { referencePage } from './referencePage.js';
+import { registerShelfRoutes } from './shelf.js';
 import * as S from './schemas.js';
 
 /** Options of {@link createApi}. */
@@ -42,6 +43,12 @@ export interface ApiOptions {
   eventsPollMs?: number;
   /** Aborted when the server shuts down: event streams end so the server can close. */
   shutdown?: AbortSignal;
+  /**
+   * The shelf routes: the operator's turn key (adding and granting are signed with it; without it
+   * they are refused), the environment whose secret values an entry may not hold, and how long a
+   * shelf request waits for a worker (default 20 s).
+   */
+  shelf?: { turnKey?: Buffer; env?: NodeJS.ProcessEnv; timeoutMs?: number };
 }
 
 type Env = { Bindings: HttpBindings; Variables: { requestId: string; token?: ApiToken } };
@@ -193,12 +200,19 @@ export function createApi(options: ApiOptions): OpenAPIHono<Env> {
       };
       const admitted = await admitRefs(options.boundary, refs);
       if ('refused' in admitted) throw new ApiError('forbidden', `body.${admitted.refused.field}: ${admitted.refused.message}`, `body.${admitted.refused.field}`);
+      if (body.agent !== undefined) {
+        const token = c.get('token');
+        if (token && !tokenAllowsAgent(token, body.agent)) throw new ApiError('forbidden', `body.agent: the token may not run turns as agent ${JSON.stringify(body.agent)} (none of its prefixes starts the agent ID)`, 'body.agent');
+        // The agent is signed with the other references, the workspace among them.
+        if (!admitted.sign) throw new ApiError('forbidden', `body.workspace: the turn names an agent, so its references are signed as a whole, and the workspace ${JSON.stringify(refs.workspace)} is not under DMCP_WORKSPACE_ROOTS`, 'body.workspace');
+      }
       const start = {
         sessionId,
         workspace: refs.workspace,
         servers: { mcpConfigFiles: refs.mcpConfigFiles, inlineSpecs: refs.inlineSpecs, plugins: refs.plugins },
         ...(body.limits ? { limits: body.limits } : {}),
         ...(body.turn !== undefined ? { turn: body.turn } : {}),
+        ...(body.agent !== undefined ? { agent: body.agent } : {}),
         unsigned: !admitted.sign,
       };
       if (body.calls) {
@@ -428,6 +442,12 @@ export function createApi(options: ApiOptions): OpenAPIHono<Env> {
       });
     },
   );
+
+  registerShelfRoutes(app, {
+    temporal: { client: turns.client, taskQueue: turns.taskQueue },
+    tokens: options.tokens,
+    ...options.shelf,
+  });
 
   // --- the document and its page ---
 

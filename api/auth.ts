@@ -10,6 +10,8 @@ import { SettingsError } from '../settings/index.js';
 export interface ApiToken {
   hash: Buffer;
   prefixes: string[];
+  /** The `shelf` scope: the entry ends in the word `shelf`; reads and changes the shelf of servers and grants. */
+  shelf: boolean;
   /** Where it was configured (variable or file and line), for messages; never the token. */
   source: string;
 }
@@ -19,10 +21,12 @@ export function hashToken(token: string): string {
   return `sha256:${createHash('sha256').update(token, 'utf8').digest('hex')}`;
 }
 
-const ENTRY_RE = /^sha256:([0-9a-f]{64})\s+(\S+)$/i;
+const ENTRY_RE = /^sha256:([0-9a-f]{64})\s+(\S+)(?:\s+(\S+))?$/i;
+/** The scopes an entry may end with. */
+const SCOPES = ['shelf'];
 
 /**
- * Parses token entries: `sha256:<64 hex> <prefix>[,<prefix>...]`, `*` for every session. Entries are
+ * Parses token entries: `sha256:<64 hex> <prefix>[,<prefix>...] [shelf]`, `*` for every session. Entries are
  * separated by newlines or `;`; blank lines and `#` comments are skipped.
  * @param where the variable or file, named in errors with the entry's line.
  * @throws SettingsError naming the entry that cannot be used (never echoing a plaintext token).
@@ -45,7 +49,9 @@ export function parseTokens(text: string, where: string): ApiToken[] {
       }
       const prefixes = match[2]!.split(',').map((p) => p.trim()).filter(Boolean).map((p) => (p === '*' ? '' : p));
       if (prefixes.length === 0) throw new SettingsError(`${at}: no session prefix given (use * for every session)`);
-      tokens.push({ hash: Buffer.from(match[1]!.toLowerCase(), 'hex'), prefixes, source: at });
+      const scope = match[3];
+      if (scope !== undefined && !SCOPES.includes(scope)) throw new SettingsError(`${at}: unknown scope ${JSON.stringify(scope)} after the prefixes (the one scope is "shelf")`);
+      tokens.push({ hash: Buffer.from(match[1]!.toLowerCase(), 'hex'), prefixes, shelf: scope === 'shelf', source: at });
     }
   }
   return tokens;
@@ -62,6 +68,11 @@ export function findToken(tokens: readonly ApiToken[], presented: string): ApiTo
 /** Whether a token may reach a session. */
 export function tokenAllows(token: ApiToken, sessionId: string): boolean {
   return token.prefixes.some((p) => sessionId.startsWith(p));
+}
+
+/** Whether a token may run turns as an agent, or read its servers: the agent ID starts with one of its prefixes. */
+export function tokenAllowsAgent(token: ApiToken, agent: string): boolean {
+  return token.prefixes.some((p) => agent.startsWith(p));
 }
 
 /** The bearer token of an `Authorization` header, if it has the right form. */

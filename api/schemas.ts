@@ -4,7 +4,7 @@
  * (`contract/`), loosely where a server decides the shape (content blocks, input schemas).
  */
 import { z } from '@hono/zod-openapi';
-import { END_TURN_UPDATE_ID } from '../contract/index.js';
+import { AGENT_ID_PATTERN, END_TURN_UPDATE_ID } from '../contract/index.js';
 import { SESSION_ID_RE } from '../client/turnClient.js';
 import { ERROR_STATUS } from './errors.js';
 
@@ -78,6 +78,11 @@ export const StartTurnSchema = z
       .strict()
       .optional(),
     turn: z.number().int().min(1).max(999_999_999).optional().openapi({ description: 'Turn number; give it to make a retried start attach to the same turn.' }),
+    agent: z
+      .string()
+      .regex(AGENT_ID_PATTERN, 'an agent ID: letters, digits and . _ : @ / -, starting with a letter or digit, at most 128')
+      .optional()
+      .openapi({ description: 'Run as this agent: its servers granted on the shelf join the turn. The token\'s prefixes must start the agent ID; the workspace must be under DMCP_WORKSPACE_ROOTS (the agent is signed with it).', example: 'support-bot' }),
     calls: z
       .array(z.array(CallRequestSchema).min(1).max(100))
       .min(1)

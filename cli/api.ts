@@ -9,6 +9,7 @@ import { createLogger } from '../worker/logger.js';
 import { parseTokens, type ApiToken } from '../api/auth.js';
 import { resolveTemporalTarget } from '../connection/index.js';
 import { runningDev, secretsOf } from './embedded.js';
+import { readTurnKey, turnKeyFile } from '../config/load.js';
 import { handleStopSignals } from './signals.js';
 
 /** The configured tokens (hashes), from DMCP_API_TOKENS and DMCP_API_TOKENS_FILE. */
@@ -76,6 +77,8 @@ export async function serveApi(
       callWaitMs: settings.api.callWaitMs,
       shapeLimits: settings.shape,
       closeGraceMs: settings.shutdownGraceMs,
+      // Shelf changes are signed with the workers' key; without the file they are refused, not signed with another.
+      shelf: { turnKey: await readTurnKey(turnKeyFile(settings.dataDir)).catch(() => undefined), env: process.env },
     });
     return { url: api.url, tokens: tokens.length, close: () => api.close().finally(() => turns.close()) };
   } catch (err) {

@@ -13,8 +13,9 @@ import { dataConverterFor } from '../payloads/dataConverter.js';
 import { SettingsError, loadSettings, type Settings } from '../settings/index.js';
 import { agentIdProblem, type CallRequest } from '../contract/index.js';
 import { listProblem } from '../governance/toolRules.js';
-import { connect, devDbFile, removeDevState, runningDev, writeDevState } from './embedded.js';
+import { connect, devDbFile, devSettings, removeDevState, runningDev, writeDevState } from './embedded.js';
 import { registerApiCommand } from './api.js';
+import { registerMcpCommand } from './mcp.js';
 import { ConnectionConfigError, resolveTemporalTarget } from '../connection/index.js';
 import { codecServerCommand, payloadsGcCommand } from './payloads.js';
 
@@ -91,7 +92,7 @@ async function devApi(settings: Settings, logger: Logger, target: { address: str
 
 async function devCommand(): Promise<void> {
   const env = process.env;
-  const settings = commandSettings();
+  const settings = devSettings(commandSettings(), env);
   const { NativeConnection, installRuntime, startCodecServer, startDevServer, startWorker, temporalCliVersion } = await workerParts();
   const logger = cliLogger(settings);
   await installRuntime({ logger, level: settings.sdkLogLevel, metrics: settings.metrics.port !== undefined });
@@ -367,6 +368,7 @@ export function buildProgram(): Command {
       process.exitCode = await statusCommand(sessionId, opts);
     });
   registerApiCommand(program);
+  registerMcpCommand(program);
   program
     .command('setup')
     .description('prepare a Temporal cluster: create the namespace if missing, register the DmcpSessionId search attribute')

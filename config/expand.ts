@@ -132,8 +132,10 @@ export function expandString(s: string, ctx: ExpandContext): ExpandResult {
       if (!ctx.allowCommands) {
         return {
           ok: false,
-          problem: `command expressions "$(...)" are not allowed in the ${ctx.layerLabel} layer (untrusted); it was not run. ` +
-            'Move the entry to the config dir or a --mcp-config file',
+          problem: ctx.layerLabel === 'shelf'
+            ? 'command expressions "$(...)" are not run for shelf servers; it was not run. Use a ${VAR} the workers have set, or put the entry in the config dir'
+            : `command expressions "$(...)" are not allowed in the ${ctx.layerLabel} layer (untrusted); it was not run. ` +
+              'Move the entry to the config dir or a --mcp-config file',
         };
       }
       if (ctx.checkOnly) continue;

@@ -22,14 +22,15 @@ const allowed: Record<string, string[]> = {
   payloads: ['settings'],
   connection: ['settings'],
   governance: ['contract', 'text', 'settings', 'config'],
+  plane: ['contract', 'text', 'settings', 'config', 'workflows'],
   activities: ['contract', 'config', 'mcp', 'shaping', 'governance'],
   workflows: ['contract'],
-  worker: ['contract', 'settings', 'config', 'mcp', 'shaping', 'payloads', 'activities', 'workflows', 'governance', 'connection'],
+  worker: ['contract', 'settings', 'config', 'mcp', 'shaping', 'payloads', 'activities', 'workflows', 'governance', 'connection', 'plane'],
   client: ['contract', 'workflows', 'payloads', 'shaping', 'text'],
   adapters: ['contract', 'client', 'shaping', 'text'],
-  api: ['contract', 'settings', 'payloads', 'client', 'shaping', 'text', 'connection'],
+  api: ['contract', 'settings', 'payloads', 'client', 'shaping', 'text', 'connection', 'plane', 'config'],
   dev: ['contract', 'text'],
-  cli: ['contract', 'settings', 'config', 'payloads', 'worker', 'client', 'dev', 'shaping', 'text', 'api', 'connection', 'governance'],
+  cli: ['contract', 'settings', 'config', 'payloads', 'worker', 'client', 'dev', 'shaping', 'text', 'api', 'connection', 'governance', 'plane'],
 };
 /** Type-only imports may also reach these rooms (the workflow names the activities' types). */
 const typeOnlyExtra: Record<string, string[]> = {

@@ -1,0 +1,325 @@
+/**
+ * The shelf's pure side: `mcp add` arguments into an entry, an entry's checks (the config room's
+ * parser, as a `shelf` layer, plus the shelf's own rule that no secret value may be written into
+ * it), proofs with the operator's turn key, and the `mcp.json` text of one agent's servers that the
+ * worker reads as the shelf layer. No I/O.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import {
+  agentIdProblem,
+  SHELF_WORKFLOW_ID,
+  shelfGrantProofText,
+  shelfServerProofText,
+  type ShelfEntry,
+  type ShelfGrant,
+  type ShelfServer,
+  type ShelfState,
+} from '../contract/index.js';
+import { nameProblem } from '../config/names.js';
+import { parseConfigText } from '../config/parse.js';
+import { isSecretName, secretValues } from '../config/secrets.js';
+
+/** A shelf request that cannot be honoured; `field` names what was wrong (`headers.Authorization`, `agent`). */
+export class ShelfInputError extends Error {
+  override name = 'ShelfInputError';
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The task queue every process uses unless DMCP_TASK_QUEUE says otherwise. */
+const DEFAULT_TASK_QUEUE = 'durable-mcp';
+
+/**
+ * The shelf workflow's ID for the deployment whose workers poll `taskQueue`: one shelf per
+ * namespace and shared queue. The default queue keeps the plain ID; another queue is another
+ * deployment (or a test) and gets a shelf of its own, on a queue its own workers poll.
+ */
+export function shelfWorkflowId(taskQueue: string): string {
+  return taskQueue === DEFAULT_TASK_QUEUE ? SHELF_WORKFLOW_ID : `${SHELF_WORKFLOW_ID}/${taskQueue}`;
+}
+
+/** The empty shelf: what a namespace reads before its first change. */
+export function emptyShelf(): ShelfState {
+  return { servers: [], grants: [], log: [], version: 0 };
+}
+
+// --- `mcp add` arguments ---
+
+/** What `mcp add` was given besides the name. */
+export interface AddArguments {
+  /** Everything after the name: `<url>`, `sse <url>`, `http <url>`, or the command and its arguments. */
+  target: string[];
+  /** `--header 'K: V'` values, in order. */
+  headers?: string[];
+  /** `--env K=V` values, in order. */
+  env?: string[];
+  /** Whether the target came after `--` (always a command then, even if it looks like a URL). */
+  afterDashes?: boolean;
+}
+
+const URL_START = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+
+/**
+ * Parses `mcp add <name> <url>`, `mcp add <name> sse <url>` and `mcp add <name> -- <command...>`
+ * (with `--header` for remote servers, `--env` for commands) into a shelf entry. Pure.
+ * @throws ShelfInputError naming the argument that is wrong.
+ */
+export function parseAddArguments(name: string, args: AddArguments): { name: string; entry: ShelfEntry } {
+  const bad = nameProblem(name);
+  if (bad) throw new ShelfInputError(bad, 'name');
+  const target = args.target;
+  if (target.length === 0) {
+    throw new ShelfInputError(`mcp add ${name}: say what the server is: a URL (https://...), "sse <url>", or "-- <command> [args...]"`, 'target');
+  }
+  const headers = parsePairs(args.headers ?? [], ':', '--header', "'Name: value'");
+  const env = parsePairs(args.env ?? [], '=', '--env', 'NAME=value');
+  const [first, ...rest] = target as [string, ...string[]];
+  const keyword = first.toLowerCase();
+  if (!args.afterDashes && (URL_START.test(first) || keyword === 'sse' || keyword === 'http')) {
+    const type = URL_START.test(first) ? 'http' : (keyword as 'http' | 'sse');
+    const url = URL_START.test(first) ? first : rest[0];
+    const extra = URL_START.test(first) ? rest : rest.slice(1);
+    if (url === undefined) throw new ShelfInputError(`mcp add ${name} ${keyword}: the server's URL is missing`, 'url');
+    if (!URL_START.test(url)) throw new ShelfInputError(`mcp add ${name}: ${JSON.stringify(url)} is not a URL; write http://host:port/path or https://...`, 'url');
+    if (extra.length > 0) throw new ShelfInputError(`mcp add ${name}: unexpected ${JSON.stringify(extra.join(' '))} after the URL; a command goes after "--"`, 'target');
+    if (Object.keys(env).length > 0) throw new ShelfInputError(`mcp add ${name}: --env only applies to a command (-- <command>); send values to a remote server with --header`, 'env');
+    return { name, entry: { type, url, ...(Object.keys(headers).length > 0 ? { headers } : {}) } };
+  }
+  if (Object.keys(headers).length > 0) throw new ShelfInputError(`mcp add ${name}: --header only applies to a remote server (a URL); give a command values with --env NAME=value`, 'headers');
+  const [command, ...commandArgs] = target as [string, ...string[]];
+  if (command.trim() === '') throw new ShelfInputError(`mcp add ${name}: the command is empty`, 'command');
+  return { name, entry: { type: 'stdio', command, args: commandArgs, ...(Object.keys(env).length > 0 ? { env } : {}) } };
+}
+
+/** `K: V` or `K=V` pairs into an object; a repeated name is refused rather than silently overwritten. */
+function parsePairs(values: string[], separator: string, flag: string, form: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  values.forEach((value, i) => {
+    const at = value.indexOf(separator);
+    const key = at < 0 ? '' : value.slice(0, at).trim();
+    if (at <= 0 || key === '') throw new ShelfInputError(`${flag} #${i + 1}: expected ${form}, got ${JSON.stringify(value)}`, flag.slice(2));
+    if (Object.hasOwn(out, key)) throw new ShelfInputError(`${flag} #${i + 1}: ${JSON.stringify(key)} is given twice`, flag.slice(2));
+    out[key] = separator === ':' ? value.slice(at + 1).trim() : value.slice(at + 1);
+  });
+  return out;
+}
+
+// --- checks ---
+
+/** `${VAR}` or `$VAR` and nothing else: a value the worker hands over from its own environment. */
+const WHOLE_REFERENCE = /^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$/;
+/** A credential-looking header name: `Authorization`, `Cookie`, `X-Api-Key`, `Private-Token`... */
+const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie']);
+
+function credentialHeader(name: string): boolean {
+  return CREDENTIAL_HEADERS.has(name.toLowerCase()) || isSecretName(name.replace(/-/g, '_'), {});
+}
+
+/** The variables a value refers to (`$NAME`, `${NAME}`, `${NAME:-default}`). */
+function referencedVariables(value: string): string[] {
+  return [...value.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}|([A-Za-z_][A-Za-z0-9_]*))/g)].map((m) => (m[1] ?? m[2])!);
+}
+
+/** Whether a value has literal text left once its variable references are taken out. */
+function hasLiteralText(value: string): boolean {
+  return value.replace(/\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$\$/g, '').replace(/^\s*Bearer\s+/i, '').trim() !== '';
+}
+
+/**
+ * The entry as the worker's `mcp.json` holds it. A command's variable whose value is only a
+ * reference to a secret variable (`GITHUB_TOKEN=${GITHUB_TOKEN}`) is handed over from the worker's
+ * environment (`envFrom`), which the worker allows only for variables its DMCP_MCP_ENV lists;
+ * every other reference is expanded on the worker.
+ */
+export function shelfConfigEntry(entry: ShelfEntry, env: NodeJS.ProcessEnv = {}): Record<string, unknown> {
+  if (entry.type !== 'stdio') return { type: entry.type, url: entry.url, ...(entry.headers && Object.keys(entry.headers).length > 0 ? { headers: entry.headers } : {}) };
+  const plain: Record<string, string> = {};
+  const from: Record<string, string> = {};
+  for (const [key, value] of Object.entries(entry.env ?? {})) {
+    const m = WHOLE_REFERENCE.exec(value);
+    const variable = m ? (m[1] ?? m[2])! : undefined;
+    if (variable !== undefined && isSecretName(variable, env)) from[key] = variable;
+    else plain[key] = value;
+  }
+  return {
+    type: 'stdio',
+    command: entry.command,
+    args: entry.args,
+    ...(Object.keys(plain).length > 0 ? { env: plain } : {}),
+    ...(Object.keys(from).length > 0 ? { envFrom: from } : {}),
+  };
+}
+
+/** The worker variables an entry needs listed in DMCP_MCP_ENV (bearer tokens, handed-over variables). */
+export function workerVariablesOf(entry: ShelfEntry, env: NodeJS.ProcessEnv = {}): string[] {
+  const config = shelfConfigEntry(entry, env);
+  const out = new Set<string>(Object.values((config.envFrom as Record<string, string> | undefined) ?? {}));
+  if (entry.type !== 'stdio') {
+    for (const [key, value] of Object.entries(entry.headers ?? {})) {
+      if (key.toLowerCase() === 'authorization') for (const v of referencedVariables(value)) out.add(v);
+    }
+  }
+  return [...out];
+}
+
+/** Every string of an entry with its field path, for the secret checks. */
+function entryStrings(entry: ShelfEntry): [string, string][] {
+  if (entry.type !== 'stdio') return [['url', entry.url], ...Object.entries(entry.headers ?? {}).map(([k, v]): [string, string] => [`headers.${k}`, v])];
+  return [
+    ['command', entry.command],
+    ...entry.args.map((a, i): [string, string] => [`args[${i}]`, a]),
+    ...Object.entries(entry.env ?? {}).map(([k, v]): [string, string] => [`env.${k}`, v]),
+  ];
+}
+
+/**
+ * Why an entry may not go on the shelf, or undefined. The shelf is recorded in workflow history, so
+ * beyond what the config room refuses in any trusted file, no secret value may be written into it:
+ * not a literal credential header, not a literal value for a credential-named variable, not a
+ * credential in the URL's query, and not the value of any secret variable of `env` (the caller's
+ * environment). References (`${GITHUB_TOKEN}`) are fine: the worker resolves them.
+ * @param env the caller's environment: its secret values are looked for, and its DMCP_MCP_ENV names secrets.
+ */
+export function shelfEntryProblem(name: string, entry: ShelfEntry, env: NodeJS.ProcessEnv = {}): ShelfInputError | undefined {
+  const badName = nameProblem(name);
+  if (badName) return new ShelfInputError(badName, 'name');
+  // The values the scrubber would hide (plain words such as "true" are not secrets, whatever their name).
+  const values = new Set(secretValues(env));
+  const known = Object.entries(env).filter(([k, v]) => typeof v === 'string' && values.has(v) && isSecretName(k, env)) as [string, string][];
+  for (const [field, value] of entryStrings(entry)) {
+    const hit = known.find(([, secret]) => value.includes(secret));
+    if (hit) {
+      return new ShelfInputError(`server "${name}": ${field} contains the value of the secret variable ${hit[0]}; the shelf is recorded in workflow history. Write \${${hit[0]}} instead: the worker resolves it`, field);
+    }
+  }
+  if (entry.type === 'stdio') {
+    for (const [key, value] of Object.entries(entry.env ?? {})) {
+      if (isSecretName(key, env) && hasLiteralText(value)) {
+        return new ShelfInputError(
+          `server "${name}": env.${key} holds a literal value, and ${key} names a credential; the shelf is recorded in workflow history. ` +
+          `Write ${key}='\${${key}}' (handed over from the worker's environment; list ${key} in DMCP_MCP_ENV on the workers)`,
+          `env.${key}`,
+        );
+      }
+    }
+  } else {
+    for (const [key, value] of Object.entries(entry.headers ?? {})) {
+      if (credentialHeader(key) && hasLiteralText(value)) {
+        return new ShelfInputError(
+          `server "${name}": headers.${key} holds a literal credential; the shelf is recorded in workflow history. ` +
+          `Write 'Authorization: Bearer \${VAR}' with a worker variable listed in DMCP_MCP_ENV, or log in (durable-mcp mcp login ${name})`,
+          `headers.${key}`,
+        );
+      }
+    }
+    let query: URLSearchParams | undefined;
+    try {
+      query = new URL(entry.url).searchParams;
+    } catch {
+      query = undefined; // the parser below names a malformed URL
+    }
+    for (const [key, value] of query ?? []) {
+      if (isSecretName(key.replace(/-/g, '_'), {}) && hasLiteralText(value)) {
+        return new ShelfInputError(`server "${name}": url: the query parameter ${JSON.stringify(key)} holds a literal credential; the shelf is recorded in workflow history`, 'url');
+      }
+    }
+  }
+  return configProblem(name, entry, env);
+}
+
+/**
+ * The config room's verdict on the entry, as the worker will read it (a `shelf` layer), in
+ * check-only mode: shape, URL, header syntax, trust and secret-variable rules; no variable needs
+ * to be set here. Which variables servers may receive is the workers' DMCP_MCP_ENV, not this
+ * process's, so the variables the entry hands over count as listed.
+ */
+function configProblem(name: string, entry: ShelfEntry, env: NodeJS.ProcessEnv): ShelfInputError | undefined {
+  const needed = workerVariablesOf(entry, env);
+  const checkEnv = { ...env, DMCP_MCP_ENV: [env.DMCP_MCP_ENV ?? '', ...needed].join(',') };
+  const text = JSON.stringify({ mcpServers: { [name]: shelfConfigEntry(entry, checkEnv) } }, null, 2);
+  const result = parseConfigText(text, { kind: 'shelf', file: 'shelf', workspace: '/', folder: '/', checkOnly: true }, checkEnv);
+  if (result.error) return new ShelfInputError(`server "${name}": ${result.error.message.replace(/^shelf(:\d+)?: /, '')}`, result.error.field);
+  const refused = result.refused[0];
+  if (refused) {
+    const reason = refused.reason.replace(/^shelf:\d+: /, '');
+    return new ShelfInputError(reason, refused.field ? fromConfigField(refused.field, entry) : undefined);
+  }
+  return undefined;
+}
+
+/** A field of the `mcp.json` entry as the shelf entry names it (`envFrom.X` was `env.X`). */
+function fromConfigField(field: string, entry: ShelfEntry): string {
+  if (field.startsWith('envFrom.')) return `env.${field.slice('envFrom.'.length)}`;
+  if (field === 'bearerTokenEnv' && entry.type !== 'stdio') return 'headers.Authorization';
+  return field;
+}
+
+// --- proofs ---
+
+function hmac(key: Buffer, text: string): string {
+  return createHmac('sha256', key).update(text, 'utf8').digest('hex');
+}
+
+function sameHex(a: string, b: string): boolean {
+  if (!/^[0-9a-f]{64}$/.test(a)) return false;
+  return timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'));
+}
+
+/** The proof of a shelf server: HMAC-SHA256 of its name and entry with the turn key. */
+export function signShelfServer(key: Buffer, name: string, entry: ShelfEntry): string {
+  return hmac(key, shelfServerProofText(name, entry));
+}
+
+/** The proof of a grant: HMAC-SHA256 of server and agent with the turn key. */
+export function signShelfGrant(key: Buffer, server: string, agent: string): string {
+  return hmac(key, shelfGrantProofText(server, agent));
+}
+
+/** Whether a shelf server was put there by a holder of `key` (its name and entry unchanged since). */
+export function verifyShelfServer(key: Buffer, server: ShelfServer): boolean {
+  return typeof server.proof === 'string' && sameHex(server.proof, signShelfServer(key, server.name, server.entry));
+}
+
+/** Whether a grant was made by a holder of `key`. */
+export function verifyShelfGrant(key: Buffer, grant: ShelfGrant): boolean {
+  return typeof grant.proof === 'string' && sameHex(grant.proof, signShelfGrant(key, grant.server, grant.agent));
+}
+
+// --- the worker's layer ---
+
+/**
+ * The shelf layer of one agent's turn: the `mcp.json` text of the servers granted to `agent` whose
+ * server and grant proofs verify with the worker's turn key (`text` undefined when there are none),
+ * and a warning for each one left out because a proof does not verify. Pure.
+ * @param env the worker's environment: which variables are secret (see {@link shelfConfigEntry}).
+ */
+export function shelfLayerText(state: ShelfState, agent: string, key: Buffer | undefined, env: NodeJS.ProcessEnv = {}): { text: string | undefined; warnings: string[] } {
+  const warnings: string[] = [];
+  if (agentIdProblem(agent)) return { text: undefined, warnings };
+  const servers = new Map(state.servers.map((s) => [s.name, s]));
+  const entries: Record<string, unknown> = {};
+  const grants = state.grants.filter((g) => g.agent === agent).sort((a, b) => a.server.localeCompare(b.server));
+  for (const grant of grants) {
+    const server = servers.get(grant.server);
+    if (!server) continue;
+    if (!key) {
+      warnings.push(`shelf: server "${server.name}" not used: this worker has no turn key to check the shelf's proofs with`);
+      continue;
+    }
+    if (!verifyShelfServer(key, server)) {
+      warnings.push(`shelf: server "${server.name}" not used: it is not signed with this worker's turn key (put it on the shelf again from a machine holding the key: durable-mcp mcp forget ${server.name}, then mcp add)`);
+      continue;
+    }
+    if (!verifyShelfGrant(key, grant)) {
+      warnings.push(`shelf: server "${server.name}" not used for agent "${agent}": the grant is not signed with this worker's turn key (grant it again: durable-mcp mcp grant ${server.name} --agent ${agent})`);
+      continue;
+    }
+    entries[server.name] = shelfConfigEntry(server.entry, env);
+  }
+  if (Object.keys(entries).length === 0) return { text: undefined, warnings };
+  return { text: `${JSON.stringify({ mcpServers: entries }, null, 2)}\n`, warnings };
+}

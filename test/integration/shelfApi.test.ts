@@ -1,0 +1,208 @@
+/**
+ * The shelf over HTTP, on a real API server, worker and Temporal: the routes, the `shelf` scope
+ * (401 without a token, 403 for a token without the scope), the agent prefix rule for an agent's
+ * servers and for a turn's `agent`, and the OpenAPI document.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import pino from 'pino';
+import { hashToken, parseTokens } from '../../api/auth.js';
+import { createApi } from '../../api/app.js';
+import { startApiServer, type RunningApi } from '../../api/server.js';
+import type { TurnClient } from '../../client/turnClient.js';
+import type { TurnInput } from '../../contract/index.js';
+import { verifyShelfServer } from '../../plane/shelf.js';
+import { ShelfClient } from '../../plane/shelfClient.js';
+import { DEFAULT_SHAPE_LIMITS } from '../../shaping/index.js';
+import { startHarness, tempDir, type Harness } from '../support/harness.js';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const ADMIN = 'shelf-admin-token-0123456789';
+const TEAM_A = 'team-a-token-0123456789';
+const NO_SHELF_SCOPE = /the token has no shelf scope \(its entry in DMCP_API_TOKENS ends in the word "shelf"\)/;
+
+describe('the shelf over HTTP', { timeout: 120_000 }, () => {
+  let harness: Harness;
+  let api: RunningApi;
+  let workspaceRoot: string;
+  const key = randomBytes(32);
+  const logs: string[] = [];
+
+  before(async () => {
+    harness = await startHarness('shelf-api');
+    workspaceRoot = await tempDir('dmcp-shelf-api-');
+    api = await startApiServer({
+      host: '127.0.0.1',
+      port: 0,
+      logger: pino({ level: 'debug' }, { write: (line: string) => void logs.push(line) }),
+      turns: harness.client,
+      tokens: parseTokens(`${hashToken(ADMIN)} * shelf\n${hashToken(TEAM_A)} team-a-`, 'DMCP_API_TOKENS'),
+      boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [workspaceRoot] },
+      maxBodyBytes: 64 * 1024,
+      callWaitMs: 10_000,
+      shapeLimits: DEFAULT_SHAPE_LIMITS,
+      shelf: { turnKey: key, env: { DOCS_TOKEN: 'docs-secret-value-42' } },
+    });
+  });
+  after(async () => {
+    await api?.close();
+    await harness?.stop();
+  });
+
+  const call = async (method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: Json }> => {
+    const headers: Record<string, string> = {};
+    if (token) headers.authorization = `Bearer ${token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(`${api.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const text = await res.text();
+    return { status: res.status, body: text ? (JSON.parse(text) as Json) : {} };
+  };
+
+  test('reading and changing the shelf needs the shelf scope', async () => {
+    const docs = { entry: { type: 'http', url: 'https://docs.example/mcp', headers: { 'X-Team': 'core' } }, agents: ['team-a-bot'] };
+    const rows: [string, string, string | undefined, unknown, number][] = [
+      ['GET', '/api/v1/shelf', undefined, undefined, 401],
+      ['GET', '/api/v1/shelf', 'not-a-known-token', undefined, 401],
+      ['GET', '/api/v1/shelf', TEAM_A, undefined, 403],
+      ['PUT', '/api/v1/shelf/servers/docs', TEAM_A, docs, 403],
+      ['DELETE', '/api/v1/shelf/servers/docs', TEAM_A, undefined, 403],
+      ['PUT', '/api/v1/shelf/servers/docs/agents/team-a-bot', TEAM_A, undefined, 403],
+      ['DELETE', '/api/v1/shelf/servers/docs/agents/team-a-bot', TEAM_A, undefined, 403],
+    ];
+    for (const [method, path, token, body, status] of rows) {
+      const r = await call(method, path, token, body);
+      assert.equal(r.status, status, `${method} ${path} ${token ?? 'no token'}: ${JSON.stringify(r.body)}`);
+      if (status === 403) assert.match(r.body.error.message, NO_SHELF_SCOPE);
+    }
+    const empty = await call('GET', '/api/v1/shelf', ADMIN);
+    assert.equal(empty.status, 200);
+    assert.deepEqual(empty.body, { version: 0, servers: [], grants: [], log: [] });
+    assert.ok(logs.every((l) => !l.includes(ADMIN) && !l.includes(TEAM_A)), 'no token in the logs');
+  });
+
+  test('put, grant, read, drop and forget; conflicts, secrets and bad input are named', async () => {
+    const docs = { entry: { type: 'http', url: 'https://docs.example/mcp', headers: { Authorization: 'Bearer ${DOCS_TOKEN}' } }, agents: ['team-a-bot', 'team-a-helper'] };
+    const created = await call('PUT', '/api/v1/shelf/servers/docs', ADMIN, docs);
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.deepEqual(created.body, { changed: true, version: 2 });
+    const same = await call('PUT', '/api/v1/shelf/servers/docs', ADMIN, docs);
+    assert.equal(same.status, 200);
+    assert.deepEqual(same.body, { changed: false, version: 2 });
+
+    const refusals: [string, string, unknown, number, string, string | undefined, RegExp][] = [
+      ['PUT', '/api/v1/shelf/servers/docs', { entry: { type: 'http', url: 'https://other.example/mcp' } }, 409, 'shelf_conflict', 'body.entry.url', /"docs" is on the shelf already with another url/],
+      ['PUT', '/api/v1/shelf/servers/leak', { entry: { type: 'http', url: 'https://x.example/mcp', headers: { 'X-Api-Key': 'abc123' } } }, 400, 'bad_request', 'body.entry.headers.X-Api-Key', /literal credential/],
+      ['PUT', '/api/v1/shelf/servers/leak', { entry: { type: 'stdio', command: 'srv', args: ['--token', 'docs-secret-value-42'] } }, 422, 'secret_in_input', 'body.entry.args[1]', /value of the secret variable DOCS_TOKEN/],
+      ['PUT', '/api/v1/shelf/servers/ftp', { entry: { type: 'ftp', url: 'ftp://x' } }, 400, 'bad_request', undefined, /body\.entry\.type/],
+      ['PUT', '/api/v1/shelf/servers/bad__name', { entry: { type: 'http', url: 'https://x.example/mcp' } }, 400, 'bad_request', 'path.name', /two separators in a row/],
+      ['PUT', '/api/v1/shelf/servers/x', { entry: { type: 'http', url: 'https://x.example/mcp' }, agents: ['no spaces'] }, 400, 'bad_request', undefined, /body\.agents\.0/],
+      ['PUT', '/api/v1/shelf/servers/nope/agents/team-a-bot', undefined, 404, 'not_found', 'path.name', /"nope" is not on the shelf/],
+    ];
+    for (const [method, path, body, status, code, field, message] of refusals) {
+      const r = await call(method, path, ADMIN, body);
+      assert.equal(r.status, status, `${path} ${JSON.stringify(body)}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.error.code, code);
+      if (field) assert.equal(r.body.error.field, field);
+      assert.match(r.body.error.message, message);
+      assert.ok(!JSON.stringify(r.body).includes('docs-secret-value-42'));
+    }
+
+    assert.equal((await call('PUT', '/api/v1/shelf/servers/docs/agents/ops-bot', ADMIN)).status, 201);
+    assert.equal((await call('PUT', '/api/v1/shelf/servers/docs/agents/ops-bot', ADMIN)).status, 200);
+    const shelf = await call('GET', '/api/v1/shelf', ADMIN);
+    assert.equal(shelf.status, 200);
+    assert.equal(shelf.body.version, 3);
+    assert.deepEqual(shelf.body.servers.map((s: Json) => [s.name, s.agents]), [['docs', ['ops-bot', 'team-a-bot', 'team-a-helper']]]);
+    assert.ok(!JSON.stringify(shelf.body).includes('proof'), 'proofs are not shown');
+    assert.equal(shelf.body.log[0].by, 'api token DMCP_API_TOKENS line 1');
+    // Signed with the API's key: a worker holding it uses the server.
+    const state = await new ShelfClient({ client: harness.client.client, taskQueue: harness.taskQueue, by: 'test' }).read();
+    assert.equal(verifyShelfServer(key, state.servers[0]!), true);
+
+    const dropped = await call('DELETE', '/api/v1/shelf/servers/docs/agents/ops-bot', ADMIN);
+    assert.deepEqual([dropped.status, dropped.body], [200, { changed: true, version: 4 }]);
+    const droppedAgain = await call('DELETE', '/api/v1/shelf/servers/docs/agents/ops-bot', ADMIN);
+    assert.deepEqual(droppedAgain.body, { changed: false, version: 4 });
+
+    // An agent's servers: the shelf scope, or a token whose prefixes reach the agent.
+    const own = await call('GET', '/api/v1/agents/team-a-bot/servers', TEAM_A);
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.deepEqual(own.body.servers.map((s: Json) => [s.name, s.verified, s.entry.url]), [['docs', true, 'https://docs.example/mcp']]);
+    const other = await call('GET', '/api/v1/agents/ops-bot/servers', TEAM_A);
+    assert.equal(other.status, 403);
+    assert.match(other.body.error.message, /may not reach agent "ops-bot"/);
+    assert.deepEqual((await call('GET', '/api/v1/agents/ops-bot/servers', ADMIN)).body, { agent: 'ops-bot', servers: [] });
+    assert.equal((await call('GET', '/api/v1/agents/team-a-bot/servers')).status, 401);
+
+    const forgot = await call('DELETE', '/api/v1/shelf/servers/docs', ADMIN);
+    assert.deepEqual([forgot.status, forgot.body], [200, { changed: true, version: 5, agents: ['team-a-bot', 'team-a-helper'] }]);
+    assert.deepEqual((await call('DELETE', '/api/v1/shelf/servers/docs', ADMIN)).body, { changed: false, version: 5, agents: [] });
+  });
+
+  test("a turn's agent must start with one of the token's prefixes, and is signed with the workspace", async () => {
+    const start = (sessionId: string, body: Json) => call('POST', `/api/v1/sessions/${sessionId}/turns`, TEAM_A, body);
+    const elsewhere = await start('team-a-s1', { workspace: workspaceRoot, agent: 'ops-bot' });
+    assert.equal(elsewhere.status, 403);
+    assert.equal(elsewhere.body.error.field, 'body.agent');
+    assert.match(elsewhere.body.error.message, /may not run turns as agent "ops-bot"/);
+    const unsignedWorkspace = await start('team-a-s1', { workspace: '/', agent: 'team-a-bot' });
+    assert.equal(unsignedWorkspace.status, 403);
+    assert.equal(unsignedWorkspace.body.error.field, 'body.workspace');
+    assert.match(unsignedWorkspace.body.error.message, /names an agent, so its references are signed as a whole/);
+    const badAgent = await start('team-a-s1', { workspace: workspaceRoot, agent: '-bad' });
+    assert.equal(badAgent.status, 400);
+    assert.equal(badAgent.body.error.field, 'body.agent');
+
+    const started = await start('team-a-s1', { workspace: workspaceRoot, agent: 'team-a-bot' });
+    assert.equal(started.status, 201, JSON.stringify(started.body));
+    try {
+      const history = await harness.client.client.workflow.getHandle(started.body.turnId).fetchHistory();
+      const first = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+      const input = harness.client.client.options.loadedDataConverter.payloadConverter.fromPayload<TurnInput>(first!);
+      assert.equal(input.refs.agent, 'team-a-bot');
+    } finally {
+      await call('POST', `${started.body.links.end.replace(api.url, '')}`, TEAM_A, {});
+    }
+  });
+
+  test('without tokens: loopback clients only, for the shelf as for the rest', async () => {
+    const app = createApi({
+      turns: {} as TurnClient, logger: pino({ level: 'silent' }), tokens: [], boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [] },
+      maxBodyBytes: 4096, callWaitMs: 1000, shapeLimits: DEFAULT_SHAPE_LIMITS,
+    });
+    const from = (remoteAddress: string) => ({ incoming: { socket: { remoteAddress } } });
+    for (const path of ['/api/v1/shelf', '/api/v1/agents/bot/servers']) {
+      const remote = await app.request(path, {}, from('10.1.2.3'));
+      assert.equal(remote.status, 403, path);
+      assert.match(((await remote.json()) as Json).error.message, /serves only clients on its own machine/);
+    }
+    const put = await app.request('/api/v1/shelf/servers/docs', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ entry: { type: 'http', url: 'https://x/mcp' } }) }, from('10.1.2.3'));
+    assert.equal(put.status, 403);
+    // A loopback client reaches the shelf (here: the real one of the harness, through a keyless API).
+    const open = await startApiServer({
+      host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }), turns: harness.client, tokens: [],
+      boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [] }, maxBodyBytes: 4096, callWaitMs: 1000, shapeLimits: DEFAULT_SHAPE_LIMITS,
+    });
+    try {
+      const read = await fetch(`${open.url}/api/v1/shelf`);
+      assert.equal(read.status, 200);
+      const keyless = await fetch(`${open.url}/api/v1/shelf/servers/docs`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ entry: { type: 'http', url: 'https://x.example/mcp' } }) });
+      assert.equal(keyless.status, 403);
+      assert.match(((await keyless.json()) as Json).error.message, /cannot sign shelf changes: it has no turn key/);
+    } finally {
+      await open.close();
+    }
+  });
+
+  test('the OpenAPI document describes the shelf routes and the agent of a turn', async () => {
+    const doc = (await (await fetch(`${api.url}/api/v1/openapi.json`)).json()) as Json;
+    for (const path of ['/api/v1/shelf', '/api/v1/shelf/servers/{name}', '/api/v1/shelf/servers/{name}/agents/{agent}', '/api/v1/agents/{agent}/servers']) {
+      assert.ok(doc.paths[path], `${path} is in the document`);
+    }
+    assert.ok(doc.paths['/api/v1/shelf/servers/{name}'].put.responses['409']);
+    assert.ok(doc.components.schemas.ShelfEntry);
+    assert.ok(doc.components.schemas.StartTurn.properties.agent);
+  });
+});
