@@ -21,6 +21,8 @@ export interface LoginCredentials {
   accessToken(server: string, serverUrl: string): Promise<LoginToken>;
   /** After a 401 to `failedToken`: one refresh (or the token another process refreshed meanwhile). */
   afterUnauthorized(server: string, serverUrl: string, failedToken: string | undefined): Promise<LoginToken>;
+  /** Every token value this process has seen for the login (access and refresh): scrubbed wherever the server's text goes. */
+  secretsOf?(server: string): string[];
 }
 
 /** What {@link loginFetch} tells its server about each request. */

@@ -429,12 +429,14 @@ export class ManagedServer {
 
   /** Values only this server was given (header values, URL secrets, its login's tokens): scrubbed from its results. */
   get secretValues(): readonly string[] {
-    return this.secrets;
+    const login = this.entry.login;
+    const tokens = login !== undefined ? this.deps.credentials?.secretsOf?.(login) : undefined;
+    return tokens?.length ? [...this.secrets, ...tokens] : this.secrets;
   }
 
   /** Removes secret values (environment secrets, header values, URL secrets) from text that leaves the worker. */
   private scrubText(text: string): string {
-    return redact(this.deps.scrub(text), this.secrets);
+    return redact(this.deps.scrub(text), this.secretValues);
   }
 
   private async closeQuietly(options: { lost?: boolean } = {}): Promise<void> {

@@ -11,6 +11,7 @@ import { requestHeaders, scrubSecrets, serverEnvironment } from '../config/secre
 import { ServerPool } from '../mcp/pool.js';
 import { loadSettings, type Settings } from '../settings/index.js';
 import { createGovernance } from '../governance/index.js';
+import { createWorkerShelf } from './shelf.js';
 import { createWorkerMetrics, startMetricsServer, type MetricsServer } from './metrics.js';
 import { runtimeMetricsUrl } from './runtimeLogger.js';
 
@@ -115,7 +116,9 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const scrub = (text: string) => scrubSecrets(text, env);
   const boundary = options.boundary ?? (await workerBoundary(settings, 'embedded'));
   const metrics = settings.metrics.port !== undefined ? createWorkerMetrics() : undefined;
+  const shelf = createWorkerShelf({ settings, taskQueue, turnKey: boundary.turnKey, env, logger });
   const pool = new ServerPool({
+    credentials: shelf.credentials,
     ...(metrics ? { observer: metrics.observer } : {}),
     // A turn's workspace is offered to servers as their MCP root where its workspace layer could be read.
     ...(boundary.workspaceRoots ? { rootsWithin: boundary.workspaceRoots } : {}),
@@ -139,7 +142,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const activities = createActivities({
     pool,
     workerQueue,
-    loadConfig: (refs, turn) => loadConfig(refs, env, undefined, { boundary, sessionId: turn.sessionId }),
+    loadConfig: async (refs, turn) => shelf.withLoginIds(await loadConfig(refs, env, undefined, { boundary, sessionId: turn.sessionId, shelf: (agent) => shelf.layerFor(agent) })),
     logger,
     scrub,
     governance,
@@ -159,12 +162,14 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     dataConverter,
     ...(interceptors ? { interceptors } : {}),
     // After a worker dies, each workflow task of its turns first waits out this timeout on the dead
-    // worker's sticky queue (SDK default 10 s); 2 s cut crash recovery from 19.5 s to 11.9 s in
-    // bench/crash. The cost: a live worker stalled for 2 s hands the turn to another, which replays it.
-    stickyQueueScheduleToStartTimeout: '2s',
+    // worker's sticky queue (SDK default 10 s); see docs/performance.md for the figures. The cost: a
+    // live worker stalled this long hands the turn to another, which replays it.
+    stickyQueueScheduleToStartTimeout: '1s',
     shutdownGraceTime,
     ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
   });
+  // The worker's own client (over its connection) reads the shelf for turns that name an agent.
+  if (shared.client) shelf.attach(shared.client);
   // Running calls get this long to finish on shutdown before they are cancelled (SDK default: 0,
   // which would abort side-effecting calls mid-flight on every deploy).
   const pinned = await Worker.create({ connection: options.connection, namespace, taskQueue: workerQueue, activities, dataConverter, shutdownGraceTime, ...(interceptors ? { interceptors } : {}) });
