@@ -107,6 +107,7 @@ void test('$(command) in a shelf entry is not run', async () => {
   });
   assert.deepEqual(io.calls, []);
   assert.ok(!loaded.servers.some((s) => s.name === 'x'));
+  assert.match(loaded.refused.find((r) => r.name === 'x')?.reason ?? '', /command expressions "\$\(\.\.\.\)" are not run for shelf servers; it was not run/);
 });
 
 void test('the client pre-check (no boundary) never reads the shelf', async () => {
