@@ -154,8 +154,14 @@ export function createActivities(deps: ActivityDeps) {
         signal: ctx.cancellationSignal,
         timeoutMs: input.requestTimeoutMs,
         onServerSecrets: (values) => {
-          const own = scrubberFor(values);
-          scrubAll = (text) => own(scrub(text));
+          // Rebuilt only when the list changes (a login refreshed during the call adds a token).
+          let built: { key: string; own: (text: string) => string } | undefined;
+          scrubAll = (text) => {
+            const now = values();
+            const key = now.join('\0');
+            if (built?.key !== key) built = { key, own: scrubberFor(now) };
+            return built.own(scrub(text));
+          };
         },
         // Heartbeat details end up in history (the last ones with a timeout): scrub them like results.
         onProgress: (progress) => ctx.heartbeat({ progress: scrubResult(progress, scrubAll) }),

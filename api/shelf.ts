@@ -278,7 +278,7 @@ export function registerShelfRoutes(app: OpenAPIHono<Env>, options: ShelfRoutesO
         .sort((a, b) => a.server.localeCompare(b.server))
         .map((g) => {
           const s = byName.get(g.server)!;
-          const verified = options.turnKey !== undefined && verifyShelfServer(options.turnKey, s) && verifyShelfGrant(options.turnKey, g);
+          const verified = options.turnKey !== undefined && verifyShelfServer(options.turnKey, s) && verifyShelfGrant(options.turnKey, g, s.entry);
           return { name: s.name, entry: s.entry, grantedAt: g.grantedAt, verified };
         });
       return c.json({ agent, servers }, 200);

@@ -181,8 +181,9 @@ export async function rekeyCommand(opts: { settings: Settings; out: (line: strin
   const err = opts.err ?? ((line: string) => opts.out(`error: ${line}`));
   try {
     const store = await storeFor(opts);
-    const { rewritten } = await store.rekey();
+    const { rewritten, oldKeyFile } = await store.rekey();
     opts.out(rewritten.length === 0 ? `Every login file in ${store.dir} is already written with the current key.` : `Rewrote ${rewritten.length} login file(s) in ${store.dir} with the current key; the previous key is no longer needed for them.`);
+    if (oldKeyFile !== undefined) opts.out(`The old key file ${oldKeyFile} can be deleted once every process has DMCP_OAUTH_KEY; until then its key is still read.`);
     return 0;
   } catch (e) {
     err(e instanceof Error ? e.message : String(e));

@@ -166,6 +166,8 @@ export type LoginFacts = (server: string) => Promise<Pick<ServerFacts, 'loginId'
 interface ShelfCommandContext {
   shelf: ShelfClient;
   settings: Settings;
+  /** The turn key, read when the command signs (or checks) shelf entries. */
+  turnKey?: Buffer;
   close(): Promise<void>;
 }
 
@@ -210,7 +212,7 @@ async function openShelf(signing: boolean): Promise<ShelfCommandContext> {
       }
     }
     const shelf = new ShelfClient({ client: session.client.client, taskQueue: session.client.taskQueue, turnKey, by: cliBy(), env: process.env });
-    return { shelf, settings, close: () => session.close() };
+    return { shelf, settings, ...(turnKey ? { turnKey } : {}), close: () => session.close() };
   } catch (err) {
     await session.close();
     throw err;
@@ -414,11 +416,20 @@ async function logCommand(opts: { json?: boolean }): Promise<void> {
 }
 
 /** The shelf entry of `server`, or a refusal naming what to do. */
-async function remoteEntry(shelf: ShelfClient, server: string): Promise<{ url: string }> {
+async function remoteEntry(shelf: ShelfClient, server: string, turnKey: Buffer | undefined): Promise<{ url: string }> {
   const state = await shelf.read();
   const found = state.servers.find((s) => s.name === server);
   if (!found) throw new ShelfCommandError(`${server} is not on the shelf: durable-mcp mcp add ${server} <url> first`);
   if (found.entry.type === 'stdio') throw new ShelfCommandError(`${server} is a command, not a remote server: there is nothing to log in to`);
+  // Whoever can send the shelf Updates could have put another address under this name: the
+  // operator's browser is sent only to an address a holder of the turn key put there.
+  const { verifyShelfServer } = await import('../plane/shelf.js');
+  if (turnKey && !verifyShelfServer(turnKey, found)) {
+    throw new ShelfCommandError(`${server} (${found.entry.url}) is not signed with this deployment's turn key, so no worker uses it; check the address, then put it back: durable-mcp mcp forget ${server} && durable-mcp mcp add ${server} <url>`);
+  }
+  if (found.entry.url.includes('${')) {
+    throw new ShelfCommandError(`${server}: its url ${found.entry.url} holds a variable that only the workers resolve; a login needs the address itself on the shelf`);
+  }
   return { url: found.entry.url };
 }
 
@@ -427,8 +438,8 @@ const printError = (line: string) => process.stderr.write(`error: ${stripTermina
 async function loginCli(server: string, address: string | undefined, opts: { browser: boolean; wait: boolean }): Promise<void> {
   let found: { url: string; settings: Settings } | undefined;
   // The shelf is read and the connection closed before the login waits for the browser.
-  await shelfCommand(false, async ({ shelf, settings }) => {
-    found = { ...(await remoteEntry(shelf, server)), settings };
+  await shelfCommand(true, async ({ shelf, settings, turnKey }) => {
+    found = { ...(await remoteEntry(shelf, server, turnKey)), settings };
     return 0;
   });
   if (!found) return;

@@ -76,9 +76,13 @@ export function shelfServerProofText(name: string, entry: ShelfEntry): string {
   return JSON.stringify(['durable-mcp shelf server v1', name, canonical(entry)]);
 }
 
-/** The text a grant's proof signs. */
-export function shelfGrantProofText(server: string, agent: string): string {
-  return JSON.stringify(['durable-mcp shelf grant v1', server, agent]);
+/**
+ * The text a grant's proof signs: the agent and the server's name *and entry*, so a grant dies with
+ * the entry it was made for (a server forgotten and put back as something else is not granted by
+ * the old proof).
+ */
+export function shelfGrantProofText(server: string, agent: string, entry: ShelfEntry): string {
+  return JSON.stringify(['durable-mcp shelf grant v2', server, agent, canonical(entry)]);
 }
 
 function canonical(value: unknown): unknown {

@@ -124,8 +124,13 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   }
   const child: ChildProcess = spawn(cli.path, args, { stdio: ['ignore', 'ignore', 'pipe'], env, detached: options.ownProcessGroup === true });
   const stderr = new TailBuffer(8192);
+  // A Go panic puts its cause first and a long stack after it: keep the start too.
+  let head = '';
   child.stderr?.setEncoding('utf8');
-  child.stderr?.on('data', (chunk: string) => stderr.push(chunk));
+  child.stderr?.on('data', (chunk: string) => {
+    if (head.length < 4096) head += chunk.slice(0, 4096 - head.length);
+    stderr.push(chunk);
+  });
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   let exitedEarly = false;
   void exited.then(() => {
@@ -136,7 +141,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
   for (;;) {
     if (exitedEarly) {
-      throw new Error(`temporal server start-dev exited (${cli.path}): ${stderr.lastLines(8) || 'no output'}`);
+      const cause = head.split('\n').find((l) => /^(panic|fatal|error)\b|"level":"(fatal|error)"|^Error:/i.test(l.trim()));
+      throw new Error(`temporal server start-dev exited (${cli.path}): ${cause ? `${cause.trim()}\n` : ''}${stderr.lastLines(8) || 'no output'}`);
     }
     try {
       const connection = await temporalClient().Connection.connect({ address, connectTimeout: 1000 });

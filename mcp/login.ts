@@ -57,8 +57,9 @@ export function loginFetch(inner: FetchLike, server: string, serverUrl: string, 
   const url = new URL(serverUrl);
   const clear = url.protocol === 'http:' && !isLoopback(url.hostname);
   return async (target, init) => {
-    const first = await credentials.accessToken(server, serverUrl);
-    let token = 'token' in first && !clear ? first.token : undefined;
+    // Over plain http to another machine no token is sent, so none is looked up (or refreshed).
+    const first: LoginToken = clear ? { problem: { kind: 'wanted', message: '' } } : await credentials.accessToken(server, serverUrl);
+    let token = 'token' in first ? first.token : undefined;
     if (token !== undefined) events.onToken(token);
     let response = await inner(target, withBearer(init, token));
     if (response.status !== 401) {

@@ -60,10 +60,11 @@ export interface PoolObserver {
 export interface PoolCallOptions extends CallOptions {
   /**
    * Receives, before the call starts, what is secret about this server beyond the worker's
-   * environment: a remote server's header values and URL secrets. Results and progress are
-   * scrubbed of them too, since a server may echo what it was sent.
+   * environment: a remote server's header values and URL secrets, and its login's tokens. Results
+   * and progress are scrubbed of them too, since a server may echo what it was sent. A getter: a
+   * login refreshed during the call adds a token that must be scrubbed as well.
    */
-  onServerSecrets?: (values: readonly string[]) => void;
+  onServerSecrets?: (values: () => readonly string[]) => void;
 }
 
 export interface ReconcileOptions {
@@ -369,7 +370,8 @@ export class ServerPool {
       } catch {
         // A token that cannot be resolved now was never sent: only the literal headers can come back.
       }
-      options.onServerSecrets([...remoteSecrets(managed.entry, headers), ...managed.secretValues]);
+      const fixed = remoteSecrets(managed.entry, headers);
+      options.onServerSecrets(() => [...fixed, ...managed.secretValues]);
     }
     session.lastUsed = Date.now();
     session.busy += 1;

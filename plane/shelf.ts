@@ -274,9 +274,9 @@ export function signShelfServer(key: Buffer, name: string, entry: ShelfEntry): s
   return hmac(key, shelfServerProofText(name, entry));
 }
 
-/** The proof of a grant: HMAC-SHA256 of server and agent with the turn key. */
-export function signShelfGrant(key: Buffer, server: string, agent: string): string {
-  return hmac(key, shelfGrantProofText(server, agent));
+/** The proof of a grant: HMAC-SHA256 of server, agent and the server's entry with the turn key. */
+export function signShelfGrant(key: Buffer, server: string, agent: string, entry: ShelfEntry): string {
+  return hmac(key, shelfGrantProofText(server, agent, entry));
 }
 
 /** Whether a shelf server was put there by a holder of `key` (its name and entry unchanged since). */
@@ -284,9 +284,9 @@ export function verifyShelfServer(key: Buffer, server: ShelfServer): boolean {
   return typeof server.proof === 'string' && sameHex(server.proof, signShelfServer(key, server.name, server.entry));
 }
 
-/** Whether a grant was made by a holder of `key`. */
-export function verifyShelfGrant(key: Buffer, grant: ShelfGrant): boolean {
-  return typeof grant.proof === 'string' && sameHex(grant.proof, signShelfGrant(key, grant.server, grant.agent));
+/** Whether a grant was made by a holder of `key`, for the server's entry as it is now. */
+export function verifyShelfGrant(key: Buffer, grant: ShelfGrant, entry: ShelfEntry): boolean {
+  return typeof grant.proof === 'string' && sameHex(grant.proof, signShelfGrant(key, grant.server, grant.agent, entry));
 }
 
 // --- the worker's layer ---
@@ -314,7 +314,7 @@ export function shelfLayerText(state: ShelfState, agent: string, key: Buffer | u
       warnings.push(`shelf: server "${server.name}" not used: it is not signed with this worker's turn key (put it on the shelf again from a machine holding the key: durable-mcp mcp forget ${server.name}, then mcp add)`);
       continue;
     }
-    if (!verifyShelfGrant(key, grant)) {
+    if (!verifyShelfGrant(key, grant, server.entry)) {
       warnings.push(`shelf: server "${server.name}" not used for agent "${agent}": the grant is not signed with this worker's turn key (grant it again: durable-mcp mcp grant ${server.name} --agent ${agent})`);
       continue;
     }

@@ -106,20 +106,26 @@ export class ShelfClient {
       {
         op: 'add',
         server: { name, entry, addedAt: now, addedBy: this.options.by, proof: signShelfServer(key, name, entry) },
-        ...(options.agent !== undefined ? { grant: { server: name, agent: options.agent, grantedAt: now, proof: signShelfGrant(key, name, options.agent) } } : {}),
+        ...(options.agent !== undefined ? { grant: { server: name, agent: options.agent, grantedAt: now, proof: signShelfGrant(key, name, options.agent, entry) } } : {}),
         by: this.options.by,
       },
       options,
     );
   }
 
-  /** Gives an agent a server that is on the shelf. */
-  grant(server: string, agent: string, options: ChangeOptions = {}): Promise<ShelfChangeResult> {
+  /**
+   * Gives an agent a server that is on the shelf. The grant is signed for the server's entry as it
+   * is now (read first), so it does not carry over to another entry put on the shelf under the name.
+   */
+  async grant(server: string, agent: string, options: ChangeOptions = {}): Promise<ShelfChangeResult> {
     const bad = agentIdProblem(agent);
-    if (bad) return Promise.reject(new ShelfInputError(bad, 'agent'));
+    if (bad) throw new ShelfInputError(bad, 'agent');
     const key = this.key();
-    if (key instanceof Error) return Promise.reject(key);
-    return this.send({ op: 'grant', grant: { server, agent, grantedAt: new Date().toISOString(), proof: signShelfGrant(key, server, agent) }, by: this.options.by }, options);
+    if (key instanceof Error) throw key;
+    const onShelf = (await this.read()).servers.find((s) => s.name === server);
+    if (!onShelf) throw new ShelfInputError(`server: "${server}" is not on the shelf; add it first (durable-mcp mcp add ${server} ...)`, 'server');
+    const proof = signShelfGrant(key, server, agent, onShelf.entry);
+    return this.send({ op: 'grant', grant: { server, agent, grantedAt: new Date().toISOString(), proof }, by: this.options.by }, options);
   }
 
   /** Takes a server away from one agent; `changed: false` when the agent did not have it. */

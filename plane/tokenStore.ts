@@ -5,10 +5,11 @@
  * rename so a reader never sees half a file. Only the server name, the login ID and when a pending
  * login started are in clear text (bound to the ciphertext as associated data), so status can be
  * told without decrypting. Refreshes take a lock file per server, so a rotating refresh token is
- * spent by one process only.
+ * spent by one process only; each lock carries a random nonce, so a process only ever removes the
+ * lock it created or the stale lock it judged.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readFile, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, open, readFile, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
@@ -28,7 +29,7 @@ export interface TokenStoreOptions {
   key: Buffer;
   /** Older keys, still accepted for reading (rotation); {@link TokenStore.rekey} rewrites with `key`. */
   previousKeys?: Buffer[];
-  /** A lock file older than this is taken over (its holder died mid-refresh); default 30 s. */
+  /** A lock file not touched for this long is taken over (its holder died mid-refresh; a live holder touches it every third of this); default 30 s. */
   lockStaleMs?: number;
   /** How long {@link TokenStore.withLock} waits for another process's lock; default 20 s. */
   lockWaitMs?: number;
@@ -103,8 +104,11 @@ export interface TokenStore {
   withLock<T>(server: string, fn: () => Promise<T>): Promise<T>;
   /** Servers with a login or a pending login. */
   servers(): Promise<string[]>;
-  /** Rewrites every file with the current key (after a rotation); names the files it rewrote. */
-  rekey(): Promise<{ rewritten: string[] }>;
+  /**
+   * Rewrites every file with the current key (after a rotation); names the files it rewrote, and the
+   * old key file when DMCP_OAUTH_KEY is set and that file still exists (it can be deleted now).
+   */
+  rekey(): Promise<{ rewritten: string[]; oldKeyFile?: string }>;
 }
 
 /** A server's login as far as it is told without decrypting. */
@@ -305,24 +309,22 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
   async function takeFileLock(server: string): Promise<() => Promise<void>> {
     await ensureDir();
     const file = join(dir, `${server}.lock`);
+    const nonce = randomBytes(12).toString('hex');
     const deadline = Date.now() + lockWaitMs;
     for (;;) {
       try {
         const handle = await open(file, 'wx', 0o600);
-        await handle.writeFile(JSON.stringify({ pid: process.pid, host: hostname(), at: new Date().toISOString() }));
-        await handle.close();
-        return async () => {
-          await unlink(file).catch(() => undefined);
-        };
+        try {
+          await handle.writeFile(JSON.stringify({ pid: process.pid, host: hostname(), at: new Date().toISOString(), nonce }));
+        } finally {
+          await handle.close();
+        }
+        return holdLock(file, nonce);
       } catch (err) {
         if (errno(err) !== 'EEXIST') throw new TokenStoreError(`${file}: cannot take the login lock (${errno(err) ?? (err as Error).message})`);
       }
-      if (await lockIsStale(file)) {
-        // Renamed first, so of two processes that both saw it stale only one removes it.
-        const aside = `${file}.${randomBytes(4).toString('hex')}.stale`;
-        if (await rename(file, aside).then(() => true, () => false)) await unlink(aside).catch(() => undefined);
-        continue;
-      }
+      const stale = await staleLock(file);
+      if (stale !== undefined && (await removeStaleLock(file, stale))) continue;
       if (Date.now() > deadline) {
         throw new TokenStoreError(`${file}: another process has held the login lock for more than ${lockWaitMs >= 1000 ? `${Math.round(lockWaitMs / 1000)} s` : `${lockWaitMs} ms`}; if none is refreshing, delete the file`);
       }
@@ -330,15 +332,83 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
     }
   }
 
-  async function lockIsStale(file: string): Promise<boolean> {
+  /** Keeps a taken lock fresh (so a holder that runs long is not judged stale); the returned release removes it only while it is still ours. */
+  function holdLock(file: string, nonce: string): () => Promise<void> {
+    const touch = setInterval(() => {
+      void (async () => {
+        if ((await lockNonce(file)) !== nonce) return;
+        const now = new Date();
+        await utimes(file, now, now);
+      })().catch(() => undefined);
+    }, Math.max(1, Math.floor(lockStaleMs / 3)));
+    touch.unref();
+    return async () => {
+      clearInterval(touch);
+      if ((await lockNonce(file)) === nonce) await unlink(file).catch(() => undefined);
+    };
+  }
+
+  /**
+   * Removes the stale lock whose text was `staleText`; false when another process is removing it.
+   * Of the processes that judged it stale, only the one that creates its claim file goes on, and only
+   * while the lock still holds that text, so none removes a lock taken after it. The lock is renamed
+   * aside and read back before it is deleted: when it is not the stale one after all (its holder
+   * released it and another process took it), it is put back without clobbering anything.
+   */
+  async function removeStaleLock(file: string, staleText: string): Promise<boolean> {
+    const claim = `${file}.${createHash('sha256').update(staleText).digest('hex').slice(0, 16)}.claim`;
+    try {
+      await (await open(claim, 'wx', 0o600)).close();
+    } catch (err) {
+      // A claim older than the stale limit was left by a process that died while taking over.
+      if (errno(err) === 'EEXIST' && (await stat(claim).then((c) => Date.now() - c.mtimeMs > lockStaleMs, () => false))) await unlink(claim).catch(() => undefined);
+      return false;
+    }
+    try {
+      if ((await readFile(file, 'utf8').catch(() => undefined)) !== staleText) return true;
+      const aside = `${file}.${randomBytes(6).toString('hex')}.stale`;
+      try {
+        await rename(file, aside);
+      } catch {
+        return true;
+      }
+      const moved = await readFile(aside, 'utf8').catch(() => undefined);
+      if (moved !== staleText) {
+        try {
+          // link fails with EEXIST rather than replace a lock created meanwhile.
+          await link(aside, file);
+        } catch (err) {
+          // A file system without hard links: rename back, unless a lock was created meanwhile.
+          if (errno(err) !== 'EEXIST' && !(await stat(file).then(() => true, () => false))) await rename(aside, file).catch(() => undefined);
+        }
+      }
+      await unlink(aside).catch(() => undefined);
+      return true;
+    } finally {
+      await unlink(claim).catch(() => undefined);
+    }
+  }
+
+  /** The nonce in a lock file; undefined when it is gone or has none. */
+  async function lockNonce(file: string): Promise<string | undefined> {
+    try {
+      const nonce = (JSON.parse(await readFile(file, 'utf8')) as { nonce?: unknown }).nonce;
+      return typeof nonce === 'string' ? nonce : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The lock's text when it is stale (not touched for lockStaleMs, or its holder on this machine is gone); else undefined. */
+  async function staleLock(file: string): Promise<string | undefined> {
     try {
       const [s, text] = await Promise.all([stat(file), readFile(file, 'utf8')]);
-      if (Date.now() - s.mtimeMs > lockStaleMs) return true;
+      if (Date.now() - s.mtimeMs > lockStaleMs) return text;
       const holder = JSON.parse(text) as { pid?: number; host?: string };
-      return holder.host === hostname() && typeof holder.pid === 'number' && holder.pid !== process.pid && !isAlive(holder.pid);
+      return holder.host === hostname() && typeof holder.pid === 'number' && holder.pid !== process.pid && !isAlive(holder.pid) ? text : undefined;
     } catch {
       // Gone, or still being written by its new holder: not stale.
-      return false;
+      return undefined;
     }
   }
 
@@ -445,12 +515,17 @@ async function keyFromFile(file: string, create: boolean): Promise<Buffer | unde
   let text = await readIfExists(file);
   if (text === undefined) {
     if (!create) return undefined;
+    // Written whole under a private name, then linked into place: a process that loses the race
+    // never reads a half-written key, and every process ends up with the one that was linked first.
+    const temp = `${file}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
     try {
       await mkdir(resolve(file, '..'), { recursive: true });
-      await writeFile(file, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+      await writeFile(temp, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+      await link(temp, file);
     } catch (err) {
-      // Another process created it at the same moment: read theirs.
       if (errno(err) !== 'EEXIST') throw new TokenStoreError(`${file}: cannot create the OAuth key file (${errno(err) ?? (err as Error).message})`);
+    } finally {
+      await unlink(temp).catch(() => undefined);
     }
     text = await readFile(file, 'utf8');
   }
@@ -469,18 +544,33 @@ async function keyFromFile(file: string, create: boolean): Promise<Buffer | unde
  * The deployment's token store: `DMCP_OAUTH_DIR` with `DMCP_OAUTH_KEY` (else the key file
  * `<DMCP_DATA_DIR>/oauth.key`, created on first use) and `DMCP_OAUTH_KEYS_PREVIOUS` for reading.
  * When DMCP_OAUTH_KEY is set and the key file exists too, the file's key is accepted for reading,
- * so moving from the file to the variable needs no step of its own.
+ * so moving from the file to the variable needs no step of its own; `rekey` then names the file,
+ * which can be deleted (a deleted file is no longer read).
  */
 export async function tokenStoreFromSettings(settings: Pick<Settings, 'dataDir' | 'oauth'>): Promise<TokenStore> {
   const file = oauthKeyFile(settings);
   const previousKeys = settings.oauth.previousKeys.map((k, i) => decodeKey32(k, `DMCP_OAUTH_KEYS_PREVIOUS (key #${i + 1})`));
   let key: Buffer;
+  let oldKeyFile: string | undefined;
   if (settings.oauth.key) {
     key = decodeKey32(settings.oauth.key, 'DMCP_OAUTH_KEY');
     const fromFile = await keyFromFile(file, false).catch(() => undefined);
-    if (fromFile && !fromFile.equals(key)) previousKeys.push(fromFile);
+    if (fromFile && !fromFile.equals(key)) {
+      previousKeys.push(fromFile);
+      oldKeyFile = file;
+    }
   } else {
     key = (await keyFromFile(file, true)) as Buffer;
   }
-  return createTokenStore({ dir: settings.oauth.dir, key, previousKeys });
+  const store = createTokenStore({ dir: settings.oauth.dir, key, previousKeys });
+  if (oldKeyFile === undefined) return store;
+  const keyFile = oldKeyFile;
+  return {
+    ...store,
+    async rekey() {
+      const result = await store.rekey();
+      // Still there after the rewrite (not deleted by hand meanwhile): then it is worth naming.
+      return (await stat(keyFile).then(() => true, () => false)) ? { ...result, oldKeyFile: keyFile } : result;
+    },
+  };
 }

@@ -7,8 +7,8 @@ import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import { hashEntries } from '../config/load.js';
 import type { LoadedConfig } from '../config/types.js';
-import type { LoginCredentials } from '../mcp/login.js';
-import { createCredentials, type Credentials } from '../plane/credentials.js';
+import type { LoginCredentials, LoginToken } from '../mcp/login.js';
+import { createCredentials, loginProblem, type Credentials } from '../plane/credentials.js';
 import { shelfLayerText } from '../plane/shelf.js';
 import { ShelfClient } from '../plane/shelfClient.js';
 import { tokenStoreFromSettings, type TokenStore } from '../plane/tokenStore.js';
@@ -34,16 +34,45 @@ export interface WorkerShelfOptions {
   logger: Logger;
 }
 
+/** Agents whose last shelf layer is kept for a turn when the shelf cannot be read; the oldest go first. */
+const AGENTS_KEPT = 1000;
+
 export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
   let shelf: ShelfClient | undefined;
+  const lastRead = new Map<string, { layer: { text?: string; warnings: string[] }; at: string }>();
   let store: Promise<TokenStore> | undefined;
   let credentials: Promise<Credentials> | undefined;
-  const openStore = () => (store ??= tokenStoreFromSettings(options.settings));
-  const openCredentials = () => (credentials ??= openStore().then((s) => createCredentials({ store: s, logger: options.logger.child({ part: 'oauth' }) })));
+  // A store that failed to open (a key file with loose permissions, say) is tried again next time:
+  // the operator's fix must not wait for a worker restart.
+  const openStore = () => (store ??= tokenStoreFromSettings(options.settings).catch((err: unknown) => {
+    store = undefined;
+    throw err;
+  }));
+  const openCredentials = () => (credentials ??= openStore().then(
+    (s) => createCredentials({ store: s, logger: options.logger.child({ part: 'oauth' }) }),
+    (err: unknown) => {
+      credentials = undefined;
+      throw err;
+    },
+  ));
   let opened: Credentials | undefined;
+  // The token store failing is this server's problem, named in its status; the turn goes on.
+  const storeProblem = (server: string, err: unknown): LoginToken => ({ problem: loginProblem('refresh_failed', server, { reason: `the token store: ${(err as Error)?.message ?? String(err)}` }) });
   const lazy: LoginCredentials = {
-    accessToken: async (server, url) => (opened = await openCredentials()).accessToken(server, url),
-    afterUnauthorized: async (server, url, failed) => (opened = await openCredentials()).afterUnauthorized(server, url, failed),
+    accessToken: async (server, url) => {
+      try {
+        return await (opened = await openCredentials()).accessToken(server, url);
+      } catch (err) {
+        return storeProblem(server, err);
+      }
+    },
+    afterUnauthorized: async (server, url, failed) => {
+      try {
+        return await (opened = await openCredentials()).afterUnauthorized(server, url, failed);
+      } catch (err) {
+        return storeProblem(server, err);
+      }
+    },
     secretsOf: (server) => opened?.secretsOf?.(server) ?? [],
   };
   return {
@@ -53,17 +82,40 @@ export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
     },
     async layerFor(agent) {
       if (!shelf) throw new Error('the worker is not connected yet');
-      return shelfLayerText(await shelf.read(), agent, options.turnKey, options.env);
+      let layer: { text?: string; warnings: string[] };
+      try {
+        const read = shelfLayerText(await shelf.read(), agent, options.turnKey, options.env);
+        layer = { ...(read.text !== undefined ? { text: read.text } : {}), warnings: read.warnings };
+      } catch (err) {
+        // A shelf that does not answer this once must not take the agent's servers away: the config
+        // would change and the session's servers (and their state) would be restarted.
+        const kept = lastRead.get(agent);
+        if (!kept) throw err;
+        return { ...kept.layer, warnings: [...kept.layer.warnings, `shelf: could not be read (${(err as Error)?.message ?? String(err)}); the servers it granted at ${kept.at} are used`] };
+      }
+      lastRead.delete(agent);
+      lastRead.set(agent, { layer, at: new Date().toISOString() });
+      if (lastRead.size > AGENTS_KEPT) lastRead.delete(lastRead.keys().next().value!);
+      return layer;
     },
     async withLoginIds(config) {
       if (!config.servers.some((s) => s.login !== undefined)) return config;
-      const tokens = await openStore();
+      const warnings: string[] = [];
+      let tokens: TokenStore | undefined;
+      try {
+        tokens = await openStore();
+      } catch (err) {
+        warnings.push(`logins of shelf servers not read: ${(err as Error)?.message ?? String(err)}`);
+      }
       const servers = await Promise.all(config.servers.map(async (s) => {
-        if (s.login === undefined) return s;
-        const loginId = await tokens.loginId(s.login);
+        if (s.login === undefined || !tokens) return s;
+        const loginId = await tokens.loginId(s.login).catch((err: unknown) => {
+          warnings.push(`${s.name}: its login could not be read (${(err as Error)?.message ?? String(err)})`);
+          return undefined;
+        });
         return loginId === undefined ? s : { ...s, loginId };
       }));
-      return { ...config, servers, hash: hashEntries(servers) };
+      return { ...config, servers, warnings: [...config.warnings, ...warnings], hash: hashEntries(servers) };
     },
   };
 }

@@ -126,10 +126,14 @@ class Shelf {
     };
     switch (change.op) {
       case 'add': {
-        const added = !this.servers.has(change.server.name);
-        if (added) this.servers.set(change.server.name, { ...change.server, addedAt: at });
+        const existing = this.servers.get(change.server.name);
+        const added = existing === undefined;
+        // The same entry with another proof (a rotated turn key, or a proof that never held) is
+        // signed again: putting it back is how the operator repairs it.
+        const resigned = existing !== undefined && existing.proof !== change.server.proof;
+        if (added || resigned) this.servers.set(change.server.name, { ...change.server, addedAt: at });
         const granted = change.grant !== undefined && this.addGrant(change.grant, at);
-        if (added || granted) record(change.grant?.agent);
+        if (added || resigned || granted) record(change.grant?.agent);
         break;
       }
       case 'grant':
@@ -153,7 +157,10 @@ class Shelf {
   }
 
   private addGrant(grant: ShelfGrant, at: string): boolean {
-    if (this.grants.some((g) => g.server === grant.server && g.agent === grant.agent)) return false;
+    const i = this.grants.findIndex((g) => g.server === grant.server && g.agent === grant.agent);
+    if (i >= 0 && this.grants[i]!.proof === grant.proof) return false;
+    // A grant given again with another proof replaces the old one (see 'add').
+    if (i >= 0) this.grants.splice(i, 1);
     this.grants.push({ ...grant, grantedAt: at });
     return true;
   }

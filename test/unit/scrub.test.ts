@@ -87,7 +87,7 @@ void test('callTool scrubs the remote server\'s header and URL secrets from the 
     reconcile: () => Promise.reject(new Error('unused')),
     tools: () => [],
     callTool: async (_s, _server, _tool, _args, options) => {
-      options.onServerSecrets?.([headerValue, queryToken]);
+      options.onServerSecrets?.(() => [headerValue, queryToken]);
       options.onProgress?.({ progress: 1, message: `sent ${headerValue} to ${encodeURIComponent(queryToken)}` });
       return { content: [{ type: 'text', text: `headers: ${headerValue}; url: /mcp?k=${queryToken}; b64 ${Buffer.from(headerValue).toString('base64')}` }] };
     },
@@ -103,6 +103,32 @@ void test('callTool scrubs the remote server\'s header and URL secrets from the 
   assert.ok(beats.length > 0, 'progress was heartbeated');
   for (const s of [headerValue, queryToken, Buffer.from(headerValue).toString('base64').slice(0, 20)]) assert.ok(!texts.includes(s), `${s} in ${texts}`);
   assert.match(texts, /\[redacted\]/);
+});
+
+void test('callTool scrubs a token the server\'s login got during the call (a refresh mid-call)', async () => {
+  const before = 'access-token-before-000111222333';
+  const during = 'access-token-refreshed-444555666';
+  const known = [before];
+  const pool: SessionServers = {
+    reconcile: () => Promise.reject(new Error('unused')),
+    tools: () => [],
+    callTool: async (_s, _server, _tool, _args, options) => {
+      options.onServerSecrets?.(() => known);
+      known.push(during); // the login refreshed while the request was on its way
+      options.onProgress?.({ progress: 1, message: `using ${during}` });
+      return { content: [{ type: 'text', text: `you are ${during}` }] };
+    },
+  };
+  const activities = createActivities({ pool, workerQueue: 'q', loadConfig: () => Promise.reject(new Error('unused')), logger: pino({ level: 'silent' }), scrub: (t) => t });
+  const env = new MockActivityEnvironment();
+  const beats: unknown[] = [];
+  env.on('heartbeat', (d: unknown) => beats.push(d));
+  const outcome = (await env.run(activities.callTool, {
+    sessionId: 's', server: 'web', tool: 't', name: 'mcp__web__t', arguments: {}, requestTimeoutMs: 1000,
+  } as never)) as CallOutcome;
+  const texts = JSON.stringify([outcome, beats]);
+  assert.ok(!texts.includes(during), texts);
+  assert.match(JSON.stringify(outcome), /you are \[redacted\]/);
 });
 
 // --- cut after scrubbing ---

@@ -58,6 +58,13 @@ const rows: Array<{ name: string; status: TurnStatus; expected: string[] }> = [
     expected: [HEADER, '- linear: not available until its operator logs in: wants an account first: durable-mcp mcp login linear'],
   },
   {
+    name: 'a failed refresh is passing: the model is not told to wait for a login',
+    status: status([
+      server('linear', { layer: 'shelf', transport: 'http', state: 'failed', login: 'refresh_failed', error: 'could not refresh its login (fetch failed); tried again next turn, or durable-mcp mcp login linear' }),
+    ]),
+    expected: [HEADER, '- linear: not available this turn: could not refresh its login (fetch failed); tried again next turn, or durable-mcp mcp login linear'],
+  },
+  {
     name: 'failed with a multi-line, long error',
     status: status([server('bad', { state: 'failed', error: `line one\n  line two\r\n${longError}` })]),
     expected: [HEADER, `- bad: not available, failed to start or answer: ${`line one line two ${longError}`.slice(0, 199)}…`],

@@ -117,8 +117,8 @@ const otherKey = randomBytes(32);
 function server(name: string, entry: ShelfEntry, signWith = key): ShelfServer {
   return { name, entry, addedAt: '2026-01-01T00:00:00.000Z', addedBy: 'cli', proof: signShelfServer(signWith, name, entry) };
 }
-function grant(serverName: string, agent: string, signWith = key): ShelfGrant {
-  return { server: serverName, agent, grantedAt: '2026-01-01T00:00:00.000Z', proof: signShelfGrant(signWith, serverName, agent) };
+function grant(serverName: string, agent: string, signWith = key, entry: ShelfEntry = { type: 'http', url: `https://${serverName}/mcp` }): ShelfGrant {
+  return { server: serverName, agent, grantedAt: '2026-01-01T00:00:00.000Z', proof: signShelfGrant(signWith, serverName, agent, entry) };
 }
 
 test('proofs: the turn key signs name and entry, and any change to either breaks them', () => {
@@ -136,19 +136,28 @@ test('proofs: the turn key signs name and entry, and any change to either breaks
   ];
   for (const s of tampered) assert.equal(verifyShelfServer(key, s), false, JSON.stringify(s));
   assert.equal(verifyShelfServer(otherKey, docs), false);
-  const g = grant('docs', 'bot-a');
-  assert.equal(verifyShelfGrant(key, g), true);
-  for (const bad of [{ ...g, agent: 'bot-b' }, { ...g, server: 'other' }]) assert.equal(verifyShelfGrant(key, bad), false);
-  assert.equal(verifyShelfGrant(otherKey, g), false);
+  const docsEntry: ShelfEntry = { type: 'http', url: 'https://docs/mcp' };
+  const g = grant('docs', 'bot-a', key, docsEntry);
+  assert.equal(verifyShelfGrant(key, g, docsEntry), true);
+  for (const bad of [{ ...g, agent: 'bot-b' }, { ...g, server: 'other' }]) assert.equal(verifyShelfGrant(key, bad, docsEntry), false);
+  assert.equal(verifyShelfGrant(otherKey, g, docsEntry), false);
+  // A grant is bound to the entry it was made for: a server forgotten and put back under the same
+  // name as something else (a command, say) is not granted by the old grant's proof, replayed or not.
+  assert.equal(verifyShelfGrant(key, g, { type: 'stdio', command: 'sh', args: ['-c', 'anything'] }), false);
+  assert.equal(verifyShelfGrant(key, g, { type: 'http', url: 'https://docs/mcp', headers: { X: '1' } }), false);
 });
 
 test("the worker's layer: only the agent's verified servers, a warning for each bad proof", () => {
   const docs = server('docs', { type: 'http', url: 'https://d/mcp' });
   const fs = server('fs', { type: 'stdio', command: 'npx', args: ['-y', 'fs-server'], env: { GITHUB_TOKEN: '${GITHUB_TOKEN}' } });
   const forged = server('forged', { type: 'stdio', command: 'sh', args: ['-c', 'evil'] }, otherKey);
+  const wiki = server('wiki', { type: 'sse', url: 'https://w/sse' });
   const state: ShelfState = {
-    servers: [docs, fs, forged, server('wiki', { type: 'sse', url: 'https://w/sse' })],
-    grants: [grant('docs', 'bot-a'), grant('fs', 'bot-a'), grant('forged', 'bot-a'), grant('wiki', 'bot-a', otherKey), grant('wiki', 'bot-b'), grant('gone', 'bot-a')],
+    servers: [docs, fs, forged, wiki],
+    grants: [
+      grant('docs', 'bot-a', key, docs.entry), grant('fs', 'bot-a', key, fs.entry), grant('forged', 'bot-a', key, forged.entry),
+      grant('wiki', 'bot-a', otherKey, wiki.entry), grant('wiki', 'bot-b', key, wiki.entry), grant('gone', 'bot-a'),
+    ],
     log: [],
     version: 7,
   };

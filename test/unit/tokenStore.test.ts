@@ -4,14 +4,15 @@
  * read, `rekey` rewrites), tampering refused, the key file, the lock, and the settings behind it.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, readFile, readdir, stat, utimes, writeFile } from 'node:fs/promises';
+import { access, chmod, readFile, readdir, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { isSecretName } from '../../config/secrets.js';
 import { loadSettings } from '../../settings/index.js';
 import { createTokenStore, keyId, oauthKeyFile, tokenStoreFromSettings, TokenStoreError, type LoginRecord, type PendingLogin } from '../../plane/tokenStore.js';
-import { tempDir } from '../support/harness.js';
+import { readLines, tempDir, waitUntil, within } from '../support/harness.js';
 
 function record(server: string, overrides: Partial<LoginRecord> = {}): LoginRecord {
   return {
@@ -169,6 +170,160 @@ describe('token store lock', () => {
   });
 });
 
+/** Runs `script` (an ES module body) in a separate Node process, with `env` added; resolves with its exit code. */
+function runNode(script: string, env: Record<string, string>): Promise<number | null> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, T_MODULE: new URL('../../plane/tokenStore.js', import.meta.url).href, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  return new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+}
+
+/** Lets separate processes start a step at the same moment: waits (a few ms early by timer, then spinning) for epoch ms `at`. */
+const untilScript = `
+  async function until(at) {
+    if (at - Date.now() > 10) await new Promise((r) => setTimeout(r, at - Date.now() - 8));
+    while (Date.now() < at);
+  }`;
+
+/**
+ * A separate process that takes the lock of server `s` in `dir` `rounds` times from epoch ms
+ * `startAt`, holding it `holdMs` each time, and appends `enter <tag>` / `leave <tag>` lines to `log`.
+ */
+function lockTaker(opts: { dir: string; log: string; tag: string; lockStaleMs: number; holdMs: number; rounds: number; startAt?: number }): Promise<number | null> {
+  const script = `${untilScript}
+    const { appendFile } = await import('node:fs/promises');
+    const { createTokenStore } = await import(process.env.T_MODULE);
+    const store = createTokenStore({ dir: process.env.T_DIR, key: Buffer.alloc(32), lockStaleMs: Number(process.env.T_STALE), lockWaitMs: 20000 });
+    await until(Number(process.env.T_START));
+    for (let i = 0; i < Number(process.env.T_ROUNDS); i++) {
+      await store.withLock('s', async () => {
+        await appendFile(process.env.T_LOG, 'enter ' + process.env.T_TAG + '\\n');
+        await new Promise((r) => setTimeout(r, Number(process.env.T_HOLD)));
+        await appendFile(process.env.T_LOG, 'leave ' + process.env.T_TAG + '\\n');
+      });
+    }`;
+  return runNode(script, { T_DIR: opts.dir, T_LOG: opts.log, T_TAG: opts.tag, T_STALE: String(opts.lockStaleMs), T_HOLD: String(opts.holdMs), T_ROUNDS: String(opts.rounds), T_START: String(opts.startAt ?? 0) });
+}
+
+/** The most critical sections open at once in an enter/leave log. */
+function mostInside(lines: string[]): number {
+  let inside = 0;
+  let most = 0;
+  for (const line of lines) {
+    inside += line.startsWith('enter ') ? 1 : -1;
+    most = Math.max(most, inside);
+  }
+  return most;
+}
+
+describe('token store lock across processes', () => {
+  test('a holder that outlives the stale limit is not taken over, and its release leaves the next holder\'s lock alone', async () => {
+    const dir = await tempDir();
+    const log = join(dir, 'log');
+    const holder = lockTaker({ dir, log, tag: 'holder', lockStaleMs: 600, holdMs: 2_000, rounds: 1 });
+    await waitUntil('the holder to enter', async () => (await readLines(log)).includes('enter holder'), 10_000);
+    const takers = [1, 2].map((n) => lockTaker({ dir, log, tag: `taker${n}`, lockStaleMs: 600, holdMs: 800, rounds: 1 }));
+    assert.deepEqual(await within(20_000, 'the lock takers', Promise.all([holder, ...takers])), [0, 0, 0]);
+    const lines = await readLines(log);
+    assert.equal(lines.length, 6, lines.join(', '));
+    assert.deepEqual(lines.slice(0, 2), ['enter holder', 'leave holder']);
+    assert.equal(mostInside(lines), 1, lines.join(', '));
+    await assert.rejects(access(join(dir, 's.lock')), { code: 'ENOENT' });
+  });
+
+  test('of several processes that find one stale lock, one at a time enters', async () => {
+    const dir = await tempDir();
+    const log = join(dir, 'log');
+    const lock = join(dir, 's.lock');
+    for (let round = 0; round < 3; round++) {
+      await writeFile(lock, JSON.stringify({ pid: 1, host: 'elsewhere', at: '', pad: 'x'.repeat(4_000_000) }));
+      const old = new Date(Date.now() - 60_000);
+      await utimes(lock, old, old);
+      const startAt = Date.now() + 1_500;
+      const codes = await within(30_000, 'the lock takers', Promise.all([1, 2, 3, 4].map((n) => lockTaker({ dir, log, tag: `p${n}`, lockStaleMs: 5_000, holdMs: 50, rounds: 1, startAt: startAt + n }))));
+      assert.deepEqual(codes, [0, 0, 0, 0]);
+    }
+    const lines = await readLines(log);
+    assert.equal(lines.length, 3 * 4 * 2);
+    assert.equal(mostInside(lines), 1, lines.join(', '));
+  });
+});
+
+describe('token store lock, concurrent callers in one process', () => {
+  test('stores that find one stale lock at the same moment never both enter', async () => {
+    const dir = await tempDir();
+    const lock = join(dir, 's.lock');
+    // A long stale lock makes judging it slow, so one taker judges while another has already replaced it.
+    const stale = JSON.stringify({ pid: 1, host: 'elsewhere', at: '', pad: 'x'.repeat(4_000_000) });
+    let inside = 0;
+    let most = 0;
+    for (let round = 0; round < 15; round++) {
+      await writeFile(lock, stale);
+      const old = new Date(Date.now() - 60_000);
+      await utimes(lock, old, old);
+      await Promise.all(
+        Array.from({ length: 6 }, async (_, i) => {
+          await new Promise((r) => setTimeout(r, i * 3));
+          const store = createTokenStore({ dir, key: randomBytes(32), lockStaleMs: 10_000, lockWaitMs: 20_000 });
+          await store.withLock('s', async () => {
+            inside += 1;
+            most = Math.max(most, inside);
+            await new Promise((r) => setTimeout(r, 20));
+            inside -= 1;
+          });
+        }),
+      );
+    }
+    assert.equal(most, 1);
+  });
+
+  test('a holder past the stale limit keeps its lock while it is alive', async () => {
+    const dir = await tempDir();
+    const a = createTokenStore({ dir, key: randomBytes(32), lockStaleMs: 600, lockWaitMs: 10_000 });
+    const b = createTokenStore({ dir, key: randomBytes(32), lockStaleMs: 600, lockWaitMs: 10_000 });
+    const events: string[] = [];
+    const first = a.withLock('s', async () => {
+      events.push('a in');
+      await new Promise((r) => setTimeout(r, 2_000));
+      events.push('a out');
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    const second = b.withLock('s', async () => {
+      events.push('b in');
+      await new Promise((r) => setTimeout(r, 50));
+      events.push('b out');
+    });
+    await Promise.all([first, second]);
+    assert.deepEqual(events, ['a in', 'a out', 'b in', 'b out']);
+  });
+
+  test('a holder whose lock was taken over (it looked stale) does not delete the new holder\'s lock when it finishes', async () => {
+    const dir = await tempDir();
+    const lock = join(dir, 's.lock');
+    const a = createTokenStore({ dir, key: randomBytes(32), lockStaleMs: 3_000, lockWaitMs: 10_000 });
+    const b = createTokenStore({ dir, key: randomBytes(32), lockStaleMs: 3_000, lockWaitMs: 10_000 });
+    const c = createTokenStore({ dir, key: randomBytes(32), lockStaleMs: 3_000, lockWaitMs: 300 });
+    let bInside = false;
+    let releaseB: () => void = () => undefined;
+    const bHolding = new Promise<void>((r) => (releaseB = r));
+    let bRun: Promise<void> = Promise.resolve();
+    await a.withLock('s', async () => {
+      // As if this holder had been frozen past the stale limit: its lock looks abandoned.
+      const old = new Date(Date.now() - 60_000);
+      await utimes(lock, old, old);
+      bRun = b.withLock('s', async () => {
+        bInside = true;
+        await bHolding;
+      });
+      await waitUntil('the second store to take the lock over', async () => bInside, 5_000);
+    });
+    // a is done; b still holds the lock, so c waits for it and gives up.
+    await assert.rejects(c.withLock('s', async () => 'ran'), /s\.lock: another process has held the login lock/);
+    releaseB();
+    await bRun;
+    await assert.rejects(access(lock), { code: 'ENOENT' });
+    assert.equal(await c.withLock('s', async () => 'ran'), 'ran');
+  });
+});
+
 describe('OAuth settings and the key', () => {
   test('defaults, and bad values named by variable without echoing a key', () => {
     const s = loadSettings({ DMCP_DATA_DIR: '/srv/dmcp' });
@@ -209,5 +364,54 @@ describe('OAuth settings and the key', () => {
     assert.deepEqual(await withVariable.read('k'), r);
     await chmod(oauthKeyFile(settings), 0o644);
     await assert.rejects(tokenStoreFromSettings(settings), /oauth\.key: the OAuth key file is readable by other users \(mode 644\); run chmod 600 on it/);
+  });
+
+  test('processes that create the key file at the same moment all get the one key that won', async () => {
+    const base = await tempDir();
+    const rounds = 25;
+    const startAt = Date.now() + 2_000;
+    // Each process, in each round at the same moment as the others, opens the store of a fresh data dir and writes a login.
+    const script = `${untilScript}
+      const { tokenStoreFromSettings } = await import(process.env.T_MODULE);
+      const { loadSettings } = await import(new URL('../settings/index.js', process.env.T_MODULE).href);
+      let failed = 0;
+      for (let round = 0; round < Number(process.env.T_ROUNDS); round++) {
+        await until(Number(process.env.T_START) + round * 60);
+        try {
+          const store = await tokenStoreFromSettings(loadSettings({ DMCP_DATA_DIR: process.env.T_BASE + '/' + round }));
+          await store.write({ server: 'p' + process.env.T_TAG, serverUrl: 'https://mcp.example.com/mcp', loginId: 'l', createdAt: '', discovery: {}, client: { client_id: 'c' }, tokens: { access_token: 'a', token_type: 'bearer', obtainedAt: 1 } });
+        } catch (err) {
+          failed += 1;
+          console.error('round ' + round + ': ' + err.message);
+        }
+      }
+      process.exit(failed === 0 ? 0 : 1);`;
+    const codes = await within(60_000, 'the key file creators', Promise.all([1, 2, 3, 4, 5, 6].map((n) => runNode(script, { T_BASE: base, T_TAG: String(n), T_START: String(startAt), T_ROUNDS: String(rounds) }))));
+    assert.deepEqual(codes, [0, 0, 0, 0, 0, 0]);
+    for (let round = 0; round < rounds; round++) {
+      const settings = loadSettings({ DMCP_DATA_DIR: join(base, String(round)) });
+      const store = await tokenStoreFromSettings(settings);
+      for (const n of [1, 2, 3, 4, 5, 6]) assert.equal((await store.read(`p${n}`))?.tokens.access_token, 'a');
+      assert.equal((await stat(oauthKeyFile(settings))).mode & 0o777, 0o600);
+      assert.deepEqual((await readdir(settings.dataDir)).sort(), ['oauth', 'oauth.key']);
+    }
+  });
+
+  test('after rekey with DMCP_OAUTH_KEY set, rekey names the old key file; once it is deleted it is not read', async () => {
+    const dataDir = await tempDir();
+    const fileOnly = await tokenStoreFromSettings(loadSettings({ DMCP_DATA_DIR: dataDir }));
+    assert.equal((await fileOnly.rekey()).oldKeyFile, undefined);
+    const r = record('k');
+    await fileOnly.write(r);
+    const variable = { DMCP_DATA_DIR: dataDir, DMCP_OAUTH_KEY: randomBytes(32).toString('hex') };
+    const rotated = await tokenStoreFromSettings(loadSettings(variable));
+    const result = await rotated.rekey();
+    assert.deepEqual(result, { rewritten: [join(rotated.dir, 'k.login.json')], oldKeyFile: oauthKeyFile({ dataDir }) });
+    // Something written with the file's key after the rekey (a process still without DMCP_OAUTH_KEY).
+    await fileOnly.write(record('late'));
+    await unlink(oauthKeyFile({ dataDir }));
+    const after = await tokenStoreFromSettings(loadSettings(variable));
+    assert.deepEqual(await after.read('k'), r);
+    await assert.rejects(after.read('late'), /late\.login\.json: cannot be decrypted/);
   });
 });

@@ -85,6 +85,27 @@ describe('the shelf workflow', { timeout: 120_000 }, () => {
     }
   });
 
+  test('putting the same entry or grant back with a new proof signs it again (how a key rotation is repaired)', async () => {
+    const { shelf, taskQueue, stop } = await shelfOn('shelf-resign');
+    try {
+      const oldKey = randomBytes(32);
+      const before = new ShelfClient({ client: env.client, taskQueue, turnKey: oldKey, by: 'test' });
+      await before.add('docs', docs, { agent: 'bot-a' });
+      let state = await shelf.read();
+      assert.equal(verifyShelfServer(key, state.servers[0]!), false);
+      // The operator does what the worker's warning says: add and grant again with the current key.
+      assert.deepEqual(await shelf.add('docs', docs, { agent: 'bot-a' }), { changed: true, version: 2 });
+      state = await shelf.read();
+      assert.equal(state.servers.length, 1);
+      assert.equal(state.grants.length, 1);
+      assert.equal(verifyShelfServer(key, state.servers[0]!), true);
+      assert.equal(verifyShelfGrant(key, state.grants[0]!, docs), true);
+      assert.deepEqual(await shelf.grant('docs', 'bot-a'), { changed: false, version: 2 });
+    } finally {
+      await stop();
+    }
+  });
+
   test("the validator refuses, naming the field, and a refusal leaves the shelf and its history as they were", async () => {
     const { shelf, stop } = await shelfOn('shelf-refusals');
     try {
@@ -107,7 +128,7 @@ describe('the shelf workflow', { timeout: 120_000 }, () => {
         [{ op: 'add', server: { name: 'x', entry: { type: 'http', url: 'file:///etc/passwd' }, addedAt: '', addedBy: 't', proof }, by: 't' }, /^url: expected an http/],
         [{ op: 'add', server: { name: 'x', entry: docs, addedAt: '', addedBy: 't' }, by: 't' }, /^server\.proof: expected the turn key's proof/],
         [{ op: 'add', server: { name: 'x', entry: docs, addedAt: '', addedBy: 't', proof }, grant: { server: 'y', agent: 'a', grantedAt: '', proof }, by: 't' }, /^grant\.server: the grant is for "y"/],
-        [{ op: 'grant', grant: { server: 'docs', agent: 'not an agent!', grantedAt: '', proof: signShelfGrant(key, 'docs', 'x') }, by: 't' }, /^agent: agent ID "not an agent!" is not valid/],
+        [{ op: 'grant', grant: { server: 'docs', agent: 'not an agent!', grantedAt: '', proof: signShelfGrant(key, 'docs', 'x', docs) }, by: 't' }, /^agent: agent ID "not an agent!" is not valid/],
         [{ op: 'drop', server: 'docs', agent: '', by: 't' }, /^agent:/],
         [{ op: 'rename', server: 'docs', by: 't' }, /^op: expected "add", "grant", "drop" or "forget"/],
         [{ op: 'forget', server: 'docs', by: 'x'.repeat(300) }, /^by: expected a string of at most 200/],
@@ -154,7 +175,7 @@ describe('the shelf workflow', { timeout: 120_000 }, () => {
       assert.deepEqual(state.servers.map((s) => s.name), ['s0', 's1', 's2', 's3', 's4', 's5', 's6', 's7']);
       assert.equal(state.grants.filter((g) => g.agent === 'bot-1').length, 4);
       assert.equal(state.log.length, 8);
-      assert.ok(state.servers.every((s) => verifyShelfServer(key, s)) && state.grants.every((g) => verifyShelfGrant(key, g)));
+      assert.ok(state.servers.every((s) => verifyShelfServer(key, s)) && state.grants.every((g) => verifyShelfGrant(key, g, state.servers.find((s) => s.name === g.server)!.entry)));
       const description = await handle.describe();
       const firstRunId = description.raw.workflowExecutionInfo?.firstRunId ?? '';
       assert.ok(firstRunId && firstRunId !== description.runId, 'the shelf continued as new');
