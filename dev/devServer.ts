@@ -98,10 +98,29 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts the Temporal CLI dev server on 127.0.0.1 and waits until it answers. */
+/** The dev server process ended before it answered. */
+class ExitedAtStart extends Error {}
+
+/**
+ * Starts the Temporal CLI dev server on 127.0.0.1 and waits until it answers. When it picked the
+ * ports itself and the server ends before answering, it tries once more with new ones: a free
+ * port found here can be taken by another process before the server binds it, and the server
+ * also picks ports of its own for its internal services.
+ */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const env = options.env ?? process.env;
   const cli = await requireTemporalCli(env);
+  const ownPorts = !options.port && (options.headless === true || !options.uiPort);
+  try {
+    return await startOnce(options, env, cli);
+  } catch (err) {
+    if (!(err instanceof ExitedAtStart) || !ownPorts) throw err;
+    process.stderr.write(`${err.message}\nstarting it again on other ports\n`);
+    return startOnce(options, env, cli);
+  }
+}
+
+async function startOnce(options: DevServerOptions, env: NodeJS.ProcessEnv, cli: { path: string }): Promise<DevServer> {
   const port = options.port || (await freePort());
   const uiPort = options.headless ? undefined : options.uiPort || (await freePort());
   const namespace = options.namespace ?? 'default';
@@ -141,8 +160,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
   for (;;) {
     if (exitedEarly) {
-      const cause = head.split('\n').find((l) => /^(panic|fatal|error)\b|"level":"(fatal|error)"|^Error:/i.test(l.trim()));
-      throw new Error(`temporal server start-dev exited (${cli.path}): ${cause ? `${cause.trim()}\n` : ''}${stderr.lastLines(8) || 'no output'}`);
+      const cause = head.split('\n').find((l) => /^(panic|fatal|error)\b|"level":"(fatal|error)"|\blevel=(ERROR|FATAL)\b|^Error:/i.test(l.trim()));
+      throw new ExitedAtStart(`temporal server start-dev exited (${cli.path}): ${cause ? `${cause.trim()}\n` : ''}${stderr.lastLines(8) || 'no output'}`);
     }
     try {
       const connection = await temporalClient().Connection.connect({ address, connectTimeout: 1000 });
