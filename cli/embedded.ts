@@ -12,6 +12,7 @@ import { isSecretName } from '../config/secrets.js';
 import { dataConverterFor } from '../payloads/dataConverter.js';
 import type { Settings } from '../settings/index.js';
 import { resolveTemporalTarget } from '../connection/index.js';
+import { handleStopSignals, killGroup } from './signals.js';
 
 /** What a running `durable-mcp dev` writes so other commands can find it. */
 export interface DevState {
@@ -174,4 +175,18 @@ export async function connect(options: {
     await closeAll();
     throw err;
   }
+}
+
+/** Ctrl-C or SIGTERM during a one-shot command: stop its in-process worker and the dev server it started, then leave. */
+export function stopOnSignals(session: Session): void {
+  handleStopSignals(
+    {
+      graceful: () => session.close(),
+      force: () => {
+        session.worker?.pool.killAll();
+        killGroup(session.serverPid);
+      },
+    },
+    ['SIGINT', 'SIGTERM'],
+  );
 }

@@ -13,7 +13,7 @@ import { dataConverterFor } from '../payloads/dataConverter.js';
 import { SettingsError, loadSettings, type Settings } from '../settings/index.js';
 import { agentIdProblem, type CallRequest } from '../contract/index.js';
 import { listProblem } from '../governance/toolRules.js';
-import { connect, devDbFile, devSettings, removeDevState, runningDev, writeDevState } from './embedded.js';
+import { connect, devDbFile, devSettings, removeDevState, runningDev, stopOnSignals, writeDevState } from './embedded.js';
 import { registerApiCommand } from './api.js';
 import { registerMcpCommand } from './mcp.js';
 import { ConnectionConfigError, resolveTemporalTarget } from '../connection/index.js';
@@ -239,17 +239,7 @@ async function runCommand(opts: RunOptions): Promise<number> {
   const settings = commandSettings();
   const logger = cliLogger(settings, 'warn');
   const session = await connect({ logger, withWorker: true, settings, env: process.env, progress });
-  // Ctrl-C: stop the in-process worker and the dev server this command started, then leave.
-  handleStopSignals(
-    {
-      graceful: () => session.close(),
-      force: () => {
-        session.worker?.pool.killAll();
-        killGroup(session.serverPid);
-      },
-    },
-    ['SIGINT', 'SIGTERM'],
-  );
+  stopOnSignals(session);
   try {
     const result = await session.client.runBatch({
       sessionId,

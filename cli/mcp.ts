@@ -173,28 +173,18 @@ interface ShelfCommandContext {
 
 /** Connects like `run` does and builds the shelf client; the turn key is read only when `signing`. */
 async function openShelf(signing: boolean): Promise<ShelfCommandContext> {
-  const [{ loadSettings }, { connect }, { ShelfClient }, { ensureTurnKey, readTurnKey, turnKeyFile }, { createLogger }, { handleStopSignals, killGroup }] = await Promise.all([
+  const [{ loadSettings }, { connect, stopOnSignals }, { ShelfClient }, { ensureTurnKey, readTurnKey, turnKeyFile }, { createLogger }] = await Promise.all([
     import('../settings/index.js'),
     import('./embedded.js'),
     import('../plane/shelfClient.js'),
     import('../config/load.js'),
     import('../worker/logger.js'),
-    import('./signals.js'),
   ]);
   const settings = loadSettings(process.env);
   const logger = createLogger({ level: process.env.DMCP_LOG_LEVEL ? settings.logLevel : 'warn' });
   // The embedded case needs its in-process worker: the shelf workflow runs on a worker like any other.
   const session = await connect({ logger, withWorker: true, settings, env: process.env, progress });
-  handleStopSignals(
-    {
-      graceful: () => session.close(),
-      force: () => {
-        session.worker?.pool.killAll();
-        killGroup(session.serverPid);
-      },
-    },
-    ['SIGINT', 'SIGTERM'],
-  );
+  stopOnSignals(session);
   try {
     let turnKey: Buffer | undefined;
     if (signing) {

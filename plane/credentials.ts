@@ -12,18 +12,10 @@ import type { Logger } from 'pino';
 import type { LoginProblemKind } from '../contract/history.js';
 import type { LoginRecord, StoredTokens, TokenStore } from './tokenStore.js';
 
-export type LoginProblem = { kind: LoginProblemKind; message: string };
+// The pool's side of a login (mcp/login.ts) is what these credentials give it.
+import type { LoginCredentials as Credentials, LoginProblem, LoginToken as TokenAnswer } from '../mcp/login.js';
 
-export type TokenAnswer = { token: string; loginId: string } | { problem: LoginProblem };
-
-export interface Credentials {
-  /** A valid access token for the shelf server `server` at `serverUrl`, refreshed first when it expires within the margin (default 60 s). */
-  accessToken(server: string, serverUrl: string): Promise<TokenAnswer>;
-  /** After the server answered 401 to `failedToken`: refresh once under the cross-process lock; if another process refreshed already, return its token. */
-  afterUnauthorized(server: string, serverUrl: string, failedToken: string | undefined): Promise<TokenAnswer>;
-  /** Every token value known for `server` (access and refresh), for the scrubber. */
-  secretsOf?(server: string): string[];
-}
+export type { Credentials, LoginProblem, TokenAnswer };
 
 export interface CredentialsDeps {
   store: TokenStore;

@@ -36,6 +36,8 @@ const allowed: Record<string, string[]> = {
 const typeOnlyExtra: Record<string, string[]> = {
   workflows: ['activities'],
   payloads: ['settings'],
+  // A login's credentials are what the pool asks of them (mcp/login.ts).
+  plane: ['mcp'],
 };
 
 function sources(dir: string): string[] {
