@@ -10,6 +10,7 @@ import type { ShelfEntry, ShelfServer, ShelfState } from '../contract/index.js';
 import type { ShelfClient } from '../plane/shelfClient.js';
 import type { Settings } from '../settings/index.js';
 import { stripTerminalControls } from '../text/terminal.js';
+import { sameServerUrl } from '../text/sameUrl.js';
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 const print = (line: string) => process.stdout.write(`${stripTerminalControls(line)}\n`);
@@ -25,6 +26,8 @@ export interface ServerFacts {
   loginId?: string;
   /** When the authorization server refused the login's refresh: it is over until a new login. */
   expiredAt?: Date;
+  /** The address the login was made for (a server forgotten and put back elsewhere keeps its old login file). */
+  loginUrl?: string;
   /** A login started and not finished. */
   pendingSince?: Date;
   /** The answer to one `initialize` request (remote servers that some agent has). */
@@ -58,6 +61,9 @@ export function commandLine(entry: ShelfEntry): string {
 export function serverState(server: ShelfServer, agents: string[], facts: ServerFacts): string {
   if (agents.length === 0) return 'not granted';
   if (server.entry.type === 'stdio') return 'command';
+  if (facts.loginId !== undefined && facts.loginUrl !== undefined && !sameServerUrl(facts.loginUrl, server.entry.url)) {
+    return `logged in for another address (${facts.loginUrl}), so not used: durable-mcp mcp login ${server.name}`;
+  }
   if (facts.loginId !== undefined && facts.expiredAt) return `login expired or revoked ${facts.expiredAt.toISOString()}: durable-mcp mcp login ${server.name}`;
   if (facts.loginId !== undefined) return 'logged in';
   if (facts.pendingSince) return `login started ${facts.pendingSince.toISOString()}, not finished: durable-mcp mcp login ${server.name}`;
@@ -161,7 +167,7 @@ function cliBy(): string {
 }
 
 /** What the token store says of one server's login (not secret: IDs and times). */
-export type LoginFacts = (server: string) => Promise<Pick<ServerFacts, 'loginId' | 'pendingSince' | 'expiredAt'>>;
+export type LoginFacts = (server: string) => Promise<Pick<ServerFacts, 'loginId' | 'pendingSince' | 'expiredAt' | 'loginUrl'>>;
 
 interface ShelfCommandContext {
   shelf: ShelfClient;
@@ -344,7 +350,11 @@ async function loginFacts(settings: Settings): Promise<{ facts: LoginFacts; warn
     return {
       facts: async (server) => {
         const { loginId, pendingSince, expiredAt } = await store.loginState(server);
-        return { ...(loginId !== undefined ? { loginId } : {}), ...(pendingSince ? { pendingSince } : {}), ...(expiredAt ? { expiredAt } : {}) };
+        const loginUrl = loginId !== undefined ? (await store.read(server).catch(() => undefined))?.serverUrl : undefined;
+        return {
+          ...(loginId !== undefined ? { loginId } : {}), ...(pendingSince ? { pendingSince } : {}), ...(expiredAt ? { expiredAt } : {}),
+          ...(loginUrl !== undefined ? { loginUrl } : {}),
+        };
       },
     };
   } catch (err) {

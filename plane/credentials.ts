@@ -11,6 +11,7 @@ import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from 'pino';
 import type { LoginProblemKind } from '../contract/history.js';
 import type { LoginRecord, StoredTokens, TokenStore } from './tokenStore.js';
+import { sameServerUrl } from '../text/sameUrl.js';
 
 // The pool's side of a login (mcp/login.ts) is what these credentials give it.
 import type { LoginCredentials as Credentials, LoginProblem, LoginToken as TokenAnswer } from '../mcp/login.js';
@@ -48,22 +49,8 @@ export function loginProblem(kind: LoginProblemKind, name: string, detail: { sta
   return { kind, message: loginProblemMessage(kind, name, detail) };
 }
 
-/**
- * The same MCP server address, compared without a trailing slash, fragment or default port: a
- * login's tokens go only to the address it was made for.
- */
-export function sameServerUrl(a: string, b: string): boolean {
-  const norm = (u: string) => {
-    try {
-      const url = new URL(u);
-      url.hash = '';
-      return url.href.replace(/\/+$/, '');
-    } catch {
-      return u.trim().replace(/\/+$/, '');
-    }
-  };
-  return norm(a) === norm(b);
-}
+// A login's tokens go only to the address it was made for.
+export { sameServerUrl };
 
 /** True when the access token has expired or expires within `marginMs` of `now`; tokens without an expiry never do. */
 export function expiresWithin(tokens: Pick<StoredTokens, 'expiresAt'>, marginMs: number, now: number): boolean {
