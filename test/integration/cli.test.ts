@@ -1,28 +1,18 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { before, describe, test } from 'node:test';
-import { everythingServer, fixtureServer, tempDir } from '../support/harness.js';
+import { everythingServer, fixtureServer, runCli, tempDir } from '../support/harness.js';
 
 /** ESC, BEL or the 8-bit CSI: any of them in printed output could drive a terminal. */
 const hasTerminalControl = (s: string) => /[\u001b\u0007\u009b]/.test(s); // eslint-disable-line no-control-regex
 
-const cli = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
 describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no dev running)', () => {
   let dataDir: string;
   const run = async (args: string[]) => {
     const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_DATA_DIR: dataDir, DMCP_NO_USER_CONFIG: '1' };
-    try {
-      const { stdout, stderr } = await promisify(execFile)(process.execPath, [cli, ...args], { env, timeout: 90_000 });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const e = err as { code?: number; stdout?: string; stderr?: string };
-      return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-    }
+    return runCli(args, env);
   };
 
   before(async () => {

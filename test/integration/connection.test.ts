@@ -6,34 +6,16 @@
  * TLS, the same path is in test/cluster/mtls.test.ts.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { Connection } from '@temporalio/client';
 import { SESSION_ID_SEARCH_ATTRIBUTE } from '../../contract/index.js';
-import { fixtureServer, killGroups, tempDir, temporalAddress, waitUntil } from '../support/harness.js';
+import { cliScript as cli, fixtureServer, killGroups, runCli, tempDir, temporalAddress, waitUntil } from '../support/harness.js';
 
-const cli = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Ran> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [cli, ...args], { env, timeout: 90_000 });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-  }
-}
 
 describe('durable-mcp setup, worker and run through a Temporal TOML profile', () => {
   const namespace = `dmcp-conn-${randomBytes(4).toString('hex')}`;

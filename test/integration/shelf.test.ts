@@ -5,35 +5,18 @@
  * server and worker), and next to a running `durable-mcp dev` and its HTTP API.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { ensureTurnKey } from '../../config/load.js';
 import { dataConverterFor } from '../../payloads/dataConverter.js';
 import { loadSettings } from '../../settings/index.js';
-import { killGroups, startHarness, temporalAddress, tempDir, waitUntil, type Harness } from '../support/harness.js';
+import { cliScript as cli, killGroups, runCli, startHarness, temporalAddress, tempDir, waitUntil, type Harness } from '../support/harness.js';
 
-const cli = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 const httpFixture = fileURLToPath(new URL('../fixtures/httpFixtureServer.js', import.meta.url));
 const oauthFixture = fileURLToPath(new URL('../fixtures/oauthServer.js', import.meta.url));
 
-interface Ran {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Ran> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [cli, ...args], { env, timeout: 90_000 });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-  }
-}
 
 const started = new Set<number>();
 

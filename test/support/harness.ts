@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -273,5 +274,28 @@ export async function within<T>(ms: number, what: string, p: Promise<T>): Promis
     return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)))]);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+// --- the CLI as a user runs it ---
+
+/** The built `durable-mcp` command. */
+export const cliScript = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
+
+/** What one `durable-mcp` command did. */
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `durable-mcp <args>` with exactly `env` (nothing inherited) and resolves with its exit code and output; at most 90 s. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [cliScript, ...args], { env, timeout: 90_000 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
   }
 }
