@@ -12,11 +12,11 @@ import {
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
-import { QueryName, TURN_INPUT_FAILURE_TYPE, UpdateName, type CallOutcome, type CallRequest, type ContinuedTurn, type TurnInput, type TurnProgress, type TurnResult, type TurnStart } from '../contract/index.js';
+import { QueryName, TURN_INPUT_FAILURE_TYPE, UpdateName, type CallOutcome, type CallRequest, type ContinuedTurn, type TurnInput, type TurnProgress, type TurnResult, type ToolInfo, type TurnStart } from '../contract/index.js';
 import { resolveLimits } from './activityOptions.js';
 import { batchProblem, callRequestProblem } from './bounds.js';
 import { runCall } from './calls.js';
-import { errorOutcome } from './failures.js';
+import { errorOutcome, isScheduleToStartTimeout } from './failures.js';
 import { waitWhileOpen } from './idle.js';
 import { listTools, reconcile } from './servers.js';
 import { RECENT_CALLS_KEPT, TurnState, type TurnContext } from './turnState.js';
@@ -142,7 +142,17 @@ function resumeTurn(ctx: TurnContext, continued: ContinuedTurn): void {
 async function startTurn(ctx: TurnContext, turnId: string): Promise<void> {
   const { input, state } = ctx;
   state.workerQueue = await reconcile(ctx, input.preferredWorkerQueue);
-  const frozen = await listTools(ctx, state.workerQueue);
+  let frozen: ToolInfo[];
+  try {
+    frozen = await listTools(ctx, state.workerQueue);
+  } catch (err) {
+    // The worker that reconciled was lost before it listed the tools (nobody took the task from its
+    // queue): the session's servers go to whichever worker takes a reconcile from the shared queue.
+    // Behind a patch: turns recorded before failed here, and must replay that way.
+    if (!isScheduleToStartTimeout(err) || !patched('list-tools-failover')) throw err;
+    state.workerQueue = await reconcile(ctx);
+    frozen = await listTools(ctx, state.workerQueue);
+  }
   state.tools = new Map(frozen.map((t) => [t.name, t]));
   // Tools the allowed-tools rules refuse are never listed to the model.
   const listed = frozen.filter((t) => t.refusedBy === undefined);
