@@ -33,6 +33,8 @@ interface Trial {
   /** The turn's workflow ran its last task before the kill on the killed worker. */
   workflowOnVictim: boolean;
   stickyS: number;
+  /** What happened after the kill, from history: `label +seconds` for each step of the failover. */
+  timeline: string;
 }
 
 /**
@@ -49,6 +51,40 @@ async function stickyWaitS(client: Client, turnId: string): Promise<number> {
     if (t && t.timeoutType === proto.temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START) waited += ms(e) - ms(byId.get(Number(t.scheduledEventId)));
   }
   return waited / 1000;
+}
+
+/**
+ * The failover step by step, read from the turn's history: seconds after the kill at which the lost
+ * call's heartbeat timed out, each workflow task started and completed after that, and each activity
+ * scheduled after it started and completed.
+ */
+async function failoverTimeline(client: Client, turnId: string, killedAt: number): Promise<string> {
+  const events = (await client.workflow.getHandle(turnId).fetchHistory()).events ?? [];
+  const ms = (e: (typeof events)[number]) => (e.eventTime ? Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6) : 0);
+  const scheduled = new Map<number, string>();
+  const steps: string[] = [];
+  const at = (e: (typeof events)[number]) => ((ms(e) - killedAt) / 1000).toFixed(2);
+  for (const e of events) {
+    if (ms(e) < killedAt) {
+      const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
+      if (name) scheduled.set(Number(e.eventId), name);
+      continue;
+    }
+    const a = e.activityTaskScheduledEventAttributes;
+    if (a) scheduled.set(Number(e.eventId), a.activityType?.name ?? '?');
+    const started = e.activityTaskStartedEventAttributes;
+    const completed = e.activityTaskCompletedEventAttributes;
+    const timedOut = e.activityTaskTimedOutEventAttributes;
+    if (a) steps.push(`${a.activityType?.name} scheduled ${at(e)}`);
+    else if (started) steps.push(`${scheduled.get(Number(started.scheduledEventId))} started ${at(e)}`);
+    else if (completed) steps.push(`${scheduled.get(Number(completed.scheduledEventId))} completed ${at(e)}`);
+    else if (timedOut) steps.push(`${scheduled.get(Number(timedOut.scheduledEventId))} timed out ${at(e)}`);
+    else if (e.workflowTaskScheduledEventAttributes) steps.push(`WFT scheduled ${at(e)}`);
+    else if (e.workflowTaskStartedEventAttributes) steps.push(`WFT started ${at(e)}`);
+    else if (e.workflowTaskCompletedEventAttributes) steps.push(`WFT completed ${at(e)}`);
+    else if (e.workflowTaskTimedOutEventAttributes) steps.push(`WFT timed out ${at(e)}`);
+  }
+  return steps.join(', ');
 }
 
 /** The identity (`pid@host`) of the worker that completed the turn's latest workflow task. */
@@ -86,13 +122,14 @@ async function trial(client: Client, address: string, dir: string, bundle: strin
     const killedAt = Date.now();
     process.kill(victim.pid, 'SIGKILL');
     const ro = await inFlight;
+    const timeline = await failoverTimeline(client, turn.turnId, killedAt);
     const callS = (Date.now() - killedAt) / 1000;
     const next = await turn.callTool({ id: 'after', name: 'mcp__fixture__echo', arguments: { text: 'after' } });
     const nextS = (Date.now() - killedAt) / 1000;
     const result = await turn.end();
     const endS = (Date.now() - killedAt) / 1000;
     const outcome = ro.status === 'ok' ? `ok, attempt ${ro.attempts}` : `${ro.status}: ${ro.errorKind}`;
-    return { callS, nextS, endS, outcome, workflowOnVictim, stickyS: await stickyWaitS(client, turn.turnId), ok: ro.status === 'ok' && next.status === 'ok' && result.workerQueue !== victim.info.workerQueue };
+    return { callS, nextS, endS, outcome, workflowOnVictim, stickyS: await stickyWaitS(client, turn.turnId), timeline, ok: ro.status === 'ok' && next.status === 'ok' && result.workerQueue !== victim.info.workerQueue };
   } finally {
     await Promise.all(workers.map((w) => stopProcess(w)));
   }
@@ -107,6 +144,7 @@ async function main(): Promise<void> {
   const client = await connectClient(temporal.address);
   const bundle = await writeDurableBundle(dir);
   const rows: string[] = [];
+  const timelines: string[] = [];
   const serverGroups = new Set<number>();
   let n = 0;
   try {
@@ -119,6 +157,8 @@ async function main(): Promise<void> {
         for (let i = 0; i < trials; i += 1) {
           const t = await trial(client, temporal.address, dir, bundle, script, limits, (n += 1), serverGroups);
           log(`${build}, ${label}: in-flight call ${t.callS.toFixed(1)} s (${t.outcome}), workflow on the killed worker: ${t.workflowOnVictim} (sticky wait ${t.stickyS} s)`);
+          log(`  after the kill (s): ${t.timeline}`);
+          timelines.push(`- ${build}, ${label}, trial ${i + 1}: ${t.timeline}`);
           rows.push(
             `| ${build} | ${label} | ${t.workflowOnVictim ? `yes (${t.stickyS.toFixed(1)})` : 'no'} | ${t.callS.toFixed(1)} (${t.outcome}) | ${goalS} s: ${t.callS <= goalS ? 'met' : '**missed**'} | ${t.nextS.toFixed(1)} | ${t.endS.toFixed(1)} | ${t.ok ? 'yes' : 'no'} |`,
           );
@@ -135,7 +175,13 @@ async function main(): Promise<void> {
       ...rows,
       '',
       'What the in-flight call waits for: the heartbeat timeout (its first attempt is lost; Temporal does not retry a lost heartbeat, so nothing more goes to the dead worker\'s queue), a reconciliation on the shared queue (the survivor starts the server), then its 2 s on the survivor (attempt 1 there); the new call and endTurn go straight to the survivor. A side-effecting call returns `unknown_result` right after the heartbeat timeout, as before. ' +
-        'When the turn\'s workflow was cached on the killed worker too (the worker that takes a turn\'s first reconcile usually runs its workflow tasks as well), the first workflow task after the timeout waits on the dead worker\'s sticky queue for the shared worker\'s `stickyQueueScheduleToStartTimeout` ("sticky wait", read from history).',
+        'When the turn\'s workflow was cached on the killed worker too (the worker that takes a turn\'s first reconcile usually runs its workflow tasks as well), the first workflow task after the timeout waits on the dead worker\'s sticky queue for the shared worker\'s `stickyQueueScheduleToStartTimeout` (`DMCP_STICKY_WAIT`' +
+        (process.env.DMCP_STICKY_WAIT ? `, here ${process.env.DMCP_STICKY_WAIT}` : ', default 500 ms') +
+        '; "sticky wait", read from history).',
+      '',
+      'Step by step, seconds after the kill, from each turn\'s history (WFT: a workflow task):',
+      '',
+      ...timelines,
     ].join('\n');
     process.stdout.write(`${body}\n`);
     await writeSection('Recovery after a worker SIGKILL', body);

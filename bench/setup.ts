@@ -61,7 +61,15 @@ export function startDurableWorker(
   // Another build's worker (BENCH_ALT_WORKER) bundles its own workflows.
   const args = options.script ? ['--task-queue', taskQueue] : ['--task-queue', taskQueue, '--bundle', bundleFile];
   return startNode(options.script ?? workerProcessScript, args, {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: address, DMCP_NO_USER_CONFIG: '1', DMCP_LOG_LEVEL: 'warn', ...options.env },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      TEMPORAL_ADDRESS: address,
+      DMCP_NO_USER_CONFIG: '1',
+      DMCP_LOG_LEVEL: 'warn',
+      ...(process.env.DMCP_STICKY_WAIT ? { DMCP_STICKY_WAIT: process.env.DMCP_STICKY_WAIT } : {}),
+      ...options.env,
+    },
     execArgv: options.execArgv,
   });
 }

@@ -66,6 +66,11 @@ export interface Settings {
   turnIdleMs: number;
   /** DMCP_SHUTDOWN_GRACE, default 30 s: running calls may finish on worker shutdown. */
   shutdownGraceMs: number;
+  /**
+   * DMCP_STICKY_WAIT, default 500 ms (100 ms to 60 s): how long a turn's next workflow task waits for the
+   * worker that holds the turn in its cache before another worker takes it and replays the turn.
+   */
+  stickyWaitMs: number;
   /** DMCP_TOOL_PREFIX: `mcp` (default, `mcp__server__tool`) or `none` (`server__tool`). */
   toolPrefix: 'mcp' | 'none';
   /** DMCP_LOG_LEVEL, default `info` (pino levels). */
@@ -284,6 +289,12 @@ const envSchema = z.object({
   }),
   DMCP_TURN_IDLE: duration('DMCP_TURN_IDLE', '30m'),
   DMCP_SHUTDOWN_GRACE: duration('DMCP_SHUTDOWN_GRACE', '30s'),
+  DMCP_STICKY_WAIT: wrap('DMCP_STICKY_WAIT', (v) => {
+    const ms = parseDuration(v === undefined || v.trim() === '' ? '500ms' : v, 'DMCP_STICKY_WAIT');
+    // Below 100 ms a live worker's GC pause hands its turns to another worker, which replays them.
+    if (ms < 100 || ms > 60_000) throw new SettingsError(`DMCP_STICKY_WAIT must be from 100ms to 60s, got ${JSON.stringify(v)}`);
+    return ms;
+  }),
   DMCP_TOOL_PREFIX: oneOf('DMCP_TOOL_PREFIX', ['mcp', 'none'] as const, 'mcp', (v) => v.toLowerCase()),
   DMCP_LOG_LEVEL: oneOf('DMCP_LOG_LEVEL', LOG_LEVELS, 'info', (v) => v.toLowerCase()),
   DMCP_SDK_LOG_LEVEL: oneOf('DMCP_SDK_LOG_LEVEL', SDK_LOG_LEVELS, 'WARN', (v) => v.toUpperCase()),
@@ -411,6 +422,7 @@ export function loadSettings(env: Env): Settings {
     warmSpares: e.DMCP_WARM_SPARES,
     turnIdleMs: e.DMCP_TURN_IDLE,
     shutdownGraceMs: e.DMCP_SHUTDOWN_GRACE,
+    stickyWaitMs: e.DMCP_STICKY_WAIT,
     toolPrefix: e.DMCP_TOOL_PREFIX,
     logLevel: e.DMCP_LOG_LEVEL,
     sdkLogLevel: e.DMCP_SDK_LOG_LEVEL,

@@ -164,7 +164,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     // After a worker dies, each workflow task of its turns first waits out this timeout on the dead
     // worker's sticky queue (SDK default 10 s); see docs/performance.md for the figures. The cost: a
     // live worker stalled this long hands the turn to another, which replays it.
-    stickyQueueScheduleToStartTimeout: '1s',
+    stickyQueueScheduleToStartTimeout: settings.stickyWaitMs,
     shutdownGraceTime,
     ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
   });
