@@ -11,6 +11,9 @@
  * Run on demand: `npm run build:bench && node dist/bench/throughput.js` (part of `npm run bench`;
  * it starts its own servers whatever TEMPORAL_ADDRESS says). Knobs: BENCH_TPUT_LANES (default 16),
  * BENCH_TPUT_CALLS (calls per lane and round, default 20), BENCH_TPUT_ROUNDS (default 3).
+ * A/B of a change: BENCH_ALT_WORKER=<other build>/dist/test/fixtures/workerProcess.js (and
+ * BENCH_ALT_LABEL) adds that build's worker on the tuned server as one more variant. DMCP_STICKY_WAIT
+ * reaches the durable workers.
  */
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
@@ -38,7 +41,7 @@ const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) :
 type LaneCall = (i: number) => Promise<void>;
 
 interface Variant {
-  key: 'tuned' | 'untuned' | 'bare';
+  key: 'tuned' | 'untuned' | 'bare' | 'alt';
   label: string;
   temporal: Temporal;
   workerPid: number;
@@ -65,9 +68,9 @@ async function startServer(key: string, dir: string, options: DevServerOptions):
 }
 
 /** LANES durable-mcp turns on `server` (a few at a time: each starts its own echo server). */
-async function durableLanes(server: ServerSetup, key: string, dir: string, bundle: string): Promise<{ pid: number; lanes: LaneCall[]; turns: Turn[] }> {
+async function durableLanes(server: ServerSetup, key: string, dir: string, bundle: string, script?: string): Promise<{ pid: number; lanes: LaneCall[]; turns: Turn[] }> {
   const turns = new TurnClient({ client: server.client, taskQueue: benchQueue(`tput-${key}`) });
-  const worker = await startDurableWorker(server.temporal.address, turns.taskQueue, bundle);
+  const worker = await startDurableWorker(server.temporal.address, turns.taskQueue, bundle, script ? { script } : {});
   server.stops.unshift(() => stopProcess(worker));
   const lanes: LaneCall[] = [];
   const opened: Turn[] = [];
@@ -179,6 +182,9 @@ async function main(): Promise<void> {
       mk('untuned', 'durable-mcp echo, untuned dev server (SQLite file)', untuned, await durableLanes(untuned, 'untuned', dir, bundle)),
       mk('bare', 'bare Update -> no-op activity, tuned dev server (SQLite file)', tuned, await bareLanes(tuned)),
     ];
+    const altScript = env.BENCH_ALT_WORKER;
+    const altLabel = env.BENCH_ALT_LABEL ?? altScript;
+    if (altScript) variants.push(mk('alt', `durable-mcp echo, ${altLabel}'s worker, tuned dev server (SQLite file)`, tuned, await durableLanes(tuned, 'alt', dir, bundle, altScript)));
     // Warm-up: one call per lane.
     for (const v of variants) await Promise.all(v.lanes.map((call) => call(-1)));
 
@@ -198,6 +204,10 @@ async function main(): Promise<void> {
     const roundRatio = (a: Variant, b: Variant) => percentile(a.rates.map((x, i) => x / b.rates[i]!), 50);
     const vsUntuned = roundRatio(byKey('tuned'), byKey('untuned'));
     const vsBare = roundRatio(byKey('tuned'), byKey('bare'));
+    const alt = variants.find((v) => v.key === 'alt');
+    const altLine = alt
+      ? `\nThis build against ${altLabel}'s worker on the same tuned server, per round: ${fmt(roundRatio(byKey('tuned'), alt), 2)}x the calls/s; worker CPU per call ${fmt(byKey('tuned').workerCpuMs / byKey('tuned').calls, 2)} vs ${fmt(alt.workerCpuMs / alt.calls, 2)} ms.\n`
+      : '';
     const per = (x: number, v: Variant) => fmt(x / v.calls, 2);
     const rows = variants.map(
       (v) =>
@@ -212,7 +222,7 @@ Two dev servers started by \`startDevServer\`, each on its own SQLite file, runn
 |---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
-Workflow tasks that timed out before they started (on the worker's sticky queue: it did not start them within its \`stickyQueueScheduleToStartTimeout\`, so the turn was replayed), over all workflow tasks of the durable turns, warm-up included: ${sticky.map((x) => `${x.v.key} ${x.timedOut} of ${x.tasks}`).join('; ')}.
+Workflow tasks that timed out before they started (on the worker's sticky queue: it did not start them within its \`stickyQueueScheduleToStartTimeout\`${env.DMCP_STICKY_WAIT ? `, here DMCP_STICKY_WAIT=${env.DMCP_STICKY_WAIT}` : ''}, so the turn was replayed), over all workflow tasks of the durable turns, warm-up included: ${sticky.map((x) => `${x.v.key} ${x.timedOut} of ${x.tasks}`).join('; ')}.
 
 Ratios are per round (against the other variant of the same round), median over rounds.
 
@@ -220,7 +230,7 @@ Ratios are per round (against the other variant of the same round), median over 
 |---|---|---|
 | embedded default >= 2x the untuned file-backed dev server, ${LANES} turns | ${fmt(vsUntuned, 2)}x | ${goal(vsUntuned >= 2)} |
 | embedded default >= 0.8x bare Update -> activity on the same tuned server, ${LANES} lanes | ${fmt(vsBare, 2)}x | ${goal(vsBare >= 0.8)} |
-`;
+${altLine}`;
     process.stdout.write(`${body}\n`);
     await writeSection(TITLE, body);
     log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);

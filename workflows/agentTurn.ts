@@ -15,7 +15,7 @@ import {
 import { QueryName, TURN_INPUT_FAILURE_TYPE, UpdateName, type CallOutcome, type CallRequest, type ContinuedTurn, type TurnInput, type TurnProgress, type TurnResult, type ToolInfo, type TurnStart } from '../contract/index.js';
 import { resolveLimits } from './activityOptions.js';
 import { batchProblem, callRequestProblem } from './bounds.js';
-import { runCall } from './calls.js';
+import { runCall, runCallAwaited } from './calls.js';
 import { errorOutcome, isScheduleToStartTimeout } from './failures.js';
 import { waitWhileOpen } from './idle.js';
 import { listTools, reconcile } from './servers.js';
@@ -27,6 +27,9 @@ export const endTurnUpdate = defineUpdate<void>(UpdateName.endTurn);
 /** Cancels one in-flight call by its ID; returns whether such a call was running. */
 export const cancelCallUpdate = defineUpdate<boolean, [string]>(UpdateName.cancelCall);
 export const statusQuery = defineQuery<TurnProgress>(QueryName.status);
+
+/** The patch under which calls run without async frames of their own (see `runCall`). */
+const LEAN_CALL_PATH = 'lean-call-path';
 
 /** One agent turn: reconcile, freeze the tool list, run the calls. */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
@@ -49,10 +52,14 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
 
   try {
     if (input.batch) {
+      const run = patched(LEAN_CALL_PATH) ? runCall : runCallAwaited;
       for (const group of input.batch) {
-        await Promise.all(group.map((request) => runCall(ctx, request)));
+        await Promise.all(group.map((request) => run(ctx, request)));
       }
       state.ended = 'batch';
+    } else if (patched(LEAN_CALL_PATH)) {
+      // Most wake-ups find nothing to do: no promise for them.
+      await waitWhileOpen(state, ctx.limits.idleMs, () => (mayContinue(ctx) ? continueIfLong(ctx) : undefined));
     } else {
       await waitWhileOpen(state, ctx.limits.idleMs, () => continueIfLong(ctx));
     }
@@ -96,16 +103,29 @@ function installHandlers(ctx: TurnContext): void {
     await condition(() => state.start !== undefined);
     return state.start!;
   });
+  const callHandlerAwaited = async (request: CallRequest): Promise<CallOutcome> => {
+    const earlier = carried.get(request.id);
+    if (earlier) return earlier;
+    if (ranBefore.has(request.id)) return alreadyRan(request);
+    // A condition that already holds still costs the SDK a stack capture per promise: skip it.
+    if (state.start === undefined) await condition(() => state.start !== undefined);
+    state.touch();
+    return runCallAwaited(ctx, request);
+  };
   setHandler(
     callToolUpdate,
-    async (request) => {
+    // Not async: the call's own promise is the Update's (one promise fewer per call and layer).
+    (request) => {
+      if (!patched(LEAN_CALL_PATH)) return callHandlerAwaited(request);
       const earlier = carried.get(request.id);
       if (earlier) return earlier;
-      if (ranBefore.has(request.id)) {
-        return errorOutcome('bad_request', `call ${request.id} already ran earlier in this turn; its outcome is in the transcript, not repeated here`);
+      if (ranBefore.has(request.id)) return alreadyRan(request);
+      if (state.start === undefined) {
+        return condition(() => state.start !== undefined).then(() => {
+          state.touch();
+          return runCall(ctx, request);
+        });
       }
-      // A condition that already holds still costs the SDK a stack capture per promise: skip it.
-      if (state.start === undefined) await condition(() => state.start !== undefined);
       state.touch();
       return runCall(ctx, request);
     },
@@ -126,6 +146,10 @@ function installHandlers(ctx: TurnContext): void {
   setHandler(endTurnUpdate, () => {
     state.ended ??= 'endTurn';
   });
+}
+
+function alreadyRan(request: CallRequest): CallOutcome {
+  return errorOutcome('bad_request', `call ${request.id} already ran earlier in this turn; its outcome is in the transcript, not repeated here`);
 }
 
 /** A run after continue-as-new keeps the worker, tools and start of the run before. */
@@ -169,14 +193,20 @@ async function startTurn(ctx: TurnContext, turnId: string): Promise<void> {
   };
 }
 
+/** Whether the run is long enough to continue as new, and no call is in flight. */
+function mayContinue(ctx: TurnContext): boolean {
+  const { limits, state } = ctx;
+  if (state.ended || state.inFlight > 0) return false;
+  return workflowInfo().continueAsNewSuggested || state.callsDone >= limits.continueAsNewAfterCalls;
+}
+
 /**
  * Continues as new when the run is long, once no call is in flight: Temporal caps the Updates and
  * events of one run. The latest outcomes are carried so a retried call is answered, not run again.
  */
 async function continueIfLong(ctx: TurnContext): Promise<void> {
-  const { input, limits, state } = ctx;
-  if (state.ended || state.inFlight > 0) return;
-  if (!workflowInfo().continueAsNewSuggested && state.callsDone < limits.continueAsNewAfterCalls) return;
+  const { input, state } = ctx;
+  if (!mayContinue(ctx)) return;
   await condition(allHandlersFinished);
   if (state.ended || state.inFlight > 0) return;
   const all = [...(input.continued?.recent ?? []), ...state.calls];

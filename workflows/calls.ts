@@ -9,8 +9,35 @@ import { errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isSche
 import { reconcile } from './servers.js';
 import type { TurnContext } from './turnState.js';
 
-/** Runs one call and records its outcome; every call of the turn, batch or interactive, goes here. */
-export async function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOutcome> {
+/**
+ * Runs one call and records its outcome; every call of the turn, batch or interactive, goes here.
+ * Without async frames of its own: the SDK captures a stack trace for each promise a workflow
+ * creates, a measurable part of the worker's CPU per call. Turns recorded before `lean-call-path`
+ * replay {@link runCallAwaited}, whose extra promises order their commands.
+ */
+export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOutcome> {
+  const { state } = ctx;
+  state.inFlight += 1;
+  const args = request.arguments ?? {};
+  const tool = state.tools.get(request.name);
+  const running = tool && tool.refusedBy === undefined && tool.hooks === undefined ? callActivity(ctx, request, tool, args) : executeCall(ctx, request, args);
+  return running.then(
+    (outcome) => {
+      state.record({ id: request.id, name: request.name, arguments: args, outcome }, ctx.input.batch !== undefined);
+      state.inFlight -= 1;
+      state.touch();
+      return outcome;
+    },
+    (err: unknown) => {
+      state.inFlight -= 1;
+      state.touch();
+      throw err;
+    },
+  );
+}
+
+/** {@link runCall} as turns recorded before `lean-call-path` ran it. */
+export async function runCallAwaited(ctx: TurnContext, request: CallRequest): Promise<CallOutcome> {
   const { state } = ctx;
   state.inFlight += 1;
   const args = request.arguments ?? {};

@@ -5,7 +5,7 @@ import type { TurnState } from './turnState.js';
  * Keeps an interactive turn open until it is ended or no call has started or ended for `idleMs`;
  * then sets `state.ended`. `afterWake` runs after each wake-up (the turn continues as new there).
  */
-export async function waitWhileOpen(state: TurnState, idleMs: number, afterWake: () => Promise<void>): Promise<void> {
+export async function waitWhileOpen(state: TurnState, idleMs: number, afterWake: () => Promise<void> | undefined): Promise<void> {
   if (patched('one-idle-timer')) await oneIdleTimer(state, idleMs, afterWake);
   else await timerPerWake(state, idleMs, afterWake);
 }
@@ -14,7 +14,7 @@ export async function waitWhileOpen(state: TurnState, idleMs: number, afterWake:
  * One idle timer per idle period rather than a condition-with-timeout per wake-up, which started
  * and cancelled a timer for every call: two history events and measurable workflow CPU per call.
  */
-async function oneIdleTimer(state: TurnState, idleMs: number, afterWake: () => Promise<void>): Promise<void> {
+async function oneIdleTimer(state: TurnState, idleMs: number, afterWake: () => Promise<void> | undefined): Promise<void> {
   let idleFired = false;
   const armIdle = () => {
     // While a call runs the turn is not idle; the timer is re-armed when it fires.
@@ -37,12 +37,13 @@ async function oneIdleTimer(state: TurnState, idleMs: number, afterWake: () => P
       }
       armIdle();
     }
-    await afterWake();
+    const continuing = afterWake();
+    if (continuing) await continuing;
   }
 }
 
 /** The loop of turns recorded before `one-idle-timer`: they must replay the same timers. */
-async function timerPerWake(state: TurnState, idleMs: number, afterWake: () => Promise<void>): Promise<void> {
+async function timerPerWake(state: TurnState, idleMs: number, afterWake: () => Promise<void> | undefined): Promise<void> {
   while (!state.ended) {
     const seen = state.lastActivity;
     const woke = await condition(() => state.ended !== undefined || state.lastActivity !== seen || state.inFlight > 0, idleMs);
