@@ -255,6 +255,24 @@ export function secretScrubber(env: NodeJS.ProcessEnv): (text: string) => string
   return scrub;
 }
 
+/**
+ * A scrubber that reads `env`'s secret values at most once per synchronous run: a result's strings
+ * are all scrubbed in one run, so the environment is scanned once per result instead of once per
+ * string (each scan reads every variable), and a variable set between two results is seen by the next.
+ */
+export function liveSecretScrubber(env: NodeJS.ProcessEnv): (text: string) => string {
+  let current: ((text: string) => string) | undefined;
+  return (text) => {
+    if (current === undefined) {
+      current = secretScrubber(env);
+      queueMicrotask(() => {
+        current = undefined;
+      });
+    }
+    return current(text);
+  };
+}
+
 /** Replaces every secret value of `env` found in `text`, in plain or encoded form, with `[redacted]`. */
 export function scrubSecrets(text: string, env: NodeJS.ProcessEnv): string {
   return secretScrubber(env)(text);
