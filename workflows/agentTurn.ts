@@ -58,8 +58,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       }
       state.ended = 'batch';
     } else if (patched(LEAN_CALL_PATH)) {
-      // Most wake-ups find nothing to do: no promise for them.
-      await waitWhileOpen(state, ctx.limits.idleMs, () => (mayContinue(ctx) ? continueIfLong(ctx) : undefined));
+      // The loop wakes after a burst of calls only when the run is due to continue as new.
+      await waitWhileOpen(state, ctx.limits.idleMs, () => continueIfLong(ctx), () => mayContinue(ctx));
     } else {
       await waitWhileOpen(state, ctx.limits.idleMs, () => continueIfLong(ctx));
     }

@@ -4,9 +4,11 @@ import type { TurnState } from './turnState.js';
 /**
  * Keeps an interactive turn open until it is ended or no call has started or ended for `idleMs`;
  * then sets `state.ended`. `afterWake` runs after each wake-up (the turn continues as new there).
+ * With `wakeWhen`, a finished burst of calls wakes the loop only when it holds: each wake-up costs
+ * promises, and most find nothing to do.
  */
-export async function waitWhileOpen(state: TurnState, idleMs: number, afterWake: () => Promise<void> | undefined): Promise<void> {
-  if (patched('one-idle-timer')) await oneIdleTimer(state, idleMs, afterWake);
+export async function waitWhileOpen(state: TurnState, idleMs: number, afterWake: () => Promise<void>, wakeWhen?: () => boolean): Promise<void> {
+  if (patched('one-idle-timer')) await oneIdleTimer(state, idleMs, afterWake, wakeWhen);
   else await timerPerWake(state, idleMs, afterWake);
 }
 
@@ -14,7 +16,7 @@ export async function waitWhileOpen(state: TurnState, idleMs: number, afterWake:
  * One idle timer per idle period rather than a condition-with-timeout per wake-up, which started
  * and cancelled a timer for every call: two history events and measurable workflow CPU per call.
  */
-async function oneIdleTimer(state: TurnState, idleMs: number, afterWake: () => Promise<void> | undefined): Promise<void> {
+async function oneIdleTimer(state: TurnState, idleMs: number, afterWake: () => Promise<void>, wakeWhen?: () => boolean): Promise<void> {
   let idleFired = false;
   const armIdle = () => {
     // While a call runs the turn is not idle; the timer is re-armed when it fires.
@@ -28,7 +30,7 @@ async function oneIdleTimer(state: TurnState, idleMs: number, afterWake: () => P
   while (!state.ended) {
     const seen = state.lastActivity;
     // Wakes once per finished burst of calls, not at each call's start and end.
-    await condition(() => state.ended !== undefined || idleFired || (state.lastActivity !== seen && state.inFlight === 0));
+    await condition(() => state.ended !== undefined || idleFired || (state.lastActivity !== seen && state.inFlight === 0 && (wakeWhen?.() ?? true)));
     if (idleFired) {
       idleFired = false;
       if (state.inFlight === 0 && state.lastActivity === seen && state.lastActivityAt + idleMs <= Date.now()) {
@@ -37,13 +39,12 @@ async function oneIdleTimer(state: TurnState, idleMs: number, afterWake: () => P
       }
       armIdle();
     }
-    const continuing = afterWake();
-    if (continuing) await continuing;
+    await afterWake();
   }
 }
 
 /** The loop of turns recorded before `one-idle-timer`: they must replay the same timers. */
-async function timerPerWake(state: TurnState, idleMs: number, afterWake: () => Promise<void> | undefined): Promise<void> {
+async function timerPerWake(state: TurnState, idleMs: number, afterWake: () => Promise<void>): Promise<void> {
   while (!state.ended) {
     const seen = state.lastActivity;
     const woke = await condition(() => state.ended !== undefined || state.lastActivity !== seen || state.inFlight > 0, idleMs);

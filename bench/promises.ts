@@ -1,0 +1,110 @@
+/**
+ * Promises created by workflow code per call: the SDK captures a stack trace for each promise a
+ * workflow creates, so this count is a deterministic measure of the turn's workflow cost per call,
+ * where CPU time on a shared 2-core machine moves by +-10% from round to round. One interactive turn
+ * with the fixture echo server over stdio, 20 calls to warm up, then BENCH_PROMISE_CALLS (default 100)
+ * sequential calls; the worker process is started with bench/promiseCounter.ts preloaded. With
+ * BENCH_ALT_WORKER=<other build>/dist/test/fixtures/workerProcess.js (BENCH_ALT_LABEL) that build's
+ * worker is counted the same way, side by side; and the bare baseline (bench/bareWorkflow.ts: an
+ * Update that runs one no-op activity) as the floor.
+ * Run on demand: `npm run build:bench && node dist/bench/promises.js` (part of `npm run bench`).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { TurnClient } from '../client/turnClient.js';
+import { tempDir } from '../test/support/harness.js';
+import { echoFixture, killStarted, runBench, sleep, stopProcess } from './procs.js';
+import { benchQueue, connectClient, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
+import { machineLine, writeSection } from './support.js';
+
+const CALLS = Number(process.env.BENCH_PROMISE_CALLS ?? 100);
+const counter = fileURLToPath(new URL('./promiseCounter.js', import.meta.url));
+const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+
+async function main(): Promise<void> {
+  const dir = await tempDir('dmcp-promises-');
+  const temporal = await startTemporal();
+  const client = await connectClient(temporal.address);
+  const bundle = await writeDurableBundle(dir);
+  const builds: [string, string | undefined][] = [['this build', undefined]];
+  if (process.env.BENCH_ALT_WORKER) builds.push([process.env.BENCH_ALT_LABEL ?? process.env.BENCH_ALT_WORKER, process.env.BENCH_ALT_WORKER]);
+  const rows: string[] = [];
+  let n = 0;
+  try {
+    for (const [label, script] of builds) {
+      const counts = await tempDir('dmcp-promise-counts-');
+      const turns = new TurnClient({ client, taskQueue: benchQueue('promises') });
+      const worker = await startDurableWorker(temporal.address, turns.taskQueue, bundle, {
+        execArgv: ['--import', counter],
+        env: { BENCH_PROMISE_DIR: counts },
+        ...(script ? { script } : {}),
+      });
+      // Every workflow thread of the worker writes its own count.
+      const created = () => readdirSync(counts).reduce((sum, f) => sum + Number(readFileSync(`${counts}/${f}`, 'utf8')), 0);
+      try {
+        const turn = await turns.startTurn({ sessionId: `promises-${Date.now()}-${n}`, workspace: dir, servers: { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] } });
+        const call = async () => {
+          const outcome = await turn.callTool({ id: `c${(n += 1)}`, name: 'mcp__fixture__echo', arguments: { text: 'count' } });
+          if (outcome.status !== 'ok') throw new Error(`${label}: ${outcome.errorMessage}`);
+        };
+        for (let i = 0; i < 20; i++) await call();
+        await sleep(400);
+        const before = created();
+        for (let i = 0; i < CALLS; i++) await call();
+        await sleep(400);
+        const perCall = (created() - before) / CALLS;
+        if (before === 0) throw new Error(`${label}: the counter saw no workflow promise (was it preloaded?)`);
+        log(`${label}: ${perCall.toFixed(2)} workflow promises per call`);
+        rows.push(`| ${label} | ${perCall.toFixed(2)} |`);
+        await turn.end();
+      } finally {
+        await stopProcess(worker);
+        await rm(counts, { recursive: true, force: true });
+      }
+    }
+    {
+      const counts = await tempDir('dmcp-promise-counts-');
+      const queue = benchQueue('promises-bare');
+      const worker = await startBareWorker(temporal.address, queue, { execArgv: ['--import', counter], env: { BENCH_PROMISE_DIR: counts } });
+      const created = () => readdirSync(counts).reduce((sum, f) => sum + Number(readFileSync(`${counts}/${f}`, 'utf8')), 0);
+      try {
+        const handle = await client.workflow.start('bareTurn', { taskQueue: queue, workflowId: `promises-bare-${Date.now()}`, args: [] });
+        const call = async () => {
+          const id = `b${(n += 1)}`;
+          await handle.executeUpdate('call', { args: [id, { text: 'count' }], updateId: id });
+        };
+        for (let i = 0; i < 20; i++) await call();
+        await sleep(400);
+        const before = created();
+        for (let i = 0; i < CALLS; i++) await call();
+        await sleep(400);
+        const perCall = (created() - before) / CALLS;
+        log(`bare: ${perCall.toFixed(2)} workflow promises per call`);
+        rows.push(`| bare Temporal (Update -> no-op activity), the floor | ${perCall.toFixed(2)} |`);
+        await handle.executeUpdate('end', { updateId: 'end' }).catch(() => undefined);
+      } finally {
+        await stopProcess(worker);
+        await rm(counts, { recursive: true, force: true });
+      }
+    }
+    const body = [
+      `Command: \`npm run build:bench && node dist/bench/promises.js\` (part of \`npm run bench\`${builds.length > 1 ? `; here with \`BENCH_ALT_WORKER\` for the "${builds[1]![0]}" row` : ''}). Machine: ${await machineLine()}.`,
+      '',
+      `Promises created by workflow code (the turn's workflow and the SDK's workflow runtime, in the workflow's vm context) per sequential \`callTool\` of the fixture echo server over stdio, over ${CALLS} calls after 20 to warm up, counted by a promise hook preloaded into the worker (bench/promiseCounter.ts). The SDK's own hook captures and source-maps a stack trace for each of them: the count is the part of the worker's CPU per call that the workflow code decides, measured without the noise of CPU time.`,
+      '',
+      '| worker | workflow promises per call |',
+      '|---|---|',
+      ...rows,
+    ].join('\n');
+    process.stdout.write(`${body}\n`);
+    await writeSection('Workflow promises per call', body);
+  } finally {
+    await client.connection.close().catch(() => undefined);
+    await temporal.stop().catch(() => undefined);
+    killStarted();
+    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+runBench(main);
