@@ -244,33 +244,23 @@ export function scrubberFor(values: Iterable<string>): (text: string) => string 
 /** One scrubber per environment object, rebuilt only when its secret values change. */
 const scrubbers = new WeakMap<object, { key: string; scrub: (text: string) => string }>();
 
+/**
+ * While {@link scrubDeep} walks one value: the scrubber of each environment, read once for all its
+ * strings (reading the secret values reads every variable) and never kept past the walk.
+ */
+let heldScrubbers: Map<object, (text: string) => string> | undefined;
+
 /** The scrubber of `env`'s secret values (see {@link scrubberFor}), built once per environment. */
 export function secretScrubber(env: NodeJS.ProcessEnv): (text: string) => string {
+  const held = heldScrubbers?.get(env);
+  if (held) return held;
   const values = secretValues(env);
   const key = values.join('\0');
   const cached = scrubbers.get(env);
-  if (cached?.key === key) return cached.scrub;
-  const scrub = scrubberFor(values);
-  scrubbers.set(env, { key, scrub });
+  const scrub = cached?.key === key ? cached.scrub : scrubberFor(values);
+  if (cached?.key !== key) scrubbers.set(env, { key, scrub });
+  heldScrubbers?.set(env, scrub);
   return scrub;
-}
-
-/**
- * A scrubber that reads `env`'s secret values at most once per synchronous run: a result's strings
- * are all scrubbed in one run, so the environment is scanned once per result instead of once per
- * string (each scan reads every variable), and a variable set between two results is seen by the next.
- */
-export function liveSecretScrubber(env: NodeJS.ProcessEnv): (text: string) => string {
-  let current: ((text: string) => string) | undefined;
-  return (text) => {
-    if (current === undefined) {
-      current = secretScrubber(env);
-      queueMicrotask(() => {
-        current = undefined;
-      });
-    }
-    return current(text);
-  };
 }
 
 /** Replaces every secret value of `env` found in `text`, in plain or encoded form, with `[redacted]`. */
@@ -286,7 +276,13 @@ export function scrubSecrets(text: string, env: NodeJS.ProcessEnv): string {
  * non-plain objects (dates, buffers) are kept as they are.
  */
 export function scrubDeep<T>(value: T, scrub: (text: string) => string): T {
-  return walk(value, scrub, new Set()) as T;
+  if (heldScrubbers) return walk(value, scrub, new Set()) as T;
+  heldScrubbers = new Map();
+  try {
+    return walk(value, scrub, new Set()) as T;
+  } finally {
+    heldScrubbers = undefined;
+  }
 }
 
 function walk(value: unknown, scrub: (text: string) => string, ancestors: Set<object>): unknown {

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { createActivities } from '../activities/index.js';
 import { configDirPath, ensureTurnKey, loadConfig } from '../config/load.js';
 import type { Boundary } from '../config/types.js';
-import { liveSecretScrubber, requestHeaders, serverEnvironment } from '../config/secrets.js';
+import { requestHeaders, scrubSecrets, serverEnvironment } from '../config/secrets.js';
 import { ServerPool } from '../mcp/pool.js';
 import { loadSettings, type Settings } from '../settings/index.js';
 import { createGovernance } from '../governance/index.js';
@@ -113,7 +113,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const taskQueue = options.taskQueue ?? settings.taskQueue;
   const workerQueue = `${taskQueue}@${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   const logger = options.logger.child({ workerQueue });
-  const scrub = liveSecretScrubber(env);
+  const scrub = (text: string) => scrubSecrets(text, env);
   const boundary = options.boundary ?? (await workerBoundary(settings, 'embedded'));
   const metrics = settings.metrics.port !== undefined ? createWorkerMetrics() : undefined;
   const shelf = createWorkerShelf({ settings, taskQueue, turnKey: boundary.turnKey, env, logger });
