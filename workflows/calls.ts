@@ -23,9 +23,12 @@ export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOut
   const running = tool && tool.refusedBy === undefined && tool.hooks === undefined ? callActivity(ctx, request, tool, args) : executeCall(ctx, request, args);
   return running.then(
     (outcome) => {
-      state.record({ id: request.id, name: request.name, arguments: args, outcome }, ctx.input.batch !== undefined);
-      state.inFlight -= 1;
-      state.touch();
+      try {
+        state.record({ id: request.id, name: request.name, arguments: args, outcome }, ctx.input.batch !== undefined);
+      } finally {
+        state.inFlight -= 1;
+        state.touch();
+      }
       return outcome;
     },
     (err: unknown) => {

@@ -33,7 +33,8 @@ async function oneIdleTimer(state: TurnState, idleMs: number, afterWake: () => P
     await condition(() => state.ended !== undefined || idleFired || (state.lastActivity !== seen && state.inFlight === 0 && (wakeWhen?.() ?? true)));
     if (idleFired) {
       idleFired = false;
-      if (state.inFlight === 0 && state.lastActivity === seen && state.lastActivityAt + idleMs <= Date.now()) {
+      // A loop that wakes only when due may hold an old `seen`: then the last call's time decides.
+      if (state.inFlight === 0 && (wakeWhen !== undefined || state.lastActivity === seen) && state.lastActivityAt + idleMs <= Date.now()) {
         state.ended = 'idle';
         break;
       }

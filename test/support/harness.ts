@@ -155,12 +155,13 @@ export interface WorkerProcess {
 }
 
 /**
- * Starts a worker process on `taskQueue` with the workflow bundle at `bundleFile`, and resolves
- * once it polls. Its environment is PATH, `DMCP_LOG_LEVEL=warn` and `env`, nothing else inherited.
+ * Starts a worker process on `taskQueue` with the workflow bundle at `bundleFile` (without one, the
+ * worker bundles its own workflows), and resolves once it polls. Its environment is PATH,
+ * `DMCP_LOG_LEVEL=warn` and `env`, nothing else inherited. `script`: another build's worker process.
  */
-export function startWorkerProcess(taskQueue: string, bundleFile: string, env: NodeJS.ProcessEnv): Promise<WorkerProcess> {
+export function startWorkerProcess(taskQueue: string, bundleFile: string | undefined, env: NodeJS.ProcessEnv, script = workerProcessScript): Promise<WorkerProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [workerProcessScript, '--task-queue', taskQueue, '--bundle', bundleFile], {
+    const child = spawn(process.execPath, [script, '--task-queue', taskQueue, ...(bundleFile ? ['--bundle', bundleFile] : [])], {
       env: { PATH: process.env.PATH, DMCP_LOG_LEVEL: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

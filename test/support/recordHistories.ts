@@ -10,6 +10,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { startDevServer } from '../../dev/devServer.js';
 import { fixtureServer, startHarness, tempDir } from './harness.js';
 import { projectRoot } from '../../dev/temporalCli.js';
+import { neutralizePaths } from './historyFiles.js';
 
 const outDir = fileURLToPath(new URL('../../../test/histories/', import.meta.url));
 
@@ -53,24 +54,6 @@ async function main(): Promise<void> {
     await h.stop();
     await server?.stop();
   }
-}
-
-/** Replaces this machine's paths inside the JSON payloads, so the committed files name none. */
-function neutralizePaths(historyJson: string, paths: [string, string][]): string {
-  const history = JSON.parse(historyJson) as unknown;
-  const visit = (node: unknown): void => {
-    if (Array.isArray(node)) return node.forEach(visit);
-    if (typeof node !== 'object' || node === null) return;
-    const record = node as Record<string, unknown>;
-    if (typeof record.data === 'string' && typeof record.metadata === 'object') {
-      let text = Buffer.from(record.data, 'base64').toString('utf8');
-      for (const [path, placeholder] of paths) text = text.split(path).join(placeholder);
-      record.data = Buffer.from(text, 'utf8').toString('base64');
-    }
-    Object.values(record).forEach(visit);
-  };
-  visit(history);
-  return JSON.stringify(history, null, 2);
 }
 
 main().catch((err: unknown) => {
