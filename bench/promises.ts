@@ -14,13 +14,46 @@ import { rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { TurnClient } from '../client/turnClient.js';
 import { tempDir } from '../test/support/harness.js';
-import { echoFixture, killStarted, runBench, sleep, stopProcess } from './procs.js';
+import { echoFixture, killStarted, runBench, sleep, stopProcess, type Started } from './procs.js';
 import { benchQueue, connectClient, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
 import { machineLine, writeSection } from './support.js';
 
 const CALLS = Number(process.env.BENCH_PROMISE_CALLS ?? 100);
 const counter = fileURLToPath(new URL('./promiseCounter.js', import.meta.url));
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+
+/** A lane to count on: one call, and how to end what it opened. */
+interface Lane {
+  call: () => Promise<void>;
+  close: () => Promise<void>;
+}
+
+/**
+ * Starts a worker (`start`, given the counter's preload and environment), opens a lane on it, and
+ * returns the workflow promises per call over CALLS calls after 20 to warm up.
+ */
+async function promisesPerCall(label: string, start: (execArgv: string[], env: NodeJS.ProcessEnv) => Promise<Started>, open: () => Promise<Lane>): Promise<number> {
+  const counts = await tempDir('dmcp-promise-counts-');
+  const worker = await start(['--import', counter], { BENCH_PROMISE_DIR: counts });
+  // Every workflow thread of the worker writes its own count.
+  const created = () => readdirSync(counts).reduce((sum, f) => sum + Number(readFileSync(`${counts}/${f}`, 'utf8')), 0);
+  try {
+    const lane = await open();
+    for (let i = 0; i < 20; i++) await lane.call();
+    await sleep(400);
+    const before = created();
+    if (before === 0) throw new Error(`${label}: the counter saw no workflow promise (was it preloaded?)`);
+    for (let i = 0; i < CALLS; i++) await lane.call();
+    await sleep(400);
+    const perCall = (created() - before) / CALLS;
+    log(`${label}: ${perCall.toFixed(2)} workflow promises per call`);
+    await lane.close();
+    return perCall;
+  } finally {
+    await stopProcess(worker);
+    await rm(counts, { recursive: true, force: true });
+  }
+}
 
 async function main(): Promise<void> {
   const dir = await tempDir('dmcp-promises-');
@@ -33,61 +66,39 @@ async function main(): Promise<void> {
   let n = 0;
   try {
     for (const [label, script] of builds) {
-      const counts = await tempDir('dmcp-promise-counts-');
       const turns = new TurnClient({ client, taskQueue: benchQueue('promises') });
-      const worker = await startDurableWorker(temporal.address, turns.taskQueue, bundle, {
-        execArgv: ['--import', counter],
-        env: { BENCH_PROMISE_DIR: counts },
-        ...(script ? { script } : {}),
-      });
-      // Every workflow thread of the worker writes its own count.
-      const created = () => readdirSync(counts).reduce((sum, f) => sum + Number(readFileSync(`${counts}/${f}`, 'utf8')), 0);
-      try {
-        const turn = await turns.startTurn({ sessionId: `promises-${Date.now()}-${n}`, workspace: dir, servers: { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] } });
-        const call = async () => {
-          const outcome = await turn.callTool({ id: `c${(n += 1)}`, name: 'mcp__fixture__echo', arguments: { text: 'count' } });
-          if (outcome.status !== 'ok') throw new Error(`${label}: ${outcome.errorMessage}`);
-        };
-        for (let i = 0; i < 20; i++) await call();
-        await sleep(400);
-        const before = created();
-        for (let i = 0; i < CALLS; i++) await call();
-        await sleep(400);
-        const perCall = (created() - before) / CALLS;
-        if (before === 0) throw new Error(`${label}: the counter saw no workflow promise (was it preloaded?)`);
-        log(`${label}: ${perCall.toFixed(2)} workflow promises per call`);
-        rows.push(`| ${label} | ${perCall.toFixed(2)} |`);
-        await turn.end();
-      } finally {
-        await stopProcess(worker);
-        await rm(counts, { recursive: true, force: true });
-      }
+      const perCall = await promisesPerCall(
+        label,
+        (execArgv, env) => startDurableWorker(temporal.address, turns.taskQueue, bundle, { execArgv, env, ...(script ? { script } : {}) }),
+        async () => {
+          const turn = await turns.startTurn({ sessionId: `promises-${Date.now()}-${n}`, workspace: dir, servers: { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] } });
+          return {
+            call: async () => {
+              const outcome = await turn.callTool({ id: `c${(n += 1)}`, name: 'mcp__fixture__echo', arguments: { text: 'count' } });
+              if (outcome.status !== 'ok') throw new Error(`${label}: ${outcome.errorMessage}`);
+            },
+            close: () => turn.end().then(() => undefined),
+          };
+        },
+      );
+      rows.push(`| ${label} | ${perCall.toFixed(2)} |`);
     }
-    {
-      const counts = await tempDir('dmcp-promise-counts-');
-      const queue = benchQueue('promises-bare');
-      const worker = await startBareWorker(temporal.address, queue, { execArgv: ['--import', counter], env: { BENCH_PROMISE_DIR: counts } });
-      const created = () => readdirSync(counts).reduce((sum, f) => sum + Number(readFileSync(`${counts}/${f}`, 'utf8')), 0);
-      try {
+    const queue = benchQueue('promises-bare');
+    const bare = await promisesPerCall(
+      'bare',
+      (execArgv, env) => startBareWorker(temporal.address, queue, { execArgv, env }),
+      async () => {
         const handle = await client.workflow.start('bareTurn', { taskQueue: queue, workflowId: `promises-bare-${Date.now()}`, args: [] });
-        const call = async () => {
-          const id = `b${(n += 1)}`;
-          await handle.executeUpdate('call', { args: [id, { text: 'count' }], updateId: id });
+        return {
+          call: async () => {
+            const id = `b${(n += 1)}`;
+            await handle.executeUpdate('call', { args: [id, { text: 'count' }], updateId: id });
+          },
+          close: () => handle.executeUpdate('end', { updateId: 'end' }).then(() => undefined),
         };
-        for (let i = 0; i < 20; i++) await call();
-        await sleep(400);
-        const before = created();
-        for (let i = 0; i < CALLS; i++) await call();
-        await sleep(400);
-        const perCall = (created() - before) / CALLS;
-        log(`bare: ${perCall.toFixed(2)} workflow promises per call`);
-        rows.push(`| bare Temporal (Update -> no-op activity), the floor | ${perCall.toFixed(2)} |`);
-        await handle.executeUpdate('end', { updateId: 'end' }).catch(() => undefined);
-      } finally {
-        await stopProcess(worker);
-        await rm(counts, { recursive: true, force: true });
-      }
-    }
+      },
+    );
+    rows.push(`| bare Temporal (Update -> no-op activity), the floor | ${bare.toFixed(2)} |`);
     const body = [
       `Command: \`npm run build:bench && node dist/bench/promises.js\` (part of \`npm run bench\`${builds.length > 1 ? `; here with \`BENCH_ALT_WORKER\` for the "${builds[1]![0]}" row` : ''}). Machine: ${await machineLine()}.`,
       '',
