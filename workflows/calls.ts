@@ -12,7 +12,7 @@ import type { TurnContext } from './turnState.js';
 /**
  * Runs one call and records its outcome; every call of the turn, batch or interactive, goes here.
  * Without async frames of its own: the SDK captures a stack trace for each promise a workflow
- * creates, a measurable part of the worker's CPU per call. Turns recorded before `lean-call-path`
+ * creates (a visible part of the worker's CPU profile per call). Turns recorded before `lean-call-path`
  * replay {@link runCallAwaited}, whose extra promises order their commands.
  */
 export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOutcome> {
