@@ -10,15 +10,15 @@
  * BENCH_ALT_LABEL) runs the same trials with another build's workers, side by side.
  * Run on demand: `npm run build:bench && node dist/bench/crash.js`.
  */
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { TurnLimits } from '../contract/index.js';
 import { TurnClient } from '../client/turnClient.js';
 import { tempDir } from '../test/support/harness.js';
-import { echoFixture, killStarted, sleep, runBench, stopProcess } from './procs.js';
-import { benchQueue, connectClient, startDurableWorker, startTemporal, writeDurableBundle, type DurableWorker } from './setup.js';
+import { echoFixture, sleep, runBench, stopProcess } from './procs.js';
+import { benchQueue, connectClient, endBench, startDurableWorker, startTemporal, writeDurableBundle, type DurableWorker } from './setup.js';
 import { machineLine, writeSection } from './support.js';
 
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
@@ -186,8 +186,6 @@ async function main(): Promise<void> {
     process.stdout.write(`${body}\n`);
     await writeSection('Recovery after a worker SIGKILL', body);
   } finally {
-    await client.connection.close().catch(() => undefined);
-    await temporal.stop().catch(() => undefined);
     // The killed worker's servers lost their parent: end their process groups.
     for (const pid of serverGroups) {
       try {
@@ -196,8 +194,7 @@ async function main(): Promise<void> {
         // Already gone.
       }
     }
-    killStarted();
-    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    await endBench({ client, temporal, dir });
   }
 }
 

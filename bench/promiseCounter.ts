@@ -3,7 +3,7 @@
  * workflow code (a vm context's Promise, not the thread's own) on every worker thread, and writes the
  * count to `$BENCH_PROMISE_DIR/<pid>-<thread>` ten times a second.
  */
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { promiseHooks } from 'node:v8';
 import { isMainThread, threadId } from 'node:worker_threads';
 
@@ -13,5 +13,10 @@ if (!isMainThread && dir) {
   promiseHooks.onInit((promise) => {
     if ((promise as { constructor: unknown }).constructor !== Promise) created += 1;
   });
-  setInterval(() => writeFileSync(`${dir}/${process.pid}-${threadId}`, String(created)), 100).unref();
+  const file = `${dir}/${process.pid}-${threadId}`;
+  // Renamed into place: a reader never sees the file half written (an empty file would read as 0).
+  setInterval(() => {
+    writeFileSync(`${file}.part`, String(created));
+    renameSync(`${file}.part`, file);
+  }, 100).unref();
 }

@@ -14,8 +14,8 @@ import { rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { TurnClient } from '../client/turnClient.js';
 import { tempDir } from '../test/support/harness.js';
-import { echoFixture, killStarted, runBench, sleep, stopProcess, type Started } from './procs.js';
-import { benchQueue, connectClient, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
+import { echoFixture, runBench, sleep, stopProcess, type Started } from './procs.js';
+import { benchQueue, connectClient, endBench, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
 import { machineLine, writeSection } from './support.js';
 
 const CALLS = Number(process.env.BENCH_PROMISE_CALLS ?? 100);
@@ -36,7 +36,7 @@ async function promisesPerCall(label: string, start: (execArgv: string[], env: N
   const counts = await tempDir('dmcp-promise-counts-');
   const worker = await start(['--import', counter], { BENCH_PROMISE_DIR: counts });
   // Every workflow thread of the worker writes its own count.
-  const created = () => readdirSync(counts).reduce((sum, f) => sum + Number(readFileSync(`${counts}/${f}`, 'utf8')), 0);
+  const created = () => readdirSync(counts).filter((f) => !f.endsWith('.part')).reduce((sum, f) => sum + Number(readFileSync(`${counts}/${f}`, 'utf8')), 0);
   try {
     const lane = await open();
     for (let i = 0; i < 20; i++) await lane.call();
@@ -111,10 +111,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${body}\n`);
     await writeSection('Workflow promises per call', body);
   } finally {
-    await client.connection.close().catch(() => undefined);
-    await temporal.stop().catch(() => undefined);
-    killStarted();
-    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    await endBench({ client, temporal, dir });
   }
 }
 

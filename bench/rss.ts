@@ -4,11 +4,10 @@
  * servers kept (DMCP_SESSION_IDLE). RSS of the worker process and of its servers, separately.
  * Run on demand: `npm run build:bench && node dist/bench/rss.js` (BENCH_SESSIONS, default 50).
  */
-import { rm } from 'node:fs/promises';
 import { TurnClient } from '../client/turnClient.js';
 import { tempDir } from '../test/support/harness.js';
-import { descendants, echoFixture, killStarted, rssKiB, sleep, runBench, stopProcess } from './procs.js';
-import { benchQueue, connectClient, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
+import { descendants, echoFixture, rssKiB, sleep, runBench, stopProcess } from './procs.js';
+import { benchQueue, connectClient, endBench, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
 import { machineLine, writeSection } from './support.js';
 
 const SESSIONS = Number(process.env.BENCH_SESSIONS ?? 50);
@@ -75,10 +74,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${body}\n`);
     await writeSection(`Worker RSS: ${SESSIONS} sessions x ${SERVERS} stdio servers`, body);
   } finally {
-    await client.connection.close().catch(() => undefined);
-    await temporal.stop().catch(() => undefined);
-    killStarted();
-    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    await endBench({ client, temporal, dir });
   }
 }
 

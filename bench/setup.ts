@@ -3,13 +3,13 @@
  * in-memory one), the durable-mcp and bare workers as separate processes, a Temporal client.
  */
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { startDevServer, type DevServerOptions } from '../dev/devServer.js';
 import { bundleWorkflows } from '../worker/index.js';
-import { startNode, workerProcessScript, type Started } from './procs.js';
+import { killStarted, startNode, workerProcessScript, type Started } from './procs.js';
 
 export interface Temporal {
   address: string;
@@ -36,6 +36,14 @@ export async function startTemporal(options: DevServerOptions & { fresh?: boolea
 
 export function benchQueue(name: string): string {
   return `bench-${name}-${randomBytes(4).toString('hex')}`;
+}
+
+/** The end of a benchmark, whatever happened: its client and server, every process it started, its temp dir. */
+export async function endBench(parts: { client: Client; temporal: Temporal; dir: string }): Promise<void> {
+  await parts.client.connection.close().catch(() => undefined);
+  await parts.temporal.stop().catch(() => undefined);
+  killStarted();
+  await rm(parts.dir, { recursive: true, force: true }).catch(() => undefined);
 }
 
 export async function connectClient(address: string): Promise<Client> {
