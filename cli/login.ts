@@ -70,17 +70,25 @@ async function storeFor(opts: { settings: Settings; store?: TokenStore }): Promi
   return opts.store ?? tokenStoreFromSettings(opts.settings);
 }
 
+/** Whether `server` is not a shelf name; says why through `err`. */
+function refusedName(server: string, err: (line: string) => void): boolean {
+  const problem = nameProblem(server);
+  if (problem) err(problem);
+  return problem !== undefined;
+}
+
+/** Where a command's errors go: `err`, else `out` with an `error: ` prefix. */
+function errorPrinter(opts: { out: (line: string) => void; err?: (line: string) => void }): (line: string) => void {
+  return opts.err ?? ((line: string) => opts.out(`error: ${line}`));
+}
+
 /**
  * Logs in to a shelf server. Exit code 0 when logged in (or, with `noWait`, when the login was
  * started), 1 when it failed, 2 for a bad server name.
  */
 export async function loginCommand(opts: LoginCommandOptions): Promise<number> {
-  const err = opts.err ?? ((line: string) => opts.out(`error: ${line}`));
-  const problem = nameProblem(opts.server);
-  if (problem) {
-    err(problem);
-    return 2;
-  }
+  const err = errorPrinter(opts);
+  if (refusedName(opts.server, err)) return 2;
   try {
     const store = await storeFor(opts);
     const deps: LoginDeps = { store, ...(opts.fetch ? { fetch: opts.fetch } : {}) };
@@ -152,12 +160,8 @@ export async function loginCommand(opts: LoginCommandOptions): Promise<number> {
  * tokens are deleted anyway) or the store could not be used, 2 for a bad server name.
  */
 export async function logoutCommand(opts: LogoutCommandOptions): Promise<number> {
-  const err = opts.err ?? ((line: string) => opts.out(`error: ${line}`));
-  const problem = nameProblem(opts.server);
-  if (problem) {
-    err(problem);
-    return 2;
-  }
+  const err = errorPrinter(opts);
+  if (refusedName(opts.server, err)) return 2;
   try {
     const store = await storeFor(opts);
     const result = await logout({ store, ...(opts.fetch ? { fetch: opts.fetch } : {}) }, opts.server);
@@ -178,7 +182,7 @@ export async function logoutCommand(opts: LogoutCommandOptions): Promise<number>
 
 /** Rewrites every login file with the current OAuth key (after DMCP_OAUTH_KEY changed); exit code 0 or 1. */
 export async function rekeyCommand(opts: { settings: Settings; out: (line: string) => void; err?: (line: string) => void; store?: TokenStore }): Promise<number> {
-  const err = opts.err ?? ((line: string) => opts.out(`error: ${line}`));
+  const err = errorPrinter(opts);
   try {
     const store = await storeFor(opts);
     const { rewritten, oldKeyFile } = await store.rekey();
