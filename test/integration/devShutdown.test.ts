@@ -4,62 +4,23 @@
  * last) and exits 130; a second one stops at once and still leaves no server process behind.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import { TurnClient } from '../../client/turnClient.js';
-import { fixtureServer, isAlive, killGroups, readLines, tempDir, waitUntil } from '../support/harness.js';
+import { isAlive, killGroups, readLines, startDevProcess, waitUntil, type DevProcess } from '../support/harness.js';
 
-const cli = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
-interface Dev {
-  child: ChildProcess;
-  address: string;
-  dataDir: string;
+interface Dev extends DevProcess {
   log: string;
   doneLog: string;
-  exit: Promise<number | null>;
-  /** What dev printed so far (its addresses once it is running). */
-  stdout(): string;
 }
 
 async function startDev(): Promise<Dev> {
-  const dataDir = await tempDir('dmcp-dev-');
-  const configDir = join(dataDir, 'config');
-  await mkdir(configDir);
-  await writeFile(join(configDir, 'mcp.json'), JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [fixtureServer] } } }));
-  const log = join(dataDir, 'calls.log');
-  const doneLog = join(dataDir, 'done.log');
-  const child = spawn(process.execPath, [cli, 'dev'], {
-    // Its own group, like a shell job: the test signals the group as a terminal would.
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      DMCP_DATA_DIR: dataDir,
-      DMCP_CONFIG_DIR: configDir,
-      DMCP_DEV_PORT: '0',
-      DMCP_DEV_UI_PORT: '0',
-      DMCP_CODEC_PORT: '0',
-      DMCP_API_PORT: '0',
-      FIXTURE_LOG: log,
-      FIXTURE_DONE_LOG: doneLog,
-    },
-  });
-  started.push(child.pid!);
-  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  let out = '';
-  child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
-  let err = '';
-  child.stderr!.setEncoding('utf8').on('data', (c: string) => (err = (err + c).slice(-4000)));
-  await waitUntil('dev to start', async () => out.includes('durable-mcp dev is running.') || child.exitCode !== null, 90_000);
-  assert.equal(child.exitCode, null, `dev exited early: ${out}\n${err}`);
-  const address = /Temporal server:\s+(\S+)/.exec(out)?.[1];
-  assert.ok(address, out);
-  return { child, address, dataDir, log, doneLog, exit, stdout: () => out };
+  const logs = (dataDir: string) => ({ FIXTURE_LOG: join(dataDir, 'calls.log'), FIXTURE_DONE_LOG: join(dataDir, 'done.log') });
+  const dev = await startDevProcess('dmcp-dev-', logs, (child) => started.push(child.pid!));
+  const { FIXTURE_LOG: log, FIXTURE_DONE_LOG: doneLog } = logs(dev.dataDir);
+  return { ...dev, log, doneLog };
 }
 
 async function slowCallRunning(dev: Dev, ms: number): Promise<{ serverPid: number; devServerPid: number; call: Promise<unknown> }> {

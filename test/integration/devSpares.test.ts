@@ -4,16 +4,12 @@
  * instead of spawning one. With DMCP_WARM_SPARES=0 it keeps none.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import { TurnClient } from '../../client/turnClient.js';
-import { fixtureServer, killGroups, tempDir, waitFor, waitUntil } from '../support/harness.js';
+import { fixtureServer, killGroups, startDevProcess, waitFor, waitUntil, type DevProcess } from '../support/harness.js';
 
-const cli = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 const started: ChildProcess[] = [];
 
 after(async () => {
@@ -49,36 +45,8 @@ function fixtureProcessesUnder(root: number): number[] {
   });
 }
 
-async function startDev(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; address: string; dataDir: string }> {
-  const dataDir = await tempDir('dmcp-dev-spares-');
-  const configDir = join(dataDir, 'config');
-  await mkdir(configDir);
-  await writeFile(join(configDir, 'mcp.json'), JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [fixtureServer] } } }));
-  const child = spawn(process.execPath, [cli, 'dev'], {
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      DMCP_DATA_DIR: dataDir,
-      DMCP_CONFIG_DIR: configDir,
-      DMCP_DEV_PORT: '0',
-      DMCP_DEV_UI_PORT: '0',
-      DMCP_CODEC_PORT: '0',
-      DMCP_API_PORT: '0',
-      ...env,
-    },
-  });
-  started.push(child);
-  let out = '';
-  let err = '';
-  child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
-  child.stderr!.setEncoding('utf8').on('data', (c: string) => (err = (err + c).slice(-4000)));
-  await waitUntil('dev to start', async () => out.includes('durable-mcp dev is running.') || child.exitCode !== null, 90_000);
-  assert.equal(child.exitCode, null, `dev exited early: ${out}\n${err}`);
-  const address = /Temporal server:\s+(\S+)/.exec(out)?.[1];
-  assert.ok(address, out);
-  return { child, address, dataDir };
+function startDev(env: NodeJS.ProcessEnv): Promise<DevProcess> {
+  return startDevProcess('dmcp-dev-spares-', () => env, (child) => started.push(child));
 }
 
 /** Starts and ends a one-call turn of a new session; the PID of its fixture server. */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -299,4 +299,55 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<Cl
     const e = err as { code?: number; stdout?: string; stderr?: string };
     return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
   }
+}
+
+/** A `durable-mcp dev` process started by {@link startDevProcess}. */
+export interface DevProcess {
+  child: ChildProcess;
+  /** The Temporal address dev printed. */
+  address: string;
+  dataDir: string;
+  /** Resolves with the exit code when dev ends. */
+  exit: Promise<number | null>;
+  /** What dev printed so far (its addresses once it is running). */
+  stdout(): string;
+}
+
+/**
+ * Starts `durable-mcp dev` in its own process group (like a shell job, so a test can signal the
+ * group as a terminal would) on free ports, with a fresh data dir whose config dir holds the fixture
+ * server, plus `env(dataDir)`; resolves once dev says it is running. `onSpawn` gets the process at
+ * once, so the caller can stop it even if the start fails.
+ */
+export async function startDevProcess(prefix: string, env: (dataDir: string) => NodeJS.ProcessEnv, onSpawn: (child: ChildProcess) => void): Promise<DevProcess> {
+  const dataDir = await tempDir(prefix);
+  const configDir = join(dataDir, 'config');
+  await mkdir(configDir);
+  await writeFile(join(configDir, 'mcp.json'), JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [fixtureServer] } } }));
+  const child = spawn(process.execPath, [cliScript, 'dev'], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DMCP_DATA_DIR: dataDir,
+      DMCP_CONFIG_DIR: configDir,
+      DMCP_DEV_PORT: '0',
+      DMCP_DEV_UI_PORT: '0',
+      DMCP_CODEC_PORT: '0',
+      DMCP_API_PORT: '0',
+      ...env(dataDir),
+    },
+  });
+  onSpawn(child);
+  const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let out = '';
+  let err = '';
+  child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+  child.stderr!.setEncoding('utf8').on('data', (c: string) => (err = (err + c).slice(-4000)));
+  await waitUntil('dev to start', async () => out.includes('durable-mcp dev is running.') || child.exitCode !== null, 90_000);
+  if (child.exitCode !== null) throw new Error(`dev exited early (${child.exitCode}): ${out}\n${err}`);
+  const address = /Temporal server:\s+(\S+)/.exec(out)?.[1];
+  if (!address) throw new Error(`dev printed no Temporal address: ${out}`);
+  return { child, address, dataDir, exit, stdout: () => out };
 }
