@@ -28,7 +28,7 @@ export interface LoginCommandOptions {
   err?: (line: string) => void;
   /** How long to wait for the browser; default 10 minutes. */
   waitMs?: number;
-  /** Opens the address in a browser; default the platform's opener (xdg-open, open, start). */
+  /** Opens the address in a browser; default the platform's opener (xdg-open, open, rundll32 url.dll), without a shell. */
   openBrowser?: (url: string) => void;
   /** For every request to the servers (tests). */
   fetch?: typeof fetch;
@@ -45,12 +45,33 @@ export interface LogoutCommandOptions {
   store?: TokenStore;
 }
 
+/**
+ * The program and argument vector that open `url` in a browser on `platform`, started without a
+ * shell: the address comes from the authorization server, and a shell (`cmd /c start` on Windows)
+ * would run what follows an `&` or `|` in it as commands. Undefined for anything but an http(s)
+ * address, since the openers also start programs and files they are given.
+ */
+export function browserOpener(platform: NodeJS.Platform, url: string): { command: string; args: string[] } | undefined {
+  let protocol: string;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    return undefined;
+  }
+  if (protocol !== 'https:' && protocol !== 'http:') return undefined;
+  if (platform === 'darwin') return { command: 'open', args: [url] };
+  // url.dll hands the address to the default browser; rundll32 takes it as plain text, no shell.
+  if (platform === 'win32') return { command: 'rundll32', args: ['url.dll,FileProtocolHandler', url] };
+  return { command: 'xdg-open', args: [url] };
+}
+
 /** Opens `url` with the platform's opener, detached; failures are silent (the address is printed anyway). */
 export function openInBrowser(url: string): void {
-  const [command, args] =
-    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '', url]] : ['xdg-open', [url]];
+  const opener = browserOpener(process.platform, url);
+  if (!opener) return;
+  const { command, args } = opener;
   try {
-    const child = spawn(command, args, { detached: true, stdio: 'ignore' });
+    const child = spawn(command, args, { detached: true, stdio: 'ignore', shell: false, windowsHide: true });
     child.on('error', () => undefined);
     child.unref();
   } catch {
