@@ -428,7 +428,7 @@ async function revokeOne(endpoint: string, record: LoginRecord, token: string, h
 
 /**
  * Logs `server` out for every process: revokes its refresh and access tokens where the
- * authorization server offers revocation, then deletes the login and any pending login (also when
+ * authorization server offers revocation at an address fit for tokens ({@link safeForTokens}), then deletes the login and any pending login (also when
  * revocation failed: the result says so). Holds the server's lock, so no refresh writes it back.
  */
 export async function logout(deps: LoginDeps, server: string): Promise<LogoutResult> {
@@ -442,7 +442,12 @@ export async function logout(deps: LoginDeps, server: string): Promise<LogoutRes
       result.failures.push(`the login file could not be read, so nothing was revoked: ${(err as Error).message}`);
     }
     const endpoint = record ? revocationOf(record).endpoint : undefined;
-    if (record && endpoint && !record.dead) {
+    if (record && endpoint && !record.dead && !safeForTokens(endpoint)) {
+      // The same rule as every other request that carries a token; the login is deleted anyway,
+      // since a bad endpoint must not keep anyone logged in.
+      result.revocationEndpoint = endpoint;
+      result.failures.push(`the tokens: the revocation endpoint ${endpoint} is plain http to another machine: the tokens would cross the network readable, so none was sent; they stay valid there until they expire`);
+    } else if (record && endpoint && !record.dead) {
       result.revocationEndpoint = endpoint;
       const secrets = [record.tokens.access_token, record.tokens.refresh_token ?? ''];
       const order: ['refresh_token' | 'access_token', string | undefined][] = [

@@ -11,7 +11,9 @@ import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { InvalidGrantError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { expiresWithin, loginProblemMessage, refreshDue, sameServerUrl, shortReason, storedTokens } from '../../plane/credentials.js';
-import { LoginError, finishLogin, listenForCallback, parseRedirectAddress, revocationOf, safeForTokens, startLogin, type CallbackOutcome } from '../../plane/oauth.js';
+import { LoginError, finishLogin, listenForCallback, logout, parseRedirectAddress, revocationOf, safeForTokens, startLogin, type CallbackOutcome } from '../../plane/oauth.js';
+import { logoutCommand } from '../../cli/login.js';
+import type { Settings } from '../../settings/index.js';
 import { createTokenStore } from '../../plane/tokenStore.js';
 import { tempDir } from '../support/harness.js';
 
@@ -223,4 +225,71 @@ describe('no login over plain http to another machine', () => {
     ['ftp://mcp.example.com/mcp', false],
   ];
   for (const [url, ok] of cases) test(`${url}: ${ok ? 'allowed' : 'refused'}`, () => assert.equal(safeForTokens(url), ok));
+});
+
+describe('no logout over plain http to another machine', () => {
+  async function loggedIn(revocationEndpoint: string) {
+    const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+    await store.write({
+      server: 'docs',
+      serverUrl: 'https://mcp.example.com/mcp',
+      loginId: 'l1',
+      createdAt: '2026-01-02T03:04:05.000Z',
+      discovery: {
+        authorizationServerUrl: 'https://auth.example.com/',
+        authorizationServerMetadata: {
+          issuer: 'https://auth.example.com/',
+          authorization_endpoint: 'https://auth.example.com/authorize',
+          token_endpoint: 'https://auth.example.com/token',
+          revocation_endpoint: revocationEndpoint,
+          response_types_supported: ['code'],
+        },
+      },
+      client: { client_id: 'c1', client_secret: 'client-secret-value' },
+      tokens: { access_token: 'at-secret-value', refresh_token: 'rt-secret-value', token_type: 'bearer', obtainedAt: 0 },
+    });
+    return store;
+  }
+  /** Fails loudly: any request at all is the bug. */
+  const noFetch = (async (url: string | URL) => {
+    throw new Error(`nothing may be fetched, but ${String(url)} was`);
+  }) as typeof fetch;
+
+  test('a revocation endpoint in plain http off this machine gets no token; the login is deleted anyway', async () => {
+    const store = await loggedIn('http://auth.example.com/revoke');
+    const result = await logout({ store, fetch: noFetch }, 'docs');
+    assert.equal(result.deleted, true);
+    assert.deepEqual(result.revoked, []);
+    assert.equal(result.revocationEndpoint, 'http://auth.example.com/revoke');
+    assert.equal(result.failures.length, 1, JSON.stringify(result.failures));
+    assert.match(result.failures[0]!, /^the tokens: the revocation endpoint http:\/\/auth\.example\.com\/revoke is plain http to another machine/);
+    assert.equal(await store.read('docs'), undefined);
+  });
+
+  test('mcp logout says it revoked nothing and why, deletes, and exits 1', async () => {
+    const store = await loggedIn('http://10.0.0.5/revoke');
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await logoutCommand({ server: 'docs', settings: {} as Settings, store, fetch: noFetch, out: (l) => out.push(l), err: (l) => err.push(l) });
+    assert.equal(code, 1);
+    assert.deepEqual(err, [
+      'docs: could not revoke the tokens: the revocation endpoint http://10.0.0.5/revoke is plain http to another machine: the tokens would cross the network readable, so none was sent; they stay valid there until they expire',
+    ]);
+    assert.deepEqual(out, ['docs: logged out; the login is deleted for every worker.']);
+    assert.equal(await store.read('docs'), undefined);
+    assert.ok(![...out, ...err].some((l) => /secret-value/.test(l)));
+  });
+
+  test('a loopback http revocation endpoint is still used', async () => {
+    const store = await loggedIn('http://127.0.0.1:9/revoke');
+    const seen: string[] = [];
+    const ok = (async (url: string | URL) => {
+      seen.push(String(url));
+      return new Response('', { status: 200 });
+    }) as typeof fetch;
+    const result = await logout({ store, fetch: ok }, 'docs');
+    assert.deepEqual(result.revoked, ['refresh_token', 'access_token']);
+    assert.deepEqual(seen, ['http://127.0.0.1:9/revoke', 'http://127.0.0.1:9/revoke']);
+    assert.equal(result.deleted, true);
+  });
 });
