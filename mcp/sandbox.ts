@@ -4,11 +4,14 @@
  * secrets: `/proc/<worker pid>/environ`, the data dir (payload store, dev database), the config
  * dir. So they run under bubblewrap (`bwrap`): their own PID namespace and `/proc`, a cleared
  * environment, the root file system read-only, a private `/tmp`, the workspace as the only
- * writable host folder, and the data and config dirs covered by empty tmpfs mounts.
+ * writable host folder, and the data and config dirs covered by empty tmpfs mounts. What an entry
+ * says never widens that: its `cwd` must lie in what the sandbox shows, and the paths its command
+ * line names are not bound in.
  */
 import { spawn } from 'node:child_process';
 import { access, constants, stat } from 'node:fs/promises';
 import { delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { ServerEntry } from '../config/types.js';
 
 /**
@@ -50,7 +53,7 @@ export interface SandboxPaths {
   workspace?: string;
   /** Its working directory inside the sandbox. */
   cwd: string;
-  /** Folders shown read-only again over the private `/tmp` (its cwd, its plugin folder). */
+  /** Folders shown read-only again over the private `/tmp` (its plugin folder, durable-mcp's own folder). */
   readable: string[];
   /** Folders covered by an empty tmpfs; they win over everything above. */
   hidden: string[];
@@ -118,19 +121,23 @@ export function workspaceFromSource(entry: Pick<ServerEntry, 'layer' | 'source'>
 }
 
 /**
- * The sandbox's `/tmp` is private, which would also hide a server whose own code lives under the
- * host's `/tmp` (a checkout or an install there). The top-level `/tmp` folders that the server's
- * command line names are shown again, read-only (a script's modules usually sit further up its
- * tree, so the whole top-level folder, not just the file). Nothing else of the host's `/tmp` is.
+ * The folder durable-mcp itself is installed in (this file is `<root>/dist/mcp/sandbox.js`). The
+ * operator chose it, and outside `/tmp` the read-only root shows it anyway; under the host's `/tmp`
+ * (a CI checkout, an unpacked release) the private `/tmp` would hide it, and with it the servers
+ * shipped inside it.
  */
-export function tmpFoldersNamedBy(launch: { command: string; args: string[] }): string[] {
-  const folders = new Set<string>();
-  for (const word of [launch.command, ...launch.args]) {
-    if (!isAbsolute(word)) continue;
-    const parts = resolve(word).split(sep);
-    if (parts[1] === 'tmp' && parts[2]) folders.add(join(sep, 'tmp', parts[2]));
-  }
-  return [...folders];
+export const INSTALL_ROOT = resolve(fileURLToPath(new URL('../../', import.meta.url)));
+
+/**
+ * What a sandbox shows again over its private `/tmp`: only folders the operator chose, the
+ * plugin's folder (the operator installed the plugin) and durable-mcp's own, when under `/tmp`.
+ * Never a folder the entry names: an untrusted entry is written by the agent or the plugin, so a
+ * `/tmp/<x>` in its command line or its `cwd` must not open the host's `/tmp` to it.
+ */
+export function operatorFolders(plugin: string | undefined, installRoot = INSTALL_ROOT): string[] {
+  const tmp = join(sep, 'tmp');
+  const install = installRoot !== tmp && within(installRoot, tmp) ? [installRoot] : [];
+  return [...(plugin !== undefined && plugin !== sep ? [plugin] : []), ...install];
 }
 
 /** A plugin entry's folder (`<plugin>/.mcp.json` or `<plugin>/plugin.json`): its files must stay visible. */
@@ -143,6 +150,35 @@ function pluginFolder(entry: Pick<ServerEntry, 'layer' | 'source'>): string | un
 /** A stdio server that may not run: its status says why and what to change. */
 export class UntrustedStdioRefused extends Error {
   override name = 'UntrustedStdioRefused';
+}
+
+/**
+ * What the sandbox of an untrusted `entry` shows of the host, with `workspace` the turn's
+ * workspace (default: the one its source names) and `hidden` the existing folders to cover.
+ * @throws UntrustedStdioRefused when the entry names folders the sandbox may not show.
+ */
+export function sandboxPathsFor(entry: Pick<ServerEntry, 'layer' | 'source' | 'cwd'>, workspace: string | undefined, hidden: string[]): SandboxPaths {
+  const ws = workspace ?? workspaceFromSource(entry);
+  if (ws !== undefined && (!isAbsolute(ws) || resolve(ws) === sep)) {
+    throw new UntrustedStdioRefused(`not started: the workspace ${JSON.stringify(ws)} cannot be the sandbox's writable folder`);
+  }
+  const root = ws === undefined ? undefined : resolve(ws);
+  const plugin = pluginFolder(entry);
+  let cwd = root ?? SANDBOX_HOME;
+  if (entry.cwd !== undefined) {
+    // The server starts where the sandbox already shows the host: its workspace or its plugin folder.
+    cwd = resolve((entry.layer === 'plugin' ? plugin ?? root : root ?? plugin) ?? sep, entry.cwd);
+    const shown = [...(root !== undefined ? [`the workspace ${root}`] : []), ...(plugin !== undefined ? [`the plugin folder ${plugin}`] : [])];
+    if (![root, plugin].some((folder) => folder !== undefined && within(cwd, folder))) {
+      const places = shown.length > 0 ? shown.join(' and ') : 'every folder its sandbox shows (it has no workspace)';
+      throw new UntrustedStdioRefused(
+        `not started: "cwd" ${JSON.stringify(entry.cwd)} in ${entry.source} lies outside ${places}; a server from the ${entry.layer} layer (untrusted: the agent can write it) ` +
+          `starts only there, since its sandbox shows no host folder its entry names; remove "cwd" or name a folder inside ${shown.length > 1 ? 'one of them' : 'it'}, ` +
+          'or move the entry to a trusted layer (the config dir or a --mcp-config file)',
+      );
+    }
+  }
+  return { ...(root !== undefined ? { workspace: root } : {}), cwd, readable: operatorFolders(plugin), hidden };
 }
 
 type Probe = { ok: true; bwrap: string } | { ok: false; reason: string };
@@ -183,17 +219,11 @@ export class StdioSandbox {
           'or set DMCP_UNTRUSTED_STDIO=allow to run untrusted stdio servers unsandboxed',
       );
     }
-    const ws = workspace ?? workspaceFromSource(entry);
-    if (ws !== undefined && (!isAbsolute(ws) || resolve(ws) === sep)) {
-      throw new UntrustedStdioRefused(`not started: the workspace ${JSON.stringify(ws)} cannot be the sandbox's writable folder`);
-    }
-    const cwd = entry.cwd ?? ws ?? SANDBOX_HOME;
-    const readable = [cwd, pluginFolder(entry), ...tmpFoldersNamedBy(plain)].filter((p): p is string => p !== undefined && p !== SANDBOX_HOME && p !== sep);
-    const hidden = await existing(this.options.hiddenPaths.map((p) => resolve(p)));
-    const args = sandboxArgs(plain, { workspace: ws && resolve(ws), cwd, readable, hidden });
+    const paths = sandboxPathsFor(entry, workspace, await existing(this.options.hiddenPaths.map((p) => resolve(p))));
+    const args = sandboxArgs(plain, paths);
     // bwrap itself gets the cleared environment too: it is PID 1 of the sandbox, and its
     // /proc/1/environ is readable from inside.
-    return { command: probe.bwrap, args, env: sandboxEnvironment(entry, this.options), sandbox: ws === undefined ? {} : { writable: resolve(ws) } };
+    return { command: probe.bwrap, args, env: sandboxEnvironment(entry, this.options), sandbox: paths.workspace === undefined ? {} : { writable: paths.workspace } };
   }
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
@@ -35,7 +35,7 @@ async function ask(turn: Turn, server: string, tool: string, args: Record<string
  * the workspace layer) both run the probe, so every sandbox assertion has a control that shows
  * what the same server can do outside the sandbox.
  */
-async function setUp(name: string, env: NodeJS.ProcessEnv) {
+async function setUp(name: string, env: NodeJS.ProcessEnv, moreWorkspaceServers: Record<string, unknown> = {}) {
   const root = await tempDir(`dmcp-sandbox-${name}-`);
   const configDir = join(root, 'config');
   // The default data dir (./.data): the client signs the turn's references with the turn key there.
@@ -49,7 +49,7 @@ async function setUp(name: string, env: NodeJS.ProcessEnv) {
   await writeFile(join(configDir, 'secret.txt'), 'config-dir-secret\n');
   await writeFile(join(dataDir, secretName), 'data-dir-secret\n');
   dataFiles.push(join(dataDir, secretName));
-  await writeFile(join(workspace, '.agents', 'mcp.json'), JSON.stringify({ mcpServers: { wsprobe: { ...probe, env: { PLAIN_SETTING: 'from-the-entry' } } } }));
+  await writeFile(join(workspace, '.agents', 'mcp.json'), JSON.stringify({ mcpServers: { wsprobe: { ...probe, env: { PLAIN_SETTING: 'from-the-entry' } }, ...moreWorkspaceServers } }));
   const marker = `marker-${randomBytes(6).toString('hex')}`;
   const h = await startHarness(`sandbox-${name}`, {
     DMCP_NO_USER_CONFIG: '0',
@@ -65,12 +65,41 @@ async function setUp(name: string, env: NodeJS.ProcessEnv) {
 describe('untrusted stdio servers run in a sandbox', () => {
   let s: Awaited<ReturnType<typeof setUp>>;
   const strays: string[] = [];
+  // A folder of the host's /tmp itself (not TMPDIR): what the private /tmp must keep hidden.
+  let hostTmp: string;
   before(async () => {
-    s = await setUp('on', {});
+    hostTmp = await mkdtemp('/tmp/dmcp-host-secret-');
+    strays.push(hostTmp);
+    await writeFile(join(hostTmp, 'secret.txt'), 'host-tmp-secret\n');
+    s = await setUp('on', {}, {
+      // An entry cannot show its sandbox a host folder: not by naming it on its command line...
+      wsargs: { ...probe, args: [...probe.args, join(hostTmp, 'secret.txt'), `--data=${hostTmp}`] },
+      // ...nor by starting there.
+      wscwd: { ...probe, cwd: hostTmp },
+    });
   });
   after(async () => {
     await s?.h.stop();
-    for (const f of strays) rmSync(f, { force: true });
+    for (const f of strays) rmSync(f, { force: true, recursive: true });
+  });
+
+  test('an entry opens no other host folder: /tmp paths on its command line stay hidden, a cwd outside the workspace is refused', async () => {
+    const turn = await s.h.client.startTurn({ sessionId: `sandbox-paths-${Date.now()}`, workspace: s.workspace });
+    try {
+      const byName = Object.fromEntries(turn.status.servers.map((x) => [x.name, x]));
+      const secret = join(hostTmp, 'secret.txt');
+      // The control: outside the sandbox the file is there.
+      assert.equal((await ask(turn, 'trusted', 'read', { path: secret })).value, 'host-tmp-secret\n');
+      assert.equal(byName.wsargs?.state, 'ready', JSON.stringify(byName.wsargs));
+      assert.equal((await ask(turn, 'wsargs', 'read', { path: secret })).ok, false, 'a /tmp folder named on the command line is not shown');
+      assert.equal((await ask(turn, 'wsprobe', 'read', { path: secret })).ok, false);
+      assert.equal(byName.wscwd?.state, 'failed', JSON.stringify(byName.wscwd));
+      const source = join(s.workspace, '.agents', 'mcp.json');
+      assert.ok(byName.wscwd?.error?.includes(`"cwd" ${JSON.stringify(hostTmp)} in ${source}:`), byName.wscwd?.error);
+      assert.ok(byName.wscwd?.error?.includes(`lies outside the workspace ${s.workspace};`), byName.wscwd?.error);
+    } finally {
+      await turn.end();
+    }
   });
 
   test('the workspace server sees no worker process, variable or secret folder, and writes only the workspace', async () => {

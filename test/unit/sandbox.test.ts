@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ServerEntry } from '../../config/types.js';
-import { SANDBOX_HOME, StdioSandbox, UntrustedStdioRefused, sandboxArgs, sandboxEnvironment, tmpFoldersNamedBy, workspaceFromSource, type SandboxPaths } from '../../mcp/sandbox.js';
+import { INSTALL_ROOT, SANDBOX_HOME, StdioSandbox, UntrustedStdioRefused, sandboxArgs, sandboxEnvironment, operatorFolders, sandboxPathsFor, workspaceFromSource, type SandboxPaths } from '../../mcp/sandbox.js';
 
 const BASE = ['--unshare-pid', '--unshare-ipc', '--die-with-parent', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--dir', SANDBOX_HOME];
 const run = { command: 'node', args: ['server.js', '--flag'] };
@@ -89,13 +89,85 @@ test('StdioSandbox: refuse, and sandbox without a working bwrap, refuse untruste
     err instanceof UntrustedStdioRefused && /failed its test run/.test(err.message));
 });
 
-test('a server whose code lives under the host /tmp can still run: the top-level /tmp folders its command line names stay readable', () => {
-  const cases: [command: string, args: string[], expected: string[]][] = [
-    ['/usr/bin/node', ['/tmp/ci/c/dist/server.js', '--flag'], ['/tmp/ci']],
-    ['/tmp/tools/bin/server', ['/tmp/tools/data', '/tmp/other/x'], ['/tmp/tools', '/tmp/other']],
-    ['node', ['server.js', '/srv/app/x.js', '/tmpfoo/y'], []],
-    ['/usr/bin/python3', ['-m', 'pkg'], []],
-    ['/usr/bin/node', ['/tmp/../etc/passwd', '/tmp'], []],
+/**
+ * The host folders a bwrap argument vector shows (the second word of every bind), but for
+ * durable-mcp's own folder, which a checkout under /tmp adds to every sandbox.
+ */
+function boundFolders(args: string[]): string[] {
+  const bound: string[] = [];
+  const end = args.indexOf('--');
+  for (let i = 0; i < end; i++) if (args[i] === '--bind' || args[i] === '--ro-bind') bound.push(args[i + 1]!);
+  return bound.filter((f) => f !== INSTALL_ROOT);
+}
+
+function untrusted(layer: 'workspace' | 'plugin', fields: Partial<ServerEntry>): ServerEntry {
+  const source = layer === 'workspace' ? '/home/u/proj/.agents/mcp.json:3' : '/opt/plugins/kit/.mcp.json:2';
+  return {
+    name: 'x', layer, source, trusted: false, type: 'stdio', command: '/usr/bin/node', args: ['server.js'], env: {}, envFrom: {}, headers: {}, enabled: true,
+    cwd: layer === 'workspace' ? '/home/u/proj' : '/opt/plugins/kit', ...fields,
+  };
+}
+
+test('sandboxPathsFor: /tmp folders an untrusted command line names stay hidden behind the private /tmp', () => {
+  for (const layer of ['workspace', 'plugin'] as const) {
+    const e = untrusted(layer, { command: '/tmp/secret-dir/bin/server', args: ['/tmp/secret-dir/server.js', '--data=/tmp/other', '/tmp/other/x'] });
+    const args = sandboxArgs({ command: e.command!, args: e.args }, sandboxPathsFor(e, '/home/u/proj', []));
+    const bound = boundFolders(args);
+    assert.ok(!bound.some((f) => f === '/tmp/secret-dir' || f === '/tmp/other' || f.startsWith('/tmp/')), `${layer}: ${JSON.stringify(bound)}`);
+    assert.deepEqual(bound, layer === 'workspace' ? ['/', '/home/u/proj'] : ['/', '/opt/plugins/kit', '/home/u/proj'], layer);
+  }
+});
+
+test('sandboxPathsFor: an untrusted cwd outside the workspace (or its plugin folder) is refused, naming the field and the file', () => {
+  const refused: [layer: 'workspace' | 'plugin', cwd: string][] = [
+    ['workspace', '/tmp/secret-dir'],
+    ['workspace', '/home/u'],
+    ['workspace', '/home/u/proj-other'],
+    ['workspace', '/opt/plugins/kit'],
+    ['plugin', '/tmp/secret-dir'],
+    ['plugin', '/opt/plugins'],
+    ['plugin', '/opt/plugins/kit-other'],
   ];
-  for (const [command, args, expected] of cases) assert.deepEqual(tmpFoldersNamedBy({ command, args }), expected, `${command} ${args.join(' ')}`);
+  for (const [layer, cwd] of refused) {
+    const e = untrusted(layer, { cwd });
+    assert.throws(() => sandboxPathsFor(e, '/home/u/proj', []), (err: Error) => {
+      assert.ok(err instanceof UntrustedStdioRefused, String(err));
+      assert.ok(err.message.includes(`"cwd" ${JSON.stringify(cwd)} in ${e.source} lies outside`), err.message);
+      assert.match(err.message, layer === 'plugin' ? /outside the workspace \/home\/u\/proj and the plugin folder \/opt\/plugins\/kit/ : /outside the workspace \/home\/u\/proj/);
+      return true;
+    }, `${layer} ${cwd}`);
+  }
+  // A plugin entry without a workspace: only its plugin folder.
+  assert.throws(() => sandboxPathsFor(untrusted('plugin', { cwd: '/home/u/proj' }), undefined, []), /"cwd" "\/home\/u\/proj" in \/opt\/plugins\/kit\/\.mcp\.json:2 lies outside the plugin folder \/opt\/plugins\/kit/);
+});
+
+test('sandboxPathsFor: a cwd inside the workspace or the plugin folder runs, and is not bound on its own', () => {
+  const allowed: [layer: 'workspace' | 'plugin', cwd: string, bound: string[]][] = [
+    ['workspace', '/home/u/proj', ['/', '/home/u/proj']],
+    ['workspace', '/home/u/proj/tools/srv', ['/', '/home/u/proj']],
+    ['plugin', '/opt/plugins/kit', ['/', '/opt/plugins/kit', '/home/u/proj']],
+    ['plugin', '/opt/plugins/kit/bin', ['/', '/opt/plugins/kit', '/home/u/proj']],
+    ['plugin', '/home/u/proj/sub', ['/', '/opt/plugins/kit', '/home/u/proj']],
+  ];
+  for (const [layer, cwd, bound] of allowed) {
+    const e = untrusted(layer, { cwd });
+    const args = sandboxArgs({ command: e.command!, args: e.args }, sandboxPathsFor(e, '/home/u/proj', []));
+    assert.deepEqual(boundFolders(args), bound, `${layer} ${cwd}`);
+    assert.deepEqual(args.slice(args.indexOf('--chdir'), args.indexOf('--chdir') + 2), ['--chdir', cwd]);
+  }
+});
+
+test('sandboxPathsFor: a plugin installed under the host /tmp still sees its own folder', () => {
+  const e = { ...untrusted('plugin', { cwd: '/tmp/ci/plugins/kit', args: ['/tmp/ci/plugins/kit/server.js'] }), source: '/tmp/ci/plugins/kit/.mcp.json:1' };
+  const args = sandboxArgs({ command: e.command!, args: e.args }, sandboxPathsFor(e, '/home/u/proj', []));
+  assert.deepEqual(boundFolders(args), ['/', '/tmp/ci/plugins/kit', '/home/u/proj']);
+});
+
+test('operatorFolders: only the plugin folder, and durable-mcp\'s own folder when the host /tmp would hide it', () => {
+  assert.deepEqual(operatorFolders(undefined, '/usr/lib/node_modules/durable-mcp'), []);
+  assert.deepEqual(operatorFolders('/opt/plugins/kit', '/srv/durable-mcp'), ['/opt/plugins/kit']);
+  assert.deepEqual(operatorFolders('/tmp/ci/plugins/kit', '/tmp/ci/checkout'), ['/tmp/ci/plugins/kit', '/tmp/ci/checkout']);
+  assert.deepEqual(operatorFolders(undefined, '/tmp/ci/checkout'), ['/tmp/ci/checkout']);
+  assert.deepEqual(operatorFolders(undefined, '/tmpfoo/checkout'), []);
+  assert.deepEqual(operatorFolders('/', '/tmp'), []);
 });
