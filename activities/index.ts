@@ -1,16 +1,17 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { scrubDeep, scrubberFor } from '../config/secrets.js';
 import { ConfigError, type LoadedConfig } from '../config/types.js';
 import type { ConfigRefs } from '../config/types.js';
-import { ServerUnavailableError } from '../mcp/managedServer.js';
+import { RefusedCallError, ServerUnavailableError } from '../mcp/managedServer.js';
 import type { ServerPool } from '../mcp/pool.js';
 import { renderServersParagraph } from '../shaping/serversParagraph.js';
 import type { Governance, GovernanceService } from '../governance/index.js';
 import {
   FailureType, type ActivityName, type CallOutcome, type CallToolInput, type ContentBlock, type ListToolsInput, type PostToolHookInput, type PostToolUseHooksResult,
-  type PreToolUseHooksResult, type ReconcileInput, type ReconcileResult, type ToolHookInput, type ToolInfo, MAX_NESTING_DEPTH, nestedDeeperThan,
+  type PreToolUseHooksResult, type ReconcileInput, type ReconcileResult, type ToolHookInput, type ToolInfo, MAX_NESTING_DEPTH, nestedDeeperThan, preToolUseProofText,
 } from '../contract/index.js';
 
 /**
@@ -39,6 +40,12 @@ export interface ActivityDeps {
    * listed and no hook runs.
    */
   governance?: GovernanceService;
+  /**
+   * Seals PreToolUse decisions. The operator's turn key, which every worker of the operator holds,
+   * so a call that moves to another worker after its hooks ran still verifies. Absent: a key of
+   * this process alone (such a call is then refused on the other worker, and says why).
+   */
+  turnKey?: Buffer;
 }
 
 /** Sessions whose governance is kept between a turn's reconcile and its calls; the oldest go first. */
@@ -46,8 +53,10 @@ const GOVERNANCE_SESSIONS_KEPT = 1000;
 
 export function createActivities(deps: ActivityDeps) {
   const { pool, logger, scrub } = deps;
-  // What the operator's files said when the session's turn reconciled: its tools were frozen, and
-  // its calls' hooks run, under the same rules.
+  const sealKey = deps.turnKey ?? randomBytes(32);
+  // What the operator's files said when the turn reconciled: its tools were frozen, and its calls'
+  // hooks run and are checked, under the same rules. Keyed by the turn as Temporal names it to the
+  // activity, never by anything in the workflow's input.
   const governed = new Map<string, Governance>();
 
   function configFailure(err: unknown): unknown {
@@ -55,9 +64,9 @@ export function createActivities(deps: ActivityDeps) {
     return err;
   }
 
-  async function governanceFor(sessionId: string, fresh = false): Promise<Governance | undefined> {
+  async function governanceFor(turnId: string, fresh = false): Promise<Governance | undefined> {
     if (!deps.governance) return undefined;
-    const kept = governed.get(sessionId);
+    const kept = governed.get(turnId);
     if (kept && !fresh) return kept;
     let g: Governance;
     try {
@@ -65,8 +74,8 @@ export function createActivities(deps: ActivityDeps) {
     } catch (err) {
       throw configFailure(err);
     }
-    governed.delete(sessionId);
-    governed.set(sessionId, g);
+    governed.delete(turnId);
+    governed.set(turnId, g);
     if (governed.size > GOVERNANCE_SESSIONS_KEPT) governed.delete(governed.keys().next().value!);
     return g;
   }
@@ -82,9 +91,10 @@ export function createActivities(deps: ActivityDeps) {
       throw err;
     }
     // Read before any server starts: a broken governance file stops the turn, naming the file and line.
-    const g = await governanceFor(input.sessionId, true);
+    const turnId = currentTurnId();
+    const g = await governanceFor(turnId, true);
     // An open interactive turn may still call: its servers are held for its idle limit.
-    const status = await withHeartbeat(() => pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs, workspace: input.refs.workspace }));
+    const status = await withHeartbeat(() => pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs, workspace: input.refs.workspace, turnId }));
     logger.info({ sessionId: input.sessionId, servers: status.servers.map((s) => `${s.name}:${s.state}`) }, 'servers reconciled');
     // The status is recorded in history: a secret value that reached it (an error that quotes a
     // spec, a server's stderr) must not.
@@ -103,7 +113,7 @@ export function createActivities(deps: ActivityDeps) {
 
   async function listTools(input: ListToolsInput): Promise<ToolInfo[]> {
     const tools = pool.tools(input.sessionId);
-    const g = await governanceFor(input.sessionId);
+    const g = await governanceFor(currentTurnId());
     if (!g || !deps.governance) return tools;
     try {
       return deps.governance.govern(tools, g, input);
@@ -124,17 +134,48 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   async function preToolUseHooks(input: ToolHookInput): Promise<PreToolUseHooksResult> {
-    const g = await governanceFor(input.sessionId);
+    const turnId = currentTurnId();
+    const g = await governanceFor(turnId);
     if (!g || !deps.governance) return { decision: 'none', runs: [] };
     const service = deps.governance;
     const result = await withHeartbeat((signal) => service.preToolUse(g, input, signal));
     logger.info({ sessionId: input.sessionId, callId: input.callId, tool: input.name, decision: result.decision, hooks: result.runs.length }, 'PreToolUse hooks ran');
     // Recorded in history: a hook that echoes a secret, or writes one into the arguments, must not put it there.
-    return scrubResult(result, scrub);
+    const clean = scrubResult(result, scrub);
+    if (clean.decision === 'deny') return clean;
+    // Sealed after scrubbing: the workflow calls with exactly the arguments recorded here.
+    return { ...clean, proof: seal(preToolUseProofText(turnId, input.callId, input.name, clean.updatedInput ?? input.arguments)) };
+  }
+
+  function seal(text: string): string {
+    return createHmac('sha256', sealKey).update(text, 'utf8').digest('hex');
+  }
+
+  /**
+   * The operator's rules for this call, checked again where it runs: the workflow's tool list is
+   * not taken on trust. A tool the rules refuse, or one with PreToolUse hooks but no sealed decision
+   * for exactly this turn, call and arguments, is not sent.
+   */
+  async function checkCall(input: CallToolInput, turnId: string): Promise<void> {
+    const g = await governanceFor(turnId);
+    if (!g || !deps.governance) return;
+    let governed: ToolInfo | undefined;
+    try {
+      [governed] = deps.governance.govern([{ name: input.name, server: input.server, tool: input.tool, description: '', inputSchema: {} }], g);
+    } catch (err) {
+      throw configFailure(err);
+    }
+    if (governed?.refusedBy !== undefined) throw new RefusedCallError(`${input.name} is not allowed: ${governed.refusedBy}`);
+    if (governed?.hooks?.PreToolUse === undefined) return;
+    const expected = Buffer.from(seal(preToolUseProofText(turnId, input.callId, input.name, input.arguments)), 'hex');
+    const given = Buffer.from(input.hookProof ?? '', 'hex');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw new RefusedCallError(`${input.name} has PreToolUse hooks, and this call carries no decision of theirs sealed by this operator's workers for this turn, call and arguments`);
+    }
   }
 
   async function postToolUseHooks(input: PostToolHookInput): Promise<PostToolUseHooksResult> {
-    const g = await governanceFor(input.sessionId);
+    const g = await governanceFor(currentTurnId());
     if (!g || !deps.governance) return { runs: [] };
     const service = deps.governance;
     const result = await withHeartbeat((signal) => service.postToolUse(g, input, signal));
@@ -150,7 +191,11 @@ export function createActivities(deps: ActivityDeps) {
     // environment scrubber alone would let a server that echoes them put them into history.
     let scrubAll = scrub;
     try {
+      const turnId = currentTurnId();
+      await checkCall(input, turnId);
       const result = await pool.callTool(input.sessionId, input.server, input.tool, input.arguments, {
+        turnId,
+        publicName: input.name,
         signal: ctx.cancellationSignal,
         timeoutMs: input.requestTimeoutMs,
         onServerSecrets: (values) => {
@@ -190,6 +235,7 @@ export function createActivities(deps: ActivityDeps) {
       };
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
+      if (err instanceof ApplicationFailure) throw err;
       throw toFailure(err, input, scrubAll);
     } finally {
       clearInterval(beat);
@@ -217,6 +263,9 @@ export function scrubResult<T>(result: T, scrub: (t: string) => string): T {
  */
 export function toFailure(err: unknown, input: Pick<CallToolInput, 'name' | 'server'>, scrub: (t: string) => string): ApplicationFailure {
   const message = scrub(err instanceof Error ? err.message : String(err));
+  if (err instanceof RefusedCallError) {
+    return ApplicationFailure.create({ type: FailureType.BadRequest, message, nonRetryable: true });
+  }
   if (err instanceof ServerUnavailableError) {
     return ApplicationFailure.create({ type: FailureType.ServerUnavailable, message, nonRetryable: true });
   }
@@ -229,6 +278,14 @@ export function toFailure(err: unknown, input: Pick<CallToolInput, 'name' | 'ser
     }
   }
   return ApplicationFailure.create({ type: FailureType.Transport, message: `${input.name} (server "${input.server}"): ${message}` });
+}
+
+/** The turn an activity works for, as Temporal reports it: the workflow ID, which every run of a turn keeps. */
+function currentTurnId(): string {
+  const turnId = Context.current().info.workflowExecution?.workflowId;
+  // A standalone activity (started by a client, outside any workflow) belongs to no turn.
+  if (turnId === undefined) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: 'this activity runs only inside a turn workflow', nonRetryable: true });
+  return turnId;
 }
 
 export type Activities = ReturnType<typeof createActivities>;

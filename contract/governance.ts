@@ -59,6 +59,30 @@ export interface PreToolUseHooksResult {
   /** Arguments rewritten by a hook (`updatedInput`): the call runs with these. */
   updatedInput?: Record<string, unknown>;
   runs: HookRunRecord[];
+  /**
+   * The worker's seal on a decision that lets the call go on: hex HMAC of {@link preToolUseProofText}
+   * with the operator's turn key. The call's activity runs only with a seal that matches its turn,
+   * call, tool and arguments, so a workflow cannot skip or forge what the hooks decided.
+   */
+  proof?: string;
+}
+
+/** What a PreToolUse seal signs: the turn, the call, the public tool name and the arguments the call runs with. */
+export function preToolUseProofText(turnId: string, callId: string, name: string, args: Record<string, unknown>): string {
+  return JSON.stringify(['durable-mcp PreToolUse v1', turnId, callId, name, canonicalJson(args)]);
+}
+
+/** JSON with object keys sorted at every level: the same value gives the same text wherever it was serialized. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value).sort().flatMap((k) => {
+      const v = (value as Record<string, unknown>)[k];
+      return v === undefined ? [] : [`${JSON.stringify(k)}:${canonicalJson(v)}`];
+    });
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
 }
 
 /** The PostToolUse hooks of one call that ran, combined. */

@@ -193,4 +193,6 @@ export interface CallToolInput {
   annotations?: ToolAnnotations;
   /** MCP request timeout; just under the activity's start-to-close so an MCP timeout is classified. */
   requestTimeoutMs: number;
+  /** The seal of the call's PreToolUse decision (`PreToolUseHooksResult.proof`), when hooks ran. */
+  hookProof?: string;
 }

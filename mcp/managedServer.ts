@@ -532,3 +532,8 @@ export class ServerUnavailableError extends Error {
     super(`MCP server "${server}" is not available: ${reason}`);
   }
 }
+
+/** A call the worker refuses to send (the operator's rules, a missing hook decision, a name that does not match). */
+export class RefusedCallError extends Error {
+  override name = 'RefusedCallError';
+}

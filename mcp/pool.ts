@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { LoadedConfig, ServerEntry } from '../config/types.js';
-import { ManagedServer, ServerUnavailableError, type CallOptions, type ManagedState } from './managedServer.js';
+import { ManagedServer, RefusedCallError, ServerUnavailableError, type CallOptions, type ManagedState } from './managedServer.js';
 import { admitRoot, rootsOf } from './roots.js';
 import { StdioSandbox, type UntrustedStdioOptions } from './sandbox.js';
 import { remoteSecrets } from './httpTransport.js';
@@ -65,9 +65,19 @@ export interface PoolCallOptions extends CallOptions {
    * login refreshed during the call adds a token that must be scrubbed as well.
    */
   onServerSecrets?: (values: () => readonly string[]) => void;
+  /**
+   * The turn (workflow ID) the call belongs to, as Temporal reports it to the activity. The pool
+   * serves it only if that turn reconciled the session on this worker under the config its servers
+   * now run: anyone can start a workflow that names a session, so the session ID alone proves nothing.
+   */
+  turnId: string;
+  /** The tool's public name: it must map to `server` and `tool` in the session's listing. */
+  publicName?: string;
 }
 
 export interface ReconcileOptions {
+  /** The turn (workflow ID) reconciling: it may call the session's servers until another config replaces them. */
+  turnId?: string;
   /** Keep the session at least this long after now and after each of its calls (an interactive turn's idle limit). */
   holdMs?: number;
   /**
@@ -100,7 +110,12 @@ interface Session {
   rootChecked?: string;
   /** Reconciliations of a session run one at a time (a failover reconcile may overlap the last one). */
   lock: Promise<unknown>;
+  /** Turns that reconciled the session here, with the config hash they reconciled; the newest last. */
+  turns: Map<string, string>;
 }
+
+/** Turns remembered per session: older ones reconcile again (their calls never started) before they call. */
+const TURNS_KEPT = 32;
 
 /**
  * The worker's MCP servers, keyed by session: a session's turns share server
@@ -149,7 +164,15 @@ export class ServerPool {
     if (holds) session.holdMs = options.holdMs;
     if (options.workspace) session.workspace = options.workspace;
     session.busy += 1;
-    const run = session.lock.then(() => this.reconcileNow(sessionId, session, config));
+    const run = session.lock.then(async () => {
+      const status = await this.reconcileNow(sessionId, session, config);
+      if (options.turnId !== undefined) {
+        session.turns.delete(options.turnId);
+        session.turns.set(options.turnId, config.hash);
+        if (session.turns.size > TURNS_KEPT) session.turns.delete(session.turns.keys().next().value!);
+      }
+      return status;
+    });
     session.lock = run.catch(() => undefined);
     try {
       return await run;
@@ -363,6 +386,14 @@ export class ServerPool {
     const session = this.sessions.get(sessionId);
     const managed = session?.servers.get(server);
     if (!session || !managed) throw new ServerUnavailableError(server, 'not started on this worker');
+    // Refused as "not started": a turn whose servers another turn reconciled under another config
+    // reconciles its own again and calls then; a turn that never reconciled here cannot call.
+    if (session.turns.get(options.turnId) !== session.configHash) throw new ServerUnavailableError(server, 'not reconciled for this turn on this worker');
+    if (options.publicName !== undefined) {
+      // The operator's rules match public names: the name checked must be the one this tool has.
+      const listed = this.nameMap(session).publicName(server, tool);
+      if (listed !== undefined && listed !== options.publicName) throw new RefusedCallError(`${options.publicName} is not the name of tool "${tool}" of server "${server}" (that is ${listed})`);
+    }
     if (options.onServerSecrets && (managed.entry.type === 'http' || managed.entry.type === 'sse')) {
       let headers = managed.entry.headers;
       try {
@@ -484,7 +515,7 @@ export class ServerPool {
   private session(sessionId: string): Session {
     let session = this.sessions.get(sessionId);
     if (!session) {
-      session = { servers: new Map(), lastUsed: Date.now(), busy: 0, lock: Promise.resolve() };
+      session = { servers: new Map(), lastUsed: Date.now(), busy: 0, lock: Promise.resolve(), turns: new Map() };
       this.sessions.set(sessionId, session);
     }
     session.lastUsed = Date.now();

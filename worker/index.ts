@@ -146,6 +146,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     logger,
     scrub,
     governance,
+    turnKey: boundary.turnKey,
   });
   metrics?.watchPool(pool);
   const interceptors = metrics ? { activity: [metrics.interceptor] } : undefined;

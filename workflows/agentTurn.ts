@@ -44,6 +44,17 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     throw ApplicationFailure.create({ type: TURN_INPUT_FAILURE_TYPE, message: `batch refused: ${inputProblem}`, nonRetryable: true });
   }
 
+  // A continuation is trusted only when Temporal says this run continues an earlier one of the same
+  // turn: anyone who can start a workflow can write one into the input. No patch: no run recorded
+  // before this check carried a continuation without being one.
+  if (input.continued && (info.continuedFromExecutionRunId === undefined || input.continued.start.turnId !== info.workflowId)) {
+    throw ApplicationFailure.create({
+      type: TURN_INPUT_FAILURE_TYPE,
+      message: 'continuation refused: a turn carries one only into a run of its own made by continue-as-new; start the turn without it',
+      nonRetryable: true,
+    });
+  }
+
   installHandlers(ctx);
   // Without an await, so a continued run's idle timer stays its first command, ahead of any call
   // that an Update delivered with the run starts.

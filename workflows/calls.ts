@@ -69,19 +69,21 @@ async function executeCall(ctx: TurnContext, request: CallRequest, args: Record<
 
   let hooks: CallHooks | undefined;
   let callArgs = args;
+  let pre: PreToolUseHooksResult | undefined;
   const preBudget = tool.hooks.PreToolUse;
   if (preBudget !== undefined) {
     // Its result is in history before the call is scheduled: after a crash the recorded decision is
     // read back, never taken again, whatever the hooks of the next worker would say.
-    const pre = await hookActivity(ctx, request, tool, 'PreToolUse', preBudget, (a) => a.preToolUseHooks({ ...hookInput(ctx, request, tool), arguments: args }));
-    if ('status' in pre) return pre;
+    const decided = await hookActivity(ctx, request, tool, 'PreToolUse', preBudget, (a) => a.preToolUseHooks({ ...hookInput(ctx, request, tool), arguments: args }));
+    if ('status' in decided) return decided;
+    pre = decided;
     hooks = { pre: preSummary(pre) };
     if (pre.decision === 'deny') {
       return { ...errorOutcome('bad_request', `a PreToolUse hook denied ${tool.name}: ${pre.reason ?? 'no reason given'}`), hooks };
     }
     if (pre.updatedInput) callArgs = pre.updatedInput;
   }
-  const outcome = await callActivity(ctx, request, tool, callArgs);
+  const outcome = await callActivity(ctx, request, tool, callArgs, pre?.proof);
   const postBudget = tool.hooks.PostToolUse;
   // Like Claude Code's PostToolUse: only after the tool ran (an isError result did run).
   if (postBudget !== undefined && outcome.status === 'ok') {
@@ -161,7 +163,7 @@ async function hookActivity<T>(
 }
 
 /** Runs the call's `callTool` activity, with its one failover. */
-async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolInfo, args: Record<string, unknown>): Promise<CallOutcome> {
+async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolInfo, args: Record<string, unknown>, hookProof?: string): Promise<CallOutcome> {
   const { state, limits } = ctx;
   const safeToRetry = isSafeToRetry(tool);
   const callInput: CallToolInput = {
@@ -173,6 +175,7 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
     arguments: args,
     annotations: tool.annotations,
     requestTimeoutMs: requestTimeoutMs(tool, limits),
+    ...(hookProof !== undefined ? { hookProof } : {}),
   };
   // Behind a patch: turns recorded before it let Temporal retry a lost heartbeat on the same
   // pinned queue, and must replay that way.

@@ -47,7 +47,7 @@ test('concurrent reconciliations of one session start each server once and both 
   const log = join(dir, 'starts.log');
   const pool = newPool();
   const cfg = config('h1', entry('a', '--start-log', log), entry('b', '--start-log', log));
-  const [s1, s2] = await Promise.all([pool.reconcile('s', cfg), pool.reconcile('s', cfg)]);
+  const [s1, s2] = await Promise.all([pool.reconcile('s', cfg, { turnId: 't' }), pool.reconcile('s', cfg, { turnId: 't' })]);
   for (const status of [s1, s2]) assert.deepEqual(status.servers.map((s) => `${s.name}:${s.state}`), ['a:ready', 'b:ready']);
   assert.equal((await readLines(log)).length, 2);
   pidOf(pool, 's', 'a');
@@ -56,11 +56,11 @@ test('concurrent reconciliations of one session start each server once and both 
 
 test('a config change does not cancel a call in flight: the replaced server stops when the call ends', async () => {
   const pool = newPool();
-  await pool.reconcile('s', config('v1', entry('a')));
+  await pool.reconcile('s', config('v1', entry('a')), { turnId: 't' });
   const old = pidOf(pool, 's', 'a');
-  const call = pool.callTool('s', 'a', 'sleep', { ms: 1500 }, { timeoutMs: 10_000 });
+  const call = pool.callTool('s', 'a', 'sleep', { ms: 1500 }, { timeoutMs: 10_000, turnId: 't' });
   await new Promise((r) => setTimeout(r, 200));
-  const status = await pool.reconcile('s', config('v2', entry('a', '--stderr', 'v2')));
+  const status = await pool.reconcile('s', config('v2', entry('a', '--stderr', 'v2')), { turnId: 't' });
   assert.equal(status.servers[0]?.state, 'ready');
   assert.notEqual(pidOf(pool, 's', 'a'), old, 'the new config runs in a new process');
   assert.ok(isAlive(old), 'the old process still serves its call');
@@ -72,9 +72,9 @@ test('a config change does not cancel a call in flight: the replaced server stop
 
 test('stopIdle skips a session with a call in flight and stops it once idle', async () => {
   const pool = newPool();
-  await pool.reconcile('s', config('v1', entry('a')));
+  await pool.reconcile('s', config('v1', entry('a')), { turnId: 't' });
   const pid = pidOf(pool, 's', 'a');
-  const call = pool.callTool('s', 'a', 'sleep', { ms: 500 }, { timeoutMs: 10_000 });
+  const call = pool.callTool('s', 'a', 'sleep', { ms: 500 }, { timeoutMs: 10_000, turnId: 't' });
   await pool.stopIdle(0, Date.now() + 60_000);
   assert.ok(isAlive(pid));
   await call;
@@ -88,27 +88,27 @@ test('a running server is listed again only when it said its tools changed, or w
   const lists = join(dir, 'lists.log');
   const pool = newPool();
   const cfg = config('v1', entry('a', '--list-log', lists));
-  await pool.reconcile('s', cfg);
+  await pool.reconcile('s', cfg, { turnId: 't' });
   const pid = pidOf(pool, 's', 'a');
-  await pool.reconcile('s', cfg);
-  await pool.reconcile('s', cfg);
+  await pool.reconcile('s', cfg, { turnId: 't' });
+  await pool.reconcile('s', cfg, { turnId: 't' });
   assert.equal((await readLines(lists)).length, 1, 'listed once, when it started; later reconciliations reuse that listing');
   assert.ok(!pool.tools('s').some((t) => t.tool === 'added_1'));
 
   // add_tool sends notifications/tools/list_changed before it answers.
-  await pool.callTool('s', 'a', 'add_tool', {}, { timeoutMs: 10_000 });
-  const status = await pool.reconcile('s', cfg);
+  await pool.callTool('s', 'a', 'add_tool', {}, { timeoutMs: 10_000, turnId: 't' });
+  const status = await pool.reconcile('s', cfg, { turnId: 't' });
   assert.equal((await readLines(lists)).length, 2, 'listed again after list_changed');
   assert.ok(pool.tools('s').some((t) => t.name === 'mcp__a__added_1'), pool.tools('s').map((t) => t.name).join(', '));
   assert.ok(status.servers[0]?.tools.includes('mcp__a__added_1'));
   assert.equal(pidOf(pool, 's', 'a'), pid, 'same process');
-  await pool.reconcile('s', cfg);
+  await pool.reconcile('s', cfg, { turnId: 't' });
   assert.equal((await readLines(lists)).length, 2, 'the change was consumed by one listing');
 
   // A crashed server restarts, and the fresh process is listed.
   process.kill(pid, 'SIGKILL');
   assert.ok(await waitFor(() => pool.status('s').servers[0]?.state === 'failed', 5000), 'the crash was noticed');
-  await pool.reconcile('s', cfg);
+  await pool.reconcile('s', cfg, { turnId: 't' });
   assert.notEqual(pidOf(pool, 's', 'a'), pid);
   assert.equal((await readLines(lists)).length, 3, 'the restarted server was listed');
   assert.ok(!pool.tools('s').some((t) => t.tool === 'added_1'), 'the new process has its own tools');
@@ -117,7 +117,7 @@ test('a running server is listed again only when it said its tools changed, or w
 test('a reconcile with holdMs keeps an idle session for the hold; each call renews it; then it stops', async () => {
   const pool = newPool();
   const cfg = config('v1', entry('a'));
-  await pool.reconcile('s', cfg, { holdMs: 2000 });
+  await pool.reconcile('s', cfg, { holdMs: 2000, turnId: 't' });
   const pid = pidOf(pool, 's', 'a');
   const reconciled = Date.now();
   // Past the session idle time (300 ms), inside the hold.
@@ -127,13 +127,13 @@ test('a reconcile with holdMs keeps an idle session for the hold; each call rene
 
   // A reconcile without a hold (another turn of the session) does not cut the hold short.
   await new Promise((r) => setTimeout(r, 400));
-  await pool.reconcile('s', cfg);
+  await pool.reconcile('s', cfg, { turnId: 't' });
   await pool.stopIdle(300, reconciled + 1500);
   assert.equal(pool.pids('s').a, pid);
 
   // A call renews the hold from when it ends.
   await new Promise((r) => setTimeout(r, 400));
-  await pool.callTool('s', 'a', 'whoami', {}, { timeoutMs: 10_000 });
+  await pool.callTool('s', 'a', 'whoami', {}, { timeoutMs: 10_000, turnId: 't' });
   const called = Date.now();
   await pool.stopIdle(300, called + 1700);
   assert.equal(pool.pids('s').a, pid, 'the call renewed the hold');
@@ -145,14 +145,14 @@ test('a reconcile with holdMs keeps an idle session for the hold; each call rene
 
 test('with the worker idle check running (session idle 300 ms), a 2 s hold keeps the servers, then they stop', async () => {
   const pool = newPool();
-  await pool.reconcile('s', config('v1', entry('a')), { holdMs: 2000 });
+  await pool.reconcile('s', config('v1', entry('a')), { holdMs: 2000, turnId: 't' });
   const reconciled = Date.now();
   const pid = pidOf(pool, 's', 'a');
   const idleCheck = setInterval(() => void pool.stopIdle(300), 100);
   try {
     await new Promise((r) => setTimeout(r, 1200));
     assert.equal(pool.pids('s').a, pid, 'still held 1.2 s after the reconcile');
-    const call = await pool.callTool('s', 'a', 'whoami', {}, { timeoutMs: 10_000 });
+    const call = await pool.callTool('s', 'a', 'whoami', {}, { timeoutMs: 10_000, turnId: 't' });
     assert.deepEqual(call.content, [{ type: 'text', text: JSON.stringify({ name: 'a', pid }) }], 'the server kept its process');
     assert.ok(await waitFor(() => pool.pids('s').a === undefined, 5000), 'stopped after the hold');
     const stoppedAfter = Date.now() - reconciled;
@@ -165,7 +165,7 @@ test('with the worker idle check running (session idle 300 ms), a 2 s hold keeps
 
 test('a held session still stops by the session idle time when that ends later than the hold', async () => {
   const pool = newPool();
-  await pool.reconcile('s', config('v1', entry('a')), { holdMs: 100 });
+  await pool.reconcile('s', config('v1', entry('a')), { holdMs: 100, turnId: 't' });
   const pid = pidOf(pool, 's', 'a');
   await pool.stopIdle(5000, Date.now() + 1000);
   assert.equal(pool.pids('s').a, pid, 'the hold is over but the session idle time is not');
@@ -175,7 +175,7 @@ test('a held session still stops by the session idle time when that ends later t
 
 test('without a hold, a session stops after the session idle time (real clock)', async () => {
   const pool = newPool();
-  await pool.reconcile('s', config('v1', entry('a')));
+  await pool.reconcile('s', config('v1', entry('a')), { turnId: 't' });
   const pid = pidOf(pool, 's', 'a');
   await new Promise((r) => setTimeout(r, 400));
   await pool.stopIdle(300);
@@ -185,7 +185,7 @@ test('without a hold, a session stops after the session idle time (real clock)',
 
 test('a tool carries the retry rule of its server entry when that is "safe" or "never"', async () => {
   const pool = newPool();
-  await pool.reconcile('s', config('v1', { ...entry('n'), retry: 'never' }, { ...entry('y'), retry: 'safe' }, { ...entry('u'), retry: 'auto' }, entry('d')));
+  await pool.reconcile('s', config('v1', { ...entry('n'), retry: 'never' }, { ...entry('y'), retry: 'safe' }, { ...entry('u'), retry: 'auto' }, entry('d')), { turnId: 't' });
   const retryOf = (server: string) => pool.tools('s').filter((t) => t.server === server).map((t) => t.retry);
   assert.deepEqual(new Set(retryOf('n')), new Set(['never']));
   assert.deepEqual(new Set(retryOf('y')), new Set(['safe']));
@@ -200,6 +200,6 @@ test('a tool carries the retry rule of its server entry when that is "safe" or "
 test('reconcile after shutdown is refused and starts nothing', async () => {
   const pool = newPool();
   await pool.shutdown();
-  await assert.rejects(pool.reconcile('s', config('v1', entry('a'))), /shutting down/);
+  await assert.rejects(pool.reconcile('s', config('v1', entry('a')), { turnId: 't' }), /shutting down/);
   assert.deepEqual(pool.pids('s'), {});
 });

@@ -68,18 +68,18 @@ for (const layer of ['configDir', 'explicit', 'inline'] as const) {
     const log = join(dir, 'starts.log');
     const pool = newPool();
     const cfg = config('v1', entry('a', layer, '--start-log', log));
-    await pool.reconcile('s1', cfg);
+    await pool.reconcile('s1', cfg, { turnId: 't' });
     const first = pidOf(pool, 's1', 'a');
     const [spare] = await spares(pool, 'a');
     assert.ok(spare && spare !== first, 'a spare runs besides the session\'s server');
     const startedBefore = await startedPids(log);
     assert.deepEqual(startedBefore, [first, spare]);
 
-    const status = await pool.reconcile('s2', cfg);
+    const status = await pool.reconcile('s2', cfg, { turnId: 't' });
     assert.equal(status.servers[0]?.state, 'ready');
     assert.equal(pidOf(pool, 's2', 'a'), spare, 'the second session got the spare');
     assert.equal(pidOf(pool, 's1', 'a'), first, 'the first session kept its own');
-    const call = await pool.callTool('s2', 'a', 'whoami', {}, { timeoutMs: 10_000 });
+    const call = await pool.callTool('s2', 'a', 'whoami', {}, { timeoutMs: 10_000, turnId: 't' });
     assert.deepEqual(call.content, [{ type: 'text', text: JSON.stringify({ name: 'a', pid: spare }) }]);
     assert.ok(status.servers[0]?.tools.includes('mcp__a__whoami'), 'the spare came with its listing');
 
@@ -87,7 +87,7 @@ for (const layer of ['configDir', 'explicit', 'inline'] as const) {
     const [next] = await spares(pool, 'a');
     assert.ok(next && next !== spare && next !== first);
     assert.deepEqual(await startedPids(log), [first, spare, next], 'the turn of s2 itself started nothing');
-    await pool.reconcile('s3', cfg);
+    await pool.reconcile('s3', cfg, { turnId: 't' });
     assert.equal(pidOf(pool, 's3', 'a'), next);
   });
 }
@@ -98,10 +98,10 @@ for (const layer of ['workspace', 'plugin'] as const) {
     const log = join(dir, 'starts.log');
     const pool = newPool(2);
     const cfg = config('v1', entry('u', layer, '--start-log', log));
-    await pool.reconcile('s1', cfg);
+    await pool.reconcile('s1', cfg, { turnId: 't' });
     const first = pidOf(pool, 's1', 'u');
     assert.deepEqual(await spares(pool, 'u'), []);
-    await pool.reconcile('s2', cfg);
+    await pool.reconcile('s2', cfg, { turnId: 't' });
     const second = pidOf(pool, 's2', 'u');
     assert.notEqual(second, first);
     await pool.sparesSettled();
@@ -111,22 +111,22 @@ for (const layer of ['workspace', 'plugin'] as const) {
 
 test('a config change discards the old entry\'s spares; the new entry gets its own', async () => {
   const pool = newPool();
-  await pool.reconcile('s1', config('v1', entry('a', 'configDir')));
+  await pool.reconcile('s1', config('v1', entry('a', 'configDir')), { turnId: 't' });
   const [old] = await spares(pool, 'a');
   assert.ok(old);
-  await pool.reconcile('s1', config('v2', entry('a', 'configDir', '--stderr', 'v2')));
+  await pool.reconcile('s1', config('v2', entry('a', 'configDir', '--stderr', 'v2')), { turnId: 't' });
   assert.ok(await waitFor(() => !isAlive(old), 5000), 'the spare of the old entry stopped');
   const [fresh] = await spares(pool, 'a');
   assert.ok(fresh && fresh !== old);
-  await pool.reconcile('s2', config('v2', entry('a', 'configDir', '--stderr', 'v2')));
+  await pool.reconcile('s2', config('v2', entry('a', 'configDir', '--stderr', 'v2')), { turnId: 't' });
   assert.equal(pidOf(pool, 's2', 'a'), fresh);
 
   // Another session still on the old entry keeps it in use: its spares stay.
-  await pool.reconcile('x1', config('w1', entry('b', 'configDir')));
-  await pool.reconcile('x2', config('w1', entry('b', 'configDir')));
+  await pool.reconcile('x1', config('w1', entry('b', 'configDir')), { turnId: 't' });
+  await pool.reconcile('x2', config('w1', entry('b', 'configDir')), { turnId: 't' });
   const [b] = await spares(pool, 'b');
   assert.ok(b);
-  await pool.reconcile('x1', config('w2', entry('b', 'configDir', '--stderr', 'w2')));
+  await pool.reconcile('x1', config('w2', entry('b', 'configDir', '--stderr', 'w2')), { turnId: 't' });
   await pool.sparesSettled();
   assert.ok(isAlive(b) && (pool.sparePids().b ?? []).includes(b), 'x2 still uses the old entry');
 });
@@ -135,35 +135,35 @@ test('a spare started with another envFrom value is not handed out', async () =>
   const token = { value: 'one' };
   const pool = newPool(1, token);
   const cfg = config('v1', { ...entry('a', 'configDir'), envFrom: { SERVER_TOKEN: 'WORKER_TOKEN' } });
-  await pool.reconcile('s1', cfg);
+  await pool.reconcile('s1', cfg, { turnId: 't' });
   const [spare] = await spares(pool, 'a');
   assert.ok(spare);
   token.value = 'two';
-  await pool.reconcile('s2', cfg);
+  await pool.reconcile('s2', cfg, { turnId: 't' });
   assert.notEqual(pidOf(pool, 's2', 'a'), spare, 'a server of the new value was started instead');
-  await pool.reconcile('s3', config('v1', entry('a', 'configDir')));
+  await pool.reconcile('s3', config('v1', entry('a', 'configDir')), { turnId: 't' });
   assert.notEqual(pidOf(pool, 's3', 'a'), spare, 'nor does an entry without envFrom match it');
 });
 
 test('a spare that died is not handed out', async () => {
   const pool = newPool();
   const cfg = config('v1', entry('a', 'explicit'));
-  await pool.reconcile('s1', cfg);
+  await pool.reconcile('s1', cfg, { turnId: 't' });
   const [spare] = await spares(pool, 'a');
   assert.ok(spare);
   process.kill(spare, 'SIGKILL');
-  const status = await pool.reconcile('s2', cfg);
+  const status = await pool.reconcile('s2', cfg, { turnId: 't' });
   assert.equal(status.servers[0]?.state, 'ready');
   const got = pidOf(pool, 's2', 'a');
   assert.notEqual(got, spare);
-  const call = await pool.callTool('s2', 'a', 'whoami', {}, { timeoutMs: 10_000 });
+  const call = await pool.callTool('s2', 'a', 'whoami', {}, { timeoutMs: 10_000, turnId: 't' });
   assert.deepEqual(call.content, [{ type: 'text', text: JSON.stringify({ name: 'a', pid: got }) }]);
 });
 
 test('spares of an entry no session uses stop after the session idle time, not before', async () => {
   const pool = newPool();
   const cfg = config('v1', entry('a', 'configDir'));
-  await pool.reconcile('s1', cfg);
+  await pool.reconcile('s1', cfg, { turnId: 't' });
   const [spare] = await spares(pool, 'a');
   assert.ok(spare);
   await pool.stopIdle(60_000);
@@ -181,7 +181,7 @@ test('shutdown stops every spare, one still starting included, and leaves no pro
   const log = join(dir, 'starts.log');
   const pool = newPool(2);
   const cfg = config('v1', entry('slow', 'inline', '--start-log', log, '--sleep-before-handshake', '1500'));
-  await pool.reconcile('s1', cfg);
+  await pool.reconcile('s1', cfg, { turnId: 't' });
   // The spares have spawned (each logs its start) but are still before their handshake.
   assert.ok(await waitFor(async () => (await readLines(log)).length === 3, 5000));
   const all = await startedPids(log);
@@ -199,8 +199,8 @@ test('with 0 spares nothing extra ever starts', async () => {
   const log = join(dir, 'starts.log');
   const pool = newPool(0);
   const cfg = config('v1', entry('a', 'configDir', '--start-log', log));
-  await pool.reconcile('s1', cfg);
-  await pool.reconcile('s2', cfg);
+  await pool.reconcile('s1', cfg, { turnId: 't' });
+  await pool.reconcile('s2', cfg, { turnId: 't' });
   await pool.sparesSettled();
   assert.equal((await readLines(log)).length, 2);
   assert.deepEqual(pool.sparePids(), {});

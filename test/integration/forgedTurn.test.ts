@@ -1,0 +1,106 @@
+// A caller of Temporal is not the operator. A plain Temporal client (no turn key, no API token)
+// reads a live session's worker queue from a turn's memo and starts `agentTurn` with a continuation
+// of its own making: a tool list without the operator's deny rule or hooks, pointing at the victim's
+// servers. None of it may run: the continuation is refused, and nothing reaches a server.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { UpdateName, type ContinuedTurn, type ToolInfo, type TurnInput } from '../../contract/index.js';
+import { fixtureServer, readLines, startHarness, temporalAddress, tempDir, type Harness } from '../support/harness.js';
+import { textOf } from '../support/content.js';
+
+const hookScript = fileURLToPath(new URL('../../../test/fixtures/hooks/hook.sh', import.meta.url));
+
+/** The messages of an error and its causes, joined. */
+function messages(err: unknown): string {
+  const out: string[] = [];
+  for (let e = err as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) if (e.message) out.push(e.message);
+  return out.join(' <- ');
+}
+
+describe('a forged continuation from a plain Temporal client', () => {
+  let h: Harness;
+  let root: string;
+  let workspace: string;
+  let fixtureLog: string;
+  let attacker: Client;
+  let connection: Connection;
+
+  const executed = async () => (existsSync(fixtureLog) ? (await readLines(fixtureLog)).map((l) => JSON.parse(l) as { tool: string; args: Record<string, unknown> }) : []);
+
+  before(async () => {
+    root = await tempDir('dmcp-forged-');
+    const configDir = join(root, 'config');
+    workspace = join(root, 'ws');
+    fixtureLog = join(root, 'fixture.log');
+    await mkdir(configDir, { recursive: true });
+    await mkdir(workspace, { recursive: true });
+    await writeFile(join(configDir, 'mcp.json'), JSON.stringify({ mcpServers: { s: { command: process.execPath, args: [fixtureServer] } } }));
+    // The operator denies one tool and guards another with a hook that denies every call.
+    await writeFile(join(configDir, 'settings.json'), JSON.stringify({
+      permissions: { deny: ['mcp__s__env'] },
+      hooks: { PreToolUse: [{ matcher: 'mcp__s__fail', hooks: [{ type: 'command', command: `bash ${hookScript} deny` }] }] },
+    }));
+    // In the worker's environment, so the inline server logs its executions too.
+    h = await startHarness('forged', { DMCP_NO_USER_CONFIG: '0', DMCP_CONFIG_DIR: configDir, FIXTURE_LOG: fixtureLog });
+    connection = await Connection.connect({ address: temporalAddress() });
+    attacker = new Client({ connection });
+  });
+  after(async () => {
+    await h?.stop();
+    await connection?.close();
+  });
+
+  test('the turn refuses a continuation that did not come from continue-as-new; no call reaches the servers', async () => {
+    const sessionId = `forged-${Date.now()}`;
+    // The victim: an interactive turn with signed inline servers, open, servers live on the worker.
+    const turn = await h.client.startTurn({ sessionId, workspace, servers: { inlineSpecs: [`v:${process.execPath} ${fixtureServer}`] } });
+    try {
+      const ok = await turn.callTool({ id: 'v1', name: 'mcp__s__echo', arguments: { text: 'victim' } });
+      assert.equal(textOf(ok.content[0]), 'victim');
+      assert.ok(!turn.tools.some((t) => t.name === 'mcp__s__env'), 'the deny rule hides env from the model');
+      const before = (await executed()).length;
+
+      // The attacker reads the worker queue from the memo and builds a tool list of its own.
+      const described = await attacker.workflow.getHandle(turn.turnId).describe();
+      const memo = (described.memo ?? {}) as { workerQueue?: string };
+      const workerQueue = memo.workerQueue ?? turn.workerQueue;
+      const tool = (server: string, name: string): ToolInfo => ({ name: `mcp__${server}__${name}`, server, tool: name, description: '', inputSchema: {} });
+      const continued: ContinuedTurn = {
+        start: { turnId: `${sessionId}/turn-99`, workerQueue, status: { mcp: 'on', servers: [], warnings: [], reportedAt: new Date().toISOString() }, tools: [tool('s', 'env'), tool('s', 'fail'), tool('v', 'echo')], serversParagraph: '' },
+        callsBefore: 0,
+        recent: [],
+        earlierIds: [],
+      };
+      const input: TurnInput = { sessionId, refs: { workspace, mcpConfigFiles: [], inlineSpecs: [] }, continued };
+      const forged = await attacker.workflow.start('agentTurn', { taskQueue: h.taskQueue, workflowId: `${sessionId}/turn-99`, args: [input], workflowExecutionTimeout: '60s' });
+      const attempts = ['mcp__s__env', 'mcp__s__fail', 'mcp__v__echo'].map(async (name, i) => {
+        try {
+          return await forged.executeUpdate(UpdateName.callTool, { args: [{ id: `f${i}`, name, arguments: { name: 'HOME', reason: 'forged', text: 'forged' } }], updateId: `f${i}` });
+        } catch (err) {
+          return err;
+        }
+      });
+      const outcomes = await Promise.all(attempts);
+      const after = await executed();
+      assert.deepEqual(after.slice(before), [], `no forged call may run on any server (outcomes: ${JSON.stringify(outcomes)})`);
+      const { status } = await forged.describe();
+      if (status.name === 'RUNNING') await forged.terminate('the test is over');
+      assert.equal(status.name, 'FAILED', 'the forged turn fails at once');
+      const failure = await forged.result().then(() => undefined, (err: unknown) => err);
+      assert.ok(failure instanceof WorkflowFailedError);
+      assert.match(messages(failure), /continuation refused/);
+      for (const o of outcomes) assert.ok(o instanceof Error, `every forged call is rejected: ${JSON.stringify(o)}`);
+
+      // The victim's own turn is unharmed.
+      const again = await turn.callTool({ id: 'v2', name: 'mcp__v__echo', arguments: { text: 'still mine' } });
+      assert.equal(textOf(again.content[0]), 'still mine');
+    } finally {
+      await turn.end();
+    }
+  });
+});
