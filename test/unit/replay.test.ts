@@ -1,3 +1,8 @@
+/**
+ * The committed histories in test/histories/ replay against the current workflow code. Replay runs
+ * the workflow bundle in this process (Worker.runReplayHistories) and needs no Temporal server, so
+ * it is in the fast tier; `npm run record:histories` (test/support/recordHistories.ts) records them.
+ */
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
