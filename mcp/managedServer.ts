@@ -63,6 +63,12 @@ export interface ManagedServerDeps {
    * refreshed once after a 401. Absent: such a server is called without a token.
    */
   credentials?: LoginCredentials;
+  /**
+   * Tests only: the transport to use instead of the entry's own (e.g. one end of the MCP SDK's
+   * `InMemoryTransport.createLinkedPair()`, with a server in the same process). Absent, as in
+   * production: a process group for stdio, Streamable HTTP/SSE for a remote entry.
+   */
+  connect?: (entry: ServerEntry) => Transport | Promise<Transport>;
 }
 
 export interface CallOptions {
@@ -225,6 +231,7 @@ export class ManagedServer {
 
   private async createTransport(): Promise<Transport> {
     const { entry } = this;
+    if (this.deps.connect) return this.deps.connect(entry);
     if (this.remote) {
       const headers = this.deps.requestHeaders?.() ?? { ...entry.headers };
       this.secrets = remoteSecrets(entry, headers);

@@ -1,3 +1,4 @@
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
@@ -46,6 +47,12 @@ export interface ServerPoolOptions {
   observer?: PoolObserver;
   /** Shelf servers' OAuth logins: tokens for entries with `login`, refreshed on the worker. */
   credentials?: LoginCredentials;
+  /**
+   * Tests only: connects each server instead of starting its process or dialling its URL (see
+   * `ManagedServerDeps.connect`), so pool logic can be tested against servers in the test's own
+   * process. Absent in production.
+   */
+  connect?: (entry: ServerEntry) => Transport | Promise<Transport>;
 }
 
 /** What the pool reports as it goes (the worker's metrics). Names are config keys, never session IDs. */
@@ -290,6 +297,7 @@ export class ServerPool {
       ...(observer?.serverStarted ? { onStart: (result: 'ready' | 'failed', ms: number) => observer.serverStarted!(entry.name, result, ms) } : {}),
       ...(this.options.requestHeadersFor ? { requestHeaders: () => this.options.requestHeadersFor!(entry) } : {}),
       ...(this.options.credentials ? { credentials: this.options.credentials } : {}),
+      ...(this.options.connect ? { connect: this.options.connect } : {}),
       scrub: this.scrub,
       startTimeoutMs: this.options.startTimeoutMs,
       clientVersion: this.options.clientVersion ?? '0.1.0',
