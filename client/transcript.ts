@@ -15,8 +15,11 @@ type Payloads = temporal.api.common.v1.IPayloads | null | undefined;
 
 /** One call as the history shows it. */
 export interface TranscriptCall {
+  /** The call ID (the model's tool-call ID for interactive calls). */
   id: string;
+  /** The tool's public name, `mcp__<server>__<tool>`. */
   name: string;
+  /** The arguments the caller sent (a PreToolUse hook's rewrite is in {@link TranscriptCall.preToolUse}). */
   arguments: Record<string, unknown>;
   /** The outcome the caller got (absent while the call is still running). */
   outcome?: CallOutcome;
@@ -32,16 +35,25 @@ export interface TranscriptCall {
 
 /** A turn rendered from its history alone. */
 export interface Transcript {
+  /** The turn's workflow ID, `<sessionId>/turn-<n>`. */
   turnId: string;
+  /** The session, from the turn's input. */
   sessionId?: string;
+  /** The queue of the worker that held the session's servers last (after a failover, the new one). */
   workerQueue?: string;
+  /** The servers' status as recorded when they were reconciled. */
   status?: TurnStatus;
+  /** What the model was told about its servers. */
   serversParagraph?: string;
+  /** The frozen tool list. */
   tools: ToolInfo[];
+  /** Every call, in the order they were made, across the turn's runs. */
   calls: TranscriptCall[];
+  /** How the turn ended (absent while it runs). */
   endedBy?: TurnResult['endedBy'];
   /** Set when the workflow itself failed or is still running. */
   state: 'running' | 'completed' | 'failed' | 'terminated' | 'timed out' | 'cancelled' | 'continued';
+  /** Why the workflow failed, or the reason it was terminated with. */
   failure?: string;
 }
 
@@ -221,6 +233,7 @@ const EXTENSIONS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': '
 
 /** What {@link saveImages} did: the files it wrote, and those it refused to overwrite. */
 export interface SavedImages {
+  /** Paths of the image files written. */
   written: string[];
   /** Paths that already existed (a file, a folder or a symlink): never overwritten, never followed. */
   skipped: string[];

@@ -19,6 +19,7 @@ import { temporalClient } from './temporalClient.js';
 
 const { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError } = temporalClient;
 
+/** The `DmcpSessionId` search attribute every turn carries: list a session's turns with it. */
 export const sessionIdKey = defineSearchAttributeKey(SESSION_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
 
 /** The turn's Update definitions as the workflow defines them (`defineUpdate` is only a name and a type). */
@@ -37,16 +38,28 @@ export interface TurnServers {
   plugins?: string[];
 }
 
+/** Options of {@link TurnClient.startTurn} and {@link TurnClient.runBatch}. */
 export interface StartTurnOptions {
+  /**
+   * The session the turn belongs to (it keeps its servers across turns): letters, digits and
+   * `._:-`, at most 128 characters, starting with a letter or digit ({@link SESSION_ID_RE}). The
+   * turn's workflow ID is `<sessionId>/turn-<n>`.
+   */
   sessionId: string;
   /** The turn's workspace (default: the current directory). */
   workspace?: string;
+  /** The turn's MCP servers, as references the worker resolves (default: only the worker's own layers). */
   servers?: TurnServers;
   /**
    * The agent this turn runs as: the servers granted to it on the shelf (`durable-mcp mcp grant`)
    * join the turn. Signed with the other references; a worker honours it only with a valid proof.
    */
   agent?: string;
+  /**
+   * Timeouts and bounds of this turn: tool timeout, heartbeat timeout, schedule-to-start, idle end,
+   * calls before continue-as-new (each optional, in milliseconds or calls; the workflow refuses a
+   * value out of its range). `idleMs` here wins over the client's `turnIdleMs`.
+   */
   limits?: TurnLimits;
   /**
    * Allowed-tools matchers on public tool names (`mcp__github__*`, `mcp__docs__search`, `mcp__*`).
@@ -70,7 +83,12 @@ export interface StartTurnOptions {
   unsigned?: boolean;
 }
 
+/** Options of the {@link TurnClient} constructor, for a caller that has its own Temporal `Client`. */
 export interface TurnClientOptions {
+  /**
+   * A Temporal client on the workers' namespace, built with their data converter (see
+   * {@link ConnectOptions.dataConverter}); {@link TurnClient.connect} builds one for you.
+   */
   client: Client;
   /** The shared task queue (default `durable-mcp`). */
   taskQueue?: string;
@@ -105,6 +123,10 @@ export interface TurnClientOptions {
 
 /** Options of {@link TurnClient.connect}. */
 export interface ConnectOptions {
+  /**
+   * The Temporal frontend as `host:port`, e.g. `127.0.0.1:7233` for `durable-mcp dev`, or a
+   * cluster's or Temporal Cloud's address (then give {@link ConnectOptions.connection} too).
+   */
   address: string;
   /**
    * TLS, API key and gRPC metadata for a cluster or Temporal Cloud (the CLI builds them from
@@ -116,6 +138,7 @@ export interface ConnectOptions {
    * instead of opening another; {@link TurnClient.close} closes it.
    */
   connected?: Connection;
+  /** The Temporal namespace the workers poll (default `default`, as `durable-mcp dev` uses). */
   namespace?: string;
   /** The shared task queue (default `durable-mcp`). */
   taskQueue?: string;
@@ -127,7 +150,13 @@ export interface ConnectOptions {
   dataConverter?: DataConverter;
   /** Where the default data converter finds the payload store (default `./.data`, as the worker's DMCP_DATA_DIR). */
   dataDir?: string;
+  /**
+   * How long an interactive turn waits for its next call before ending itself, in milliseconds, for
+   * turns whose {@link StartTurnOptions.limits} set no `idleMs`. Default: the workflow's 30 min.
+   * The CLI and the HTTP API pass `DMCP_TURN_IDLE` here.
+   */
   turnIdleMs?: number;
+  /** What {@link Turn.callToolForModel} renders by default: token cap, image limits (default: the documented shaping limits). */
   shapeLimits?: ShapeLimits;
   /** See {@link TurnClientOptions.turnKey}; default: `turn.key` under `dataDir` when it exists. */
   turnKey?: Buffer;
@@ -194,7 +223,9 @@ export const SESSION_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 /** Starts and drives turns. */
 export class TurnClient {
+  /** The Temporal client the turns are started and driven with. */
   readonly client: Client;
+  /** The shared task queue turns start on. */
   readonly taskQueue: string;
   private readonly turnIdleMs?: number;
   private readonly shapeLimits: ShapeLimits;
@@ -234,6 +265,7 @@ export class TurnClient {
     });
   }
 
+  /** Closes the client's connection to Temporal (turns keep running on the workers). */
   async close(): Promise<void> {
     await this.client.connection.close();
   }
@@ -444,16 +476,23 @@ function cancelledBeforeSentOutcome(): CallOutcome {
 
 /** How a {@link Turn} bounds its calls in flight; see {@link TurnClientOptions.maxCallsInFlight}. */
 export interface CallQueueOptions {
+  /** Calls sent to the server at once (default 10); the rest wait in order. */
   maxCallsInFlight?: number;
+  /** Called with the number of calls in flight each time it changes. */
   onCallsInFlight?: (inFlight: number) => void;
 }
 
 /** One running interactive turn. */
 export class Turn implements TurnStart {
+  /** The turn's workflow ID, `<sessionId>/turn-<n>`. */
   readonly turnId: string;
+  /** The task queue of the worker that holds the session's servers (its calls run there). */
   readonly workerQueue: string;
+  /** Each server's state, tools and warnings, as reconciled when the turn started. */
   readonly status: TurnStatus;
+  /** The turn's tool list, frozen for the turn (public names `mcp__<server>__<tool>`). */
   readonly tools: ToolInfo[];
+  /** What the model should know about its servers this turn (put it in the system prompt). */
   readonly serversParagraph: string;
   private readonly maxCallsInFlight: number;
   private readonly onCallsInFlight?: (inFlight: number) => void;

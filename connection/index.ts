@@ -19,8 +19,11 @@ export class ConnectionConfigError extends Error {
 
 /** TLS as both `Connection.connect` and `NativeConnection.connect` take it. */
 export interface ConnectionTls {
+  /** TEMPORAL_TLS_SERVER_NAME: the name the server's certificate must carry, when it is not the address's host. */
   serverNameOverride?: string;
+  /** TEMPORAL_TLS_SERVER_CA_CERT_PATH (or _DATA): the CA that signed the server's certificate (default: the system's roots). */
   serverRootCACertificate?: Buffer;
+  /** TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH (or _DATA): the client's certificate and key, for mTLS. */
   clientCertPair?: { crt: Buffer; key: Buffer };
 }
 
@@ -42,6 +45,7 @@ export interface TemporalTarget {
   namespace: string;
   /** Whether TEMPORAL_NAMESPACE or the profile chose the namespace (a running `dev`'s otherwise applies). */
   namespaceExplicit: boolean;
+  /** TLS, API key and gRPC metadata to connect with (empty: plaintext). */
   options: ConnectionOptions;
   /** Where the settings came from and what kind of security they use; never a secret. */
   summary: string;

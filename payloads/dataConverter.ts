@@ -88,7 +88,9 @@ export class CompressionCodec implements PayloadCodec {
 
 /** An AES-256 key and its ID (recorded with each payload, so keys can rotate). */
 export interface EncryptionKey {
+  /** A hash prefix of the key, recorded with each payload it encrypts; never the key itself. */
   id: string;
+  /** The 32 key bytes. */
   key: Buffer;
 }
 
