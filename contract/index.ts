@@ -5,3 +5,4 @@ export * from './names.js';
 export * from './bounds.js';
 export * from './governance.js';
 export * from './shelf.js';
+export * from './patches.js';

@@ -12,7 +12,7 @@ import {
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
-import { QueryName, TURN_INPUT_FAILURE_TYPE, UpdateName, type CallOutcome, type CallRequest, type ContinuedTurn, type TurnInput, type TurnProgress, type TurnResult, type ToolInfo, type TurnStart } from '../contract/index.js';
+import { PatchId, QueryName, TURN_INPUT_FAILURE_TYPE, UpdateName, type CallOutcome, type CallRequest, type ContinuedTurn, type TurnInput, type TurnProgress, type TurnResult, type ToolInfo, type TurnStart } from '../contract/index.js';
 import { resolveLimits } from './activityOptions.js';
 import { batchProblem, callRequestProblem } from './bounds.js';
 import { runCall, runCallAwaited } from './calls.js';
@@ -28,9 +28,6 @@ export const endTurnUpdate = defineUpdate<void>(UpdateName.endTurn);
 export const cancelCallUpdate = defineUpdate<boolean, [string]>(UpdateName.cancelCall);
 export const statusQuery = defineQuery<TurnProgress>(QueryName.status);
 
-/** The patch under which calls run without async frames of their own (see `runCall`). */
-const LEAN_CALL_PATH = 'lean-call-path';
-
 /** One agent turn: reconcile, freeze the tool list, run the calls. */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   const info = workflowInfo();
@@ -40,7 +37,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   // Refused before anything runs. Behind a patch: a turn that started with such a batch before
   // the check existed ran it, and must replay the same way.
   const inputProblem = input.batch ? batchProblem(input.batch) : undefined;
-  if (inputProblem && patched('bounded-batch')) {
+  if (inputProblem && patched(PatchId.boundedBatch)) {
     throw ApplicationFailure.create({ type: TURN_INPUT_FAILURE_TYPE, message: `batch refused: ${inputProblem}`, nonRetryable: true });
   }
 
@@ -63,12 +60,12 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
 
   try {
     if (input.batch) {
-      const run = patched(LEAN_CALL_PATH) ? runCall : runCallAwaited;
+      const run = patched(PatchId.leanCallPath) ? runCall : runCallAwaited;
       for (const group of input.batch) {
         await Promise.all(group.map((request) => run(ctx, request)));
       }
       state.ended = 'batch';
-    } else if (patched(LEAN_CALL_PATH)) {
+    } else if (patched(PatchId.leanCallPath)) {
       // The loop wakes after a burst of calls only when the run is due to continue as new.
       await waitWhileOpen(state, ctx.limits.idleMs, () => continueIfLong(ctx), () => mayContinue(ctx));
     } else {
@@ -127,7 +124,7 @@ function installHandlers(ctx: TurnContext): void {
     callToolUpdate,
     // Not async: the call's own promise is the Update's (one promise fewer per call and layer).
     (request) => {
-      if (!patched(LEAN_CALL_PATH)) return callHandlerAwaited(request);
+      if (!patched(PatchId.leanCallPath)) return callHandlerAwaited(request);
       const earlier = carried.get(request.id);
       if (earlier) return earlier;
       if (ranBefore.has(request.id)) return alreadyRan(request);
@@ -184,7 +181,7 @@ async function startTurn(ctx: TurnContext, turnId: string): Promise<void> {
     // The worker that reconciled was lost before it listed the tools (nobody took the task from its
     // queue): the session's servers go to whichever worker takes a reconcile from the shared queue.
     // Behind a patch: turns recorded before failed here, and must replay that way.
-    if (!isScheduleToStartTimeout(err) || !patched('list-tools-failover')) throw err;
+    if (!isScheduleToStartTimeout(err) || !patched(PatchId.listToolsFailover)) throw err;
     state.workerQueue = await reconcile(ctx);
     frozen = await listTools(ctx, state.workerQueue);
   }

@@ -1,6 +1,6 @@
 import { CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import {
-  FailureType, type CallHooks, type CallOutcome, type CallRequest, type CallToolInput, type HookRunRecord, type PostToolUseHooksResult,
+  FailureType, PatchId, type CallHooks, type CallOutcome, type CallRequest, type CallToolInput, type HookRunRecord, type PostToolUseHooksResult,
   type PreToolUseHooksResult, type ToolInfo,
 } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
@@ -12,7 +12,7 @@ import type { TurnContext } from './turnState.js';
 /**
  * Runs one call and records its outcome; every call of the turn, batch or interactive, goes here.
  * Without async frames of its own: the SDK captures a stack trace for each promise a workflow
- * creates (a visible part of the worker's CPU profile per call). Turns recorded before `lean-call-path`
+ * creates (a visible part of the worker's CPU profile per call). Turns recorded before `PatchId.leanCallPath`
  * replay {@link runCallAwaited}, whose extra promises order their commands.
  */
 export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOutcome> {
@@ -39,7 +39,7 @@ export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOut
   );
 }
 
-/** {@link runCall} as turns recorded before `lean-call-path` ran it. */
+/** {@link runCall} as turns recorded before `PatchId.leanCallPath` ran it. */
 export async function runCallAwaited(ctx: TurnContext, request: CallRequest): Promise<CallOutcome> {
   const { state } = ctx;
   state.inFlight += 1;
@@ -179,7 +179,7 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
   };
   // Behind a patch: turns recorded before it let Temporal retry a lost heartbeat on the same
   // pinned queue, and must replay that way.
-  const failoverOnLostWorker = patched('lost-worker-failover');
+  const failoverOnLostWorker = patched(PatchId.lostWorkerFailover);
   let failedOverUnstarted = false;
   let lostWorkerMoves = 0;
   for (;;) {

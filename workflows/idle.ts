@@ -1,4 +1,5 @@
 import { condition, patched, sleep } from '@temporalio/workflow';
+import { PatchId } from '../contract/index.js';
 import type { TurnState } from './turnState.js';
 
 /**
@@ -8,7 +9,7 @@ import type { TurnState } from './turnState.js';
  * promises, and most find nothing to do.
  */
 export async function waitWhileOpen(state: TurnState, idleMs: number, afterWake: () => Promise<void>, wakeWhen?: () => boolean): Promise<void> {
-  if (patched('one-idle-timer')) await oneIdleTimer(state, idleMs, afterWake, wakeWhen);
+  if (patched(PatchId.oneIdleTimer)) await oneIdleTimer(state, idleMs, afterWake, wakeWhen);
   else await timerPerWake(state, idleMs, afterWake);
 }
 
@@ -44,7 +45,7 @@ async function oneIdleTimer(state: TurnState, idleMs: number, afterWake: () => P
   }
 }
 
-/** The loop of turns recorded before `one-idle-timer`: they must replay the same timers. */
+/** The loop of turns recorded before `PatchId.oneIdleTimer`: they must replay the same timers. */
 async function timerPerWake(state: TurnState, idleMs: number, afterWake: () => Promise<void>): Promise<void> {
   while (!state.ended) {
     const seen = state.lastActivity;

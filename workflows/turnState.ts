@@ -1,5 +1,5 @@
 import { patched, type CancellationScope } from '@temporalio/workflow';
-import type { CallRecord, ReconcileResult, ToolInfo, TurnInput, TurnProgress, TurnResult, TurnStart } from '../contract/index.js';
+import { PatchId, type CallRecord, type ReconcileResult, type ToolInfo, type TurnInput, type TurnProgress, type TurnResult, type TurnStart } from '../contract/index.js';
 import type { Limits } from './activityOptions.js';
 
 /**
@@ -47,7 +47,7 @@ export class TurnState {
     this.calls.push(call);
     this.callsDone += 1;
     // Behind a patch: runs recorded before it kept every record and returned them all.
-    if (keepAll || this.calls.length <= RECENT_CALLS_KEPT || !(this.dropsOld ??= patched('lean-call-records'))) return;
+    if (keepAll || this.calls.length <= RECENT_CALLS_KEPT || !(this.dropsOld ??= patched(PatchId.leanCallRecords))) return;
     this.droppedIds.push(this.calls.shift()!.id);
   }
 

@@ -1,0 +1,22 @@
+/**
+ * The workflow's patch IDs (`patched()` / `deprecatePatch()`). Each is recorded as a marker in the
+ * history of every turn that took the new path, and replay matches it by this exact string: a
+ * misspelling in one file would silently send recorded turns down the old path. So they are
+ * spelled here and nowhere else. When each one is deprecated and then deleted is in
+ * docs/decisions.md ("Patches and their retirement").
+ */
+export const PatchId = {
+  /** A batch past its bounds is refused before anything runs. */
+  boundedBatch: 'bounded-batch',
+  /** A turn whose worker is lost between reconciling and listing its tools reconciles again. */
+  listToolsFailover: 'list-tools-failover',
+  /** A call whose worker stops heartbeating moves to another worker instead of being retried on the lost one's queue. */
+  lostWorkerFailover: 'lost-worker-failover',
+  /** One idle timer per idle period instead of a timer per wake-up of the idle loop. */
+  oneIdleTimer: 'one-idle-timer',
+  /** Calls run without async frames of their own; the idle loop wakes only when a continue-as-new is due. */
+  leanCallPath: 'lean-call-path',
+  /** An interactive turn keeps only its newest call records in memory and in its result. */
+  leanCallRecords: 'lean-call-records',
+} as const;
+export type PatchId = (typeof PatchId)[keyof typeof PatchId];
