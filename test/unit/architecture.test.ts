@@ -56,6 +56,46 @@ interface Edge {
   typeOnly: boolean;
 }
 
+/** A dynamic `import(...)` in a room's source: its specifier as written, and the line. */
+interface DynamicImport {
+  room: string;
+  file: string;
+  line: number;
+  /** The string literal's value, or undefined when the specifier is not a plain string literal. */
+  specifier: string | undefined;
+  written: string;
+}
+
+function dynamicImports(): DynamicImport[] {
+  const found: DynamicImport[] = [];
+  for (const room of Object.keys(allowed)) {
+    if (!existsSync(join(root, room))) continue;
+    for (const file of sources(join(root, room))) {
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .forEach((text, i) => {
+          if (/^\s*(\/\/|\*|\/\*)/.test(text)) return;
+          for (const m of text.matchAll(/(?<![\w.$])import\s*\(([^)]*)\)/g)) {
+            const arg = m[1]!.trim();
+            const literal = /^'([^'\\]+)'$/.exec(arg);
+            found.push({ room, file: relative(root, file), line: i + 1, specifier: literal?.[1], written: arg });
+          }
+        });
+    }
+  }
+  return found;
+}
+
+/**
+ * Packages a room may load lazily, by file: each is large or native and needed only by some
+ * commands (image shaping, S3 payload storage), so the others start without loading it. Any other
+ * dynamic import is of the project's own modules, by a literal relative path, for the same reason.
+ */
+const lazyPackages: Record<string, string[]> = {
+  'shaping/images.ts': ['sharp'],
+  'payloads/s3Storage.ts': ['@aws-sdk/client-s3'],
+};
+
 function roomEdges(): Edge[] {
   const edges: Edge[] = [];
   for (const room of Object.keys(allowed)) {
@@ -67,6 +107,12 @@ function roomEdges(): Edge[] {
         if (target !== room) edges.push({ from: room, to: target, file: relative(root, file), typeOnly: Boolean(m[2]) });
       }
     }
+  }
+  // A lazily loaded module of another room is a run-time import like any other.
+  for (const d of dynamicImports()) {
+    if (d.specifier === undefined || !d.specifier.startsWith('.')) continue;
+    const target = relative(root, resolve(dirname(join(root, d.file)), d.specifier)).split(/[\\/]/)[0]!;
+    if (target !== d.room) edges.push({ from: d.room, to: target, file: d.file, typeOnly: false });
   }
   return edges;
 }
@@ -113,6 +159,26 @@ test('durable names are spelled only in contract/', () => {
     }
   }
   assert.deepEqual(offenders, []);
+});
+
+test('dynamic import() only of own modules by a literal relative path, or of a listed package in its file; never in workflows/ or contract/', () => {
+  const found = dynamicImports();
+  assert.ok(found.length > 10, `expected to find the lazy imports of cli/ and client/, found ${found.length}`);
+  const offenders = found.filter((d) => {
+    // The workflow bundle is built ahead and runs sandboxed; the contract room imports nothing.
+    if (d.room === 'workflows' || d.room === 'contract') return true;
+    if (d.specifier === undefined) return true;
+    if (d.specifier.startsWith('./') || d.specifier.startsWith('../')) return !d.specifier.endsWith('.js');
+    return !(lazyPackages[d.file] ?? []).includes(d.specifier);
+  });
+  assert.deepEqual(
+    offenders.map((d) => `${d.file}:${d.line}: import(${d.written})`),
+    [],
+  );
+  // Every listed package is still loaded where the list says: a stale entry would allow a new one.
+  for (const [file, packages] of Object.entries(lazyPackages)) {
+    for (const name of packages) assert.ok(found.some((d) => d.file === file && d.specifier === name), `${file} no longer imports ${name} lazily: drop it from the list`);
+  }
 });
 
 test('patch IDs are spelled only in contract/patches.ts, and patched()/deprecatePatch() name them by PatchId', () => {
