@@ -172,27 +172,36 @@ export interface FakeWorker {
   stop(): Promise<void>;
 }
 
+/** How {@link startFakeWorker} builds its worker. */
+export interface FakeWorkerOptions {
+  /** The workflow cache; 0 replays every workflow task from the start of the history. */
+  maxCachedWorkflows?: number;
+  /** The activities' governance (allowed tools, hooks). Default: none. */
+  governance?: ActivityDeps['governance'];
+  /** Replaces the real activities with what it returns (e.g. one wrapped to misbehave once). */
+  wrapActivities?: (real: Activities, queues: { taskQueue: string; workerQueue: string }) => Activities;
+}
+
+type Activities = ReturnType<typeof createActivities>;
+
 /**
  * Runs the real workflow bundle and the real activities (built by `createActivities`) on a fresh
  * queue, with `pool` as the server pool: a shared-queue worker and a pinned worker queue, as in
  * production.
  */
-export async function startFakeWorker(
-  env: TestWorkflowEnvironment,
-  name: string,
-  pool: FakePool,
-  options: { maxCachedWorkflows?: number } = {},
-): Promise<FakeWorker> {
+export async function startFakeWorker(env: TestWorkflowEnvironment, name: string, pool: FakePool, options: FakeWorkerOptions = {}): Promise<FakeWorker> {
   bundle ??= bundleWorkflows();
   const taskQueue = uniqueQueue(name);
   const workerQueue = `${taskQueue}@fake-worker`;
-  const activities = createActivities({
+  const real = createActivities({
     pool: pool.asPool(),
     workerQueue,
     loadConfig: async () => fakeConfig,
     logger: pino({ level: 'silent' }),
     scrub: (text) => text,
+    ...(options.governance ? { governance: options.governance } : {}),
   });
+  const activities = options.wrapActivities ? options.wrapActivities(real, { taskQueue, workerQueue }) : real;
   const shared = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,

@@ -5,13 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import pino from 'pino';
-import { createActivities } from '../../activities/index.js';
-import { TurnClient } from '../../client/turnClient.js';
-import { bundleWorkflows } from '../../worker/index.js';
-import { uniqueQueue } from '../support/harness.js';
-import { FakePool, createWorkflowEnv, fakeConfig, startFakeWorker, type FakeTool, type FakeWorker } from '../support/workflowEnv.js';
+import { FakePool, createWorkflowEnv, startFakeWorker, type FakeTool, type FakeWorker } from '../support/workflowEnv.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -84,33 +78,27 @@ describe('agentTurn workflow over a fake server pool', { timeout: 120_000 }, () 
 
   test('the worker that reconciled is lost before it lists the tools: the turn reconciles again on the shared queue', async () => {
     pool = new FakePool('fake', fakeTools());
-    const taskQueue = uniqueQueue('lost-before-listing');
-    const workerQueue = `${taskQueue}@fake-worker`;
-    const real = createActivities({ pool: pool.asPool(), workerQueue, loadConfig: async () => fakeConfig, logger: pino({ level: 'silent' }), scrub: (t) => t });
     let reconciles = 0;
     // The first reconcile answers with the queue of a worker that is gone (nobody polls it).
-    const activities = {
-      ...real,
-      reconcileServers: async (input: Parameters<typeof real.reconcileServers>[0]) => {
-        reconciles += 1;
-        const result = await real.reconcileServers(input);
-        return reconciles === 1 ? { ...result, workerQueue: `${taskQueue}@gone` } : result;
-      },
-    };
-    const shared = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await bundleWorkflows(), activities });
-    const pinned = await Worker.create({ connection: env.nativeConnection, taskQueue: workerQueue, activities });
-    const runs = Promise.all([shared.run(), pinned.run()]);
+    const w = await startFakeWorker(env, 'lost-before-listing', pool, {
+      wrapActivities: (real, { taskQueue }) => ({
+        ...real,
+        reconcileServers: async (input: Parameters<typeof real.reconcileServers>[0]) => {
+          reconciles += 1;
+          const result = await real.reconcileServers(input);
+          return reconciles === 1 ? { ...result, workerQueue: `${taskQueue}@gone` } : result;
+        },
+      }),
+    });
     try {
-      const client = new TurnClient({ client: env.client, taskQueue });
-      const turn = await client.startTurn({ sessionId: `wf-lost-${Date.now()}`, limits: { scheduleToStartMs: 1000 } });
+      const turn = await w.client.startTurn({ sessionId: `wf-lost-${Date.now()}`, limits: { scheduleToStartMs: 1000 } });
       assert.equal(reconciles, 2);
-      assert.equal(turn.workerQueue, workerQueue);
+      assert.equal(turn.workerQueue, w.workerQueue);
       assert.ok(turn.tools.some((t) => t.name === pool.publicName('echo')));
       assert.equal((await turn.callTool({ id: 'after', name: pool.publicName('echo'), arguments: {} })).status, 'ok');
       await turn.end();
     } finally {
-      for (const w of [shared, pinned]) if (w.getState() === 'RUNNING') w.shutdown();
-      await runs;
+      await w.stop();
     }
   });
 

@@ -6,15 +6,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import pino from 'pino';
-import { createActivities } from '../../activities/index.js';
-import { TurnClient } from '../../client/turnClient.js';
 import { ActivityName } from '../../contract/index.js';
 import { createGovernance, type HookExit, type HookRunRequest } from '../../governance/index.js';
-import { bundleWorkflows } from '../../worker/index.js';
-import { uniqueQueue, waitUntil } from '../support/harness.js';
-import { FakePool, createWorkflowEnv, fakeConfig } from '../support/workflowEnv.js';
+import { waitUntil } from '../support/harness.js';
+import { FakePool, createWorkflowEnv, startFakeWorker } from '../support/workflowEnv.js';
 
 describe('governance in the agentTurn workflow', { timeout: 120_000 }, () => {
   let env: TestWorkflowEnvironment;
@@ -38,22 +33,9 @@ describe('governance in the agentTurn workflow', { timeout: 120_000 }, () => {
         return answer(request);
       },
     });
-    const taskQueue = uniqueQueue(name);
-    const workerQueue = `${taskQueue}@fake-worker`;
-    const activities = createActivities({ pool: pool.asPool(), workerQueue, loadConfig: async () => fakeConfig, logger: pino({ level: 'silent' }), scrub: (t) => t, governance });
     // No workflow cache: every workflow task replays the turn from its first event.
-    const shared = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await bundleWorkflows(), activities, maxCachedWorkflows: 0 });
-    const pinned = await Worker.create({ connection: env.nativeConnection, taskQueue: workerQueue, activities });
-    const runs = Promise.all([shared.run(), pinned.run()]);
-    return {
-      pool,
-      hookRuns,
-      client: new TurnClient({ client: env.client, taskQueue }),
-      async stop() {
-        for (const w of [shared, pinned]) if (w.getState() === 'RUNNING') w.shutdown();
-        await runs;
-      },
-    };
+    const worker = await startFakeWorker(env, name, pool, { governance, maxCachedWorkflows: 0 });
+    return { pool, hookRuns, client: worker.client, stop: () => worker.stop() };
   }
 
   const ok = (stdout = ''): HookExit => ({ exitCode: 0, stdout, stderr: '', timedOut: false });
