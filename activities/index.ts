@@ -33,8 +33,6 @@ export interface ActivityDeps {
   logger: Logger;
   /** Removes secret values from messages that go into history. */
   scrub: (text: string) => string;
-  /** How often a pending call heartbeats. */
-  heartbeatIntervalMs?: number;
   /**
    * The operator's allowed-tools rules and hooks (`createGovernance`). Absent: every tool is
    * listed and no hook runs.
@@ -125,11 +123,11 @@ export function createActivities(deps: ActivityDeps) {
   /** Runs `run` heartbeating (reconcile, hooks): a lost worker is noticed like during a call. */
   async function withHeartbeat<T>(run: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const ctx = Context.current();
-    const beat = setInterval(() => ctx.heartbeat(), deps.heartbeatIntervalMs ?? 2000);
+    const stop = startHeartbeat(ctx);
     try {
       return await run(ctx.cancellationSignal);
     } finally {
-      clearInterval(beat);
+      stop();
     }
   }
 
@@ -186,7 +184,7 @@ export function createActivities(deps: ActivityDeps) {
   async function callTool(input: CallToolInput): Promise<CallOutcome> {
     const ctx = Context.current();
     const startedAt = new Date();
-    const beat = setInterval(() => ctx.heartbeat({ pending: true }), deps.heartbeatIntervalMs ?? 2000);
+    const stop = startHeartbeat(ctx, { pending: true });
     // A remote server's header values and URL secrets are not in the worker's environment, so the
     // environment scrubber alone would let a server that echoes them put them into history.
     let scrubAll = scrub;
@@ -238,7 +236,7 @@ export function createActivities(deps: ActivityDeps) {
       if (err instanceof ApplicationFailure) throw err;
       throw toFailure(err, input, scrubAll);
     } finally {
-      clearInterval(beat);
+      stop();
     }
   }
 
@@ -278,6 +276,28 @@ export function toFailure(err: unknown, input: Pick<CallToolInput, 'name' | 'ser
     }
   }
   return ApplicationFailure.create({ type: FailureType.Transport, message: `${input.name} (server "${input.server}"): ${message}` });
+}
+
+/**
+ * How often an activity heartbeats when Temporal gives it no heartbeat timeout: nothing then times
+ * out, but a cancellation reaches an activity only in the answer to a heartbeat.
+ */
+const UNTIMED_HEARTBEAT_INTERVAL_MS = 2000;
+
+/**
+ * Heartbeats the activity of `ctx` until the returned function is called: at once, so a slow start
+ * cannot miss the first beat, then every half of the activity's own heartbeat timeout. A fixed
+ * interval would outlast a short timeout the turn asked for, and a call still running would be
+ * taken for one whose worker was lost. The SDK sends beats to the server at most every 80 % of the
+ * timeout, so half of it keeps one in every window.
+ */
+function startHeartbeat(ctx: Context, details?: unknown): () => void {
+  const timeoutMs = ctx.info.heartbeatTimeoutMs;
+  const intervalMs = timeoutMs !== undefined && timeoutMs > 0 ? timeoutMs / 2 : UNTIMED_HEARTBEAT_INTERVAL_MS;
+  const beat = () => ctx.heartbeat(details);
+  beat();
+  const timer = setInterval(beat, intervalMs);
+  return () => clearInterval(timer);
 }
 
 /** The turn an activity works for, as Temporal reports it: the workflow ID, which every run of a turn keeps. */

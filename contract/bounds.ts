@@ -1,3 +1,5 @@
+import type { TurnLimits } from './turn.js';
+
 /**
  * How deep JSON may nest where it enters history (call arguments, tool schemas, results). JSON
  * nested a few thousand levels deep parses but exhausts the stack when serialized again, which
@@ -18,3 +20,19 @@ export function nestedDeeperThan(value: unknown, max: number): boolean {
   }
   return false;
 }
+
+/**
+ * The range of each turn limit, in whole numbers (milliseconds, or calls). The workflow refuses a
+ * turn whose limits fall outside (`TURN_INPUT_FAILURE_TYPE`), so a client that bypasses the API's
+ * checks gets the same answer. The heartbeat timeout's floor is what a worker can keep up with:
+ * it beats at half the timeout, and the SDK sends beats at most every 80 % of it.
+ */
+export const TURN_LIMIT_RANGES = {
+  toolTimeoutMs: { min: 1, max: 86_400_000 },
+  heartbeatTimeoutMs: { min: 1000, max: 3_600_000 },
+  scheduleToStartMs: { min: 1, max: 3_600_000 },
+  idleMs: { min: 1000, max: 86_400_000 },
+  // Temporal allows 2,000 Updates per run; the run continues only once no call is in flight, so
+  // the calls that arrive meanwhile need room above the count.
+  continueAsNewAfterCalls: { min: 1, max: 1500 },
+} as const satisfies Record<keyof TurnLimits, { min: number; max: number }>;

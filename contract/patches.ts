@@ -8,6 +8,8 @@
 export const PatchId = {
   /** A batch past its bounds is refused before anything runs. */
   boundedBatch: 'bounded-batch',
+  /** A turn whose limits are out of range is refused before anything runs. */
+  boundedLimits: 'bounded-limits',
   /** A turn whose worker is lost between reconciling and listing its tools reconciles again. */
   listToolsFailover: 'list-tools-failover',
   /** A call whose worker stops heartbeating moves to another worker instead of being retried on the lost one's queue. */

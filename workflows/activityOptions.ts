@@ -2,8 +2,9 @@
  * The activity options a turn schedules with, as pure functions of its limits and the tool, so the
  * retry and timeout policy can be read and tested in one place.
  */
-import type { ActivityOptions } from '@temporalio/common';
-import { FailureType, type ToolInfo, type TurnLimits } from '../contract/index.js';
+import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
+import { FailureType, TURN_INPUT_FAILURE_TYPE, type ToolInfo, type TurnLimits } from '../contract/index.js';
+import { limitsProblem } from './bounds.js';
 
 export type Limits = Required<TurnLimits>;
 
@@ -15,8 +16,17 @@ export const DEFAULT_LIMITS: Limits = {
   idleMs: 30 * 60_000,
 };
 
-/** The turn's limits with every default filled in. */
-export function resolveLimits(limits: TurnLimits | undefined): Limits {
+/**
+ * The turn's limits with every default filled in. A limit out of range is refused, as a failure
+ * that is never retried (`TURN_INPUT_FAILURE_TYPE`), naming the field: it would fail the same way
+ * every time. `refuses` is asked only then; the workflow answers with its patch, since a turn
+ * recorded before the check ran with such limits and must replay that way.
+ */
+export function resolveLimits(limits: TurnLimits | undefined, refuses: () => boolean = () => true): Limits {
+  const problem = limitsProblem(limits);
+  if (problem !== undefined && refuses()) {
+    throw ApplicationFailure.create({ type: TURN_INPUT_FAILURE_TYPE, message: `limits refused: ${problem}`, nonRetryable: true });
+  }
   return { ...DEFAULT_LIMITS, ...limits };
 }
 

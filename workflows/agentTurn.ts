@@ -31,7 +31,10 @@ export const statusQuery = defineQuery<TurnProgress>(QueryName.status);
 /** One agent turn: reconcile, freeze the tool list, run the calls. */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   const info = workflowInfo();
-  const ctx: TurnContext = { input, limits: resolveLimits(input.limits), sharedQueue: info.taskQueue, state: new TurnState() };
+  // Limits out of range are refused before anything runs; behind a patch, because a turn that
+  // started with such limits before the check existed ran with them, and must replay the same way.
+  const limits = resolveLimits(input.limits, () => patched(PatchId.boundedLimits));
+  const ctx: TurnContext = { input, limits, sharedQueue: info.taskQueue, state: new TurnState() };
   const { state } = ctx;
 
   // Refused before anything runs. Behind a patch: a turn that started with such a batch before

@@ -4,7 +4,7 @@
  * already spent, and Temporal's own limits (pending activities per run, Updates per run, payload
  * size) would fail the whole turn instead of the one request.
  */
-import { MAX_NESTING_DEPTH, END_TURN_UPDATE_ID, nestedDeeperThan, type CallRequest } from '../contract/index.js';
+import { MAX_NESTING_DEPTH, END_TURN_UPDATE_ID, TURN_LIMIT_RANGES, nestedDeeperThan, type CallRequest, type TurnLimits } from '../contract/index.js';
 
 /**
  * Calls of one parallel batch group. Temporal allows 2,000 pending activities per run; a group is
@@ -29,7 +29,6 @@ export const MAX_TOOL_NAME_CHARS = 256;
 export const MAX_ARGUMENTS_JSON_CHARS = 1024 * 1024;
 /** Nesting depth of arguments (see MAX_NESTING_DEPTH). */
 export const MAX_ARGUMENTS_DEPTH = MAX_NESTING_DEPTH;
-
 
 /** Why `request` cannot run, or undefined when it can. Pure: the Update validator and batch check use it. */
 export function callRequestProblem(request: unknown): string | undefined {
@@ -66,6 +65,24 @@ export function batchProblem(batch: unknown): string | undefined {
       const id = (request as CallRequest).id;
       if (ids.has(id)) return `call id ${id} appears twice in the batch; each call needs its own id`;
       ids.add(id);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Why a turn's limits cannot be used, naming the first field out of range, or undefined when they
+ * can. A heartbeat timeout too short for the worker's beats, say, would fail every call as a lost
+ * worker, and a safe one three times over.
+ */
+export function limitsProblem(limits: unknown): string | undefined {
+  if (limits === undefined) return undefined;
+  if (limits === null || typeof limits !== 'object' || Array.isArray(limits)) return 'limits must be an object of whole numbers';
+  for (const [field, { min, max }] of Object.entries(TURN_LIMIT_RANGES)) {
+    const value = (limits as Record<string, unknown>)[field as keyof TurnLimits];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+      return `limits.${field} is ${typeof value === 'number' ? value : JSON.stringify(value)}; it must be a whole number from ${min} to ${max}`;
     }
   }
   return undefined;

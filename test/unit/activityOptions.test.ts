@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FailureType, type ToolInfo } from '../../contract/index.js';
+import { ApplicationFailure } from '@temporalio/common';
+import { FailureType, TURN_INPUT_FAILURE_TYPE, TURN_LIMIT_RANGES, type ToolInfo, type TurnLimits } from '../../contract/index.js';
 import { DEFAULT_LIMITS, HEARTBEAT_TIMEOUT_TYPE, callOptions, isSafeToRetry, pinnedOptions, reconcileOptions, requestTimeoutMs, resolveLimits } from '../../workflows/activityOptions.js';
 import { reconcileInput } from '../../workflows/servers.js';
 
@@ -102,5 +103,48 @@ describe('reconcileInput: an interactive turn asks the worker to keep its server
   });
   test('batch turn: no hold', () => {
     assert.deepEqual(reconcileInput({ input: { sessionId: 's', refs, batch: [[]] }, limits: DEFAULT_LIMITS }), { sessionId: 's', refs });
+  });
+});
+
+describe('resolveLimits: a limit out of range is refused, naming the field', () => {
+  test('defaults fill in what is not given; limits at the ends of their ranges are used', () => {
+    assert.deepEqual(resolveLimits(undefined), DEFAULT_LIMITS);
+    assert.deepEqual(resolveLimits({}), DEFAULT_LIMITS);
+    for (const [field, { min, max }] of Object.entries(TURN_LIMIT_RANGES)) {
+      assert.equal(resolveLimits({ [field]: min })[field as keyof TurnLimits], min, field);
+      assert.equal(resolveLimits({ [field]: max })[field as keyof TurnLimits], max, field);
+    }
+  });
+
+  const refused: Array<[string, unknown]> = [];
+  for (const [field, { min, max }] of Object.entries(TURN_LIMIT_RANGES)) {
+    refused.push([field, { [field]: min - 1 }], [field, { [field]: max + 1 }], [field, { [field]: min + 0.5 }], [field, { [field]: String(min) }], [field, { [field]: null }]);
+  }
+  for (const [field, limits] of refused) {
+    test(`${JSON.stringify(limits)} is refused`, () => {
+      assert.throws(
+        () => resolveLimits(limits as TurnLimits),
+        (err: unknown) => {
+          assert.ok(err instanceof ApplicationFailure);
+          assert.equal(err.type, TURN_INPUT_FAILURE_TYPE);
+          assert.equal(err.nonRetryable, true);
+          assert.match(err.message, new RegExp(`limits\\.${field} `));
+          return true;
+        },
+      );
+    });
+  }
+
+  test('a heartbeat timeout under a second is refused, saying what is allowed', () => {
+    assert.throws(() => resolveLimits({ heartbeatTimeoutMs: 999 }), /limits\.heartbeatTimeoutMs is 999; it must be a whole number from 1000 to 3600000/);
+  });
+
+  test('a workflow whose patch says the turn ran before the check keeps its limits', () => {
+    let asked = 0;
+    const limits = resolveLimits({ heartbeatTimeoutMs: 500 }, () => (asked++, false));
+    assert.equal(limits.heartbeatTimeoutMs, 500);
+    assert.equal(asked, 1);
+    resolveLimits({ heartbeatTimeoutMs: 5000 }, () => (asked++, false));
+    assert.equal(asked, 1, 'the patch is asked only about limits out of range');
   });
 });
