@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { readTurnKey, refsProof, turnKeyFile } from '../../config/load.js';
 import type { ConfigRefs, TurnInput } from '../../contract/index.js';
-import { fixtureServer, startHarness, tempDir, type Harness } from '../support/harness.js';
+import { fixtureServer, startHarness, tempDir, writeConfigDir, type Harness } from '../support/harness.js';
 import { textOf } from '../support/content.js';
 
 const cwdServer = fileURLToPath(new URL('../fixtures/cwdServer.js', import.meta.url));
@@ -36,11 +36,9 @@ describe('the trust boundary: a turn only chooses among what the worker allows',
   before(async () => {
     root = await realpath(await tempDir('dmcp-boundary-'));
     allowed = join(root, 'allowed');
-    const configDir = join(root, 'config');
     await mkdir(allowed, { recursive: true });
-    await mkdir(configDir, { recursive: true });
-    await writeFile(join(configDir, 'mcp.json'), JSON.stringify({ mcpServers: { base: { command: process.execPath, args: [fixtureServer] } } }));
-    h = await startHarness('boundary', { DMCP_NO_USER_CONFIG: '0', DMCP_CONFIG_DIR: configDir, DMCP_ALLOWED_CONFIG_DIRS: allowed });
+    const config = await writeConfigDir(join(root, 'config'), { base: { command: process.execPath, args: [fixtureServer] } });
+    h = await startHarness('boundary', { ...config, DMCP_ALLOWED_CONFIG_DIRS: allowed });
   });
   after(async () => {
     await h?.stop();

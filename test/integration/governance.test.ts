@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { ActivityName, type CallOutcome } from '../../contract/index.js';
 import { renderTranscript } from '../../client/transcript.js';
 import { DEFAULT_SHAPE_LIMITS, shapeForModel } from '../../shaping/index.js';
-import { fixtureServer, readLines, startHarness, tempDir, type Harness } from '../support/harness.js';
+import { fixtureServer, readLines, startHarness, tempDir, writeConfigDir, type Harness } from '../support/harness.js';
 import { textOf } from '../support/content.js';
 
 const hookScript = fileURLToPath(new URL('../../../test/fixtures/hooks/hook.sh', import.meta.url));
@@ -57,10 +57,9 @@ describe('allowed tools and hooks on a real worker', () => {
     workspace = join(root, 'ws');
     hookLog = join(root, 'hooks.log');
     fixtureLog = join(root, 'fixture.log');
-    await mkdir(configDir, { recursive: true });
+    const config = await writeConfigDir(configDir, { s: { command: process.execPath, args: [fixtureServer], env: { FIXTURE_LOG: fixtureLog } } });
     await mkdir(workspace, { recursive: true });
-    await writeFile(join(configDir, 'mcp.json'), JSON.stringify({ mcpServers: { s: { command: process.execPath, args: [fixtureServer], env: { FIXTURE_LOG: fixtureLog } } } }));
-    h = await startHarness('governance', { DMCP_NO_USER_CONFIG: '0', DMCP_CONFIG_DIR: configDir, HOOK_LOG: hookLog, FIXTURE_SECRET_TOKEN: SECRET });
+    h = await startHarness('governance', { ...config, HOOK_LOG: hookLog, FIXTURE_SECRET_TOKEN: SECRET });
   });
   after(async () => {
     await h?.stop();

@@ -3,7 +3,6 @@
 // worker, whose own hook would decide differently; the hook is not run again.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
@@ -11,7 +10,7 @@ import { Client, Connection } from '@temporalio/client';
 import { TurnClient } from '../../client/turnClient.js';
 import { ActivityName, type CallToolInput } from '../../contract/index.js';
 import { decodeHistoryPayloads } from '../../payloads/decodeHistory.js';
-import { fixtureServer, killGroups, readLines, tempDir, temporalAddress, uniqueQueue, waitFor, within, startWorkerProcess, stopWorkerProcess, workflowBundleFile, type WorkerProcess } from '../support/harness.js';
+import { fixtureServer, writeConfigDir, killGroups, readLines, tempDir, temporalAddress, uniqueQueue, waitFor, within, startWorkerProcess, stopWorkerProcess, workflowBundleFile, type WorkerProcess } from '../support/harness.js';
 import { textOf } from '../support/content.js';
 
 /** A worker process whose hook script logs which worker ran it (HOOK_TAG). */
@@ -38,18 +37,15 @@ describe('a worker SIGKILLed between a PreToolUse hook and its call', () => {
   });
 
   test('the recorded decision stands: the call runs with it on the next worker, and no hook decides again', async () => {
-    const configDir = join(dir, 'config');
     const hookLog = join(dir, 'hooks.log');
     const execLog = join(dir, 'executions.log');
-    await mkdir(configDir, { recursive: true });
-    await writeFile(join(configDir, 'mcp.json'), JSON.stringify({ mcpServers: { s: { command: process.execPath, args: [fixtureServer], env: { FIXTURE_LOG: execLog } } } }));
-    // Each worker's hook writes its own tag into the arguments: a second decision would show.
-    await writeFile(join(configDir, 'settings.json'), JSON.stringify({
-      hooks: { PreToolUse: [{ matcher: 'mcp__s__read_slow', hooks: [{ type: 'command', command: `bash ${hookScript} rewrite` }] }] },
-    }, null, 2));
+    const config = await writeConfigDir(join(dir, 'config'), { s: { command: process.execPath, args: [fixtureServer], env: { FIXTURE_LOG: execLog } } }, {
+      // Each worker's hook writes its own tag into the arguments: a second decision would show.
+      settings: { hooks: { PreToolUse: [{ matcher: 'mcp__s__read_slow', hooks: [{ type: 'command', command: `bash ${hookScript} rewrite` }] }] } },
+    });
     const taskQueue = uniqueQueue('hooks-crash');
     const bundleFile = await workflowBundleFile(dir);
-    const env = { TEMPORAL_ADDRESS: temporalAddress(), DMCP_NO_USER_CONFIG: '0', DMCP_CONFIG_DIR: configDir, HOOK_LOG: hookLog };
+    const env = { TEMPORAL_ADDRESS: temporalAddress(), ...config, HOOK_LOG: hookLog };
     workers.push(await startTaggedWorker(taskQueue, bundleFile, env, 'worker-a'), await startTaggedWorker(taskQueue, bundleFile, env, 'worker-b'));
     const connection = await Connection.connect({ address: temporalAddress() });
     const client = new TurnClient({ client: new Client({ connection }), taskQueue });
@@ -100,17 +96,14 @@ describe('a worker SIGKILLed between a PreToolUse hook and its call', () => {
     }
   });
   test('a worker lost while its hooks run: the hooks run again on the next worker, whose decision is then the one recorded', async () => {
-    const configDir = join(dir, 'config-slow');
     const hookLog = join(dir, 'hooks-slow.log');
     const execLog = join(dir, 'executions-slow.log');
-    await mkdir(configDir, { recursive: true });
-    await writeFile(join(configDir, 'mcp.json'), JSON.stringify({ mcpServers: { s: { command: process.execPath, args: [fixtureServer], env: { FIXTURE_LOG: execLog } } } }));
-    await writeFile(join(configDir, 'settings.json'), JSON.stringify({
-      hooks: { PreToolUse: [{ matcher: 'mcp__s__read_slow', hooks: [{ type: 'command', command: `bash ${hookScript} slow-rewrite`, timeout: 20 }] }] },
-    }, null, 2));
+    const config = await writeConfigDir(join(dir, 'config-slow'), { s: { command: process.execPath, args: [fixtureServer], env: { FIXTURE_LOG: execLog } } }, {
+      settings: { hooks: { PreToolUse: [{ matcher: 'mcp__s__read_slow', hooks: [{ type: 'command', command: `bash ${hookScript} slow-rewrite`, timeout: 20 }] }] } },
+    });
     const taskQueue = uniqueQueue('hooks-lost');
     const bundleFile = await workflowBundleFile(dir);
-    const env = { TEMPORAL_ADDRESS: temporalAddress(), DMCP_NO_USER_CONFIG: '0', DMCP_CONFIG_DIR: configDir, HOOK_LOG: hookLog };
+    const env = { TEMPORAL_ADDRESS: temporalAddress(), ...config, HOOK_LOG: hookLog };
     const pair = [await startTaggedWorker(taskQueue, bundleFile, env, 'worker-c'), await startTaggedWorker(taskQueue, bundleFile, env, 'worker-d')];
     workers.push(...pair);
     const connection = await Connection.connect({ address: temporalAddress() });

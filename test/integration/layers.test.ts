@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fixtureServer, startHarness, tempDir, type Harness } from '../support/harness.js';
+import { fixtureServer, startHarness, tempDir, writeConfigDir, type Harness } from '../support/harness.js';
 import { textOf } from '../support/content.js';
 
 describe('config layers through a real turn', () => {
@@ -10,13 +10,8 @@ describe('config layers through a real turn', () => {
   let root: string;
   before(async () => {
     root = await tempDir('dmcp-layers-');
-    const configDir = join(root, 'config');
-    await mkdir(configDir, { recursive: true });
-    await writeFile(
-      join(configDir, 'mcp.json'),
-      JSON.stringify({ mcpServers: { shared: { command: process.execPath, args: [fixtureServer] }, broken: { comand: 'x' } } }, null, 2),
-    );
-    h = await startHarness('layers', { DMCP_NO_USER_CONFIG: '0', DMCP_CONFIG_DIR: configDir, DMCP_WORKSPACE_MCP: 'true' });
+    const config = await writeConfigDir(join(root, 'config'), { shared: { command: process.execPath, args: [fixtureServer] }, broken: { comand: 'x' } }, { indent: 2 });
+    h = await startHarness('layers', { ...config, DMCP_WORKSPACE_MCP: 'true' });
   });
   after(async () => {
     await h?.stop();

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import type { Turn } from '../../client/turnClient.js';
-import { startHarness, tempDir } from '../support/harness.js';
+import { startHarness, tempDir, writeConfigDir } from '../support/harness.js';
 import { textOf } from '../support/content.js';
 
 const probeServer = fileURLToPath(new URL('../fixtures/probeServer.js', import.meta.url));
@@ -42,18 +42,16 @@ async function setUp(name: string, env: NodeJS.ProcessEnv, moreWorkspaceServers:
   const dataDir = resolve('.data');
   const secretName = `probe-secret-${randomBytes(4).toString('hex')}.txt`;
   const workspace = join(root, 'ws');
-  await mkdir(configDir, { recursive: true });
+  const config = await writeConfigDir(configDir, { trusted: probe });
   await mkdir(dataDir, { recursive: true });
   await mkdir(join(workspace, '.agents'), { recursive: true });
-  await writeFile(join(configDir, 'mcp.json'), JSON.stringify({ mcpServers: { trusted: probe } }));
   await writeFile(join(configDir, 'secret.txt'), 'config-dir-secret\n');
   await writeFile(join(dataDir, secretName), 'data-dir-secret\n');
   dataFiles.push(join(dataDir, secretName));
   await writeFile(join(workspace, '.agents', 'mcp.json'), JSON.stringify({ mcpServers: { wsprobe: { ...probe, env: { PLAIN_SETTING: 'from-the-entry' } }, ...moreWorkspaceServers } }));
   const marker = `marker-${randomBytes(6).toString('hex')}`;
   const h = await startHarness(`sandbox-${name}`, {
-    DMCP_NO_USER_CONFIG: '0',
-    DMCP_CONFIG_DIR: configDir,
+    ...config,
     DMCP_WORKSPACE_MCP: 'true',
     // Not secret by name: an unsandboxed server inherits it (the control), a sandboxed one must not.
     PROBE_WORKER_MARKER: marker,

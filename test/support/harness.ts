@@ -204,6 +204,22 @@ export async function writeMcpJson(file: string, mcpServers: Record<string, unkn
   await writeFile(file, `${JSON.stringify({ mcpServers }, null, 2)}\n`);
 }
 
+/**
+ * Makes `dir` (with its parents) a worker's config dir: `mcp.json` with `mcpServers` (JSON indented
+ * by `indent`, default none) and, given `settings`, `settings.json`. Returns the environment that
+ * points a worker at it: DMCP_CONFIG_DIR, with the user config on.
+ */
+export async function writeConfigDir(
+  dir: string,
+  mcpServers: Record<string, unknown>,
+  options: { settings?: unknown; indent?: number } = {},
+): Promise<{ DMCP_NO_USER_CONFIG: '0'; DMCP_CONFIG_DIR: string }> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'mcp.json'), JSON.stringify({ mcpServers }, null, options.indent));
+  if (options.settings !== undefined) await writeFile(join(dir, 'settings.json'), JSON.stringify(options.settings, null, 2));
+  return { DMCP_NO_USER_CONFIG: '0', DMCP_CONFIG_DIR: dir };
+}
+
 /** Whether a process exists and is not a zombie. */
 export function isAlive(pid: number): boolean {
   try {
