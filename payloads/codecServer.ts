@@ -3,6 +3,7 @@ import type { ExternalStorage, Payload, PayloadCodec } from '@temporalio/common'
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { MAX_DECOMPRESSED_BYTES, PayloadTooLargeError } from './dataConverter.js';
 import { decodePayload } from './decodePayload.js';
+import { hostAllowed, originAllowed } from '../text/localHost.js';
 
 /** A payload as the Temporal UI and CLI send it: base64 metadata values and data. */
 interface JsonPayload {
@@ -44,9 +45,6 @@ export interface CodecServer {
   close(): Promise<void>;
 }
 
-const LOOPBACK_ORIGIN = /^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/;
-const LOOPBACK_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
-
 /**
  * Largest request by default. The UI sends one page of a history's payloads, each at most the
  * external-storage threshold (larger ones are references), so 16 MiB is far above what it needs.
@@ -81,8 +79,6 @@ function sameSecret(given: string, expected: string): boolean {
 export async function startCodecServer(options: CodecServerOptions): Promise<CodecServer> {
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const maxDecoded = options.maxDecodedBytes ?? MAX_DECOMPRESSED_BYTES;
-  const originAllowed = (origin: string) => LOOPBACK_ORIGIN.test(origin) || (options.allowedOrigins ?? []).includes(origin);
-  const hostAllowed = (host: string) => LOOPBACK_HOST.test(host) || (options.allowedHosts ?? []).some((h) => h.toLowerCase() === host.toLowerCase() || h.toLowerCase() === host.toLowerCase().replace(/:\d+$/, ''));
 
   const decodeOne = (payload: Payload) =>
     decodePayload(payload, { codecs: options.codecs, externalStorage: options.externalStorage, missingDriver: 'keep' });
@@ -102,9 +98,9 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
 
   const refuseUnlessAllowed = (req: IncomingMessage) => {
     const host = req.headers.host;
-    if (!host || !hostAllowed(host)) throw new HttpRefusal(403, 'host not allowed: use 127.0.0.1 or localhost');
+    if (!hostAllowed(host, options.allowedHosts)) throw new HttpRefusal(403, 'host not allowed: use 127.0.0.1 or localhost');
     const origin = req.headers.origin;
-    if (origin !== undefined && !originAllowed(origin)) throw new HttpRefusal(403, 'origin not allowed');
+    if (origin !== undefined && !originAllowed(origin, options.allowedOrigins)) throw new HttpRefusal(403, 'origin not allowed');
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
