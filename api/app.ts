@@ -14,7 +14,8 @@ import type { CallOutcome, CallRequest } from '../contract/index.js';
 import type { TurnClient } from '../client/turnClient.js';
 import type { Transcript } from '../client/transcript.js';
 import { shapeForModel, type ShapeLimits } from '../shaping/index.js';
-import { bearerToken, findToken, isLoopback, tokenAllows, tokenAllowsAgent, type ApiToken } from './auth.js';
+import { bearerToken, findToken, tokenAllows, tokenAllowsAgent, type ApiToken } from './auth.js';
+import { hostAllowed, originAllowed } from '../text/localHost.js';
 import { admitRefs, type ApiBoundary } from './boundary.js';
 import { binaryOf, linkBinaryContent } from './content.js';
 import { ApiError, errorBody, toApiError, type ErrorCode } from './errors.js';
@@ -29,8 +30,23 @@ import * as S from './schemas.js';
 export interface ApiOptions {
   turns: TurnClient;
   logger: Logger;
-  /** Hashed bearer tokens; empty: only clients on this machine (loopback) are served. */
+  /**
+   * Hashed bearer tokens. Every route but health and the document needs one of them; none: those
+   * routes answer 401 to everyone (the API is never open for want of a token).
+   */
   tokens: readonly ApiToken[];
+  /**
+   * Where the tokens come from, as the document says to its readers: DMCP_API_TOKENS (or its file),
+   * or the data dir's `api.token` (default: DMCP_API_TOKENS).
+   */
+  tokenSource?: 'configured' | 'dataDir';
+  /**
+   * Which `Host` and `Origin` headers are served. Loopback names and origins always are, and an
+   * origin naming the request's own `Host`; `anyHost` serves every `Host` (an API listening on a
+   * network, where a rebound name gains nothing over reaching it directly) unless `allowedHosts`
+   * names some. Default: loopback names only.
+   */
+  requestOrigins?: { allowedHosts?: readonly string[]; allowedOrigins?: readonly string[]; anyHost?: boolean };
   /** Which turn references callers may name (see `api/boundary.ts`). */
   boundary: ApiBoundary;
   /** Request bodies larger than this get 413. */
@@ -55,6 +71,7 @@ type Env = { Bindings: HttpBindings; Variables: { requestId: string; token?: Api
 
 const API = '/api/v1';
 const JSON_TYPE = 'application/json';
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** Every error answer a route may give, described once. */
 function errors(...codes: number[]): RouteConfig['responses'] {
@@ -64,6 +81,11 @@ function errors(...codes: number[]): RouteConfig['responses'] {
   }
   return out;
 }
+
+/** What a route that needs no token may still answer: a `Host` or `Origin` that is not served. */
+const hostRefused: RouteConfig['responses'] = {
+  403: { description: 'The `Host` or `Origin` is not served (see docs/api.md).', content: { [JSON_TYPE]: { schema: S.ErrorSchema } } },
+};
 
 function ok<T extends z.ZodType>(schema: T, description: string) {
   return { description, content: { [JSON_TYPE]: { schema } } };
@@ -87,6 +109,13 @@ function linkedTranscript(t: Transcript, sessionId: string, turn: string) {
 }
 
 const requestIdRe = /^[\w.:-]{1,64}$/;
+
+/** Whether a route's path (`/a/:b/c`) matches a request path. */
+function routeMatches(route: string, path: string): boolean {
+  const r = route.split('/');
+  const p = path.split('/');
+  return r.length === p.length && r.every((part, i) => (part.startsWith(':') ? p[i] !== '' : part === p[i]));
+}
 
 export function createApi(options: ApiOptions): OpenAPIHono<Env> {
   const { turns, logger } = options;
@@ -131,24 +160,82 @@ export function createApi(options: ApiOptions): OpenAPIHono<Env> {
     if (apiError.code === 'internal' || apiError.code === 'unavailable') logger.error({ requestId: c.get('requestId'), err }, 'request failed');
     return fail(c, apiError);
   });
-  app.notFound((c) => fail(c, new ApiError('not_found', `no route ${c.req.method} ${c.req.path}`)));
+  app.notFound((c) => {
+    // A path that exists with other methods: 405 with the ones it has, as HTTP asks.
+    const methods = [...new Set(app.routes.filter((r) => r.method !== 'ALL' && routeMatches(r.path, c.req.path)).map((r) => r.method))];
+    if (methods.length > 0) {
+      c.header('Allow', methods.join(', '));
+      return fail(c, new ApiError('method_not_allowed', `${c.req.method} is not a method of ${c.req.path}: ${methods.join(', ')}`));
+    }
+    return fail(c, new ApiError('not_found', `no route ${c.req.method} ${c.req.path}`));
+  });
+
+  // Every route checks `Host` and `Origin` first, health and the document too: a page that rebinds
+  // its own name to 127.0.0.1 reaches the API through its visitor's browser, and its requests carry
+  // that name as `Host` and its site as `Origin`. Without this, the token is all that stands between.
+  const origins = options.requestOrigins ?? {};
+  const hostServed = (host: string | undefined) => {
+    if (origins.anyHost && !origins.allowedHosts?.length) return host !== undefined && host !== '';
+    return hostAllowed(host, origins.allowedHosts);
+  };
+  const originServed = (origin: string, host: string | undefined) =>
+    originAllowed(origin, origins.allowedOrigins) || (host !== undefined && (origin.toLowerCase() === `http://${host.toLowerCase()}` || origin.toLowerCase() === `https://${host.toLowerCase()}`));
+  app.use('*', async (c, next) => {
+    // Node's server builds the request's URL from `Host`; a request made in-process has only the URL.
+    const host = c.req.header('host') ?? new URL(c.req.url).host;
+    if (!hostServed(host)) {
+      throw new ApiError('forbidden', `Host ${JSON.stringify(host ?? '')} is not a name of this API: use 127.0.0.1 or localhost, or list the name in DMCP_API_ALLOWED_HOSTS`);
+    }
+    const origin = c.req.header('origin');
+    if (origin === undefined) return next();
+    if (!originServed(origin, host)) {
+      throw new ApiError('forbidden', `Origin ${JSON.stringify(origin)} may not call this API: pages on loopback and on the API's own address may; list others in DMCP_API_ALLOWED_ORIGINS`);
+    }
+    // An allowed page may send the token and JSON: that needs a preflight, answered here.
+    c.header('Access-Control-Allow-Origin', origin);
+    c.header('Vary', 'Origin');
+    c.header('Access-Control-Expose-Headers', 'Location, Retry-After, X-Request-Id, WWW-Authenticate');
+    if (c.req.method === 'OPTIONS' && c.req.header('access-control-request-method')) {
+      c.header('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE');
+      c.header('Access-Control-Allow-Headers', 'Authorization, Content-Type, X-Request-Id');
+      c.header('Access-Control-Max-Age', '600');
+      return c.body(null, 204);
+    }
+    return next();
+  });
 
   app.use(`${API}/*`, bodyLimit({ maxSize: options.maxBodyBytes, onError: () => { throw new ApiError('payload_too_large', `the body is larger than ${options.maxBodyBytes} bytes (DMCP_API_MAX_BODY)`); } }));
 
-  const authorize: MiddlewareHandler<Env> = async (c, next) => {
-    const sessionId = c.req.param('sessionId') ?? '';
-    if (options.tokens.length === 0) {
-      if (!isLoopback(c.env?.incoming?.socket?.remoteAddress)) {
-        throw new ApiError('forbidden', 'this API has no tokens configured and serves only clients on its own machine (set DMCP_API_TOKENS)');
-      }
-      return next();
-    }
+  // Every route but health and the document needs a token; there is no open mode.
+  const authenticate: MiddlewareHandler<Env> = async (c, next) => {
+    if (options.tokens.length === 0) throw new ApiError('unauthorized', 'this API has no tokens configured, so it serves no one: set DMCP_API_TOKENS, or start it with `durable-mcp api`, which creates api.token in DMCP_DATA_DIR');
     const presented = bearerToken(c.req.header('authorization'));
-    if (!presented) throw new ApiError('unauthorized', 'send "Authorization: Bearer <token>"');
+    if (!presented) throw new ApiError('unauthorized', 'send "Authorization: Bearer <token>" (the token of `durable-mcp dev` is in api.token in its DMCP_DATA_DIR)');
     const token = findToken(options.tokens, presented);
     if (!token) throw new ApiError('unauthorized', 'the token is not known to this API');
-    if (!tokenAllows(token, sessionId)) throw new ApiError('forbidden', `the token may not reach session ${JSON.stringify(sessionId)}`);
     c.set('token', token);
+    // A cross-site form or a no-cors fetch sends a body as one of the types a page may send without
+    // asking; the routes take JSON or nothing, so any other type is refused before anything changes.
+    if (!SAFE_METHODS.has(c.req.method)) {
+      const type = c.req.header('content-type');
+      if (type !== undefined && type.split(';')[0]!.trim().toLowerCase() !== JSON_TYPE) throw new ApiError('unsupported_media_type', 'send the body as application/json (Content-Type), or send no body and no Content-Type', 'body');
+    }
+    return next();
+  };
+  for (const path of [`${API}/sessions/*`, `${API}/shelf`, `${API}/shelf/*`, `${API}/agents/*`]) app.use(path, authenticate);
+  // The routes whose body is required: without one (and its type) there is nothing to validate.
+  const bodyRequired: MiddlewareHandler<Env> = async (c, next) => {
+    if (c.req.method === 'POST' || c.req.method === 'PUT') {
+      if (c.req.header('content-type') === undefined) throw new ApiError('unsupported_media_type', 'this route needs a JSON body: send it as application/json (Content-Type)', 'body');
+    }
+    return next();
+  };
+  for (const path of [`${API}/sessions/:sessionId/turns`, `${API}/sessions/:sessionId/turns/:turn/calls`, `${API}/shelf/servers/:name`]) app.use(path, bodyRequired);
+
+  const authorize: MiddlewareHandler<Env> = async (c, next) => {
+    const sessionId = c.req.param('sessionId') ?? '';
+    const token = c.get('token')!;
+    if (!tokenAllows(token, sessionId)) throw new ApiError('forbidden', `the token may not reach session ${JSON.stringify(sessionId)}`);
     return next();
   };
   app.use(`${API}/sessions/:sessionId/*`, authorize);
@@ -157,13 +244,13 @@ export function createApi(options: ApiOptions): OpenAPIHono<Env> {
   // --- operations ---
 
   app.openapi(
-    createRoute({ method: 'get', path: '/healthz', tags: ['operations'], summary: 'The process is up', responses: { 200: ok(S.HealthSchema, 'Up') } }),
+    createRoute({ method: 'get', path: '/healthz', tags: ['operations'], summary: 'The process is up', security: [], responses: { 200: ok(S.HealthSchema, 'Up'), ...hostRefused } }),
     (c) => c.json({ ok: true }, 200),
   );
   app.openapi(
     createRoute({
-      method: 'get', path: '/readyz', tags: ['operations'], summary: 'Temporal is reachable',
-      responses: { 200: ok(S.HealthSchema, 'Ready'), 503: ok(S.HealthSchema, 'Temporal is not reachable') },
+      method: 'get', path: '/readyz', tags: ['operations'], summary: 'Temporal is reachable', security: [],
+      responses: { 200: ok(S.HealthSchema, 'Ready'), 503: ok(S.HealthSchema, 'Temporal is not reachable'), ...hostRefused },
     }),
     async (c) => {
       try {
@@ -415,7 +502,7 @@ export function createApi(options: ApiOptions): OpenAPIHono<Env> {
         '`mcp.status` at the start of every turn, `call.started` and `call.finished` per call, `turn.ended`. The newest turn is sent from its start on connect; ' +
         'event IDs are stable, so a reconnecting client can drop what it has.',
       request: { params: S.SessionParams },
-      responses: { 200: { description: 'An event stream', content: { 'text/event-stream': { schema: z.string() } } }, ...errors() },
+      responses: { 200: { description: 'An event stream; each event is one of these, its `data` JSON', content: { 'text/event-stream': { schema: S.sessionEventSchema() } } }, ...errors() },
     }),
     (c) => {
       const { sessionId } = c.req.valid('param');
@@ -445,7 +532,6 @@ export function createApi(options: ApiOptions): OpenAPIHono<Env> {
 
   registerShelfRoutes(app, {
     temporal: { client: turns.client, taskQueue: turns.taskQueue },
-    tokens: options.tokens,
     ...options.shelf,
   });
 
@@ -461,8 +547,15 @@ export function createApi(options: ApiOptions): OpenAPIHono<Env> {
     servers: [{ url: '/' }],
     security: [{ bearer: [] }],
   });
+  for (const [, name, schema] of S.SESSION_EVENT_DATA) app.openAPIRegistry.register(name, schema);
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
-    type: 'http', scheme: 'bearer', description: 'A token configured on the API (stored there as its SHA-256). Without configured tokens, only loopback clients are served.',
+    type: 'http',
+    scheme: 'bearer',
+    description:
+      (options.tokenSource === 'dataDir'
+        ? 'The token in the file api.token of the API\'s data dir (DMCP_DATA_DIR), created 0600 when the API first starts without DMCP_API_TOKENS: it reaches every session and agent, and has the shelf scope. '
+        : 'A token whose SHA-256 is configured in DMCP_API_TOKENS or DMCP_API_TOKENS_FILE: it reaches the sessions and agents its prefixes start; `shelf` routes need an entry ending in the word shelf. ') +
+      'Every route needs one except /healthz, /readyz, this document and its page. A `Host` that is not a name of the API and a cross-site `Origin` are refused with 403 before the token is looked at.',
   });
   app.get(`${API}/docs`, (c) => {
     c.header('Content-Security-Policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'");

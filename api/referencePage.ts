@@ -29,6 +29,8 @@ pre{background:#fff;border:1px solid #e3e3e3;padding:.5rem;overflow:auto;max-hei
       const head = el('div'); head.append(el('span', method, 'm'), el('code', path)); box.append(head);
       if (op.summary) box.append(el('p', op.summary));
       if (op.description) box.append(el('p', op.description));
+      const security = op.security || doc.security || [];
+      box.append(el('div', security.length === 0 ? 'needs no token' : 'needs: ' + security.map((s) => Object.entries(s).map(([k, v]) => k + (v.length ? ' with scope ' + v.join(', ') : '')).join(' and ')).join(' or ')));
       for (const p of op.parameters || []) box.append(el('div', p.in + ' ' + p.name + (p.required ? ' (required)' : '') + (p.description ? ': ' + p.description : '')));
       const body = op.requestBody && op.requestBody.content['application/json'];
       if (body) { box.append(el('div', 'body:')); box.append(el('pre', JSON.stringify(deref(body.schema), null, 2))); }

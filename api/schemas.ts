@@ -39,6 +39,8 @@ export const CallParams = z.object({ sessionId: SessionIdParam, turn: TurnParam,
 export const ContentParams = z.object({ sessionId: SessionIdParam, turn: TurnParam, callId: CallIdParam, index: IndexParam });
 
 const JsonObject = z.record(z.string(), z.unknown());
+/** A link the API answers with: a path on the API itself, relative to its address. */
+const ApiLink = z.string().openapi({ format: 'uri-reference' });
 
 export const CallRequestSchema = z
   .object({
@@ -170,7 +172,7 @@ export const CallPendingSchema = z
   .object({
     id: z.string(),
     state: z.literal('running'),
-    poll: z.string().openapi({ description: 'GET this for the outcome.' }),
+    poll: ApiLink.openapi({ description: 'GET this for the outcome.' }),
     progress: JsonObject.optional().openapi({ description: "The latest progress the server reported (its notification's fields)." }),
   })
   .openapi('CallPending');
@@ -195,7 +197,7 @@ export const TurnStartedSchema = z
     status: TurnStatusSchema,
     tools: z.array(ToolSchema),
     serversParagraph: z.string(),
-    links: z.object({ calls: z.string(), end: z.string(), transcript: z.string() }),
+    links: z.object({ calls: ApiLink, end: ApiLink, transcript: ApiLink }),
   })
   .openapi('TurnStarted');
 
@@ -235,7 +237,7 @@ export const SessionStatusSchema = z
   .openapi('SessionStatus');
 
 export const TurnListSchema = z
-  .object({ sessionId: z.string(), turns: z.array(z.object({ turnId: z.string(), turn: z.string(), href: z.string() })) })
+  .object({ sessionId: z.string(), turns: z.array(z.object({ turnId: z.string(), turn: z.string(), href: ApiLink })) })
   .openapi('TurnList');
 
 export const CancelResultSchema = z.object({ id: z.string(), cancelled: z.boolean() }).openapi('CancelResult');
@@ -261,3 +263,51 @@ export const ErrorSchema = z
   .openapi('Error');
 
 export const HealthSchema = z.object({ ok: z.boolean(), temporal: z.string().optional() }).openapi('Health');
+
+// --- the event stream ---
+
+const eventBase = { sessionId: z.string().optional(), turnId: z.string() };
+
+/** The `data` of each event (JSON), by component name; `api/events.ts` builds them. */
+export const SESSION_EVENT_DATA: [event: string, name: string, schema: z.ZodType][] = [
+  ['mcp.status', 'McpStatusEvent', z.object({ ...eventBase, reportedAt: z.string(), status: TurnStatusSchema, serversParagraph: z.string().optional() }).openapi('McpStatusEvent')],
+  ['call.started', 'CallStartedEvent', z.object({ ...eventBase, id: z.string(), name: z.string() }).openapi('CallStartedEvent')],
+  [
+    'call.finished',
+    'CallFinishedEvent',
+    z
+      .object({
+        ...eventBase,
+        id: z.string(),
+        name: z.string(),
+        status: OutcomeSchema.shape.status,
+        isError: z.boolean(),
+        errorKind: OutcomeSchema.shape.errorKind,
+        durationMs: z.number(),
+        attempts: z.number().int(),
+      })
+      .openapi('CallFinishedEvent'),
+  ],
+  ['turn.ended', 'TurnEndedEvent', z.object({ ...eventBase, state: TranscriptSchema.shape.state, endedBy: TranscriptSchema.shape.endedBy }).openapi('TurnEndedEvent')],
+  ['error', 'StreamErrorEvent', ErrorSchema.shape.error.openapi('StreamErrorEvent')],
+];
+
+/**
+ * One event of the stream, as OpenAPI 3.1 describes an item of `text/event-stream` (the fields of
+ * the event, `data` a JSON text of the named schema). The stream's last event, `error`, has no ID:
+ * it is sent once when reading Temporal failed, and the stream ends.
+ */
+export function sessionEventSchema() {
+  return {
+    oneOf: SESSION_EVENT_DATA.map(([event, name]) => ({
+      type: 'object' as const,
+      properties: {
+        event: { type: 'string' as const, const: event },
+        data: { type: 'string' as const, contentMediaType: 'application/json', contentSchema: { $ref: `#/components/schemas/${name}` } },
+        id: { type: 'string' as const },
+        retry: { type: 'integer' as const },
+      },
+      required: event === 'error' ? ['event', 'data'] : ['event', 'data', 'id'],
+    })),
+  };
+}

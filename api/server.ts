@@ -7,6 +7,7 @@ import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { createApi, type ApiOptions } from './app.js';
+import { isLoopback } from './auth.js';
 
 /** Options of {@link startApiServer}: the API's own, and where to listen. */
 export interface ApiServerOptions extends Omit<ApiOptions, 'shutdown'> {
@@ -28,7 +29,10 @@ export interface RunningApi {
 
 export async function startApiServer(options: ApiServerOptions): Promise<RunningApi> {
   const shutdown = new AbortController();
-  const app = createApi({ ...options, shutdown: shutdown.signal });
+  // Listening on a network, the API is reached by whatever names lead there; on loopback only by
+  // loopback names, since any other name is one a web page rebound to 127.0.0.1.
+  const onLoopback = isLoopback(options.host) || options.host.toLowerCase() === 'localhost';
+  const app = createApi({ ...options, shutdown: shutdown.signal, requestOrigins: { ...options.requestOrigins, anyHost: options.requestOrigins?.anyHost ?? !onLoopback } });
   const server = createAdaptorServer({ fetch: app.fetch, hostname: options.host }) as Server;
   // A slow client cannot hold a connection open forever before it has sent its request.
   server.headersTimeout = 20_000;

@@ -1,8 +1,9 @@
 /**
  * The shelf over HTTP: read it, put servers on it and take them off, grant and drop them, and an
- * agent's servers. Reading and changing the shelf needs a token with the `shelf` scope (with no
- * tokens configured, loopback clients only, as for the rest of the API). The shelf is the
- * operator's: whoever may change it chooses commands that workers run.
+ * agent's servers. Reading and changing the shelf needs a token with the `shelf` scope, always
+ * (the data dir's token has it: whoever can read that file can read the turn key beside it). The
+ * shelf is the operator's: whoever may change it chooses commands that workers run, and the API
+ * signs what they choose with the operator's turn key.
  */
 import { OpenAPIHono, createRoute, z, type RouteConfig } from '@hono/zod-openapi';
 import type { HttpBindings } from '@hono/node-server';
@@ -11,7 +12,7 @@ import type { Client } from '@temporalio/client';
 import { AGENT_ID_PATTERN, type ShelfChangeResult, type ShelfServer, type ShelfState } from '../contract/index.js';
 import { ShelfInputError, verifyShelfGrant, verifyShelfServer } from '../plane/shelf.js';
 import { ShelfClient, ShelfUnavailableError } from '../plane/shelfClient.js';
-import { bearerToken, findToken, isLoopback, tokenAllowsAgent, type ApiToken } from './auth.js';
+import { tokenAllowsAgent, type ApiToken } from './auth.js';
 import { ApiError } from './errors.js';
 import { ErrorSchema } from './schemas.js';
 
@@ -21,8 +22,6 @@ type Env = { Bindings: HttpBindings; Variables: { requestId: string; token?: Api
 export interface ShelfRoutesOptions {
   /** A Temporal client of the deployment's namespace, and its shared task queue (where the shelf runs). */
   temporal: { client: Client; taskQueue: string };
-  /** Hashed bearer tokens; empty: only loopback clients are served. */
-  tokens: readonly ApiToken[];
   /** The operator's turn key: adding and granting are signed with it. Without it they are refused. */
   turnKey?: Buffer;
   /** The API process's environment: an entry holding one of its secret values is refused. */
@@ -32,13 +31,18 @@ export interface ShelfRoutesOptions {
 }
 
 const API = '/api/v1';
+/** A token with the `shelf` scope (OpenAPI 3.1 lets a bearer requirement name the roles it needs). */
+const SHELF_SCOPE = [{ bearer: ['shelf'] }];
+/** Any token: the route decides by its prefixes, or the shelf scope. */
+const ANY_TOKEN = [{ bearer: [] }];
 const JSON_TYPE = 'application/json';
 
 // --- schemas ---
 
 const ServerNameParam = z
   .string()
-  .regex(/^[A-Za-z][A-Za-z0-9_-]{0,31}$/, 'a server name: a letter first, then letters, digits, "_" or "-", at most 32')
+  .max(32)
+  .regex(/^[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*$/, 'a server name: a letter first, then letters and digits, with single "_" or "-" between them, at most 32')
   .openapi({ param: { name: 'name', in: 'path' }, example: 'docs' });
 const AgentParam = z
   .string()
@@ -48,20 +52,49 @@ const ServerParams = z.object({ name: ServerNameParam });
 const GrantParams = z.object({ name: ServerNameParam, agent: AgentParam });
 const AgentParams = z.object({ agent: AgentParam });
 
-const stringMap = z.record(z.string(), z.string().max(4096));
+// What the workers' config parser accepts, said here so that the document says it: a URL is
+// http(s) with a host a URL parser takes (no user name or password), header names are HTTP tokens
+// and values one line, variable names are shell names, and nothing holds a NUL.
+const IPV4_PART = String.raw`(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)`;
+// A reference the workers resolve (`${NAME}`, `${NAME:-default}`); RFC 3986 has no braces, so a URL
+// holding one is not a URI until then, and the document says `pattern`, not `format: uri`.
+const URL_VAR = String.raw`\$\{[A-Za-z_][A-Za-z0-9_]*(?::-(?:[A-Za-z0-9\-._~!&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*)?\}`;
+const URL_CHAR = String.raw`(?:[A-Za-z0-9\-._~!&'()*+,;=:@/?]|%[0-9A-Fa-f]{2}|\$\$|${URL_VAR})`;
+const URL_LABEL = String.raw`(?:[A-Za-z0-9-]|${URL_VAR})+`;
+const URL_HOST = String.raw`(?:(?:${URL_LABEL}\.)*(?:[A-Za-z]|${URL_VAR})(?:[A-Za-z0-9-]|${URL_VAR})*|(?:${IPV4_PART}\.){3}${IPV4_PART})`;
+const URL_RE = new RegExp(String.raw`^[Hh][Tt][Tt][Pp][Ss]?://${URL_HOST}(?::(?:[1-5]?\d{1,4}|${URL_VAR}))?(?:[/?]${URL_CHAR}*)?(?:#${URL_CHAR}*)?$`);
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** `propertyNames` for a record's keys, which the document generator leaves out (its types do not know the keyword). */
+const keysMatch = (re: RegExp) => ({ propertyNames: { type: 'string', pattern: re.source } }) as { description?: string };
+// NUL is written \u0000, not \0: the document carries the pattern, and Schemathesis cannot use `\0`.
+// eslint-disable-next-line no-control-regex
+const noNul = (max: number) => z.string().max(max).regex(/^[^\u0000]*$/, 'no NUL character');
 const RemoteEntry = z
   .object({
     type: z.enum(['http', 'sse']),
-    url: z.string().min(1).max(4096),
-    headers: stringMap.optional().openapi({ description: 'Header values; `${VAR}` is resolved on the workers. No literal credential: use `Authorization: Bearer ${VAR}` or an OAuth login.' }),
+    url: z
+      .string()
+      .max(4096)
+      .regex(URL_RE, 'an http:// or https:// URL (RFC 3986 characters; ${VAR} references), without a user name or password')
+      .openapi({ description: 'The server\'s http:// or https:// URL: RFC 3986 characters, no user name or password, no literal credential in its query; it may hold `${VAR}` references, which the workers resolve (a URI once they have).' }),
+    headers: z
+      // eslint-disable-next-line no-control-regex
+      .record(z.string().regex(HEADER_NAME, 'an HTTP header name'), z.string().max(4096).regex(/^[^\r\n\u0000]*$/, 'one line, no NUL'))
+      .optional()
+      .openapi({ ...keysMatch(HEADER_NAME), description: 'Header values; `${VAR}` is resolved on the workers. No literal credential: use `Authorization: Bearer ${VAR}` or an OAuth login.' }),
   })
   .strict();
 const CommandEntry = z
   .object({
     type: z.literal('stdio'),
-    command: z.string().min(1).max(4096),
-    args: z.array(z.string().max(4096)).max(256).default([]),
-    env: stringMap.optional().openapi({ description: 'Variables of the command; `NAME: "${NAME}"` hands a secret variable over from the workers (listed in their DMCP_MCP_ENV).' }),
+    // eslint-disable-next-line no-control-regex
+    command: z.string().max(4096).regex(/^[^\u0000]*[^\s\u0000][^\u0000]*$/, 'not blank, no NUL character'),
+    args: z.array(noNul(4096)).max(256).default([]),
+    env: z
+      .record(z.string().regex(ENV_NAME, 'a variable name'), noNul(4096))
+      .optional()
+      .openapi({ ...keysMatch(ENV_NAME), description: 'Variables of the command; `NAME: "${NAME}"` hands a secret variable over from the workers (listed in their DMCP_MCP_ENV).' }),
   })
   .strict();
 export const ShelfEntrySchema = z.discriminatedUnion('type', [RemoteEntry, CommandEntry]).openapi('ShelfEntry');
@@ -140,39 +173,25 @@ function refusal(err: unknown): never {
   if (/is on the shelf already/.test(err.message)) throw new ApiError('shelf_conflict', err.message, err.field ? `body.entry.${err.field}` : 'body.entry');
   if (err.field === 'turnKey') throw new ApiError('forbidden', `this API cannot sign shelf changes: it has no turn key (turn.key in its DMCP_DATA_DIR, as the workers have it)`);
   const field = err.field === undefined ? undefined : err.field === 'name' ? 'path.name' : err.field === 'agent' ? 'body.agents' : `body.entry.${err.field}`;
-  // As for turns and calls: the value of a secret variable of this process is its own code.
-  throw new ApiError(/value of the secret variable/.test(err.message) ? 'secret_in_input' : 'bad_request', err.message, field);
+  // As for turns and calls: the value of a secret variable of this process is its own code. Any
+  // other refusal is of an entry the schema admits (a literal credential, a reference the workers
+  // cannot resolve): well-formed, refused for what it says, so 422 rather than 400.
+  const code = /value of the secret variable/.test(err.message) ? 'secret_in_input' : field?.startsWith('body.entry') || field === undefined ? 'entry_refused' : 'bad_request';
+  throw new ApiError(code, err.message, field);
 }
 
 /** Adds the shelf routes and their authorization to the API. */
 export function registerShelfRoutes(app: OpenAPIHono<Env>, options: ShelfRoutesOptions): void {
-  const { tokens } = options;
-
-  /** The token of the request (undefined for a loopback client when no tokens are configured). */
-  const identify = (c: Context<Env>): ApiToken | undefined => {
-    if (tokens.length === 0) {
-      if (!isLoopback(c.env?.incoming?.socket?.remoteAddress)) {
-        throw new ApiError('forbidden', 'this API has no tokens configured and serves only clients on its own machine (set DMCP_API_TOKENS)');
-      }
-      return undefined;
-    }
-    const presented = bearerToken(c.req.header('authorization'));
-    if (!presented) throw new ApiError('unauthorized', 'send "Authorization: Bearer <token>"');
-    const token = findToken(tokens, presented);
-    if (!token) throw new ApiError('unauthorized', 'the token is not known to this API');
-    c.set('token', token);
-    return token;
-  };
+  // The API's middleware has found the request's token (it refuses a request without one).
   const shelfScope: MiddlewareHandler<Env> = async (c, next) => {
-    const token = identify(c);
-    if (token && !token.shelf) throw new ApiError('forbidden', 'the token has no shelf scope (its entry in DMCP_API_TOKENS ends in the word "shelf")');
+    if (!c.get('token')?.shelf) throw new ApiError('forbidden', 'the token has no shelf scope (its entry in DMCP_API_TOKENS ends in the word "shelf")');
     return next();
   };
   // An agent's own servers: the shelf scope, or a token whose prefixes reach the agent (as they reach its turns).
   const agentScope: MiddlewareHandler<Env> = async (c, next) => {
-    const token = identify(c);
+    const token = c.get('token');
     const agent = c.req.param('agent') ?? '';
-    if (token && !token.shelf && !tokenAllowsAgent(token, agent)) throw new ApiError('forbidden', `the token may not reach agent ${JSON.stringify(agent)}`);
+    if (!token || (!token.shelf && !tokenAllowsAgent(token, agent))) throw new ApiError('forbidden', `the token may not reach agent ${JSON.stringify(agent)}`);
     return next();
   };
   app.use(`${API}/shelf`, shelfScope);
@@ -180,12 +199,12 @@ export function registerShelfRoutes(app: OpenAPIHono<Env>, options: ShelfRoutesO
   app.use(`${API}/agents/:agent/servers`, agentScope);
 
   const shelfFor = (c: Context<Env>) => {
-    const token = c.get('token');
+    const token = c.get('token')!;
     return new ShelfClient({
       client: options.temporal.client,
       taskQueue: options.temporal.taskQueue,
       turnKey: options.turnKey,
-      by: token ? `api token ${token.source}` : 'api (loopback)',
+      by: `api token ${token.source}`,
       env: options.env ?? {},
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
     });
@@ -193,7 +212,7 @@ export function registerShelfRoutes(app: OpenAPIHono<Env>, options: ShelfRoutesO
 
   app.openapi(
     createRoute({
-      method: 'get', path: `${API}/shelf`, tags: ['shelf'], summary: 'The shelf: servers, grants, the newest changes',
+      method: 'get', path: `${API}/shelf`, tags: ['shelf'], security: SHELF_SCOPE, summary: 'The shelf: servers, grants, the newest changes',
       responses: { 200: ok(ShelfStateSchema, 'The shelf (empty before its first change)'), ...errors() },
     }),
     async (c) => c.json(shown(await shelfFor(c).read().catch(refusal)), 200),
@@ -201,7 +220,7 @@ export function registerShelfRoutes(app: OpenAPIHono<Env>, options: ShelfRoutesO
 
   app.openapi(
     createRoute({
-      method: 'put', path: `${API}/shelf/servers/{name}`, tags: ['shelf'],
+      method: 'put', path: `${API}/shelf/servers/{name}`, tags: ['shelf'], security: SHELF_SCOPE,
       summary: 'Put a server on the shelf (idempotent: the same entry again changes nothing)',
       description: 'Refused with 409 when the name is on the shelf with another entry, with 400 when the entry would write a secret into the shelf\'s history (the field is named).',
       request: { params: ServerParams, body: { required: true, content: { [JSON_TYPE]: { schema: PutShelfServerSchema } } } },
@@ -221,7 +240,7 @@ export function registerShelfRoutes(app: OpenAPIHono<Env>, options: ShelfRoutesO
 
   app.openapi(
     createRoute({
-      method: 'delete', path: `${API}/shelf/servers/{name}`, tags: ['shelf'],
+      method: 'delete', path: `${API}/shelf/servers/{name}`, tags: ['shelf'], security: SHELF_SCOPE,
       summary: 'Take a server off the shelf and away from every agent (calls in flight finish)',
       request: { params: ServerParams },
       responses: { 200: ok(ShelfChangeSchema, '`changed` is false when it was not on the shelf'), ...errors() },
@@ -235,7 +254,7 @@ export function registerShelfRoutes(app: OpenAPIHono<Env>, options: ShelfRoutesO
 
   app.openapi(
     createRoute({
-      method: 'put', path: `${API}/shelf/servers/{name}/agents/{agent}`, tags: ['shelf'],
+      method: 'put', path: `${API}/shelf/servers/{name}/agents/{agent}`, tags: ['shelf'], security: SHELF_SCOPE,
       summary: 'Give an agent a server on the shelf (from its next turn)',
       request: { params: GrantParams },
       responses: { 200: ok(ShelfChangeSchema, 'The agent had it already'), 201: ok(ShelfChangeSchema, 'Granted'), ...errors(404) },
@@ -249,7 +268,7 @@ export function registerShelfRoutes(app: OpenAPIHono<Env>, options: ShelfRoutesO
 
   app.openapi(
     createRoute({
-      method: 'delete', path: `${API}/shelf/servers/{name}/agents/{agent}`, tags: ['shelf'],
+      method: 'delete', path: `${API}/shelf/servers/{name}/agents/{agent}`, tags: ['shelf'], security: SHELF_SCOPE,
       summary: 'Take a server away from an agent (from its next turn)',
       request: { params: GrantParams },
       responses: { 200: ok(ShelfChangeSchema, '`changed` is false when the agent did not have it'), ...errors() },
@@ -263,7 +282,7 @@ export function registerShelfRoutes(app: OpenAPIHono<Env>, options: ShelfRoutesO
 
   app.openapi(
     createRoute({
-      method: 'get', path: `${API}/agents/{agent}/servers`, tags: ['shelf'],
+      method: 'get', path: `${API}/agents/{agent}/servers`, tags: ['shelf'], security: ANY_TOKEN,
       summary: 'The servers granted to an agent',
       description: 'Needs the shelf scope, or a token whose prefixes reach the agent.',
       request: { params: AgentParams },

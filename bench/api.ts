@@ -12,6 +12,7 @@ import { loadavg } from 'node:os';
 import pino from 'pino';
 import { TurnClient } from '../client/turnClient.js';
 import { startApiServer } from '../api/server.js';
+import { hashToken, parseTokens } from '../api/auth.js';
 import { createCallRecords } from '../api/recorded.js';
 import { DEFAULT_SHAPE_LIMITS } from '../shaping/index.js';
 import { tempDir } from '../test/support/harness.js';
@@ -22,6 +23,8 @@ import { machineLine, percentile, writeSection } from './support.js';
 const CALLS = Number(process.env.BENCH_CALLS ?? 100);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const WARMUP = 10;
+const TOKEN = 'bench-api-token-0123456789abcdef';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
 runBench(async () => {
@@ -34,7 +37,7 @@ runBench(async () => {
   const client = await connectClient(temporal.address);
   const turns = new TurnClient({ client, taskQueue });
   const api = await startApiServer({
-    host: '127.0.0.1', port: 0, logger: pino({ level: 'warn' }), turns, tokens: [],
+    host: '127.0.0.1', port: 0, logger: pino({ level: 'warn' }), turns, tokens: parseTokens(`${hashToken(TOKEN)} *`, 'DMCP_API_TOKENS'),
     boundary: { allowInline: true, allowedConfigDirs: [], workspaceRoots: [dir] },
     maxBodyBytes: 2 * 1024 * 1024, callWaitMs: 30_000, shapeLimits: DEFAULT_SHAPE_LIMITS,
   });
@@ -44,7 +47,7 @@ runBench(async () => {
     const split = await turns.startTurn({ sessionId: `bench-split-${Date.now()}`, workspace: dir, servers });
     const checked = await turns.startTurn({ sessionId: `bench-checked-${Date.now()}`, workspace: dir, servers });
     const started = (await (await fetch(`${api.url}/api/v1/sessions/bench-api-${Date.now()}/turns`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ workspace: dir, servers }),
+      method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: JSON.stringify({ workspace: dir, servers }),
     })).json()) as { links: { calls: string; end: string } };
     const callsUrl = `${api.url}${started.links.calls}`;
     let n = 0;
@@ -65,7 +68,7 @@ runBench(async () => {
         if (outcome.status !== 'ok' || !recorded) throw new Error('checked call failed');
       },
       'HTTP API (`POST .../calls`, fetch, keep-alive)': async () => {
-        const res = await fetch(callsUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: `a-${n++}`, name: 'mcp__echo__echo', arguments: { text: 'hi' } }) });
+        const res = await fetch(callsUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: JSON.stringify({ id: `a-${n++}`, name: 'mcp__echo__echo', arguments: { text: 'hi' } }) });
         if (res.status !== 200) throw new Error(`API call answered ${res.status}: ${await res.text()}`);
         await res.arrayBuffer();
       },
@@ -92,7 +95,7 @@ runBench(async () => {
       log(`round ${round + 1}: ${names.map((k) => `${k} p50 ${roundP50[k]!.toFixed(2)} ms`).join(', ')}`);
     }
     await Promise.all([direct.end(), split.end(), checked.end()]);
-    await fetch(`${api.url}${started.links.end}`, { method: 'POST' });
+    await fetch(`${api.url}${started.links.end}`, { method: 'POST', headers: AUTH });
     const base = percentile(samples[names[0]!]!, 50);
     const rows = names.map((k) => `| ${k} | ${samples[k]!.length} | ${percentile(samples[k]!, 50).toFixed(2)} | ${(percentile(samples[k]!, 50) / base).toFixed(2)}x | ${percentile(samples[k]!, 95).toFixed(2)} | ${percentile(samples[k]!, 99).toFixed(2)} |`);
     const ratio = percentile(samples[API]!, 50) / percentile(samples[names[0]!]!, 50);
@@ -100,7 +103,7 @@ runBench(async () => {
     const body = [
       `Command: \`npm run build:bench && node dist/bench/api.js\`. Machine: ${await machineLine()}. Took ${Math.round((Date.now() - began) / 1000)} s. Load average (1/5/15 min) at the start: ${load}.`,
       '',
-      `One durable-mcp worker in its own process, the fixture echo server over stdio, one Temporal dev server (${process.env.TEMPORAL_ADDRESS ? 'TEMPORAL_ADDRESS' : 'in memory, tuned as `dev` starts it'}). One interactive turn per variant, each sending ${CALLS} sequential \`mcp__echo__echo\` calls per round after ${WARMUP} warm-up calls; ${ROUNDS} rounds, order rotated every round. The API runs in the benchmark's process (no tokens: loopback) over the same Temporal client. The two middle rows take the API's Temporal side apart: it sends a call as an Update that answers once accepted and then polls for the outcome, and reads what the call ID was first sent with (the end of the turn's history; the run's first event once per run) while the tool runs.`,
+      `One durable-mcp worker in its own process, the fixture echo server over stdio, one Temporal dev server (${process.env.TEMPORAL_ADDRESS ? 'TEMPORAL_ADDRESS' : 'in memory, tuned as `dev` starts it'}). One interactive turn per variant, each sending ${CALLS} sequential \`mcp__echo__echo\` calls per round after ${WARMUP} warm-up calls; ${ROUNDS} rounds, order rotated every round. The API runs in the benchmark's process (with one token, as every API has) over the same Temporal client. The two middle rows take the API's Temporal side apart: it sends a call as an Update that answers once accepted and then polls for the outcome, and reads what the call ID was first sent with (the end of the turn's history; the run's first event once per run) while the tool runs.`,
       '',
       '| variant | calls | p50 (ms) | p50 vs direct | p95 (ms) | p99 (ms) |',
       '|---|---|---|---|---|---|',

@@ -7,6 +7,7 @@ import { SettingsError, loadSettings, type Settings } from '../settings/index.js
 import { TUNED_MAX_IN_FLIGHT_UPDATES } from '../dev/devServer.js';
 import { createLogger } from '../worker/logger.js';
 import { parseTokens, type ApiToken } from '../api/auth.js';
+import { apiTokenFile, dataDirToken, ensureApiToken } from '../api/tokenFile.js';
 import { resolveTemporalTarget } from '../connection/index.js';
 import { runningDev, secretsOf } from './embedded.js';
 import { readTurnKey, turnKeyFile } from '../config/load.js';
@@ -27,6 +28,38 @@ export async function apiTokens(settings: Settings): Promise<ApiToken[]> {
   return tokens;
 }
 
+/** The tokens the API serves with, and where they come from. */
+export interface ApiAuth {
+  tokens: ApiToken[];
+  source: 'configured' | 'dataDir';
+  /** The data dir's token file, when the API serves with it. */
+  tokenFile?: string;
+}
+
+/**
+ * The configured tokens; none configured: the data dir's own token, created on first use. The API
+ * is never open: a program of another user on this machine, or a web page that rebinds a name to
+ * 127.0.0.1, reaches its port but cannot read the file.
+ */
+export async function resolveApiAuth(settings: Settings): Promise<ApiAuth> {
+  const configured = await apiTokens(settings);
+  if (configured.length > 0 || settings.api.tokens !== undefined || settings.api.tokensFile !== undefined) {
+    if (configured.length === 0) throw new SettingsError('DMCP_API_TOKENS / DMCP_API_TOKENS_FILE hold no token entry; leave both unset for the token in the data dir (api.token)');
+    return { tokens: configured, source: 'configured' };
+  }
+  const tokenFile = apiTokenFile(settings.dataDir);
+  const token = await ensureApiToken(settings.dataDir).catch((err: Error) => {
+    throw new SettingsError(`the API's token: ${err.message}`);
+  });
+  return { tokens: [dataDirToken(token)], source: 'dataDir', tokenFile };
+}
+
+/** How to reach the API, in the words `dev` and `api` print. */
+export function apiAuthLines(auth: ApiAuth, url: string): string[] {
+  if (auth.source === 'configured') return [`${auth.tokens.length} token(s) from DMCP_API_TOKENS`];
+  return [`${auth.tokenFile} (0600; send it: curl -H "Authorization: Bearer $(cat ${auth.tokenFile})" ${url}/api/v1/shelf)`];
+}
+
 /** Where the API's TurnClient connects, and how. */
 export interface ApiTarget {
   address: string;
@@ -44,7 +77,7 @@ export async function serveApi(
   logger: Logger,
   target: ApiTarget,
   listen: { host: string; port: number },
-): Promise<{ url: string; tokens: number; close(): Promise<void> }> {
+): Promise<{ url: string; auth: ApiAuth; close(): Promise<void> }> {
   // Loaded on use: every other command of the CLI would otherwise pay for the HTTP framework.
   const [{ TurnClient }, { dataConverterFor }, { startApiServer }, { apiBoundary }] = await Promise.all([
     import('../client/turnClient.js'),
@@ -52,7 +85,7 @@ export async function serveApi(
     import('../api/server.js'),
     import('../api/boundary.js'),
   ]);
-  const tokens = await apiTokens(settings);
+  const auth = await resolveApiAuth(settings);
   const turns = await TurnClient.connect({
     address: target.address,
     ...(target.connection ? { connection: target.connection } : {}),
@@ -71,7 +104,9 @@ export async function serveApi(
       port: listen.port,
       logger,
       turns,
-      tokens,
+      tokens: auth.tokens,
+      tokenSource: auth.source,
+      requestOrigins: { ...(settings.api.allowedHosts ? { allowedHosts: settings.api.allowedHosts } : {}), ...(settings.api.allowedOrigins ? { allowedOrigins: settings.api.allowedOrigins } : {}) },
       boundary: apiBoundary(settings.boundary),
       maxBodyBytes: settings.api.maxBodyBytes,
       callWaitMs: settings.api.callWaitMs,
@@ -80,7 +115,7 @@ export async function serveApi(
       // Shelf changes are signed with the workers' key; without the file they are refused, not signed with another.
       shelf: { turnKey: await readTurnKey(turnKeyFile(settings.dataDir)).catch(() => undefined), env: process.env },
     });
-    return { url: api.url, tokens: tokens.length, close: () => api.close().finally(() => turns.close()) };
+    return { url: api.url, auth, close: () => api.close().finally(() => turns.close()) };
   } catch (err) {
     await turns.close();
     throw err;
@@ -110,8 +145,8 @@ async function apiCommand(opts: { host?: string; port?: string }): Promise<void>
     },
     { host, port },
   );
-  const auth = api.tokens > 0 ? `${api.tokens} token(s)` : 'no tokens: loopback clients only';
-  process.stdout.write(`durable-mcp api is listening on ${api.url} (Temporal ${address}; ${auth})\n  reference: ${api.url}/api/v1/docs\n`);
+  const [how] = apiAuthLines(api.auth, api.url);
+  process.stdout.write(`durable-mcp api is listening on ${api.url} (Temporal ${address})\n  reference: ${api.url}/api/v1/docs\n  token:     ${how}\n`);
   let stopped: Promise<void> | undefined;
   const stop = () => (stopped ??= api.close());
   // The listening server keeps the process alive; a signal closes it and exits.

@@ -77,12 +77,13 @@ async function workerParts() {
  * default. A taken port is reported and dev goes on without it: the API is an extra, not the job.
  */
 async function devApi(settings: Settings, logger: Logger, target: { address: string; namespace: string; taskQueue: string }, undo: (() => Promise<unknown>)[]): Promise<string> {
-  const [{ serveApi }, { TUNED_MAX_IN_FLIGHT_UPDATES }] = await Promise.all([import('./api.js'), import('../dev/devServer.js')]);
+  const [{ serveApi, apiAuthLines }, { TUNED_MAX_IN_FLIGHT_UPDATES }] = await Promise.all([import('./api.js'), import('../dev/devServer.js')]);
   const { host, port } = settings.api;
   try {
     const api = await serveApi(settings, logger, { ...target, maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES }, { host, port });
     undo.push(() => api.close());
-    return `  HTTP API:         ${api.url} (reference ${api.url}/api/v1/docs; ${api.tokens > 0 ? `${api.tokens} token(s)` : 'loopback clients only'})`;
+    // The token's file, never the token: the output of dev ends up in terminals' scrollback and logs.
+    return [`  HTTP API:         ${api.url} (reference ${api.url}/api/v1/docs)`, ...apiAuthLines(api.auth, api.url).map((l) => `  API token:        ${l}`)].join('\n');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
     logger.warn({ host, port }, 'HTTP API not started: port in use');

@@ -144,11 +144,18 @@ export interface Settings {
     /**
      * DMCP_API_TOKENS: bearer tokens, stored hashed: entries `sha256:<hex> <session-prefix>,...`
      * separated by `;` or newlines (parsed by the API, which names a bad entry). Unset, with no
-     * DMCP_API_TOKENS_FILE: the API serves loopback clients only.
+     * DMCP_API_TOKENS_FILE: the API serves with the token in `<DMCP_DATA_DIR>/api.token`, created 0600.
      */
     tokens?: string;
     /** DMCP_API_TOKENS_FILE: a file of such entries, one a line (`#` starts a comment). */
     tokensFile?: string;
+    /**
+     * DMCP_API_ALLOWED_HOSTS: `Host` names (with or without a port) served besides loopback ones.
+     * Unset: an API listening on loopback serves only loopback names (a DNS-rebound name is refused).
+     */
+    allowedHosts?: string[];
+    /** DMCP_API_ALLOWED_ORIGINS: web origins (`https://app.example`) served besides loopback ones and the API's own. */
+    allowedOrigins?: string[];
     /** DMCP_API_MAX_BODY, default 2 MiB: larger request bodies get 413. */
     maxBodyBytes: number;
     /** DMCP_API_CALL_WAIT, default 30 s: how long a call request waits for its outcome before answering 202. */
@@ -365,6 +372,19 @@ const envSchema = z.object({
     return n;
   }),
   DMCP_API_CALL_WAIT: duration('DMCP_API_CALL_WAIT', '30s'),
+  DMCP_API_ALLOWED_HOSTS: wrap('DMCP_API_ALLOWED_HOSTS', (v) => {
+    const hosts = (v ?? '').split(/[\s,]+/).map((h) => h.trim()).filter(Boolean);
+    const bad = hosts.filter((h) => !/^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/.test(h));
+    if (bad.length > 0) throw new SettingsError(`DMCP_API_ALLOWED_HOSTS must list host names, each with or without a port (api.example.com, api.example.com:8235), got ${bad.map((h) => JSON.stringify(h)).join(', ')}`);
+    return hosts;
+  }),
+  DMCP_API_ALLOWED_ORIGINS: wrap('DMCP_API_ALLOWED_ORIGINS', (v) => {
+    const origins = (v ?? '').split(/[\s,]+/).map((o) => o.trim()).filter(Boolean);
+    // An origin is what a browser sends: scheme, host and port, nothing after.
+    const bad = origins.filter((o) => !/^https?:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/.test(o));
+    if (bad.length > 0) throw new SettingsError(`DMCP_API_ALLOWED_ORIGINS must list web origins (https://app.example.com, no path), got ${bad.map((o) => JSON.stringify(o)).join(', ')}`);
+    return origins;
+  }),
   DMCP_DEBUG: flag('DMCP_DEBUG', false),
   DMCP_UNTRUSTED_STDIO: oneOf('DMCP_UNTRUSTED_STDIO', ['sandbox', 'refuse', 'allow'] as const, 'sandbox', (v) => v.toLowerCase()),
   DMCP_BWRAP: text('bwrap'),
@@ -444,6 +464,8 @@ export function loadSettings(env: Env): Settings {
       ...(e.DMCP_API_TOKENS_FILE ? { tokensFile: resolve(e.DMCP_API_TOKENS_FILE.trim()) } : {}),
       maxBodyBytes: e.DMCP_API_MAX_BODY,
       callWaitMs: e.DMCP_API_CALL_WAIT,
+      ...(e.DMCP_API_ALLOWED_HOSTS.length ? { allowedHosts: e.DMCP_API_ALLOWED_HOSTS } : {}),
+      ...(e.DMCP_API_ALLOWED_ORIGINS.length ? { allowedOrigins: e.DMCP_API_ALLOWED_ORIGINS } : {}),
     },
     debug: e.DMCP_DEBUG,
     untrustedStdio: { mode: e.DMCP_UNTRUSTED_STDIO, bwrap: e.DMCP_BWRAP },

@@ -7,7 +7,10 @@
 
 Starts an interactive turn, prints its servers paragraph and tools, sends each call (a retry with
 the same call ID would return the recorded outcome, never run the tool again), follows a 202 to its
-outcome, prints what the model should read, and ends the turn. Set DMCP_API_TOKEN to send a token.
+outcome, prints what the model should read, and ends the turn.
+
+The token: DMCP_API_TOKEN when set, else the file `durable-mcp dev` (or `durable-mcp api` without
+DMCP_API_TOKENS) writes, api.token in DMCP_DATA_DIR (default .data, as for durable-mcp), or --token-file.
 """
 import argparse
 import json
@@ -70,6 +73,20 @@ class Client:
         return self.request("POST", turn["links"]["end"])[1]
 
 
+def read_token(token_file=None):
+    """DMCP_API_TOKEN, else the API's token file; None when there is neither (the API answers 401)."""
+    if os.environ.get("DMCP_API_TOKEN"):
+        return os.environ["DMCP_API_TOKEN"].strip()
+    path = token_file or os.path.join(os.environ.get("DMCP_DATA_DIR") or ".data", "api.token")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip() or None
+    except FileNotFoundError:
+        if token_file:
+            raise
+        return None
+
+
 def parse_call(spec, index):
     name, _, args = spec.strip().partition(" ")
     return f"call-{index + 1}", name, json.loads(args) if args.strip() else {}
@@ -82,8 +99,14 @@ def main(argv=None):
     p.add_argument("--workspace", default=os.getcwd())
     p.add_argument("--mcp", action="append", default=[], help="an inline server 'name:command args' (repeatable)")
     p.add_argument("--call", action="append", default=[], help="a call 'TOOL JSON' (repeatable)")
+    p.add_argument("--token-file", help="the API's token file (default: api.token in DMCP_DATA_DIR, or .data)")
     args = p.parse_args(argv)
-    client = Client(args.api, token=os.environ.get("DMCP_API_TOKEN"))
+    try:
+        token = read_token(args.token_file)
+    except OSError as err:
+        print(f"error: cannot read the token file: {err}", file=sys.stderr)
+        return 1
+    client = Client(args.api, token=token)
     try:
         turn = client.start_turn(args.session, args.workspace, args.mcp)
         print(f"turn {turn['turnId']}")

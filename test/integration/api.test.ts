@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
@@ -18,6 +19,9 @@ import { everythingServer, fixtureServer, readLines, startHarness, temporalAddre
 const cliMain = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
 const SECRET = 'sk-api-test-0123456789';
+/** The API's one token here: every session (the routes' own tests), as the data dir's token of `dev`. */
+const TOKEN = 'api-test-every-session-0123456789';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
 
 interface Json {
   [key: string]: any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -33,11 +37,11 @@ describe('the HTTP API', () => {
   const spec = () => `fixture:${process.execPath} ${fixtureServer}`;
 
   const post = async (path: string, body: unknown, init: RequestInit = {}) => {
-    const res = await fetch(`${api.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...init });
+    const res = await fetch(`${api.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: JSON.stringify(body), ...init });
     return { status: res.status, headers: res.headers, body: (await res.json()) as Json };
   };
   const get = async (path: string, init: RequestInit = {}) => {
-    const res = await fetch(`${api.url}${path}`, init);
+    const res = await fetch(`${api.url}${path}`, { ...init, headers: { ...AUTH, ...(init.headers as Record<string, string> | undefined) } });
     return { status: res.status, headers: res.headers, body: (await res.json()) as Json };
   };
   const executions = async (match: (line: Json) => boolean) => (await readLines(execLog)).map((l) => JSON.parse(l) as Json).filter(match).length;
@@ -57,7 +61,7 @@ describe('the HTTP API', () => {
       port: 0,
       logger: pino({ level: 'debug' }, { write: (line: string) => void apiLogs.push(line) }),
       turns,
-      tokens: [],
+      tokens: parseTokens(`${hashToken(TOKEN)} *`, 'DMCP_API_TOKENS'),
       boundary: { allowInline: true, allowedConfigDirs: [], workspaceRoots: [dir] },
       maxBodyBytes: 64 * 1024,
       callWaitMs: 20_000,
@@ -168,7 +172,7 @@ describe('the HTTP API', () => {
     const started = await startTurn(sessionId);
     const request = { id: 'toolu_disconnect', name: 'mcp__fixture__slow', arguments: { ms: 1500, tag: 'disconnect' } };
     const gone = new AbortController();
-    const first = fetch(`${api.url}${started.links.calls}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request), signal: gone.signal });
+    const first = fetch(`${api.url}${started.links.calls}`, { method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: JSON.stringify(request), signal: gone.signal });
     await waitUntil('the slow call to start', async () => (await executions((l) => l.args.tag === 'disconnect')) === 1, 10_000);
     gone.abort();
     await assert.rejects(first, /abort/i);
@@ -210,7 +214,7 @@ describe('the HTTP API', () => {
   test('the event stream delivers mcp.status with the right servers, then the calls', async () => {
     const sessionId = `api-events-${Date.now()}`;
     const stop = new AbortController();
-    const res = await fetch(`${api.url}/api/v1/sessions/${sessionId}/events`, { signal: stop.signal });
+    const res = await fetch(`${api.url}/api/v1/sessions/${sessionId}/events`, { signal: stop.signal, headers: AUTH });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
     const events: { event: string; id: string; data: Json }[] = [];
@@ -257,7 +261,7 @@ describe('the HTTP API', () => {
     assert.ok(image, 'the image block is in the transcript');
     assert.equal(image.data, undefined, 'no base64 in the transcript');
     assert.ok(image.bytes > 0);
-    const bytes = await fetch(`${api.url}${image.href}`);
+    const bytes = await fetch(`${api.url}${image.href}`, { headers: AUTH });
     assert.equal(bytes.status, 200);
     assert.equal(bytes.headers.get('content-type'), 'image/png');
     const body = Buffer.from(await bytes.arrayBuffer());
@@ -265,7 +269,7 @@ describe('the HTTP API', () => {
     assert.deepEqual([...body.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'PNG bytes');
     const original = call.body.outcome.content.find((b: Json) => b.type === 'image');
     assert.equal(body.toString('base64'), original.data);
-    assert.equal((await fetch(`${api.url}${started.links.transcript.replace(/transcript$/, 'calls/toolu_img/content/99')}`)).status, 404);
+    assert.equal((await fetch(`${api.url}${started.links.transcript.replace(/transcript$/, 'calls/toolu_img/content/99')}`, { headers: AUTH })).status, 404);
   });
 
   test('bad bodies get 400 naming the field; references and secrets the API does not allow are refused', async () => {
@@ -287,10 +291,10 @@ describe('the HTTP API', () => {
       assert.ok(res.body.error.message.startsWith(field), res.body.error.message);
       assert.ok(res.body.error.requestId);
     }
-    const malformed = await fetch(`${api.url}${calls}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"id": "x",' });
+    const malformed = await fetch(`${api.url}${calls}`, { method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: '{"id": "x",' });
     assert.equal(malformed.status, 400);
     assert.equal(((await malformed.json()) as Json).error.field, 'body');
-    const plain = await fetch(`${api.url}${calls}`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"id":"x","name":"y"}' });
+    const plain = await fetch(`${api.url}${calls}`, { method: 'POST', headers: { 'content-type': 'text/plain', ...AUTH }, body: '{"id":"x","name":"y"}' });
     assert.equal(plain.status, 415);
     assert.equal(((await plain.json()) as Json).error.code, 'unsupported_media_type');
     const big = await post(calls, { id: 'big', name: 'mcp__fixture__echo', arguments: { text: 'x'.repeat(70 * 1024) } });
@@ -388,9 +392,16 @@ describe('the HTTP API', () => {
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
       await waitUntil('the api command to listen', async () => /listening on http:\/\/127\.0\.0\.1:\d+/.test(out), 20_000);
       const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)![1]!;
-      assert.match(out, /no tokens: loopback clients only/);
+      const file = join(dir, 'cli-data', 'api.token');
+      await waitUntil('the api command to print its token file', async () => out.includes(`token:     ${file} (0600;`), 5000);
       const ready = await fetch(`${url}/readyz`);
       assert.equal(ready.status, 200);
+      assert.equal((await fetch(`${url}/api/v1/shelf`)).status, 401, 'without DMCP_API_TOKENS the API is not open');
+      const token = (await readFile(file, 'utf8')).trim();
+      assert.ok(!out.includes(token), 'the token itself is not printed');
+      const bearer = { authorization: `Bearer ${token}` };
+      assert.equal((await fetch(`${url}/api/v1/sessions/api-cli-1/turns`, { headers: bearer })).status, 200);
+      assert.equal((await fetch(`${url}/api/v1/shelf`, { method: 'PATCH', headers: bearer })).status, 405, "past the shelf scope: the data dir's token has it");
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       assert.equal(await within(10_000, 'the api command to stop', exited), 143);
@@ -401,17 +412,17 @@ describe('the HTTP API', () => {
 
   test('graceful shutdown: a request in flight finishes, event streams end, new connections are refused', async () => {
     const own = await startApiServer({
-      host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }), turns, tokens: [],
+      host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }), turns, tokens: parseTokens(`${hashToken(TOKEN)} *`, 'DMCP_API_TOKENS'),
       boundary: { allowInline: true, allowedConfigDirs: [], workspaceRoots: [dir] }, maxBodyBytes: 64 * 1024, callWaitMs: 20_000, shapeLimits: DEFAULT_SHAPE_LIMITS,
     });
     const sessionId = `api-shutdown-${Date.now()}`;
-    const start = await fetch(`${own.url}/api/v1/sessions/${sessionId}/turns`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ workspace: dir, servers: { inlineSpecs: [spec()] } }) });
+    const start = await fetch(`${own.url}/api/v1/sessions/${sessionId}/turns`, { method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: JSON.stringify({ workspace: dir, servers: { inlineSpecs: [spec()] } }) });
     const started = (await start.json()) as Json;
     const inFlight = fetch(`${own.url}${started.links.calls}`, {
-      method: 'POST', headers: { 'content-type': 'application/json', connection: 'close' }, body: JSON.stringify({ id: 'toolu_shutdown', name: 'mcp__fixture__slow', arguments: { ms: 1200, tag: 'shutdown' } }),
+      method: 'POST', headers: { 'content-type': 'application/json', connection: 'close', ...AUTH }, body: JSON.stringify({ id: 'toolu_shutdown', name: 'mcp__fixture__slow', arguments: { ms: 1200, tag: 'shutdown' } }),
     });
     await waitUntil('the slow call to start', async () => (await executions((l) => l.args.tag === 'shutdown')) === 1, 10_000);
-    const stream = await fetch(`${own.url}/api/v1/sessions/${sessionId}/events`);
+    const stream = await fetch(`${own.url}/api/v1/sessions/${sessionId}/events`, { headers: AUTH });
     const streamEnded = (async () => {
       for await (const chunk of stream.body as unknown as AsyncIterable<Uint8Array>) void chunk;
       return 'ended';

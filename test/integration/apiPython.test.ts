@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pino from 'pino';
 import { startApiServer, type RunningApi } from '../../api/server.js';
+import { dataDirToken, ensureApiToken } from '../../api/tokenFile.js';
 import { DEFAULT_SHAPE_LIMITS } from '../../shaping/index.js';
 import { fixtureServer, readLines, startHarness, tempDir, type Harness } from '../support/harness.js';
 
@@ -21,13 +22,16 @@ describe('the Python example client', () => {
   let api: RunningApi;
   let dir: string;
   let execLog: string;
+  let dataDir: string;
   const logs: string[] = [];
   before(async () => {
     dir = await tempDir('dmcp-api-py-');
     execLog = join(dir, 'executions.log');
     h = await startHarness('api-python', { FIXTURE_LOG: execLog });
+    // As `durable-mcp dev` serves: with the token it wrote into its data dir, where the example finds it.
+    dataDir = join(dir, 'data');
     api = await startApiServer({
-      host: '127.0.0.1', port: 0, logger: pino({ level: 'info' }, { write: (l: string) => void logs.push(l) }), turns: h.client, tokens: [],
+      host: '127.0.0.1', port: 0, logger: pino({ level: 'info' }, { write: (l: string) => void logs.push(l) }), turns: h.client, tokens: [dataDirToken(await ensureApiToken(dataDir))],
       boundary: { allowInline: true, allowedConfigDirs: [], workspaceRoots: [dir] },
       maxBodyBytes: 64 * 1024, callWaitMs: 300, shapeLimits: DEFAULT_SHAPE_LIMITS,
     });
@@ -44,7 +48,7 @@ describe('the Python example client', () => {
       '--mcp', `fixture:${process.execPath} ${fixtureServer}`,
       '--call', 'mcp__fixture__echo {"text": "from python"}',
       '--call', 'mcp__fixture__slow {"ms": 900, "tag": "python-slow"}',
-    ], { timeout: 60_000, env: { PATH: process.env.PATH ?? '' } });
+    ], { timeout: 60_000, env: { PATH: process.env.PATH ?? '', DMCP_DATA_DIR: dataDir } });
     assert.equal(stderr, '');
     const lines = stdout.split('\n');
     assert.equal(lines[0], `turn ${sessionId}/turn-1`);
@@ -63,8 +67,15 @@ describe('the Python example client', () => {
 
   test('an error answer is printed with its code, exit status 1', async () => {
     await assert.rejects(
-      run('python3', [script, '--api', api.url, '--session', 'bad session', '--workspace', dir], { timeout: 30_000 }),
+      run('python3', [script, '--api', api.url, '--session', 'bad session', '--workspace', dir], { timeout: 30_000, env: { PATH: process.env.PATH ?? '', DMCP_DATA_DIR: dataDir } }),
       (err: { code: number; stderr: string }) => err.code === 1 && /error: HTTP 400 bad_request: path\.sessionId/.test(err.stderr),
+    );
+  });
+
+  test('without the token file (another data dir) the API answers 401, and the example says so', async () => {
+    await assert.rejects(
+      run('python3', [script, '--api', api.url, '--session', 'api-python-none', '--workspace', dir], { timeout: 30_000, cwd: dir, env: { PATH: process.env.PATH ?? '', DMCP_DATA_DIR: join(dir, 'elsewhere') } }),
+      (err: { code: number; stderr: string }) => err.code === 1 && /error: HTTP 401 unauthorized/.test(err.stderr),
     );
   });
 });

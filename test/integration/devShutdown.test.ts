@@ -46,13 +46,15 @@ describe('durable-mcp dev and Ctrl-C', { timeout: 180_000 }, () => {
     const url = /HTTP API:\s+(http:\/\/\S+)/.exec(stdout)?.[1];
     assert.ok(url, stdout);
     const session = `dev-api-${Date.now()}`;
-    const started = await fetch(`${url}/api/v1/sessions/${session}/turns`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    // dev's API needs the token it wrote into its data dir.
+    const auth = { authorization: `Bearer ${(await readFile(join(dev.dataDir, 'api.token'), 'utf8')).trim()}` };
+    const started = await fetch(`${url}/api/v1/sessions/${session}/turns`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: '{}' });
     assert.equal(started.status, 201, await started.clone().text());
     const turn = (await started.json()) as { turn: number; tools: { name: string }[] };
     assert.ok(turn.tools.some((t) => t.name === 'mcp__fixture__echo'), JSON.stringify(turn.tools));
     const call = await fetch(`${url}/api/v1/sessions/${session}/turns/${turn.turn}/calls`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...auth },
       body: JSON.stringify({ id: 'c1', name: 'mcp__fixture__echo', arguments: { text: 'through dev' } }),
     });
     assert.equal(call.status, 200, await call.clone().text());

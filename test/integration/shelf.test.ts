@@ -6,6 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
@@ -280,12 +282,15 @@ describe('durable-mcp mcp with `durable-mcp dev` running', { timeout: 180_000 },
     assert.equal(added.code, 0, added.stderr);
     assert.match(added.stdout, /^added docs \(http https:\/\/docs\.example\.com\/mcp\); granted to support-bot \(shelf version 1\)$/m);
     // dev's API signs with the same data dir's key: the CLI's server and the API's grant both verify.
-    const granted = await fetch(`${api}/api/v1/shelf/servers/docs/agents/triage`, { method: 'PUT' });
+    // With the token dev wrote into the same data dir (it has the shelf scope).
+    const auth = { authorization: `Bearer ${(await readFile(join(dataDir, 'api.token'), 'utf8')).trim()}` };
+    assert.equal((await fetch(`${api}/api/v1/shelf/servers/docs/agents/triage`, { method: 'PUT' })).status, 401, 'not without it');
+    const granted = await fetch(`${api}/api/v1/shelf/servers/docs/agents/triage`, { method: 'PUT', headers: auth });
     assert.equal(granted.status, 201, await granted.clone().text());
-    const servers = (await (await fetch(`${api}/api/v1/agents/triage/servers`)).json()) as { servers: { name: string; verified: boolean }[] };
+    const servers = (await (await fetch(`${api}/api/v1/agents/triage/servers`, { headers: auth })).json()) as { servers: { name: string; verified: boolean }[] };
     assert.deepEqual(servers.servers.map((x) => [x.name, x.verified]), [['docs', true]]);
     const log = await runCli(['mcp', 'log'], env);
-    assert.match(log.stdout, / {2}grant {3}docs \(agent triage\) {2}by api \(loopback\)$/m);
+    assert.match(log.stdout, / {2}grant {3}docs \(agent triage\) {2}by api token api\.token$/m);
     const list = await runCli(['mcp', 'list', '--json'], env);
     assert.deepEqual((JSON.parse(list.stdout) as { servers: { agents: string[] }[] }).servers[0]!.agents, ['support-bot', 'triage']);
 

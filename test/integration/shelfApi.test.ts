@@ -8,9 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { hashToken, parseTokens } from '../../api/auth.js';
-import { createApi } from '../../api/app.js';
 import { startApiServer, type RunningApi } from '../../api/server.js';
-import type { TurnClient } from '../../client/turnClient.js';
 import type { TurnInput } from '../../contract/index.js';
 import { verifyShelfServer } from '../../plane/shelf.js';
 import { ShelfClient } from '../../plane/shelfClient.js';
@@ -93,10 +91,15 @@ describe('the shelf over HTTP', { timeout: 120_000 }, () => {
 
     const refusals: [string, string, unknown, number, string, string | undefined, RegExp][] = [
       ['PUT', '/api/v1/shelf/servers/docs', { entry: { type: 'http', url: 'https://other.example/mcp' } }, 409, 'shelf_conflict', 'body.entry.url', /"docs" is on the shelf already with another url/],
-      ['PUT', '/api/v1/shelf/servers/leak', { entry: { type: 'http', url: 'https://x.example/mcp', headers: { 'X-Api-Key': 'abc123' } } }, 400, 'bad_request', 'body.entry.headers.X-Api-Key', /literal credential/],
+      ['PUT', '/api/v1/shelf/servers/leak', { entry: { type: 'http', url: 'https://x.example/mcp', headers: { 'X-Api-Key': 'abc123' } } }, 422, 'entry_refused', 'body.entry.headers.X-Api-Key', /literal credential/],
+      ['PUT', '/api/v1/shelf/servers/leak', { entry: { type: 'http', url: 'https://x.example/mcp?api_key=abc123' } }, 422, 'entry_refused', 'body.entry.url', /query parameter "api_key" holds a literal credential/],
+      ['PUT', '/api/v1/shelf/servers/leak', { entry: { type: 'stdio', command: 'srv', args: ['${BROKEN'] } }, 422, 'entry_refused', undefined, /unclosed/],
+      ['PUT', '/api/v1/shelf/servers/url', { entry: { type: 'http', url: 'ftp://x.example/mcp' } }, 400, 'bad_request', 'body.entry.url', /an http:\/\/ or https:\/\/ URL/],
+      ['PUT', '/api/v1/shelf/servers/url', { entry: { type: 'http', url: 'https://user:pw@x.example/mcp' } }, 400, 'bad_request', 'body.entry.url', /without a user name or password/],
+      ['PUT', '/api/v1/shelf/servers/env', { entry: { type: 'stdio', command: 'srv', env: { 'NOT A NAME': 'x' } } }, 400, 'bad_request', undefined, /body\.entry\.env/],
       ['PUT', '/api/v1/shelf/servers/leak', { entry: { type: 'stdio', command: 'srv', args: ['--token', 'docs-secret-value-42'] } }, 422, 'secret_in_input', 'body.entry.args[1]', /value of the secret variable DOCS_TOKEN/],
       ['PUT', '/api/v1/shelf/servers/ftp', { entry: { type: 'ftp', url: 'ftp://x' } }, 400, 'bad_request', undefined, /body\.entry\.type/],
-      ['PUT', '/api/v1/shelf/servers/bad__name', { entry: { type: 'http', url: 'https://x.example/mcp' } }, 400, 'bad_request', 'path.name', /two separators in a row/],
+      ['PUT', '/api/v1/shelf/servers/bad__name', { entry: { type: 'http', url: 'https://x.example/mcp' } }, 400, 'bad_request', 'path.name', /with single "_" or "-" between them/],
       ['PUT', '/api/v1/shelf/servers/x', { entry: { type: 'http', url: 'https://x.example/mcp' }, agents: ['no spaces'] }, 400, 'bad_request', undefined, /body\.agents\.0/],
       ['PUT', '/api/v1/shelf/servers/nope/agents/team-a-bot', undefined, 404, 'not_found', 'path.name', /"nope" is not on the shelf/],
     ];
@@ -167,32 +170,37 @@ describe('the shelf over HTTP', { timeout: 120_000 }, () => {
     }
   });
 
-  test('without tokens: loopback clients only, for the shelf as for the rest', async () => {
-    const app = createApi({
-      turns: {} as TurnClient, logger: pino({ level: 'silent' }), tokens: [], boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [] },
-      maxBodyBytes: 4096, callWaitMs: 1000, shapeLimits: DEFAULT_SHAPE_LIMITS,
-    });
-    const from = (remoteAddress: string) => ({ incoming: { socket: { remoteAddress } } });
-    for (const path of ['/api/v1/shelf', '/api/v1/agents/bot/servers']) {
-      const remote = await app.request(path, {}, from('10.1.2.3'));
-      assert.equal(remote.status, 403, path);
-      assert.match(((await remote.json()) as Json).error.message, /serves only clients on its own machine/);
+  test('without a token nothing reaches the shelf, from this machine either; an API without tokens serves no one', async () => {
+    const entry = JSON.stringify({ entry: { type: 'stdio', command: 'sh', args: ['-c', 'id'] }, agents: ['support-bot'] });
+    for (const [method, path, body] of [['GET', '/api/v1/shelf'], ['PUT', '/api/v1/shelf/servers/notes', entry], ['PUT', '/api/v1/shelf/servers/notes/agents/support-bot'], ['GET', '/api/v1/agents/support-bot/servers']] as const) {
+      const res = await fetch(`${api.url}${path}`, { method, ...(body ? { headers: { 'content-type': 'application/json' }, body } : {}) });
+      assert.equal(res.status, 401, `${method} ${path}`);
     }
-    const put = await app.request('/api/v1/shelf/servers/docs', { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ entry: { type: 'http', url: 'https://x/mcp' } }) }, from('10.1.2.3'));
-    assert.equal(put.status, 403);
-    // A loopback client reaches the shelf (here: the real one of the harness, through a keyless API).
-    const open = await startApiServer({
+    const keyless = await startApiServer({
       host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }), turns: harness.client, tokens: [],
       boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [] }, maxBodyBytes: 4096, callWaitMs: 1000, shapeLimits: DEFAULT_SHAPE_LIMITS,
     });
     try {
-      const read = await fetch(`${open.url}/api/v1/shelf`);
-      assert.equal(read.status, 200);
-      const keyless = await fetch(`${open.url}/api/v1/shelf/servers/docs`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ entry: { type: 'http', url: 'https://x.example/mcp' } }) });
+      const put = await fetch(`${keyless.url}/api/v1/shelf/servers/notes`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: entry });
+      assert.equal(put.status, 401);
+      assert.match(((await put.json()) as Json).error.message, /has no tokens configured, so it serves no one/);
+    } finally {
+      await keyless.close();
+    }
+    assert.deepEqual((await call('GET', '/api/v1/shelf', ADMIN)).body.servers.map((s: Json) => s.name), [], 'nothing reached the shelf');
+  });
+
+  test('an API without the turn key refuses to sign, even for the shelf scope', async () => {
+    const unsigned = await startApiServer({
+      host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }), turns: harness.client, tokens: parseTokens(`${hashToken(ADMIN)} * shelf`, 'DMCP_API_TOKENS'),
+      boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [] }, maxBodyBytes: 4096, callWaitMs: 1000, shapeLimits: DEFAULT_SHAPE_LIMITS,
+    });
+    try {
+      const keyless = await fetch(`${unsigned.url}/api/v1/shelf/servers/docs`, { method: 'PUT', headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ entry: { type: 'http', url: 'https://x.example/mcp' } }) });
       assert.equal(keyless.status, 403);
       assert.match(((await keyless.json()) as Json).error.message, /cannot sign shelf changes: it has no turn key/);
     } finally {
-      await open.close();
+      await unsigned.close();
     }
   });
 

@@ -4,7 +4,13 @@ import { test } from 'node:test';
 import pino from 'pino';
 import { ServiceError, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
+import { chmod, mkdtemp, readdir, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { bearerToken, findToken, hashToken, isLoopback, parseTokens, tokenAllows } from '../../api/auth.js';
+import { SESSION_EVENT_DATA } from '../../api/schemas.js';
+import { apiTokenFile, dataDirToken, ensureApiToken, readApiToken } from '../../api/tokenFile.js';
+import { hostAllowed, originAllowed } from '../../text/localHost.js';
 import { admitRefs, isUnder, type ApiBoundary } from '../../api/boundary.js';
 import { binaryOf, linkBinaryContent } from '../../api/content.js';
 import { ApiError, toApiError } from '../../api/errors.js';
@@ -152,25 +158,156 @@ test('errors map to stable codes; unknown errors say nothing about themselves', 
   assert.equal(toApiError(grpc(8)).retryAfter, 1, 'a 429 says when to come back');
 });
 
-test('without tokens only loopback peers are served; the refusal comes before Temporal is touched', async () => {
-  const app = createApi({
-    turns: {} as TurnClient, logger: pino({ level: 'silent' }), tokens: [], boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [] },
-    maxBodyBytes: 4096, callWaitMs: 1000, shapeLimits: DEFAULT_SHAPE_LIMITS,
-  });
-  const from = (remoteAddress: string) => ({ incoming: { socket: { remoteAddress } } });
-  const remote = await app.request('/api/v1/sessions/s1/turns', {}, from('10.1.2.3'));
-  assert.equal(remote.status, 403);
-  const body = (await remote.json()) as { error: { code: string; message: string; requestId: string } };
-  assert.equal(body.error.code, 'forbidden');
-  assert.match(body.error.message, /DMCP_API_TOKENS/);
-  assert.equal(remote.headers.get('x-request-id'), body.error.requestId);
-  assert.equal((await app.request('/healthz', {}, from('10.1.2.3'))).status, 200);
-  const tokens = parseTokens(`${HASH} s`, 'DMCP_API_TOKENS');
-  const secured = createApi({
+const TOKEN = 's3cret-token';
+const appWith = (tokens = parseTokens(`${HASH} s`, 'DMCP_API_TOKENS'), extra: Partial<Parameters<typeof createApi>[0]> = {}) =>
+  createApi({
     turns: {} as TurnClient, logger: pino({ level: 'silent' }), tokens, boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [] },
-    maxBodyBytes: 4096, callWaitMs: 1000, shapeLimits: DEFAULT_SHAPE_LIMITS,
+    maxBodyBytes: 4096, callWaitMs: 1000, shapeLimits: DEFAULT_SHAPE_LIMITS, ...extra,
   });
-  assert.equal((await secured.request('/api/v1/sessions/s1/turns', {}, from('127.0.0.1'))).status, 401, 'with tokens, loopback needs one too');
+type ErrorJson = { error: { code: string; message: string; requestId: string } };
+
+test('no token, no route: loopback included, and an API without tokens serves no one; the refusal comes before Temporal is touched', async () => {
+  const at = (app: ReturnType<typeof createApi>, path: string, init: RequestInit = {}) => app.request(`http://127.0.0.1:8235${path}`, init, { incoming: { socket: { remoteAddress: '127.0.0.1' } } });
+  for (const app of [appWith(), appWith([])]) {
+    for (const [method, path] of [['GET', '/api/v1/sessions/s1/turns'], ['GET', '/api/v1/shelf'], ['PUT', '/api/v1/shelf/servers/docs/agents/bot'], ['DELETE', '/api/v1/shelf/servers/docs'], ['GET', '/api/v1/agents/bot/servers']] as const) {
+      const res = await at(app, path, { method });
+      assert.equal(res.status, 401, `${method} ${path}`);
+      assert.equal(res.headers.get('www-authenticate'), 'Bearer');
+      const body = (await res.json()) as ErrorJson;
+      assert.equal(body.error.code, 'unauthorized');
+      assert.equal(res.headers.get('x-request-id'), body.error.requestId);
+    }
+    assert.equal((await at(app, '/healthz')).status, 200, 'health needs no token');
+    assert.equal((await at(app, '/api/v1/openapi.json')).status, 200, 'nor does the document');
+  }
+  assert.match(((await (await at(appWith([]), '/api/v1/shelf')).json()) as ErrorJson).error.message, /has no tokens configured, so it serves no one/);
+  const withToken = await at(appWith(), '/api/v1/sessions/t1/turns', { headers: { authorization: `Bearer ${TOKEN}` } });
+  assert.equal(withToken.status, 403, 'past the token, its prefixes decide');
+});
+
+test('Host and Origin: loopback names and pages only, unless allowed; a network listener takes any Host but still no cross-site Origin', async () => {
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  const status = async (app: ReturnType<typeof createApi>, host: string, headers: Record<string, string> = {}, method = 'GET') =>
+    (await app.request(`http://${host}/api/v1/sessions/t1/turns`, { method, headers: { host, ...auth, ...headers } })).status;
+  const local = appWith();
+  for (const host of ['127.0.0.1:8235', 'localhost:8235', 'LOCALHOST', '[::1]:8235', '127.0.0.2']) assert.equal(await status(local, host), 403, `${host}: past the Host check, the prefix refuses`);
+  const refusedHost = await local.request('http://evil.example/api/v1/sessions/s1/turns', { headers: { host: 'evil.example', ...auth } });
+  assert.equal(refusedHost.status, 403);
+  assert.match(((await refusedHost.json()) as ErrorJson).error.message, /Host "evil\.example" is not a name of this API.*DMCP_API_ALLOWED_HOSTS/);
+  for (const host of ['evil.example:8235', '127.0.0.1.evil.example', 'localhost.evil.example:8235']) {
+    const res = await local.request(`http://${host}/api/v1/sessions/s1/turns`, { headers: { host, ...auth } });
+    assert.equal(res.status, 403, host);
+  }
+  assert.equal((await local.request('http://evil.example/healthz', { headers: { host: 'evil.example' } })).status, 403, 'health too: a rebound page learns nothing');
+  const allowed = appWith(undefined, { requestOrigins: { allowedHosts: ['api.internal'], allowedOrigins: ['https://console.example'] } });
+  assert.equal(await status(allowed, 'api.internal:8235'), 403, 'an allowed name is served (then the prefix refuses)');
+  assert.equal((await allowed.request('http://evil.example/api/v1/sessions/s1/turns', { headers: { host: 'evil.example', ...auth } })).status, 403);
+  const network = appWith(undefined, { requestOrigins: { anyHost: true } });
+  const s1 = (app: ReturnType<typeof createApi>, host: string, headers: Record<string, string>) => app.request(`http://${host}/api/v1/sessions/s1/turns`, { headers: { host, ...headers } });
+  assert.equal((await s1(network, 'api.example.com', {})).status, 401, 'listening on a network: any name, then the token');
+
+  for (const origin of ['http://evil.example', 'null', 'http://127.0.0.1.evil.example', 'https://localhost.evil.example']) {
+    const res = await s1(local, '127.0.0.1:8235', { origin, ...auth });
+    assert.equal(res.status, 403, origin);
+    assert.match(((await res.json()) as ErrorJson).error.message, /Origin .* may not call this API/);
+  }
+  const page = await s1(local, '127.0.0.1:8235', { origin: 'http://localhost:3000' });
+  assert.equal(page.status, 401, 'a loopback page is served (here: then the token is unknown)');
+  assert.equal(page.headers.get('access-control-allow-origin'), 'http://localhost:3000');
+  assert.equal((await s1(network, 'api.example.com', { origin: 'https://api.example.com' })).status, 401, "the API's own page is served");
+  assert.equal((await s1(network, 'api.example.com', { origin: 'https://evil.example' })).status, 403);
+  assert.equal((await s1(allowed, '127.0.0.1', { origin: 'https://console.example' })).status, 401, 'an allowed origin is served');
+  const preflight = await local.request('http://127.0.0.1/api/v1/shelf', { method: 'OPTIONS', headers: { host: '127.0.0.1', origin: 'http://localhost:3000', 'access-control-request-method': 'PUT' } });
+  assert.equal(preflight.status, 204);
+  assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /Authorization/);
+  const refusedPreflight = await local.request('http://127.0.0.1/api/v1/shelf', { method: 'OPTIONS', headers: { host: '127.0.0.1', origin: 'http://evil.example', 'access-control-request-method': 'PUT' } });
+  assert.equal(refusedPreflight.status, 403);
+  assert.equal(refusedPreflight.headers.get('access-control-allow-origin'), null);
+});
+
+test('a state-changing request with a form or text type is refused before anything runs, even with the token; no type at all is fine', async () => {
+  const app = appWith(parseTokens(`${HASH} * shelf`, 'DMCP_API_TOKENS'));
+  const send = (method: string, path: string, headers: Record<string, string>, body?: string) => app.request(`http://127.0.0.1${path}`, { method, headers: { host: '127.0.0.1', ...headers }, ...(body !== undefined ? { body } : {}) });
+  for (const type of ['application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'text/plain;charset=UTF-8']) {
+    for (const [method, path] of [['POST', '/api/v1/sessions/s1/turns/turn-1/end'], ['POST', '/api/v1/sessions/s1/turns/turn-1/calls/c1/cancel'], ['PUT', '/api/v1/shelf/servers/docs/agents/bot'], ['DELETE', '/api/v1/shelf/servers/docs']]) {
+      const anonymous = await send(method!, path!, { 'content-type': type }, 'a=b');
+      assert.equal(anonymous.status, 401, `${method} ${path} as ${type}, no token`);
+      const res = await send(method!, path!, { 'content-type': type, authorization: `Bearer ${TOKEN}` }, 'a=b');
+      assert.equal(res.status, 415, `${method} ${path} as ${type}`);
+      assert.equal(((await res.json()) as ErrorJson).error.code, 'unsupported_media_type');
+    }
+  }
+  const noBody = await send('POST', '/api/v1/sessions/s1/turns', { authorization: `Bearer ${TOKEN}` });
+  assert.equal(noBody.status, 415, 'a route whose body is required refuses a request without one');
+  const unsupported = await send('PATCH', '/api/v1/shelf', { authorization: `Bearer ${TOKEN}` });
+  assert.equal(unsupported.status, 405);
+  assert.equal(unsupported.headers.get('allow'), 'GET');
+});
+
+test('the document says what each route needs: no token for health, any token for sessions and agents, the shelf scope for the shelf; events and links as they are', async () => {
+  for (const [tokenSource, words] of [['configured', /DMCP_API_TOKENS/], ['dataDir', /api\.token of the API's data dir/]] as const) {
+    const doc = (await (await appWith(undefined, { tokenSource }).request('http://127.0.0.1/api/v1/openapi.json')).json()) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    assert.match(doc.components.securitySchemes.bearer.description, words);
+    assert.deepEqual(doc.security, [{ bearer: [] }]);
+    assert.deepEqual(doc.paths['/healthz'].get.security, []);
+    assert.deepEqual(doc.paths['/readyz'].get.security, []);
+    for (const [path, method] of [['/api/v1/shelf', 'get'], ['/api/v1/shelf/servers/{name}', 'put'], ['/api/v1/shelf/servers/{name}', 'delete'], ['/api/v1/shelf/servers/{name}/agents/{agent}', 'put'], ['/api/v1/shelf/servers/{name}/agents/{agent}', 'delete']]) {
+      assert.deepEqual(doc.paths[path!][method!].security, [{ bearer: ['shelf'] }], `${method} ${path}`);
+    }
+    assert.deepEqual(doc.paths['/api/v1/agents/{agent}/servers'].get.security, [{ bearer: [] }]);
+    assert.equal(doc.paths['/api/v1/sessions/{sessionId}/turns'].post.security, undefined, 'sessions: the document-wide bearer');
+    const stream = doc.paths['/api/v1/sessions/{sessionId}/events'].get.responses['200'].content['text/event-stream'].schema;
+    assert.deepEqual(stream.oneOf.map((e: { properties: { event: { const: string } } }) => e.properties.event.const), ['mcp.status', 'call.started', 'call.finished', 'turn.ended', 'error']);
+    for (const e of stream.oneOf) assert.ok(doc.components.schemas[e.properties.data.contentSchema.$ref.split('/').pop()], 'each event data schema is a component');
+    const url = doc.components.schemas.ShelfEntry.oneOf[0].properties.url;
+    assert.match(url.pattern, /^\^\[Hh\]\[Tt\]\[Tt\]\[Pp\]\[Ss\]\?:/, 'a shelf URL is http(s), as the workers take it');
+    assert.equal(url.format, undefined, 'not `uri`: it may hold ${VAR} references, which RFC 3986 has no room for');
+    assert.equal(doc.components.schemas.TurnStarted.properties.links.properties.end.format, 'uri-reference');
+  }
+});
+
+test('the events as sent match the schemas the document gives them', () => {
+  const t: Transcript = {
+    turnId: 's/turn-1', sessionId: 's', tools: [], state: 'completed', endedBy: 'endTurn', serversParagraph: 'p',
+    status: { mcp: 'on', servers: [], warnings: [], reportedAt: '2026-01-01T00:00:00Z' },
+    calls: [{ id: 'c1', name: 'mcp__x__y', arguments: {}, failures: [], outcome: { status: 'error', content: [], isError: true, errorKind: 'timeout', startedAt: 'x', durationMs: 3, attempts: 1 } }],
+  } as unknown as Transcript;
+  const schemas = new Map(SESSION_EVENT_DATA.map(([event, , schema]) => [event, schema]));
+  const events = newEvents(t, { status: false, started: new Set(), finished: new Set(), ended: false });
+  assert.deepEqual(events.map((e) => e.event), ['mcp.status', 'call.started', 'call.finished', 'turn.ended']);
+  for (const e of events) assert.equal(schemas.get(e.event)!.safeParse(JSON.parse(JSON.stringify(e.data))).success, true, e.event);
+});
+
+test('the token file: created 0600 by linking into place, one token for processes starting at once, refused when open to others', async () => {
+  const dir = join(await mkdtemp(join(tmpdir(), 'dmcp-api-token-')), 'data');
+  const [a, b] = await Promise.all([ensureApiToken(dir), ensureApiToken(dir)]);
+  assert.equal(a, b);
+  assert.match(a, /^[A-Za-z0-9_-]{43}$/);
+  assert.equal((await stat(apiTokenFile(dir))).mode & 0o777, 0o600);
+  assert.equal((await stat(dir)).mode & 0o777, 0o700);
+  assert.deepEqual((await readdir(dir)).sort(), ['api.token'], 'no temporary file is left');
+  assert.equal(await ensureApiToken(dir), a, 'the next start reads the same token');
+  const token = dataDirToken(a);
+  assert.deepEqual([token.prefixes, token.shelf, token.source], [[''], true, 'api.token']);
+  assert.ok(findToken([token], a));
+  await chmod(apiTokenFile(dir), 0o644);
+  await assert.rejects(ensureApiToken(dir), /open to other users \(mode 644\).*chmod 600/);
+  await chmod(apiTokenFile(dir), 0o600);
+  await writeFile(apiTokenFile(dir), 'short\n', { mode: 0o600 });
+  await assert.rejects(readApiToken(apiTokenFile(dir)), /does not hold a token/);
+});
+
+test('Host and Origin checks, shared with the codec server', () => {
+  const hosts: [string | undefined, string[], boolean][] = [
+    ['127.0.0.1:8235', [], true], ['localhost', [], true], ['[::1]:1', [], true], ['127.9.9.9', [], true], [undefined, [], false], ['', [], false],
+    ['evil.example', [], false], ['127.0.0.1.evil.example', [], false], ['api.internal:8235', ['api.internal'], true], ['api.internal:8235', ['api.internal:9000'], false], ['API.internal', ['api.internal'], true],
+  ];
+  for (const [host, allowed, ok] of hosts) assert.equal(hostAllowed(host, allowed), ok, String(host));
+  const origins: [string, string[], boolean][] = [
+    ['http://127.0.0.1:8233', [], true], ['http://localhost', [], true], ['https://[::1]:3000', [], true], ['null', [], false],
+    ['http://localhost.evil.example', [], false], ['https://console.example', ['https://console.example'], true], ['https://console.example:444', ['https://console.example'], false],
+  ];
+  for (const [origin, allowed, ok] of origins) assert.equal(originAllowed(origin, allowed), ok, origin);
 });
 
 test('settings: the api block, its defaults and its errors', () => {
@@ -180,4 +317,8 @@ test('settings: the api block, its defaults and its errors', () => {
   assert.throws(() => loadSettings({ DMCP_API_PORT: 'http' }), /DMCP_API_PORT must be a port number/);
   assert.throws(() => loadSettings({ DMCP_API_MAX_BODY: '10' }), /DMCP_API_MAX_BODY must be a whole number of bytes, at least 1024/);
   assert.throws(() => loadSettings({ DMCP_API_CALL_WAIT: 'later' }), /DMCP_API_CALL_WAIT/);
+  const named = loadSettings({ DMCP_API_ALLOWED_HOSTS: 'api.internal, api.internal:8235 [::1]', DMCP_API_ALLOWED_ORIGINS: 'https://console.example,http://localhost:3000' }).api;
+  assert.deepEqual([named.allowedHosts, named.allowedOrigins], [['api.internal', 'api.internal:8235', '[::1]'], ['https://console.example', 'http://localhost:3000']]);
+  assert.throws(() => loadSettings({ DMCP_API_ALLOWED_HOSTS: 'https://api.internal' }), /DMCP_API_ALLOWED_HOSTS must list host names/);
+  assert.throws(() => loadSettings({ DMCP_API_ALLOWED_ORIGINS: 'https://console.example/app' }), /DMCP_API_ALLOWED_ORIGINS must list web origins/);
 });
