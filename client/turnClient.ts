@@ -4,12 +4,15 @@ import { join, resolve } from 'node:path';
 import type { Client, Connection, ConnectionOptions as TemporalConnectionOptions, WorkflowHandle, WorkflowUpdateHandle } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
 import {
-  END_TURN_UPDATE_ID, SESSION_ID_SEARCH_ATTRIBUTE, UpdateName, WorkflowType, agentIdProblem, refsProofText, type CallOutcome, type ConfigRefs, type CallRequest, type ToolInfo,
+  END_TURN_UPDATE_ID, SESSION_ID_PATTERN, SESSION_ID_SEARCH_ATTRIBUTE, WorkflowType, agentIdProblem, refsProofText, type CallOutcome, type ConfigRefs, type CallRequest, type ToolInfo,
   type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus,
 } from '../contract/index.js';
 // Types only: the workflow code (and @temporalio/workflow) is not loaded by clients, which start
 // `durable-mcp run` and every other one-shot command noticeably faster.
-import type { agentTurn, callToolUpdate, cancelCallUpdate, endTurnUpdate, turnStartedUpdate } from '../workflows/index.js';
+import type { agentTurn } from '../workflows/agentTurn.js';
+import { callToolUpdate as callToolDef, cancelCallUpdate as cancelCallDef, endTurnUpdate as endTurnDef, turnStartedUpdate as turnStartedDef } from '../workflows/definitions.js';
+import { cancelledBeforeSentOutcome } from '../workflows/failures.js';
+import { findCause } from './failures.js';
 // Not the shaping index: its token counter loads a tokenizer that most commands never use.
 import { DEFAULT_SHAPE_LIMITS, type ShapeLimits } from '../shaping/limits.js';
 import type { ModelView } from '../shaping/index.js';
@@ -22,11 +25,6 @@ const { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError } = tem
 /** The `DmcpSessionId` search attribute every turn carries: list a session's turns with it. */
 export const sessionIdKey = defineSearchAttributeKey(SESSION_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
 
-/** The turn's Update definitions as the workflow defines them (`defineUpdate` is only a name and a type). */
-const turnStartedDef = { type: 'update', name: UpdateName.turnStarted } as typeof turnStartedUpdate;
-const callToolDef = { type: 'update', name: UpdateName.callTool } as typeof callToolUpdate;
-const cancelCallDef = { type: 'update', name: UpdateName.cancelCall } as typeof cancelCallUpdate;
-const endTurnDef = { type: 'update', name: UpdateName.endTurn } as typeof endTurnUpdate;
 
 /** What a turn needs to know about its servers: references only, resolved on the worker. */
 export interface TurnServers {
@@ -219,7 +217,7 @@ async function readTurnKeyFile(file: string): Promise<Buffer | undefined> {
 }
 
 /** Session IDs become part of workflow IDs and visibility queries: keep them to a safe alphabet. */
-export const SESSION_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export const SESSION_ID_RE = SESSION_ID_PATTERN;
 
 /** Starts and drives turns. */
 export class TurnClient {
@@ -457,22 +455,6 @@ interface WaitingCall {
   resolve: (send: boolean) => void;
 }
 
-/**
- * The outcome of a call cancelled while it waited in the client for a slot: it was never sent, so
- * the turn has no record of it and the tool did not run.
- */
-function cancelledBeforeSentOutcome(): CallOutcome {
-  return {
-    status: 'error',
-    errorKind: 'cancelled',
-    errorMessage: 'the call was cancelled before it was sent to the turn (it waited for a free slot): the tool did not run',
-    content: [],
-    isError: false,
-    startedAt: new Date().toISOString(),
-    durationMs: 0,
-    attempts: 0,
-  };
-}
 
 /** How a {@link Turn} bounds its calls in flight; see {@link TurnClientOptions.maxCallsInFlight}. */
 export interface CallQueueOptions {
@@ -543,7 +525,7 @@ export class Turn implements TurnStart {
       this.callsInFlight += 1;
       this.onCallsInFlight?.(this.callsInFlight);
     } else if (!(await new Promise<boolean>((resolve) => this.waitingCalls.push({ id, resolve })))) {
-      return cancelledBeforeSentOutcome();
+      return cancelledBeforeSentOutcome(new Date().toISOString());
     }
     this.sentCalls.set(id, (this.sentCalls.get(id) ?? 0) + 1);
     try {
@@ -608,8 +590,5 @@ function checkSessionId(sessionId: string): void {
 }
 
 function isAlreadyStarted(err: unknown): boolean {
-  for (let e = err as { cause?: unknown } | undefined; e; e = e.cause as { cause?: unknown } | undefined) {
-    if (e instanceof WorkflowExecutionAlreadyStartedError) return true;
-  }
-  return false;
+  return findCause(err, (e): e is InstanceType<typeof WorkflowExecutionAlreadyStartedError> => e instanceof WorkflowExecutionAlreadyStartedError) !== undefined;
 }

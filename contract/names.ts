@@ -39,6 +39,23 @@ export const END_TURN_UPDATE_ID = 'endTurn';
 /** The failure type of a turn that refused its input (a batch past its bounds): never retried. */
 export const TURN_INPUT_FAILURE_TYPE = 'InvalidTurnInput';
 
+/**
+ * Failure types of what a workflow refuses (`ApplicationFailure.type`, never retried): a turn's
+ * input, an Update its validator turns away. Clients, the API and the CLI decide what to say by
+ * these types, never by a message's text.
+ */
+export const RefusalType = {
+  /** The turn's input (a batch, limits, a continuation) is refused: the turn fails before anything runs. */
+  turnInput: TURN_INPUT_FAILURE_TYPE,
+  /** A call or an end sent to a turn that has ended. */
+  turnEnded: 'TurnEnded',
+  /** A call request out of its bounds (ID, name, arguments). */
+  callRequest: 'InvalidCallRequest',
+  /** A shelf change the shelf refuses (bad name, missing proof, a name taken by another entry). */
+  shelfChange: 'ShelfChangeRefused',
+} as const;
+export type RefusalType = (typeof RefusalType)[keyof typeof RefusalType];
+
 /** Workflow Queries of a turn. */
 export const QueryName = { status: 'status', shelf: 'shelf' } as const;
 
@@ -62,3 +79,35 @@ export const FailureType = {
   Transport: 'TransportFailure',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
+
+// --- the rules of names every process checks (config, the shelf workflow, the API, the client) ---
+
+/** Longest server name outside plugins; keeps public tool names well under 64 characters. */
+export const MAX_SERVER_NAME_LENGTH = 32;
+
+const SERVER_NAME_RE = /^[A-Za-z](?:[A-Za-z0-9]|[_-](?=[A-Za-z0-9]))*$/;
+
+/**
+ * Checks a server name: starts with a letter; letters, digits, single `_` or `-` between
+ * them (never `__`, which separates the parts of tool names); at most 32 characters.
+ * Returns the problem in words, or undefined when the name is fine.
+ */
+export function serverNameProblem(name: string, maxLength: number = MAX_SERVER_NAME_LENGTH): string | undefined {
+  const shown = JSON.stringify(name);
+  if (name === '') return 'server name is empty';
+  if (!/^[A-Za-z]/.test(name)) return `server name ${shown} must start with a letter (A-Z or a-z)`;
+  const bad = [...name].find((c) => !/[A-Za-z0-9_-]/.test(c));
+  if (bad !== undefined) {
+    return `server name ${shown} contains ${JSON.stringify(bad)}; use only ASCII letters, digits, "_" or "-"`;
+  }
+  if (/[_-]{2}/.test(name)) {
+    return `server name ${shown} has two separators in a row ("__" separates the parts of tool names); use a single "_" or "-"`;
+  }
+  if (!SERVER_NAME_RE.test(name)) return `server name ${shown} must end with a letter or digit`;
+  if (name.length > maxLength) return `server name ${shown} is ${name.length} characters long; at most ${maxLength} are allowed`;
+  return undefined;
+}
+
+
+/** A session ID: it is part of workflow IDs and the search attribute, so it stays short and plain. */
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;

@@ -14,8 +14,6 @@ import {
   type Client,
 } from '@temporalio/client';
 import {
-  QueryName,
-  ShelfUpdateName,
   WorkflowType,
   agentIdProblem,
   type ShelfChange,
@@ -23,7 +21,8 @@ import {
   type ShelfEntry,
   type ShelfState,
 } from '../contract/index.js';
-import type { dmcpShelf, shelfChangeUpdate, shelfQuery, ShelfRunInput } from '../workflows/index.js';
+import type { dmcpShelf, ShelfRunInput } from '../workflows/shelf.js';
+import { shelfChangeUpdate as changeDef, shelfQuery as queryDef } from '../workflows/definitions.js';
 import { ShelfInputError, emptyShelf, shelfEntryProblem, shelfWorkflowId, signShelfGrant, signShelfServer } from './shelf.js';
 
 /** Options of {@link ShelfClient}. */
@@ -63,8 +62,6 @@ export class ShelfUnavailableError extends Error {
 
 // By their contract names, with the workflow's types: loading the workflow module would cost every
 // command that reads the shelf its start-up.
-const changeDef = { type: 'update', name: ShelfUpdateName.change } as typeof shelfChangeUpdate;
-const queryDef = { type: 'query', name: QueryName.shelf } as typeof shelfQuery;
 
 /** Reads and changes one namespace's shelf. */
 export class ShelfClient {

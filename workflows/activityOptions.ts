@@ -2,9 +2,10 @@
  * The activity options a turn schedules with, as pure functions of its limits and the tool, so the
  * retry and timeout policy can be read and tested in one place.
  */
-import { ApplicationFailure, type ActivityOptions } from '@temporalio/common';
-import { FailureType, TURN_INPUT_FAILURE_TYPE, type ToolInfo, type TurnLimits } from '../contract/index.js';
+import type { ActivityOptions } from '@temporalio/common';
+import { FailureType, RefusalType, type ToolInfo, type TurnLimits } from '../contract/index.js';
 import { limitsProblem } from './bounds.js';
+import { refusal } from './failures.js';
 
 export type Limits = Required<TurnLimits>;
 
@@ -25,7 +26,7 @@ export const DEFAULT_LIMITS: Limits = {
 export function resolveLimits(limits: TurnLimits | undefined, refuses: () => boolean = () => true): Limits {
   const problem = limitsProblem(limits);
   if (problem !== undefined && refuses()) {
-    throw ApplicationFailure.create({ type: TURN_INPUT_FAILURE_TYPE, message: `limits refused: ${problem}`, nonRetryable: true });
+    throw refusal(RefusalType.turnInput, `limits refused: ${problem}`);
   }
   return { ...DEFAULT_LIMITS, ...limits };
 }

@@ -1,32 +1,24 @@
 import {
-  ApplicationFailure,
   CancellationScope,
   isCancellation,
   allHandlersFinished,
   condition,
   continueAsNew,
-  defineQuery,
-  defineUpdate,
   patched,
   setHandler,
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
-import { PatchId, QueryName, TURN_INPUT_FAILURE_TYPE, UpdateName, type CallOutcome, type CallRequest, type ContinuedTurn, type TurnInput, type TurnProgress, type TurnResult, type ToolInfo, type TurnStart } from '../contract/index.js';
+import { PatchId, RefusalType, type CallOutcome, type CallRequest, type ContinuedTurn, type TurnInput, type TurnResult, type ToolInfo } from '../contract/index.js';
 import { resolveLimits } from './activityOptions.js';
 import { batchProblem, callRequestProblem } from './bounds.js';
 import { runCall, runCallAwaited } from './calls.js';
-import { errorOutcome, isScheduleToStartTimeout } from './failures.js';
+import { callToolUpdate, cancelCallUpdate, endTurnUpdate, statusQuery, turnStartedUpdate } from './definitions.js';
+import { alreadyRanOutcome, isScheduleToStartTimeout, refusal } from './failures.js';
 import { waitWhileOpen } from './idle.js';
 import { listTools, reconcile } from './servers.js';
 import { RECENT_CALLS_KEPT, TurnState, type TurnContext } from './turnState.js';
 
-export const turnStartedUpdate = defineUpdate<TurnStart>(UpdateName.turnStarted);
-export const callToolUpdate = defineUpdate<CallOutcome, [CallRequest]>(UpdateName.callTool);
-export const endTurnUpdate = defineUpdate<void>(UpdateName.endTurn);
-/** Cancels one in-flight call by its ID; returns whether such a call was running. */
-export const cancelCallUpdate = defineUpdate<boolean, [string]>(UpdateName.cancelCall);
-export const statusQuery = defineQuery<TurnProgress>(QueryName.status);
 
 /** One agent turn: reconcile, freeze the tool list, run the calls. */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
@@ -41,18 +33,14 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   // the check existed ran it, and must replay the same way.
   const inputProblem = input.batch ? batchProblem(input.batch) : undefined;
   if (inputProblem && patched(PatchId.boundedBatch)) {
-    throw ApplicationFailure.create({ type: TURN_INPUT_FAILURE_TYPE, message: `batch refused: ${inputProblem}`, nonRetryable: true });
+    throw refusal(RefusalType.turnInput, `batch refused: ${inputProblem}`);
   }
 
   // A continuation is trusted only when Temporal says this run continues an earlier one of the same
   // turn: anyone who can start a workflow can write one into the input. No patch: no run recorded
   // before this check carried a continuation without being one.
   if (input.continued && (info.continuedFromExecutionRunId === undefined || input.continued.start.turnId !== info.workflowId)) {
-    throw ApplicationFailure.create({
-      type: TURN_INPUT_FAILURE_TYPE,
-      message: 'continuation refused: a turn carries one only into a run of its own made by continue-as-new; start the turn without it',
-      nonRetryable: true,
-    });
+    throw refusal(RefusalType.turnInput, 'continuation refused: a turn carries one only into a run of its own made by continue-as-new; start the turn without it');
   }
 
   installHandlers(ctx);
@@ -143,9 +131,9 @@ function installHandlers(ctx: TurnContext): void {
     {
       // A rejected Update leaves no trace in history, so these checks need no patch.
       validator: (request) => {
-        if (state.ended) throw new Error('the turn has ended');
+        if (state.ended) throw refusal(RefusalType.turnEnded, 'the turn has ended');
         const problem = callRequestProblem(request);
-        if (problem) throw new Error(problem);
+        if (problem) throw refusal(RefusalType.callRequest, problem);
       },
     },
   );
@@ -160,7 +148,7 @@ function installHandlers(ctx: TurnContext): void {
 }
 
 function alreadyRan(request: CallRequest): CallOutcome {
-  return errorOutcome('bad_request', `call ${request.id} already ran earlier in this turn; its outcome is in the transcript, not repeated here`);
+  return alreadyRanOutcome(request.id);
 }
 
 /** A run after continue-as-new keeps the worker, tools and start of the run before. */

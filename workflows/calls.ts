@@ -5,7 +5,10 @@ import {
 } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { MAX_LOST_WORKER_MOVES, callOptions, hookOptions, isSafeToRetry, requestTimeoutMs } from './activityOptions.js';
-import { errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout, messageOf } from './failures.js';
+import {
+  cancelledCallOutcome, cancelledInHooksOutcome, errorOutcome, failureOutcome, hookDeniedOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout,
+  messageOf, notAllowedOutcome, unknownToolOutcome,
+} from './failures.js';
 import { reconcile } from './servers.js';
 import type { TurnContext } from './turnState.js';
 
@@ -58,10 +61,10 @@ async function executeCall(ctx: TurnContext, request: CallRequest, args: Record<
   const { state } = ctx;
   const tool = state.tools.get(request.name);
   if (!tool) {
-    return errorOutcome('bad_request', `unknown tool "${request.name}": it is not in this turn's tool list`);
+    return unknownToolOutcome(request.name);
   }
   if (tool.refusedBy !== undefined) {
-    return errorOutcome('bad_request', `${tool.name} is not allowed in this turn: ${tool.refusedBy}`);
+    return notAllowedOutcome(tool.name, tool.refusedBy);
   }
   // Tools without hooks (every tool when none are configured) take the path they always took:
   // no activity and no command more than before.
@@ -79,7 +82,7 @@ async function executeCall(ctx: TurnContext, request: CallRequest, args: Record<
     pre = decided;
     hooks = { pre: preSummary(pre) };
     if (pre.decision === 'deny') {
-      return { ...errorOutcome('bad_request', `a PreToolUse hook denied ${tool.name}: ${pre.reason ?? 'no reason given'}`), hooks };
+      return hookDeniedOutcome(tool.name, pre.reason, hooks);
     }
     if (pre.updatedInput) callArgs = pre.updatedInput;
   }
@@ -150,7 +153,7 @@ async function hookActivity<T>(
       return await scope.run(() => run(proxyActivities<Activities>(hookOptions(state.workerQueue, event, tool, budgetMs, limits))));
     } catch (err) {
       if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;
-      if (isCancellation(err)) return errorOutcome('cancelled', `the call was cancelled while its ${event} hooks ran${event === 'PreToolUse' ? ' (the call did not run)' : ''}`);
+      if (isCancellation(err)) return cancelledInHooksOutcome(event);
       const lost = isScheduleToStartTimeout(err) || isHeartbeatTimeout(err);
       const what = `the ${event} hooks could not run: ${messageOf(err)}${event === 'PreToolUse' ? ' (the call did not run)' : ''}`;
       if (!lost || moved) return errorOutcome('transport', what);
@@ -191,7 +194,7 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
     } catch (err) {
       // The whole turn was cancelled: let the cancellation end the workflow.
       if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;
-      if (isCancellation(err)) return errorOutcome('cancelled', 'the call was cancelled before it finished; it may have had an effect');
+      if (isCancellation(err)) return cancelledCallOutcome();
       // The call never started, so it is always safe to try once more: either the
       // pinned worker is gone (schedule-to-start), or its servers are (stopped idle, crashed).
       const neverStarted = isScheduleToStartTimeout(err) || isFailureType(err, FailureType.ServerUnavailable);

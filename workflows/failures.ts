@@ -3,13 +3,57 @@
  * so the whole mapping can be tested outside a workflow.
  */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
-import { FailureType, type CallOutcome } from '../contract/index.js';
+import { FailureType, type CallHooks, type CallOutcome, type RefusalType } from '../contract/index.js';
 
 export type ErrorKind = NonNullable<CallOutcome['errorKind']>;
 
 /** An error outcome; a call that never reached a tool has no start time, duration or attempts. */
 export function errorOutcome(kind: ErrorKind, message: string, durationMs = 0, attempts = 0): CallOutcome {
   return { status: 'error', content: [], isError: true, errorKind: kind, errorMessage: message, startedAt: '', durationMs, attempts };
+}
+
+/** What a workflow refuses: never retried, typed so callers need not read the message. */
+export function refusal(type: RefusalType, message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: true });
+}
+
+// --- outcomes of calls that did not reach their tool, or whose turn moved; the texts the model reads ---
+
+export function unknownToolOutcome(name: string): CallOutcome {
+  return errorOutcome('bad_request', `unknown tool "${name}": it is not in this turn's tool list`);
+}
+
+export function notAllowedOutcome(name: string, rule: string): CallOutcome {
+  return errorOutcome('bad_request', `${name} is not allowed in this turn: ${rule}`);
+}
+
+export function hookDeniedOutcome(name: string, reason: string | undefined, hooks: CallHooks): CallOutcome {
+  return { ...errorOutcome('bad_request', `a PreToolUse hook denied ${name}: ${reason ?? 'no reason given'}`), hooks };
+}
+
+export function alreadyRanOutcome(callId: string): CallOutcome {
+  return errorOutcome('bad_request', `call ${callId} already ran earlier in this turn; its outcome is in the transcript, not repeated here`);
+}
+
+/** Cancelled while its hooks ran: after PreToolUse hooks the call itself never ran. */
+export function cancelledInHooksOutcome(event: 'PreToolUse' | 'PostToolUse'): CallOutcome {
+  return errorOutcome('cancelled', `the call was cancelled while its ${event} hooks ran${event === 'PreToolUse' ? ' (the call did not run)' : ''}`);
+}
+
+export function cancelledCallOutcome(): CallOutcome {
+  return errorOutcome('cancelled', 'the call was cancelled before it finished; it may have had an effect');
+}
+
+/**
+ * A call cancelled while it waited in the client for a slot: it was never sent, so the turn has no
+ * record of it and the tool did not run.
+ */
+export function cancelledBeforeSentOutcome(now: string): CallOutcome {
+  return {
+    ...errorOutcome('cancelled', 'the call was cancelled before it was sent to the turn (it waited for a free slot): the tool did not run'),
+    isError: false,
+    startedAt: now,
+  };
 }
 
 /** Whether an activity failed with an `ApplicationFailure` of `type` (a FailureType). */

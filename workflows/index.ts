@@ -1,2 +1,3 @@
-export { agentTurn, turnStartedUpdate, callToolUpdate, endTurnUpdate, cancelCallUpdate, statusQuery } from './agentTurn.js';
-export { dmcpShelf, shelfChangeUpdate, shelfQuery, type ShelfRunInput } from './shelf.js';
+export { agentTurn } from './agentTurn.js';
+export { dmcpShelf, type ShelfRunInput } from './shelf.js';
+export { turnStartedUpdate, callToolUpdate, endTurnUpdate, cancelCallUpdate, statusQuery, shelfChangeUpdate, shelfQuery } from './definitions.js';

@@ -1,9 +1,9 @@
-import { allHandlersFinished, condition, continueAsNew, defineQuery, defineUpdate, setHandler, workflowInfo } from '@temporalio/workflow';
+import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
 import {
-  QueryName,
+  RefusalType,
   SHELF_LOG_KEPT,
-  ShelfUpdateName,
   agentIdProblem,
+  serverNameProblem,
   type ShelfChange,
   type ShelfChangeResult,
   type ShelfEntry,
@@ -11,6 +11,8 @@ import {
   type ShelfServer,
   type ShelfState,
 } from '../contract/index.js';
+import { shelfChangeUpdate, shelfQuery } from './definitions.js';
+import { refusal } from './failures.js';
 
 /** What the shelf workflow starts with, and carries into each next run. */
 export interface ShelfRunInput {
@@ -20,13 +22,10 @@ export interface ShelfRunInput {
   continueAsNewAfter?: number;
 }
 
-export const shelfChangeUpdate = defineUpdate<ShelfChangeResult, [ShelfChange]>(ShelfUpdateName.change);
-export const shelfQuery = defineQuery<ShelfState>(QueryName.shelf);
 
 /** Changes per run before continuing as new: well under Temporal's 2,000 Updates per run. */
 const DEFAULT_CONTINUE_AS_NEW_AFTER = 1000;
 /** The server-name rule of the config room (letters, digits, single `_`/`-` inside, at most 32). */
-const SERVER_NAME_RE = /^[A-Za-z](?:[A-Za-z0-9]|[_-](?=[A-Za-z0-9])){0,31}$/;
 /** Bounds that keep one change, and so the history, small. */
 const MAX_BY_CHARS = 200;
 const MAX_ENTRY_CHARS = 16_384;
@@ -49,7 +48,7 @@ export async function dmcpShelf(input: ShelfRunInput = {}): Promise<void> {
       // A refused change leaves no trace in history.
       validator: (change) => {
         const problem = shelf.problem(change);
-        if (problem) throw new Error(problem);
+        if (problem) throw refusal(RefusalType.shelfChange, problem);
       },
     },
   );
@@ -173,7 +172,7 @@ function serverOf(change: ShelfChange): string {
 }
 
 function nameProblem(name: unknown, field = 'name'): string | undefined {
-  if (typeof name === 'string' && SERVER_NAME_RE.test(name) && !/[_-]{2}/.test(name)) return undefined;
+  if (typeof name === 'string' && serverNameProblem(name) === undefined) return undefined;
   return `${field}: ${JSON.stringify(name)} is not a server name (a letter first; letters, digits, single "_" or "-" between them; at most 32)`;
 }
 

@@ -3,8 +3,10 @@ import { describe, test } from 'node:test';
 import { ActivityFailure, ApplicationFailure, DefaultFailureConverter, RetryState, TimeoutFailure, TimeoutType, defaultPayloadConverter } from '@temporalio/common';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { toFailure } from '../../activities/index.js';
-import { FailureType, type CallOutcome } from '../../contract/index.js';
-import { errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout, messageOf } from '../../workflows/failures.js';
+import { FailureType, RefusalType, type CallOutcome } from '../../contract/index.js';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { applicationFailureOf, failureTypeOf } from '../../client/failures.js';
+import { errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout, messageOf, refusal } from '../../workflows/failures.js';
 
 /** What the workflow catches when a callTool activity fails: Temporal's wrapper around the cause. */
 function activityFailure(cause: Error): ActivityFailure {
@@ -122,4 +124,33 @@ test('errorOutcome: an error that never reached a tool has no start, duration or
     attempts: 0,
   });
   assert.equal(errorOutcome('transport', 'x', 12, 3).attempts, 3);
+});
+
+describe('refusals are typed, and one cause-walker reads the type wherever Temporal wrapped it', () => {
+  const refused = refusal(RefusalType.turnEnded, 'the turn has ended');
+  // Through the failure converter, as a client receives it: the workflow's error arrives as a cause.
+  const converter = new DefaultFailureConverter();
+  const received = converter.failureToError(converter.errorToFailure(refused, defaultPayloadConverter), defaultPayloadConverter);
+  const cases: [string, unknown, string | undefined][] = [
+    ['the refusal itself', refused, RefusalType.turnEnded],
+    ['after a round trip through the failure converter', received, RefusalType.turnEnded],
+    ['as the cause of an Update failure', new WorkflowUpdateFailedError('update failed', received), RefusalType.turnEnded],
+    ['two wrappers deep', new Error('outer', { cause: new WorkflowUpdateFailedError('update failed', received) }), RefusalType.turnEnded],
+    ['an activity failure', activityFailure(app(FailureType.BadRequest, 'bad')), FailureType.BadRequest],
+    ['a plain error', new Error('the turn has ended'), undefined],
+    ['not an error', 'the turn has ended', undefined],
+  ];
+  for (const [name, err, type] of cases) {
+    test(name, () => assert.equal(failureTypeOf(err), type));
+  }
+  test('a refusal is never retried', () => {
+    assert.equal(refused.nonRetryable, true);
+    assert.equal(applicationFailureOf(received)?.nonRetryable, true);
+  });
+  test('a cycle of causes ends the walk', () => {
+    const a = new Error('a') as Error & { cause?: unknown };
+    const b = new Error('b', { cause: a });
+    a.cause = b;
+    assert.equal(failureTypeOf(a), undefined);
+  });
 });

@@ -1,0 +1,23 @@
+/**
+ * The Updates and Queries of the turn and shelf workflows, defined once: the workflows install
+ * handlers for these objects and every client (TurnClient, the shelf client, the API) sends them,
+ * so a name and its argument and result types cannot drift apart between the two sides.
+ */
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import {
+  QueryName, ShelfUpdateName, UpdateName, type CallOutcome, type CallRequest, type ShelfChange, type ShelfChangeResult, type ShelfState, type TurnProgress,
+  type TurnStart,
+} from '../contract/index.js';
+
+/** Answered once the servers are reconciled and the tool list is frozen (update-with-start). */
+export const turnStartedUpdate = defineUpdate<TurnStart>(UpdateName.turnStarted);
+/** One tool call; its Update ID is the model's tool-call ID. */
+export const callToolUpdate = defineUpdate<CallOutcome, [CallRequest]>(UpdateName.callTool);
+export const endTurnUpdate = defineUpdate<void>(UpdateName.endTurn);
+/** Cancels one in-flight call by its ID; returns whether such a call was running. */
+export const cancelCallUpdate = defineUpdate<boolean, [string]>(UpdateName.cancelCall);
+export const statusQuery = defineQuery<TurnProgress>(QueryName.status);
+
+/** One change of the shelf's servers or grants. */
+export const shelfChangeUpdate = defineUpdate<ShelfChangeResult, [ShelfChange]>(ShelfUpdateName.change);
+export const shelfQuery = defineQuery<ShelfState>(QueryName.shelf);
