@@ -6,21 +6,20 @@
  * login started are in clear text (bound to the ciphertext as associated data), so status can be
  * told without decrypting. Refreshes take a lock file per server, so a rotating refresh token is
  * spent by one process only; each lock carries a random nonce, so a process only ever removes the
- * lock it created or the stale lock it judged.
+ * lock it created or the stale lock it judged. The file format is in `loginEnvelope.ts`, the
+ * folder in `loginFolder.ts`, the lock in `loginLock.ts`; this module is the store over them.
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { chmod, link, mkdir, open, readFile, readdir, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
-import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
-import { nameProblem } from '../config/names.js';
 import { decodeKey32, type Settings } from '../settings/index.js';
+import { checkServer, keyId, seal, TokenStoreError, unseal } from './loginEnvelope.js';
+import { createLoginFolder, errno, readIfExists, type LoginFolder } from './loginFolder.js';
+import { createLoginLocks } from './loginLock.js';
 
-/** A token store that cannot do what was asked: names the file or setting and what to do. */
-export class TokenStoreError extends Error {
-  override name = 'TokenStoreError';
-}
+export { keyId, seal, TokenStoreError, unseal };
 
 export interface TokenStoreOptions {
   /** The folder of login files (created 0700). */
@@ -119,334 +118,20 @@ export interface LoginState {
   pendingSince?: Date;
 }
 
-type Kind = 'login' | 'pending';
-
-interface Envelope {
-  v: 1;
-  kind: Kind;
-  server: string;
-  /** Login files: the login ID. */
-  loginId?: string;
-  /** Pending files: when it started. */
-  startedAt?: string;
-  /** Login files: when the authorization server refused its refresh token (the login is over). */
-  deadAt?: string;
-  keyId: string;
-  iv: string;
-  tag: string;
-  data: string;
-}
-
-const LOGIN_SUFFIX = '.login.json';
-const PENDING_SUFFIX = '.pending.json';
-
-/** A key's ID: a hash prefix, never the key. */
-export function keyId(key: Buffer): string {
-  return createHash('sha256').update(key).digest('hex').slice(0, 12);
-}
-
 /** A new random login ID. */
 export function newLoginId(): string {
   return randomBytes(9).toString('base64url');
 }
 
-function checkServer(server: string): void {
-  const problem = nameProblem(server);
-  if (problem) throw new TokenStoreError(problem);
-}
-
-function aad(e: Pick<Envelope, 'v' | 'kind' | 'server' | 'loginId' | 'startedAt' | 'deadAt'>): Buffer {
-  return Buffer.from(JSON.stringify([e.v, e.kind, e.server, e.loginId ?? null, e.startedAt ?? null, e.deadAt ?? null]));
-}
-
-/** Encrypts `value` into an envelope; pure apart from the random IV. */
-export function seal(kind: Kind, server: string, clear: { loginId?: string; startedAt?: string; deadAt?: string }, value: unknown, key: Buffer): Envelope {
-  const head = { v: 1 as const, kind, server, ...clear };
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
-  cipher.setAAD(aad(head));
-  const data = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
-  return { ...head, keyId: keyId(key), iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') };
-}
-
-/** Decrypts an envelope with whichever of `keys` wrote it. @throws TokenStoreError naming `file`. */
-export function unseal(envelope: Envelope, keys: Buffer[], file: string): unknown {
-  const candidates = [...keys.filter((k) => keyId(k) === envelope.keyId), ...keys.filter((k) => keyId(k) !== envelope.keyId)];
-  for (const key of candidates) {
-    try {
-      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(envelope.iv, 'base64'));
-      decipher.setAAD(aad(envelope));
-      decipher.setAuthTag(Buffer.from(envelope.tag, 'base64'));
-      const clear = Buffer.concat([decipher.update(Buffer.from(envelope.data, 'base64')), decipher.final()]);
-      return JSON.parse(clear.toString('utf8'));
-    } catch {
-      // The next key, if any: a wrong key and a tampered file fail the same way.
-    }
-  }
-  throw new TokenStoreError(
-    `${file}: cannot be decrypted with DMCP_OAUTH_KEY (or the key file) or DMCP_OAUTH_KEYS_PREVIOUS: it was written with another key (key ID ${envelope.keyId}) or it was changed; log in again, or add the old key to DMCP_OAUTH_KEYS_PREVIOUS`,
-  );
-}
-
-function parseEnvelope(text: string, file: string, kind: Kind, server: string): Envelope {
-  let e: Partial<Envelope>;
-  try {
-    e = JSON.parse(text) as Partial<Envelope>;
-  } catch (err) {
-    throw new TokenStoreError(`${file}: not a durable-mcp login file (${(err as Error).message})`);
-  }
-  if (e?.v !== 1 || e.kind !== kind || typeof e.keyId !== 'string' || typeof e.iv !== 'string' || typeof e.tag !== 'string' || typeof e.data !== 'string') {
-    throw new TokenStoreError(`${file}: not a durable-mcp ${kind} file (fields v, kind, keyId, iv, tag, data expected)`);
-  }
-  if (e.server !== server) throw new TokenStoreError(`${file}: holds server ${JSON.stringify(e.server)}, not ${JSON.stringify(server)}`);
-  return e as Envelope;
-}
-
-function errno(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException)?.code;
-}
-
-async function readIfExists(file: string): Promise<string | undefined> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch (err) {
-    if (errno(err) === 'ENOENT') return undefined;
-    throw new TokenStoreError(`${file}: cannot read it (${errno(err) ?? (err as Error).message})`);
-  }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return errno(err) === 'EPERM';
-  }
-}
-
 /** A token store over a folder; the folder is created (0700) on first write. */
 export function createTokenStore(options: TokenStoreOptions): TokenStore {
-  const dir = resolve(options.dir);
+  const folder = createLoginFolder(resolve(options.dir));
+  const { fileOf, readEnvelope, removeFile } = folder;
   const keys = [options.key, ...(options.previousKeys ?? [])];
-  const lockStaleMs = options.lockStaleMs ?? 30_000;
-  const lockWaitMs = options.lockWaitMs ?? 20_000;
-  /** In-process queue per server, so one process's callers wait here instead of polling the lock file. */
-  const local = new Map<string, Promise<unknown>>();
-  let dirReady: Promise<void> | undefined;
+  const locked = createLoginLocks({ dir: folder.dir, ensureDir: folder.ensureDir, staleMs: options.lockStaleMs ?? 30_000, waitMs: options.lockWaitMs ?? 20_000 });
 
-  const fileOf = (server: string, kind: Kind) => join(dir, `${server}${kind === 'login' ? LOGIN_SUFFIX : PENDING_SUFFIX}`);
-
-  function ensureDir(): Promise<void> {
-    dirReady ??= (async () => {
-      try {
-        await mkdir(dir, { recursive: true, mode: 0o700 });
-        const s = await stat(dir);
-        if ((s.mode & 0o077) !== 0) await chmod(dir, 0o700);
-      } catch (err) {
-        dirReady = undefined;
-        throw new TokenStoreError(`${dir} (DMCP_OAUTH_DIR): cannot create it as a private folder (${errno(err) ?? (err as Error).message})`);
-      }
-    })();
-    return dirReady;
-  }
-
-  async function writeEnvelope(file: string, envelope: Envelope): Promise<void> {
-    await ensureDir();
-    const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`;
-    try {
-      await writeFile(tmp, `${JSON.stringify(envelope)}\n`, { mode: 0o600, flag: 'wx' });
-      await rename(tmp, file);
-    } catch (err) {
-      await unlink(tmp).catch(() => undefined);
-      throw new TokenStoreError(`${file}: cannot write it (${errno(err) ?? (err as Error).message})`);
-    }
-  }
-
-  async function readEnvelope(server: string, kind: Kind): Promise<Envelope | undefined> {
-    checkServer(server);
-    const file = fileOf(server, kind);
-    const text = await readIfExists(file);
-    return text === undefined ? undefined : parseEnvelope(text, file, kind, server);
-  }
-
-  async function read(server: string): Promise<LoginRecord | undefined> {
-    const e = await readEnvelope(server, 'login');
-    if (!e) return undefined;
-    const record = unseal(e, keys, fileOf(server, 'login')) as LoginRecord;
-    return { ...record, server, loginId: e.loginId ?? record.loginId };
-  }
-
-  async function readPending(server: string): Promise<PendingLogin | undefined> {
-    const e = await readEnvelope(server, 'pending');
-    if (!e) return undefined;
-    return { ...(unseal(e, keys, fileOf(server, 'pending')) as PendingLogin), server };
-  }
-
-  async function write(record: LoginRecord): Promise<void> {
-    checkServer(record.server);
-    await writeEnvelope(fileOf(record.server, 'login'), seal('login', record.server, { loginId: record.loginId, ...(record.dead ? { deadAt: record.dead.at } : {}) }, record, options.key));
-  }
-
-  async function writePending(pending: PendingLogin): Promise<void> {
-    checkServer(pending.server);
-    await writeEnvelope(fileOf(pending.server, 'pending'), seal('pending', pending.server, { startedAt: pending.startedAt }, pending, options.key));
-  }
-
-  async function removeFile(file: string): Promise<boolean> {
-    try {
-      await unlink(file);
-      return true;
-    } catch (err) {
-      if (errno(err) === 'ENOENT') return false;
-      throw new TokenStoreError(`${file}: cannot delete it (${errno(err) ?? (err as Error).message})`);
-    }
-  }
-
-  async function takeFileLock(server: string): Promise<() => Promise<void>> {
-    await ensureDir();
-    const file = join(dir, `${server}.lock`);
-    const nonce = randomBytes(12).toString('hex');
-    const deadline = Date.now() + lockWaitMs;
-    for (;;) {
-      try {
-        const handle = await open(file, 'wx', 0o600);
-        try {
-          await handle.writeFile(JSON.stringify({ pid: process.pid, host: hostname(), at: new Date().toISOString(), nonce }));
-        } finally {
-          await handle.close();
-        }
-        return holdLock(file, nonce);
-      } catch (err) {
-        if (errno(err) !== 'EEXIST') throw new TokenStoreError(`${file}: cannot take the login lock (${errno(err) ?? (err as Error).message})`);
-      }
-      const stale = await staleLock(file);
-      if (stale !== undefined && (await removeStaleLock(file, stale))) continue;
-      if (Date.now() > deadline) {
-        throw new TokenStoreError(`${file}: another process has held the login lock for more than ${lockWaitMs >= 1000 ? `${Math.round(lockWaitMs / 1000)} s` : `${lockWaitMs} ms`}; if none is refreshing, delete the file`);
-      }
-      await sleep(25 + Math.floor(Math.random() * 25));
-    }
-  }
-
-  /** Keeps a taken lock fresh (so a holder that runs long is not judged stale); the returned release removes it only while it is still ours. */
-  function holdLock(file: string, nonce: string): () => Promise<void> {
-    const touch = setInterval(() => {
-      void (async () => {
-        if ((await lockNonce(file)) !== nonce) return;
-        const now = new Date();
-        await utimes(file, now, now);
-      })().catch(() => undefined);
-    }, Math.max(1, Math.floor(lockStaleMs / 3)));
-    touch.unref();
-    return async () => {
-      clearInterval(touch);
-      if ((await lockNonce(file)) === nonce) await unlink(file).catch(() => undefined);
-    };
-  }
-
-  /**
-   * Removes the stale lock whose text was `staleText`; false when another process is removing it.
-   * Of the processes that judged it stale, only the one that creates its claim file goes on, and only
-   * while the lock still holds that text, so none removes a lock taken after it. The lock is renamed
-   * aside and read back before it is deleted: when it is not the stale one after all (its holder
-   * released it and another process took it), it is put back without clobbering anything.
-   */
-  async function removeStaleLock(file: string, staleText: string): Promise<boolean> {
-    const claim = `${file}.${createHash('sha256').update(staleText).digest('hex').slice(0, 16)}.claim`;
-    try {
-      await (await open(claim, 'wx', 0o600)).close();
-    } catch (err) {
-      // A claim older than the stale limit was left by a process that died while taking over.
-      if (errno(err) === 'EEXIST' && (await stat(claim).then((c) => Date.now() - c.mtimeMs > lockStaleMs, () => false))) await unlink(claim).catch(() => undefined);
-      return false;
-    }
-    try {
-      if ((await readFile(file, 'utf8').catch(() => undefined)) !== staleText) return true;
-      const aside = `${file}.${randomBytes(6).toString('hex')}.stale`;
-      try {
-        await rename(file, aside);
-      } catch {
-        return true;
-      }
-      const moved = await readFile(aside, 'utf8').catch(() => undefined);
-      if (moved !== staleText) {
-        try {
-          // link fails with EEXIST rather than replace a lock created meanwhile.
-          await link(aside, file);
-        } catch (err) {
-          // A file system without hard links: rename back, unless a lock was created meanwhile.
-          if (errno(err) !== 'EEXIST' && !(await stat(file).then(() => true, () => false))) await rename(aside, file).catch(() => undefined);
-        }
-      }
-      await unlink(aside).catch(() => undefined);
-      return true;
-    } finally {
-      await unlink(claim).catch(() => undefined);
-    }
-  }
-
-  /** The nonce in a lock file; undefined when it is gone or has none. */
-  async function lockNonce(file: string): Promise<string | undefined> {
-    try {
-      const nonce = (JSON.parse(await readFile(file, 'utf8')) as { nonce?: unknown }).nonce;
-      return typeof nonce === 'string' ? nonce : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
-  /** The lock's text when it is stale (not touched for lockStaleMs, or its holder on this machine is gone); else undefined. */
-  async function staleLock(file: string): Promise<string | undefined> {
-    try {
-      const [s, text] = await Promise.all([stat(file), readFile(file, 'utf8')]);
-      if (Date.now() - s.mtimeMs > lockStaleMs) return text;
-      const holder = JSON.parse(text) as { pid?: number; host?: string };
-      return holder.host === hostname() && typeof holder.pid === 'number' && holder.pid !== process.pid && !isAlive(holder.pid) ? text : undefined;
-    } catch {
-      // Gone, or still being written by its new holder: not stale.
-      return undefined;
-    }
-  }
-
-  function withLock<T>(server: string, fn: () => Promise<T>): Promise<T> {
-    checkServer(server);
-    const previous = local.get(server) ?? Promise.resolve();
-    const run = previous.then(async () => {
-      const release = await takeFileLock(server);
-      try {
-        return await fn();
-      } finally {
-        await release();
-      }
-    });
-    const settled = run.catch(() => undefined);
-    local.set(server, settled);
-    void settled.then(() => {
-      if (local.get(server) === settled) local.delete(server);
-    });
-    return run;
-  }
-
-  async function servers(): Promise<string[]> {
-    let names: string[];
-    try {
-      names = await readdir(dir);
-    } catch (err) {
-      if (errno(err) === 'ENOENT') return [];
-      throw new TokenStoreError(`${dir} (DMCP_OAUTH_DIR): cannot list it (${errno(err) ?? (err as Error).message})`);
-    }
-    const found = names
-      .map((n) => (n.endsWith(LOGIN_SUFFIX) ? n.slice(0, -LOGIN_SUFFIX.length) : n.endsWith(PENDING_SUFFIX) ? n.slice(0, -PENDING_SUFFIX.length) : undefined))
-      .filter((n): n is string => n !== undefined && nameProblem(n) === undefined);
-    return [...new Set(found)].sort();
-  }
-
-  return {
-    dir,
+  const store: TokenStore = {
+    dir: folder.dir,
     async loginId(server) {
       return (await readEnvelope(server, 'login'))?.loginId;
     },
@@ -462,44 +147,67 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
         ...(pending?.startedAt !== undefined ? { pendingSince: new Date(pending.startedAt) } : {}),
       };
     },
-    read,
-    write,
+    async read(server) {
+      const e = await readEnvelope(server, 'login');
+      if (!e) return undefined;
+      const record = unseal(e, keys, fileOf(server, 'login')) as LoginRecord;
+      return { ...record, server, loginId: e.loginId ?? record.loginId };
+    },
+    async write(record) {
+      checkServer(record.server);
+      const clear = { loginId: record.loginId, ...(record.dead ? { deadAt: record.dead.at } : {}) };
+      await folder.writeEnvelope(fileOf(record.server, 'login'), seal('login', record.server, clear, record, options.key));
+    },
     async remove(server) {
       checkServer(server);
       const a = await removeFile(fileOf(server, 'login'));
       const b = await removeFile(fileOf(server, 'pending'));
       return a || b;
     },
-    readPending,
-    writePending,
+    async readPending(server) {
+      const e = await readEnvelope(server, 'pending');
+      if (!e) return undefined;
+      return { ...(unseal(e, keys, fileOf(server, 'pending')) as PendingLogin), server };
+    },
+    async writePending(pending) {
+      checkServer(pending.server);
+      await folder.writeEnvelope(fileOf(pending.server, 'pending'), seal('pending', pending.server, { startedAt: pending.startedAt }, pending, options.key));
+    },
     async removePending(server) {
       checkServer(server);
       await removeFile(fileOf(server, 'pending'));
     },
-    withLock,
-    servers,
-    async rekey() {
-      const rewritten: string[] = [];
-      const current = keyId(options.key);
-      for (const server of await servers()) {
-        await withLock(server, async () => {
-          const login = await readEnvelope(server, 'login');
-          if (login && login.keyId !== current) {
-            const record = await read(server);
-            if (record) await write(record);
-            rewritten.push(fileOf(server, 'login'));
-          }
-          const pending = await readEnvelope(server, 'pending');
-          if (pending && pending.keyId !== current) {
-            const p = await readPending(server);
-            if (p) await writePending(p);
-            rewritten.push(fileOf(server, 'pending'));
-          }
-        });
-      }
-      return { rewritten };
+    withLock(server, fn) {
+      // Checked before queueing: a bad name throws at once, not from the queue.
+      checkServer(server);
+      return locked(server, fn);
     },
+    servers: () => folder.servers(),
+    rekey: () => rewriteWithKey(store, folder, keyId(options.key)),
   };
+  return store;
+}
+
+/** {@link TokenStore.rekey}: each file written with a key other than `current` is read and written again, under the server's lock. */
+async function rewriteWithKey(store: TokenStore, folder: LoginFolder, current: string): Promise<{ rewritten: string[] }> {
+  const rewritten: string[] = [];
+  for (const server of await folder.servers()) {
+    await store.withLock(server, async () => {
+      const login = await folder.readEnvelope(server, 'login');
+      if (login && login.keyId !== current) {
+        const record = await store.read(server);
+        if (record) await store.write(record);
+        rewritten.push(folder.fileOf(server, 'login'));
+      }
+      const pending = await folder.readEnvelope(server, 'pending');
+      if (pending && pending.keyId !== current) {
+        const p = await store.readPending(server);
+        if (p) await store.writePending(p);
+        rewritten.push(folder.fileOf(server, 'pending'));
+      }
+    });
+  }
+  return { rewritten };
 }
 
 /** The file the OAuth key is kept in when DMCP_OAUTH_KEY is unset. */
