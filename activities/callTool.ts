@@ -1,0 +1,78 @@
+/** The activity that sends one tool call to the session's server. */
+import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
+import { scrubberFor } from '../config/secrets.js';
+import { MAX_NESTING_DEPTH, nestedDeeperThan, type CallOutcome, type CallToolInput, type ContentBlock } from '../contract/index.js';
+import { checkCall } from './callChecks.js';
+import { currentTurnId, startHeartbeat } from './context.js';
+import type { ActivityKit } from './deps.js';
+import { scrubResult, toFailure } from './history.js';
+
+/**
+ * `callTool`: checks the call against the operator's rules and its sealed PreToolUse decision, then
+ * sends it to the server for the turn Temporal names (never one the input names), heartbeating its
+ * progress; the result and any failure are scrubbed of the server's secrets too.
+ */
+export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Promise<CallOutcome> {
+  const { pool } = kit.deps;
+  return async function callTool(input) {
+    const ctx = Context.current();
+    const startedAt = new Date();
+    const stop = startHeartbeat(ctx, { pending: true });
+    const scrubber = callScrubber(kit.deps.scrub);
+    try {
+      const turnId = currentTurnId();
+      await checkCall(kit, input, turnId);
+      const result = await pool.callTool(input.sessionId, input.server, input.tool, input.arguments, {
+        turnId,
+        publicName: input.name,
+        signal: ctx.cancellationSignal,
+        timeoutMs: input.requestTimeoutMs,
+        onServerSecrets: scrubber.onServerSecrets,
+        // Heartbeat details end up in history (the last ones with a timeout): scrub them like results.
+        onProgress: (progress) => ctx.heartbeat({ progress: scrubResult(progress, scrubber.scrub) }),
+      });
+      const timing = () => ({ startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt });
+      // A result this deep cannot be scrubbed, recorded or serialized; the tool did run, so say so
+      // as the tool's own error rather than as a lost call.
+      if (nestedDeeperThan(result, MAX_NESTING_DEPTH)) {
+        return { status: 'ok', content: [{ type: 'text', text: `${input.name} ran, but its result is nested deeper than ${MAX_NESTING_DEPTH} levels and was not kept` }], isError: true, ...timing() };
+      }
+      const clean = scrubResult(result, scrubber.scrub);
+      return {
+        status: 'ok',
+        content: (clean.content ?? []) as ContentBlock[],
+        isError: result.isError === true,
+        ...(clean.structuredContent ? { structuredContent: clean.structuredContent } : {}),
+        ...timing(),
+      };
+    } catch (err) {
+      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
+      if (err instanceof ApplicationFailure) throw err;
+      throw toFailure(err, input, scrubber.scrub);
+    } finally {
+      stop();
+    }
+  };
+}
+
+/**
+ * One call's scrubber. A remote server's header values and URL secrets are not in the worker's
+ * environment, so the environment scrubber alone would let a server that echoes them put them into
+ * history: once the pool names them, they are scrubbed too.
+ */
+function callScrubber(scrub: (text: string) => string): { scrub: (text: string) => string; onServerSecrets: (values: () => readonly string[]) => void } {
+  let scrubAll = scrub;
+  return {
+    scrub: (text) => scrubAll(text),
+    onServerSecrets: (values) => {
+      // Rebuilt only when the list changes (a login refreshed during the call adds a token).
+      let built: { key: string; own: (text: string) => string } | undefined;
+      scrubAll = (text) => {
+        const now = values();
+        const key = now.join('\0');
+        if (built?.key !== key) built = { key, own: scrubberFor(now) };
+        return built.own(scrub(text));
+      };
+    },
+  };
+}

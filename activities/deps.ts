@@ -1,0 +1,45 @@
+import type { Logger } from 'pino';
+import type { ConfigRefs, LoadedConfig } from '../config/types.js';
+import type { ServerPool } from '../mcp/pool.js';
+import type { Governance, GovernanceService } from '../governance/index.js';
+
+/**
+ * The part of the worker's server pool the activities use: workflow-tier tests pass a fake one
+ * instead of starting server processes.
+ */
+export type SessionServers = Pick<ServerPool, 'reconcile' | 'tools' | 'callTool'>;
+
+/** What the activities need; tests pass real or fake parts explicitly. */
+export interface ActivityDeps {
+  pool: SessionServers;
+  /** This worker's unique task queue. */
+  workerQueue: string;
+  /**
+   * Resolves config references into entries; runs on the worker, which decides what of them it
+   * honours. `turn.sessionId` is part of what the references' proof signs.
+   */
+  loadConfig: (refs: ConfigRefs, turn: { sessionId: string }) => Promise<LoadedConfig>;
+  logger: Logger;
+  /** Removes secret values from messages that go into history. */
+  scrub: (text: string) => string;
+  /**
+   * The operator's allowed-tools rules and hooks (`createGovernance`). Absent: every tool is
+   * listed and no hook runs.
+   */
+  governance?: GovernanceService;
+  /**
+   * Seals PreToolUse decisions. The operator's turn key, which every worker of the operator holds,
+   * so a call that moves to another worker after its hooks ran still verifies. Absent: a key of
+   * this process alone (such a call is then refused on the other worker, and says why).
+   */
+  turnKey?: Buffer;
+}
+
+/** What every activity of one worker is built from: its deps and the parts they share. */
+export interface ActivityKit {
+  deps: ActivityDeps;
+  /** The operator's governance for a turn, kept from its reconcile (`fresh`: read again); undefined without governance. */
+  governanceFor: (turnId: string, fresh?: boolean) => Promise<Governance | undefined>;
+  /** Seals a PreToolUse decision's proof text with the turn key. */
+  seal: (text: string) => string;
+}

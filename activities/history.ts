@@ -1,0 +1,47 @@
+/** What activities put into history: results without secrets, and failures the workflow can read. */
+import { ApplicationFailure } from '@temporalio/activity';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { scrubDeep } from '../config/secrets.js';
+import { ConfigError } from '../config/types.js';
+import { RefusedCallError, ServerUnavailableError } from '../mcp/managedServer.js';
+import { FailureType, type CallToolInput } from '../contract/index.js';
+
+/**
+ * A server that was given a secret may echo it back; history must never hold it. Each string of the
+ * result (object keys included) is scrubbed where it sits: scrubbing the JSON text instead would
+ * miss a secret holding `"` or `\` (escaped there) and fail to parse again when a secret looks like
+ * JSON syntax. An unchanged result is returned as it is.
+ */
+export function scrubResult<T>(result: T, scrub: (t: string) => string): T {
+  return scrubDeep(result, scrub);
+}
+
+/** A broken operator file as a failure not retried (retrying cannot fix it); any other error as it is. */
+export function configFailure(err: unknown, scrub: (t: string) => string): unknown {
+  if (err instanceof ConfigError) return ApplicationFailure.create({ type: FailureType.Config, message: scrub(err.message), nonRetryable: true });
+  return err;
+}
+
+/**
+ * Maps an error of a call to the failure type the workflow reads. The type decides whether Temporal
+ * retries (a bad request or a server that is not running never is) and what the model is told: a
+ * call that never started, one whose request timed out, or one whose connection was lost mid-call.
+ */
+export function toFailure(err: unknown, input: Pick<CallToolInput, 'name' | 'server'>, scrub: (t: string) => string): ApplicationFailure {
+  const message = scrub(err instanceof Error ? err.message : String(err));
+  if (err instanceof RefusedCallError) {
+    return ApplicationFailure.create({ type: FailureType.BadRequest, message, nonRetryable: true });
+  }
+  if (err instanceof ServerUnavailableError) {
+    return ApplicationFailure.create({ type: FailureType.ServerUnavailable, message, nonRetryable: true });
+  }
+  if (err instanceof McpError) {
+    if (err.code === ErrorCode.InvalidParams || err.code === ErrorCode.MethodNotFound || err.code === ErrorCode.InvalidRequest) {
+      return ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: ${message}`, nonRetryable: true });
+    }
+    if (err.code === ErrorCode.RequestTimeout) {
+      return ApplicationFailure.create({ type: FailureType.ToolTimeout, message: `${input.name}: ${message}` });
+    }
+  }
+  return ApplicationFailure.create({ type: FailureType.Transport, message: `${input.name} (server "${input.server}"): ${message}` });
+}

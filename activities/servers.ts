@@ -1,0 +1,53 @@
+/** The activities that start a turn's servers and name their tools. */
+import type { LoadedConfig } from '../config/types.js';
+import { renderServersParagraph } from '../shaping/serversParagraph.js';
+import type { ListToolsInput, ReconcileInput, ReconcileResult, ToolInfo } from '../contract/index.js';
+import { currentTurnId, withHeartbeat } from './context.js';
+import type { ActivityKit } from './deps.js';
+import { configFailure, scrubResult } from './history.js';
+
+/** `reconcileServers`: resolves the turn's references and brings its session's servers to them. */
+export function reconcileServersActivity({ deps, governanceFor }: ActivityKit): (input: ReconcileInput) => Promise<ReconcileResult> {
+  const { pool, logger, scrub } = deps;
+  return async function reconcileServers(input) {
+    let config: LoadedConfig;
+    try {
+      config = await deps.loadConfig(input.refs, { sessionId: input.sessionId });
+    } catch (err) {
+      throw configFailure(err, scrub);
+    }
+    // Read before any server starts: a broken governance file stops the turn, naming the file and line.
+    const turnId = currentTurnId();
+    const g = await governanceFor(turnId, true);
+    // An open interactive turn may still call: its servers are held for its idle limit.
+    const status = await withHeartbeat(() => pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs, workspace: input.refs.workspace, turnId }));
+    logger.info({ sessionId: input.sessionId, servers: status.servers.map((s) => `${s.name}:${s.state}`) }, 'servers reconciled');
+    // The status is recorded in history: a secret value that reached it (an error that quotes a
+    // spec, a server's stderr) must not.
+    const withWarnings = g && g.warnings.length > 0 ? { ...status, warnings: [...status.warnings, ...g.warnings] } : status;
+    const clean = scrubResult(withWarnings, scrub);
+    // The status keeps every tool (the operator reads it); the model's paragraph names only those it may call.
+    let shown: ((name: string) => boolean) | undefined;
+    try {
+      shown = g && deps.governance?.visible(g, input);
+    } catch (err) {
+      throw configFailure(err, scrub);
+    }
+    const forModel = shown ? { ...clean, servers: clean.servers.map((s) => ({ ...s, tools: s.tools.filter(shown) })) } : clean;
+    return { workerQueue: deps.workerQueue, status: clean, serversParagraph: renderServersParagraph(forModel) };
+  };
+}
+
+/** `listTools`: the session's tools, as the operator's rules let the turn see them. */
+export function listToolsActivity({ deps, governanceFor }: ActivityKit): (input: ListToolsInput) => Promise<ToolInfo[]> {
+  return async function listTools(input) {
+    const tools = deps.pool.tools(input.sessionId);
+    const g = await governanceFor(currentTurnId());
+    if (!g || !deps.governance) return tools;
+    try {
+      return deps.governance.govern(tools, g, input);
+    } catch (err) {
+      throw configFailure(err, deps.scrub);
+    }
+  };
+}
