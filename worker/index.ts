@@ -4,15 +4,15 @@ import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Logger } from 'pino';
-import { createActivities } from '../activities/index.js';
+import { createActivities, type Activities } from '../activities/index.js';
 import { configDirPath, ensureTurnKey, loadConfig } from '../config/load.js';
 import type { Boundary } from '../config/types.js';
 import { requestHeaders, scrubSecrets, serverEnvironment } from '../config/secrets.js';
 import { ServerPool } from '../mcp/pool.js';
 import { loadSettings, type Settings } from '../settings/index.js';
 import { createGovernance } from '../governance/index.js';
-import { createWorkerShelf } from './shelf.js';
-import { createWorkerMetrics, startMetricsServer, type MetricsServer } from './metrics.js';
+import { createWorkerShelf, type WorkerShelf } from './shelf.js';
+import { createWorkerMetrics, startMetricsServer, type MetricsServer, type WorkerMetrics } from './metrics.js';
 import { runtimeMetricsUrl } from './runtimeLogger.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
@@ -110,6 +110,27 @@ export interface RunningWorker {
 export async function startWorker(options: StartWorkerOptions): Promise<RunningWorker> {
   const env = options.env ?? process.env;
   const settings = options.settings ?? loadSettings(env);
+  const parts = await createWorkerParts(options, settings, env);
+  const pollers = await createPollers(options, settings, parts);
+  return runPollers(options, settings, parts, pollers);
+}
+
+/** What a worker is made of apart from its pollers. */
+export interface WorkerParts {
+  taskQueue: string;
+  /** This worker's unique queue: `<taskQueue>@<host>-<pid>-<random>`. */
+  workerQueue: string;
+  /** The worker's logger, naming its unique queue. */
+  logger: Logger;
+  pool: ServerPool;
+  shelf: WorkerShelf;
+  activities: Activities;
+  /** Present when DMCP_METRICS_PORT is set. */
+  metrics?: WorkerMetrics;
+}
+
+/** The server pool, the operator's governance, the shelf, the activities over them, and the metrics; nothing polls yet. */
+export async function createWorkerParts(options: StartWorkerOptions, settings: Settings, env: NodeJS.ProcessEnv): Promise<WorkerParts> {
   const taskQueue = options.taskQueue ?? settings.taskQueue;
   const workerQueue = `${taskQueue}@${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   const logger = options.logger.child({ workerQueue });
@@ -149,6 +170,19 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     turnKey: boundary.turnKey,
   });
   metrics?.watchPool(pool);
+  return { taskQueue, workerQueue, logger, pool, shelf, activities, ...(metrics ? { metrics } : {}) };
+}
+
+/** The worker's two pollers, created but not yet running. */
+interface Pollers {
+  /** Polls the shared queue: workflows and reconciliation. */
+  shared: Worker;
+  /** Polls the worker's unique queue: the activities of the turns it reconciled. */
+  pinned: Worker;
+}
+
+async function createPollers(options: StartWorkerOptions, settings: Settings, parts: WorkerParts): Promise<Pollers> {
+  const { activities, metrics } = parts;
   const interceptors = metrics ? { activity: [metrics.interceptor] } : undefined;
   const workflowBundle = options.workflowBundle ?? (await bundleWorkflows());
   const namespace = options.namespace ?? settings.temporal.namespace;
@@ -157,7 +191,7 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
   const shared = await Worker.create({
     connection: options.connection,
     namespace,
-    taskQueue,
+    taskQueue: parts.taskQueue,
     workflowBundle,
     activities,
     dataConverter,
@@ -170,10 +204,16 @@ export async function startWorker(options: StartWorkerOptions): Promise<RunningW
     ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
   });
   // The worker's own client (over its connection) reads the shelf for turns that name an agent.
-  if (shared.client) shelf.attach(shared.client);
+  if (shared.client) parts.shelf.attach(shared.client);
   // Running calls get this long to finish on shutdown before they are cancelled (SDK default: 0,
   // which would abort side-effecting calls mid-flight on every deploy).
-  const pinned = await Worker.create({ connection: options.connection, namespace, taskQueue: workerQueue, activities, dataConverter, shutdownGraceTime, ...(interceptors ? { interceptors } : {}) });
+  const pinned = await Worker.create({ connection: options.connection, namespace, taskQueue: parts.workerQueue, activities, dataConverter, shutdownGraceTime, ...(interceptors ? { interceptors } : {}) });
+  return { shared, pinned };
+}
+
+/** Runs both pollers, serves the metrics and stops idle sessions until shutdown; then stops every server. */
+async function runPollers(options: StartWorkerOptions, settings: Settings, parts: WorkerParts, { shared, pinned }: Pollers): Promise<RunningWorker> {
+  const { taskQueue, workerQueue, pool, logger, metrics } = parts;
   const metricsServer = metrics && settings.metrics.port !== undefined
     ? await startMetricsServer({ registry: metrics.registry, host: settings.metrics.host, port: settings.metrics.port, runtimeUrl: options.runtimeMetricsUrl ?? runtimeMetricsUrl(), logger })
     : undefined;
