@@ -8,7 +8,7 @@ import { MAX_CONFIG_BYTES } from './json.js';
 import { nameProblem } from './names.js';
 import { findCommandExpressions, layerLabel, parseConfigText, pluginNameFrom, urlProblem } from './parse.js';
 import { invalidAllowListNames, scrubbedEnvironment, scrubSecrets } from './secrets.js';
-import { parseFlag } from '../settings/index.js';
+import { configSettings } from '../settings/index.js';
 import {
   ConfigError, isTrustedLayer, type Boundary, type CommandOutcome, type ConfigRefs, type LayerInfo, type LoadedConfig,
   type ParseResult, type RefusedEntry, type ServerEntry,
@@ -63,16 +63,12 @@ export const nodeConfigIO: ConfigIO = {
 
 /** `DMCP_MCP=false` (or 0/no/off) turns MCP off entirely. */
 export function mcpOff(env: NodeJS.ProcessEnv): boolean {
-  return parseFlag(env.DMCP_MCP, 'DMCP_MCP') === false;
+  return configSettings(env).mcpOff;
 }
 
 /** The trusted config dir: DMCP_CONFIG_DIR, else $XDG_CONFIG_HOME/durable-mcp, else ~/.config/durable-mcp. */
 export function configDirPath(env: NodeJS.ProcessEnv): string | undefined {
-  if (env.DMCP_CONFIG_DIR) return env.DMCP_CONFIG_DIR;
-  // The XDG spec says a relative XDG_CONFIG_HOME is invalid and must be ignored.
-  if (env.XDG_CONFIG_HOME && isAbsolute(env.XDG_CONFIG_HOME)) return join(env.XDG_CONFIG_HOME, 'durable-mcp');
-  if (env.HOME) return join(env.HOME, '.config', 'durable-mcp');
-  return undefined;
+  return configSettings(env).configDir;
 }
 
 /** The operator's turn key: proof that a turn's references were chosen by whoever can read this file. */
@@ -298,7 +294,7 @@ function parseOptional(ctx: LoadContext, text: string, info: LayerInfo, what: st
 
 /** Layer 1, trusted: `mcp.json` in the config dir, unless DMCP_NO_USER_CONFIG says to skip it. */
 async function readConfigDirLayer(ctx: LoadContext): Promise<LayerEntries | undefined> {
-  if (parseFlag(ctx.env.DMCP_NO_USER_CONFIG, 'DMCP_NO_USER_CONFIG') === true) return undefined;
+  if (configSettings(ctx.env).noUserConfig) return undefined;
   // Only the worker's own settings name the config dir: a turn never chooses it.
   const dir = configDirPath(ctx.env);
   if (dir === undefined) return undefined;
@@ -479,7 +475,7 @@ const PROOF_HINT = 'the turn carries no valid proof that the worker\'s operator 
 async function admit(ctx: LoadContext, options: LoadOptions): Promise<Admitted> {
   const { refs, io, env } = ctx;
   const boundary = options.boundary;
-  const workspaceWanted = parseFlag(env.DMCP_WORKSPACE_MCP, 'DMCP_WORKSPACE_MCP') === true;
+  const workspaceWanted = configSettings(env).workspaceMcp;
   const files = refs.mcpConfigFiles.map((file) => ({ file, real: file }));
   if (!boundary) return { workspaceLayer: workspaceWanted, plugins: refs.plugins ?? [], files, inlineRefused: [] };
 

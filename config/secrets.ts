@@ -1,4 +1,5 @@
 import { ConfigError, type ServerEntry } from './types.js';
+import { mcpEnvEntries } from '../settings/index.js';
 
 /** Shape of an environment variable name (POSIX portable). */
 export const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -43,14 +44,12 @@ export type SecretKind = 'allow-listed' | 'provider-key' | 'credential';
 
 /** Parses `DMCP_MCP_ENV` (comma- or whitespace-separated variable names); invalid names are dropped. */
 export function allowedSecretNames(env: NodeJS.ProcessEnv): string[] {
-  const raw = env.DMCP_MCP_ENV ?? '';
-  const names = raw.split(/[\s,]+/).map((s) => s.trim()).filter((s) => ENV_NAME_RE.test(s));
-  return [...new Set(names)];
+  return [...new Set(mcpEnvEntries(env).filter((s) => ENV_NAME_RE.test(s)))];
 }
 
 /** Names in `DMCP_MCP_ENV` that are not valid variable names (reported as a warning by the loader). */
 export function invalidAllowListNames(env: NodeJS.ProcessEnv): string[] {
-  return (env.DMCP_MCP_ENV ?? '').split(/[\s,]+/).filter((s) => s !== '' && !ENV_NAME_RE.test(s));
+  return mcpEnvEntries(env).filter((s) => !ENV_NAME_RE.test(s));
 }
 
 /** Classifies a variable name as secret, or returns undefined. */

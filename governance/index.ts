@@ -11,7 +11,7 @@ import type {
 import { configDirPath } from '../config/load.js';
 import { scrubbedEnvironment } from '../config/secrets.js';
 import { ConfigError } from '../config/types.js';
-import { parseFlag } from '../settings/index.js';
+import { configSettings } from '../settings/index.js';
 import { hookMatches, parsePostToolUse, parsePreToolUse, type HookExit } from './hookOutput.js';
 import { runHookCommand, type HookRunRequest } from './hookRunner.js';
 import { parseGovernanceText, type HookSpec } from './settingsFile.js';
@@ -77,7 +77,7 @@ export function createGovernance(options: GovernanceOptions) {
   /** Reads the operator's rules and hooks for a turn: the settings, then the config dir's file. */
   async function load(): Promise<Governance> {
     const ruleSets = settingsSet ? [settingsSet] : [];
-    if (parseFlag(env.DMCP_NO_USER_CONFIG, 'DMCP_NO_USER_CONFIG') === true) return ruleSets.length ? { ...NO_GOVERNANCE, ruleSets } : NO_GOVERNANCE;
+    if (configSettings(env).noUserConfig) return ruleSets.length ? { ...NO_GOVERNANCE, ruleSets } : NO_GOVERNANCE;
     const dir = configDirPath(env);
     if (dir === undefined) return ruleSets.length ? { ...NO_GOVERNANCE, ruleSets } : NO_GOVERNANCE;
     const file = governanceFile(dir);

@@ -18,6 +18,7 @@ import {
 import { nameProblem } from '../config/names.js';
 import { parseConfigText } from '../config/parse.js';
 import { isSecretName, secretValues } from '../config/secrets.js';
+import { mcpEnvEntries } from '../settings/index.js';
 
 /** A shelf request that cannot be honoured; `field` names what was wrong (`headers.Authorization`, `agent`). */
 export class ShelfInputError extends Error {
@@ -239,7 +240,7 @@ export function shelfEntryProblem(name: string, entry: ShelfEntry, env: NodeJS.P
  */
 function configProblem(name: string, entry: ShelfEntry, env: NodeJS.ProcessEnv): ShelfInputError | undefined {
   const needed = workerVariablesOf(entry, env);
-  const checkEnv = { ...env, DMCP_MCP_ENV: [env.DMCP_MCP_ENV ?? '', ...needed].join(',') };
+  const checkEnv = { ...env, DMCP_MCP_ENV: [...mcpEnvEntries(env), ...needed].join(',') };
   const text = JSON.stringify({ mcpServers: { [name]: shelfConfigEntry(entry, checkEnv) } }, null, 2);
   const result = parseConfigText(text, { kind: 'shelf', file: 'shelf', workspace: '/', folder: '/', checkOnly: true }, checkEnv);
   if (result.error) return new ShelfInputError(`server "${name}": ${result.error.message.replace(/^shelf(:\d+)?: /, '')}`, result.error.field);

@@ -8,7 +8,7 @@
  * `dev/` finds the `temporal` binary from DMCP_TEMPORAL_CLI and PATH itself, because it also runs
  * at install time, before any setting matters.
  */
-import { delimiter, isAbsolute, resolve } from 'node:path';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { shapeLimitsFromEnv } from './shapeLimits.js';
 import type { ShapeLimits } from '../shaping/index.js';
@@ -36,6 +36,49 @@ export function parseFlag(value: string | undefined, variable: string): boolean 
   if (['1', 'true', 'yes', 'on'].includes(v)) return true;
   if (['0', 'false', 'no', 'off'].includes(v)) return false;
   throw new SettingsError(`${variable} must be true or false (or 1/0, yes/no, on/off), got ${JSON.stringify(value)}`);
+}
+
+/** The config loader's switches and its trusted folder: parsed here, read by `config/` and `governance/`. */
+export interface ConfigSettings {
+  /** DMCP_MCP=false turns MCP off. */
+  mcpOff: boolean;
+  /** DMCP_NO_USER_CONFIG=1 skips the config-dir layer. */
+  noUserConfig: boolean;
+  /** DMCP_WORKSPACE_MCP=true reads `<workspace>/.agents/mcp.json`. */
+  workspaceMcp: boolean;
+  /** The trusted config dir: DMCP_CONFIG_DIR, else $XDG_CONFIG_HOME/durable-mcp, else ~/.config/durable-mcp. */
+  configDir?: string;
+}
+
+/**
+ * The config switches of `env`. Cheap, and called by the loader each turn with the environment it
+ * was given (a worker's own, or one a test or `run`'s pre-check made), so they are never stale.
+ * @throws SettingsError naming a switch whose value is not a flag.
+ */
+export function configSettings(env: Env): ConfigSettings {
+  return {
+    mcpOff: parseFlag(env.DMCP_MCP, 'DMCP_MCP') === false,
+    noUserConfig: parseFlag(env.DMCP_NO_USER_CONFIG, 'DMCP_NO_USER_CONFIG') === true,
+    workspaceMcp: parseFlag(env.DMCP_WORKSPACE_MCP, 'DMCP_WORKSPACE_MCP') === true,
+    ...optional('configDir', configDirOf(env)),
+  };
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+function configDirOf(env: Env): string | undefined {
+  if (env.DMCP_CONFIG_DIR) return env.DMCP_CONFIG_DIR;
+  // The XDG spec says a relative XDG_CONFIG_HOME is invalid and must be ignored.
+  if (env.XDG_CONFIG_HOME && isAbsolute(env.XDG_CONFIG_HOME)) return join(env.XDG_CONFIG_HOME, 'durable-mcp');
+  if (env.HOME) return join(env.HOME, '.config', 'durable-mcp');
+  return undefined;
+}
+
+/** The entries of DMCP_MCP_ENV (comma- or whitespace-separated), as written: the config room checks each is a variable name. */
+export function mcpEnvEntries(env: Env): string[] {
+  return (env.DMCP_MCP_ENV ?? '').split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
 }
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
@@ -105,17 +148,8 @@ export interface Settings {
   };
   /** What the model sees of a call: DMCP_MAX_TOOL_RESULT_TOKENS, DMCP_MAX_IMAGE_BYTES, ... */
   shape: ShapeLimits;
-  /** Config-layer switches (the config loader reads them from the environment with `parseFlag`). */
-  config: {
-    /** DMCP_MCP=false turns MCP off. */
-    mcpOff: boolean;
-    /** DMCP_NO_USER_CONFIG=1 skips the config-dir layer. */
-    noUserConfig: boolean;
-    /** DMCP_WORKSPACE_MCP=true reads `<workspace>/.agents/mcp.json`. */
-    workspaceMcp: boolean;
-    /** DMCP_MCP_ENV: worker variables servers may receive. */
-    mcpEnv: string[];
-  };
+  /** Config-layer switches and the config dir ({@link configSettings}), and DMCP_MCP_ENV: worker variables servers may receive. */
+  config: ConfigSettings & { mcpEnv: string[] };
   /**
    * What a worker honours of a turn's references. Unset values take the default of the command
    * that starts the worker (`run`/`dev` trust their own caller; `worker` joined to a cluster does not).
@@ -163,6 +197,11 @@ export interface Settings {
   };
   /** DMCP_DEBUG: stack traces on CLI errors. */
   debug: boolean;
+  /**
+   * The DMCP_* variables the environment set (not empty): a command whose own default differs from
+   * the documented one (a quieter log, no warm spares) applies it only when the operator set none.
+   */
+  given: ReadonlySet<string>;
   /** Stdio servers of untrusted layers (workspace, plugins). */
   untrustedStdio: {
     /**
@@ -454,7 +493,7 @@ export function loadSettings(env: Env): Settings {
     },
     dev: { port: e.DMCP_DEV_PORT, uiPort: e.DMCP_DEV_UI_PORT, codecPort: e.DMCP_CODEC_PORT, ...(e.DMCP_CODEC_TOKEN ? { codecToken: e.DMCP_CODEC_TOKEN.trim() } : {}) },
     shape,
-    config: { mcpOff: !e.DMCP_MCP, noUserConfig: e.DMCP_NO_USER_CONFIG, workspaceMcp: e.DMCP_WORKSPACE_MCP, mcpEnv: e.DMCP_MCP_ENV },
+    config: { ...configSettings(env), mcpEnv: e.DMCP_MCP_ENV },
     governance: { allowedTools: e.DMCP_ALLOWED_TOOLS, disallowedTools: e.DMCP_DISALLOWED_TOOLS },
     boundary: { allowInline: e.DMCP_ALLOW_INLINE, allowedConfigDirs: e.DMCP_ALLOWED_CONFIG_DIRS, workspaceRoots: e.DMCP_WORKSPACE_ROOTS },
     api: {
@@ -468,6 +507,7 @@ export function loadSettings(env: Env): Settings {
       ...(e.DMCP_API_ALLOWED_ORIGINS.length ? { allowedOrigins: e.DMCP_API_ALLOWED_ORIGINS } : {}),
     },
     debug: e.DMCP_DEBUG,
+    given: new Set(Object.keys(env).filter((k) => k.startsWith('DMCP_') && (env[k] ?? '').trim() !== '')),
     untrustedStdio: { mode: e.DMCP_UNTRUSTED_STDIO, bwrap: e.DMCP_BWRAP },
     metrics: { ...(e.DMCP_METRICS_PORT !== undefined ? { port: e.DMCP_METRICS_PORT } : {}), host: e.DMCP_METRICS_HOST },
     oauth: {

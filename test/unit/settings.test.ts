@@ -30,12 +30,16 @@ test('an empty environment gives the documented defaults', () => {
     metrics: { host: '127.0.0.1' },
     oauth: { dir: resolve('.data', 'oauth'), previousKeys: [], callbackPort: 8788 },
     debug: false,
+    given: new Set(),
   });
 });
 
 const good: { env: Record<string, string>; check: (s: ReturnType<typeof loadSettings>) => void }[] = [
   { env: { TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_NAMESPACE: 'agents' }, check: (s) => assert.deepEqual(s.temporal, { address: 'temporal:7233', namespace: 'agents' }) },
   { env: { DMCP_TASK_QUEUE: 'tools' }, check: (s) => assert.equal(s.taskQueue, 'tools') },
+  { env: { DMCP_LOG_LEVEL: 'warn', DMCP_DEBUG: ' ', PATH: '/bin' }, check: (s) => assert.deepEqual([...s.given], ['DMCP_LOG_LEVEL']) },
+  { env: { HOME: '/home/a', XDG_CONFIG_HOME: 'relative' }, check: (s) => assert.equal(s.config.configDir, '/home/a/.config/durable-mcp') },
+  { env: { DMCP_CONFIG_DIR: '/etc/dmcp', HOME: '/home/a' }, check: (s) => assert.equal(s.config.configDir, '/etc/dmcp') },
   { env: { DMCP_DATA_DIR: '/srv/dmcp' }, check: (s) => assert.equal(s.dataDir, '/srv/dmcp') },
   { env: { DMCP_START_TIMEOUT: '2.5s', DMCP_SESSION_IDLE: '1h', DMCP_TURN_IDLE: '500' }, check: (s) => assert.deepEqual([s.startTimeoutMs, s.sessionIdleMs, s.turnIdleMs], [2500, 3_600_000, 500]) },
   { env: { DMCP_STICKY_WAIT: '2s' }, check: (s) => assert.equal(s.stickyWaitMs, 2000) },
