@@ -17,7 +17,8 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
   return async function callTool(input) {
     const ctx = Context.current();
     const startedAt = new Date();
-    const stop = startHeartbeat(ctx, { pending: true });
+    let latest: unknown = { pending: true };
+    const stop = startHeartbeat(ctx, () => latest);
     const scrubber = callScrubber(kit.deps.scrub);
     try {
       const turnId = currentTurnId();
@@ -29,7 +30,10 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
         timeoutMs: input.requestTimeoutMs,
         onServerSecrets: scrubber.onServerSecrets,
         // Heartbeat details end up in history (the last ones with a timeout): scrub them like results.
-        onProgress: (progress) => ctx.heartbeat({ progress: scrubResult(progress, scrubber.scrub) }),
+        onProgress: (progress) => {
+          latest = { progress: scrubResult(progress, scrubber.scrub) };
+          ctx.heartbeat(latest);
+        },
       });
       const timing = () => ({ startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt });
       // A result this deep cannot be scrubbed, recorded or serialized; the tool did run, so say so

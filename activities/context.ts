@@ -9,18 +9,18 @@ import { FailureType } from '../contract/index.js';
 const UNTIMED_HEARTBEAT_INTERVAL_MS = 2000;
 
 /**
- * Heartbeats the activity of `ctx` until the returned function is called: at once, so a slow start
- * cannot miss the first beat, then every half of the activity's own heartbeat timeout. A fixed
- * interval would outlast a short timeout the turn asked for, and a call still running would be
- * taken for one whose worker was lost. The SDK sends beats to the server at most every 80 % of the
- * timeout, so half of it keeps one in every window.
+ * Heartbeats the activity of `ctx` until the returned function is called, every half of the
+ * activity's own heartbeat timeout: a fixed interval would outlast a short timeout the turn asked
+ * for, and a call still running would be taken for one whose worker was lost. The SDK sends beats
+ * to the server at most every 80 % of the timeout, so half of it keeps one in every window.
+ * `details` gives what each beat carries: the latest progress, so a periodic beat never replaces it
+ * with less. No beat at once: the SDK sends the first beat straight away and holds later ones back,
+ * and that first one is better spent on the call's first progress.
  */
-export function startHeartbeat(ctx: Context, details?: unknown): () => void {
+export function startHeartbeat(ctx: Context, details: () => unknown = () => undefined): () => void {
   const timeoutMs = ctx.info.heartbeatTimeoutMs;
   const intervalMs = timeoutMs !== undefined && timeoutMs > 0 ? timeoutMs / 2 : UNTIMED_HEARTBEAT_INTERVAL_MS;
-  const beat = () => ctx.heartbeat(details);
-  beat();
-  const timer = setInterval(beat, intervalMs);
+  const timer = setInterval(() => ctx.heartbeat(details()), intervalMs);
   return () => clearInterval(timer);
 }
 
