@@ -6,7 +6,8 @@
  * starting at once read the one token that won, and it is never readable by others, not even briefly.
  */
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
+import { createPrivateFileOnce } from '../config/privateFile.js';
 import { join } from 'node:path';
 import { hashToken, parseTokens, type ApiToken } from './auth.js';
 
@@ -38,15 +39,7 @@ export async function ensureApiToken(dataDir: string): Promise<string> {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const temp = `${file}.${process.pid}-${randomBytes(4).toString('hex')}`;
-  await writeFile(temp, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
-  try {
-    await link(temp, file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  } finally {
-    await unlink(temp).catch(() => undefined);
-  }
+  await createPrivateFileOnce(file, `${randomBytes(32).toString('base64url')}\n`);
   return readApiToken(file);
 }
 

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { link, mkdir, readFile, realpath, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { agentIdProblem, refsProofText, type LayerKind } from '../contract/index.js';
 import { splitCommand } from './expand.js';
@@ -9,6 +9,7 @@ import { nameProblem } from './names.js';
 import { findCommandExpressions, layerLabel, parseConfigText, pluginNameFrom, urlProblem } from './parse.js';
 import { invalidAllowListNames, scrubbedEnvironment, scrubSecrets } from './secrets.js';
 import { configSettings } from '../settings/index.js';
+import { createPrivateFileOnce } from './privateFile.js';
 import {
   ConfigError, isTrustedLayer, type Boundary, type CommandOutcome, type ConfigRefs, type LayerInfo, type LoadedConfig,
   type ParseResult, type RefusedEntry, type ServerEntry,
@@ -98,15 +99,7 @@ export async function ensureTurnKey(dataDir: string): Promise<Buffer> {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   await mkdir(dataDir, { recursive: true });
-  const temp = `${file}.${process.pid}-${randomBytes(4).toString('hex')}`;
-  await writeFile(temp, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
-  try {
-    await link(temp, file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  } finally {
-    await unlink(temp).catch(() => undefined);
-  }
+  await createPrivateFileOnce(file, `${randomBytes(32).toString('hex')}\n`);
   return readTurnKey(file);
 }
 

@@ -10,7 +10,7 @@
  * folder in `loginFolder.ts`, the lock in `loginLock.ts`; this module is the store over them.
  */
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -18,6 +18,7 @@ import { decodeKey32, type Settings } from '../settings/index.js';
 import { checkServer, keyId, seal, TokenStoreError, unseal } from './loginEnvelope.js';
 import { createLoginFolder, errno, readIfExists, type LoginFolder } from './loginFolder.js';
 import { createLoginLocks } from './loginLock.js';
+import { createPrivateFileOnce } from '../config/privateFile.js';
 
 export { keyId, seal, TokenStoreError, unseal };
 
@@ -225,15 +226,11 @@ async function keyFromFile(file: string, create: boolean): Promise<Buffer | unde
     if (!create) return undefined;
     // Written whole under a private name, then linked into place: a process that loses the race
     // never reads a half-written key, and every process ends up with the one that was linked first.
-    const temp = `${file}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
     try {
       await mkdir(resolve(file, '..'), { recursive: true });
-      await writeFile(temp, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
-      await link(temp, file);
+      await createPrivateFileOnce(file, `${randomBytes(32).toString('base64')}\n`);
     } catch (err) {
-      if (errno(err) !== 'EEXIST') throw new TokenStoreError(`${file}: cannot create the OAuth key file (${errno(err) ?? (err as Error).message})`);
-    } finally {
-      await unlink(temp).catch(() => undefined);
+      throw new TokenStoreError(`${file}: cannot create the OAuth key file (${errno(err) ?? (err as Error).message})`);
     }
     text = await readFile(file, 'utf8');
   }
