@@ -20,7 +20,7 @@ const allowed: Record<string, string[]> = {
   settings: ['shaping'],
   config: ['contract', 'text', 'settings'],
   mcp: ['contract', 'config', 'text'],
-  payloads: ['settings'],
+  payloads: ['settings', 'text'],
   connection: ['settings'],
   governance: ['contract', 'text', 'settings', 'config'],
   plane: ['contract', 'text', 'settings', 'config', 'workflows'],
