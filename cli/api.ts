@@ -1,17 +1,12 @@
-/** `durable-mcp api`: the HTTP API for orchestrators, over the same TurnClient as the CLI. */
+/** The HTTP API for orchestrators, over the same TurnClient as the CLI: what `api` and `dev` serve, and its tokens. */
 import { readFile } from 'node:fs/promises';
-import type { Command } from 'commander';
 import type { TurnClient } from '../client/turnClient.js';
 import type { Logger } from 'pino';
-import { SettingsError, loadSettings, type Settings } from '../settings/index.js';
-import { TUNED_MAX_IN_FLIGHT_UPDATES } from '../dev/devServer.js';
-import { createLogger } from '../worker/logger.js';
+import { SettingsError, type Settings } from '../settings/index.js';
 import { parseTokens, type ApiToken } from '../api/auth.js';
 import { apiTokenFile, dataDirToken, ensureApiToken } from '../api/tokenFile.js';
-import { resolveTemporalTarget } from '../connection/index.js';
-import { runningDev, secretsOf } from './embedded.js';
+import { secretsOf } from './embedded.js';
 import { readTurnKey, turnKeyFile } from '../config/load.js';
-import { handleStopSignals } from './signals.js';
 
 /** The configured tokens (hashes), from DMCP_API_TOKENS and DMCP_API_TOKENS_FILE. */
 export async function apiTokens(settings: Settings): Promise<ApiToken[]> {
@@ -120,45 +115,4 @@ export async function serveApi(
     await turns.close();
     throw err;
   }
-}
-
-async function apiCommand(opts: { host?: string; port?: string }): Promise<void> {
-  const settings = loadSettings(process.env);
-  const logger = createLogger({ level: settings.logLevel });
-  const host = opts.host ?? settings.api.host;
-  const port = opts.port !== undefined ? Number(opts.port) : settings.api.port;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new SettingsError(`--port must be a port number (0-65535), got ${JSON.stringify(opts.port)}`);
-  // TEMPORAL_ADDRESS or a Temporal TOML profile (TLS, API key) names the cluster; else a running `dev`.
-  const target = resolveTemporalTarget(process.env);
-  const dev = target.address ? undefined : await runningDev(settings.dataDir);
-  const address = target.address ?? dev?.address;
-  if (!address) throw new SettingsError('no Temporal server: set TEMPORAL_ADDRESS (or a Temporal config profile), or start `durable-mcp dev` first');
-  const api = await serveApi(
-    settings,
-    logger,
-    {
-      address,
-      ...(target.address ? { connection: target.options } : {}),
-      namespace: target.namespaceExplicit ? target.namespace : (dev?.namespace ?? target.namespace),
-      taskQueue: dev?.taskQueue ?? settings.taskQueue,
-      ...(dev ? { maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES } : {}),
-    },
-    { host, port },
-  );
-  const [how] = apiAuthLines(api.auth, api.url);
-  process.stdout.write(`durable-mcp api is listening on ${api.url} (Temporal ${address})\n  reference: ${api.url}/api/v1/docs\n  token:     ${how}\n`);
-  let stopped: Promise<void> | undefined;
-  const stop = () => (stopped ??= api.close());
-  // The listening server keeps the process alive; a signal closes it and exits.
-  handleStopSignals({ graceful: stop, force: () => undefined, notice: (signal) => process.stderr.write(`stopping (${signal}): requests in flight may finish\n`) });
-}
-
-/** Adds `durable-mcp api` to the program. */
-export function registerApiCommand(program: Command): void {
-  program
-    .command('api')
-    .description('serve the HTTP API (turns, calls, status, events, transcripts) against TEMPORAL_ADDRESS or a running `dev`')
-    .option('--host <host>', 'address to listen on (default DMCP_API_HOST, 127.0.0.1)')
-    .option('--port <port>', 'port to listen on (default DMCP_API_PORT, 8235; 0 picks one)')
-    .action(apiCommand);
 }

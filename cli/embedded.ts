@@ -1,74 +1,14 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { Connection } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { TUNED_MAX_IN_FLIGHT_UPDATES, startDevServer, type DevServer } from '../dev/devServer.js';
 import { TurnClient } from '../client/turnClient.js';
-import { temporalClient } from '../client/temporalClient.js';
 import type { RunningWorker } from '../worker/index.js';
 import { ensureTurnKey } from '../config/load.js';
 import { isSecretName } from '../config/secrets.js';
 import { dataConverterFor } from '../payloads/dataConverter.js';
 import type { Settings } from '../settings/index.js';
-import { resolveTemporalTarget } from '../connection/index.js';
 import { handleStopSignals, killGroup } from './signals.js';
-
-/** What a running `durable-mcp dev` writes so other commands can find it. */
-export interface DevState {
-  address: string;
-  namespace: string;
-  uiAddress?: string;
-  pid: number;
-  serverPid: number;
-  taskQueue: string;
-}
-
-/** Files under the data dir (DMCP_DATA_DIR): the dev server's database and the running dev's state. */
-export const devStateFile = (dataDir: string) => join(dataDir, 'dev.json');
-export const devDbFile = (dataDir: string) => join(dataDir, 'temporal.db');
-
-export async function writeDevState(state: DevState, dataDir: string): Promise<void> {
-  // The data dir holds the turn key, the payload store and the dev database: the operator's alone.
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  await writeFile(devStateFile(dataDir), `${JSON.stringify(state, null, 2)}\n`);
-}
-
-export async function removeDevState(dataDir: string): Promise<void> {
-  await rm(devStateFile(dataDir), { force: true });
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The running `durable-mcp dev` of this data dir, if there is one and it answers. */
-export async function runningDev(dataDir: string): Promise<DevState | undefined> {
-  const dev = await answeringDev(dataDir);
-  await dev?.connection.close();
-  return dev?.state;
-}
-
-/** Like {@link runningDev}, with the connection that found it answering, left open for the caller. */
-async function answeringDev(dataDir: string): Promise<{ state: DevState; connection: Connection } | undefined> {
-  let state: DevState;
-  try {
-    state = JSON.parse(await readFile(devStateFile(dataDir), 'utf8')) as DevState;
-  } catch {
-    return undefined;
-  }
-  if (!alive(state.pid) || !alive(state.serverPid)) return undefined;
-  try {
-    return { state, connection: await temporalClient.Connection.connect({ address: state.address, connectTimeout: 2000 }) };
-  } catch {
-    return undefined;
-  }
-}
+import { devDbFile, findTemporalServer } from './temporalServer.js';
 
 /** Warm spares per trusted stdio server that `dev` keeps when DMCP_WARM_SPARES is not set. */
 export const DEV_WARM_SPARES = 1;
@@ -122,19 +62,18 @@ export async function connect(options: {
   const namespace = settings.temporal.namespace;
   const taskQueue = settings.taskQueue;
   const dataConverter = dataConverterFor(settings);
-  // TEMPORAL_ADDRESS, or a Temporal TOML profile with an address (plus TLS, API key), names a server.
-  const target = resolveTemporalTarget(env);
-  const address = target.address;
   // The client signs turns with the operator's key from the data dir, which a running `dev` or the
   // embedded worker below honours; a cluster's workers need the same key file to honour them.
   const clientSettings = { turnIdleMs: settings.turnIdleMs, shapeLimits: settings.shape, dataDir: settings.dataDir, secrets: secretsOf(env) };
-  if (address) {
-    const client = await TurnClient.connect({ address, connection: target.options, namespace: target.namespace, taskQueue, dataConverter, ...clientSettings });
+  const found = await findTemporalServer(env, { dataDir: settings.dataDir, keepDevConnection: true });
+  if (found && !found.dev) {
+    const { address } = found;
+    const client = await TurnClient.connect({ address, connection: found.options, namespace: found.namespace, taskQueue, dataConverter, ...clientSettings });
     return { client, mode: 'TEMPORAL_ADDRESS', address, close: () => client.close() };
   }
-  const found = await answeringDev(settings.dataDir);
-  if (found) {
-    const { state: dev, connection } = found;
+  if (found?.dev && found.devConnection) {
+    const { dev, devConnection: connection } = found;
+    // Its own namespace, even when TEMPORAL_NAMESPACE names another: only the dev's worker serves these turns.
     // `dev` and the embedded server below are started tuned: they admit more parallel calls per turn.
     const client = await TurnClient.connect({
       address: dev.address, connected: connection, namespace: dev.namespace, taskQueue: dev.taskQueue, dataConverter, ...clientSettings, maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES,

@@ -6,8 +6,12 @@
 import { lstat, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseDuration, payloadDir, type Settings } from '../settings/index.js';
+import { UsageError } from './common.js';
 
-/** `30d`, `720h`, `90m`...: durations of days as well as the usual units. */
+/**
+ * `30d`, `720h`, `90m`...: durations of days as well as the usual units.
+ * @throws UsageError naming `option` when the value is not a positive duration.
+ */
 export function parseRetention(value: string, option: string): number {
   const days = /^\s*(\d+(?:\.\d+)?)\s*d\s*$/.exec(value);
   let ms: number;
@@ -16,7 +20,7 @@ export function parseRetention(value: string, option: string): number {
   } catch {
     ms = Number.NaN;
   }
-  if (!(ms > 0)) throw new Error(`${option} must be a positive duration such as 30d or 720h, got ${JSON.stringify(value)}`);
+  if (!(ms > 0)) throw new UsageError(`${option} must be a positive duration such as 30d or 720h, got ${JSON.stringify(value)}`);
   return ms;
 }
 

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { parseTokens, hashToken, tokenAllowsAgent } from '../../api/auth.js';
-import { commandLine, listRows, probeServer, renderLog, renderTable, serverState, type ServerFacts } from '../../cli/mcp.js';
+import { commandLine, listRows, probeServer, renderLog, renderTable, serverState, type ServerFacts } from '../../cli/commands/mcp.js';
 import { parseConfigText } from '../../config/parse.js';
 import { SHELF_WORKFLOW_ID, type ShelfEntry, type ShelfGrant, type ShelfServer, type ShelfState } from '../../contract/index.js';
 import {

@@ -6,17 +6,14 @@
  */
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
-import type { ShelfEntry, ShelfServer, ShelfState } from '../contract/index.js';
-import type { ShelfClient } from '../plane/shelfClient.js';
-import type { Settings } from '../settings/index.js';
-import { stripTerminalControls } from '../text/terminal.js';
-import { sameServerUrl } from '../text/sameUrl.js';
+import type { ShelfEntry, ShelfServer, ShelfState } from '../../contract/index.js';
+import type { ShelfClient } from '../../plane/shelfClient.js';
+import type { Settings } from '../../settings/index.js';
+import { stripTerminalControls } from '../../text/terminal.js';
+import { sameServerUrl } from '../../text/sameUrl.js';
+import { cliLogger, collect, commandSettings, packageVersion, progress } from '../common.js';
 
-const collect = (value: string, previous: string[]) => [...previous, value];
 const print = (line: string) => process.stdout.write(`${stripTerminalControls(line)}\n`);
-const progress = (message: string) => {
-  if (process.stderr.isTTY) process.stderr.write(`${message}\n`);
-};
 
 // --- what `mcp list` shows (pure) ---
 
@@ -129,7 +126,7 @@ export async function probeServer(entry: ShelfEntry, timeoutMs: number, fetchImp
         headers: { Accept: 'application/json, text/event-stream', 'Content-Type': 'application/json' },
         body: JSON.stringify({
           jsonrpc: '2.0', id: 1, method: 'initialize',
-          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'durable-mcp mcp list', version: '0.1.0' } },
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'durable-mcp mcp list', version: packageVersion() } },
         }),
         signal,
       };
@@ -179,15 +176,13 @@ interface ShelfCommandContext {
 
 /** Connects like `run` does and builds the shelf client; the turn key is read only when `signing`. */
 async function openShelf(signing: boolean): Promise<ShelfCommandContext> {
-  const [{ loadSettings }, { connect, stopOnSignals }, { ShelfClient }, { ensureTurnKey, readTurnKey, turnKeyFile }, { createLogger }] = await Promise.all([
-    import('../settings/index.js'),
-    import('./embedded.js'),
-    import('../plane/shelfClient.js'),
-    import('../config/load.js'),
-    import('../worker/logger.js'),
+  const [{ connect, stopOnSignals }, { ShelfClient }, { ensureTurnKey, readTurnKey, turnKeyFile }] = await Promise.all([
+    import('../embedded.js'),
+    import('../../plane/shelfClient.js'),
+    import('../../config/load.js'),
   ]);
-  const settings = loadSettings(process.env);
-  const logger = createLogger({ level: process.env.DMCP_LOG_LEVEL ? settings.logLevel : 'warn' });
+  const settings = commandSettings();
+  const logger = cliLogger(settings, 'warn');
   // The embedded case needs its in-process worker: the shelf workflow runs on a worker like any other.
   const session = await connect({ logger, withWorker: true, settings, env: process.env, progress });
   stopOnSignals(session);
@@ -220,7 +215,7 @@ class ShelfCommandError extends Error {}
 
 /** Runs one shelf command: refusals print one line and exit 2; everything else goes to the CLI's handler. */
 async function shelfCommand(signing: boolean, body: (ctx: ShelfCommandContext) => Promise<number>): Promise<void> {
-  const { ShelfInputError } = await import('../plane/shelf.js');
+  const { ShelfInputError } = await import('../../plane/shelf.js');
   let ctx: ShelfCommandContext | undefined;
   try {
     ctx = await openShelf(signing);
@@ -239,7 +234,7 @@ async function shelfCommand(signing: boolean, body: (ctx: ShelfCommandContext) =
 
 /** Refuses bad arguments before anything connects. */
 async function checked<T>(fn: () => T | Promise<T>): Promise<T | undefined> {
-  const { ShelfInputError } = await import('../plane/shelf.js');
+  const { ShelfInputError } = await import('../../plane/shelf.js');
   try {
     return await fn();
   } catch (err) {
@@ -266,8 +261,8 @@ interface AddOptions {
 }
 
 async function addCommand(program: Command, name: string, target: string[], opts: AddOptions): Promise<void> {
-  const { parseAddArguments, shelfEntryProblem, workerVariablesOf, ShelfInputError } = await import('../plane/shelf.js');
-  const { agentIdProblem } = await import('../contract/index.js');
+  const { parseAddArguments, shelfEntryProblem, workerVariablesOf, ShelfInputError } = await import('../../plane/shelf.js');
+  const { agentIdProblem } = await import('../../contract/index.js');
   const parsed = await checked(() => {
     const p = parseAddArguments(name, { target, headers: opts.header, env: opts.env, afterDashes: rawArgs(program).includes('--') });
     const problem = shelfEntryProblem(p.name, p.entry, process.env);
@@ -345,7 +340,7 @@ async function forgetCommand(server: string): Promise<void> {
 /** The token store's facts for `mcp list`; none when the store cannot be opened (the list still shows the rest). */
 async function loginFacts(settings: Settings): Promise<{ facts: LoginFacts; warning?: string }> {
   try {
-    const { tokenStoreFromSettings } = await import('../plane/tokenStore.js');
+    const { tokenStoreFromSettings } = await import('../../plane/tokenStore.js');
     const store = await tokenStoreFromSettings(settings);
     return {
       facts: async (server) => {
@@ -423,7 +418,7 @@ async function remoteEntry(shelf: ShelfClient, server: string, turnKey: Buffer |
   if (found.entry.type === 'stdio') throw new ShelfCommandError(`${server} is a command, not a remote server: there is nothing to log in to`);
   // Whoever can send the shelf Updates could have put another address under this name: the
   // operator's browser is sent only to an address a holder of the turn key put there.
-  const { verifyShelfServer } = await import('../plane/shelf.js');
+  const { verifyShelfServer } = await import('../../plane/shelf.js');
   if (turnKey && !verifyShelfServer(turnKey, found)) {
     throw new ShelfCommandError(`${server} (${found.entry.url}) is not signed with this deployment's turn key, so no worker uses it; check the address, then put it back: durable-mcp mcp forget ${server} && durable-mcp mcp add ${server} <url>`);
   }
@@ -443,7 +438,7 @@ async function loginCli(server: string, address: string | undefined, opts: { bro
     return 0;
   });
   if (!found) return;
-  const { loginCommand } = await import('./login.js');
+  const { loginCommand } = await import('../login.js');
   process.exitCode = await loginCommand({
     server, serverUrl: found.url, settings: found.settings, out: print, err: printError,
     ...(address !== undefined ? { redirect: address } : {}),
@@ -453,14 +448,14 @@ async function loginCli(server: string, address: string | undefined, opts: { bro
 }
 
 async function logoutCli(server: string): Promise<void> {
-  const [{ loadSettings }, { logoutCommand }] = await Promise.all([import('../settings/index.js'), import('./login.js')]);
+  const { logoutCommand } = await import('../login.js');
   // No shelf needed: a login outlives a forgotten server until it is logged out.
-  process.exitCode = await logoutCommand({ server, settings: loadSettings(process.env), out: print, err: printError });
+  process.exitCode = await logoutCommand({ server, settings: commandSettings(), out: print, err: printError });
 }
 
 async function rekeyCli(): Promise<void> {
-  const [{ loadSettings }, { rekeyCommand }] = await Promise.all([import('../settings/index.js'), import('./login.js')]);
-  process.exitCode = await rekeyCommand({ settings: loadSettings(process.env), out: print, err: printError });
+  const { rekeyCommand } = await import('../login.js');
+  process.exitCode = await rekeyCommand({ settings: commandSettings(), out: print, err: printError });
 }
 
 /** Adds `durable-mcp mcp ...` to the program. */

@@ -1,0 +1,146 @@
+/** `durable-mcp run`: one batch turn, and the outcome of each call. */
+import { randomBytes } from 'node:crypto';
+import type { Command } from 'commander';
+import { outcomeText } from '../../client/transcript.js';
+import { SecretInInputError, type TurnClient } from '../../client/turnClient.js';
+import { loadConfig } from '../../config/load.js';
+import { ConfigError } from '../../config/types.js';
+import { agentIdProblem, type CallRequest, type TurnResult } from '../../contract/index.js';
+import { listProblem } from '../../governance/toolRules.js';
+import { stripTerminalControls } from '../../text/terminal.js';
+import { UsageError, cliLogger, collect, collectOptional, commandSettings, progress } from '../common.js';
+import { connect, stopOnSignals } from '../embedded.js';
+
+interface RunOptions {
+  session?: string;
+  workspace: string;
+  mcpConfig: string[];
+  mcp: string[];
+  plugin: string[];
+  call: string[];
+  parallel?: boolean;
+  json?: boolean;
+  allowedTools?: string[];
+  disallowedTools: string[];
+  agent?: string;
+}
+
+/** `--call 'TOOL JSON'`: the tool's public name, then its arguments as a JSON object. */
+export function parseCallSpec(spec: string, index: number): CallRequest {
+  const trimmed = spec.trim();
+  const space = trimmed.search(/\s/);
+  const name = space < 0 ? trimmed : trimmed.slice(0, space);
+  const json = space < 0 ? '' : trimmed.slice(space + 1).trim();
+  if (!name) throw new UsageError(`--call #${index + 1}: expected 'TOOL JSON', got an empty value`);
+  let args: unknown = {};
+  if (json) {
+    try {
+      args = JSON.parse(json);
+    } catch (err) {
+      throw new UsageError(`--call #${index + 1} (${name}): arguments are not valid JSON: ${(err as Error).message}`);
+    }
+  }
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+    throw new UsageError(`--call #${index + 1} (${name}): arguments must be a JSON object, got ${JSON.stringify(args)}`);
+  }
+  return { id: `call-${index + 1}`, name, arguments: args as Record<string, unknown> };
+}
+
+/** `--allowed-tools a,b --allowed-tools c`: every matcher, split on commas and spaces as Claude Code does. */
+function toolMatchers(values: string[] | undefined, flag: string): string[] | undefined {
+  if (values === undefined) return undefined;
+  const rules = values.flatMap((v) => v.split(/[\s,]+/)).filter(Boolean);
+  const problem = listProblem(rules, flag);
+  if (problem) throw new UsageError(problem);
+  return rules;
+}
+
+/** Explicit files and inline specs are fatal layers: refused here, before anything starts. */
+async function checkServerRefs(opts: RunOptions): Promise<void> {
+  // Only checked: their commands run once, on the worker, whose environment is the one that counts.
+  try {
+    const refs = { workspace: opts.workspace, mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp };
+    await loadConfig(refs, { ...process.env, DMCP_NO_USER_CONFIG: '1', DMCP_WORKSPACE_MCP: 'false' }, undefined, { checkOnly: true });
+  } catch (err) {
+    if (err instanceof ConfigError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/**
+ * Says which failed calls named a tool the turn does not have, and what it has. The outcome says
+ * only `bad_request`; a name in none of the turn's tool lists is what makes it an unknown tool.
+ */
+async function reportUnknownTools(client: TurnClient, result: TurnResult, failed: TurnResult['calls']): Promise<void> {
+  const badRequests = failed.filter((c) => c.outcome.errorKind === 'bad_request');
+  if (badRequests.length === 0) return;
+  const status = await client.transcript(result.turnId);
+  const listed = new Set(status.tools.map((t) => t.name));
+  const unknown = badRequests.filter((c) => !listed.has(c.name));
+  if (unknown.length === 0) return;
+  const available = status.tools.map((t) => t.name).join(', ') || 'none';
+  for (const c of unknown) process.stderr.write(`error: unknown tool "${c.name}" (available: ${available})\n`);
+  for (const s of status.status?.servers ?? []) if (s.error) process.stderr.write(`error: server "${s.name}" failed: ${stripTerminalControls(s.error)}\n`);
+}
+
+/** Exit code 0 when every call succeeded, 1 when one failed. */
+async function runCommand(opts: RunOptions): Promise<number> {
+  const calls = opts.call.map(parseCallSpec);
+  if (calls.length === 0) throw new UsageError("run needs at least one --call 'TOOL JSON'");
+  const allowedTools = toolMatchers(opts.allowedTools, '--allowed-tools');
+  const disallowedTools = toolMatchers(opts.disallowedTools, '--disallowed-tools');
+  const agentProblem = opts.agent !== undefined ? agentIdProblem(opts.agent) : undefined;
+  if (agentProblem) throw new UsageError(`--agent: ${agentProblem}`);
+  await checkServerRefs(opts);
+  const sessionId = opts.session ?? `run-${Date.now()}-${randomBytes(3).toString('hex')}`;
+  const settings = commandSettings();
+  const logger = cliLogger(settings, 'warn');
+  const session = await connect({ logger, withWorker: true, settings, env: process.env, progress });
+  stopOnSignals(session);
+  try {
+    const result = await session.client.runBatch({
+      sessionId,
+      workspace: opts.workspace,
+      servers: { mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp, plugins: opts.plugin },
+      calls: opts.parallel ? [calls] : calls.map((c) => [c]),
+      ...(allowedTools !== undefined ? { allowedTools } : {}),
+      ...(disallowedTools?.length ? { disallowedTools } : {}),
+      ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
+    }).catch((err: unknown) => {
+      throw err instanceof SecretInInputError ? new UsageError(err.message) : err;
+    });
+    const failed = result.calls.filter((c) => c.outcome.status === 'error' || c.outcome.isError);
+    if (opts.json) {
+      process.stdout.write(`${JSON.stringify({ turnId: result.turnId, sessionId, endedBy: result.endedBy, calls: result.calls }, null, 2)}\n`);
+    } else {
+      // Tool output goes to a terminal: it must not be able to drive it.
+      for (const call of result.calls) process.stdout.write(`${call.name}: ${stripTerminalControls(outcomeText(call.outcome))}\n`);
+      process.stderr.write(`turn ${result.turnId} (see it again: durable-mcp transcript ${result.turnId})\n`);
+    }
+    await reportUnknownTools(session.client, result, failed);
+    return failed.length > 0 ? 1 : 0;
+  } finally {
+    await session.close();
+  }
+}
+
+/** Adds `durable-mcp run` to the program. */
+export function registerRunCommand(program: Command): void {
+  program
+    .command('run')
+    .description('run one batch turn and print the outcome of each call')
+    .option('--session <id>', 'session ID (default: a new one)')
+    .option('--workspace <dir>', 'the turn workspace (default: current directory)', process.cwd())
+    .option('--mcp-config <file>', 'an mcp.json file (repeatable, in order)', collect, [])
+    .option('--mcp <spec>', "an inline server 'name:command arg1 arg2' (repeatable)", collect, [])
+    .option('--plugin <dir>', 'a plugin folder with .mcp.json and/or plugin.json (repeatable; untrusted)', collect, [])
+    .option('--call <call>', "a call 'TOOL JSON', e.g. 'mcp__x__echo {\"text\":\"hi\"}' (repeatable)", collect, [])
+    .option('--parallel', 'run the calls in parallel (default: one after another)')
+    .option('--json', 'print one JSON object: { turnId, calls: [{ id, name, arguments, outcome }] }')
+    .option('--allowed-tools <matchers>', 'only these tools, e.g. "mcp__github__*,mcp__docs__search" (repeatable; narrows the worker\'s rules)', collectOptional)
+    .option('--disallowed-tools <matchers>', 'never these tools (repeatable; a deny always wins)', collect, [])
+    .option('--agent <id>', 'run as this agent: the servers granted to it on the shelf join the turn (durable-mcp mcp grant)')
+    .action(async (opts: RunOptions) => {
+      process.exitCode = await runCommand(opts);
+    });
+}
