@@ -10,6 +10,7 @@ import proto from '@temporalio/proto';
 import { SESSION_ID_SEARCH_ATTRIBUTE } from '../contract/index.js';
 import { parseDuration } from '../settings/index.js';
 import { permissionDenied, type TemporalTarget } from '../connection/index.js';
+import { GrpcStatus, grpcStatusOf } from './common.js';
 
 // @temporalio/proto is CommonJS: its namespaces come through the default export under ESM.
 const { IndexedValueType } = proto.temporal.api.enums.v1;
@@ -39,8 +40,11 @@ export interface SetupOptions {
 
 const typeName = (t: number) => (IndexedValueType[t] ?? String(t)).replace('INDEXED_VALUE_TYPE_', '').toLowerCase();
 
-function isNotFound(err: unknown): boolean {
-  return (err as { code?: unknown }).code === 5 || /NOT_FOUND|not found/i.test((err as Error)?.message ?? '');
+const isNotFound = (err: unknown) => grpcStatusOf(err) === GrpcStatus.NOT_FOUND;
+
+/** Whether `listed` has every attribute of `wanted`, with its type. */
+function sameTypes(listed: Record<string, number>, wanted: Record<string, number>): boolean {
+  return Object.entries(wanted).every(([name, type]) => listed[name] === type);
 }
 
 /** Runs every step; resolves when the namespace and its search attributes are ready. */
@@ -77,7 +81,8 @@ export async function runSetup(options: SetupOptions): Promise<void> {
               `An administrator creates it with: temporal operator namespace create --namespace ${namespace} --retention ${options.retention ?? '72h'}`,
           );
         }
-        if (!/already exists|AlreadyExists/i.test((err as Error).message)) throw err;
+        // Another setup created it since the describe: it is there, which is all this step wants.
+        if (grpcStatusOf(err) !== GrpcStatus.ALREADY_EXISTS) throw err;
       }
       print(`namespace ${namespace}: created (retention ${options.retention ?? '72h'})`);
     }
@@ -126,7 +131,9 @@ export async function runSetup(options: SetupOptions): Promise<void> {
             ` (Temporal Cloud: tcld namespace search-attributes add --namespace ${namespace} ${names.map((n) => `--search-attribute "${n}=Keyword"`).join(' ')})`,
         );
       }
-      if (!/already exists|AlreadyExists/i.test((err as Error).message)) throw err;
+      // Added by another setup since the listing: servers say so as ALREADY_EXISTS, older ones as
+      // INVALID_ARGUMENT, so the listing decides whether the step is done.
+      if (grpcStatusOf(err) !== GrpcStatus.ALREADY_EXISTS && !sameTypes(await listed(), missing)) throw err;
     }
     // Registration reaches every frontend's cache after a moment; turns started before then fail.
     const deadline = Date.now() + visibleWithinMs;
