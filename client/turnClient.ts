@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import type { Client, Connection, ConnectionOptions as TemporalConnectionOptions, WorkflowHandle, WorkflowUpdateHandle } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
 import {
-  END_TURN_UPDATE_ID, SESSION_ID_PATTERN, SESSION_ID_SEARCH_ATTRIBUTE, WorkflowType, agentIdProblem, refsProofText, type CallOutcome, type ConfigRefs, type CallRequest, type ToolInfo,
+  DEFAULT_DATA_DIR, DEFAULT_TASK_QUEUE, DataDirEntry, END_TURN_UPDATE_ID, SESSION_ID_PATTERN, SESSION_ID_SEARCH_ATTRIBUTE, WorkflowType, agentIdProblem, refsProofText, type CallOutcome, type ConfigRefs, type CallRequest, type ToolInfo,
   type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus,
 } from '../contract/index.js';
 // Types only: the workflow code (and @temporalio/workflow) is not loaded by clients, which start
@@ -234,7 +234,7 @@ export class TurnClient {
 
   constructor(options: TurnClientOptions) {
     this.client = options.client;
-    this.taskQueue = options.taskQueue ?? 'durable-mcp';
+    this.taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
     this.turnIdleMs = options.turnIdleMs;
     this.shapeLimits = options.shapeLimits ?? DEFAULT_SHAPE_LIMITS;
     this.secrets = options.secrets;
@@ -244,7 +244,7 @@ export class TurnClient {
 
   /** The key that signs turn references: the option, else the default data dir's key file, read once. */
   private key(): Promise<Buffer | undefined> {
-    this.turnKey ??= this.turnKeyOption ? Promise.resolve(this.turnKeyOption) : readTurnKeyFile(resolve('.data', 'turn.key'));
+    this.turnKey ??= this.turnKeyOption ? Promise.resolve(this.turnKeyOption) : readTurnKeyFile(resolve(DEFAULT_DATA_DIR, DataDirEntry.turnKey));
     return this.turnKey;
   }
 
@@ -254,9 +254,9 @@ export class TurnClient {
    */
   static async connect(options: ConnectOptions): Promise<TurnClient> {
     const connection = options.connected ?? (await temporalClient.Connection.connect({ ...options.connection, address: options.address }));
-    const dataConverter = options.dataConverter ?? createDataConverter({ payloadDir: join(resolve(options.dataDir ?? '.data'), 'payloads') });
+    const dataConverter = options.dataConverter ?? createDataConverter({ payloadDir: join(resolve(options.dataDir ?? DEFAULT_DATA_DIR), DataDirEntry.payloads) });
     const client = new temporalClient.Client({ connection, namespace: options.namespace ?? 'default', dataConverter });
-    const turnKey = options.turnKey ?? (await readTurnKeyFile(join(resolve(options.dataDir ?? '.data'), 'turn.key')));
+    const turnKey = options.turnKey ?? (await readTurnKeyFile(join(resolve(options.dataDir ?? DEFAULT_DATA_DIR), DataDirEntry.turnKey)));
     return new TurnClient({
       client, taskQueue: options.taskQueue, turnIdleMs: options.turnIdleMs, shapeLimits: options.shapeLimits, turnKey, secrets: options.secrets,
       maxCallsInFlight: options.maxCallsInFlight,

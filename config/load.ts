@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { agentIdProblem, refsProofText, type LayerKind } from '../contract/index.js';
+import { DataDirEntry, agentIdProblem, refsProofText, type LayerKind } from '../contract/index.js';
 import { splitCommand } from './expand.js';
 import { MAX_CONFIG_BYTES } from './json.js';
 import { nameProblem } from './names.js';
@@ -73,7 +73,7 @@ export function configDirPath(env: NodeJS.ProcessEnv): string | undefined {
 }
 
 /** The operator's turn key: proof that a turn's references were chosen by whoever can read this file. */
-export const turnKeyFile = (dataDir: string): string => join(dataDir, 'turn.key');
+export const turnKeyFile = (dataDir: string): string => join(dataDir, DataDirEntry.turnKey);
 
 /** Reads a turn key file; refuses one that other users could read or change. */
 export async function readTurnKey(file: string): Promise<Buffer> {

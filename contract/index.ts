@@ -6,3 +6,4 @@ export * from './bounds.js';
 export * from './governance.js';
 export * from './shelf.js';
 export * from './patches.js';
+export * from './defaults.js';

@@ -7,6 +7,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import {
   agentIdProblem,
+  DEFAULT_TASK_QUEUE,
   SHELF_WORKFLOW_ID,
   shelfGrantProofText,
   shelfServerProofText,
@@ -32,7 +33,6 @@ export class ShelfInputError extends Error {
 }
 
 /** The task queue every process uses unless DMCP_TASK_QUEUE says otherwise. */
-const DEFAULT_TASK_QUEUE = 'durable-mcp';
 
 /**
  * The shelf workflow's ID for the deployment whose workers poll `taskQueue`: one shelf per

@@ -19,6 +19,7 @@ import { checkServer, keyId, seal, TokenStoreError, unseal } from './loginEnvelo
 import { createLoginFolder, errno, readIfExists, type LoginFolder } from './loginFolder.js';
 import { createLoginLocks } from './loginLock.js';
 import { createPrivateFileOnce } from '../config/privateFile.js';
+import { DataDirEntry } from '../contract/index.js';
 
 export { keyId, seal, TokenStoreError, unseal };
 
@@ -213,7 +214,7 @@ async function rewriteWithKey(store: TokenStore, folder: LoginFolder, current: s
 
 /** The file the OAuth key is kept in when DMCP_OAUTH_KEY is unset. */
 export function oauthKeyFile(settings: Pick<Settings, 'dataDir'>): string {
-  return join(settings.dataDir, 'oauth.key');
+  return join(settings.dataDir, DataDirEntry.oauthKey);
 }
 
 /**

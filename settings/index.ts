@@ -12,6 +12,7 @@ import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { shapeLimitsFromEnv } from './shapeLimits.js';
 import type { ShapeLimits } from '../shaping/index.js';
+import { CONFIG_DIR_NAME, DEFAULT_DATA_DIR, DEFAULT_TASK_QUEUE, DataDirEntry } from '../contract/defaults.js';
 
 export type Env = Record<string, string | undefined>;
 
@@ -71,8 +72,8 @@ function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]
 function configDirOf(env: Env): string | undefined {
   if (env.DMCP_CONFIG_DIR) return env.DMCP_CONFIG_DIR;
   // The XDG spec says a relative XDG_CONFIG_HOME is invalid and must be ignored.
-  if (env.XDG_CONFIG_HOME && isAbsolute(env.XDG_CONFIG_HOME)) return join(env.XDG_CONFIG_HOME, 'durable-mcp');
-  if (env.HOME) return join(env.HOME, '.config', 'durable-mcp');
+  if (env.XDG_CONFIG_HOME && isAbsolute(env.XDG_CONFIG_HOME)) return join(env.XDG_CONFIG_HOME, CONFIG_DIR_NAME);
+  if (env.HOME) return join(env.HOME, '.config', CONFIG_DIR_NAME);
   return undefined;
 }
 
@@ -322,8 +323,8 @@ const optionalFlag = (variable: string) => wrap(variable, (v) => parseFlag(v, va
 const envSchema = z.object({
   TEMPORAL_ADDRESS: optionalText,
   TEMPORAL_NAMESPACE: text('default'),
-  DMCP_TASK_QUEUE: text('durable-mcp'),
-  DMCP_DATA_DIR: text('.data'),
+  DMCP_TASK_QUEUE: text(DEFAULT_TASK_QUEUE),
+  DMCP_DATA_DIR: text(DEFAULT_DATA_DIR),
   DMCP_START_TIMEOUT: duration('DMCP_START_TIMEOUT', '10s'),
   DMCP_SESSION_IDLE: duration('DMCP_SESSION_IDLE', '10m'),
   DMCP_WARM_SPARES: wrap('DMCP_WARM_SPARES', (v) => {
@@ -511,7 +512,7 @@ export function loadSettings(env: Env): Settings {
     untrustedStdio: { mode: e.DMCP_UNTRUSTED_STDIO, bwrap: e.DMCP_BWRAP },
     metrics: { ...(e.DMCP_METRICS_PORT !== undefined ? { port: e.DMCP_METRICS_PORT } : {}), host: e.DMCP_METRICS_HOST },
     oauth: {
-      dir: e.DMCP_OAUTH_DIR ? resolve(e.DMCP_OAUTH_DIR.trim()) : resolve(e.DMCP_DATA_DIR, 'oauth'),
+      dir: e.DMCP_OAUTH_DIR ? resolve(e.DMCP_OAUTH_DIR.trim()) : resolve(e.DMCP_DATA_DIR, DataDirEntry.oauthDir),
       ...(e.DMCP_OAUTH_KEY ? { key: e.DMCP_OAUTH_KEY } : {}),
       previousKeys: e.DMCP_OAUTH_KEYS_PREVIOUS,
       callbackPort: e.DMCP_OAUTH_CALLBACK_PORT,
@@ -560,5 +561,5 @@ export function decodeKey32(value: string, variable: string): Buffer {
 
 /** Where the payload store lives under the data dir. */
 export function payloadDir(settings: Pick<Settings, 'dataDir'>): string {
-  return resolve(settings.dataDir, 'payloads');
+  return resolve(settings.dataDir, DataDirEntry.payloads);
 }

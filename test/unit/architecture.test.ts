@@ -17,7 +17,7 @@ const allowed: Record<string, string[]> = {
   contract: [],
   text: [],
   shaping: ['contract', 'text'],
-  settings: ['shaping'],
+  settings: ['shaping', 'contract'],
   config: ['contract', 'text', 'settings'],
   mcp: ['contract', 'config', 'text'],
   payloads: ['settings', 'text'],
