@@ -36,3 +36,20 @@ export const TURN_LIMIT_RANGES = {
   // the calls that arrive meanwhile need room above the count.
   continueAsNewAfterCalls: { min: 1, max: 1500 },
 } as const satisfies Record<keyof TurnLimits, { min: number; max: number }>;
+
+/**
+ * Calls of one parallel batch group. Temporal allows 2,000 pending activities per run; a group is
+ * scheduled all at once, and each call may fail over once, so 100 leaves a wide margin and is more
+ * parallelism than one session's servers serve well anyway.
+ */
+export const MAX_BATCH_GROUP_CALLS = 100;
+/**
+ * Calls of one batch turn. A batch turn never continues as new and its result repeats every
+ * outcome, so its calls, history events and result grow together; 1,000 calls of a few events each
+ * stay far below Temporal's 51,200-event limit.
+ */
+export const MAX_BATCH_CALLS = 1000;
+/** Length of a call ID (the model's tool-call ID; providers use a few dozen characters). */
+export const MAX_CALL_ID_CHARS = 256;
+/** Length of a public tool name (`mcp__<server>__<tool>`; providers cap names at 64 to 128). */
+export const MAX_TOOL_NAME_CHARS = 256;

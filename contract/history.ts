@@ -1,17 +1,23 @@
 /**
  * What workflow history holds and every process reads back: server status, the frozen tool list,
  * content blocks and call outcomes. Everything here crosses into history, so nothing here may ever
- * hold a secret, a header value or an env value. Types only: this file imports nothing at run time.
+ * hold a secret, a header value or an env value. Types, and the tuples of the enums that schemas
+ * also spell: this file imports nothing at run time.
  */
 import type { ContentBlock as McpContentBlock } from '@modelcontextprotocol/sdk/types.js';
 import type { CallHooks, ToolHooks } from './governance.js';
 
-export type TransportKind = 'stdio' | 'http' | 'sse';
+/** How a server is reached. */
+export const TransportKind = ['stdio', 'http', 'sse'] as const;
+export type TransportKind = (typeof TransportKind)[number];
 
 /** Where a server entry came from. */
-export type LayerKind = 'configDir' | 'shelf' | 'workspace' | 'plugin' | 'explicit' | 'inline';
+export const LayerKind = ['configDir', 'shelf', 'workspace', 'plugin', 'explicit', 'inline'] as const;
+export type LayerKind = (typeof LayerKind)[number];
 
-export type ServerState = 'ready' | 'degraded' | 'failed' | 'disabled' | 'off';
+/** How a server of a turn is doing. */
+export const ServerState = ['ready', 'degraded', 'failed', 'disabled', 'off'] as const;
+export type ServerState = (typeof ServerState)[number];
 
 /** One configured server as the turn saw it. */
 export interface ServerStatus {
@@ -36,7 +42,9 @@ export interface ServerStatus {
   login?: LoginProblemKind;
 }
 
-export type LoginProblemKind = 'wanted' | 'expired' | 'refresh_failed' | 'in_progress';
+/** Why a shelf server's OAuth login does not work (see {@link ServerStatus.login}). */
+export const LoginProblemKind = ['wanted', 'expired', 'refresh_failed', 'in_progress'] as const;
+export type LoginProblemKind = (typeof LoginProblemKind)[number];
 
 export interface TurnStatus {
   /** `off` when DMCP_MCP=false. */
@@ -89,6 +97,10 @@ export interface ToolInfo {
  */
 export type ContentBlock = McpContentBlock;
 
+/** Why a call has an error outcome: refused, its transport failed, its result is unknown, it timed out, it was cancelled. */
+export const CallErrorKind = ['bad_request', 'transport', 'unknown_result', 'timeout', 'cancelled'] as const;
+export type CallErrorKind = (typeof CallErrorKind)[number];
+
 /** What a call produced, as recorded in history. */
 export interface CallOutcome {
   /** `ok`: the tool ran. `error`: bad request or transport failure; see `errorKind`. */
@@ -97,7 +109,7 @@ export interface CallOutcome {
   /** The tool itself said it failed (MCP `isError`); a normal outcome. */
   isError: boolean;
   structuredContent?: Record<string, unknown>;
-  errorKind?: 'bad_request' | 'transport' | 'unknown_result' | 'timeout' | 'cancelled';
+  errorKind?: CallErrorKind;
   /** Message for the model when `status` is `error`. */
   errorMessage?: string;
   startedAt: string;

@@ -56,6 +56,14 @@ export const RefusalType = {
 } as const;
 export type RefusalType = (typeof RefusalType)[keyof typeof RefusalType];
 
+/**
+ * What a refusal may carry as its first detail (`ApplicationFailure.details[0]`): the input field
+ * it refuses (`limits.idleMs`, `calls`), so a caller can point at it without reading the message.
+ */
+export interface RefusalDetail {
+  field: string;
+}
+
 /** Workflow Queries of a turn. */
 export const QueryName = { status: 'status', shelf: 'shelf' } as const;
 
@@ -85,7 +93,11 @@ export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 /** Longest server name outside plugins; keeps public tool names well under 64 characters. */
 export const MAX_SERVER_NAME_LENGTH = 32;
 
-const SERVER_NAME_RE = /^[A-Za-z](?:[A-Za-z0-9]|[_-](?=[A-Za-z0-9]))*$/;
+/**
+ * The shape {@link serverNameProblem} accepts (its length aside), as one pattern without
+ * lookaround, so an OpenAPI document can carry it and test generators can produce names from it.
+ */
+export const SERVER_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*$/;
 
 /**
  * Checks a server name: starts with a letter; letters, digits, single `_` or `-` between
@@ -103,7 +115,7 @@ export function serverNameProblem(name: string, maxLength: number = MAX_SERVER_N
   if (/[_-]{2}/.test(name)) {
     return `server name ${shown} has two separators in a row ("__" separates the parts of tool names); use a single "_" or "-"`;
   }
-  if (!SERVER_NAME_RE.test(name)) return `server name ${shown} must end with a letter or digit`;
+  if (!SERVER_NAME_PATTERN.test(name)) return `server name ${shown} must end with a letter or digit`;
   if (name.length > maxLength) return `server name ${shown} is ${name.length} characters long; at most ${maxLength} are allowed`;
   return undefined;
 }

@@ -127,11 +127,15 @@ export interface CallRecord {
   outcome: CallOutcome;
 }
 
+/** What ended a turn: its batch ran, the caller ended it, or it sat idle. */
+export const TurnEndedBy = ['batch', 'endTurn', 'idle'] as const;
+export type TurnEndedBy = (typeof TurnEndedBy)[number];
+
 export interface TurnResult {
   turnId: string;
   sessionId: string;
   workerQueue: string;
-  endedBy: 'batch' | 'endTurn' | 'idle';
+  endedBy: TurnEndedBy;
   /**
    * The calls of this run (the last one, for a turn that continued as new). An interactive run
    * keeps the newest 100; the transcript has every call.
