@@ -4,17 +4,27 @@
  * (`contract/`), loosely where a server decides the shape (content blocks, input schemas).
  */
 import { z } from '@hono/zod-openapi';
-import { AGENT_ID_PATTERN, END_TURN_UPDATE_ID } from '../contract/index.js';
-import { SESSION_ID_RE } from '../client/turnClient.js';
+import {
+  AGENT_ID_PATTERN,
+  CallErrorKind,
+  END_TURN_UPDATE_ID,
+  LayerKind,
+  LoginProblemKind,
+  MAX_BATCH_CALLS,
+  MAX_BATCH_GROUP_CALLS,
+  MAX_CALL_ID_CHARS,
+  MAX_TOOL_NAME_CHARS,
+  SESSION_ID_PATTERN,
+  ServerState,
+  TURN_LIMIT_RANGES,
+  TransportKind,
+  TurnEndedBy,
+} from '../contract/index.js';
 import { ERROR_STATUS } from './errors.js';
-
-/** Lengths the turn itself refuses beyond (its Update validator); checked here first for a clear 400. */
-const MAX_ID_CHARS = 256;
-const MAX_NAME_CHARS = 256;
 
 export const SessionIdParam = z
   .string()
-  .regex(SESSION_ID_RE, 'letters, digits, ".", "_", ":" or "-", starting with a letter or digit, at most 128')
+  .regex(SESSION_ID_PATTERN, 'letters, digits, ".", "_", ":" or "-", starting with a letter or digit, at most 128')
   .openapi({ param: { name: 'sessionId', in: 'path' }, example: 'agent-7' });
 
 export const TurnParam = z
@@ -25,7 +35,7 @@ export const TurnParam = z
 export const CallIdParam = z
   .string()
   .min(1)
-  .max(MAX_ID_CHARS)
+  .max(MAX_CALL_ID_CHARS)
   .openapi({ param: { name: 'callId', in: 'path' }, example: 'toolu_01' });
 
 export const IndexParam = z
@@ -47,14 +57,23 @@ export const CallRequestSchema = z
     id: z
       .string()
       .min(1)
-      .max(MAX_ID_CHARS)
+      .max(MAX_CALL_ID_CHARS)
       .refine((id) => id !== END_TURN_UPDATE_ID, `"${END_TURN_UPDATE_ID}" is reserved for ending the turn`)
       .openapi({ description: "The model's tool-call ID; the call's identity: sending it again returns the recorded outcome.", example: 'toolu_01' }),
-    name: z.string().min(1).max(MAX_NAME_CHARS).openapi({ description: 'Public tool name, as listed in the turn\'s tools.', example: 'mcp__everything__echo' }),
+    name: z.string().min(1).max(MAX_TOOL_NAME_CHARS).openapi({ description: 'Public tool name, as listed in the turn\'s tools.', example: 'mcp__everything__echo' }),
     arguments: JsonObject.optional().openapi({ description: 'The tool arguments (a JSON object).', example: { message: 'hi' } }),
   })
   .strict()
   .openapi('CallRequest');
+
+/**
+ * A turn's limits, each in the range the workflow accepts: a limit the workflow would refuse is a
+ * 400 here, naming the field, and one it accepts is never refused here.
+ */
+function limitsSchema() {
+  const fields = Object.entries(TURN_LIMIT_RANGES).map(([field, { min, max }]) => [field, z.number().int().min(min).max(max).optional()]);
+  return z.object(Object.fromEntries(fields) as { -readonly [K in keyof typeof TURN_LIMIT_RANGES]: z.ZodOptional<z.ZodNumber> }).strict();
+}
 
 const absolutePath = z.string().min(1).max(4096).regex(/^\//, 'an absolute path');
 
@@ -70,15 +89,7 @@ export const StartTurnSchema = z
       .strict()
       .optional()
       .openapi({ description: 'Config references, resolved on the worker; each must be allowed by the API (see docs/api.md).' }),
-    limits: z
-      .object({
-        toolTimeoutMs: z.number().int().min(1).max(86_400_000).optional(),
-        heartbeatTimeoutMs: z.number().int().min(1000).max(3_600_000).optional(),
-        scheduleToStartMs: z.number().int().min(1).max(3_600_000).optional(),
-        idleMs: z.number().int().min(1000).max(86_400_000).optional(),
-      })
-      .strict()
-      .optional(),
+    limits: limitsSchema().optional(),
     turn: z.number().int().min(1).max(999_999_999).optional().openapi({ description: 'Turn number; give it to make a retried start attach to the same turn.' }),
     agent: z
       .string()
@@ -86,11 +97,15 @@ export const StartTurnSchema = z
       .optional()
       .openapi({ description: 'Run as this agent: its servers granted on the shelf join the turn. The token\'s prefixes must start the agent ID; the workspace must be under DMCP_WORKSPACE_ROOTS (the agent is signed with it).', example: 'support-bot' }),
     calls: z
-      .array(z.array(CallRequestSchema).min(1).max(100))
+      .array(z.array(CallRequestSchema).min(1).max(MAX_BATCH_GROUP_CALLS))
       .min(1)
-      .max(100)
+      .max(MAX_BATCH_CALLS)
       .optional()
-      .openapi({ description: 'Batch form: groups run in order, the calls of a group in parallel; the answer holds every outcome.' }),
+      .openapi({
+        description:
+          `Batch form: groups run in order, the calls of a group in parallel; the answer holds every outcome. ` +
+          `At most ${MAX_BATCH_CALLS} calls in all, each with its own ID; the turn refuses more (422).`,
+      }),
   })
   .strict()
   .openapi('StartTurn');
@@ -98,15 +113,15 @@ export const StartTurnSchema = z
 export const ServerStatusSchema = z
   .object({
     name: z.string(),
-    layer: z.enum(['configDir', 'shelf', 'workspace', 'plugin', 'explicit', 'inline']),
+    layer: z.enum(LayerKind),
     source: z.string(),
-    transport: z.enum(['stdio', 'http', 'sse']),
-    state: z.enum(['ready', 'degraded', 'failed', 'disabled', 'off']),
+    transport: z.enum(TransportKind),
+    state: z.enum(ServerState),
     tools: z.array(z.string()),
     error: z.string().optional(),
     warnings: z.array(z.string()),
     pid: z.number().int().optional(),
-    login: z.enum(['wanted', 'expired', 'refresh_failed', 'in_progress']).optional(),
+    login: z.enum(LoginProblemKind).optional(),
   })
   .openapi('ServerStatus');
 
@@ -141,7 +156,7 @@ export const OutcomeSchema = z
     content: z.array(ContentBlockSchema),
     isError: z.boolean(),
     structuredContent: JsonObject.optional(),
-    errorKind: z.enum(['bad_request', 'transport', 'unknown_result', 'timeout', 'cancelled']).optional(),
+    errorKind: z.enum(CallErrorKind).optional(),
     errorMessage: z.string().optional(),
     startedAt: z.string(),
     durationMs: z.number(),
@@ -206,7 +221,7 @@ export const TurnResultSchema = z
     sessionId: z.string(),
     turnId: z.string(),
     turn: z.string(),
-    endedBy: z.enum(['batch', 'endTurn', 'idle']),
+    endedBy: z.enum(TurnEndedBy),
     calls: z.array(z.object({ id: z.string(), name: z.string(), arguments: JsonObject, outcome: OutcomeSchema })),
     callsBefore: z.number().int().optional(),
   })
@@ -221,7 +236,7 @@ export const TranscriptSchema = z
     serversParagraph: z.string().optional(),
     tools: z.array(ToolSchema),
     calls: z.array(CallRecordSchema),
-    endedBy: z.enum(['batch', 'endTurn', 'idle']).optional(),
+    endedBy: z.enum(TurnEndedBy).optional(),
     state: z.enum(['running', 'completed', 'failed', 'terminated', 'timed out', 'cancelled', 'continued']),
     failure: z.string().optional(),
   })
