@@ -3,8 +3,9 @@
  * always `{ error: { code, message, field?, requestId } }`; `code` is stable, the message is for people.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, isGrpcServiceError } from '@temporalio/client';
-import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
-import { TURN_INPUT_FAILURE_TYPE } from '../contract/index.js';
+import { CancelledFailure, TerminatedFailure, TimeoutFailure, WorkflowNotFoundError, type ApplicationFailure } from '@temporalio/common';
+import { RefusalType, type RefusalDetail } from '../contract/index.js';
+import { applicationFailureOf, findCause } from '../client/failures.js';
 import { SecretInInputError } from '../client/turnClient.js';
 
 /** The stable error codes, with their HTTP status. */
@@ -49,46 +50,50 @@ export class ApiError extends Error {
 }
 
 /** gRPC status codes the API tells apart. */
-const GRPC = { NOT_FOUND: 5, ALREADY_EXISTS: 6, RESOURCE_EXHAUSTED: 8, FAILED_PRECONDITION: 9, UNAVAILABLE: 14, DEADLINE_EXCEEDED: 4 } as const;
+const GRPC = { NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, UNAVAILABLE: 14, DEADLINE_EXCEEDED: 4 } as const;
 
-function grpcCode(err: unknown): number | undefined {
-  for (let e = err as { cause?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as { cause?: unknown } | undefined, depth += 1) {
-    if (isGrpcServiceError(e)) return e.code;
-  }
-  return undefined;
+const isGrpcError = (e: Error): e is Error & { code: number } => isGrpcServiceError(e);
+
+/** Why a run has closed, as `result()` reports it: the turn ended without a result of its own. */
+const isClosedRun = (e: Error) => e instanceof TerminatedFailure || e instanceof CancelledFailure || e instanceof TimeoutFailure;
+
+/** The request field a refusal names (`RefusalDetail`), under `body.`; `fallback` when it names none. */
+function refusedField(failure: ApplicationFailure, fallback: string): string {
+  const detail = failure.details?.[0] as Partial<RefusalDetail> | undefined;
+  return typeof detail?.field === 'string' && detail.field !== '' ? `body.${detail.field}` : fallback;
 }
 
-function messages(err: unknown): string {
-  const parts: string[] = [];
-  for (let e = err as { message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as typeof e, depth += 1) {
-    if (typeof e.message === 'string' && e.message && !parts.includes(e.message)) parts.push(e.message);
+/** What the turn refused, by its type: the refusals its Update validators and its input checks throw. */
+function refusalError(failure: ApplicationFailure): ApiError | undefined {
+  switch (failure.type) {
+    case RefusalType.turnEnded:
+      return new ApiError('turn_ended', 'the turn has ended; start a new turn');
+    case RefusalType.callRequest:
+      return new ApiError('call_refused', `the turn refused the call: ${failure.message}`);
+    case RefusalType.turnInput:
+      return new ApiError('call_refused', `the turn refused its input: ${failure.message}`, refusedField(failure, 'body.calls'));
+    default:
+      return undefined;
   }
-  return parts.join(': ');
 }
 
 /**
- * Maps what a handler threw to an API error. Only known kinds carry their message; anything else is
- * `internal` with a generic message (the log has the details, under the request ID).
+ * Maps what a handler threw to an API error, by the error's class and, for what a workflow threw,
+ * by its failure type (never by a message's text). Only known kinds carry their message; anything
+ * else is `internal` with a generic message (the log has the details, under the request ID).
  */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof SecretInInputError) return new ApiError('secret_in_input', err.message);
-  const text = messages(err);
-  if (err instanceof WorkflowUpdateFailedError) {
-    // The turn's Update validator refused the call (its bounds, a reserved ID, an ended turn).
-    if (/turn has ended/.test(text)) return new ApiError('turn_ended', 'the turn has ended; start a new turn');
-    return new ApiError('call_refused', `the turn refused the call: ${(err.cause as Error | undefined)?.message ?? text}`);
-  }
-  if (/already completed|workflow execution.*(completed|terminated|timed out|canceled)/i.test(text)) {
-    return new ApiError('turn_ended', 'the turn has ended; start a new turn');
-  }
+  const failure = applicationFailureOf(err);
+  const refused = failure && (err instanceof WorkflowUpdateFailedError || err instanceof WorkflowFailedError) ? refusalError(failure) : undefined;
+  if (refused) return refused;
+  if (err instanceof WorkflowUpdateFailedError) return new ApiError('call_refused', `the turn refused the call: ${err.cause?.message ?? err.message}`);
+  if (err instanceof WorkflowFailedError && findCause(err.cause, isClosedRun)) return new ApiError('turn_ended', 'the turn has ended; start a new turn');
   if (err instanceof WorkflowExecutionAlreadyStartedError) return new ApiError('turn_exists', 'a turn with this number exists already; leave out "turn" to start the next one', 'body.turn');
-  if (err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === TURN_INPUT_FAILURE_TYPE) {
-    return new ApiError('call_refused', `the turn refused its input: ${err.cause.message}`, 'body.calls');
-  }
   if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return new ApiError('turn_not_answering', 'the turn did not answer in time; sending the same request again is safe', undefined, 1);
   if (err instanceof WorkflowNotFoundError) return new ApiError('not_found', 'no such turn');
-  const code = grpcCode(err);
+  const code = findCause(err, isGrpcError)?.code;
   if (code === GRPC.NOT_FOUND) return new ApiError('not_found', 'no such turn');
   if (code === GRPC.RESOURCE_EXHAUSTED) return new ApiError('rate_limited', 'Temporal is rate-limiting requests; try again shortly', undefined, 1);
   if (code === GRPC.UNAVAILABLE || code === GRPC.DEADLINE_EXCEEDED) return new ApiError('unavailable', 'Temporal is not reachable; try again shortly', undefined, 2);

@@ -3,12 +3,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
 import { ServiceError, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
+import { ApplicationFailure, RetryState, TerminatedFailure, TimeoutFailure, TimeoutType, WorkflowNotFoundError } from '@temporalio/common';
 import { chmod, mkdtemp, readdir, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bearerToken, findToken, hashToken, isLoopback, parseTokens, tokenAllows } from '../../api/auth.js';
-import { SESSION_EVENT_DATA } from '../../api/schemas.js';
+import { SESSION_EVENT_DATA, StartTurnSchema } from '../../api/schemas.js';
+import { sentToTurn } from '../../api/routing.js';
 import { apiTokenFile, dataDirToken, ensureApiToken, readApiToken } from '../../api/tokenFile.js';
 import { hostAllowed, originAllowed } from '../../text/localHost.js';
 import { admitRefs, isUnder, type ApiBoundary } from '../../api/boundary.js';
@@ -19,7 +20,16 @@ import { callFingerprint, canonicalJson } from '../../api/recorded.js';
 import { createApi } from '../../api/app.js';
 import { SecretInInputError, type TurnClient } from '../../client/turnClient.js';
 import type { Transcript } from '../../client/transcript.js';
-import { TURN_INPUT_FAILURE_TYPE, type ContentBlock } from '../../contract/index.js';
+import {
+  MAX_BATCH_CALLS,
+  MAX_BATCH_GROUP_CALLS,
+  MAX_SERVER_NAME_LENGTH,
+  RefusalType,
+  SERVER_NAME_PATTERN,
+  TURN_LIMIT_RANGES,
+  serverNameProblem,
+  type ContentBlock,
+} from '../../contract/index.js';
 import { DEFAULT_SHAPE_LIMITS } from '../../shaping/index.js';
 import { SettingsError, loadSettings } from '../../settings/index.js';
 import { smallImage } from './fixtures-images.js';
@@ -133,29 +143,69 @@ test('events: status once, each call started and finished once, then the end', (
   assert.equal(newEvents({ ...done, state: 'continued' }, { status: true, started: new Set(['c1']), finished: new Set(['c1']), ended: false }).length, 0, 'a continued run is not the end');
 });
 
-test('errors map to stable codes; unknown errors say nothing about themselves', () => {
+/** A refusal as Temporal delivers it: the workflow's typed `ApplicationFailure` as the cause. */
+const refused = (type: string, message: string, details?: unknown[]) => ApplicationFailure.create({ type, message, nonRetryable: true, ...(details ? { details } : {}) });
+
+test('errors map to stable codes by their class and failure type; unknown errors say nothing about themselves', () => {
   const grpc = (code: number) => Object.assign(new Error('grpc said so'), { code, details: 'x', metadata: {} });
-  const rows: [unknown, string, number][] = [
+  const failed = (cause: Error) => new WorkflowFailedError('Workflow execution failed', cause, RetryState.NON_RETRYABLE_FAILURE);
+  const rows: [unknown, string, number, string?][] = [
     [new SecretInInputError('arguments contain the value of API_KEY'), 'secret_in_input', 422],
-    [new WorkflowUpdateFailedError('update failed', new Error('the turn has ended')), 'turn_ended', 409],
-    [new WorkflowUpdateFailedError('update failed', new Error('call x: arguments nest deeper than 64 levels')), 'call_refused', 422],
-    [new WorkflowNotFoundError('not found', 'a/turn-1', undefined), 'not_found', 404],
-    [new Error('workflow execution already completed'), 'turn_ended', 409],
+    [new WorkflowUpdateFailedError('Workflow Update failed', refused(RefusalType.turnEnded, 'the turn has ended')), 'turn_ended', 409],
+    [new WorkflowUpdateFailedError('Workflow Update failed', refused(RefusalType.callRequest, 'call x: arguments nest deeper than 64 levels')), 'call_refused', 422],
+    [new WorkflowUpdateFailedError('Workflow Update failed', refused(RefusalType.callRequest, 'the turn has ended')), 'call_refused', 422, 'the type decides, not the text'],
+    [new WorkflowNotFoundError('workflow execution already completed', 'a/turn-1', undefined), 'not_found', 404, 'the routes that send to a turn look it up (sentToTurn)'],
+    [new Error('workflow execution already completed'), 'internal', 500, 'text alone says nothing'],
     [new Error('boom /secret/path'), 'internal', 500],
     [new ServiceError('rpc failed', { cause: grpc(8) }), 'rate_limited', 429],
     [grpc(14), 'unavailable', 503],
     [new WorkflowExecutionAlreadyStartedError('already started', 's/turn-1', 'agentTurn'), 'turn_exists', 409],
-    [new WorkflowFailedError('failed', ApplicationFailure.create({ type: TURN_INPUT_FAILURE_TYPE, message: 'batch refused: too many', nonRetryable: true }), 'NON_RETRYABLE_FAILURE'), 'call_refused', 422],
+    [failed(refused(RefusalType.turnInput, 'batch refused: too many')), 'call_refused', 422],
+    [failed(new TerminatedFailure('Workflow execution terminated')), 'turn_ended', 409],
+    [new WorkflowFailedError('Workflow execution timed out', new TimeoutFailure('Workflow execution timed out', undefined, TimeoutType.START_TO_CLOSE), RetryState.TIMEOUT), 'turn_ended', 409],
+    [failed(refused('SomeBug', 'a workflow bug')), 'internal', 500],
     [grpc(5), 'not_found', 404],
   ];
-  for (const [err, code, status] of rows) {
+  for (const [err, code, status, why] of rows) {
     const e = toApiError(err);
-    assert.equal(e.code, code, String(err));
+    assert.equal(e.code, code, `${String(err)}${why ? ` (${why})` : ''}`);
     assert.equal(e.status, status);
   }
   assert.equal(toApiError(new Error('boom /secret/path')).message, 'internal error');
   assert.ok(toApiError(new ApiError('forbidden', 'no')) instanceof ApiError);
   assert.equal(toApiError(grpc(8)).retryAfter, 1, 'a 429 says when to come back');
+  // A refused turn input names its field when the refusal carries one (RefusalDetail), else the batch.
+  assert.equal(toApiError(failed(refused(RefusalType.turnInput, 'batch refused: too many'))).field, 'body.calls');
+  assert.equal(toApiError(failed(refused(RefusalType.turnInput, 'limits refused: idleMs', [{ field: 'limits.idleMs' }]))).field, 'body.limits.idleMs');
+});
+
+test('an Update Temporal cannot deliver: turn_ended when the turn has closed, else Temporal\'s error', async () => {
+  const turnsWith = (describe: () => Promise<unknown>) => ({ client: { workflow: { getHandle: () => ({ describe }) } } }) as unknown as TurnClient;
+  const gone = () => Promise.reject(new WorkflowNotFoundError('workflow execution already completed', 's/turn-1', undefined));
+  const closed = turnsWith(async () => ({ status: { name: 'COMPLETED' } }));
+  await assert.rejects(sentToTurn(closed, 's/turn-1', gone()), (e: unknown) => e instanceof ApiError && e.code === 'turn_ended');
+  const missing = turnsWith(() => Promise.reject(new WorkflowNotFoundError('not found', 's/turn-9', undefined)));
+  await assert.rejects(sentToTurn(missing, 's/turn-9', gone()), (e: unknown) => toApiError(e).code === 'not_found');
+  const other = new Error('boom');
+  await assert.rejects(sentToTurn(closed, 's/turn-1', Promise.reject(other)), (e: unknown) => e === other);
+  assert.equal(await sentToTurn(closed, 's/turn-1', Promise.resolve(7)), 7);
+});
+
+test('the API accepts what the workflow accepts: limits, batch sizes, server names', () => {
+  const start = (body: unknown) => StartTurnSchema.safeParse(body).success;
+  for (const [field, { min, max }] of Object.entries(TURN_LIMIT_RANGES)) {
+    assert.equal(start({ limits: { [field]: min } }), true, `${field} ${min}`);
+    assert.equal(start({ limits: { [field]: max } }), true, `${field} ${max}`);
+    assert.equal(start({ limits: { [field]: min - 1 } }), false, `${field} ${min - 1}`);
+    assert.equal(start({ limits: { [field]: max + 1 } }), false, `${field} ${max + 1}`);
+  }
+  const call = (i: number) => ({ id: `c${i}`, name: 'mcp__s__t' });
+  assert.equal(start({ calls: [Array.from({ length: MAX_BATCH_GROUP_CALLS }, (_, i) => call(i))] }), true);
+  assert.equal(start({ calls: [Array.from({ length: MAX_BATCH_GROUP_CALLS + 1 }, (_, i) => call(i))] }), false);
+  assert.equal(start({ calls: Array.from({ length: MAX_BATCH_CALLS }, (_, i) => [call(i)]) }), true, 'as many groups as the turn takes calls');
+  for (const name of ['docs', 'a', 'a1-b_c', 'x'.repeat(32), 'a-', 'a__b', '_a', '1a', 'a.b', 'x'.repeat(33), '', 'a-_b', 'Ab9-Z']) {
+    assert.equal(SERVER_NAME_PATTERN.test(name) && name.length <= MAX_SERVER_NAME_LENGTH, serverNameProblem(name) === undefined, name);
+  }
 });
 
 const TOKEN = 's3cret-token';

@@ -1,0 +1,75 @@
+/**
+ * A session's status and its event stream (Server-Sent Events), both read from its turns' history.
+ */
+import { createRoute } from '@hono/zod-openapi';
+import { streamSSE } from 'hono/streaming';
+import type { Logger } from 'pino';
+import type { TurnClient } from '../client/turnClient.js';
+import { ApiError, errorBody, toApiError } from './errors.js';
+import { sessionEvents } from './events.js';
+import { API, errors, ok, type ApiApp } from './routing.js';
+import * as S from './schemas.js';
+
+/** What the status and event routes need. */
+export interface EventRoutesDeps {
+  turns: TurnClient;
+  logger: Logger;
+  /** How often an event stream reads Temporal (default 500 ms). */
+  eventsPollMs?: number;
+  /** Aborted when the server shuts down: event streams end so the server can close. */
+  shutdown?: AbortSignal;
+}
+
+/** Adds a session's latest status and its event stream. */
+export function registerEventRoutes(app: ApiApp, deps: EventRoutesDeps): void {
+  const { turns, logger, shutdown } = deps;
+  app.openapi(
+    createRoute({
+      method: 'get', path: `${API}/sessions/{sessionId}/mcp`, tags: ['status'],
+      summary: "The session's latest server status, with the time it was reported",
+      request: { params: S.SessionParams },
+      responses: { 200: ok(S.SessionStatusSchema, 'The newest turn\'s status'), ...errors(404) },
+    }),
+    async (c) => {
+      const { sessionId } = c.req.valid('param');
+      const latest = await turns.getStatus(sessionId);
+      if (!latest) throw new ApiError('not_found', `no turns for session ${JSON.stringify(sessionId)}`, 'path.sessionId');
+      return c.json({ sessionId, turnId: latest.turnId, ...(latest.status ? { reportedAt: latest.status.reportedAt, status: latest.status } : {}) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get', path: `${API}/sessions/{sessionId}/events`, tags: ['status'],
+      summary: "The session's events (Server-Sent Events)",
+      description:
+        '`mcp.status` at the start of every turn, `call.started` and `call.finished` per call, `turn.ended`. The newest turn is sent from its start on connect; ' +
+        'event IDs are stable, so a reconnecting client can drop what it has.',
+      request: { params: S.SessionParams },
+      responses: { 200: { description: 'An event stream; each event is one of these, its `data` JSON', content: { 'text/event-stream': { schema: S.sessionEventSchema() } } }, ...errors() },
+    }),
+    (c) => {
+      const { sessionId } = c.req.valid('param');
+      return streamSSE(c, async (stream) => {
+        const stop = new AbortController();
+        const abort = () => stop.abort();
+        stream.onAbort(abort);
+        shutdown?.addEventListener('abort', abort, { once: true });
+        const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n').catch(abort), 15_000);
+        try {
+          for await (const e of sessionEvents(turns, sessionId, { pollMs: deps.eventsPollMs ?? 500, signal: stop.signal })) {
+            await stream.writeSSE({ id: e.id, event: e.event, data: JSON.stringify(e.data) });
+          }
+        } catch (err) {
+          if (!stop.signal.aborted) {
+            logger.warn({ requestId: c.get('requestId'), err }, 'event stream failed');
+            await stream.writeSSE({ event: 'error', data: JSON.stringify(errorBody(toApiError(err), c.get('requestId')).error) }).catch(() => undefined);
+          }
+        } finally {
+          clearInterval(keepAlive);
+          shutdown?.removeEventListener('abort', abort);
+        }
+      });
+    },
+  );
+}

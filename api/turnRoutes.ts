@@ -1,0 +1,125 @@
+/**
+ * The turns of a session: start one (interactive, or a batch that runs at once), list them, end one.
+ */
+import { createRoute } from '@hono/zod-openapi';
+import type { z } from '@hono/zod-openapi';
+import { MAX_BATCH_CALLS, type CallRequest, type TurnResult } from '../contract/index.js';
+import type { StartTurnOptions, TurnClient } from '../client/turnClient.js';
+import { tokenAllowsAgent, type ApiToken } from './auth.js';
+import { admitRefs, type ApiBoundary } from './boundary.js';
+import { ApiError } from './errors.js';
+import { API, answerWithin, errors, jsonBody, ok, sentToTurn, turnIdOf, turnPath, type ApiApp } from './routing.js';
+import * as S from './schemas.js';
+
+/** What the turn routes need. */
+export interface TurnRoutesDeps {
+  turns: TurnClient;
+  /** Which turn references callers may name. */
+  boundary: ApiBoundary;
+  /** How long ending a turn waits for the turn to answer. */
+  callWaitMs: number;
+}
+
+type StartTurnBody = z.infer<typeof S.StartTurnSchema>;
+
+/** Adds starting, listing and ending turns. */
+export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
+  const { turns } = deps;
+  app.openapi(
+    createRoute({
+      method: 'post', path: `${API}/sessions/{sessionId}/turns`, tags: ['turns'],
+      summary: 'Start a turn (interactive), or run one (batch, with `calls`)',
+      description: 'Interactive: answers once the servers are reconciled and the tool list is frozen. Batch: answers with every outcome once the turn has run.',
+      request: { params: S.SessionParams, ...jsonBody(S.StartTurnSchema) },
+      responses: {
+        200: ok(S.TurnResultSchema, 'The batch ran; every outcome'),
+        201: ok(S.TurnStartedSchema, 'The turn started: status, frozen tool list, servers paragraph'),
+        ...errors(404, 409, 422),
+      },
+    }),
+    async (c) => {
+      const { sessionId } = c.req.valid('param');
+      const body = c.req.valid('json');
+      const start = await admittedStart(deps.boundary, sessionId, body, c.get('token'));
+      if (body.calls) {
+        const calls = body.calls as CallRequest[][];
+        // The turn refuses a larger batch too (422); refused here, no workflow starts for it.
+        const count = calls.reduce((n, group) => n + group.length, 0);
+        if (count > MAX_BATCH_CALLS) throw new ApiError('call_refused', `the batch has ${count} calls; at most ${MAX_BATCH_CALLS} run in one turn (split it into several turns)`, 'body.calls');
+        return c.json(resultBody(sessionId, await turns.runBatch({ ...start, calls })), 200);
+      }
+      const t = await turns.startTurn(start);
+      const turn = t.turnId.slice(sessionId.length + 1);
+      const base = turnPath(sessionId, turn);
+      c.header('Location', base);
+      const links = { calls: `${base}/calls`, end: `${base}/end`, transcript: `${base}/transcript` };
+      return c.json({ sessionId, turnId: t.turnId, turn, workerQueue: t.workerQueue, status: t.status, tools: t.tools, serversParagraph: t.serversParagraph, links }, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get', path: `${API}/sessions/{sessionId}/turns`, tags: ['turns'], summary: "The session's turns, oldest first",
+      request: { params: S.SessionParams },
+      responses: { 200: ok(S.TurnListSchema, 'Turns'), ...errors() },
+    }),
+    async (c) => {
+      const { sessionId } = c.req.valid('param');
+      const ids = await turns.sessionTurns(sessionId);
+      const list = ids.map((turnId) => {
+        const turn = turnId.slice(sessionId.length + 1);
+        return { turnId, turn, href: turnPath(sessionId, turn) };
+      });
+      return c.json({ sessionId, turns: list }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post', path: `${API}/sessions/{sessionId}/turns/{turn}/end`, tags: ['turns'], summary: 'End an interactive turn',
+      request: { params: S.TurnParams },
+      responses: { 200: ok(S.TurnResultSchema, 'The turn ended; its calls'), ...errors(404, 409) },
+    }),
+    async (c) => {
+      const { sessionId, turn } = c.req.valid('param');
+      const turnId = turnIdOf(sessionId, turn);
+      const result = await answerWithin(sentToTurn(turns, turnId, turns.endTurn(turnId)), deps.callWaitMs, 'the turn did not end');
+      return c.json(resultBody(sessionId, result), 200);
+    },
+  );
+}
+
+/** A turn's result as the API answers it. */
+function resultBody(sessionId: string, result: TurnResult) {
+  const turn = result.turnId.slice(sessionId.length + 1);
+  return { sessionId, turnId: result.turnId, turn, endedBy: result.endedBy, calls: result.calls, ...(result.callsBefore !== undefined ? { callsBefore: result.callsBefore } : {}) };
+}
+
+/**
+ * The start of a turn, once its references are admitted: signed when the API's boundary allows
+ * them all, refused when the turn names an agent the token may not run as, or one it cannot sign.
+ */
+async function admittedStart(boundary: ApiBoundary, sessionId: string, body: StartTurnBody, token: ApiToken | undefined): Promise<StartTurnOptions> {
+  const refs = {
+    workspace: body.workspace ?? process.cwd(),
+    mcpConfigFiles: body.servers?.mcpConfigFiles ?? [],
+    inlineSpecs: body.servers?.inlineSpecs ?? [],
+    plugins: body.servers?.plugins ?? [],
+  };
+  const admitted = await admitRefs(boundary, refs);
+  if ('refused' in admitted) throw new ApiError('forbidden', `body.${admitted.refused.field}: ${admitted.refused.message}`, `body.${admitted.refused.field}`);
+  if (body.agent !== undefined) {
+    if (token && !tokenAllowsAgent(token, body.agent)) throw new ApiError('forbidden', `body.agent: the token may not run turns as agent ${JSON.stringify(body.agent)} (none of its prefixes starts the agent ID)`, 'body.agent');
+    // The agent is signed with the other references, the workspace among them.
+    if (!admitted.sign) throw new ApiError('forbidden', `body.workspace: the turn names an agent, so its references are signed as a whole, and the workspace ${JSON.stringify(refs.workspace)} is not under DMCP_WORKSPACE_ROOTS`, 'body.workspace');
+  }
+  return {
+    sessionId,
+    workspace: refs.workspace,
+    servers: { mcpConfigFiles: refs.mcpConfigFiles, inlineSpecs: refs.inlineSpecs, plugins: refs.plugins },
+    ...(body.limits ? { limits: body.limits } : {}),
+    ...(body.turn !== undefined ? { turn: body.turn } : {}),
+    ...(body.agent !== undefined ? { agent: body.agent } : {}),
+    unsigned: !admitted.sign,
+  };
+}
