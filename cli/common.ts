@@ -29,8 +29,7 @@ export function commandSettings(): Settings {
 
 /** DMCP_LOG_LEVEL when set; otherwise the command's own default (quieter for one-shot commands). */
 export function cliLogger(settings: Settings, fallback = 'info') {
-  // Settings hold `info` whether or not the variable is set, so only the environment tells them apart.
-  return createLogger({ level: process.env.DMCP_LOG_LEVEL ? settings.logLevel : fallback });
+  return createLogger({ level: settings.given.has('DMCP_LOG_LEVEL') ? settings.logLevel : fallback });
 }
 
 /**

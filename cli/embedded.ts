@@ -18,8 +18,8 @@ export const DEV_WARM_SPARES = 1;
  * unless DMCP_WARM_SPARES is set (`worker` and the embedded server of `run` keep its default, 0). On
  * a developer's machine new sessions come one at a time, and each would otherwise start its servers.
  */
-export function devSettings(settings: Settings, env: NodeJS.ProcessEnv): Settings {
-  if (env.DMCP_WARM_SPARES !== undefined && env.DMCP_WARM_SPARES.trim() !== '') return settings;
+export function devSettings(settings: Settings): Settings {
+  if (settings.given.has('DMCP_WARM_SPARES')) return settings;
   return { ...settings, warmSpares: DEV_WARM_SPARES };
 }
 

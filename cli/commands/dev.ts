@@ -48,7 +48,7 @@ function runningLines(p: { uiAddress: string | undefined; address: string; names
 /** Runs until a signal or until the worker stops; everything started is stopped before it returns. */
 async function devCommand(): Promise<void> {
   const env = process.env;
-  const settings = devSettings(commandSettings(), env);
+  const settings = devSettings(commandSettings());
   const { NativeConnection, installRuntime, startCodecServer, startDevServer, startWorker, temporalCliVersion } = await workerParts();
   const logger = cliLogger(settings);
   await installRuntime({ logger, level: settings.sdkLogLevel, metrics: settings.metrics.port !== undefined });

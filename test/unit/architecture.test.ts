@@ -210,3 +210,59 @@ test('patch IDs are spelled only in contract/patches.ts, and patched()/deprecate
     assert.match(workflowText, new RegExp(`\\b(patched|deprecatePatch)\\(PatchId\\.${key}\\)`), `${id} is used by the workflow, or is deleted from PatchId`);
   }
 });
+
+/**
+ * Where a variable is read by name outside settings/, and why that room may: each exception is a
+ * convention another library owns, or tooling that must run before the rest exists.
+ */
+const envReadExceptions: Record<string, { names: string[]; why: string }> = {
+  'connection/index.ts': { names: ['TEMPORAL_CONFIG_FILE', 'TEMPORAL_PROFILE', 'TEMPORAL_ADDRESS'], why: "Temporal's own env-config conventions, resolved with @temporalio/envconfig" },
+  'dev/temporalCli.ts': { names: ['DMCP_TEMPORAL_CLI'], why: 'finding the Temporal CLI is setup tooling, run by npm before anything is configured' },
+  'payloads/s3Storage.ts': { names: ['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'], why: "a write that silences the AWS SDK's own warning" },
+};
+
+test('the environment is read by name only in settings/ (loadSettings, configSettings), but for the listed conventions', () => {
+  const found: string[] = [];
+  const used = new Set<string>();
+  for (const room of Object.keys(allowed)) {
+    if (room === 'settings' || !existsSync(join(root, room))) continue;
+    for (const file of sources(join(root, room))) {
+      const rel = relative(root, file);
+      readFileSync(file, 'utf8').split('\n').forEach((text, i) => {
+        if (/^\s*(\/\/|\*|\/\*)/.test(text)) return;
+        for (const m of text.matchAll(/\b(?:process\.env|env)\??\.((?:DMCP|TEMPORAL)_[A-Z0-9_]+)|\bprocess\.env\.([A-Z][A-Z0-9_]*)/g)) {
+          const name = (m[1] ?? m[2])!;
+          if (envReadExceptions[rel]?.names.includes(name)) used.add(`${rel} ${name}`);
+          else found.push(`${rel}:${i + 1} reads ${name}`);
+        }
+      });
+    }
+  }
+  assert.deepEqual(found, [], 'read it through loadSettings or configSettings, or add a setting for it');
+  const stale = Object.entries(envReadExceptions).flatMap(([file, e]) => e.names.filter((n) => !used.has(`${file} ${n}`)).map((n) => `${file} ${n}`));
+  assert.deepEqual(stale, [], 'an exception that no longer occurs is removed from the list');
+});
+
+/** The longest a production function may be: a reader holds it on a page or two. */
+const MAX_FUNCTION_LINES = 160;
+
+test(`no production function is longer than ${MAX_FUNCTION_LINES} lines`, async () => {
+  const ts = (await import('typescript')).default;
+  const long: string[] = [];
+  for (const room of Object.keys(allowed)) {
+    if (!existsSync(join(root, room))) continue;
+    for (const file of sources(join(root, room))) {
+      const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true);
+      const visit = (node: import('typescript').Node): void => {
+        if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+          const start = source.getLineAndCharacterOfPosition(node.getStart()).line;
+          const end = source.getLineAndCharacterOfPosition(node.getEnd()).line;
+          if (end - start + 1 > MAX_FUNCTION_LINES) long.push(`${relative(root, file)}:${start + 1} ${end - start + 1} lines`);
+        }
+        ts.forEachChild(node, visit);
+      };
+      visit(source);
+    }
+  }
+  assert.deepEqual(long, []);
+});

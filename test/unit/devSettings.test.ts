@@ -14,7 +14,7 @@ const cases: { env: Record<string, string>; warmSpares: number; why: string }[] 
 for (const c of cases) {
   test(`dev's warm spares: ${c.why}`, () => {
     const settings = loadSettings(c.env);
-    const dev = devSettings(settings, c.env);
+    const dev = devSettings(settings);
     assert.equal(dev.warmSpares, c.warmSpares);
     assert.deepEqual({ ...dev, warmSpares: settings.warmSpares }, settings, 'nothing else changes');
   });
