@@ -11,16 +11,9 @@ import { after, before, describe, test } from 'node:test';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { UpdateName, type ContinuedTurn, type ToolInfo, type TurnInput } from '../../contract/index.js';
 import { fixtureServer, readLines, startHarness, temporalAddress, tempDir, type Harness } from '../support/harness.js';
-import { textOf } from '../support/content.js';
+import { causeMessages, textOf } from '../support/content.js';
 
 const hookScript = fileURLToPath(new URL('../../../test/fixtures/hooks/hook.sh', import.meta.url));
-
-/** The messages of an error and its causes, joined. */
-function messages(err: unknown): string {
-  const out: string[] = [];
-  for (let e = err as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) if (e.message) out.push(e.message);
-  return out.join(' <- ');
-}
 
 describe('a forged continuation from a plain Temporal client', () => {
   let h: Harness;
@@ -93,7 +86,7 @@ describe('a forged continuation from a plain Temporal client', () => {
       assert.equal(status.name, 'FAILED', 'the forged turn fails at once');
       const failure = await forged.result().then(() => undefined, (err: unknown) => err);
       assert.ok(failure instanceof WorkflowFailedError);
-      assert.match(messages(failure), /continuation refused/);
+      assert.match(causeMessages(failure), /continuation refused/);
       for (const o of outcomes) assert.ok(o instanceof Error, `every forged call is rejected: ${JSON.stringify(o)}`);
 
       // The victim's own turn is unharmed.

@@ -12,18 +12,11 @@ import { ActivityName, type CallOutcome } from '../../contract/index.js';
 import { renderTranscript } from '../../client/transcript.js';
 import { DEFAULT_SHAPE_LIMITS, shapeForModel } from '../../shaping/index.js';
 import { fixtureServer, readLines, startHarness, tempDir, writeConfigDir, type Harness } from '../support/harness.js';
-import { textOf } from '../support/content.js';
+import { causeMessages, textOf } from '../support/content.js';
 
 const hookScript = fileURLToPath(new URL('../../../test/fixtures/hooks/hook.sh', import.meta.url));
 const hook = (mode: string, extra: Record<string, unknown> = {}) => ({ type: 'command', command: `bash ${hookScript} ${mode}`, ...extra });
 const SECRET = 'fixture-secret-value-8d3f';
-
-/** The messages of an error and its causes, joined: a failed turn's reason is a few causes deep. */
-function messages(err: unknown): string {
-  const out: string[] = [];
-  for (let e = err as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) if (e.message) out.push(e.message);
-  return out.join(' <- ');
-}
 
 describe('allowed tools and hooks on a real worker', () => {
   let h: Harness;
@@ -114,7 +107,7 @@ describe('allowed tools and hooks on a real worker', () => {
   test('a bad matcher in settings.json stops the turn, naming file, line and field', async () => {
     await settings({ permissions: { allow: ['mcp__s__echo', 'mcp__s__(echo)'] } });
     await assert.rejects(batch('bad', [{ name: 'mcp__s__echo', arguments: { text: 'x' } }]), (err: unknown) => {
-      assert.match(messages(err), /settings\.json:5: permissions\.allow\[1\]: tool matcher "mcp__s__\(echo\)" has "\(" at position 9/, messages(err));
+      assert.match(causeMessages(err), /settings\.json:5: permissions\.allow\[1\]: tool matcher "mcp__s__\(echo\)" has "\(" at position 9/, causeMessages(err));
       return true;
     });
   });

@@ -9,3 +9,10 @@ export function textOf(block: ContentBlock | undefined): string | undefined {
 export function dataOf(block: ContentBlock | undefined): string | undefined {
   return block?.type === 'image' || block?.type === 'audio' ? block.data : undefined;
 }
+
+/** The messages of an error and its causes, joined: a failed turn's reason is a few causes deep. */
+export function causeMessages(err: unknown): string {
+  const out: string[] = [];
+  for (let e = err as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) if (e.message) out.push(e.message);
+  return out.join(' <- ');
+}

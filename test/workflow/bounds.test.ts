@@ -8,13 +8,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { CallRequest } from '../../contract/index.js';
 import { FakePool, createWorkflowEnv, startFakeWorker, type FakeWorker } from '../support/workflowEnv.js';
 import { within } from '../support/harness.js';
-
-/** The message of an error and of each of its causes: the validator's words are in a cause. */
-function messages(err: unknown): string {
-  const out: string[] = [];
-  for (let e = err as { message?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) out.push(String(e.message));
-  return out.join(' <- ');
-}
+import { causeMessages } from '../support/content.js';
 
 describe('turn bounds', { timeout: 180_000 }, () => {
   let env: TestWorkflowEnvironment;
@@ -57,7 +51,7 @@ describe('turn bounds', { timeout: 180_000 }, () => {
       ['the end Update ID', { id: 'endTurn', name: echo, arguments: { text: 'x' } }, /reserved for ending the turn/],
     ];
     for (const [what, request, expected] of bad) {
-      await assert.rejects(turn.callTool(request as CallRequest), (err: unknown) => (assert.match(messages(err), expected, what), true), what);
+      await assert.rejects(turn.callTool(request as CallRequest), (err: unknown) => (assert.match(causeMessages(err), expected, what), true), what);
     }
     assert.equal(pool.count('echo'), 0, 'none of them ran');
     const ok = await turn.callTool({ id: 'fine', name: echo, arguments: { text: 'fine' } });
@@ -82,7 +76,7 @@ describe('turn bounds', { timeout: 180_000 }, () => {
       const started = Date.now();
       await assert.rejects(
         within(30_000, what, w.client.runBatch({ sessionId: `wf-bounds-${Date.now()}`, calls })),
-        (err: unknown) => (assert.match(messages(err), expected, what), assert.match(messages(err), /batch refused/), true),
+        (err: unknown) => (assert.match(causeMessages(err), expected, what), assert.match(causeMessages(err), /batch refused/), true),
         what,
       );
       assert.ok(Date.now() - started < 20_000, `${what}: refused promptly`);
