@@ -4,7 +4,7 @@
  */
 import type { ActivityOptions } from '@temporalio/common';
 import { FailureType, RefusalType, type ToolInfo, type TurnLimits } from '../contract/index.js';
-import { limitsProblem } from './bounds.js';
+import { limitsRefusal } from './bounds.js';
 import { refusal } from './failures.js';
 
 export type Limits = Required<TurnLimits>;
@@ -24,9 +24,9 @@ export const DEFAULT_LIMITS: Limits = {
  * recorded before the check ran with such limits and must replay that way.
  */
 export function resolveLimits(limits: TurnLimits | undefined, refuses: () => boolean = () => true): Limits {
-  const problem = limitsProblem(limits);
+  const problem = limitsRefusal(limits);
   if (problem !== undefined && refuses()) {
-    throw refusal(RefusalType.turnInput, `limits refused: ${problem}`);
+    throw refusal(RefusalType.turnInput, `limits refused: ${problem.message}`, { field: problem.field });
   }
   return { ...DEFAULT_LIMITS, ...limits };
 }

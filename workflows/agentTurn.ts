@@ -33,7 +33,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   // the check existed ran it, and must replay the same way.
   const inputProblem = input.batch ? batchProblem(input.batch) : undefined;
   if (inputProblem && patched(PatchId.boundedBatch)) {
-    throw refusal(RefusalType.turnInput, `batch refused: ${inputProblem}`);
+    throw refusal(RefusalType.turnInput, `batch refused: ${inputProblem}`, { field: 'calls' });
   }
 
   // A continuation is trusted only when Temporal says this run continues an earlier one of the same

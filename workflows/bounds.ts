@@ -4,24 +4,14 @@
  * already spent, and Temporal's own limits (pending activities per run, Updates per run, payload
  * size) would fail the whole turn instead of the one request.
  */
-import { MAX_NESTING_DEPTH, END_TURN_UPDATE_ID, TURN_LIMIT_RANGES, nestedDeeperThan, type CallRequest, type TurnLimits } from '../contract/index.js';
+import {
+  MAX_BATCH_CALLS, MAX_BATCH_GROUP_CALLS, MAX_CALL_ID_CHARS, MAX_NESTING_DEPTH, MAX_TOOL_NAME_CHARS, END_TURN_UPDATE_ID, TURN_LIMIT_RANGES, nestedDeeperThan, type CallRequest,
+  type TurnLimits,
+} from '../contract/index.js';
 
-/**
- * Calls of one parallel batch group. Temporal allows 2,000 pending activities per run; a group is
- * scheduled all at once, and each call may fail over once, so 100 leaves a wide margin and is more
- * parallelism than one session's servers serve well anyway.
- */
-export const MAX_BATCH_GROUP_CALLS = 100;
-/**
- * Calls of one batch turn. A batch turn never continues as new and its result repeats every
- * outcome, so its calls, history events and result grow together; 1,000 calls of a few events each
- * stay far below Temporal's 51,200-event limit.
- */
-export const MAX_BATCH_CALLS = 1000;
-/** Length of a call ID (the model's tool-call ID; providers use a few dozen characters). */
-export const MAX_CALL_ID_CHARS = 256;
-/** Length of a public tool name (`mcp__<server>__<tool>`; providers cap names at 64 to 128). */
-export const MAX_TOOL_NAME_CHARS = 256;
+// The API checks the same bounds before it starts a turn: they live in the contract.
+export { MAX_BATCH_CALLS, MAX_BATCH_GROUP_CALLS, MAX_CALL_ID_CHARS, MAX_TOOL_NAME_CHARS } from '../contract/index.js';
+
 /**
  * Size of a call's arguments as JSON. They are recorded in the Update's history event, where
  * Temporal refuses payloads over 2 MB; 1 MiB keeps a clear message well before that.
@@ -71,18 +61,18 @@ export function batchProblem(batch: unknown): string | undefined {
 }
 
 /**
- * Why a turn's limits cannot be used, naming the first field out of range, or undefined when they
- * can. A heartbeat timeout too short for the worker's beats, say, would fail every call as a lost
- * worker, and a safe one three times over.
+ * Why a turn's limits cannot be used, with the first field out of range (`limits`, or
+ * `limits.<name>`), or undefined when they can. A heartbeat timeout too short for the worker's
+ * beats, say, would fail every call as a lost worker, and a safe one three times over.
  */
-export function limitsProblem(limits: unknown): string | undefined {
+export function limitsRefusal(limits: unknown): { field: string; message: string } | undefined {
   if (limits === undefined) return undefined;
-  if (limits === null || typeof limits !== 'object' || Array.isArray(limits)) return 'limits must be an object of whole numbers';
+  if (limits === null || typeof limits !== 'object' || Array.isArray(limits)) return { field: 'limits', message: 'limits must be an object of whole numbers' };
   for (const [field, { min, max }] of Object.entries(TURN_LIMIT_RANGES)) {
     const value = (limits as Record<string, unknown>)[field as keyof TurnLimits];
     if (value === undefined) continue;
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      return `limits.${field} is ${typeof value === 'number' ? value : JSON.stringify(value)}; it must be a whole number from ${min} to ${max}`;
+      return { field: `limits.${field}`, message: `limits.${field} is ${typeof value === 'number' ? value : JSON.stringify(value)}; it must be a whole number from ${min} to ${max}` };
     }
   }
   return undefined;

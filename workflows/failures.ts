@@ -3,7 +3,7 @@
  * so the whole mapping can be tested outside a workflow.
  */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
-import { FailureType, type CallHooks, type CallOutcome, type RefusalType } from '../contract/index.js';
+import { FailureType, type CallHooks, type CallOutcome, type RefusalDetail, type RefusalType } from '../contract/index.js';
 
 export type ErrorKind = NonNullable<CallOutcome['errorKind']>;
 
@@ -13,8 +13,8 @@ export function errorOutcome(kind: ErrorKind, message: string, durationMs = 0, a
 }
 
 /** What a workflow refuses: never retried, typed so callers need not read the message. */
-export function refusal(type: RefusalType, message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type, message, nonRetryable: true });
+export function refusal(type: RefusalType, message: string, detail?: RefusalDetail): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable: true, ...(detail ? { details: [detail] } : {}) });
 }
 
 // --- outcomes of calls that did not reach their tool, or whose turn moved; the texts the model reads ---

@@ -129,6 +129,7 @@ describe('resolveLimits: a limit out of range is refused, naming the field', () 
           assert.equal(err.type, TURN_INPUT_FAILURE_TYPE);
           assert.equal(err.nonRetryable, true);
           assert.match(err.message, new RegExp(`limits\\.${field} `));
+          assert.deepEqual(err.details, [{ field: `limits.${field}` }], 'the field travels as data, for callers that point at it');
           return true;
         },
       );
