@@ -16,6 +16,7 @@ import {
 import {
   WorkflowType,
   agentIdProblem,
+  type RefusalDetail,
   type ShelfChange,
   type ShelfChangeResult,
   type ShelfEntry,
@@ -23,6 +24,7 @@ import {
 } from '../contract/index.js';
 import type { dmcpShelf, ShelfRunInput } from '../workflows/shelf.js';
 import { shelfChangeUpdate as changeDef, shelfQuery as queryDef } from '../workflows/definitions.js';
+import { applicationFailureOf } from '../workflows/failures.js';
 import { ShelfInputError, emptyShelf, shelfEntryProblem, shelfWorkflowId, signShelfGrant, signShelfServer } from './shelf.js';
 
 /** Options of {@link ShelfClient}. */
@@ -168,8 +170,9 @@ export class ShelfClient {
   /** A refusal by the shelf's validator becomes a ShelfInputError; no answer in time, ShelfUnavailableError. */
   private mapped(err: unknown): Error {
     if (err instanceof WorkflowUpdateFailedError) {
-      const message = err.cause?.message ?? err.message;
-      return new ShelfInputError(message, /^(\S+): /.exec(message)?.[1]);
+      const refused = applicationFailureOf(err);
+      const detail = refused?.details?.[0] as RefusalDetail | undefined;
+      return new ShelfInputError(refused?.message ?? err.message, detail?.field);
     }
     const code = grpcCode(err);
     if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || code === 4 /* DEADLINE_EXCEEDED */) {

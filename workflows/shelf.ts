@@ -48,7 +48,10 @@ export async function dmcpShelf(input: ShelfRunInput = {}): Promise<void> {
       // A refused change leaves no trace in history.
       validator: (change) => {
         const problem = shelf.problem(change);
-        if (problem) throw refusal(RefusalType.shelfChange, problem);
+        // Every problem names its field first (`url: ...`); the field also travels as data.
+        if (!problem) return;
+        const field = /^(\S+): /.exec(problem)?.[1];
+        throw refusal(RefusalType.shelfChange, problem, field === undefined ? undefined : { field });
       },
     },
   );
