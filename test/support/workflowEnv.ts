@@ -3,6 +3,8 @@
  * server pool instead of MCP server processes, on a Temporal dev server that
  * `TestWorkflowEnvironment.createLocal` starts from the project's own Temporal CLI (no download).
  */
+import assert from 'node:assert/strict';
+import { after, afterEach, before } from 'node:test';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -218,6 +220,47 @@ export async function startFakeWorker(env: TestWorkflowEnvironment, name: string
     async stop() {
       for (const w of [shared, pinned]) if (w.getState() === 'RUNNING') w.shutdown();
       await runs;
+    },
+  };
+}
+
+/** What {@link fakeWorkerSuite} gives the tests of one `describe`. */
+export interface FakeWorkerSuite {
+  /** This file's dev server (set once the suite's `before` hook ran). */
+  readonly env: TestWorkflowEnvironment;
+  /** Starts a worker over `pool`; it is stopped after the test, and the pool checked for misuse. */
+  start(name: string, pool: FakePool, options?: FakeWorkerOptions): Promise<FakeWorker>;
+}
+
+/**
+ * The lifecycle every fake-pool workflow file shares, registered on the enclosing `describe`: one
+ * dev server for the file; after each test, the workers it started are stopped and their pools must
+ * show no misuse (a fake fails loudly when the activities use it as they may not).
+ */
+export function fakeWorkerSuite(): FakeWorkerSuite {
+  let env: TestWorkflowEnvironment | undefined;
+  let started: { worker: FakeWorker; pool: FakePool }[] = [];
+  before(async () => {
+    env = await createWorkflowEnv();
+  });
+  after(async () => {
+    await env?.teardown();
+  });
+  afterEach(async () => {
+    const done = started;
+    started = [];
+    for (const { worker } of done) await worker.stop();
+    for (const { pool } of done) assert.deepEqual(pool.misuse, [], 'the activities used the pool only as they may');
+  });
+  return {
+    get env() {
+      if (!env) throw new Error('fakeWorkerSuite: the dev server is not started yet (use it inside a test)');
+      return env;
+    },
+    async start(name, pool, options) {
+      const worker = await startFakeWorker(this.env, name, pool, options);
+      started.push({ worker, pool });
+      return worker;
     },
   };
 }

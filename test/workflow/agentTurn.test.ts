@@ -3,9 +3,8 @@
  * The dev server is this file's own (TestWorkflowEnvironment.createLocal, the project's CLI).
  */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, test } from 'node:test';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { FakePool, createWorkflowEnv, startFakeWorker, type FakeTool, type FakeWorker } from '../support/workflowEnv.js';
+import { describe, test } from 'node:test';
+import { FakePool, fakeWorkerSuite, type FakeTool, type FakeWorker } from '../support/workflowEnv.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -28,26 +27,12 @@ function fakeTools(): FakeTool[] {
 }
 
 describe('agentTurn workflow over a fake server pool', { timeout: 120_000 }, () => {
-  let env: TestWorkflowEnvironment;
+  const suite = fakeWorkerSuite();
   let pool: FakePool;
-  let worker: FakeWorker | undefined;
-
-  before(async () => {
-    env = await createWorkflowEnv();
-  });
-  after(async () => {
-    await env?.teardown();
-  });
-  afterEach(async () => {
-    await worker?.stop();
-    worker = undefined;
-    assert.deepEqual(pool.misuse, [], 'the activities used the pool only as they may');
-  });
 
   async function start(name: string, options: { maxCachedWorkflows?: number } = {}): Promise<FakeWorker> {
     pool = new FakePool('fake', fakeTools());
-    worker = await startFakeWorker(env, name, pool, options);
-    return worker;
+    return suite.start(name, pool, options);
   }
 
   test('batch turn: two groups run in order, the calls of a group in parallel', async () => {
@@ -80,7 +65,7 @@ describe('agentTurn workflow over a fake server pool', { timeout: 120_000 }, () 
     pool = new FakePool('fake', fakeTools());
     let reconciles = 0;
     // The first reconcile answers with the queue of a worker that is gone (nobody polls it).
-    const w = await startFakeWorker(env, 'lost-before-listing', pool, {
+    const w = await suite.start('lost-before-listing', pool, {
       wrapActivities: (real, { taskQueue }) => ({
         ...real,
         reconcileServers: async (input: Parameters<typeof real.reconcileServers>[0]) => {

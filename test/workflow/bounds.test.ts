@@ -3,34 +3,19 @@
  * activities over a fake server pool, on this file's own dev server.
  */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, test } from 'node:test';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { describe, test } from 'node:test';
 import type { CallRequest } from '../../contract/index.js';
-import { FakePool, createWorkflowEnv, startFakeWorker, type FakeWorker } from '../support/workflowEnv.js';
+import { FakePool, fakeWorkerSuite, type FakeWorker } from '../support/workflowEnv.js';
 import { within } from '../support/harness.js';
 import { causeMessages } from '../support/content.js';
 
 describe('turn bounds', { timeout: 180_000 }, () => {
-  let env: TestWorkflowEnvironment;
+  const suite = fakeWorkerSuite();
   let pool: FakePool;
-  let worker: FakeWorker | undefined;
-
-  before(async () => {
-    env = await createWorkflowEnv();
-  });
-  after(async () => {
-    await env?.teardown();
-  });
-  afterEach(async () => {
-    await worker?.stop();
-    worker = undefined;
-    assert.deepEqual(pool.misuse, []);
-  });
 
   async function start(name: string): Promise<FakeWorker> {
     pool = new FakePool('fake', [{ tool: 'echo' }]);
-    worker = await startFakeWorker(env, name, pool);
-    return worker;
+    return suite.start(name, pool);
   }
 
   test('the callTool Update refuses malformed and oversized calls, and the reserved ID, before they run', async () => {

@@ -3,12 +3,11 @@
  * not taken for a lost worker. The real workflow and activities, over a fake server pool.
  */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { TURN_INPUT_FAILURE_TYPE } from '../../contract/index.js';
-import { FakePool, createWorkflowEnv, startFakeWorker, type FakeWorker } from '../support/workflowEnv.js';
+import { FakePool, fakeWorkerSuite, type FakeWorker } from '../support/workflowEnv.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -16,29 +15,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SHORT_HEARTBEAT_MS = 1000;
 
 describe('heartbeats paced by the heartbeat timeout', { timeout: 120_000 }, () => {
-  let env: TestWorkflowEnvironment;
+  const suite = fakeWorkerSuite();
   let pool: FakePool;
-  let worker: FakeWorker | undefined;
-
-  before(async () => {
-    env = await createWorkflowEnv();
-  });
-  after(async () => {
-    await env?.teardown();
-  });
-  afterEach(async () => {
-    await worker?.stop();
-    worker = undefined;
-    assert.deepEqual(pool.misuse, [], 'the activities used the pool only as they may');
-  });
 
   async function start(name: string): Promise<FakeWorker> {
     pool = new FakePool('fake', [
       // Read-only, so a lost heartbeat would be retried (on another worker) rather than reported at once.
       { tool: 'read', annotations: { readOnlyHint: true }, run: async () => (await sleep(1500), { content: [{ type: 'text', text: 'read after 1.5 s' }] }) },
     ]);
-    worker = await startFakeWorker(env, name, pool);
-    return worker;
+    return suite.start(name, pool);
   }
 
   test('a 1.5 s read-only call under a 1 s heartbeat timeout runs once and succeeds (batch)', async () => {
