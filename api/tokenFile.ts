@@ -6,8 +6,8 @@
  * starting at once read the one token that won, and it is never readable by others, not even briefly.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, stat } from 'node:fs/promises';
-import { createPrivateFileOnce } from '../config/privateFile.js';
+import { readFile, stat } from 'node:fs/promises';
+import { readOrCreatePrivateFile } from '../config/privateFile.js';
 import { join } from 'node:path';
 import { hashToken, parseTokens, type ApiToken } from './auth.js';
 
@@ -32,15 +32,7 @@ export async function readApiToken(file: string): Promise<string> {
 
 /** The token under `dataDir`, created (0600, 32 random bytes, base64url) on first use. */
 export async function ensureApiToken(dataDir: string): Promise<string> {
-  const file = apiTokenFile(dataDir);
-  try {
-    return await readApiToken(file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  await createPrivateFileOnce(file, `${randomBytes(32).toString('base64url')}\n`);
-  return readApiToken(file);
+  return readOrCreatePrivateFile(apiTokenFile(dataDir), readApiToken, () => `${randomBytes(32).toString('base64url')}\n`, 0o700);
 }
 
 /** The data-dir token as the API's one configured token: every session, every agent, the shelf. */

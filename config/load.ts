@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdir, readFile, realpath, stat } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { DataDirEntry, agentIdProblem, refsProofText, type LayerKind } from '../contract/index.js';
 import { splitCommand } from './expand.js';
@@ -9,7 +9,7 @@ import { nameProblem } from './names.js';
 import { findCommandExpressions, layerLabel, parseConfigText, pluginNameFrom, urlProblem } from './parse.js';
 import { invalidAllowListNames, scrubbedEnvironment, scrubSecrets } from './secrets.js';
 import { configSettings } from '../settings/index.js';
-import { createPrivateFileOnce } from './privateFile.js';
+import { readOrCreatePrivateFile } from './privateFile.js';
 import {
   ConfigError, isTrustedLayer, type Boundary, type CommandOutcome, type ConfigRefs, type LayerInfo, type LoadedConfig,
   type ParseResult, type RefusedEntry, type ServerEntry,
@@ -92,15 +92,7 @@ export async function readTurnKey(file: string): Promise<Buffer> {
  * place, so every process reads the one key that won.
  */
 export async function ensureTurnKey(dataDir: string): Promise<Buffer> {
-  const file = turnKeyFile(dataDir);
-  try {
-    return await readTurnKey(file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  await mkdir(dataDir, { recursive: true });
-  await createPrivateFileOnce(file, `${randomBytes(32).toString('hex')}\n`);
-  return readTurnKey(file);
+  return readOrCreatePrivateFile(turnKeyFile(dataDir), readTurnKey, () => `${randomBytes(32).toString('hex')}\n`);
 }
 
 /** The file of each layer, as read by the loader. */

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { link, unlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, unlink, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 
 /**
  * Creates `file` (mode 0600) holding `contents`, unless it exists. Written whole under a private
@@ -18,4 +19,19 @@ export async function createPrivateFileOnce(file: string, contents: string): Pro
   } finally {
     await unlink(temp).catch(() => undefined);
   }
+}
+
+/**
+ * What `read` makes of `file`, creating the file first (its folder too, with `folderMode` when
+ * given) with `contents()` if it does not exist yet. Any other error of `read` is thrown as it is.
+ */
+export async function readOrCreatePrivateFile<T>(file: string, read: (file: string) => Promise<T>, contents: () => string, folderMode?: number): Promise<T> {
+  try {
+    return await read(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  await mkdir(dirname(file), { recursive: true, ...(folderMode !== undefined ? { mode: folderMode } : {}) });
+  await createPrivateFileOnce(file, contents());
+  return read(file);
 }
