@@ -2,10 +2,10 @@
  * Every error the API answers with, and the one place other errors are mapped to them. The body is
  * always `{ error: { code, message, field?, requestId } }`; `code` is stable, the message is for people.
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, isGrpcServiceError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { CancelledFailure, TerminatedFailure, TimeoutFailure, WorkflowNotFoundError, type ApplicationFailure } from '@temporalio/common';
 import { RefusalType, type RefusalDetail } from '../contract/index.js';
-import { applicationFailureOf, findCause } from '../client/failures.js';
+import { GrpcStatus, applicationFailureOf, findCause, grpcStatusOf } from '../client/failures.js';
 import { SecretInInputError } from '../client/turnClient.js';
 
 /** The stable error codes, with their HTTP status. */
@@ -49,10 +49,6 @@ export class ApiError extends Error {
   }
 }
 
-/** gRPC status codes the API tells apart. */
-const GRPC = { NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, UNAVAILABLE: 14, DEADLINE_EXCEEDED: 4 } as const;
-
-const isGrpcError = (e: Error): e is Error & { code: number } => isGrpcServiceError(e);
 
 /** Why a run has closed, as `result()` reports it: the turn ended without a result of its own. */
 const isClosedRun = (e: Error) => e instanceof TerminatedFailure || e instanceof CancelledFailure || e instanceof TimeoutFailure;
@@ -93,10 +89,10 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof WorkflowExecutionAlreadyStartedError) return new ApiError('turn_exists', 'a turn with this number exists already; leave out "turn" to start the next one', 'body.turn');
   if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return new ApiError('turn_not_answering', 'the turn did not answer in time; sending the same request again is safe', undefined, 1);
   if (err instanceof WorkflowNotFoundError) return new ApiError('not_found', 'no such turn');
-  const code = findCause(err, isGrpcError)?.code;
-  if (code === GRPC.NOT_FOUND) return new ApiError('not_found', 'no such turn');
-  if (code === GRPC.RESOURCE_EXHAUSTED) return new ApiError('rate_limited', 'Temporal is rate-limiting requests; try again shortly', undefined, 1);
-  if (code === GRPC.UNAVAILABLE || code === GRPC.DEADLINE_EXCEEDED) return new ApiError('unavailable', 'Temporal is not reachable; try again shortly', undefined, 2);
+  const code = grpcStatusOf(err);
+  if (code === GrpcStatus.NOT_FOUND) return new ApiError('not_found', 'no such turn');
+  if (code === GrpcStatus.RESOURCE_EXHAUSTED) return new ApiError('rate_limited', 'Temporal is rate-limiting requests; try again shortly', undefined, 1);
+  if (code === GrpcStatus.UNAVAILABLE || code === GrpcStatus.DEADLINE_EXCEEDED) return new ApiError('unavailable', 'Temporal is not reachable; try again shortly', undefined, 2);
   return new ApiError('internal', 'internal error');
 }
 

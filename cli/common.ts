@@ -1,8 +1,6 @@
 /** What every command of the CLI shares: its refusal, option parsers, settings, logger and version. */
 import { createRequire } from 'node:module';
-import { isGrpcServiceError } from '@temporalio/client';
 import type { Command } from 'commander';
-import { findCause } from '../client/failures.js';
 import { loadSettings, type Settings } from '../settings/index.js';
 import { createLogger } from '../worker/logger.js';
 
@@ -47,10 +45,4 @@ export function packageVersion(): string {
   return (createRequire(import.meta.url)('durable-mcp/package.json') as { version: string }).version;
 }
 
-/** gRPC status codes the CLI decides on. */
-export const GrpcStatus = { NOT_FOUND: 5, ALREADY_EXISTS: 6 } as const;
-
-/** The gRPC status code of the first gRPC error in `err`'s cause chain, or undefined. */
-export function grpcStatusOf(err: unknown): number | undefined {
-  return findCause(err, (e): e is Error & { code: number } => isGrpcServiceError(e))?.code;
-}
+export { GrpcStatus, grpcStatusOf } from '../client/failures.js';

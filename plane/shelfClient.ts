@@ -24,7 +24,7 @@ import {
 } from '../contract/index.js';
 import type { dmcpShelf, ShelfRunInput } from '../workflows/shelf.js';
 import { shelfChangeUpdate as changeDef, shelfQuery as queryDef } from '../workflows/definitions.js';
-import { applicationFailureOf } from '../workflows/failures.js';
+import { applicationFailureOf, findCause } from '../workflows/failures.js';
 import { ShelfInputError, emptyShelf, shelfEntryProblem, shelfWorkflowId, signShelfGrant, signShelfServer } from './shelf.js';
 
 /** Options of {@link ShelfClient}. */
@@ -184,8 +184,5 @@ export class ShelfClient {
 }
 
 function grpcCode(err: unknown): number | undefined {
-  for (let e = err as { cause?: unknown } | undefined, depth = 0; e && depth < 8; e = e.cause as { cause?: unknown } | undefined, depth += 1) {
-    if (isGrpcServiceError(e)) return e.code;
-  }
-  return undefined;
+  return findCause(err, (e): e is Error & { code: number } => isGrpcServiceError(e))?.code;
 }
