@@ -1,7 +1,7 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import type { ObjectNode, ValueNode } from '@humanwhocodes/momoa';
 import { z } from 'zod';
-import type { LayerKind, TransportKind } from '../contract/index.js';
+import { ProtocolMode, type LayerKind, type TransportKind } from '../contract/index.js';
 import { commandsIn, expandString, type ExpandContext } from './expand.js';
 import { jsonTypeOf, keyOf, memberValue, nodeAt, parseJsonDocument, toValue } from './json.js';
 import { nameProblem, pluginServerName } from './names.js';
@@ -36,6 +36,7 @@ export const serverEntrySchema = z.strictObject({
   toolTimeout: z.number().positive().max(MAX_TOOL_TIMEOUT_S).optional(),
   enabled: z.boolean().optional(),
   retry: z.enum(RETRY_MODES).optional(),
+  protocol: z.enum(ProtocolMode).optional(),
 });
 
 type RawEntry = z.infer<typeof serverEntrySchema>;
@@ -57,6 +58,8 @@ const FIELD_HINTS: Record<string, string> = {
   bearerToken: 'write "bearerTokenEnv": "WORKER_VAR" (a variable listed in DMCP_MCP_ENV), never the token itself',
   retries: 'write "retry": "auto", "safe" (up to 3 attempts) or "never"',
   maxRetries: 'write "retry": "auto", "safe" (up to 3 attempts) or "never"',
+  protocolVersion: 'write "protocol": "auto", "legacy" or "2026-07-28"',
+  era: 'write "protocol": "auto", "legacy" or "2026-07-28"',
 };
 
 /** Human label of a layer, for messages. */
@@ -450,6 +453,7 @@ function resolveCommonFields(raw: RawEntry, entry: ServerEntry): void {
   if (raw.startTimeout !== undefined) entry.startTimeoutMs = Math.round(raw.startTimeout * 1000);
   if (raw.toolTimeout !== undefined) entry.toolTimeoutMs = Math.round(raw.toolTimeout * 1000);
   if (raw.retry !== undefined) entry.retry = raw.retry;
+  if (raw.protocol !== undefined) entry.protocol = raw.protocol;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { LayerKind, TransportKind } from '../contract/index.js';
+import type { LayerKind, ProtocolMode, TransportKind } from '../contract/index.js';
 export type { ConfigRefs } from '../contract/index.js';
 
 /** A server entry after layering and validation. Holds variable *names*, never secret values. */
@@ -29,6 +29,12 @@ export interface ServerEntry {
    * `never`: no call, whatever its annotations.
    */
   retry?: 'auto' | 'safe' | 'never';
+  /**
+   * Which MCP wire era to speak: `auto` (the default, also when absent) probes with
+   * `server/discover` and falls back to the 2025 handshake; `legacy` never probes; `2026-07-28`
+   * accepts only that revision (a server without it fails to start).
+   */
+  protocol?: ProtocolMode;
   /**
    * A remote server from the shelf: the shelf name whose OAuth login (if any) the worker sends.
    * The token itself is never part of an entry.

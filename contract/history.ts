@@ -4,12 +4,22 @@
  * hold a secret, a header value or an env value. Types, and the tuples of the enums that schemas
  * also spell: this file imports nothing at run time.
  */
-import type { ContentBlock as McpContentBlock } from '@modelcontextprotocol/sdk/types.js';
 import type { CallHooks, ToolHooks } from './governance.js';
 
 /** How a server is reached. */
 export const TransportKind = ['stdio', 'http', 'sse'] as const;
 export type TransportKind = (typeof TransportKind)[number];
+
+/**
+ * Which MCP wire era a server entry asks for: `auto` probes (`server/discover`) and falls back to
+ * the 2025 `initialize` handshake, `legacy` never probes, `2026-07-28` accepts that revision only.
+ */
+export const ProtocolMode = ['auto', 'legacy', '2026-07-28'] as const;
+export type ProtocolMode = (typeof ProtocolMode)[number];
+
+/** The wire era a connected server landed on: `legacy` (2024-11-05 .. 2025-11-25) or `modern` (2026-07-28). */
+export const ProtocolEra = ['legacy', 'modern'] as const;
+export type ProtocolEra = (typeof ProtocolEra)[number];
 
 /** Where a server entry came from. */
 export const LayerKind = ['configDir', 'shelf', 'workspace', 'plugin', 'explicit', 'inline'] as const;
@@ -34,6 +44,8 @@ export interface ServerStatus {
   warnings: string[];
   /** Process ID of a stdio server, so operators (and tests) can see reuse across turns. */
   pid?: number;
+  /** The wire era the server landed on, once it connected. */
+  era?: ProtocolEra;
   /**
    * A shelf server that needs an OAuth login and has none that works: `wanted` (never logged in),
    * `expired` (the login expired or was revoked), `refresh_failed` (its refresh failed this time),
@@ -91,11 +103,37 @@ export interface ToolInfo {
   hooks?: ToolHooks;
 }
 
+/** Optional hints on a content block (MCP `annotations`). */
+export interface ContentAnnotations {
+  audience?: ('user' | 'assistant')[];
+  priority?: number;
+  lastModified?: string;
+  [key: string]: unknown;
+}
+
+/** Fields every content block may carry besides its own. */
+interface ContentBase {
+  annotations?: ContentAnnotations;
+  _meta?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/** The contents of a resource: text or base64 `blob`. */
+export type ResourceContents =
+  | { uri: string; mimeType?: string; text: string; _meta?: Record<string, unknown>; [key: string]: unknown }
+  | { uri: string; mimeType?: string; blob: string; _meta?: Record<string, unknown>; [key: string]: unknown };
+
 /**
  * An MCP content block as recorded in history: text, image, audio, resource link or embedded
- * resource, discriminated by `type` (the MCP SDK's own schema types).
+ * resource, discriminated by `type`. Plain protocol shapes, spelled here rather than taken from an
+ * MCP library, so the history format does not change with the library that produced it.
  */
-export type ContentBlock = McpContentBlock;
+export type ContentBlock =
+  | (ContentBase & { type: 'text'; text: string })
+  | (ContentBase & { type: 'image'; data: string; mimeType: string })
+  | (ContentBase & { type: 'audio'; data: string; mimeType: string })
+  | (ContentBase & { type: 'resource_link'; uri: string; name: string; title?: string; description?: string; mimeType?: string; size?: number })
+  | (ContentBase & { type: 'resource'; resource: ResourceContents });
 
 /** Why a call has an error outcome: refused, its transport failed, its result is unknown, it timed out, it was cancelled. */
 export const CallErrorKind = ['bad_request', 'transport', 'unknown_result', 'timeout', 'cancelled'] as const;

@@ -61,6 +61,12 @@ const entryCases: EntryCase[] = [
   // Unknown fields
   { title: 'misspelled field', entry: '"s": { "comand": "x" }', match: /unknown field "comand" \(did you mean "command"\?\)/, field: 'comand' },
   { title: 'field from another product', entry: '"s": { "command": "x", "disabled": true }', match: /unknown field "disabled"; write "enabled": false/, field: 'disabled' },
+  { title: 'protocol unknown value', entry: '"s": { "command": "x", "protocol": "modern" }', match: /"protocol" must be "auto", "legacy" or "2026-07-28", got "modern"/, field: 'protocol' },
+  { title: 'protocol an older revision', entry: '"s": { "url": "https://a.example", "protocol": "2025-11-25" }', match: /"protocol" must be "auto", "legacy" or "2026-07-28", got "2025-11-25"/, field: 'protocol' },
+  { title: 'protocol is a number', entry: '"s": { "command": "x", "protocol": 2026 }', match: /"protocol" must be "auto", "legacy" or "2026-07-28", got a number/, field: 'protocol' },
+  { title: 'protocol is null', entry: '"s": { "command": "x", "protocol": null }', match: /"protocol" is null; remove the field or give "auto", "legacy" or "2026-07-28"/, field: 'protocol' },
+  { title: 'protocol on its own line', entry: '"s": {\n      "command": "x",\n      "protocol": "Legacy"\n    }', match: /"protocol" must be "auto", "legacy" or "2026-07-28", got "Legacy"/, field: 'protocol', line: 6 },
+  { title: 'protocolVersion instead of protocol', entry: '"s": { "command": "x", "protocolVersion": "2026-07-28" }', match: /unknown field "protocolVersion"; write "protocol": "auto", "legacy" or "2026-07-28"/, field: 'protocolVersion' },
   { title: 'retries instead of retry', entry: '"s": { "command": "x", "retries": 3 }', match: /unknown field "retries"; write "retry": "auto", "safe" \(up to 3 attempts\) or "never"/, field: 'retries' },
   { title: 'misspelled retry', entry: '"s": { "command": "x", "retyr": "safe" }', match: /unknown field "retyr" \(did you mean "retry"\?\)/, field: 'retyr' },
   { title: 'unknown field', entry: '"s": { "command": "x", "zzz": 1 }', match: /unknown field "zzz" \(known fields: type, command/, field: 'zzz' },

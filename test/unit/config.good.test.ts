@@ -43,6 +43,11 @@ const goodCases: [string, string, Partial<ServerEntry>][] = [
   ['32-character name', `"${'a'.repeat(32)}": { "command": "x" }`, { name: 'a'.repeat(32) }],
   ['name with single separators', '"my-srv_2": { "command": "x" }', { name: 'my-srv_2' }],
   ['query string kept', '"s": { "url": "https://a.example/mcp?x=1&y=$SET_VAR" }', { url: 'https://a.example/mcp?x=1&y=value' }],
+  ['protocol left out: negotiated', '"s": { "command": "x" }', { protocol: undefined }],
+  ['protocol auto', '"s": { "command": "x", "protocol": "auto" }', { protocol: 'auto' }],
+  ['protocol legacy on http', '"s": { "url": "https://a.example", "protocol": "legacy" }', { protocol: 'legacy' }],
+  ['protocol pinned on stdio', '"s": { "command": "x", "protocol": "2026-07-28" }', { protocol: '2026-07-28' }],
+  ['protocol legacy on sse', '"s": { "type": "sse", "url": "https://a.example", "protocol": "legacy" }', { type: 'sse', protocol: 'legacy' }],
   ['retry left out: the annotations decide', '"s": { "command": "x" }', { retry: undefined }],
   ['retry auto', '"s": { "command": "x", "retry": "auto" }', { retry: 'auto' }],
   ['retry safe on stdio', '"s": { "command": "x", "retry": "safe" }', { retry: 'safe' }],
@@ -414,6 +419,16 @@ void test('hash: "retry" counts, and "auto" hashes like leaving it out', async (
   const [none, auto, safe, never] = await Promise.all(['', ', "retry": "auto"', ', "retry": "safe"', ', "retry": "never"'].map(load));
   assert.equal(none, auto);
   assert.equal(new Set([auto, safe, never]).size, 3);
+});
+
+void test('hash: "protocol" counts, and "auto" hashes like leaving it out', async () => {
+  const refs = { workspace: WS, mcpConfigFiles: ['/e.json'], inlineSpecs: [] };
+  const env = { DMCP_NO_USER_CONFIG: '1' };
+  const load = (protocol: string): Promise<string> =>
+    loadConfig(refs, env, fakeIO({ '/e.json': `{ "mcpServers": { "a": { "command": "x"${protocol} } } }` })).then((c) => c.hash);
+  const [none, auto, legacy, pinned] = await Promise.all(['', ', "protocol": "auto"', ', "protocol": "legacy"', ', "protocol": "2026-07-28"'].map(load));
+  assert.equal(none, auto);
+  assert.equal(new Set([auto, legacy, pinned]).size, 3);
 });
 
 void test('io: the real ConfigIO reports missing files as ENOENT and runs commands', async () => {
