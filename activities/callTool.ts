@@ -46,7 +46,9 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
         status: 'ok',
         content: (clean.content ?? []) as ContentBlock[],
         isError: result.isError === true,
-        ...(clean.structuredContent ? { structuredContent: clean.structuredContent } : {}),
+        // History keeps structured content as a JSON object (all a 2025-era server may send); a
+        // modern server's other JSON values reach the model through the text content it also sends.
+        ...(isJsonObject(clean.structuredContent) ? { structuredContent: clean.structuredContent } : {}),
         ...timing(),
       };
     } catch (err) {
@@ -79,4 +81,8 @@ function callScrubber(scrub: (text: string) => string): { scrub: (text: string) 
       };
     },
   };
+}
+
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

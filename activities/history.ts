@@ -1,6 +1,6 @@
 /** What activities put into history: results without secrets, and failures the workflow can read. */
 import { ApplicationFailure } from '@temporalio/activity';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { scrubDeep } from '../config/secrets.js';
 import { ConfigError } from '../config/types.js';
 import { RefusedCallError, ServerUnavailableError } from '../mcp/managedServer.js';
@@ -35,13 +35,14 @@ export function toFailure(err: unknown, input: Pick<CallToolInput, 'name' | 'ser
   if (err instanceof ServerUnavailableError) {
     return ApplicationFailure.create({ type: FailureType.ServerUnavailable, message, nonRetryable: true });
   }
-  if (err instanceof McpError) {
-    if (err.code === ErrorCode.InvalidParams || err.code === ErrorCode.MethodNotFound || err.code === ErrorCode.InvalidRequest) {
+  if (err instanceof ProtocolError) {
+    // -32021: the tool needs something this client does not offer (sampling): retrying cannot help.
+    if (err.code === ProtocolErrorCode.InvalidParams || err.code === ProtocolErrorCode.MethodNotFound || err.code === ProtocolErrorCode.InvalidRequest || err.code === ProtocolErrorCode.MissingRequiredClientCapability) {
       return ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: ${message}`, nonRetryable: true });
     }
-    if (err.code === ErrorCode.RequestTimeout) {
-      return ApplicationFailure.create({ type: FailureType.ToolTimeout, message: `${input.name}: ${message}` });
-    }
+  }
+  if (err instanceof SdkError && err.code === SdkErrorCode.RequestTimeout) {
+    return ApplicationFailure.create({ type: FailureType.ToolTimeout, message: `${input.name}: ${message}` });
   }
   return ApplicationFailure.create({ type: FailureType.Transport, message: `${input.name} (server "${input.server}"): ${message}` });
 }

@@ -10,6 +10,7 @@ import {
   END_TURN_UPDATE_ID,
   LayerKind,
   LoginProblemKind,
+  ProtocolEra,
   MAX_BATCH_CALLS,
   MAX_BATCH_GROUP_CALLS,
   MAX_CALL_ID_CHARS,
@@ -122,6 +123,7 @@ export const ServerStatusSchema = z
     warnings: z.array(z.string()),
     pid: z.number().int().optional(),
     login: z.enum(LoginProblemKind).optional(),
+    era: z.enum(ProtocolEra).optional().openapi({ description: 'The MCP wire era the server landed on: legacy (2025 and earlier) or modern (2026-07-28).' }),
   })
   .openapi('ServerStatus');
 

@@ -189,7 +189,7 @@ export function renderTranscript(t: Transcript): string {
   else if (t.status.mcp === 'off') out.push('  MCP is off');
   else if (t.status.servers.length === 0) out.push('  none configured');
   for (const s of t.status?.servers ?? []) {
-    out.push(`  ${s.name} [${s.state}] ${s.transport} from ${s.layer} (${s.source})${s.tools.length ? `: ${s.tools.length} tools` : ''}`);
+    out.push(`  ${s.name} [${s.state}] ${s.transport}${s.era ? ` (${s.era === 'modern' ? 'MCP 2026-07-28' : 'legacy MCP'})` : ''} from ${s.layer} (${s.source})${s.tools.length ? `: ${s.tools.length} tools` : ''}`);
     if (s.error) out.push(`    error: ${s.error}`);
     for (const w of s.warnings) out.push(`    warning: ${w}`);
   }

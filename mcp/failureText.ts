@@ -3,7 +3,7 @@
  * before the text leaves the worker; what is cut here (stderr lines, an error body) must reach it
  * already scrubbed, since a secret across a cut would no longer be found whole.
  */
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { Transport } from '@modelcontextprotocol/client';
 import type { TailBuffer } from '../text/tailBuffer.js';
 import { describeRemoteError, type WireFailure } from './httpTransport.js';
 import { ProcessGroupStdioTransport } from './stdioTransport.js';

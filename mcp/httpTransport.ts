@@ -1,7 +1,4 @@
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SSEClientTransport, StreamableHTTPClientTransport, type FetchLike, type Transport } from '@modelcontextprotocol/client';
 import type { ServerEntry } from '../config/types.js';
 
 /** The last thing that went wrong on the wire: an HTTP status the server answered, or a network error. */
@@ -254,7 +251,8 @@ export function redact(text: string, secrets: readonly string[]): string {
 
 /** HTTP status carried by an SDK transport error, if any. */
 export function httpStatusOf(err: unknown): number | undefined {
-  if (err instanceof McpError) return undefined;
+  if (err instanceof SdkHttpError) return err.status;
+  if (err instanceof ProtocolError || err instanceof SdkError) return undefined;
   const code = (err as { code?: unknown } | undefined)?.code;
   if (typeof code === 'number' && code >= 100 && code < 600) return code;
   const match = /\(HTTP (\d{3})\)/.exec(errorText(err));
@@ -318,9 +316,11 @@ export function describeRemoteError(err: unknown, last: WireFailure | undefined,
  * session is gone).
  */
 export function classifyPingFailure(err: unknown): 'alive' | 'slow' | 'lost' {
-  if (err instanceof McpError) {
-    if (err.code === ErrorCode.RequestTimeout) return 'slow';
-    if (err.code === ErrorCode.ConnectionClosed) return 'lost';
+  // An error answer from the server: it is there.
+  if (err instanceof ProtocolError) return 'alive';
+  if (err instanceof SdkError && !(err instanceof SdkHttpError)) {
+    if (err.code === SdkErrorCode.RequestTimeout) return 'slow';
+    if (err.code === SdkErrorCode.ConnectionClosed || err.code === SdkErrorCode.NotConnected || err.code === SdkErrorCode.SendFailed) return 'lost';
     return 'alive';
   }
   const status = httpStatusOf(err);

@@ -3,9 +3,18 @@
  * client by itself; a Streamable HTTP or SSE server can vanish without the SDK noticing, so those
  * are pinged while a request is waiting.
  */
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Client, RequestOptions } from '@modelcontextprotocol/client';
 import { unansweredPingsText } from './failureText.js';
 import { classifyPingFailure, describeRemoteError, type WireTracker } from './httpTransport.js';
+
+/**
+ * A cheap request that shows the server is there. The 2026-07-28 era has no `ping` (the client
+ * refuses it locally), so a modern server is asked `server/discover`, which it answers from what it
+ * already knows; a legacy server is pinged.
+ */
+export function livenessRequest(client: Client, options: RequestOptions): Promise<unknown> {
+  return client.getProtocolEra() === 'modern' ? client.discover(options) : client.ping(options);
+}
 
 /**
  * Consecutive unanswered pings after which a remote server counts as gone: one slow answer may
@@ -113,7 +122,7 @@ export class RemoteWatchdog {
     this.checking = true;
     const timeoutMs = this.options.timeoutMs ?? DEFAULT_PING_TIMEOUT_MS;
     try {
-      await client.ping({ timeout: timeoutMs });
+      await livenessRequest(client, { timeout: timeoutMs });
       this.slowPings = 0;
     } catch (err) {
       // The server stopped or was replaced while we pinged: not ours to judge any more.

@@ -1,24 +1,14 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  CallToolResultSchema,
-  ErrorCode,
-  ListRootsRequestSchema,
-  McpError,
-  ToolListChangedNotificationSchema,
-  type CallToolResult,
-  type ListToolsResult,
-  type Root,
-  type Tool,
-} from '@modelcontextprotocol/sdk/types.js';
+import { Client, SdkError, SdkErrorCode, type CallToolResult, type Root, type Tool, type Transport, type VersionNegotiationOptions } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
-import { MAX_NESTING_DEPTH, nestedDeeperThan } from '../contract/index.js';
+import { MAX_NESTING_DEPTH, nestedDeeperThan, type ProtocolEra } from '../contract/index.js';
 import type { ServerEntry } from '../config/types.js';
 import { TailBuffer } from '../text/tailBuffer.js';
 import { describeExit, describeStartFailure, lostText, startTimeoutText } from './failureText.js';
 import { loginFetch, type LoginCredentials, type LoginFetchEvents, type LoginProblem } from './login.js';
 import { WireTracker, classifyPingFailure, createRemoteTransport, redact, remoteSecrets, terminateRemoteSession } from './httpTransport.js';
-import { PendingRequests, RemoteWatchdog } from './liveness.js';
+import { connectWithEra, refuseServerRequest, type EraVerdicts } from './era.js';
+import { PendingRequests, RemoteWatchdog, livenessRequest } from './liveness.js';
+import { invalidToolReason, toolListingPage, type ToolListingPage } from './toolListing.js';
 import { rootsKey } from './roots.js';
 import type { StdioCommand } from './sandbox.js';
 import { ProcessGroupStdioTransport } from './stdioTransport.js';
@@ -69,6 +59,18 @@ export interface ManagedServerDeps {
    * production: a process group for stdio, Streamable HTTP/SSE for a remote entry.
    */
   connect?: (entry: ServerEntry) => Transport | Promise<Transport>;
+  /**
+   * Era verdicts of stdio servers remembered within this worker, keyed by their config, so a
+   * restart skips the probe. Absent: every start of an `auto` server probes.
+   */
+  eraVerdicts?: EraVerdicts;
+}
+
+/** A tool of a listing that was left out, and why. */
+export interface RefusedTool {
+  /** The tool's name as the server gave it (cut to 100 characters). */
+  name: string;
+  reason: string;
 }
 
 export interface CallOptions {
@@ -96,8 +98,10 @@ export class ManagedServer {
   state: ManagedState = 'idle';
   /** The last listing; kept until the server says its tools changed (or a new process starts). */
   tools: Tool[] = [];
-  /** Tools of the last listing left out because their schemas nest too deeply (names, cut). */
-  refusedTools: string[] = [];
+  /** Tools of the last listing left out: invalid, or schemas nesting too deeply to be recorded. */
+  refusedTools: RefusedTool[] = [];
+  /** The wire era the server landed on, once connected. */
+  era?: ProtocolEra;
   /** Set by `notifications/tools/list_changed`; the next {@link refresh} lists again. */
   toolsStale = false;
   /** The server reached `ready` once: if it stops later it crashed, and reconciliation restarts it. */
@@ -171,25 +175,22 @@ export class ManagedServer {
     try {
       await Promise.race([
         (async () => {
-          this.transport = await this.createTransport();
-          const roots = this.deps.roots;
-          const client = new Client({ name: 'durable-mcp', version: this.deps.clientVersion }, { capabilities: roots ? { roots: { listChanged: true } } : {} });
-          client.onclose = () => this.onClosed();
-          client.onerror = (err) => this.onTransportError(err);
-          if (roots) {
-            this.announcedRoots = rootsKey(roots());
-            client.setRequestHandler(ListRootsRequestSchema, () => {
-              const now = roots();
-              this.announcedRoots = rootsKey(now);
-              this.rootsAsked += 1;
-              for (const wake of this.rootsWaiters.splice(0)) wake();
-              return { roots: now };
-            });
-          }
-          this.client = client;
           phase = 'handshake';
-          await client.connect(this.transport);
-          client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+          const connected = await connectWithEra({
+            entry: this.entry,
+            remote: this.remote,
+            verdicts: this.deps.eraVerdicts,
+            timeoutMs: () => Math.max(1, began + timeoutMs - Date.now()),
+            createTransport: async () => {
+              this.transport = await this.createTransport();
+              return this.transport;
+            },
+            createClient: (era) => this.createClient(era),
+            log: this.log,
+          });
+          this.client = connected;
+          this.era = connected.getProtocolEra();
+          connected.setNotificationHandler('notifications/tools/list_changed', () => {
             this.toolsStale = true;
           });
           phase = 'tool listing';
@@ -227,6 +228,31 @@ export class ManagedServer {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * A client for one connection attempt. Sampling is never declared (deprecated in 2026-07-28, and
+   * the worker holds no model): a server that asks anyway is refused in words the model can read.
+   */
+  private createClient(versionNegotiation: VersionNegotiationOptions): Client {
+    const roots = this.deps.roots;
+    const client = new Client({ name: 'durable-mcp', version: this.deps.clientVersion }, { capabilities: roots ? { roots: { listChanged: true } } : {}, versionNegotiation });
+    client.fallbackRequestHandler = (request) => Promise.reject(refuseServerRequest(request.method));
+    client.onclose = () => {
+      if (client === this.client) this.onClosed();
+    };
+    client.onerror = (err) => this.onTransportError(err);
+    if (roots) {
+      this.announcedRoots = rootsKey(roots());
+      client.setRequestHandler('roots/list', () => {
+        const now = roots();
+        this.announcedRoots = rootsKey(now);
+        this.rootsAsked += 1;
+        for (const wake of this.rootsWaiters.splice(0)) wake();
+        return { roots: now };
+      });
+    }
+    return client;
   }
 
   private async createTransport(): Promise<Transport> {
@@ -287,7 +313,7 @@ export class ManagedServer {
     const overdue = (pages: number) => new ListingBoundError(`tools/list did not finish within ${timeoutMs} ms (start timeout; ${pages} page(s) so far)`);
     try {
       const tools: Tool[] = [];
-      const refused: string[] = [];
+      const refused: RefusedTool[] = [];
       let cursor: string | undefined;
       let pages = 0;
       do {
@@ -297,25 +323,30 @@ export class ManagedServer {
         const remaining = deadline - Date.now();
         if (remaining <= 0) throw overdue(pages);
         const params = cursor ? { cursor } : undefined;
-        let page: ListToolsResult;
+        let page: ToolListingPage;
         try {
-          page = await this.pending.run((signal) => client.listTools(params, { signal, timeout: remaining }));
+          page = await this.pending.run((signal) => toolListingPage(client, params, { signal, timeout: remaining }));
         } catch (err) {
-          if (err instanceof McpError && err.code === ErrorCode.RequestTimeout && Date.now() >= deadline - 50) throw overdue(pages);
+          if (err instanceof SdkError && err.code === SdkErrorCode.RequestTimeout && Date.now() >= deadline - 50) throw overdue(pages);
           throw err;
         }
         pages += 1;
-        for (const tool of page.tools) {
-          if (nestedDeeperThan(tool.inputSchema, MAX_SCHEMA_DEPTH) || nestedDeeperThan(tool.outputSchema, MAX_SCHEMA_DEPTH)) refused.push(String(tool.name).slice(0, 100));
-          else tools.push(tool);
+        for (const listed of page.tools) {
+          const name = String((listed as { name?: unknown } | null)?.name ?? '').slice(0, 100);
+          const invalid = invalidToolReason(listed) ?? (tools.some((t) => t.name === name) ? 'another tool of the listing has the same name' : undefined);
+          if (invalid) refused.push({ name, reason: invalid });
+          else if (nestedDeeperThan((listed as Tool).inputSchema, MAX_SCHEMA_DEPTH) || nestedDeeperThan((listed as Tool).outputSchema, MAX_SCHEMA_DEPTH)) {
+            refused.push({ name, reason: `its schemas nest deeper than ${MAX_SCHEMA_DEPTH} levels` });
+          } else tools.push(listed as Tool);
         }
         if (tools.length > MAX_LISTED_TOOLS) throw new ListingBoundError(`tools/list returned more than ${MAX_LISTED_TOOLS} tools: a server may offer at most ${MAX_LISTED_TOOLS}`);
         cursor = page.nextCursor;
       } while (cursor);
-      this.refusedTools = refused;
-      if (refused.length > 0) {
-        this.log.warn({ tools: refused.map((t) => this.scrubText(t)), maxDepth: MAX_SCHEMA_DEPTH }, 'tools left out: their schemas nest too deeply');
-      }
+      this.refusedTools = refused.map((t) => ({ name: this.scrubText(t.name), reason: this.scrubText(t.reason) }));
+      const deep = this.refusedTools.filter((t) => t.reason.startsWith('its schemas nest'));
+      const invalid = this.refusedTools.filter((t) => !t.reason.startsWith('its schemas nest'));
+      if (deep.length > 0) this.log.warn({ tools: deep.map((t) => t.name), maxDepth: MAX_SCHEMA_DEPTH }, 'tools left out: their schemas nest too deeply');
+      if (invalid.length > 0) this.log.warn({ tools: invalid }, 'tools left out: invalid tool definitions');
       this.tools = tools;
       return tools;
     } catch (err) {
@@ -338,7 +369,7 @@ export class ManagedServer {
     }
     const client = this.requireClient();
     try {
-      await this.pending.run((signal) => client.ping({ signal, timeout: this.startTimeoutMs }));
+      await this.pending.run((signal) => livenessRequest(client, { signal, timeout: this.startTimeoutMs }));
     } catch (err) {
       // An error answer (a server without ping) still shows it is there.
       if (classifyPingFailure(err) !== 'alive') throw err;
@@ -351,20 +382,22 @@ export class ManagedServer {
    */
   async callTool(tool: string, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
     const client = this.requireClient();
-    // client.request, not client.callTool: callTool checks structured content against the tool's
-    // output schema after the tool ran and throws InvalidRequest/InvalidParams, which would report
-    // a call that already had its effect as a bad request. The result is recorded as it came.
-    const result = await this.pending.run(
+    // The listed definition goes along so a modern server gets the tool's designated parameter
+    // headers; without its output schema, since checking structured content after the tool ran
+    // would report a call that already had its effect as a bad request. Recorded as it came.
+    const listed = this.tools.find((t) => t.name === tool);
+    const toolDefinition: Tool = listed ? { ...listed, outputSchema: undefined } : { name: tool, inputSchema: { type: 'object' } };
+    return this.pending.run(
       (signal) =>
-        client.request({ method: 'tools/call', params: { name: tool, arguments: args } }, CallToolResultSchema, {
+        client.callTool({ name: tool, arguments: args }, {
           signal,
           timeout: options.timeoutMs,
           resetTimeoutOnProgress: true,
           onprogress: options.onProgress,
+          toolDefinition,
         }),
       options.signal,
     );
-    return result as CallToolResult;
   }
 
   /**
@@ -405,6 +438,13 @@ export class ManagedServer {
   private onTransportError(err: Error): void {
     if (this.state !== 'ready') return;
     this.log.debug({ err: this.scrubText(err.message) }, 'transport error');
+    // A stream the server closed on purpose (SSE polling) is resumed by the transport; once it
+    // gives up, the calls waiting on that stream can never be answered, though the server may
+    // still answer pings.
+    if (UNRESUMABLE_STREAM_RE.test(err.message) && this.pending.size > 0) {
+      this.markLost(`a response stream was closed and could not be resumed (${err.message})`);
+      return;
+    }
     void this.watchdog?.check();
   }
 
@@ -450,7 +490,6 @@ export class ManagedServer {
     const client = this.client;
     const transport = this.transport;
     this.client = undefined;
-    if (client) client.onclose = undefined;
     if (!options.lost) {
       // end the Streamable HTTP session before closing; pointless once the server is gone.
       await terminateRemoteSession(transport, TERMINATE_TIMEOUT_MS).catch((err: unknown) => {
@@ -466,6 +505,9 @@ export class ManagedServer {
     if (transport) await transport.close().catch(() => undefined);
   }
 }
+
+/** What the Streamable HTTP transport reports when it stops trying to resume a closed stream. */
+const UNRESUMABLE_STREAM_RE = /^Maximum reconnection attempts \(\d+\) exceeded/;
 
 /** Longest stderr line kept whole; past it only the (scrubbed) end of the line is kept. */
 const MAX_STDERR_LINE = 64 * 1024;

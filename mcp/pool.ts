@@ -1,9 +1,9 @@
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Transport } from '@modelcontextprotocol/client';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { LoadedConfig, ServerEntry } from '../config/types.js';
 import { ManagedServer, RefusedCallError, ServerUnavailableError, type CallOptions, type ManagedState } from './managedServer.js';
+import type { EraVerdicts } from './era.js';
 import { admitRoot, rootsOf } from './roots.js';
 import { StdioSandbox, type UntrustedStdioOptions } from './sandbox.js';
 import { remoteSecrets } from './httpTransport.js';
@@ -141,6 +141,8 @@ export class ServerPool {
   private readonly owners = new WeakMap<ManagedServer, Session>();
   /** Servers started in a sandbox, with the folder it lets them write. */
   private readonly sandboxed = new WeakMap<ManagedServer, { writable?: string }>();
+  /** What each stdio config's era probe found, so its restarts and new sessions skip the probe. */
+  private readonly eraVerdicts: EraVerdicts = new Map();
 
   constructor(private readonly options: ServerPoolOptions) {
     this.scrub = options.scrub ?? ((t) => t);
@@ -301,6 +303,7 @@ export class ServerPool {
       scrub: this.scrub,
       startTimeoutMs: this.options.startTimeoutMs,
       clientVersion: this.options.clientVersion ?? '0.1.0',
+      eraVerdicts: this.eraVerdicts,
     });
     if (session) this.owners.set(server, session);
     return server;
@@ -331,6 +334,7 @@ export class ServerPool {
       for (const wanted of entry.tools ?? []) {
         if (!offered.has(wanted)) base.warnings.push(`tool "${wanted}" is listed in "tools" but the server does not offer it`);
       }
+      for (const refused of server.refusedTools) base.warnings.push(`tool ${JSON.stringify(refused.name)} left out: ${refused.reason}`);
       if (server.junkLines > 0) {
         base.warnings.push(`the server wrote ${server.junkLines} non-protocol line(s) to stdout, first: ${JSON.stringify(server.firstJunkLine)}; they were dropped`);
       }
@@ -339,6 +343,7 @@ export class ServerPool {
         state: base.warnings.length > 0 ? 'degraded' : 'ready',
         tools: kept.map((t) => names.publicName(entry.name, t.name)!),
         pid: server.pid,
+        ...(server.era ? { era: server.era } : {}),
       });
     }
     for (const refused of config.refused) {

@@ -7,7 +7,7 @@
 import { realpath } from 'node:fs/promises';
 import { basename, isAbsolute, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Root } from '@modelcontextprotocol/sdk/types.js';
+import type { Root } from '@modelcontextprotocol/client';
 
 /** Where a workspace may be offered as a root, all paths absolute and with symlinks resolved. */
 export interface RootRules {

@@ -1,7 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { deserializeMessage, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { deserializeMessage, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 
 /** Options for {@link ProcessGroupStdioTransport}. */
 export interface StdioLaunch {
@@ -136,6 +134,15 @@ export class ProcessGroupStdioTransport implements Transport {
 
   get pid(): number | undefined {
     return this.child?.pid;
+  }
+
+  /**
+   * Always null (stderr goes to `onStderr`). Present because the MCP client tells a stdio
+   * transport by its `pid` and `stderr`: on stdio a server silent on the era probe is a legacy
+   * server, where over HTTP silence would be an outage.
+   */
+  get stderr(): null {
+    return null;
   }
 
   start(): Promise<void> {

@@ -147,18 +147,20 @@ describe('server lifecycle: starting, reconciliation and status', () => {
     assert.match(failed.error ?? '', /exited with code 1/);
     assert.match(failed.error ?? '', /loading database\nfatal: cannot open \/nope\.db/);
     assert.match(t1.serversParagraph, /broken/);
-    assert.equal((await readLines(log)).length, 1);
+    // A server that exits before answering the era probe may be one that ends on any request
+    // before `initialize`: it is started once more and spoken to in the legacy era.
+    assert.equal((await readLines(log)).length, 2, 'the probe start and one legacy start');
 
     const t2 = await turnWith(session, config);
     assert.equal(server(t2, 'broken').state, 'failed');
     assert.equal(server(t2, 'broken').error, failed.error);
-    assert.equal((await readLines(log)).length, 1, 'not started again with an unchanged config');
+    assert.equal((await readLines(log)).length, 2, 'not started again with an unchanged config');
     assert.equal(pidOf(t2, 'ok'), pidOf(t1, 'ok'));
 
     await writeMcpJson(config, { ok: lifecycleEntry('ok'), broken: { ...broken, env: { RETRY: '1' } } });
     const t3 = await turnWith(session, config);
     assert.equal(server(t3, 'broken').state, 'failed');
-    assert.equal((await readLines(log)).length, 2, 'started again after the config changed');
+    assert.equal((await readLines(log)).length, 4, 'started again after the config changed');
   });
 
   test('a running server is listed when it starts; later turns reuse that listing until it sends tools/list_changed', async () => {

@@ -4,10 +4,8 @@
  * the pool starts is a new `Server` on one end of `InMemoryTransport.createLinkedPair()`. They
  * offer what test/fixtures/lifecycleServer.ts always offers: `whoami`, `sleep` and `add_tool`.
  */
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Transport } from '@modelcontextprotocol/client';
+import { InMemoryTransport, Server, type Tool } from '@modelcontextprotocol/server';
 import type { ServerEntry } from '../../config/types.js';
 
 /** One server the pool started: what a process is to the real pool (its `id` stands for a PID). */
@@ -36,7 +34,7 @@ export class InMemoryServers {
     const added: string[] = [];
     const server = new Server({ name: `in-memory-${entry.name}`, version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
     const text = (value: unknown) => ({ content: [{ type: 'text' as const, text: JSON.stringify(value) }] });
-    server.setRequestHandler(ListToolsRequestSchema, () => {
+    server.setRequestHandler('tools/list', () => {
       record.listings += 1;
       const tools: Tool[] = [
         { name: 'whoami', description: 'Returns the server name and id.', inputSchema: plain },
@@ -46,7 +44,7 @@ export class InMemoryServers {
       ];
       return { tools };
     });
-    server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    server.setRequestHandler('tools/call', async (request) => {
       const tool = request.params.name;
       if (tool === 'whoami') return text({ name: entry.name, id: record.id });
       if (tool === 'sleep') {

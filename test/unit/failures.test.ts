@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ActivityFailure, ApplicationFailure, DefaultFailureConverter, RetryState, TimeoutFailure, TimeoutType, defaultPayloadConverter } from '@temporalio/common';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { toFailure } from '../../activities/index.js';
 import { FailureType, RefusalType, type CallOutcome } from '../../contract/index.js';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
@@ -63,7 +63,7 @@ describe('failureOutcome: a failed call as the model reads it', () => {
 });
 
 describe('the activity and the workflow agree on an MCP request timeout', () => {
-  const mcpTimeout = new McpError(ErrorCode.RequestTimeout, 'Request timed out');
+  const mcpTimeout = new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out');
   const failure = toFailure(mcpTimeout, { name: 'mcp__s__read', server: 's' }, (t) => t);
   test('the activity classifies it as ToolTimeout, retryable', () => {
     assert.equal(failure.type, FailureType.ToolTimeout);

@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { SseError } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode, SdkHttpError, SseError } from '@modelcontextprotocol/client';
 import type { ServerEntry } from '../../config/types.js';
 import { classifyPingFailure, describeRemoteError, redact, remoteSecrets, summarizeBody } from '../../mcp/httpTransport.js';
 
@@ -15,10 +13,15 @@ function entry(url: string): ServerEntry {
   return { name: 'web', layer: 'explicit', source: 'test', trusted: true, type: 'http', args: [], env: {}, envFrom: {}, headers: {}, url, enabled: true };
 }
 
+/** What the Streamable HTTP transport throws for a POST the server refused. */
+function refusedPost(status: number, text: string): SdkHttpError {
+  return new SdkHttpError(SdkErrorCode.ClientHttpNotImplemented, `Error POSTing to endpoint: ${text}`, { status, text });
+}
+
 describe('describeRemoteError: the cause a failed remote server shows in the status', () => {
   const cases: Array<[string, unknown, Parameters<typeof describeRemoteError>[1], string]> = [
-    ['Streamable HTTP 401 with the body the tracker saw', new StreamableHTTPError(401, 'Error POSTing to endpoint: unauthorized'), { kind: 'http', status: 401, text: 'unauthorized' }, 'HTTP 401: unauthorized'],
-    ['Streamable HTTP 403 without tracker detail', new StreamableHTTPError(403, 'Error POSTing to endpoint: forbidden'), undefined, 'HTTP 403: Streamable HTTP error: Error POSTing to endpoint: forbidden'],
+    ['Streamable HTTP 401 with the body the tracker saw', refusedPost(401, 'unauthorized'), { kind: 'http', status: 401, text: 'unauthorized' }, 'HTTP 401: unauthorized'],
+    ['Streamable HTTP 403 without tracker detail', refusedPost(403, 'forbidden'), undefined, 'HTTP 403: Error POSTing to endpoint: forbidden'],
     ['SSE stream refused with 401', new SseError(401, 'Non-200 status code (401)', {} as never), { kind: 'http', status: 401, text: 'unauthorized' }, 'HTTP 401: unauthorized'],
     ['SSE POST failure text', new Error('Error POSTing to endpoint (HTTP 404): session not found'), { kind: 'http', status: 404, text: 'session not found' }, 'HTTP 404: session not found'],
     ['refused connection (fetch cause chain)', refused(4000), undefined, 'connection refused: connect ECONNREFUSED 127.0.0.1:4000'],
@@ -33,13 +36,14 @@ describe('describeRemoteError: the cause a failed remote server shows in the sta
 
 describe('classifyPingFailure', () => {
   const cases: Array<[string, unknown, ReturnType<typeof classifyPingFailure>]> = [
-    ['ping timed out: maybe busy', new McpError(ErrorCode.RequestTimeout, 'Request timed out'), 'slow'],
-    ['connection closed', new McpError(ErrorCode.ConnectionClosed, 'Connection closed'), 'lost'],
-    ['the server answered with a JSON-RPC error', new McpError(ErrorCode.MethodNotFound, 'no ping'), 'alive'],
-    ['session gone', new StreamableHTTPError(404, 'Error POSTing to endpoint: session not found'), 'lost'],
-    ['token no longer accepted', new StreamableHTTPError(401, 'unauthorized'), 'lost'],
-    ['gateway trouble', new StreamableHTTPError(503, 'unavailable'), 'slow'],
+    ['ping timed out: maybe busy', new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out'), 'slow'],
+    ['connection closed', new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed'), 'lost'],
+    ['the server answered with a JSON-RPC error', new ProtocolError(ProtocolErrorCode.MethodNotFound, 'no ping'), 'alive'],
+    ['session gone', refusedPost(404, 'session not found'), 'lost'],
+    ['token no longer accepted', refusedPost(401, 'unauthorized'), 'lost'],
+    ['gateway trouble', refusedPost(503, 'unavailable'), 'slow'],
     ['refused', refused(1), 'lost'],
+    ['modern era: ping refused locally, never sent', new SdkError(SdkErrorCode.MethodNotSupportedByProtocolVersion, 'ping is not part of 2026-07-28'), 'alive'],
   ];
   for (const [name, err, expected] of cases) {
     test(name, () => assert.equal(classifyPingFailure(err), expected));
