@@ -6,7 +6,8 @@
  */
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
-import type { ShelfEntry, ShelfServer, ShelfState } from '../../contract/index.js';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { ProtocolEra, ShelfEntry, ShelfServer, ShelfState } from '../../contract/index.js';
 import type { ShelfClient } from '../../plane/shelfClient.js';
 import type { Settings } from '../../settings/index.js';
 import { stripTerminalControls } from '../../text/terminal.js';
@@ -31,7 +32,7 @@ export interface ServerFacts {
   probe?: ProbeResult;
 }
 
-export type ProbeResult = { kind: 'reachable' } | { kind: 'unauthorized' } | { kind: 'unreachable'; why: string } | { kind: 'not_probed'; why: string };
+export type ProbeResult = { kind: 'reachable'; era?: ProtocolEra } | { kind: 'unauthorized' } | { kind: 'unreachable'; why: string } | { kind: 'not_probed'; why: string };
 
 export interface ListRow {
   name: string;
@@ -68,7 +69,7 @@ export function serverState(server: ShelfServer, agents: string[], facts: Server
   if (!probe) return 'not probed';
   switch (probe.kind) {
     case 'reachable':
-      return 'reachable';
+      return probe.era ? `reachable (${probe.era === 'modern' ? 'MCP 2026-07-28' : 'legacy MCP'})` : 'reachable';
     case 'unauthorized':
       return hasAuthorizationHeader(server.entry)
         ? 'reachable (answers 401 without the bearer token the workers send)'
@@ -114,8 +115,31 @@ export function renderLog(state: ShelfState): string[] {
 /**
  * One `initialize` request (Streamable HTTP: a POST; SSE: opening the stream), without the entry's
  * headers (their values are the workers' to resolve) and without a token. 401: it wants an account.
+ * A Streamable HTTP server that answered (or refused the 2025 request with a 4xx) is then asked
+ * `server/discover`, to tell which era it speaks.
  */
 export async function probeServer(entry: ShelfEntry, timeoutMs: number, fetchImpl: typeof fetch = fetch): Promise<ProbeResult> {
+  const legacy = await probeInitialize(entry, timeoutMs, fetchImpl);
+  if (entry.type === 'stdio') return legacy;
+  const answered = legacy.kind === 'reachable' || (legacy.kind === 'unreachable' && /^HTTP 4/.test(legacy.why));
+  if (entry.type === 'http' && answered && (await speaksModern(entry.url, timeoutMs, fetchImpl))) return { kind: 'reachable', era: 'modern' };
+  return legacy.kind === 'reachable' ? { kind: 'reachable', era: 'legacy' } : legacy;
+}
+
+/** Whether the server connects on the 2026-07-28 revision (no session is left open: that era has none). */
+async function speaksModern(url: string, timeoutMs: number, fetchImpl: typeof fetch): Promise<boolean> {
+  const client = new Client({ name: 'durable-mcp mcp list', version: packageVersion() }, { versionNegotiation: { mode: { pin: '2026-07-28' }, probe: { timeoutMs } } });
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: fetchImpl }), { timeout: timeoutMs });
+    return client.getProtocolEra() === 'modern';
+  } catch {
+    return false;
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
+
+async function probeInitialize(entry: ShelfEntry, timeoutMs: number, fetchImpl: typeof fetch): Promise<ProbeResult> {
   if (entry.type === 'stdio') return { kind: 'not_probed', why: 'a command' };
   if (entry.url.includes('$')) return { kind: 'not_probed', why: 'its URL holds variables the workers resolve' };
   const signal = AbortSignal.timeout(timeoutMs);

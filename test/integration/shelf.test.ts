@@ -127,9 +127,9 @@ describe('durable-mcp mcp against TEMPORAL_ADDRESS with a worker on its queue', 
     const lines = list.stdout.trimEnd().split('\n');
     assert.match(lines[0]!, /^SERVER\s+TRANSPORT\s+WHERE\s+STATE\s+AGENTS$/);
     const row = (name: string) => lines.find((l) => l.startsWith(`${name} `)) ?? '';
-    assert.match(row('docs'), /\s+http\s+http:\/\/127\.0\.0\.1:\d+\/mcp\s+reachable\s+helper, support-bot$/);
+    assert.match(row('docs'), /\s+http\s+http:\/\/127\.0\.0\.1:\d+\/mcp\s+reachable \(legacy MCP\)\s+helper, support-bot$/);
     assert.match(row('locked'), /\s+wants an account: durable-mcp mcp login locked\s+support-bot$/);
-    assert.match(row('stream'), /\s+sse\s+http:\/\/127\.0\.0\.1:\d+\/sse\s+reachable\s+triage$/);
+    assert.match(row('stream'), /\s+sse\s+http:\/\/127\.0\.0\.1:\d+\/sse\s+reachable \(legacy MCP\)\s+triage$/);
     assert.match(row('gone'), /\s+unreachable: ECONNREFUSED\s+triage$/);
     // Everything after "--" is the command's, "--agent x" included.
     assert.match(row('files'), new RegExp(`\\s+stdio\\s+${process.execPath.replace(/[.]/g, '\\.')} --version --agent x\\s+command\\s+support-bot, triage$`));

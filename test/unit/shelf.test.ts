@@ -213,6 +213,8 @@ test('mcp list: state by grant, transport, login and probe; agents listed', () =
     [docs, ['a'], { probe: { kind: 'unauthorized' } }, 'wants an account: durable-mcp mcp login docs'],
     [bearer, ['a'], { probe: { kind: 'unauthorized' } }, 'reachable (answers 401 without the bearer token the workers send)'],
     [docs, ['a'], { probe: { kind: 'reachable' } }, 'reachable'],
+    [docs, ['a'], { probe: { kind: 'reachable', era: 'modern' } }, 'reachable (MCP 2026-07-28)'],
+    [docs, ['a'], { probe: { kind: 'reachable', era: 'legacy' } }, 'reachable (legacy MCP)'],
     [docs, ['a'], { probe: { kind: 'unreachable', why: 'ECONNREFUSED' } }, 'unreachable: ECONNREFUSED'],
     [docs, ['a'], {}, 'not probed'],
   ];
@@ -253,7 +255,7 @@ test('the probe: one initialize without the entry\'s headers; a session it opene
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   try {
-    assert.deepEqual(await probeServer({ type: 'http', url: `${base}/mcp`, headers: { Authorization: 'Bearer ${T}', 'X-Team': 'core' } }, 2000), { kind: 'reachable' });
+    assert.deepEqual(await probeServer({ type: 'http', url: `${base}/mcp`, headers: { Authorization: 'Bearer ${T}', 'X-Team': 'core' } }, 2000), { kind: 'reachable', era: 'legacy' }, 'an empty answer to server/discover is no 2026-07-28 server');
     const [init, end] = seen;
     assert.equal(init!.method, 'POST');
     assert.equal(JSON.parse(init!.body).method, 'initialize');
