@@ -87,6 +87,9 @@ export const MAX_LISTED_TOOLS = 10_000;
 export const MAX_SCHEMA_DEPTH = MAX_NESTING_DEPTH;
 
 
+/** Longest a modern server's listing is kept without asking again, whatever its `ttlMs` says. */
+export const MAX_LISTING_TTL_MS = 24 * 60 * 60 * 1000;
+
 /** Bound on the DELETE that ends a Streamable HTTP session when a server stops. */
 const TERMINATE_TIMEOUT_MS = 2000;
 
@@ -104,6 +107,12 @@ export class ManagedServer {
   era?: ProtocolEra;
   /** Set by `notifications/tools/list_changed`; the next {@link refresh} lists again. */
   toolsStale = false;
+  /**
+   * Modern servers: until when the last listing is fresh, from its `ttlMs` (absent or 0: stale at
+   * once). Such a server sends no `list_changed` unless subscribed, so the next {@link refresh}
+   * after this time lists again.
+   */
+  listingFreshUntil?: number;
   /** The server reached `ready` once: if it stops later it crashed, and reconciliation restarts it. */
   wasReady = false;
   error?: string;
@@ -316,6 +325,8 @@ export class ManagedServer {
       const refused: RefusedTool[] = [];
       let cursor: string | undefined;
       let pages = 0;
+      const listedAt = Date.now();
+      let ttlMs: number | undefined;
       do {
         if (pages >= MAX_LIST_PAGES) {
           throw new ListingBoundError(`tools/list still had a next page after ${MAX_LIST_PAGES} pages (${tools.length} tools): a listing may have at most ${MAX_LIST_PAGES} pages`);
@@ -331,6 +342,7 @@ export class ManagedServer {
           throw err;
         }
         pages += 1;
+        if (pages === 1) ttlMs = page.ttlMs;
         for (const listed of page.tools) {
           const name = String((listed as { name?: unknown } | null)?.name ?? '').slice(0, 100);
           const invalid = invalidToolReason(listed) ?? (tools.some((t) => t.name === name) ? 'another tool of the listing has the same name' : undefined);
@@ -342,6 +354,7 @@ export class ManagedServer {
         if (tools.length > MAX_LISTED_TOOLS) throw new ListingBoundError(`tools/list returned more than ${MAX_LISTED_TOOLS} tools: a server may offer at most ${MAX_LISTED_TOOLS}`);
         cursor = page.nextCursor;
       } while (cursor);
+      this.listingFreshUntil = this.era === 'modern' ? listedAt + Math.min(Math.max(ttlMs ?? 0, 0), MAX_LISTING_TTL_MS) : undefined;
       this.refusedTools = refused.map((t) => ({ name: this.scrubText(t.name), reason: this.scrubText(t.reason) }));
       const deep = this.refusedTools.filter((t) => t.reason.startsWith('its schemas nest'));
       const invalid = this.refusedTools.filter((t) => !t.reason.startsWith('its schemas nest'));
@@ -358,12 +371,13 @@ export class ManagedServer {
   /**
    * Makes a ready server current for a new turn. Listing costs the server work (some build their
    * list on every request) and the answer only changes when it says so, so the last listing is
-   * kept unless `notifications/tools/list_changed` came. Otherwise a ping makes sure it is still
+   * kept unless `notifications/tools/list_changed` came (a legacy server) or its `ttlMs` ran out (a
+   * modern server, which says when to list again instead). Otherwise a ping makes sure it is still
    * there: a process that died after the last turn may not have been seen exiting yet, and a
    * remote server can vanish without a sign. Throws when the server does not answer.
    */
   async refresh(): Promise<void> {
-    if (this.toolsStale) {
+    if (this.toolsStale || (this.listingFreshUntil !== undefined && Date.now() >= this.listingFreshUntil)) {
       await this.listTools();
       return;
     }

@@ -178,6 +178,22 @@ describe('protocol eras: modern and legacy servers side by side', { timeout: 180
     await again.end();
   });
 
+  for (const [ttl, relisted] of [[undefined, true], ['600000', false]] as const) {
+    test(`a modern listing with ttlMs ${ttl ?? 'left out (0)'} is ${relisted ? 'listed again next turn' : 'kept while fresh'}`, async () => {
+      const file = await config({ m: { command: process.execPath, args: [modernFixture, 'stdio'], env: ttl === undefined ? {} : { FIXTURE_TOOLS_TTL_MS: ttl } } });
+      const sessionId = session('ttl');
+      const turn = await h.client.startTurn({ sessionId, workspace: dir, servers: { mcpConfigFiles: [file] } });
+      assert.equal(serverStatus(turn.status.servers, 'm').era, 'modern');
+      assert.equal(text(await turn.callTool({ id: 'a1', name: 'mcp__m__add_tool', arguments: {} })), 'added_1');
+      await turn.end();
+      // No list_changed reaches a client that does not subscribe: only the listing's ttlMs decides.
+      const next = await h.client.startTurn({ sessionId, workspace: dir, servers: { mcpConfigFiles: [file] } });
+      assert.equal(next.tools.some((t) => t.name === 'mcp__m__added_1'), relisted, next.tools.map((t) => t.name).join(', '));
+      assert.equal(serverStatus(next.status.servers, 'm').pid, serverStatus(turn.status.servers, 'm').pid, 'the same process');
+      await next.end();
+    });
+  }
+
   test('sampling is not offered: a server that asks is refused in words the model can read', async () => {
     // A 2025 connection over stdio keeps its session, so the server's request reaches this client
     // (a stateless 2025 HTTP endpoint could not route the answer back to the asking instance).
