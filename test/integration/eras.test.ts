@@ -18,8 +18,9 @@ import { probeServer } from '../../cli/commands/mcp.js';
 import { renderTranscript } from '../../client/transcript.js';
 import type { ServerStatus } from '../../contract/index.js';
 import type { ServerEntry } from '../../config/types.js';
+import { STDIO_PROBE_TIMEOUT_MS } from '../../mcp/era.js';
 import { ManagedServer } from '../../mcp/managedServer.js';
-import { fixtureServer, readLines, startHarness, tempDir, within, type Harness } from '../support/harness.js';
+import { fixtureServer, lifecycleEntry, readLines, startHarness, tempDir, within, type Harness } from '../support/harness.js';
 
 const modernFixture = fileURLToPath(new URL('../fixtures/modernServer.js', import.meta.url));
 const legacyHttpFixture = fileURLToPath(new URL('../fixtures/httpFixtureServer.js', import.meta.url));
@@ -193,6 +194,38 @@ describe('protocol eras: modern and legacy servers side by side', { timeout: 180
       await next.end();
     });
   }
+
+  test('a 2025 stdio server that exits on the probe is started again in the legacy era; later starts skip the probe', async () => {
+    const log = join(dir, `exits-${randomBytes(3).toString('hex')}.log`);
+    const file = await config({ x: lifecycleEntry('x', '--exit-on-discover', '--start-log', log) });
+    const turn = await h.client.startTurn({ sessionId: session('exits'), workspace: dir, servers: { mcpConfigFiles: [file] } });
+    const status = serverStatus(turn.status.servers, 'x');
+    assert.equal(status.state, 'ready', status.error);
+    assert.equal(status.era, 'legacy');
+    assert.equal((await readLines(log)).length, 2, 'the probed process and the legacy one');
+    await turn.end();
+    const again = await h.client.startTurn({ sessionId: session('exits-2'), workspace: dir, servers: { mcpConfigFiles: [file] } });
+    assert.equal(serverStatus(again.status.servers, 'x').state, 'ready');
+    assert.equal((await readLines(log)).length, 3, 'one start: the verdict was remembered');
+    await again.end();
+  });
+
+  test('a 2025 stdio server silent on the probe costs at most the probe bound, once per config', async () => {
+    const file = await config({ quiet: lifecycleEntry('quiet', '--ignore-discover') });
+    const began = Date.now();
+    const turn = await h.client.startTurn({ sessionId: session('quiet'), workspace: dir, servers: { mcpConfigFiles: [file] } });
+    const first = Date.now() - began;
+    assert.equal(serverStatus(turn.status.servers, 'quiet').state, 'ready', serverStatus(turn.status.servers, 'quiet').error);
+    assert.equal(serverStatus(turn.status.servers, 'quiet').era, 'legacy');
+    assert.ok(first >= STDIO_PROBE_TIMEOUT_MS, `the probe waited its bound (${first} ms)`);
+    assert.ok(first < STDIO_PROBE_TIMEOUT_MS + 5000, `and no longer (${first} ms)`);
+    await turn.end();
+    const again = Date.now();
+    const next = await h.client.startTurn({ sessionId: session('quiet-2'), workspace: dir, servers: { mcpConfigFiles: [file] } });
+    assert.equal(serverStatus(next.status.servers, 'quiet').state, 'ready');
+    assert.ok(Date.now() - again < STDIO_PROBE_TIMEOUT_MS, `a new session of the same config skips the probe (${Date.now() - again} ms)`);
+    await next.end();
+  });
 
   test('sampling is not offered: a server that asks is refused in words the model can read', async () => {
     // A 2025 connection over stdio keeps its session, so the server's request reaches this client
