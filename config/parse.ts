@@ -36,6 +36,7 @@ export const serverEntrySchema = z.strictObject({
   toolTimeout: z.number().positive().max(MAX_TOOL_TIMEOUT_S).optional(),
   enabled: z.boolean().optional(),
   retry: z.enum(RETRY_MODES).optional(),
+  roots: z.boolean().optional(),
 });
 
 type RawEntry = z.infer<typeof serverEntrySchema>;
@@ -450,6 +451,7 @@ function resolveCommonFields(raw: RawEntry, entry: ServerEntry): void {
   if (raw.startTimeout !== undefined) entry.startTimeoutMs = Math.round(raw.startTimeout * 1000);
   if (raw.toolTimeout !== undefined) entry.toolTimeoutMs = Math.round(raw.toolTimeout * 1000);
   if (raw.retry !== undefined) entry.retry = raw.retry;
+  if (raw.roots === false) entry.roots = false;
 }
 
 /**

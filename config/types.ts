@@ -29,6 +29,8 @@ export interface ServerEntry {
    * `never`: no call, whatever its annotations.
    */
   retry?: 'auto' | 'safe' | 'never';
+  /** `false`: the server is never offered the turn's workspace as an MCP root (it keeps its own directories). */
+  roots?: false;
   /**
    * A remote server from the shelf: the shelf name whose OAuth login (if any) the worker sends.
    * The token itself is never part of an entry.
