@@ -7,7 +7,8 @@
  * worker that test/conformance/run.ts started (TEMPORAL_ADDRESS, DMCP_TASK_QUEUE, DMCP_DATA_DIR for
  * the turn key), with the scenario server as the turn's one inline server. So every request the
  * suite sees is what a worker sends for a turn: the listing during reconciliation, each call from
- * its activity. Then it ends the turn; the worker stops the session's servers once it is idle.
+ * its activity. Then it ends the turn and its session, so the worker closes the session's streams
+ * at once (the scenario server waits for them to close before the suite reports).
  *
  * Exit code: 0 when the turn ran (whatever the calls returned: the suite judges those), 1 when no
  * turn could be driven (no server, no tools where the scenario has some), 2 on bad usage.
@@ -104,9 +105,7 @@ function describeServer(turn: Turn): string {
 
 async function driveTurn(client: TurnClient, url: string, scenario: string, context: ScenarioContext, workspace: string): Promise<number> {
   const sessionId = `conformance-${scenario.replace(/[^A-Za-z0-9._:-]/g, '-')}-${randomBytes(4).toString('hex')}`;
-  // A short idle limit: the session's servers are held that long after the last call, and the
-  // scenario server waits for its streams to close before the suite reports.
-  const turn = await client.startTurn({ sessionId, workspace, servers: { inlineSpecs: [`${SERVER}:${url}`] }, limits: { idleMs: 2000 } });
+  const turn = await client.startTurn({ sessionId, workspace, servers: { inlineSpecs: [`${SERVER}:${url}`] } });
   process.stderr.write(`${turn.turnId}: ${describeServer(turn)}\n`);
   let exitCode = 0;
   try {
@@ -124,7 +123,7 @@ async function driveTurn(client: TurnClient, url: string, scenario: string, cont
       process.stderr.write(`${request.name}: ${outcome.status}${outcome.isError ? ' (tool error)' : ''}${outcome.errorKind ? ` ${outcome.errorKind}: ${outcome.errorMessage ?? ''}` : ''} ${text}\n`);
     }
   } finally {
-    const result = await turn.end();
+    const result = await turn.end({ endSession: true });
     process.stderr.write(`${turn.turnId}: ended (${result.endedBy}), ${result.calls.length} call(s)\n`);
   }
   return exitCode;

@@ -144,13 +144,13 @@ async function main(): Promise<number> {
   const server = await startDevServer({ headless: true });
   const taskQueue = `conformance-${randomBytes(4).toString('hex')}`;
   const dataDir = join(work, 'data');
-  // The session's servers stop soon after its turn ends, which closes the scenario server's streams.
-  const workerEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1', DMCP_DATA_DIR: dataDir, DMCP_SESSION_IDLE: '1s' };
+  // The client ends each turn's session, which closes the scenario server's streams at once.
+  const workerEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1', DMCP_DATA_DIR: dataDir };
   const connection = await NativeConnection.connect({ address: server.address });
   const logger = pino({ level: 'info' }, pino.destination({ dest: join(work, 'worker.log'), sync: false }));
   const settings = loadSettings(workerEnv);
   const worker = await startWorker({
-    connection, logger, taskQueue, env: workerEnv, settings, dataConverter: dataConverterFor(settings), workflowBundle: await bundleWorkflows(), idleCheckIntervalMs: 250,
+    connection, logger, taskQueue, env: workerEnv, settings, dataConverter: dataConverterFor(settings), workflowBundle: await bundleWorkflows(),
   });
   process.stderr.write(`Temporal ${server.address}, worker on ${taskQueue}; results in ${work}\n`);
   try {
