@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ActivityName } from '../contract/index.js';
 import { callToolActivity } from './callTool.js';
+import { endSessionActivity } from './endSession.js';
 import { sealerFor } from './callChecks.js';
 import type { ActivityDeps, ActivityKit } from './deps.js';
 import { createGovernanceCache } from './governanceCache.js';
@@ -23,6 +24,7 @@ export function createActivities(deps: ActivityDeps) {
     callTool: callToolActivity(kit),
     preToolUseHooks: preToolUseHooksActivity(kit),
     postToolUseHooks: postToolUseHooksActivity(kit),
+    endSession: endSessionActivity(kit),
   } satisfies Record<ActivityName, (input: never) => Promise<unknown>>;
 }
 

@@ -20,7 +20,7 @@ export function reconcileServersActivity({ deps, governanceFor }: ActivityKit): 
     const turnId = currentTurnId();
     const g = await governanceFor(turnId, true);
     // An open interactive turn may still call: its servers are held for its idle limit.
-    const status = await withHeartbeat(() => pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs, workspace: input.refs.workspace, turnId }));
+    const status = await withHeartbeat(() => pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs, workspace: input.refs.workspace, offerRoot: input.offerWorkspaceRoot === true, turnId }));
     logger.info({ sessionId: input.sessionId, servers: status.servers.map((s) => `${s.name}:${s.state}`) }, 'servers reconciled');
     // The status is recorded in history: a secret value that reached it (an error that quotes a
     // spec, a server's stderr) must not.

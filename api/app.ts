@@ -17,7 +17,7 @@ import { registerDocument, registerHealthRoutes } from './operationRoutes.js';
 import type { Env } from './routing.js';
 import { registerShelfRoutes, shelfClients } from './shelf.js';
 import { registerTranscriptRoutes } from './transcriptRoutes.js';
-import { registerTurnRoutes } from './turnRoutes.js';
+import { registerSessionRoutes, registerTurnRoutes } from './turnRoutes.js';
 
 /** Options of {@link createApi}. */
 export interface ApiOptions {
@@ -67,6 +67,7 @@ export function createApi(options: ApiOptions): OpenAPIHono<Env> {
   installMiddleware(app, options);
   registerHealthRoutes(app, turns);
   registerTurnRoutes(app, options);
+  registerSessionRoutes(app, options);
   registerTranscriptRoutes(app, turns);
   registerCallRoutes(app, options);
   registerEventRoutes(app, options);

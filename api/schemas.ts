@@ -80,7 +80,12 @@ const absolutePath = z.string().min(1).max(4096).regex(/^\//, 'an absolute path'
 
 export const StartTurnSchema = z
   .object({
-    workspace: absolutePath.optional().openapi({ description: "The turn's workspace (absolute; default: the API process's working directory)." }),
+    workspace: absolutePath
+      .optional()
+      .openapi({
+        description:
+          "The turn's workspace (absolute; default: the API process's working directory). Given, it is also offered to the servers as their MCP root, where the worker allows it (DMCP_WORKSPACE_ROOTS) and the entry does not say \"roots\": false.",
+      }),
     servers: z
       .object({
         mcpConfigFiles: z.array(absolutePath).max(32).optional(),
@@ -97,6 +102,10 @@ export const StartTurnSchema = z
       .regex(AGENT_ID_PATTERN, 'an agent ID: letters, digits and . _ : @ / -, starting with a letter or digit, at most 128')
       .optional()
       .openapi({ description: 'Run as this agent: its servers granted on the shelf join the turn. The token\'s prefixes must start the agent ID; the workspace must be under DMCP_WORKSPACE_ROOTS (the agent is signed with it).', example: 'support-bot' }),
+    endSession: z
+      .boolean()
+      .optional()
+      .openapi({ description: "End the session with this turn: once its calls are done, the worker stops the session's servers instead of keeping them for a next turn (default false)." }),
     calls: z
       .array(z.array(CallRequestSchema).min(1).max(MAX_BATCH_GROUP_CALLS))
       .min(1)
@@ -228,6 +237,16 @@ export const TurnResultSchema = z
     callsBefore: z.number().int().optional(),
   })
   .openapi('TurnResult');
+
+export const SessionEndedSchema = z
+  .object({
+    sessionId: z.string(),
+    turnsEnded: z.array(z.string()).openapi({ description: 'The open turns of the session that were ended.' }),
+    workers: z.number().int().min(0).openapi({ description: 'Workers that answered; one that is gone took its servers with it.' }),
+    servers: z.number().int().min(0).openapi({ description: 'Servers of the session stopped on them.' }),
+  })
+  .strict()
+  .openapi('SessionEnded');
 
 export const TranscriptSchema = z
   .object({

@@ -89,6 +89,25 @@ export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
   );
 }
 
+/** Adds ending a session at once. */
+export function registerSessionRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'post', path: `${API}/sessions/{sessionId}/end`, tags: ['turns'], summary: 'End a session now',
+      description:
+        "Ends the session's open turns and stops its servers on every worker that holds them: stdio processes, Streamable HTTP sessions (DELETE), streams. " +
+        'A server with a call in flight stops when that call ends; the next turn starts fresh servers. Ending a session that holds nothing is not an error.',
+      request: { params: S.SessionParams },
+      responses: { 200: ok(S.SessionEndedSchema, 'The session ended'), ...errors() },
+    }),
+    async (c) => {
+      const { sessionId } = c.req.valid('param');
+      const ended = await answerWithin(deps.turns.endSession(sessionId), deps.callWaitMs, 'the session did not end');
+      return c.json(ended, 200);
+    },
+  );
+}
+
 /** A turn's result as the API answers it. */
 function resultBody(sessionId: string, result: TurnResult) {
   const turn = result.turnId.slice(sessionId.length + 1);
@@ -120,6 +139,9 @@ async function admittedStart(boundary: ApiBoundary, sessionId: string, body: Sta
     ...(body.limits ? { limits: body.limits } : {}),
     ...(body.turn !== undefined ? { turn: body.turn } : {}),
     ...(body.agent !== undefined ? { agent: body.agent } : {}),
+    // Only a workspace the caller named is offered as a root, not the API process's directory.
+    offerWorkspaceRoot: body.workspace !== undefined,
+    ...(body.endSession === true ? { endSession: true } : {}),
     unsigned: !admitted.sign,
   };
 }

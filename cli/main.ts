@@ -13,6 +13,7 @@ import { registerDevCommand } from './commands/dev.js';
 import { registerMcpCommand } from './commands/mcp.js';
 import { registerPayloadsCommand } from './commands/payloads.js';
 import { registerRunCommand } from './commands/run.js';
+import { registerSessionCommand } from './commands/session.js';
 import { registerSetupCommand } from './commands/setup.js';
 import { registerStatusCommand } from './commands/status.js';
 import { registerTranscriptCommand } from './commands/transcript.js';
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
   registerRunCommand(program);
   registerTranscriptCommand(program);
   registerStatusCommand(program);
+  registerSessionCommand(program);
   registerApiCommand(program);
   registerMcpCommand(program);
   registerSetupCommand(program);

@@ -2,15 +2,16 @@ import { createHmac } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Client, Connection, ConnectionOptions as TemporalConnectionOptions, WorkflowHandle, WorkflowUpdateHandle } from '@temporalio/client';
-import { SearchAttributeType, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
+import { SearchAttributeType, WorkflowNotFoundError, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
 import {
-  DEFAULT_DATA_DIR, DEFAULT_TASK_QUEUE, DataDirEntry, END_TURN_UPDATE_ID, SESSION_ID_PATTERN, SESSION_ID_SEARCH_ATTRIBUTE, WorkflowType, agentIdProblem, refsProofText, type CallOutcome, type ConfigRefs, type CallRequest, type ToolInfo,
-  type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus,
+  DEFAULT_DATA_DIR, DEFAULT_TASK_QUEUE, DataDirEntry, END_TURN_UPDATE_ID, MAX_END_SESSION_QUEUES, SESSION_ID_PATTERN, SESSION_ID_SEARCH_ATTRIBUTE, WorkflowType, agentIdProblem, endSessionWorkflowId, refsProofText, type CallOutcome,
+  type ConfigRefs, type CallRequest, type EndTurnOptions, type SessionEnd, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus,
 } from '../contract/index.js';
 // Types only: the workflow code (and @temporalio/workflow) is not loaded by clients, which start
 // `durable-mcp run` and every other one-shot command noticeably faster.
 import type { agentTurn } from '../workflows/agentTurn.js';
-import { callToolUpdate as callToolDef, cancelCallUpdate as cancelCallDef, endTurnUpdate as endTurnDef, turnStartedUpdate as turnStartedDef } from '../workflows/definitions.js';
+import type { dmcpEndSession } from '../workflows/session.js';
+import { callToolUpdate as callToolDef, cancelCallUpdate as cancelCallDef, endTurnUpdate as endTurnDef, endTurnWithOptionsUpdate as endTurnWithOptionsDef, turnStartedUpdate as turnStartedDef } from '../workflows/definitions.js';
 import { cancelledBeforeSentOutcome } from '../workflows/failures.js';
 import { findCause } from './failures.js';
 // Not the shaping index: its token counter loads a tokenizer that most commands never use.
@@ -44,8 +45,24 @@ export interface StartTurnOptions {
    * turn's workflow ID is `<sessionId>/turn-<n>`.
    */
   sessionId: string;
-  /** The turn's workspace (default: the current directory). */
+  /**
+   * The turn's workspace (default: the current directory): where the workspace layer
+   * (`.agents/mcp.json`) is read, where workspace servers start, what a sandboxed server may write.
+   */
   workspace?: string;
+  /**
+   * Offer the workspace to the servers as their MCP root, where the worker's operator allows it
+   * (DMCP_WORKSPACE_ROOTS) and the entry does not say `"roots": false`. Default: true when
+   * `workspace` is given, false when it defaults to the current directory; a server such as
+   * server-filesystem replaces the directories it was started with by the roots it is offered.
+   */
+  offerWorkspaceRoot?: boolean;
+  /**
+   * End the session with this turn: once its calls are done (batch run, end, idle), the worker
+   * stops the session's servers and ends its remote sessions instead of keeping them for a next
+   * turn. For a session made for one turn, as `durable-mcp run` makes one. Default: false.
+   */
+  endSession?: boolean;
   /** The turn's MCP servers, as references the worker resolves (default: only the worker's own layers). */
   servers?: TurnServers;
   /**
@@ -364,10 +381,52 @@ export class TurnClient {
   }
 
   /** {@link Turn.end} for a turn known by its ID. */
-  async endTurn(turnId: string): Promise<TurnResult> {
+  async endTurn(turnId: string, options?: EndTurnOptions): Promise<TurnResult> {
     const handle = this.client.workflow.getHandle<typeof agentTurn>(turnId);
-    await handle.executeUpdate(endTurnDef, { updateId: END_TURN_UPDATE_ID });
+    await sendEndTurn(handle, options);
     return handle.result();
+  }
+
+  /**
+   * Ends a session at once, so no server is left waiting on an idle client: its open turns end
+   * (each stops the session's servers once its calls in flight are done), and every worker the
+   * session's turns ran on stops the servers it holds for it: stdio process groups stopped,
+   * Streamable HTTP sessions ended with `DELETE`, streams closed. A server with a call in flight
+   * stops when that call ends. The next turn of the session starts fresh servers. Ending a session
+   * that holds nothing (ended already, or its workers are gone) does nothing and is not an error.
+   */
+  async endSession(sessionId: string): Promise<SessionEnd> {
+    checkSessionId(sessionId);
+    const open = new Set<string>();
+    const byQueue = new Map<string, number>();
+    for await (const w of this.client.workflow.list({ query: `${SESSION_ID_SEARCH_ATTRIBUTE} = '${sessionId}'` })) {
+      if (w.status.name === 'RUNNING') open.add(w.workflowId);
+      const queue = w.memo?.workerQueue;
+      if (typeof queue === 'string') byQueue.set(queue, Math.max(byQueue.get(queue) ?? 0, w.startTime.getTime()));
+    }
+    const turnsEnded: string[] = [];
+    for (const turnId of open) {
+      try {
+        await sendEndTurn(this.client.workflow.getHandle<typeof agentTurn>(turnId), { endSession: true });
+        turnsEnded.push(turnId);
+      } catch (err) {
+        // It closed after it was listed: it has nothing more to end.
+        if (!findCause(err, (e): e is WorkflowNotFoundError => e instanceof WorkflowNotFoundError)) throw err;
+      }
+    }
+    const workerQueues = [...byQueue.entries()].sort((a, b) => b[1] - a[1]).map(([q]) => q).slice(0, MAX_END_SESSION_QUEUES);
+    if (workerQueues.length === 0) return { sessionId, turnsEnded, workers: 0, servers: 0 };
+    const handle = await this.client.workflow.start<typeof dmcpEndSession>(WorkflowType.endSession, {
+      workflowId: endSessionWorkflowId(sessionId),
+      taskQueue: this.taskQueue,
+      args: [{ sessionId, workerQueues }],
+      // Two callers ending the same session at once share one end; a later end runs again.
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      // Bounded: without a worker on the shared queue nothing would ever run it.
+      workflowExecutionTimeout: '5m',
+    });
+    return { sessionId, turnsEnded, ...(await handle.result()) };
   }
 
   /** Turn IDs of a session, oldest first. */
@@ -422,6 +481,8 @@ export class TurnClient {
         ...(Object.keys(limits).length > 0 ? { limits } : {}),
         ...(options.allowedTools !== undefined ? { allowedTools: options.allowedTools } : {}),
         ...(options.disallowedTools?.length ? { disallowedTools: options.disallowedTools } : {}),
+        ...((options.offerWorkspaceRoot ?? options.workspace !== undefined) ? { offerWorkspaceRoot: true } : {}),
+        ...(options.endSession === true ? { endSession: true } : {}),
       },
     };
   }
@@ -576,11 +637,20 @@ export class Turn implements TurnStart {
     return running || dropped > 0;
   }
 
-  /** Ends the turn and returns its result. */
-  async end(): Promise<TurnResult> {
-    await this.handle.executeUpdate(endTurnDef, { updateId: END_TURN_UPDATE_ID });
+  /**
+   * Ends the turn and returns its result. With `{ endSession: true }` the session ends too: once
+   * the turn's calls are done its worker stops the session's servers (see {@link TurnClient.endSession}).
+   */
+  async end(options?: EndTurnOptions): Promise<TurnResult> {
+    await sendEndTurn(this.handle, options);
     return this.handle.result();
   }
+}
+
+/** The `endTurn` Update; without options exactly as before they existed. */
+async function sendEndTurn(handle: WorkflowHandle<typeof agentTurn>, options: EndTurnOptions | undefined): Promise<void> {
+  if (options?.endSession === true) await handle.executeUpdate(endTurnWithOptionsDef, { updateId: END_TURN_UPDATE_ID, args: [{ endSession: true }] });
+  else await handle.executeUpdate(endTurnDef, { updateId: END_TURN_UPDATE_ID });
 }
 
 function checkSessionId(sessionId: string): void {

@@ -37,6 +37,7 @@ export const serverEntrySchema = z.strictObject({
   enabled: z.boolean().optional(),
   retry: z.enum(RETRY_MODES).optional(),
   protocol: z.enum(ProtocolMode).optional(),
+  roots: z.boolean().optional(),
 });
 
 type RawEntry = z.infer<typeof serverEntrySchema>;
@@ -454,6 +455,7 @@ function resolveCommonFields(raw: RawEntry, entry: ServerEntry): void {
   if (raw.toolTimeout !== undefined) entry.toolTimeoutMs = Math.round(raw.toolTimeout * 1000);
   if (raw.retry !== undefined) entry.retry = raw.retry;
   if (raw.protocol !== undefined) entry.protocol = raw.protocol;
+  if (raw.roots === false) entry.roots = false;
 }
 
 /**

@@ -29,6 +29,8 @@ export interface ServerEntry {
    * `never`: no call, whatever its annotations.
    */
   retry?: 'auto' | 'safe' | 'never';
+  /** `false`: the server is never offered the turn's workspace as an MCP root (it keeps its own directories). */
+  roots?: false;
   /**
    * Which MCP wire era to speak: `auto` (the default, also when absent) probes with
    * `server/discover` and falls back to the 2025 handshake; `legacy` never probes; `2026-07-28`

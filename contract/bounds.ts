@@ -53,3 +53,5 @@ export const MAX_BATCH_CALLS = 1000;
 export const MAX_CALL_ID_CHARS = 256;
 /** Length of a public tool name (`mcp__<server>__<tool>`; providers cap names at 64 to 128). */
 export const MAX_TOOL_NAME_CHARS = 256;
+/** Worker queues one end of a session asks at most: those of the session's newest turns. */
+export const MAX_END_SESSION_QUEUES = 16;

@@ -9,6 +9,8 @@ export const WorkflowType = {
   agentTurn: 'agentTurn',
   /** The namespace's one shelf of servers and grants. */
   shelf: 'dmcpShelf',
+  /** Ends a session on the workers that may hold its servers (`TurnClient.endSession`). */
+  endSession: 'dmcpEndSession',
 } as const;
 
 /** Activity types, as recorded in `ActivityTaskScheduled` events. */
@@ -20,6 +22,8 @@ export const ActivityName = {
   preToolUseHooks: 'preToolUseHooks',
   /** The operator's PostToolUse hooks of one call that ran; scheduled only for a tool that has some. */
   postToolUseHooks: 'postToolUseHooks',
+  /** Stops one session's servers on the worker whose queue it runs on; scheduled only to end a session. */
+  endSession: 'endSession',
 } as const;
 export type ActivityName = (typeof ActivityName)[keyof typeof ActivityName];
 
@@ -35,6 +39,11 @@ export const UpdateName = {
 
 /** The Update ID `Turn.end()` uses, so a retried end is de-duplicated; no call may take it. */
 export const END_TURN_UPDATE_ID = 'endTurn';
+
+/** The workflow ID of the workflow that ends a session: no turn ID (`<sessionId>/turn-<n>`) can be it. */
+export function endSessionWorkflowId(sessionId: string): string {
+  return `${sessionId}/end`;
+}
 
 /** The failure type of a turn that refused its input (a batch past its bounds): never retried. */
 export const TURN_INPUT_FAILURE_TYPE = 'InvalidTurnInput';

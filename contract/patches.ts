@@ -20,5 +20,7 @@ export const PatchId = {
   leanCallPath: 'lean-call-path',
   /** An interactive turn keeps only its newest call records in memory and in its result. */
   leanCallRecords: 'lean-call-records',
+  /** A turn asked to end its session stops the session's servers on its worker once its calls are done. */
+  endSession: 'end-session',
 } as const;
 export type PatchId = (typeof PatchId)[keyof typeof PatchId];

@@ -105,8 +105,26 @@ export interface TurnInput {
   allowedTools?: string[];
   /** Matchers of tools this turn refuses, on top of the operator's; a deny always wins. */
   disallowedTools?: string[];
+  /**
+   * The turn named its workspace explicitly: offer it to the servers as their MCP root (where the
+   * worker's operator allows it). Absent: no root; the workspace still decides where the workspace
+   * layer is read and what a sandboxed server may write.
+   */
+  offerWorkspaceRoot?: boolean;
+  /**
+   * End the session with the turn: once the turn's calls are done (batch run, `endTurn`, idle), its
+   * worker stops the session's servers and closes its remote sessions, instead of keeping them for
+   * the session's next turn until the idle stop.
+   */
+  endSession?: boolean;
   /** Set only by continue-as-new. */
   continued?: ContinuedTurn;
+}
+
+/** The argument of the `endTurn` Update (absent: end only the turn). */
+export interface EndTurnOptions {
+  /** End the session too, once the turn's calls are done (see {@link TurnInput.endSession}). */
+  endSession?: boolean;
 }
 
 /** What the caller gets when a turn has started (update-with-start). */
@@ -168,6 +186,8 @@ export interface ReconcileInput {
   /** The turn's allowed-tools matchers, so the servers paragraph names only tools the model may call. */
   allowedTools?: string[];
   disallowedTools?: string[];
+  /** See {@link TurnInput.offerWorkspaceRoot}. */
+  offerWorkspaceRoot?: boolean;
 }
 
 export interface ReconcileResult {
@@ -199,4 +219,33 @@ export interface CallToolInput {
   requestTimeoutMs: number;
   /** The seal of the call's PreToolUse decision (`PreToolUseHooksResult.proof`), when hooks ran. */
   hookProof?: string;
+}
+
+/** `endSession`: the session whose servers the worker stops. */
+export interface EndSessionInput {
+  sessionId: string;
+}
+
+/** What one worker did for `endSession`. */
+export interface EndSessionResult {
+  /** The servers of the session it stopped (0: it held none of them). */
+  servers: number;
+}
+
+/** The input of the `dmcpEndSession` workflow. */
+export interface EndSessionWorkflowInput {
+  sessionId: string;
+  /** The worker queues the session's turns ran on, newest first: each is asked to stop its servers. */
+  workerQueues: string[];
+}
+
+/** What ending a session did. */
+export interface SessionEnd {
+  sessionId: string;
+  /** The open turns of the session that were ended. */
+  turnsEnded: string[];
+  /** Workers that answered (a worker that is gone took its servers with it). */
+  workers: number;
+  /** Servers stopped on them. */
+  servers: number;
 }

@@ -93,6 +93,11 @@ export interface ReconcileOptions {
    * server none.
    */
   workspace?: string;
+  /**
+   * Offer the workspace to the servers as their MCP root (the turn named it explicitly), where
+   * {@link ServerPoolOptions.rootsWithin} allows it. Absent: no root this turn.
+   */
+  offerRoot?: boolean;
 }
 
 interface Session {
@@ -111,6 +116,8 @@ interface Session {
   busy: number;
   /** The last workspace a reconciliation named (see {@link ReconcileOptions.workspace}). */
   workspace?: string;
+  /** Whether the last reconciliation offered the workspace as a root ({@link ReconcileOptions.offerRoot}). */
+  offerRoot?: boolean;
   /** That workspace (symlinks resolved) when it may be offered as the servers' MCP root. */
   root?: string;
   /** The workspace {@link root} was last decided for (a refusal is logged once per workspace). */
@@ -172,6 +179,7 @@ export class ServerPool {
     const holds = options.holdMs !== undefined && Number.isFinite(options.holdMs) && options.holdMs > 0;
     if (holds) session.holdMs = options.holdMs;
     if (options.workspace) session.workspace = options.workspace;
+    session.offerRoot = options.offerRoot === true;
     session.busy += 1;
     const run = session.lock.then(async () => {
       const status = await this.reconcileNow(sessionId, session, config);
@@ -195,11 +203,14 @@ export class ServerPool {
 
   private async reconcileNow(sessionId: string, session: Session, config: LoadedConfig): Promise<TurnStatus> {
     if (this.shuttingDown) throw new Error('worker is shutting down');
-    const admitted = await admitRoot(session.workspace, { within: this.options.rootsWithin, protected: this.options.untrustedStdio?.hiddenPaths ?? [] });
-    if (admitted.problem && session.workspace !== undefined && session.rootChecked !== session.workspace) {
-      this.options.logger.info({ workspace: session.workspace, why: admitted.problem }, 'workspace not offered to servers as a root');
+    // A turn that did not name its workspace offers no root: a server that replaces its own
+    // directories with the client's roots (server-filesystem) keeps those its operator gave it.
+    const offered = session.offerRoot ? session.workspace : undefined;
+    const admitted = offered === undefined ? {} : await admitRoot(offered, { within: this.options.rootsWithin, protected: this.options.untrustedStdio?.hiddenPaths ?? [] });
+    if (admitted.problem && offered !== undefined && session.rootChecked !== offered) {
+      this.options.logger.info({ workspace: offered, why: admitted.problem }, 'workspace not offered to servers as a root');
     }
-    session.rootChecked = session.workspace;
+    session.rootChecked = offered;
     session.root = admitted.root;
     if (session.configHash !== config.hash) {
       const old = [...session.servers.values()];
@@ -295,7 +306,8 @@ export class ServerPool {
         }
         return launch;
       },
-      roots: () => rootsOf(sandboxRoot ? sandboxRoot.root : this.owners.get(server)?.root),
+      // `"roots": false`: no roots capability at all, so the server keeps its own directories.
+      ...(entry.roots === false ? {} : { roots: () => rootsOf(sandboxRoot ? sandboxRoot.root : this.owners.get(server)?.root) }),
       ...(observer?.serverStarted ? { onStart: (result: 'ready' | 'failed', ms: number) => observer.serverStarted!(entry.name, result, ms) } : {}),
       ...(this.options.requestHeadersFor ? { requestHeaders: () => this.options.requestHeadersFor!(entry) } : {}),
       ...(this.options.credentials ? { credentials: this.options.credentials } : {}),
@@ -475,6 +487,25 @@ export class ServerPool {
     this.sessions.delete(sessionId);
     this.spares.release(sessionId, session.lastUsed);
     await Promise.all([...session.servers.values()].map((s) => s.stop()));
+  }
+
+  /**
+   * Ends a session now, as its caller asked: its servers stop (stdio process groups, Streamable
+   * HTTP sessions ended with DELETE, streams closed), each with a call in flight once that call
+   * ends, as a config change retires them; the next turn of the session starts them again. Returns
+   * how many servers it had here (0: none on this worker).
+   */
+  async endSession(sessionId: string): Promise<number> {
+    const session = this.sessions.get(sessionId);
+    if (!session) return 0;
+    this.sessions.delete(sessionId);
+    this.spares.release(sessionId, session.lastUsed);
+    // A server still starting would otherwise spawn its process after it was told to stop.
+    await session.lock;
+    const servers = [...session.servers.values()];
+    await Promise.all(servers.map((s) => this.retire(s)));
+    this.options.logger.info({ sessionId, servers: servers.length }, 'session ended');
+    return servers.length;
   }
 
   /**

@@ -136,6 +136,19 @@ export function callOptions(
   };
 }
 
+/**
+ * endSession on `queue`. A worker that does not take it within seconds is gone, and its servers
+ * with it: nothing is left to end there. Stopping is idempotent, so it is retried.
+ */
+export function endSessionOptions(queue: string): ActivityOptions {
+  return {
+    taskQueue: queue,
+    startToCloseTimeout: '1m',
+    scheduleToStartTimeout: PREFERRED_QUEUE_WAIT,
+    retry: { maximumAttempts: 3, initialInterval: '1s', nonRetryableErrorTypes: [FailureType.BadRequest] },
+  };
+}
+
 /** Time a hook activity gets beyond its longest hook's timeout: starting the shells, reading the file. */
 export const HOOK_ACTIVITY_MARGIN_MS = 10_000;
 

@@ -9,7 +9,7 @@ import {
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
-import { PatchId, RefusalType, type CallOutcome, type CallRequest, type ContinuedTurn, type TurnInput, type TurnResult, type ToolInfo } from '../contract/index.js';
+import { PatchId, RefusalType, type CallOutcome, type EndTurnOptions, type CallRequest, type ContinuedTurn, type TurnInput, type TurnResult, type ToolInfo } from '../contract/index.js';
 import { resolveLimits } from './activityOptions.js';
 import { batchProblem, callRequestProblem } from './bounds.js';
 import { runCall, runCallAwaited } from './calls.js';
@@ -17,6 +17,7 @@ import { callToolUpdate, cancelCallUpdate, endTurnUpdate, statusQuery, turnStart
 import { alreadyRanOutcome, isScheduleToStartTimeout, refusal } from './failures.js';
 import { waitWhileOpen } from './idle.js';
 import { listTools, reconcile } from './servers.js';
+import { endTurnSession } from './session.js';
 import { RECENT_CALLS_KEPT, TurnState, type TurnContext } from './turnState.js';
 
 
@@ -75,6 +76,9 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     throw err;
   }
   await condition(allHandlersFinished);
+  // Behind a patch: a turn recorded before it took an end-session request (an Update argument an
+  // older worker ignored) without scheduling anything, and must replay that way.
+  if ((input.endSession === true || state.endSession) && patched(PatchId.endSession)) await endTurnSession(state.workerQueue, input.sessionId);
   const callsBefore = input.continued?.callsBefore;
   return {
     turnId: info.workflowId,
@@ -142,8 +146,10 @@ function installHandlers(ctx: TurnContext): void {
     scope?.cancel();
     return scope !== undefined;
   });
-  setHandler(endTurnUpdate, () => {
+  // An end sent before the argument existed, or without one, carries none.
+  setHandler(endTurnUpdate, (options?: EndTurnOptions) => {
     state.ended ??= 'endTurn';
+    if (options?.endSession === true) state.endSession = true;
   });
 }
 

@@ -5,7 +5,7 @@
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import {
-  QueryName, ShelfUpdateName, UpdateName, type CallOutcome, type CallRequest, type ShelfChange, type ShelfChangeResult, type ShelfState, type TurnProgress,
+  QueryName, ShelfUpdateName, UpdateName, type CallOutcome, type CallRequest, type EndTurnOptions, type ShelfChange, type ShelfChangeResult, type ShelfState, type TurnProgress,
   type TurnStart,
 } from '../contract/index.js';
 
@@ -13,7 +13,13 @@ import {
 export const turnStartedUpdate = defineUpdate<TurnStart>(UpdateName.turnStarted);
 /** One tool call; its Update ID is the model's tool-call ID. */
 export const callToolUpdate = defineUpdate<CallOutcome, [CallRequest]>(UpdateName.callTool);
+/** Ends the turn. */
 export const endTurnUpdate = defineUpdate<void>(UpdateName.endTurn);
+/**
+ * The same Update with its argument: `{ endSession: true }` ends the session too, once the turn's
+ * calls are done. One name, one handler; two definitions so a plain end sends no argument at all.
+ */
+export const endTurnWithOptionsUpdate = defineUpdate<void, [EndTurnOptions]>(UpdateName.endTurn);
 /** Cancels one in-flight call by its ID; returns whether such a call was running. */
 export const cancelCallUpdate = defineUpdate<boolean, [string]>(UpdateName.cancelCall);
 export const statusQuery = defineQuery<TurnProgress>(QueryName.status);

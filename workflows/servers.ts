@@ -16,6 +16,7 @@ export function reconcileInput(ctx: Pick<TurnContext, 'input' | 'limits'>): Reco
     ...(input.batch ? {} : { turnIdleMs: limits.idleMs }),
     ...(input.allowedTools !== undefined ? { allowedTools: input.allowedTools } : {}),
     ...(input.disallowedTools !== undefined ? { disallowedTools: input.disallowedTools } : {}),
+    ...(input.offerWorkspaceRoot === true ? { offerWorkspaceRoot: true } : {}),
   };
 }
 

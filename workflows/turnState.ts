@@ -33,6 +33,8 @@ export class TurnState {
   /** Workflow time of the last call start or end; the idle limit counts from here. */
   lastActivityAt = Date.now();
   ended: TurnResult['endedBy'] | undefined;
+  /** An `endTurn` Update asked to end the session as well. */
+  endSession = false;
   /** What callers get from turnStarted; set once the tool list is frozen. */
   start: TurnStart | undefined;
   /** The worker that holds the session's servers; a failover moves the turn to another one. */

@@ -13,7 +13,7 @@ import { connect, stopOnSignals } from '../embedded.js';
 
 interface RunOptions {
   session?: string;
-  workspace: string;
+  workspace?: string;
   mcpConfig: string[];
   mcp: string[];
   plugin: string[];
@@ -59,7 +59,7 @@ function toolMatchers(values: string[] | undefined, flag: string): string[] | un
 async function checkServerRefs(opts: RunOptions): Promise<void> {
   // Only checked: their commands run once, on the worker, whose environment is the one that counts.
   try {
-    const refs = { workspace: opts.workspace, mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp };
+    const refs = { workspace: opts.workspace ?? process.cwd(), mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp };
     await loadConfig(refs, { ...process.env, DMCP_NO_USER_CONFIG: '1', DMCP_WORKSPACE_MCP: 'false' }, undefined, { checkOnly: true });
   } catch (err) {
     if (err instanceof ConfigError) throw new UsageError(err.message);
@@ -100,7 +100,12 @@ async function runCommand(opts: RunOptions): Promise<number> {
   try {
     const result = await session.client.runBatch({
       sessionId,
-      workspace: opts.workspace,
+      // Named: offered to the servers as their root too. Not named: the current directory, for the
+      // workspace layer only, so a server keeps the directories its command line gave it.
+      ...(opts.workspace !== undefined ? { workspace: opts.workspace } : {}),
+      // A session made for this one turn is released with it, so no server waits on an idle client;
+      // one the user named may have more turns coming.
+      ...(opts.session === undefined ? { endSession: true } : {}),
       servers: { mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp, plugins: opts.plugin },
       calls: opts.parallel ? [calls] : calls.map((c) => [c]),
       ...(allowedTools !== undefined ? { allowedTools } : {}),
@@ -129,8 +134,8 @@ export function registerRunCommand(program: Command): void {
   program
     .command('run')
     .description('run one batch turn and print the outcome of each call')
-    .option('--session <id>', 'session ID (default: a new one)')
-    .option('--workspace <dir>', 'the turn workspace (default: current directory)', process.cwd())
+    .option('--session <id>', 'session ID (default: a new one, ended when run exits; a named one is kept for its next turn)')
+    .option('--workspace <dir>', 'the turn workspace, also offered to the servers as their MCP root (default: the current directory, offered to none)')
     .option('--mcp-config <file>', 'an mcp.json file (repeatable, in order)', collect, [])
     .option('--mcp <spec>', "an inline server 'name:command arg1 arg2' (repeatable)", collect, [])
     .option('--plugin <dir>', 'a plugin folder with .mcp.json and/or plugin.json (repeatable; untrusted)', collect, [])

@@ -44,7 +44,7 @@ export interface FakeCall {
 
 /**
  * A server pool with one server and scripted tools. It implements only what the activities may
- * use (reconcile, tools, callTool); anything else, or a session used before it was reconciled, or
+ * use (reconcile, tools, callTool, endSession); anything else, or a session used before it was reconciled, or
  * a server or tool it does not have, is recorded in `misuse` and throws. Tests assert `misuse` is
  * empty, since an error thrown inside an activity would otherwise only show up as a call outcome.
  */
@@ -52,6 +52,8 @@ export class FakePool {
   readonly calls: FakeCall[] = [];
   readonly misuse: string[] = [];
   readonly reconciled: string[] = [];
+  /** Sessions the activities ended (`endSession`), in order. */
+  readonly ended: string[] = [];
   private readonly byName: Map<string, FakeTool>;
 
   constructor(
@@ -70,12 +72,16 @@ export class FakePool {
     return this.calls.filter((c) => c.tool === tool).length;
   }
 
-  /** The object the activities get: only reconcile, tools and callTool are reachable. */
+  /** The object the activities get: only reconcile, tools, callTool and endSession are reachable. */
   asPool(): Pool {
     const impl: Pool = {
       reconcile: (...args: Parameters<Pool['reconcile']>) => this.reconcile(args[0]),
       tools: (...args: Parameters<Pool['tools']>) => this.tools(args[0]),
       callTool: (...args: Parameters<Pool['callTool']>) => this.callTool(args[0], args[1], args[2], args[3]),
+      endSession: async (sessionId: string) => {
+        this.ended.push(sessionId);
+        return this.reconciled.includes(sessionId) ? 1 : 0;
+      },
     };
     return new Proxy(impl, {
       get: (target, prop, receiver) => {

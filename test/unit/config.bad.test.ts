@@ -49,6 +49,8 @@ const entryCases: EntryCase[] = [
   { title: 'toolTimeout is negative', entry: '"s": { "command": "x", "toolTimeout": -1 }', match: /"toolTimeout" must be a positive number of seconds/, field: 'toolTimeout' },
   { title: 'startTimeout too big', entry: '"s": { "command": "x", "startTimeout": 100000 }', match: /"startTimeout" is at most 600 seconds/, field: 'startTimeout' },
   { title: 'enabled is a string', entry: '"s": { "command": "x", "enabled": "false" }', match: /"enabled" must be true or false, got a string/, field: 'enabled' },
+  { title: 'roots is a string', entry: '"s": { "command": "x", "roots": "false" }', match: /"roots" must be true or false, got a string/, field: 'roots' },
+  { title: 'roots on its own line', entry: '"s": {\n      "command": "x",\n      "roots": 0\n    }', match: /"roots" must be true or false, got a number/, field: 'roots', line: 6 },
   { title: 'type websocket', entry: '"s": { "type": "websocket", "url": "https://a.example" }', match: /WebSocket servers are not supported/, field: 'type' },
   { title: 'type streamable-http', entry: '"s": { "type": "streamable-http", "url": "https://a.example" }', match: /write "type": "http"/, field: 'type' },
   { title: 'type unknown', entry: '"s": { "type": "grpc", "url": "https://a.example" }', match: /"type" must be "stdio", "http" or "sse", got "grpc"/, field: 'type' },

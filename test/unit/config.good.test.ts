@@ -53,6 +53,9 @@ const goodCases: [string, string, Partial<ServerEntry>][] = [
   ['retry safe on stdio', '"s": { "command": "x", "retry": "safe" }', { retry: 'safe' }],
   ['retry never on http', '"s": { "url": "https://a.example", "retry": "never" }', { retry: 'never' }],
   ['retry safe on sse', '"s": { "type": "sse", "url": "https://a.example", "retry": "safe" }', { type: 'sse', retry: 'safe' }],
+  ['roots left out: the turn decides', '"s": { "command": "x" }', { roots: undefined }],
+  ['roots false: never offered a root', '"s": { "command": "x", "roots": false }', { roots: false }],
+  ['roots true is the default', '"s": { "url": "https://a.example", "roots": true }', { roots: undefined }],
   ['retry on a disabled entry', '"s": { "command": "x", "enabled": false, "retry": "never" }', { enabled: false, retry: 'never' }],
 ];
 

@@ -86,6 +86,7 @@ void test('callTool scrubs the remote server\'s header and URL secrets from the 
   const pool: SessionServers = {
     reconcile: () => Promise.reject(new Error('unused')),
     tools: () => [],
+    endSession: () => Promise.reject(new Error('unused')),
     callTool: async (_s, _server, _tool, _args, options) => {
       options.onServerSecrets?.(() => [headerValue, queryToken]);
       options.onProgress?.({ progress: 1, message: `sent ${headerValue} to ${encodeURIComponent(queryToken)}` });
@@ -112,6 +113,7 @@ void test('callTool scrubs a token the server\'s login got during the call (a re
   const pool: SessionServers = {
     reconcile: () => Promise.reject(new Error('unused')),
     tools: () => [],
+    endSession: () => Promise.reject(new Error('unused')),
     callTool: async (_s, _server, _tool, _args, options) => {
       options.onServerSecrets?.(() => known);
       known.push(during); // the login refreshed while the request was on its way

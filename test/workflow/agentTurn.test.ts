@@ -61,6 +61,29 @@ describe('agentTurn workflow over a fake server pool', { timeout: 120_000 }, () 
     assert.equal(pool.reconciled.length, 1);
   });
 
+  test('a turn asked to end its session ends it once its calls are done; a plain end keeps it', async () => {
+    // No workflow cache: every workflow task replays the turn's history, the end-session marker too.
+    const w = await start('ending-sessions', { maxCachedWorkflows: 0 });
+    const batchSession = `wf-end-batch-${Date.now()}`;
+    const batch = await w.client.runBatch({ sessionId: batchSession, endSession: true, calls: [[{ id: 'a', name: pool.publicName('slow'), arguments: { ms: 200 } }]] });
+    assert.equal(batch.calls[0]!.outcome.status, 'ok');
+    assert.deepEqual(pool.ended, [batchSession]);
+    assert.ok(pool.calls[0]!.endedAt! <= Date.now());
+
+    const plain = await w.client.startTurn({ sessionId: `wf-end-plain-${Date.now()}` });
+    await plain.end();
+    const interactiveSession = `wf-end-turn-${Date.now()}`;
+    const turn = await w.client.startTurn({ sessionId: interactiveSession });
+    const call = turn.callTool({ id: 'slow-1', name: pool.publicName('slow'), arguments: { ms: 400 } });
+    await sleep(100);
+    const result = await turn.end({ endSession: true });
+    assert.equal((await call).status, 'ok');
+    assert.equal(result.endedBy, 'endTurn');
+    assert.deepEqual(pool.ended, [batchSession, interactiveSession], 'the plain end ended nothing');
+    const slow = pool.calls.find((c) => c.tool === 'slow' && c.sessionId === interactiveSession)!;
+    assert.ok(slow.endedAt !== undefined, 'the call in flight finished before the session ended');
+  });
+
   test('the worker that reconciled is lost before it lists the tools: the turn reconciles again on the shared queue', async () => {
     pool = new FakePool('fake', fakeTools());
     let reconciles = 0;
