@@ -8,7 +8,7 @@ import { loginFetch, type LoginCredentials, type LoginFetchEvents, type LoginPro
 import { WireTracker, classifyPingFailure, createRemoteTransport, redact, remoteSecrets, terminateRemoteSession } from './httpTransport.js';
 import { connectWithEra, refuseServerRequest, type EraVerdicts } from './era.js';
 import { PendingRequests, RemoteWatchdog, livenessRequest } from './liveness.js';
-import { invalidToolReason, toolListingPage, type ToolListingPage } from './toolListing.js';
+import { headerDeclarationProblem, invalidToolReason, toolListingPage, type ToolListingPage } from './toolListing.js';
 import { rootsKey } from './roots.js';
 import type { StdioCommand } from './sandbox.js';
 import { ProcessGroupStdioTransport } from './stdioTransport.js';
@@ -345,7 +345,10 @@ export class ManagedServer {
         if (pages === 1) ttlMs = page.ttlMs;
         for (const listed of page.tools) {
           const name = String((listed as { name?: unknown } | null)?.name ?? '').slice(0, 100);
-          const invalid = invalidToolReason(listed) ?? (tools.some((t) => t.name === name) ? 'another tool of the listing has the same name' : undefined);
+          const invalid = invalidToolReason(listed)
+            ?? (tools.some((t) => t.name === name) ? 'another tool of the listing has the same name' : undefined)
+            // Headers exist only on the modern Streamable HTTP wire; elsewhere the annotation is inert.
+            ?? (this.era === 'modern' && this.entry.type === 'http' ? headerDeclarationProblem((listed as Tool).inputSchema) : undefined);
           if (invalid) refused.push({ name, reason: invalid });
           else if (nestedDeeperThan((listed as Tool).inputSchema, MAX_SCHEMA_DEPTH) || nestedDeeperThan((listed as Tool).outputSchema, MAX_SCHEMA_DEPTH)) {
             refused.push({ name, reason: `its schemas nest deeper than ${MAX_SCHEMA_DEPTH} levels` });

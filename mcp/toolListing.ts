@@ -45,3 +45,57 @@ export function invalidToolReason(tool: unknown): string | undefined {
   if (tool.annotations !== undefined && !isObject(tool.annotations)) return 'its "annotations" is not an object';
   return undefined;
 }
+
+/** RFC 9110 `token`: what an `x-mcp-header` name may be (it becomes `Mcp-Param-<name>`). */
+const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Property types the 2026-07-28 revision admits for `x-mcp-header` (`number` is not among them). */
+const HEADER_PROPERTY_TYPES = new Set(['string', 'integer', 'boolean']);
+/** Keywords whose subschemas are not reached by a chain of `properties`: no `x-mcp-header` there. */
+const UNREACHABLE_KEYWORDS = [
+  'items', 'prefixItems', 'contains', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames',
+  'patternProperties', 'dependentSchemas', 'oneOf', 'anyOf', 'allOf', 'not', 'if', 'then', 'else', '$defs', 'definitions',
+];
+/** Of those, the ones whose value is an object of named subschemas. */
+const NAMED_SUBSCHEMAS = new Set(['patternProperties', 'dependentSchemas', '$defs', 'definitions']);
+
+/**
+ * Why a tool's `x-mcp-header` declarations (2026-07-28, SEP-2243: a property's value sent as an
+ * `Mcp-Param-*` header) make it invalid, or `undefined`. A client must leave such a tool out: the
+ * header it would send is malformed or ambiguous, and the server refuses the call anyway. Only
+ * properties reached through `properties` from the root may declare one, each a non-empty token,
+ * on a string, integer or boolean property, unique without regard to case.
+ */
+export function headerDeclarationProblem(inputSchema: unknown): string | undefined {
+  const seen = new Map<string, string>();
+  const visit = (node: unknown, path: string[], reachable: boolean): string | undefined => {
+    if (!isObject(node)) return undefined;
+    const at = path.length > 0 ? `property ${path.join('.')}` : 'the schema root';
+    if ('x-mcp-header' in node) {
+      const name = node['x-mcp-header'];
+      if (!reachable || path.length === 0) return `${at}: "x-mcp-header" is allowed only on properties reached through "properties"`;
+      if (typeof name !== 'string' || name === '') return `${at}: "x-mcp-header" must be a non-empty string`;
+      if (!HEADER_TOKEN.test(name)) return `${at}: "x-mcp-header" ${JSON.stringify(name)} is not an HTTP token`;
+      if (typeof node.type !== 'string' || !HEADER_PROPERTY_TYPES.has(node.type)) return `${at}: "x-mcp-header" needs a string, integer or boolean property, not ${JSON.stringify(node.type ?? null)}`;
+      const prior = seen.get(name.toLowerCase());
+      if (prior !== undefined) return `${at}: "x-mcp-header" ${JSON.stringify(name)} is declared twice (also as ${JSON.stringify(prior)})`;
+      seen.set(name.toLowerCase(), name);
+    }
+    if (isObject(node.properties)) {
+      for (const [key, child] of Object.entries(node.properties)) {
+        const problem = visit(child, [...path, key], reachable);
+        if (problem) return problem;
+      }
+    }
+    for (const keyword of UNREACHABLE_KEYWORDS) {
+      const sub = node[keyword];
+      if (sub === undefined) continue;
+      const branches = Array.isArray(sub) ? sub : NAMED_SUBSCHEMAS.has(keyword) && isObject(sub) ? Object.values(sub) : [sub];
+      for (const branch of branches) {
+        const problem = visit(branch, [...path, `(${keyword})`], false);
+        if (problem) return problem;
+      }
+    }
+    return undefined;
+  };
+  return visit(inputSchema, [], true);
+}
