@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -16,11 +15,10 @@ import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { probeServer } from '../../cli/commands/mcp.js';
 import { renderTranscript } from '../../client/transcript.js';
-import type { ServerStatus } from '../../contract/index.js';
 import type { ServerEntry } from '../../config/types.js';
 import { STDIO_PROBE_TIMEOUT_MS } from '../../mcp/era.js';
 import { ManagedServer } from '../../mcp/managedServer.js';
-import { fixtureServer, lifecycleEntry, readLines, startHarness, tempDir, within, type Harness } from '../support/harness.js';
+import { configFiles, fixtureServer, type Harness, lifecycleEntry, readLines, serverStatus, startHarness, tempDir, within } from '../support/harness.js';
 
 const modernFixture = fileURLToPath(new URL('../fixtures/modernServer.js', import.meta.url));
 const legacyHttpFixture = fileURLToPath(new URL('../fixtures/httpFixtureServer.js', import.meta.url));
@@ -55,12 +53,6 @@ async function startListening(args: string[], pattern: RegExp, env: NodeJS.Proce
 const modernHttp = (...flags: string[]) => startListening([modernFixture, 'http', ...flags], /\{"url":"([^"]+)"\}/);
 const legacyHttp = async () => `http://127.0.0.1:${await startListening([legacyHttpFixture, 'http'], /\{"port":(\d+)\}/)}/mcp`;
 
-function serverStatus(servers: ServerStatus[], name: string): ServerStatus {
-  const found = servers.find((s) => s.name === name);
-  assert.ok(found, `server "${name}" is in the status`);
-  return found;
-}
-
 function text(outcome: { content: unknown[] }): string {
   return outcome.content.map((c) => (c as { text?: string }).text ?? '').join('');
 }
@@ -71,6 +63,7 @@ describe('protocol eras: modern and legacy servers side by side', { timeout: 180
 
   before(async () => {
     dir = await tempDir('dmcp-eras-');
+    config = configFiles(dir);
     h = await startHarness('eras');
   });
   after(async () => {
@@ -84,12 +77,7 @@ describe('protocol eras: modern and legacy servers side by side', { timeout: 180
     await h?.stop();
   });
 
-  let configs = 0;
-  async function config(mcpServers: Record<string, unknown>): Promise<string> {
-    const file = join(dir, `mcp-${++configs}.json`);
-    await writeFile(file, JSON.stringify({ mcpServers }));
-    return file;
-  }
+  let config: (mcpServers: Record<string, unknown>) => Promise<string>;
   const session = (name: string) => `${name}-${randomBytes(4).toString('hex')}`;
 
   test('one turn calls a 2026-07-28 server and two legacy servers; the status and the transcript say which is which', async () => {

@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import type { ServerStatus } from '../../contract/index.js';
-import { everythingServer, readLines, startHarness, tempDir, type Harness } from '../support/harness.js';
+import { configFiles, everythingServer, type Harness, readLines, serverStatus, startHarness, tempDir } from '../support/harness.js';
 
 const httpFixture = fileURLToPath(new URL('../fixtures/httpFixtureServer.js', import.meta.url));
 const slowStdio = fileURLToPath(new URL('../fixtures/slowStdioServer.js', import.meta.url));
@@ -106,12 +104,6 @@ async function waitForLine(read: () => Promise<string[]> | string[], pattern: Re
   throw new Error(`no line matching ${pattern} within ${timeoutMs} ms`);
 }
 
-function serverStatus(servers: ServerStatus[], name: string): ServerStatus {
-  const found = servers.find((s) => s.name === name);
-  assert.ok(found, `server "${name}" is in the status`);
-  return found;
-}
-
 describe('Streamable HTTP and SSE transports, and transport loss', () => {
   let h: Harness;
   let dir: string;
@@ -120,6 +112,7 @@ describe('Streamable HTTP and SSE transports, and transport loss', () => {
 
   before(async () => {
     dir = await tempDir('dmcp-transports-');
+    config = configFiles(dir);
     h = await startHarness('transports', { DMCP_MCP_ENV: 'WEB_TOKEN,WRONG_TOKEN', WEB_TOKEN: token, WRONG_TOKEN: wrongToken });
   });
   after(async () => {
@@ -127,12 +120,7 @@ describe('Streamable HTTP and SSE transports, and transport loss', () => {
     await h?.stop();
   });
 
-  let configs = 0;
-  async function config(mcpServers: Record<string, unknown>): Promise<string> {
-    const file = join(dir, `mcp-${++configs}.json`);
-    await writeFile(file, JSON.stringify({ mcpServers }));
-    return file;
-  }
+  let config: (mcpServers: Record<string, unknown>) => Promise<string>;
 
   function session(name: string): string {
     return `${name}-${randomBytes(4).toString('hex')}`;

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -12,6 +13,7 @@ import type { DataConverter } from '@temporalio/common';
 import pino from 'pino';
 import { installRuntimeLogger } from '../../worker/runtimeLogger.js';
 import { TurnClient } from '../../client/turnClient.js';
+import type { ServerStatus } from '../../contract/index.js';
 import { scrubSecrets } from '../../config/secrets.js';
 import { bundleWorkflows, startWorker, type RunningWorker } from '../../worker/index.js';
 
@@ -197,6 +199,23 @@ export function lifecycleSpec(name: string, ...args: string[]): string {
 /** An mcp.json entry that runs the lifecycle fixture with `args`. */
 export function lifecycleEntry(name: string, ...args: string[]): { command: string; args: string[] } {
   return { command: process.execPath, args: [lifecycleServer, '--name', name, ...args] };
+}
+
+/** A function that writes each `mcpServers` it is given to a new `mcp-<n>.json` in `dir`, and returns the file's path. */
+export function configFiles(dir: string): (mcpServers: Record<string, unknown>) => Promise<string> {
+  let written = 0;
+  return async (mcpServers) => {
+    const file = join(dir, `mcp-${++written}.json`);
+    await writeFile(file, JSON.stringify({ mcpServers }));
+    return file;
+  };
+}
+
+/** The status of server `name`, failing the test when the turn's status has none. */
+export function serverStatus(servers: readonly ServerStatus[], name: string): ServerStatus {
+  const found = servers.find((s) => s.name === name);
+  assert.ok(found, `server "${name}" is in the status`);
+  return found;
 }
 
 /** Writes `{ mcpServers }` to `file` (tests rewrite it between turns to change the config). */
