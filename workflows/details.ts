@@ -3,8 +3,9 @@
  * workflow list, static details, and the current details in Markdown. Pure and free of SDK imports,
  * so the client (which sets the static parts at start) and the workflow (which keeps the current
  * details) render the same text. Names and states only: an argument, a result, an error message or
- * an input request's message never reaches this text, since the UI shows it to anyone who can list
- * workflows and it is not encoded by the codec.
+ * an input request's message never reaches this text. It is meant to be read at a glance by anyone
+ * who can list workflows (through the codec server where payloads are encrypted), while values stay
+ * behind the history's own payloads.
  */
 import {
   serverNameProblem, type CallErrorKind, type CallOutcome, type ConfigRefs, type ProtocolEra, type ServerState, type TurnResult,
