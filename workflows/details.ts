@@ -86,12 +86,20 @@ export interface TurnDetailsView {
 
 /** `text` with each control character (a line break among them) replaced by `by`. */
 function withoutControls(text: string, by: string): string {
-  return [...text].map((c) => (c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f ? by : c)).join('');
+  let out = '';
+  let from = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x20 && c !== 0x7f) continue;
+    out += text.slice(from, i) + by;
+    from = i + 1;
+  }
+  return from === 0 ? text : out + text.slice(from);
 }
 
 /** A name as inline code: one line, no backticks, bounded. */
 function code(name: string): string {
-  const flat = withoutControls(name.replaceAll('`', '?'), '?');
+  const flat = withoutControls(name.includes('`') ? name.replaceAll('`', '?') : name, '?');
   const cut = flat.length > MAX_NAME_LENGTH ? `${flat.slice(0, MAX_NAME_LENGTH - 1)}…` : flat;
   return `\`${cut}\``;
 }
@@ -175,6 +183,15 @@ export function describeWait(call: Pick<DetailsCall, 'input' | 'task'>): string 
   return undefined;
 }
 
+/** Rows of finished calls, which never change: each is rendered once, not on every change of the turn. */
+const finishedRows = new WeakMap<DetailsCall, string>();
+
+function finishedRow(call: DetailsCall): string {
+  let row = finishedRows.get(call);
+  if (row === undefined) finishedRows.set(call, (row = callRow(call)));
+  return row;
+}
+
 function callRow(call: DetailsCall): string {
   let status: string = call.status;
   if (call.toolError) status = 'ok · tool error';
@@ -221,7 +238,7 @@ export function renderTurnDetails(view: TurnDetailsView): string {
   const room = DETAILS_CALLS_SHOWN - open.length;
   const finished = room > 0 ? view.finished.slice(-room) : [];
   // Newest first: the row a person looks for is the latest.
-  lines.push(...open.map(callRow), ...[...finished].reverse().map(callRow));
+  lines.push(...open.map(callRow), ...[...finished].reverse().map(finishedRow));
   const hidden = view.open.length - open.length + view.callsDone - finished.length;
   if (hidden > 0) lines.push(`- … and ${plural(hidden, 'earlier call')} not shown`);
   return lines.join('\n');

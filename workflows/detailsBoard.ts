@@ -47,7 +47,8 @@ export class DetailsBoard {
     const call = this.open.get(id);
     if (!call) return;
     call.attempt += 1;
-    this.publish();
+    // A first attempt changes nothing shown: only later ones are.
+    if (call.attempt > 1) this.publish();
   }
 
   /** The call waits for a person's answer; `undefined` once it is answered and runs again. */
