@@ -144,19 +144,21 @@ export function turnSummary(sessionId: string, refs: ConfigRefs): string {
   return text.length > MAX_SUMMARY_LENGTH ? `${text.slice(0, MAX_SUMMARY_LENGTH - 1)}…` : text;
 }
 
-/** The turn's static details (Markdown): how it is driven, and what it names at start. */
+/**
+ * The turn's static details (Markdown): how it is driven and what it names at start, one fact a
+ * line (the UI shows them in a small frame).
+ */
 export function turnStaticDetails(sessionId: string, refs: ConfigRefs, batchCalls?: number): string {
   const lines = [
-    `**durable-mcp turn** · ${batchCalls === undefined ? 'interactive' : `batch of ${batchCalls} call${batchCalls === 1 ? '' : 's'}`}`,
-    `- session ${code(sessionId)}`,
+    `**durable-mcp turn** · ${batchCalls === undefined ? 'interactive' : `batch of ${plural(batchCalls, 'call')}`}`,
+    `session ${code(sessionId)}${refs.agent !== undefined ? ` · agent ${code(refs.agent)}` : ''}`,
   ];
-  if (refs.agent !== undefined) lines.push(`- agent ${code(refs.agent)}`);
   const inline = refs.inlineSpecs.map(inlineName);
-  if (inline.length > 0) lines.push(`- servers given inline: ${inline.map(code).join(', ')}`);
-  if (refs.mcpConfigFiles.length > 0) lines.push(`- config files: ${refs.mcpConfigFiles.map((f) => code(baseName(f))).join(', ')}`);
-  if (refs.plugins?.length) lines.push(`- plugins: ${refs.plugins.map((p) => code(baseName(p))).join(', ')}`);
-  lines.push('', 'Every server of the turn, with its state, is in the current details once reconciled.');
-  return lines.join('\n');
+  if (inline.length > 0) lines.push(`servers given inline: ${inline.map(code).join(', ')}`);
+  if (refs.mcpConfigFiles.length > 0) lines.push(`config files: ${refs.mcpConfigFiles.map((f) => code(baseName(f))).join(', ')}`);
+  if (refs.plugins?.length) lines.push(`plugins: ${refs.plugins.map((p) => code(baseName(p))).join(', ')}`);
+  // Two trailing spaces: a Markdown line break, so each fact keeps its line.
+  return lines.join('  \n');
 }
 
 /** A finished call's row fields, from its recorded outcome: its status and error kind, never its content or message. */
@@ -201,8 +203,16 @@ function callRow(call: DetailsCall): string {
   return `- ${code(call.id)} ${code(call.name)} **${status}**${attempt}${wait ? ` · ${wait}` : ''}`;
 }
 
-function serverRow(server: DetailsServer): string {
-  return `- ${code(server.name)} ${server.state}${server.era ? ` · ${server.era}` : ''}`;
+/** Servers named on one line, at most this many. */
+const SERVERS_SHOWN = 12;
+
+function serversText(view: TurnDetailsView): string {
+  if (view.mcpOff) return '**Servers** MCP is off on the worker';
+  if (!view.servers) return '**Servers** not reconciled yet';
+  if (view.servers.length === 0) return '**Servers** none';
+  const shown = view.servers.slice(0, SERVERS_SHOWN).map((s) => `${code(s.name)} ${s.state}${s.era ? ` (${s.era})` : ''}`);
+  const more = view.servers.length > SERVERS_SHOWN ? ` and ${view.servers.length - SERVERS_SHOWN} more` : '';
+  return `**Servers** ${shown.join(', ')}${more}`;
 }
 
 function plural(n: number, one: string): string {
@@ -226,20 +236,19 @@ function countsLine(view: TurnDetailsView): string {
  */
 export function renderTurnDetails(view: TurnDetailsView): string {
   const phase = view.phase === 'ended' ? `ended${view.endedBy ? ` (${view.endedBy})` : ''}` : view.phase;
-  const lines = [`**Turn** ${phase}`, ''];
-  if (view.continuedSummary !== undefined) lines.splice(1, 0, `${view.continuedSummary} · continued from an earlier run`);
-  if (view.mcpOff) lines.push('**Servers** · MCP is off on the worker', '');
-  else if (view.servers) {
-    lines.push(`**Servers** · ${plural(view.servers.length, 'server')}`, ...view.servers.map(serverRow), '');
-  } else lines.push('**Servers** · not reconciled yet', '');
-
+  // The UI shows this in a small frame: the turn and its servers on one line, then the calls. Blank
+  // lines around the list: the UI's Markdown does not let a list interrupt a paragraph.
+  const head = `**Turn** ${phase} · ${serversText(view)}`;
+  // Two trailing spaces: a Markdown line break before the summary a continued run carries.
+  const lines = view.continuedSummary === undefined ? [head, ''] : [`${head}  `, `${view.continuedSummary} · continued from an earlier run`, ''];
   lines.push(countsLine(view));
   const open = view.open.slice(0, DETAILS_CALLS_SHOWN);
   const room = DETAILS_CALLS_SHOWN - open.length;
   const finished = room > 0 ? view.finished.slice(-room) : [];
+  const hidden = view.open.length - open.length + view.callsDone - finished.length;
+  if (open.length + finished.length + hidden > 0) lines.push('');
   // Newest first: the row a person looks for is the latest.
   lines.push(...open.map(callRow), ...[...finished].reverse().map(finishedRow));
-  const hidden = view.open.length - open.length + view.callsDone - finished.length;
   if (hidden > 0) lines.push(`- … and ${plural(hidden, 'earlier call')} not shown`);
   return lines.join('\n');
 }

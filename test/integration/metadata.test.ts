@@ -38,8 +38,7 @@ describe('what the Temporal UI shows for a turn (user metadata)', () => {
     const slow = turn.callTool({ id: 'toolu_slow', name: 'mcp__fixture__slow', arguments: { ms: 4000, tag: SECRET } });
     await waitUntil('the slow call to show as running', async () => (await currentDetails(turn.handle)).includes('`toolu_slow` `mcp__fixture__slow` **running**'), 10_000);
     const running = await currentDetails(turn.handle);
-    assert.match(running, /^\*\*Turn\*\* ready/);
-    assert.match(running, /- `fixture` ready · (legacy|modern)/);
+    assert.match(running, /^\*\*Turn\*\* ready · \*\*Servers\*\* `fixture` ready \((legacy|modern)\)\n/);
     assert.match(running, /1 running · 0 done/);
 
     await turn.callTool({ id: 'toolu_echo', name: 'mcp__fixture__echo', arguments: { text: SECRET } });
@@ -84,7 +83,7 @@ describe('what the Temporal UI shows for a turn (user metadata)', () => {
     const latest = h.client.client.workflow.getHandle(turn.turnId);
     const details = await currentDetails(latest);
     assert.match(details, /1 done \(1 ok, 0 error, 0 cancelled\) · 2 in earlier runs/);
-    assert.match(details, /- `fixture` ready/);
+    assert.match(details, /\*\*Servers\*\* `fixture` ready/);
     // Continue-as-new carries no user metadata: the new run's details carry the summary instead.
     assert.equal(await (await latest.describe()).staticSummary(), undefined);
     assert.equal(details.split('\n')[1], `session ${sessionId} · servers fixture · continued from an earlier run`);

@@ -54,6 +54,7 @@ test('turnSummary is bounded for the list column', () => {
 test('turnStaticDetails names the drive mode and the references by name only', () => {
   const text = turnStaticDetails('s1', refs({ agent: 'a1', inlineSpecs: [`fs:cmd --key ${SECRET}`], mcpConfigFiles: ['/home/someone/x/team.json'] }), 3);
   assert.match(text, /batch of 3 calls/);
+  assert.equal(text.split('  \n')[1], 'session `s1` · agent `a1`');
   assert.match(text, /servers given inline: `fs`/);
   assert.match(text, /config files: `team.json`/);
   assert.ok(!text.includes(SECRET));
@@ -118,21 +119,21 @@ test('the details show servers with state and era, and counts', () => {
   assert.equal(
     text,
     [
-      '**Turn** ready',
-      '',
-      '**Servers** · 2 servers',
-      '- `fs` ready · legacy',
-      '- `web` failed',
+      '**Turn** ready · **Servers** `fs` ready (legacy), `web` failed',
       '',
       '**Calls** · 0 running · 1 done (1 ok, 0 error, 0 cancelled) · 500 in earlier runs',
+      '',
       '- `c1` `mcp__fs__read` **ok**',
     ].join('\n'),
   );
 });
 
 test('phases: not reconciled, MCP off, ended', () => {
-  assert.match(renderTurnDetails(view({ phase: 'starting' })), /^\*\*Turn\*\* starting\n\n\*\*Servers\*\* · not reconciled yet/);
+  assert.match(renderTurnDetails(view({ phase: 'starting' })), /^\*\*Turn\*\* starting · \*\*Servers\*\* not reconciled yet\n/);
   assert.match(renderTurnDetails(view({ mcpOff: true, servers: [] })), /MCP is off on the worker/);
+  assert.match(renderTurnDetails(view({ servers: [] })), /\*\*Servers\*\* none/);
+  const many = Array.from({ length: 15 }, (_, i) => ({ name: `s${i}`, state: 'ready' as const }));
+  assert.match(renderTurnDetails(view({ servers: many })), /`s11` ready and 3 more\n/);
   assert.match(renderTurnDetails(view({ phase: 'ended', endedBy: 'idle' })), /^\*\*Turn\*\* ended \(idle\)/);
 });
 
@@ -161,5 +162,5 @@ test('no argument, result, error message or input message value ever appears', (
 
 test('a run made by continue-as-new carries the summary line it has no static summary for', () => {
   const text = renderTurnDetails(view({ continuedSummary: 'session s1 · servers fs', callsBefore: 2 }));
-  assert.equal(text.split('\n').slice(0, 2).join('\n'), '**Turn** ready\nsession s1 · servers fs · continued from an earlier run');
+  assert.equal(text.split('\n').slice(0, 3).join('\n'), '**Turn** ready · **Servers** not reconciled yet  \nsession s1 · servers fs · continued from an earlier run\n');
 });
