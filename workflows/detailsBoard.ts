@@ -11,6 +11,9 @@ export class DetailsBoard {
   private readonly view: TurnDetailsView = { phase: 'starting', open: [], finished: [], callsDone: 0, counts: { ok: 0, error: 0, cancelled: 0 } };
   private readonly open = new Map<string, DetailsCall>();
 
+  /** @param show where the text goes: the workflow's current details (a test captures it instead). */
+  constructor(private readonly show: (markdown: string) => void = setCurrentDetails) {}
+
   /** The servers as a reconcile left them. */
   servers(status: TurnStatus): void {
     this.view.mcpOff = status.mcp === 'off';
@@ -84,7 +87,7 @@ export class DetailsBoard {
   private publish(): void {
     this.view.open = [...this.open.values()];
     try {
-      setCurrentDetails(renderTurnDetails(this.view));
+      this.show(renderTurnDetails(this.view));
     } catch {
       // What the UI shows must never fail the turn's workflow task: the old text stays.
     }
