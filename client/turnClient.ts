@@ -13,6 +13,7 @@ import type { agentTurn } from '../workflows/agentTurn.js';
 import type { dmcpEndSession } from '../workflows/session.js';
 import { callToolUpdate as callToolDef, cancelCallUpdate as cancelCallDef, endTurnUpdate as endTurnDef, endTurnWithOptionsUpdate as endTurnWithOptionsDef, turnStartedUpdate as turnStartedDef } from '../workflows/definitions.js';
 import { cancelledBeforeSentOutcome } from '../workflows/failures.js';
+import { turnStaticDetails, turnSummary } from '../workflows/details.js';
 import { findCause } from './failures.js';
 // Not the shaping index: its token counter loads a tokenizer that most commands never use.
 import { DEFAULT_SHAPE_LIMITS, type ShapeLimits } from '../shaping/limits.js';
@@ -233,6 +234,14 @@ async function readTurnKeyFile(file: string): Promise<Buffer | undefined> {
   return Buffer.from(text, 'hex');
 }
 
+/** What the Temporal UI shows for a turn from its start: names only (see workflows/details.ts). */
+function turnMetadata(input: TurnInput, batch?: CallRequest[][]): { staticSummary: string; staticDetails: string } {
+  return {
+    staticSummary: turnSummary(input.sessionId, input.refs),
+    staticDetails: turnStaticDetails(input.sessionId, input.refs, batch?.flat().length),
+  };
+}
+
 /** Session IDs become part of workflow IDs and visibility queries: keep them to a safe alphabet. */
 export const SESSION_ID_RE = SESSION_ID_PATTERN;
 
@@ -296,6 +305,7 @@ export class TurnClient {
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
+      ...turnMetadata(input),
     });
     try {
       const start = await this.client.workflow.executeUpdateWithStart(turnStartedDef, { startWorkflowOperation: operation });
@@ -320,6 +330,7 @@ export class TurnClient {
       args: [{ ...input, batch: options.calls }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
+      ...turnMetadata(input, options.calls),
     });
     return handle.result();
   }

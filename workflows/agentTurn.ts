@@ -49,6 +49,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   // that an Update delivered with the run starts.
   if (input.continued) resumeTurn(ctx, input.continued);
   else await startTurn(ctx, info.workflowId);
+  state.details.ready(input);
 
   try {
     if (input.batch) {
@@ -80,6 +81,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   // older worker ignored) without scheduling anything, and must replay that way.
   if ((input.endSession === true || state.endSession) && patched(PatchId.endSession)) await endTurnSession(state.workerQueue, input.sessionId);
   const callsBefore = input.continued?.callsBefore;
+  state.details.ended(state.ended!);
   return {
     turnId: info.workflowId,
     sessionId: input.sessionId,
@@ -161,6 +163,7 @@ function alreadyRan(request: CallRequest): CallOutcome {
 function resumeTurn(ctx: TurnContext, continued: ContinuedTurn): void {
   const { state } = ctx;
   state.start = continued.start;
+  state.details.servers(continued.start.status);
   state.workerQueue = continued.start.workerQueue;
   state.tools = new Map(continued.start.tools.map((t) => [t.name, t]));
   // Refused tools are not in the list the caller got, but a call to one must still name its rule.

@@ -21,6 +21,7 @@ import type { TurnContext } from './turnState.js';
 export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOutcome> {
   const { state } = ctx;
   state.inFlight += 1;
+  state.details.callStarted(request.id, request.name);
   const args = request.arguments ?? {};
   const tool = state.tools.get(request.name);
   const running = tool && tool.refusedBy === undefined && tool.hooks === undefined ? callActivity(ctx, request, tool, args) : executeCall(ctx, request, args);
@@ -31,10 +32,12 @@ export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOut
       } finally {
         state.inFlight -= 1;
         state.touch();
+        state.details.callEnded(request.id, request.name, outcome);
       }
       return outcome;
     },
     (err: unknown) => {
+      state.details.callEnded(request.id, request.name, undefined);
       state.inFlight -= 1;
       state.touch();
       throw err;
@@ -46,14 +49,17 @@ export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOut
 export async function runCallAwaited(ctx: TurnContext, request: CallRequest): Promise<CallOutcome> {
   const { state } = ctx;
   state.inFlight += 1;
+  state.details.callStarted(request.id, request.name);
   const args = request.arguments ?? {};
+  let outcome: CallOutcome | undefined;
   try {
-    const outcome = await executeCall(ctx, request, args);
+    outcome = await executeCall(ctx, request, args);
     state.record({ id: request.id, name: request.name, arguments: args, outcome }, ctx.input.batch !== undefined);
     return outcome;
   } finally {
     state.inFlight -= 1;
     state.touch();
+    state.details.callEnded(request.id, request.name, outcome);
   }
 }
 
@@ -189,6 +195,7 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
     const queue = state.workerQueue;
     const scope = new CancellationScope();
     state.running.set(request.id, scope);
+    state.details.callAttempt(request.id);
     try {
       return await scope.run(() => proxyActivities<Activities>(callOptions(queue, tool, limits, failoverOnLostWorker)).callTool(callInput));
     } catch (err) {

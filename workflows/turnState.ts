@@ -1,6 +1,7 @@
 import { patched, type CancellationScope } from '@temporalio/workflow';
 import { PatchId, type CallRecord, type ReconcileResult, type ToolInfo, type TurnInput, type TurnProgress, type TurnResult, type TurnStart } from '../contract/index.js';
 import type { Limits } from './activityOptions.js';
+import { DetailsBoard } from './detailsBoard.js';
 
 /**
  * Calls whose whole record an interactive run keeps: what continue-as-new carries so a retried
@@ -43,6 +44,8 @@ export class TurnState {
   lastReconcile: ReconcileResult | undefined;
   /** The scope of each running call by its ID, so cancelCall and a cancelled turn can stop it. */
   readonly running = new Map<string, CancellationScope>();
+  /** What the Temporal UI shows as the turn's current details. */
+  readonly details = new DetailsBoard();
 
   /** Records a finished call; `keepAll` for a batch turn, whose result must hold every outcome. */
   record(call: CallRecord, keepAll: boolean): void {

@@ -3,7 +3,7 @@
  * `callTool` activity labelled with its tool name (the activity summary) and, through the project's
  * codec server, the decoded tool results. Payloads are encrypted with a test key, so the result
  * text (and the summaries) can only appear on the page if the UI decoded them through our codec
- * server.
+ * server. Its User Metadata tab shows the turn's summary and the current details of its calls.
  *
  * Needs Debian's `chromium` at /usr/bin/chromium (DMCP_CHROMIUM overrides); `.ci/run` installs it.
  */
@@ -85,8 +85,9 @@ describe('Temporal UI: a finished turn with tool-name summaries and decoded resu
     );
     const marker = randomBytes(4).toString('hex');
     const texts = [`ui-first-${marker}`, `ui-second-${marker}`];
+    const sessionId = `ui-${Date.now()}`;
     const result = await client.runBatch({
-      sessionId: `ui-${Date.now()}`,
+      sessionId,
       workspace,
       servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] },
       calls: texts.map((text, i) => [{ id: `call-${i + 1}`, name: TOOL, arguments: { text } }]),
@@ -146,6 +147,17 @@ describe('Temporal UI: a finished turn with tool-name summaries and decoded resu
       assert.ok(shown.includes(`"text": "${texts[0]}"`), `the decoded result is shown: ${shown}`);
       assert.ok(decodeRequests > 0, 'the UI decoded the payloads through the codec server');
       await page.screenshot({ path: SHOT('history'), fullPage: true });
+
+      // The turn's user metadata: its summary (decoded through the codec server too) and the current
+      // details the workflow keeps, rendered as Markdown: a list with one row per call.
+      await page.getByText('User Metadata', { exact: true }).click();
+      const rendered = page.locator('iframe[title="output"]');
+      await rendered.first().contentFrame().getByText(`session ${sessionId} · servers fixture`).waitFor({ timeout: 15_000 });
+      const callRows = rendered.last().contentFrame().locator('li', { hasText: TOOL });
+      await callRows.first().waitFor({ timeout: 15_000 });
+      assert.equal(await callRows.count(), 2, 'the current details list both calls');
+      assert.match(await callRows.first().innerText(), new RegExp(`call-2 ${TOOL} ok`));
+      await page.screenshot({ path: SHOT('metadata'), fullPage: true });
     } catch (err) {
       await page.screenshot({ path: SHOT('failure'), fullPage: true }).catch(() => undefined);
       throw new Error(`${(err as Error).message}\n(page ${url}; screenshot ${SHOT('failure')})`, { cause: err });
