@@ -1,7 +1,9 @@
 /** The activity that sends one tool call to the session's server. */
 import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
+import { FailureType } from '../contract/index.js';
 import { scrubberFor } from '../config/secrets.js';
-import { MAX_NESTING_DEPTH, nestedDeeperThan, type CallOutcome, type CallToolInput, type ContentBlock } from '../contract/index.js';
+import { MAX_NESTING_DEPTH, nestedDeeperThan, type CallOutcome, type CallToolInput, type ContentBlock, type InputRequiredOutcome } from '../contract/index.js';
+import { UnservedInputRequestError, isNeedsInput } from '../mcp/inputRequests.js';
 import { checkCall } from './callChecks.js';
 import { currentTurnId, startHeartbeat } from './context.js';
 import type { ActivityKit } from './deps.js';
@@ -12,7 +14,7 @@ import { scrubResult, toFailure } from './history.js';
  * sends it to the server for the turn Temporal names (never one the input names), heartbeating its
  * progress; the result and any failure are scrubbed of the server's secrets too.
  */
-export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Promise<CallOutcome> {
+export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Promise<CallOutcome | InputRequiredOutcome> {
   const { pool } = kit.deps;
   return async function callTool(input) {
     const ctx = Context.current();
@@ -34,7 +36,21 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
           latest = { progress: scrubResult(progress, scrubber.scrub) };
           ctx.heartbeat(latest);
         },
+        ...(input.inputReply ? { inputReply: input.inputReply } : {}),
+        askPerson: true,
       });
+      // The server asks a person: the call ends here and the turn waits, with nothing running.
+      // Recorded as the server sent it (the state is opaque and echoed byte for byte), scrubbed.
+      if (isNeedsInput(result)) {
+        const requests = scrubResult(result.requests, scrubber.scrub);
+        const own = result.ownResponses;
+        return {
+          status: 'input_required',
+          requests,
+          ...(result.requestState !== undefined ? { requestState: result.requestState } : {}),
+          ...(Object.keys(own).length > 0 ? { ownResponses: own } : {}),
+        };
+      }
       const timing = () => ({ startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt });
       // A result this deep cannot be scrubbed, recorded or serialized; the tool did run, so say so
       // as the tool's own error rather than as a lost call.
@@ -54,6 +70,7 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
       if (err instanceof ApplicationFailure) throw err;
+      if (err instanceof UnservedInputRequestError) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: ${scrubber.scrub(err.message)}`, nonRetryable: true });
       throw toFailure(err, input, scrubber.scrub);
     } finally {
       stop();
