@@ -85,6 +85,14 @@ export interface CallOptions {
    * {@link NeedsInput}. Otherwise such a round fails the call with {@link UnservedInputRequestError}.
    */
   askPerson?: boolean;
+  /** Told of each 2025-era `elicitation/create` this worker declined while the call was the only one in flight. */
+  onDeclinedInput?: (request: DeclinedInput) => void;
+}
+
+/** A 2025-era input request the worker declined. */
+export interface DeclinedInput {
+  mode: 'form' | 'url';
+  message: string;
 }
 
 /** Pages of one tool listing (see {@link ManagedServer.listTools}). */
@@ -113,6 +121,8 @@ export class ManagedServer {
   refusedTools: RefusedTool[] = [];
   /** 2025-era `elicitation/create` requests this server sent (each declined). */
   legacyElicitations = 0;
+  /** {@link CallOptions.onDeclinedInput} of the calls in flight. */
+  private readonly legacyInputListeners = new Set<(request: DeclinedInput) => void>();
   /** The wire era the server landed on, once connected. */
   era?: ProtocolEra;
   /** Set by `notifications/tools/list_changed`; the next {@link refresh} lists again. */
@@ -269,7 +279,10 @@ export class ManagedServer {
     // server says what that means in its result.
     client.setRequestHandler('elicitation/create', (request) => {
       this.legacyElicitations += 1;
-      this.log.info({ mode: (request.params as { mode?: string }).mode ?? 'form' }, 'declined a 2025-era elicitation request');
+      const params = request.params as { mode?: string; message?: unknown };
+      this.log.info({ mode: params.mode ?? 'form' }, 'declined a 2025-era elicitation request');
+      // The request names no call: it is the call's only when one call is in flight here.
+      if (this.legacyInputListeners.size === 1) for (const listener of this.legacyInputListeners) listener({ mode: params.mode === 'url' ? 'url' : 'form', message: typeof params.message === 'string' ? params.message : '' });
       return { action: 'decline' };
     });
     if (roots) {
@@ -428,12 +441,23 @@ export class ManagedServer {
     const listed = this.tools.find((t) => t.name === tool);
     const toolDefinition: Tool = listed ? { ...listed, outputSchema: undefined } : { name: tool, inputSchema: { type: 'object' } };
     const reply = options.inputReply;
-    let retry: Record<string, unknown> = reply ? {
+    const retry: Record<string, unknown> = reply ? {
       inputResponses: { ...reply.ownResponses, ...reply.inputResponses },
       ...(reply.requestState !== undefined ? { requestState: reply.requestState } : {}),
     } : {};
     // Rounds this client answers alone (roots, state only) are retried here; a round that needs a
     // person ends the call, and the turn sends the answers with a new call.
+    const listener = options.onDeclinedInput;
+    if (listener) this.legacyInputListeners.add(listener);
+    try {
+      return await this.callRounds(client, tool, args, options, toolDefinition, retry);
+    } finally {
+      if (listener) this.legacyInputListeners.delete(listener);
+    }
+  }
+
+  private async callRounds(client: Client, tool: string, args: Record<string, unknown>, options: CallOptions, toolDefinition: Tool, first: Record<string, unknown>): Promise<CallToolResult | NeedsInput> {
+    let retry = first;
     for (let round = 1; ; round += 1) {
       const params = { name: tool, arguments: args, ...retry } as { name: string; arguments: Record<string, unknown> };
       const result = await this.pending.run(
