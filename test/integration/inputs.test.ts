@@ -4,79 +4,18 @@
  * and the server's exact `requestState`. Real Temporal, a real 2026-era server over HTTP.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { ActivityName, RefusalType, type CallToolInput, type InputAnswer, type InputRequest } from '../../contract/index.js';
+import { RefusalType, type InputAnswer, type InputRequest } from '../../contract/index.js';
 import { applicationFailureOf, failureTypeOf } from '../../client/failures.js';
-import { decodeHistoryPayloads } from '../../payloads/decodeHistory.js';
 
 import { Client, Connection } from '@temporalio/client';
 import { TurnClient as Turns } from '../../client/turnClient.js';
 import { bundleWorkflows } from '../../worker/index.js';
-import { everythingServer, readLines, startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess } from '../support/harness.js';
-
-const modernFixture = fileURLToPath(new URL('../fixtures/modernServer.js', import.meta.url));
-const started = new Set<number>();
-
-/** Starts the 2026 fixture over HTTP with its own log; resolves with its URL. */
-export async function modernHttpServer(logFile: string): Promise<string> {
-  const child = spawn(process.execPath, [modernFixture, 'http', '--legacy', 'reject'], { env: { PATH: process.env.PATH, FIXTURE_LOG: logFile }, stdio: ['ignore', 'pipe', 'inherit'] });
-  if (child.pid === undefined) throw new Error('could not start the modern fixture');
-  started.add(child.pid);
-  child.stdout.setEncoding('utf8');
-  return new Promise<string>((resolve, reject) => {
-    let buffered = '';
-    child.stdout.on('data', (chunk: string) => {
-      buffered += chunk;
-      const match = /\{"url":"([^"]+)"\}/.exec(buffered);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`modern fixture exited with ${code}`)));
-  });
-}
-
-export function killStartedServers(): void {
-  for (const pid of started) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-}
-
-function text(outcome: { content: unknown[] }): string {
-  return outcome.content.map((c) => (c as { text?: string }).text ?? '').join('');
-}
-
-/** The `callTool` activity inputs of a turn, decoded from its history. */
-export async function callInputs(client: Turns, turnId: string): Promise<CallToolInput[]> {
-  const converter = client.client.options.loadedDataConverter;
-  const history = await client.client.workflow.getHandle(turnId).fetchHistory();
-  await decodeHistoryPayloads(history, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
-  return (history.events ?? []).flatMap((e) => {
-    const scheduled = e.activityTaskScheduledEventAttributes;
-    if (scheduled?.activityType?.name !== ActivityName.callTool || !scheduled.input?.payloads?.[0]) return [];
-    return [converter.payloadConverter.fromPayload<CallToolInput>(scheduled.input.payloads[0])];
-  });
-}
-
-interface ProvisionLine {
-  tool: string;
-  round?: number;
-  state?: string;
-  action?: string;
-  completed?: boolean;
-}
-
-/** Provision's log lines (one per round; a completion once). */
-export async function provisionLog(file: string): Promise<ProvisionLine[]> {
-  return (await readLines(file)).map((l) => JSON.parse(l) as ProvisionLine).filter((e) => e.tool === 'provision');
-}
+import { callInputs, killStartedServers, modernHttpServer, provisionLog, text } from '../support/inputs.js';
+import { everythingServer, startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess } from '../support/harness.js';
 
 describe('input requests of a 2026-07-28 server', { timeout: 120_000 }, () => {
   let h: Harness;
@@ -130,6 +69,9 @@ describe('input requests of a 2026-07-28 server', { timeout: 120_000 }, () => {
     assert.ok(!h.logs.join('\n').includes('analytics-secret-name'), 'answers never reach the worker log');
     const transcript = await h.client.transcript(turn.turnId);
     assert.ok(!JSON.stringify(transcript.status).includes('analytics-secret-name'), 'nor the status');
+    const recorded = transcript.calls.find((c) => c.id === 'p1')!;
+    assert.deepEqual(recorded.inputs?.map((i) => [i.round, i.key, i.action]), [[1, 'name', 'accept'], [2, 'confirm', 'accept']], 'the transcript shows each question and how it was answered');
+    assert.equal(recorded.outcome?.status, 'ok');
     await turn.end();
   });
 
