@@ -10,7 +10,15 @@ import { applicationFailureOf } from './failures.js';
  * undefined to leave the question open for someone else (`durable-mcp answer`, the API). Called
  * again with `refused` (the turn's reason, naming the field) when the turn refused its last answer.
  */
-export type InputHandler = (request: InputRequest, refused?: string) => InputAnswer | undefined | Promise<InputAnswer | undefined>;
+export type InputHandler = (request: InputRequest, context: InputContext) => InputAnswer | undefined | Promise<InputAnswer | undefined>;
+
+/** What an {@link InputHandler} is told besides the request. */
+export interface InputContext {
+  /** The turn that asks. */
+  turnId: string;
+  /** Why the turn refused the last answer to this request (it names the field). */
+  refused?: string;
+}
 
 /** Options of a call that may ask a person. */
 export interface CallInputOptions {
@@ -32,12 +40,13 @@ export function sendAnswer(handle: WorkflowHandle<typeof agentTurn>, requestId: 
 }
 
 /**
- * Asks `onInput` about each input request of call `callId` while `running` is unsettled, and sends
- * its answers. A refused answer leaves the question open: `onInput` is asked again with the reason.
+ * Asks `onInput` about each input request of call `callId` (every call: undefined) while `running`
+ * is unsettled, and sends its answers. A refused answer leaves the question open: `onInput` is
+ * asked again with the reason.
  */
 export async function answerWhileRunning(
   handle: WorkflowHandle<typeof agentTurn>,
-  callId: string,
+  callId: string | undefined,
   running: Promise<unknown>,
   options: CallInputOptions & { onInput: InputHandler },
 ): Promise<void> {
@@ -56,7 +65,8 @@ export async function answerWhileRunning(
     for (const request of open) {
       if (done || handled.has(request.requestId)) continue;
       handled.add(request.requestId);
-      const answer = await options.onInput(request, refusals.get(request.requestId));
+      const refused = refusals.get(request.requestId);
+      const answer = await options.onInput(request, { turnId: handle.workflowId, ...(refused !== undefined ? { refused } : {}) });
       if (answer === undefined) continue;
       try {
         await sendAnswer(handle, request.requestId, answer);

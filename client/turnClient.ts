@@ -322,7 +322,7 @@ export class TurnClient {
   }
 
   /** Runs a batch turn: groups in order, calls of a group in parallel. */
-  async runBatch(options: StartTurnOptions & { calls: CallRequest[][] }): Promise<TurnResult> {
+  async runBatch(options: StartTurnOptions & { calls: CallRequest[][] } & Pick<CallInputOptions, 'onInput' | 'inputPollMs'>): Promise<TurnResult> {
     const { input, workflowId } = await this.prepare(options, options.calls);
     const handle = await this.client.workflow.start<typeof agentTurn>(WorkflowType.agentTurn, {
       workflowId,
@@ -331,7 +331,19 @@ export class TurnClient {
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
     });
-    return handle.result();
+    const result = handle.result();
+    const { onInput } = options;
+    if (!onInput) return result;
+    const secrets = this.secrets;
+    const answering = answerWhileRunning(handle, undefined, result, {
+      inputPollMs: options.inputPollMs,
+      onInput: async (asked, context) => {
+        const answer = await onInput(asked, context);
+        if (answer) refuseSecrets(secrets, [[`answer to ${JSON.stringify(asked.requestId)}`, answer]]);
+        return answer;
+      },
+    });
+    return Promise.race([result, answering.then(() => result)]);
   }
 
   /** The latest status reported for a session (from its newest turn's history). */
@@ -609,8 +621,8 @@ export class Turn implements TurnStart {
       const secrets = this.secrets;
       const answering = answerWhileRunning(this.handle, request.id, running, {
         ...options,
-        onInput: async (asked, refused) => {
-          const answer = await onInput(asked, refused);
+        onInput: async (asked, context) => {
+          const answer = await onInput(asked, context);
           if (answer) refuseSecrets(secrets, [[`answer to ${JSON.stringify(asked.requestId)}`, answer]]);
           return answer;
         },
