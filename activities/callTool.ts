@@ -1,7 +1,10 @@
 /** The activity that sends one tool call to the session's server. */
 import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
+import { FailureType } from '../contract/index.js';
 import { scrubberFor } from '../config/secrets.js';
-import { MAX_NESTING_DEPTH, nestedDeeperThan, type CallOutcome, type CallToolInput, type ContentBlock } from '../contract/index.js';
+import { MAX_NESTING_DEPTH, nestedDeeperThan, type CallOutcome, type CallToolInput, type ContentBlock, type InputRequiredOutcome } from '../contract/index.js';
+import { UnservedInputRequestError, isNeedsInput } from '../mcp/inputRequests.js';
+import type { DeclinedInput } from '../mcp/managedServer.js';
 import { checkCall } from './callChecks.js';
 import { currentTurnId, startHeartbeat } from './context.js';
 import type { ActivityKit } from './deps.js';
@@ -12,7 +15,7 @@ import { scrubResult, toFailure } from './history.js';
  * sends it to the server for the turn Temporal names (never one the input names), heartbeating its
  * progress; the result and any failure are scrubbed of the server's secrets too.
  */
-export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Promise<CallOutcome> {
+export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Promise<CallOutcome | InputRequiredOutcome> {
   const { pool } = kit.deps;
   return async function callTool(input) {
     const ctx = Context.current();
@@ -20,6 +23,7 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
     let latest: unknown = { pending: true };
     const stop = startHeartbeat(ctx, () => latest);
     const scrubber = callScrubber(kit.deps.scrub);
+    const declined: DeclinedInput[] = [];
     try {
       const turnId = currentTurnId();
       await checkCall(kit, input, turnId);
@@ -34,7 +38,22 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
           latest = { progress: scrubResult(progress, scrubber.scrub) };
           ctx.heartbeat(latest);
         },
+        ...(input.inputReply ? { inputReply: input.inputReply } : {}),
+        askPerson: true,
+        onDeclinedInput: (asked) => declined.push(asked),
       });
+      // The server asks a person: the call ends here and the turn waits, with nothing running.
+      // Recorded as the server sent it (the state is opaque and echoed byte for byte), scrubbed.
+      if (isNeedsInput(result)) {
+        const requests = scrubResult(result.requests, scrubber.scrub);
+        const own = result.ownResponses;
+        return {
+          status: 'input_required',
+          requests,
+          ...(result.requestState !== undefined ? { requestState: result.requestState } : {}),
+          ...(Object.keys(own).length > 0 ? { ownResponses: own } : {}),
+        };
+      }
       const timing = () => ({ startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt });
       // A result this deep cannot be scrubbed, recorded or serialized; the tool did run, so say so
       // as the tool's own error rather than as a lost call.
@@ -44,7 +63,7 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
       const clean = scrubResult(result, scrubber.scrub);
       return {
         status: 'ok',
-        content: (clean.content ?? []) as ContentBlock[],
+        content: [...((clean.content ?? []) as ContentBlock[]), ...declinedNotes(declined, scrubber.scrub)],
         isError: result.isError === true,
         // History keeps structured content as a JSON object (all a 2025-era server may send); a
         // modern server's other JSON values reach the model through the text content it also sends.
@@ -54,6 +73,7 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
       if (err instanceof ApplicationFailure) throw err;
+      if (err instanceof UnservedInputRequestError) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: ${scrubber.scrub(err.message)}`, nonRetryable: true });
       throw toFailure(err, input, scrubber.scrub);
     } finally {
       stop();
@@ -81,6 +101,17 @@ function callScrubber(scrub: (text: string) => string): { scrub: (text: string) 
       };
     },
   };
+}
+
+/**
+ * What the model reads about the 2025-era questions the worker declined: the server's own result
+ * may only say "declined", and the model should know no person saw them, and why.
+ */
+function declinedNotes(declined: DeclinedInput[], scrub: (text: string) => string): ContentBlock[] {
+  return declined.map((d) => ({
+    type: 'text',
+    text: `[durable-mcp] the server asked for ${d.mode === 'url' ? 'a page to be opened' : 'input'} (${JSON.stringify(scrub(d.message).slice(0, 500))}); it was declined without asking a person: this server speaks the 2025 protocol, which asks over a connection the worker does not hold open while a person answers`,
+  }));
 }
 
 function isJsonObject(value: unknown): value is Record<string, unknown> {

@@ -11,6 +11,7 @@ import { registerAgentRoutes } from './agentRoutes.js';
 import type { ApiToken } from './auth.js';
 import type { ApiBoundary } from './boundary.js';
 import { registerCallRoutes } from './callRoutes.js';
+import { registerInputRoutes } from './inputRoutes.js';
 import { registerEventRoutes } from './eventRoutes.js';
 import { installMiddleware, validationHook, type RequestOrigins } from './middleware.js';
 import { registerDocument, registerHealthRoutes } from './operationRoutes.js';
@@ -70,6 +71,7 @@ export function createApi(options: ApiOptions): OpenAPIHono<Env> {
   registerSessionRoutes(app, options);
   registerTranscriptRoutes(app, turns);
   registerCallRoutes(app, options);
+  registerInputRoutes(app, options);
   registerEventRoutes(app, options);
   const shelf = { temporal: { client: turns.client, taskQueue: turns.taskQueue }, ...options.shelf };
   registerShelfRoutes(app, shelf);

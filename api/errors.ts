@@ -22,6 +22,7 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   call_refused: 422,
+  answer_refused: 422,
   entry_refused: 422,
   secret_in_input: 422,
   rate_limited: 429,
@@ -66,6 +67,10 @@ function refusalError(failure: ApplicationFailure): ApiError | undefined {
       return new ApiError('turn_ended', 'the turn has ended; start a new turn');
     case RefusalType.callRequest:
       return new ApiError('call_refused', `the turn refused the call: ${failure.message}`);
+    case RefusalType.inputAnswer:
+      return failure.details?.[0] && (failure.details[0] as Partial<RefusalDetail>).field === 'requestId'
+        ? new ApiError('not_found', failure.message, 'path.requestId')
+        : new ApiError('answer_refused', failure.message, refusedField(failure, 'body'));
     case RefusalType.turnInput:
       return new ApiError('call_refused', `the turn refused its input: ${failure.message}`, refusedField(failure, 'body.calls'));
     default:

@@ -8,6 +8,9 @@ import {
   AGENT_ID_PATTERN,
   CallErrorKind,
   END_TURN_UPDATE_ID,
+  InputAction,
+  InputKind,
+  MAX_INPUT_TEXT_CHARS,
   LayerKind,
   LoginProblemKind,
   ProtocolEra,
@@ -211,6 +214,10 @@ export const CallRecordSchema = z
     outcome: OutcomeSchema.optional(),
     failures: z.array(z.string()),
     summary: z.string().optional(),
+    inputs: z
+      .array(z.looseObject({ key: z.string(), round: z.number().int(), kind: z.enum(InputKind), message: z.string(), action: z.enum(InputAction).optional() }))
+      .optional()
+      .openapi({ description: 'The questions the call asked a person, round by round, and how each was answered (never the content).' }),
   })
   .openapi('CallRecord');
 
@@ -275,6 +282,42 @@ export const SessionStatusSchema = z
 export const TurnListSchema = z
   .object({ sessionId: z.string(), turns: z.array(z.object({ turnId: z.string(), turn: z.string(), href: ApiLink })) })
   .openapi('TurnList');
+
+export const InputRequestIdParam = z
+  .string()
+  .min(1)
+  .max(MAX_CALL_ID_CHARS + MAX_INPUT_TEXT_CHARS + 16)
+  .openapi({ param: { name: 'requestId', in: 'path' }, example: 'toolu_01:1:name' });
+export const InputParams = z.object({ sessionId: SessionIdParam, turn: TurnParam, requestId: InputRequestIdParam });
+
+export const InputRequestSchema = z
+  .object({
+    requestId: z.string().openapi({ description: 'Answer under this ID: `<callId>:<round>:<key>`.' }),
+    callId: z.string(),
+    tool: z.string(),
+    key: z.string(),
+    round: z.number().int(),
+    kind: z.enum(InputKind),
+    message: z.string(),
+    requestedSchema: JsonObject.optional().openapi({ description: 'Form mode: the restricted JSON Schema of the answer.' }),
+    url: z.string().optional().openapi({ description: 'URL mode: the page to show the person (the worker never opens it).' }),
+    elicitationId: z.string().optional(),
+    askedAt: z.string(),
+  })
+  .openapi('InputRequest');
+
+export const InputListSchema = z.object({ inputs: z.array(InputRequestSchema) }).openapi('InputList');
+
+const AnswerValue = z.union([z.string().max(MAX_INPUT_TEXT_CHARS), z.number(), z.boolean(), z.array(z.string().max(MAX_INPUT_TEXT_CHARS)).max(256)]);
+export const InputAnswerSchema = z
+  .object({
+    action: z.enum(InputAction),
+    content: z.record(z.string().max(256), AnswerValue).optional().openapi({ description: 'With `accept` of a form request: the requested fields.' }),
+  })
+  .strict()
+  .openapi('InputAnswer');
+
+export const InputReceiptSchema = z.object({ requestId: z.string(), action: z.enum(InputAction) }).openapi('InputReceipt');
 
 export const CancelResultSchema = z.object({ id: z.string(), cancelled: z.boolean() }).openapi('CancelResult');
 

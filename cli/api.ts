@@ -89,6 +89,7 @@ export async function serveApi(
     dataConverter: dataConverterFor(settings),
     dataDir: settings.dataDir,
     turnIdleMs: settings.turnIdleMs,
+    inputTimeoutMs: settings.inputTimeoutMs,
     shapeLimits: settings.shape,
     secrets: secretsOf(process.env),
     ...(target.maxCallsInFlight ? { maxCallsInFlight: target.maxCallsInFlight } : {}),

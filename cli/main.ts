@@ -8,6 +8,7 @@ import { Command, CommanderError } from 'commander';
 import { ConnectionConfigError } from '../connection/index.js';
 import { SettingsError, loadSettings } from '../settings/index.js';
 import { UsageError, packageVersion } from './common.js';
+import { registerAnswerCommand } from './commands/answer.js';
 import { registerApiCommand } from './commands/api.js';
 import { registerDevCommand } from './commands/dev.js';
 import { registerMcpCommand } from './commands/mcp.js';
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   registerDevCommand(program);
   registerWorkerCommand(program);
   registerRunCommand(program);
+  registerAnswerCommand(program);
   registerTranscriptCommand(program);
   registerStatusCommand(program);
   registerSessionCommand(program);

@@ -7,7 +7,7 @@ import { describeContent } from '../shaping/content.js';
 import { sniffImageType } from '../shaping/images.js';
 import type { temporal } from '@temporalio/proto';
 import { ActivityName, UpdateName, type CallOutcome, type CallRequest, type CallToolInput, type ReconcileResult, type ToolInfo, type TurnInput, type TurnResult, type TurnStatus } from '../contract/index.js';
-import type { PostToolUseHooksResult, PreToolUseHooksResult, ToolHookInput } from '../contract/index.js';
+import type { InputAction, InputRequestSpec, InputRequiredOutcome, PostToolUseHooksResult, PreToolUseHooksResult, ToolHookInput } from '../contract/index.js';
 import { stripTerminalControls } from '../text/terminal.js';
 
 type History = temporal.api.history.v1.IHistory;
@@ -31,6 +31,15 @@ export interface TranscriptCall {
   preToolUse?: PreToolUseHooksResult;
   /** What the PostToolUse hooks said after it ran. */
   postToolUse?: PostToolUseHooksResult;
+  /** The questions the call asked a person, round by round, with how each was answered (never the content). */
+  inputs?: TranscriptInput[];
+}
+
+/** One question of a call as history records it. */
+export interface TranscriptInput extends InputRequestSpec {
+  round: number;
+  /** How it was answered, once the call's next attempt carried the answer. */
+  action?: InputAction;
 }
 
 /** A turn rendered from its history alone. */
@@ -103,6 +112,11 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
         if (input) {
           entry.callId = input.callId;
           const call = callFor(input.callId, input.name, input.arguments);
+          // The answers of the latest round: only how each was answered is shown.
+          for (const asked of call.inputs ?? []) {
+            const answer = input.inputReply?.inputResponses[asked.key];
+            if (asked.action === undefined && answer) asked.action = answer.action;
+          }
           const summary = e.userMetadata?.summary ? converter.fromPayload<string>(e.userMetadata.summary) : undefined;
           if (summary) call.summary = summary;
         }
@@ -123,7 +137,12 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
       } else if (entry?.type === ActivityName.postToolUseHooks && entry.callId) {
         callFor(entry.callId).postToolUse = decode<PostToolUseHooksResult>(a.result, converter);
       } else if (entry?.type === ActivityName.callTool && entry.callId) {
-        callFor(entry.callId).outcome = decode<CallOutcome>(a.result, converter);
+        const result = decode<CallOutcome | InputRequiredOutcome>(a.result, converter);
+        const call = callFor(entry.callId);
+        if (result?.status === 'input_required') {
+          const round = (call.inputs?.at(-1)?.round ?? 0) + 1;
+          call.inputs = [...(call.inputs ?? []), ...result.requests.map((r) => ({ ...r, round }))];
+        } else call.outcome = result;
       }
     } else if (e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) {
       const a = e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes!;
@@ -202,6 +221,9 @@ export function renderTranscript(t: Transcript): string {
     out.push(`  [${call.id}] ${call.name} ${JSON.stringify(call.arguments)}${timing}`);
     for (const f of call.failures) out.push(`    attempt failed: ${f}`);
     out.push(...hookLines(call));
+    for (const asked of call.inputs ?? []) {
+      out.push(`    asked (round ${asked.round}, ${asked.kind}): ${asked.message}${asked.url ? ` <${asked.url}>` : ''} -> ${asked.action ?? 'not answered yet'}`);
+    }
     const text = o ? outcomeText(o) : '(no outcome yet)';
     for (const line of text.split('\n')) out.push(`    ${line}`);
   }

@@ -5,7 +5,7 @@ import type { Client, Connection, ConnectionOptions as TemporalConnectionOptions
 import { SearchAttributeType, WorkflowNotFoundError, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
 import {
   DEFAULT_DATA_DIR, DEFAULT_TASK_QUEUE, DataDirEntry, END_TURN_UPDATE_ID, MAX_END_SESSION_QUEUES, SESSION_ID_PATTERN, SESSION_ID_SEARCH_ATTRIBUTE, WorkflowType, agentIdProblem, endSessionWorkflowId, refsProofText, type CallOutcome,
-  type ConfigRefs, type CallRequest, type EndTurnOptions, type SessionEnd, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus,
+  type ConfigRefs, type CallRequest, type EndTurnOptions, type InputAnswer, type InputAnswerReceipt, type InputRequest, type SessionEnd, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus,
 } from '../contract/index.js';
 // Types only: the workflow code (and @temporalio/workflow) is not loaded by clients, which start
 // `durable-mcp run` and every other one-shot command noticeably faster.
@@ -15,6 +15,7 @@ import { callToolUpdate as callToolDef, cancelCallUpdate as cancelCallDef, endTu
 import { cancelledBeforeSentOutcome } from '../workflows/failures.js';
 import { turnStaticDetails, turnSummary } from '../workflows/details.js';
 import { findCause } from './failures.js';
+import { answerWhileRunning, pendingInputsOf, sendAnswer, type CallInputOptions } from './inputs.js';
 // Not the shaping index: its token counter loads a tokenizer that most commands never use.
 import { DEFAULT_SHAPE_LIMITS, type ShapeLimits } from '../shaping/limits.js';
 import type { ModelView } from '../shaping/index.js';
@@ -110,6 +111,11 @@ export interface TurnClientOptions {
   taskQueue?: string;
   /** How long an interactive turn waits for its next call before ending itself (default: the worker's 30 min). */
   turnIdleMs?: number;
+  /**
+   * How long a call waits for the answers to its input requests, for turns whose limits set no
+   * `inputTimeoutMs` (default: the workflow's 24 h). The CLI and the HTTP API pass `DMCP_INPUT_TIMEOUT`.
+   */
+  inputTimeoutMs?: number;
   /** What `callToolForModel` renders by default (default: the documented shaping limits). */
   shapeLimits?: ShapeLimits;
   /**
@@ -172,6 +178,8 @@ export interface ConnectOptions {
    * The CLI and the HTTP API pass `DMCP_TURN_IDLE` here.
    */
   turnIdleMs?: number;
+  /** See {@link TurnClientOptions.inputTimeoutMs}. */
+  inputTimeoutMs?: number;
   /** What {@link Turn.callToolForModel} renders by default: token cap, image limits (default: the documented shaping limits). */
   shapeLimits?: ShapeLimits;
   /** See {@link TurnClientOptions.turnKey}; default: `turn.key` under `dataDir` when it exists. */
@@ -252,6 +260,7 @@ export class TurnClient {
   /** The shared task queue turns start on. */
   readonly taskQueue: string;
   private readonly turnIdleMs?: number;
+  private readonly inputTimeoutMs?: number;
   private readonly shapeLimits: ShapeLimits;
   private readonly secrets?: Record<string, string>;
   private readonly callQueue: CallQueueOptions;
@@ -262,6 +271,7 @@ export class TurnClient {
     this.client = options.client;
     this.taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
     this.turnIdleMs = options.turnIdleMs;
+    this.inputTimeoutMs = options.inputTimeoutMs;
     this.shapeLimits = options.shapeLimits ?? DEFAULT_SHAPE_LIMITS;
     this.secrets = options.secrets;
     this.callQueue = { maxCallsInFlight: options.maxCallsInFlight, onCallsInFlight: options.onCallsInFlight };
@@ -284,7 +294,7 @@ export class TurnClient {
     const client = new temporalClient.Client({ connection, namespace: options.namespace ?? 'default', dataConverter });
     const turnKey = options.turnKey ?? (await readTurnKeyFile(join(resolve(options.dataDir ?? DEFAULT_DATA_DIR), DataDirEntry.turnKey)));
     return new TurnClient({
-      client, taskQueue: options.taskQueue, turnIdleMs: options.turnIdleMs, shapeLimits: options.shapeLimits, turnKey, secrets: options.secrets,
+      client, taskQueue: options.taskQueue, turnIdleMs: options.turnIdleMs, inputTimeoutMs: options.inputTimeoutMs, shapeLimits: options.shapeLimits, turnKey, secrets: options.secrets,
       maxCallsInFlight: options.maxCallsInFlight,
     });
   }
@@ -322,7 +332,7 @@ export class TurnClient {
   }
 
   /** Runs a batch turn: groups in order, calls of a group in parallel. */
-  async runBatch(options: StartTurnOptions & { calls: CallRequest[][] }): Promise<TurnResult> {
+  async runBatch(options: StartTurnOptions & { calls: CallRequest[][] } & Pick<CallInputOptions, 'onInput' | 'inputPollMs'>): Promise<TurnResult> {
     const { input, workflowId } = await this.prepare(options, options.calls);
     const handle = await this.client.workflow.start<typeof agentTurn>(WorkflowType.agentTurn, {
       workflowId,
@@ -332,7 +342,19 @@ export class TurnClient {
       typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
       ...turnMetadata(input, options.calls),
     });
-    return handle.result();
+    const result = handle.result();
+    const { onInput } = options;
+    if (!onInput) return result;
+    const secrets = this.secrets;
+    const answering = answerWhileRunning(handle, undefined, result, {
+      inputPollMs: options.inputPollMs,
+      onInput: async (asked, context) => {
+        const answer = await onInput(asked, context);
+        if (answer) refuseSecrets(secrets, [[`answer to ${JSON.stringify(asked.requestId)}`, answer]]);
+        return answer;
+      },
+    });
+    return Promise.race([result, answering.then(() => result)]);
   }
 
   /** The latest status reported for a session (from its newest turn's history). */
@@ -384,6 +406,25 @@ export class TurnClient {
       return Promise.reject(err as Error);
     }
     return this.client.workflow.getHandle<typeof agentTurn>(turnId).startUpdate(callToolDef, { args: [request], updateId: request.id, waitForStage: 'ACCEPTED' });
+  }
+
+  /** The input requests of a turn's running calls that wait for an answer, oldest first. */
+  pendingInputs(turnId: string): Promise<InputRequest[]> {
+    return pendingInputsOf(this.client.workflow.getHandle<typeof agentTurn>(turnId));
+  }
+
+  /**
+   * Answers one open input request. The turn refuses an answer that does not fit the requested
+   * schema, naming the field (`RefusalType.inputAnswer`), and the question stays open; a second
+   * answer to the same request returns the first one's receipt.
+   */
+  answerInput(turnId: string, requestId: string, answer: InputAnswer): Promise<InputAnswerReceipt> {
+    try {
+      refuseSecrets(this.secrets, [[`answer to ${JSON.stringify(requestId)}`, answer]]);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return sendAnswer(this.client.workflow.getHandle<typeof agentTurn>(turnId), requestId, answer);
   }
 
   /** {@link Turn.cancelCall} for a turn known by its ID. */
@@ -482,7 +523,8 @@ export class TurnClient {
     const turn = options.turn ?? turns + 1;
     const preferred = latest?.memo?.workerQueue;
     const idleMs = options.limits?.idleMs ?? this.turnIdleMs;
-    const limits = { ...options.limits, ...(idleMs !== undefined ? { idleMs } : {}) };
+    const inputTimeoutMs = options.limits?.inputTimeoutMs ?? this.inputTimeoutMs;
+    const limits = { ...options.limits, ...(idleMs !== undefined ? { idleMs } : {}), ...(inputTimeoutMs !== undefined ? { inputTimeoutMs } : {}) };
     return {
       workflowId: `${options.sessionId}/turn-${turn}`,
       input: {
@@ -577,13 +619,43 @@ export class Turn implements TurnStart {
    * Runs one tool call. The update ID is the call's `id` (the model's tool-call ID), so sending
    * the same call again returns the recorded outcome instead of running the tool twice.
    */
-  callTool(request: CallRequest): Promise<CallOutcome> {
+  callTool(request: CallRequest, options: CallInputOptions = {}): Promise<CallOutcome> {
     try {
       refuseSecrets(this.secrets, [[`call ${JSON.stringify(request.id)} (${request.name}) arguments`, request.arguments ?? {}]]);
     } catch (err) {
       return Promise.reject(err as Error);
     }
-    return this.withCallSlot(request.id, () => this.handle.executeUpdate(callToolDef, { args: [request], updateId: request.id }));
+    return this.withCallSlot(request.id, () => {
+      const running = this.handle.executeUpdate(callToolDef, { args: [request], updateId: request.id });
+      const { onInput } = options;
+      if (!onInput) return running;
+      const secrets = this.secrets;
+      const answering = answerWhileRunning(this.handle, request.id, running, {
+        ...options,
+        onInput: async (asked, context) => {
+          const answer = await onInput(asked, context);
+          if (answer) refuseSecrets(secrets, [[`answer to ${JSON.stringify(asked.requestId)}`, answer]]);
+          return answer;
+        },
+      });
+      // A failing handler fails the call here (the turn keeps its question open for another answer).
+      return Promise.race([running, answering.then(() => running)]);
+    });
+  }
+
+  /** The input requests of this turn's running calls that wait for an answer. */
+  pendingInputs(): Promise<InputRequest[]> {
+    return pendingInputsOf(this.handle);
+  }
+
+  /** See {@link TurnClient.answerInput}. */
+  answerInput(requestId: string, answer: InputAnswer): Promise<InputAnswerReceipt> {
+    try {
+      refuseSecrets(this.secrets, [[`answer to ${JSON.stringify(requestId)}`, answer]]);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return sendAnswer(this.handle, requestId, answer);
   }
 
   /**

@@ -35,6 +35,7 @@ export const TURN_LIMIT_RANGES = {
   // Temporal allows 2,000 Updates per run; the run continues only once no call is in flight, so
   // the calls that arrive meanwhile need room above the count.
   continueAsNewAfterCalls: { min: 1, max: 1500 },
+  inputTimeoutMs: { min: 1000, max: 30 * 86_400_000 },
 } as const satisfies Record<keyof TurnLimits, { min: number; max: number }>;
 
 /**

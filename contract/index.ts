@@ -7,3 +7,4 @@ export * from './governance.js';
 export * from './shelf.js';
 export * from './patches.js';
 export * from './defaults.js';
+export * from './inputs.js';

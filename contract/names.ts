@@ -35,6 +35,8 @@ export const UpdateName = {
   callTool: 'callTool',
   endTurn: 'endTurn',
   cancelCall: 'cancelCall',
+  /** The answer to one input request of a running call; its Update ID is the request ID. */
+  answerInput: 'answerInput',
 } as const;
 
 /** The Update ID `Turn.end()` uses, so a retried end is de-duplicated; no call may take it. */
@@ -62,6 +64,8 @@ export const RefusalType = {
   callRequest: 'InvalidCallRequest',
   /** A shelf change the shelf refuses (bad name, missing proof, a name taken by another entry). */
   shelfChange: 'ShelfChangeRefused',
+  /** An answer to an input request that is not open, or that does not fit its schema (the field is named). */
+  inputAnswer: 'InvalidInputAnswer',
 } as const;
 export type RefusalType = (typeof RefusalType)[keyof typeof RefusalType];
 

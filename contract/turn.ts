@@ -4,6 +4,7 @@
  */
 import type { CallOutcome, ToolAnnotations, ToolInfo, TurnStatus } from './history.js';
 import type { RefusedTool } from './governance.js';
+import type { InputReply, InputRequest } from './inputs.js';
 
 /**
  * References the worker resolves into server entries. Only references cross into history:
@@ -76,6 +77,11 @@ export interface TurnLimits {
    * earlier when Temporal suggests it; Temporal allows 2,000 Updates per run.
    */
   continueAsNewAfterCalls?: number;
+  /**
+   * DMCP_INPUT_TIMEOUT: how long a call waits for the answers to its input requests before the
+   * server is told they were cancelled (default 24 h). Nothing runs meanwhile.
+   */
+  inputTimeoutMs?: number;
 }
 
 /** What a long turn carries into its next run (continue-as-new). */
@@ -170,6 +176,8 @@ export interface TurnProgress {
   status?: TurnStatus;
   callsDone: number;
   callsInFlight: number;
+  /** Input requests of running calls that wait for an answer, oldest first; absent when none. */
+  pendingInputs?: InputRequest[];
 }
 
 // --- activities ---
@@ -219,6 +227,8 @@ export interface CallToolInput {
   requestTimeoutMs: number;
   /** The seal of the call's PreToolUse decision (`PreToolUseHooksResult.proof`), when hooks ran. */
   hookProof?: string;
+  /** A later attempt of a call whose server asked for input: the answers and the server's state. */
+  inputReply?: InputReply;
 }
 
 /** `endSession`: the session whose servers the worker stops. */

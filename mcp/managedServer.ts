@@ -1,6 +1,6 @@
-import { Client, SdkError, SdkErrorCode, type CallToolResult, type Root, type Tool, type Transport, type VersionNegotiationOptions } from '@modelcontextprotocol/client';
+import { Client, SdkError, SdkErrorCode, isInputRequiredResult, type CallToolResult, type Root, type Tool, type Transport, type VersionNegotiationOptions } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
-import { MAX_NESTING_DEPTH, nestedDeeperThan, type ProtocolEra } from '../contract/index.js';
+import { MAX_INPUT_ROUNDS, MAX_NESTING_DEPTH, nestedDeeperThan, type InputReply, type ProtocolEra } from '../contract/index.js';
 import type { ServerEntry } from '../config/types.js';
 import { TailBuffer } from '../text/tailBuffer.js';
 import { describeExit, describeStartFailure, lostText, startTimeoutText } from './failureText.js';
@@ -10,6 +10,7 @@ import { connectWithEra, refuseServerRequest, type EraVerdicts } from './era.js'
 import { PendingRequests, RemoteWatchdog, livenessRequest } from './liveness.js';
 import { headerDeclarationProblem, invalidToolReason, toolListingPage, type ToolListingPage } from './toolListing.js';
 import { rootsKey } from './roots.js';
+import { UnservedInputRequestError, readInputRequired, type NeedsInput } from './inputRequests.js';
 import type { StdioCommand } from './sandbox.js';
 import { ProcessGroupStdioTransport } from './stdioTransport.js';
 
@@ -77,6 +78,21 @@ export interface CallOptions {
   signal?: AbortSignal;
   timeoutMs: number;
   onProgress?: (progress: { progress: number; total?: number; message?: string }) => void;
+  /** A later attempt of a call whose server asked for input: the answers and the server's state, sent as given. */
+  inputReply?: InputReply;
+  /**
+   * The caller can ask a person (the turn's durable wait): a round of questions ends the call with
+   * {@link NeedsInput}. Otherwise such a round fails the call with {@link UnservedInputRequestError}.
+   */
+  askPerson?: boolean;
+  /** Told of each 2025-era `elicitation/create` this worker declined while the call was the only one in flight. */
+  onDeclinedInput?: (request: DeclinedInput) => void;
+}
+
+/** A 2025-era input request the worker declined. */
+export interface DeclinedInput {
+  mode: 'form' | 'url';
+  message: string;
 }
 
 /** Pages of one tool listing (see {@link ManagedServer.listTools}). */
@@ -103,6 +119,10 @@ export class ManagedServer {
   tools: Tool[] = [];
   /** Tools of the last listing left out: invalid, or schemas nesting too deeply to be recorded. */
   refusedTools: RefusedTool[] = [];
+  /** 2025-era `elicitation/create` requests this server sent (each declined). */
+  legacyElicitations = 0;
+  /** {@link CallOptions.onDeclinedInput} of the calls in flight. */
+  private readonly legacyInputListeners = new Set<(request: DeclinedInput) => void>();
   /** The wire era the server landed on, once connected. */
   era?: ProtocolEra;
   /** Set by `notifications/tools/list_changed`; the next {@link refresh} lists again. */
@@ -245,12 +265,26 @@ export class ManagedServer {
    */
   private createClient(versionNegotiation: VersionNegotiationOptions): Client {
     const roots = this.deps.roots;
-    const client = new Client({ name: 'durable-mcp', version: this.deps.clientVersion }, { capabilities: roots ? { roots: { listChanged: true } } : {}, versionNegotiation });
+    // Elicitation is declared in both modes; a 2026-07-28 `input_required` is never fulfilled in
+    // memory (autoFulfill: false): the call returns it, and the turn waits for a person durably.
+    const capabilities = { elicitation: { form: {}, url: {} }, ...(roots ? { roots: { listChanged: true } } : {}) };
+    const client = new Client({ name: 'durable-mcp', version: this.deps.clientVersion }, { capabilities, versionNegotiation, inputRequired: { autoFulfill: false } });
     client.fallbackRequestHandler = (request) => Promise.reject(refuseServerRequest(request.method));
     client.onclose = () => {
       if (client === this.client) this.onClosed();
     };
     client.onerror = (err) => this.onTransportError(err);
+    // A 2025-era server asks in the middle of the call, over a connection that must stay open while
+    // it waits; this worker does not hold one open for a person, so it declines at once, and the
+    // server says what that means in its result.
+    client.setRequestHandler('elicitation/create', (request) => {
+      this.legacyElicitations += 1;
+      const params = request.params as { mode?: string; message?: unknown };
+      this.log.info({ mode: params.mode ?? 'form' }, 'declined a 2025-era elicitation request');
+      // The request names no call: it is the call's only when one call is in flight here.
+      if (this.legacyInputListeners.size === 1) for (const listener of this.legacyInputListeners) listener({ mode: params.mode === 'url' ? 'url' : 'form', message: typeof params.message === 'string' ? params.message : '' });
+      return { action: 'decline' };
+    });
     if (roots) {
       this.announcedRoots = rootsKey(roots());
       client.setRequestHandler('roots/list', () => {
@@ -397,24 +431,56 @@ export class ManagedServer {
    * Calls a tool. Rejects with {@link ConnectionLostError} as soon as the server is known to be
    * gone (stdio: its process exited; http/sse: the connection or session is lost).
    */
-  async callTool(tool: string, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
+  callTool(tool: string, args: Record<string, unknown>, options: CallOptions & { askPerson: true }): Promise<CallToolResult | NeedsInput>;
+  callTool(tool: string, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult>;
+  async callTool(tool: string, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult | NeedsInput> {
     const client = this.requireClient();
     // The listed definition goes along so a modern server gets the tool's designated parameter
     // headers; without its output schema, since checking structured content after the tool ran
     // would report a call that already had its effect as a bad request. Recorded as it came.
     const listed = this.tools.find((t) => t.name === tool);
     const toolDefinition: Tool = listed ? { ...listed, outputSchema: undefined } : { name: tool, inputSchema: { type: 'object' } };
-    return this.pending.run(
-      (signal) =>
-        client.callTool({ name: tool, arguments: args }, {
-          signal,
-          timeout: options.timeoutMs,
-          resetTimeoutOnProgress: true,
-          onprogress: options.onProgress,
-          toolDefinition,
-        }),
-      options.signal,
-    );
+    const reply = options.inputReply;
+    const retry: Record<string, unknown> = reply ? {
+      inputResponses: { ...reply.ownResponses, ...reply.inputResponses },
+      ...(reply.requestState !== undefined ? { requestState: reply.requestState } : {}),
+    } : {};
+    // Rounds this client answers alone (roots, state only) are retried here; a round that needs a
+    // person ends the call, and the turn sends the answers with a new call.
+    const listener = options.onDeclinedInput;
+    if (listener) this.legacyInputListeners.add(listener);
+    try {
+      return await this.callRounds(client, tool, args, options, toolDefinition, retry);
+    } finally {
+      if (listener) this.legacyInputListeners.delete(listener);
+    }
+  }
+
+  private async callRounds(client: Client, tool: string, args: Record<string, unknown>, options: CallOptions, toolDefinition: Tool, first: Record<string, unknown>): Promise<CallToolResult | NeedsInput> {
+    let retry = first;
+    for (let round = 1; ; round += 1) {
+      const params = { name: tool, arguments: args, ...retry } as { name: string; arguments: Record<string, unknown> };
+      const result = await this.pending.run(
+        (signal) =>
+          client.callTool(params, {
+            signal,
+            timeout: options.timeoutMs,
+            resetTimeoutOnProgress: true,
+            onprogress: options.onProgress,
+            toolDefinition,
+            allowInputRequired: true,
+          }),
+        options.signal,
+      );
+      if (!isInputRequiredResult(result)) return result;
+      const needs = readInputRequired(result, this.deps.roots);
+      if (needs.requests.length > 0) {
+        if (options.askPerson === true) return needs;
+        throw new UnservedInputRequestError(`${tool} asks a person for input, and this caller cannot ask one`);
+      }
+      if (round >= MAX_INPUT_ROUNDS) throw new RefusedCallError(`the server asked for input ${round} times without finishing the call`);
+      retry = { ...(Object.keys(needs.ownResponses).length > 0 ? { inputResponses: needs.ownResponses } : {}), ...(needs.requestState !== undefined ? { requestState: needs.requestState } : {}) };
+    }
   }
 
   /**

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { LoadedConfig, ServerEntry } from '../config/types.js';
 import { ManagedServer, RefusedCallError, ServerUnavailableError, type CallOptions, type ManagedState } from './managedServer.js';
 import type { EraVerdicts } from './era.js';
+import type { NeedsInput } from './inputRequests.js';
 import { admitRoot, rootsOf } from './roots.js';
 import { StdioSandbox, type UntrustedStdioOptions } from './sandbox.js';
 import { remoteSecrets } from './httpTransport.js';
@@ -407,7 +408,9 @@ export class ServerPool {
   }
 
   /** Calls a tool on the session's server. Throws {@link ServerUnavailableError} when it is not running. */
-  async callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>, options: PoolCallOptions): Promise<CallToolResult> {
+  callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>, options: PoolCallOptions & { askPerson: true }): Promise<CallToolResult | NeedsInput>;
+  callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>, options: PoolCallOptions): Promise<CallToolResult>;
+  async callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>, options: PoolCallOptions): Promise<CallToolResult | NeedsInput> {
     const session = this.sessions.get(sessionId);
     const managed = session?.servers.get(server);
     if (!session || !managed) throw new ServerUnavailableError(server, 'not started on this worker');
@@ -433,7 +436,7 @@ export class ServerPool {
     session.busy += 1;
     this.callsInFlight.set(managed, (this.callsInFlight.get(managed) ?? 0) + 1);
     try {
-      return await managed.callTool(tool, args, options);
+      return await managed.callTool(tool, args, { ...options, askPerson: options.askPerson === true } as CallOptions & { askPerson: true });
     } finally {
       session.busy -= 1;
       session.lastUsed = Date.now();

@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { shapeLimitsFromEnv } from './shapeLimits.js';
 import type { ShapeLimits } from '../shaping/index.js';
 import { CONFIG_DIR_NAME, DEFAULT_DATA_DIR, DEFAULT_TASK_QUEUE, DataDirEntry } from '../contract/defaults.js';
+import { TURN_LIMIT_RANGES } from '../contract/bounds.js';
 
 export type Env = Record<string, string | undefined>;
 
@@ -108,6 +109,8 @@ export interface Settings {
   warmSpares: number;
   /** DMCP_TURN_IDLE, default 30 min: an interactive turn with no call ends itself. */
   turnIdleMs: number;
+  /** DMCP_INPUT_TIMEOUT, default 24 h: how long a call waits for a person's answers to its input requests. */
+  inputTimeoutMs: number;
   /** DMCP_SHUTDOWN_GRACE, default 30 s: running calls may finish on worker shutdown. */
   shutdownGraceMs: number;
   /**
@@ -335,6 +338,13 @@ const envSchema = z.object({
     return n;
   }),
   DMCP_TURN_IDLE: duration('DMCP_TURN_IDLE', '30m'),
+  DMCP_INPUT_TIMEOUT: wrap('DMCP_INPUT_TIMEOUT', (v) => {
+    const ms = parseDuration(v === undefined || v.trim() === '' ? '24h' : v, 'DMCP_INPUT_TIMEOUT');
+    // The turn refuses limits out of this range: say so here, once, instead of in every turn.
+    const { min, max } = TURN_LIMIT_RANGES.inputTimeoutMs;
+    if (ms < min || ms > max) throw new SettingsError(`DMCP_INPUT_TIMEOUT must be from 1s to 30 days, got ${JSON.stringify(v)}`);
+    return ms;
+  }),
   DMCP_SHUTDOWN_GRACE: duration('DMCP_SHUTDOWN_GRACE', '30s'),
   DMCP_STICKY_WAIT: wrap('DMCP_STICKY_WAIT', (v) => {
     const ms = parseDuration(v === undefined || v.trim() === '' ? '500ms' : v, 'DMCP_STICKY_WAIT');
@@ -481,6 +491,7 @@ export function loadSettings(env: Env): Settings {
     sessionIdleMs: e.DMCP_SESSION_IDLE,
     warmSpares: e.DMCP_WARM_SPARES,
     turnIdleMs: e.DMCP_TURN_IDLE,
+    inputTimeoutMs: e.DMCP_INPUT_TIMEOUT,
     shutdownGraceMs: e.DMCP_SHUTDOWN_GRACE,
     stickyWaitMs: e.DMCP_STICKY_WAIT,
     toolPrefix: e.DMCP_TOOL_PREFIX,

@@ -15,6 +15,7 @@ export const DEFAULT_LIMITS: Limits = {
   heartbeatTimeoutMs: 10_000,
   scheduleToStartMs: 10_000,
   idleMs: 30 * 60_000,
+  inputTimeoutMs: 24 * 60 * 60_000,
 };
 
 /**

@@ -13,9 +13,10 @@ import { PatchId, RefusalType, type CallOutcome, type EndTurnOptions, type CallR
 import { resolveLimits } from './activityOptions.js';
 import { batchProblem, callRequestProblem } from './bounds.js';
 import { runCall, runCallAwaited } from './calls.js';
-import { callToolUpdate, cancelCallUpdate, endTurnUpdate, statusQuery, turnStartedUpdate } from './definitions.js';
+import { answerInputUpdate, callToolUpdate, cancelCallUpdate, endTurnUpdate, statusQuery, turnStartedUpdate } from './definitions.js';
 import { alreadyRanOutcome, isScheduleToStartTimeout, refusal } from './failures.js';
 import { waitWhileOpen } from './idle.js';
+import { checkAnswer, takeAnswer } from './inputs.js';
 import { listTools, reconcile } from './servers.js';
 import { endTurnSession } from './session.js';
 import { RECENT_CALLS_KEPT, TurnState, type TurnContext } from './turnState.js';
@@ -148,6 +149,8 @@ function installHandlers(ctx: TurnContext): void {
     scope?.cancel();
     return scope !== undefined;
   });
+  // A rejected Update leaves no trace in history; an accepted one is the recorded answer.
+  setHandler(answerInputUpdate, (requestId, answer) => takeAnswer(state, requestId, answer), { validator: (requestId, answer) => checkAnswer(state, requestId, answer) });
   // An end sent before the argument existed, or without one, carries none.
   setHandler(endTurnUpdate, (options?: EndTurnOptions) => {
     state.ended ??= 'endTurn';

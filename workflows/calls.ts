@@ -10,6 +10,7 @@ import {
   messageOf, notAllowedOutcome, unknownToolOutcome,
 } from './failures.js';
 import { reconcile } from './servers.js';
+import { waitForAnswers, type InputRounds } from './inputs.js';
 import type { TurnContext } from './turnState.js';
 
 /**
@@ -191,13 +192,24 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
   const failoverOnLostWorker = patched(PatchId.lostWorkerFailover);
   let failedOverUnstarted = false;
   let lostWorkerMoves = 0;
+  let input = callInput;
+  const rounds: InputRounds = { round: 0, timedOut: false };
   for (;;) {
     const queue = state.workerQueue;
     const scope = new CancellationScope();
     state.running.set(request.id, scope);
     state.details.callAttempt(request.id);
     try {
-      return await scope.run(() => proxyActivities<Activities>(callOptions(queue, tool, limits, failoverOnLostWorker)).callTool(callInput));
+      const options = callOptions(queue, tool, limits, failoverOnLostWorker);
+      const result = await scope.run(() => proxyActivities<Activities>(input.inputReply ? { ...options, summary: `${tool.name} (with answers)` } : options).callTool(input));
+      if (result.status !== 'input_required') return result;
+      // No patch: no turn recorded before could see this result, so none replays differently.
+      const next = await waitForAnswers(ctx, request, result, rounds, scope);
+      if ('status' in next) return next;
+      input = { ...callInput, inputReply: next };
+      // Each round may fail over once more: the wait may have outlived the worker.
+      failedOverUnstarted = false;
+      continue;
     } catch (err) {
       // The whole turn was cancelled: let the cancellation end the workflow.
       if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;

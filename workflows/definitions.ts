@@ -5,7 +5,7 @@
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import {
-  QueryName, ShelfUpdateName, UpdateName, type CallOutcome, type CallRequest, type EndTurnOptions, type ShelfChange, type ShelfChangeResult, type ShelfState, type TurnProgress,
+  QueryName, ShelfUpdateName, UpdateName, type CallOutcome, type CallRequest, type EndTurnOptions, type InputAnswer, type InputAnswerReceipt, type ShelfChange, type ShelfChangeResult, type ShelfState, type TurnProgress,
   type TurnStart,
 } from '../contract/index.js';
 
@@ -23,6 +23,8 @@ export const endTurnWithOptionsUpdate = defineUpdate<void, [EndTurnOptions]>(Upd
 /** Cancels one in-flight call by its ID; returns whether such a call was running. */
 export const cancelCallUpdate = defineUpdate<boolean, [string]>(UpdateName.cancelCall);
 export const statusQuery = defineQuery<TurnProgress>(QueryName.status);
+/** The answer to one open input request of a running call; its Update ID is the request ID. */
+export const answerInputUpdate = defineUpdate<InputAnswerReceipt, [string, InputAnswer]>(UpdateName.answerInput);
 
 /** One change of the shelf's servers or grants. */
 export const shelfChangeUpdate = defineUpdate<ShelfChangeResult, [ShelfChange]>(ShelfUpdateName.change);

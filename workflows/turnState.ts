@@ -1,5 +1,5 @@
 import { patched, type CancellationScope } from '@temporalio/workflow';
-import { PatchId, type CallRecord, type ReconcileResult, type ToolInfo, type TurnInput, type TurnProgress, type TurnResult, type TurnStart } from '../contract/index.js';
+import { PatchId, type CallRecord, type InputAnswer, type InputRequest, type ReconcileResult, type ToolInfo, type TurnInput, type TurnProgress, type TurnResult, type TurnStart } from '../contract/index.js';
 import type { Limits } from './activityOptions.js';
 import { DetailsBoard } from './detailsBoard.js';
 
@@ -42,6 +42,10 @@ export class TurnState {
   workerQueue = '';
   tools = new Map<string, ToolInfo>();
   lastReconcile: ReconcileResult | undefined;
+  /** Input requests of running calls that wait for an answer, by request ID, in the order asked. */
+  readonly pendingInputs = new Map<string, InputRequest>();
+  /** Answers that arrived for {@link pendingInputs}, until the call's next attempt takes them. */
+  readonly answers = new Map<string, InputAnswer>();
   /** The scope of each running call by its ID, so cancelCall and a cancelled turn can stop it. */
   readonly running = new Map<string, CancellationScope>();
   /** What the Temporal UI shows as the turn's current details. */
@@ -69,6 +73,8 @@ export class TurnState {
       status: this.start?.status,
       callsDone: this.callsDone,
       callsInFlight: this.inFlight,
+      // Only the questions still open; answers never leave the workflow through the status.
+      ...(this.pendingInputs.size > 0 ? { pendingInputs: [...this.pendingInputs.values()].filter((r) => !this.answers.has(r.requestId)) } : {}),
     };
   }
 }

@@ -10,6 +10,7 @@ import { listProblem } from '../../governance/toolRules.js';
 import { stripTerminalControls } from '../../text/terminal.js';
 import { UsageError, cliLogger, collect, collectOptional, commandSettings, progress } from '../common.js';
 import { connect, stopOnSignals } from '../embedded.js';
+import { cliInputHandler, parseAnswerMode } from '../inputPrompt.js';
 
 interface RunOptions {
   session?: string;
@@ -23,6 +24,7 @@ interface RunOptions {
   allowedTools?: string[];
   disallowedTools: string[];
   agent?: string;
+  answerInput?: string;
 }
 
 /** `--call 'TOOL JSON'`: the tool's public name, then its arguments as a JSON object. */
@@ -91,6 +93,7 @@ async function runCommand(opts: RunOptions): Promise<number> {
   const disallowedTools = toolMatchers(opts.disallowedTools, '--disallowed-tools');
   const agentProblem = opts.agent !== undefined ? agentIdProblem(opts.agent) : undefined;
   if (agentProblem) throw new UsageError(`--agent: ${agentProblem}`);
+  const answerMode = parseAnswerMode(opts.answerInput);
   await checkServerRefs(opts);
   const sessionId = opts.session ?? `run-${Date.now()}-${randomBytes(3).toString('hex')}`;
   const settings = commandSettings();
@@ -111,6 +114,7 @@ async function runCommand(opts: RunOptions): Promise<number> {
       ...(allowedTools !== undefined ? { allowedTools } : {}),
       ...(disallowedTools?.length ? { disallowedTools } : {}),
       ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
+      onInput: cliInputHandler(answerMode),
     }).catch((err: unknown) => {
       throw err instanceof SecretInInputError ? new UsageError(err.message) : err;
     });
@@ -145,6 +149,7 @@ export function registerRunCommand(program: Command): void {
     .option('--allowed-tools <matchers>', 'only these tools, e.g. "mcp__github__*,mcp__docs__search" (repeatable; narrows the worker\'s rules)', collectOptional)
     .option('--disallowed-tools <matchers>', 'never these tools (repeatable; a deny always wins)', collect, [])
     .option('--agent <id>', 'run as this agent: the servers granted to it on the shelf join the turn (durable-mcp mcp grant)')
+    .option('--answer-input <mode>', 'answer every input request a call asks: accept-defaults, decline or cancel (default: ask on a terminal, else wait for durable-mcp answer)')
     .action(async (opts: RunOptions) => {
       process.exitCode = await runCommand(opts);
     });

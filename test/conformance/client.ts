@@ -18,7 +18,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TurnClient, type Turn } from '../../client/turnClient.js';
-import type { CallRequest, ToolInfo } from '../../contract/index.js';
+import { unattendedAnswer, type CallRequest, type ToolInfo } from '../../contract/index.js';
 import { dataConverterFor } from '../../payloads/dataConverter.js';
 import { loadSettings } from '../../settings/index.js';
 
@@ -118,7 +118,8 @@ async function driveTurn(client: TurnClient, url: string, scenario: string, cont
     const calls = (plans[scenario] ?? callEveryTool)(tools, context);
     for (const [i, call] of calls.entries()) {
       const request: CallRequest = { id: `call-${i + 1}`, name: tools.find((t) => t.tool === call.tool)?.name ?? `mcp__${SERVER}__${call.tool}`, arguments: call.arguments };
-      const outcome = await turn.callTool(request);
+      // A scenario that asks for input gets what an unattended run answers: the schema's defaults.
+      const outcome = await turn.callTool(request, { inputPollMs: 200, onInput: (asked) => unattendedAnswer('accept-defaults', asked) });
       const text = outcome.content.map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join(' ').slice(0, 300);
       process.stderr.write(`${request.name}: ${outcome.status}${outcome.isError ? ' (tool error)' : ''}${outcome.errorKind ? ` ${outcome.errorKind}: ${outcome.errorMessage ?? ''}` : ''} ${text}\n`);
     }

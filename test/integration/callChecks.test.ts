@@ -76,7 +76,7 @@ describe('the call activity re-checks every call against the operator and the tu
   });
 
   test('the turn that reconciled the session calls; another workflow naming the same session does not', async () => {
-    const ok = (await envFor(turnId).run(activities.callTool, call('mcp__s__echo', 'echo', { text: 'mine' }))) as CallOutcome;
+    const ok = (await envFor(turnId).run(activities.callTool, call('mcp__s__echo', 'echo', { text: 'mine' }))) as unknown as CallOutcome;
     assert.equal(ok.status, 'ok');
     const before = (await executed()).length;
     const failure = await failureOf(envFor(`${sessionId}/turn-forged`).run(activities.callTool, call('mcp__s__echo', 'echo', { text: 'forged' })));
@@ -113,7 +113,7 @@ describe('the call activity re-checks every call against the operator and the tu
     assert.equal(otherCall.type, FailureType.BadRequest);
     assert.deepEqual((await executed()).filter((e) => e.tool === 'fail'), [], 'no unsealed call reached the server');
 
-    const sealed = (await envFor(turnId).run(activities.callTool, { ...request, arguments: pre.updatedInput, hookProof: pre.proof })) as CallOutcome;
+    const sealed = (await envFor(turnId).run(activities.callTool, { ...request, arguments: pre.updatedInput, hookProof: pre.proof })) as unknown as CallOutcome;
     assert.equal(sealed.status, 'ok');
     assert.equal((await executed()).filter((e) => e.tool === 'fail').length, 1);
   });

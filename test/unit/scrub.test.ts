@@ -99,7 +99,7 @@ void test('callTool scrubs the remote server\'s header and URL secrets from the 
   env.on('heartbeat', (d: unknown) => beats.push(d));
   const outcome = (await env.run(activities.callTool, {
     sessionId: 's', server: 'web', tool: 't', name: 'mcp__web__t', arguments: {}, requestTimeoutMs: 1000,
-  } as never)) as CallOutcome;
+  } as never)) as unknown as CallOutcome;
   const texts = JSON.stringify([outcome, beats]);
   assert.ok(beats.length > 0, 'progress was heartbeated');
   for (const s of [headerValue, queryToken, Buffer.from(headerValue).toString('base64').slice(0, 20)]) assert.ok(!texts.includes(s), `${s} in ${texts}`);
@@ -127,7 +127,7 @@ void test('callTool scrubs a token the server\'s login got during the call (a re
   env.on('heartbeat', (d: unknown) => beats.push(d));
   const outcome = (await env.run(activities.callTool, {
     sessionId: 's', server: 'web', tool: 't', name: 'mcp__web__t', arguments: {}, requestTimeoutMs: 1000,
-  } as never)) as CallOutcome;
+  } as never)) as unknown as CallOutcome;
   const texts = JSON.stringify([outcome, beats]);
   assert.ok(!texts.includes(during), texts);
   assert.match(JSON.stringify(outcome), /you are \[redacted\]/);

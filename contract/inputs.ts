@@ -1,0 +1,210 @@
+/**
+ * Input requests: a tool call that asks a person (MCP elicitation, form or URL mode). Each request
+ * is a recorded fact of its turn; the answer arrives as an Update keyed by the request's ID. The
+ * checks here run inside the workflow's Update validator, so they are pure and deterministic.
+ */
+
+/** What a server asks for: `form` (a flat object of primitive fields) or `url` (a page the person opens). */
+export const InputKind = ['form', 'url'] as const;
+export type InputKind = (typeof InputKind)[number];
+
+/** How a person answered: the MCP elicitation actions. */
+export const InputAction = ['accept', 'decline', 'cancel'] as const;
+export type InputAction = (typeof InputAction)[number];
+
+/** One question a call asks while it runs; what every caller sees (never an answer). */
+export interface InputRequest {
+  /** The turn-unique ID the answer is sent under (`answerInput` Update ID): `<callId>:<round>:<key>`. */
+  requestId: string;
+  /** The call that asks (the model's tool-call ID). */
+  callId: string;
+  /** Public name of the tool that asks. */
+  tool: string;
+  /** The server's own key for this request within its round. */
+  key: string;
+  /** 1 for the call's first round of questions, 2 for the next, ... */
+  round: number;
+  kind: InputKind;
+  message: string;
+  /** Form mode: the restricted JSON Schema of the answer (a flat object of primitive fields). */
+  requestedSchema?: Record<string, unknown>;
+  /** URL mode: the page to show the person; the worker never opens it. */
+  url?: string;
+  /** URL mode: the server's elicitation ID. */
+  elicitationId?: string;
+  /** Workflow time the request was recorded (ISO). */
+  askedAt: string;
+}
+
+/** The answer to one {@link InputRequest}. `content` only with `accept` of a form request. */
+export interface InputAnswer {
+  action: InputAction;
+  content?: Record<string, string | number | boolean | string[]>;
+}
+
+/** What the `answerInput` Update returns: the action taken, never the answer's content. */
+export interface InputAnswerReceipt {
+  requestId: string;
+  action: InputAction;
+}
+
+/**
+ * How an unattended caller answers every request (`durable-mcp run --answer-input`):
+ * `accept-defaults` accepts with the schema's defaults (SEP-1034), refused when a required field
+ * has none; `decline` and `cancel` answer so.
+ */
+export const UnattendedAnswer = ['accept-defaults', 'decline', 'cancel'] as const;
+export type UnattendedAnswer = (typeof UnattendedAnswer)[number];
+
+/** What a call's activity returns when its server asks for input (2026-07-28 `input_required`). */
+export interface InputRequiredOutcome {
+  status: 'input_required';
+  /** The embedded requests by the server's key, as the activity read them (elicitation only). */
+  requests: InputRequestSpec[];
+  /** The server's opaque state, echoed byte for byte on the next attempt. */
+  requestState?: string;
+  /** Answers the worker gave itself (roots), sent along with the person's answers. */
+  ownResponses?: Record<string, unknown>;
+}
+
+/** One embedded request as the server sent it. */
+export interface InputRequestSpec {
+  key: string;
+  kind: InputKind;
+  message: string;
+  requestedSchema?: Record<string, unknown>;
+  url?: string;
+  elicitationId?: string;
+}
+
+/** The answers sent back with the next attempt of a call, by the server's request key. */
+export interface InputReply {
+  inputResponses: Record<string, InputAnswer>;
+  requestState?: string;
+  /** See {@link InputRequiredOutcome.ownResponses}. */
+  ownResponses?: Record<string, unknown>;
+}
+
+/** Longest an input request's message, key or URL may be before the request is refused. */
+export const MAX_INPUT_TEXT_CHARS = 8192;
+/** Rounds of questions one call may ask before it ends as an error (the SDK's own default). */
+export const MAX_INPUT_ROUNDS = 10;
+
+/** The request ID of `key` in `round` of call `callId`. */
+export function inputRequestId(callId: string, round: number, key: string): string {
+  return `${callId}:${round}:${key}`;
+}
+
+/** What is wrong with an answer, naming the field, or undefined when it may be sent. */
+export interface InputAnswerProblem {
+  field: string;
+  message: string;
+}
+
+type FieldSchema = Record<string, unknown>;
+
+/** The schema's field definitions (an unusable schema has none). */
+function fieldsOf(schema: Record<string, unknown> | undefined): Record<string, FieldSchema> {
+  const props = schema?.properties;
+  return typeof props === 'object' && props !== null && !Array.isArray(props) ? (props as Record<string, FieldSchema>) : {};
+}
+
+function requiredOf(schema: Record<string, unknown> | undefined): string[] {
+  const req = schema?.required;
+  return Array.isArray(req) ? req.filter((r): r is string => typeof r === 'string') : [];
+}
+
+/** The values an enum field allows (`enum`, or `oneOf`/`anyOf` of `const`). */
+function enumValues(field: FieldSchema): unknown[] | undefined {
+  if (Array.isArray(field.enum)) return field.enum;
+  const alternatives = Array.isArray(field.oneOf) ? field.oneOf : Array.isArray(field.anyOf) ? field.anyOf : undefined;
+  return alternatives?.map((a) => (a as { const?: unknown }).const);
+}
+
+/**
+ * Checks an answer against its request: the action is one of the three, `content` comes only with
+ * `accept` of a form, and an accepted form carries every required field, each of the type and
+ * within the bounds its schema gives, and no field the schema does not name.
+ */
+export function inputAnswerProblem(request: Pick<InputRequest, 'kind' | 'requestedSchema'>, answer: unknown): InputAnswerProblem | undefined {
+  if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return { field: 'answer', message: 'the answer must be an object with "action"' };
+  const { action, content, ...rest } = answer as Record<string, unknown>;
+  const extra = Object.keys(rest)[0];
+  if (extra !== undefined) return { field: extra, message: `an answer has only "action" and "content"; ${JSON.stringify(extra)} is not one of them` };
+  if (!(InputAction as readonly unknown[]).includes(action)) return { field: 'action', message: `"action" must be one of ${InputAction.join(', ')}` };
+  if (action !== 'accept' || request.kind === 'url') {
+    if (content !== undefined) return { field: 'content', message: `"content" goes only with "accept" of a form request` };
+    return undefined;
+  }
+  if (typeof content !== 'object' || content === null || Array.isArray(content)) return { field: 'content', message: 'an accepted form answer needs "content", an object of the requested fields' };
+  const fields = fieldsOf(request.requestedSchema);
+  const given = content as Record<string, unknown>;
+  for (const name of requiredOf(request.requestedSchema)) {
+    if (given[name] === undefined) return { field: `content.${name}`, message: `the required field ${JSON.stringify(name)} is missing` };
+  }
+  for (const [name, value] of Object.entries(given)) {
+    const field = fields[name];
+    if (!field) return { field: `content.${name}`, message: `${JSON.stringify(name)} is not a field of the requested schema` };
+    const problem = fieldValueProblem(field, value);
+    if (problem) return { field: `content.${name}`, message: `${JSON.stringify(name)} ${problem}` };
+  }
+  return undefined;
+}
+
+/** Why `value` does not fit one primitive field of a restricted elicitation schema. */
+function fieldValueProblem(field: FieldSchema, value: unknown): string | undefined {
+  const type = field.type;
+  if (type === 'boolean') return typeof value === 'boolean' ? undefined : 'must be true or false';
+  if (type === 'number' || type === 'integer') {
+    if (typeof value !== 'number' || !Number.isFinite(value)) return 'must be a number';
+    if (type === 'integer' && !Number.isInteger(value)) return 'must be a whole number';
+    if (typeof field.minimum === 'number' && value < field.minimum) return `must be at least ${field.minimum}`;
+    if (typeof field.maximum === 'number' && value > field.maximum) return `must be at most ${field.maximum}`;
+    return undefined;
+  }
+  if (type === 'array') {
+    if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) return 'must be a list of strings';
+    const allowed = typeof field.items === 'object' && field.items !== null ? enumValues(field.items as FieldSchema) : undefined;
+    const bad = allowed ? value.find((v) => !allowed.includes(v)) : undefined;
+    if (bad !== undefined) return `may not hold ${JSON.stringify(bad)}; allowed: ${allowed!.map((a) => JSON.stringify(a)).join(', ')}`;
+    if (typeof field.minItems === 'number' && value.length < field.minItems) return `must hold at least ${field.minItems} items`;
+    if (typeof field.maxItems === 'number' && value.length > field.maxItems) return `must hold at most ${field.maxItems} items`;
+    return undefined;
+  }
+  if (typeof value !== 'string') return 'must be a string';
+  const allowed = enumValues(field);
+  if (allowed && !allowed.includes(value)) return `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`;
+  if (typeof field.minLength === 'number' && value.length < field.minLength) return `must be at least ${field.minLength} characters long`;
+  if (typeof field.maxLength === 'number' && value.length > field.maxLength) return `must be at most ${field.maxLength} characters long`;
+  return formatProblem(field.format, value);
+}
+
+function formatProblem(format: unknown, value: string): string | undefined {
+  if (format === 'email' && !/^[^\s@]+@[^\s@]+$/.test(value)) return 'must be an email address';
+  if (format === 'uri' && !/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(value)) return 'must be a URI';
+  if (format === 'date' && !/^\d{4}-\d{2}-\d{2}$/.test(value)) return 'must be a date (YYYY-MM-DD)';
+  if (format === 'date-time' && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(value)) return 'must be a date and time (RFC 3339)';
+  return undefined;
+}
+
+/**
+ * The answer `accept-defaults` gives (SEP-1034): accept with every field that has a default; a
+ * required field without one cannot be answered so, and the request is declined instead, naming it.
+ */
+export function defaultsAnswer(request: Pick<InputRequest, 'kind' | 'requestedSchema'>): { answer: InputAnswer; missing?: string } {
+  if (request.kind === 'url') return { answer: { action: 'decline' }, missing: 'url' };
+  const content: Record<string, string | number | boolean | string[]> = {};
+  for (const [name, field] of Object.entries(fieldsOf(request.requestedSchema))) {
+    const value = field.default;
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || (Array.isArray(value) && value.every((v) => typeof v === 'string'))) content[name] = value as string | number | boolean | string[];
+  }
+  const missing = requiredOf(request.requestedSchema).find((name) => content[name] === undefined);
+  if (missing !== undefined) return { answer: { action: 'decline' }, missing };
+  return { answer: { action: 'accept', content } };
+}
+
+/** The answer an unattended caller gives to `request`. */
+export function unattendedAnswer(mode: UnattendedAnswer, request: Pick<InputRequest, 'kind' | 'requestedSchema'>): InputAnswer {
+  if (mode === 'accept-defaults') return defaultsAnswer(request).answer;
+  return { action: mode };
+}

@@ -1,0 +1,64 @@
+/**
+ * A 2026-07-28 server's `input_required` result, read for a durable caller: the elicitations go to
+ * a person through the turn, roots are answered here, and sampling is refused (the worker holds no
+ * model). Nothing is fulfilled in memory across a wait: the call ends, and a new call carries the
+ * answers.
+ */
+import type { InputRequiredResult } from '@modelcontextprotocol/client';
+import { MAX_INPUT_TEXT_CHARS, type InputRequestSpec } from '../contract/index.js';
+import { refuseServerRequest } from './era.js';
+
+/** What a call answered when its server asks for input that only a person can give. */
+export interface NeedsInput {
+  resultType: 'input_required';
+  requests: InputRequestSpec[];
+  requestState?: string;
+  /** Answers this client gave itself (roots), sent along with the person's answers. */
+  ownResponses: Record<string, unknown>;
+}
+
+/** Whether a call's result is {@link NeedsInput} rather than the tool's result. */
+export function isNeedsInput(result: object): result is NeedsInput {
+  return (result as { resultType?: unknown }).resultType === 'input_required' && Array.isArray((result as { requests?: unknown }).requests);
+}
+
+/** Thrown for an embedded request this client never serves; the model reads the message. */
+export class UnservedInputRequestError extends Error {
+  override name = 'UnservedInputRequestError';
+}
+
+/**
+ * Splits an `input_required` result into what a person must answer and what this client answers
+ * itself (`roots`: the roots offered to the server, or none). Throws
+ * {@link UnservedInputRequestError} for sampling and for a request it cannot read.
+ */
+export function readInputRequired(result: InputRequiredResult, roots: (() => { uri: string; name?: string }[]) | undefined): NeedsInput {
+  const requests: InputRequestSpec[] = [];
+  const ownResponses: Record<string, unknown> = {};
+  for (const [key, entry] of Object.entries(result.inputRequests ?? {})) {
+    if (key.length > MAX_INPUT_TEXT_CHARS) throw new UnservedInputRequestError(`the server asked for input under a key of ${key.length} characters; at most ${MAX_INPUT_TEXT_CHARS}`);
+    const method = (entry as { method?: unknown }).method;
+    if (method === 'roots/list') {
+      ownResponses[key] = { roots: roots?.() ?? [] };
+      continue;
+    }
+    if (method !== 'elicitation/create') throw new UnservedInputRequestError(refuseServerRequest(String(method)).message);
+    requests.push(elicitationSpec(key, (entry as { params?: unknown }).params));
+  }
+  return { resultType: 'input_required', requests, ...(result.requestState !== undefined ? { requestState: result.requestState } : {}), ownResponses };
+}
+
+/** One elicitation's params as the turn records them: message and schema, or message and URL. */
+export function elicitationSpec(key: string, raw: unknown): InputRequestSpec {
+  const params = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+  const message = typeof params.message === 'string' ? params.message : '';
+  if (message.length > MAX_INPUT_TEXT_CHARS) throw new UnservedInputRequestError(`the server's question is ${message.length} characters long; at most ${MAX_INPUT_TEXT_CHARS}`);
+  if (params.mode === 'url') {
+    const url = typeof params.url === 'string' ? params.url : '';
+    if (url === '' || url.length > MAX_INPUT_TEXT_CHARS) throw new UnservedInputRequestError('the server asked for a URL-mode answer without a usable URL');
+    return { key, kind: 'url', message, url, ...(typeof params.elicitationId === 'string' ? { elicitationId: params.elicitationId } : {}) };
+  }
+  const schema = params.requestedSchema;
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new UnservedInputRequestError('the server asked for a form answer without a requestedSchema object');
+  return { key, kind: 'form', message, requestedSchema: schema as Record<string, unknown> };
+}

@@ -1,0 +1,89 @@
+/**
+ * A call whose server asks a person (2026-07-28 `input_required`): its questions become recorded
+ * input requests of the turn, the turn waits for their answers with nothing running (a timer, no
+ * activity, no held connection), and the call runs again with the answers and the server's state.
+ */
+import { condition, type CancellationScope } from '@temporalio/workflow';
+import {
+  MAX_INPUT_ROUNDS, RefusalType, inputAnswerProblem, inputRequestId, type CallOutcome, type CallRequest, type InputAnswer, type InputAnswerReceipt, type InputReply, type InputRequest,
+  type InputRequiredOutcome,
+} from '../contract/index.js';
+import { errorOutcome, refusal } from './failures.js';
+import type { TurnContext, TurnState } from './turnState.js';
+
+/** Where a call is in its rounds of questions. */
+export interface InputRounds {
+  round: number;
+  /** A round went unanswered: the server was told it was cancelled and is not waited for again. */
+  timedOut: boolean;
+}
+
+/**
+ * Records the questions of `asked`, waits for every answer (or the turn's input timeout, after which
+ * the unanswered ones count as cancelled, as a person who never answered), and returns what the
+ * next attempt sends, or the outcome the call ends with instead.
+ */
+export async function waitForAnswers(
+  ctx: TurnContext,
+  request: CallRequest,
+  asked: InputRequiredOutcome,
+  rounds: InputRounds,
+  scope: CancellationScope,
+): Promise<InputReply | CallOutcome> {
+  const { state, limits } = ctx;
+  rounds.round += 1;
+  if (rounds.timedOut) return errorOutcome('timeout', `${request.name} asked again after its earlier questions went unanswered for ${limits.inputTimeoutMs / 1000} s; the call did not finish`);
+  if (rounds.round > MAX_INPUT_ROUNDS) return errorOutcome('bad_request', `${request.name} asked for input ${MAX_INPUT_ROUNDS} times without finishing; the call was given up`);
+  const askedAt = new Date().toISOString();
+  const open: InputRequest[] = asked.requests.map((spec) => ({
+    ...spec,
+    requestId: inputRequestId(request.id, rounds.round, spec.key),
+    callId: request.id,
+    tool: request.name,
+    round: rounds.round,
+    askedAt,
+  }));
+  for (const r of open) state.pendingInputs.set(r.requestId, r);
+  state.touch();
+  // The UI's current details name the question's fields, never its message or an answer.
+  const first = open[0];
+  if (first) {
+    const fields = first.kind === 'form' && first.requestedSchema && typeof first.requestedSchema.properties === 'object' ? Object.keys(first.requestedSchema.properties ?? {}) : undefined;
+    state.details.callWaitsForInput(request.id, { requestId: first.requestId, mode: first.kind, ...(fields ? { fields } : {}) });
+  }
+  try {
+    const answered = () => open.every((r) => state.answers.has(r.requestId));
+    const summary = `waiting for ${open.length === 1 ? 'an answer' : `${open.length} answers`} to ${request.name}`;
+    const inTime = await scope.run(() => condition(answered, limits.inputTimeoutMs, { summary }));
+    if (!inTime) rounds.timedOut = true;
+    const inputResponses: Record<string, InputAnswer> = {};
+    for (const r of open) inputResponses[r.key] = state.answers.get(r.requestId) ?? { action: 'cancel' };
+    return {
+      inputResponses,
+      ...(asked.requestState !== undefined ? { requestState: asked.requestState } : {}),
+      ...(asked.ownResponses ? { ownResponses: asked.ownResponses } : {}),
+    };
+  } finally {
+    state.details.callWaitsForInput(request.id, undefined);
+    for (const r of open) {
+      state.pendingInputs.delete(r.requestId);
+      state.answers.delete(r.requestId);
+    }
+  }
+}
+
+/** The `answerInput` validator: the request is open and the answer fits its schema; else refused, naming the field. */
+export function checkAnswer(state: TurnState, requestId: unknown, answer: unknown): void {
+  const open = typeof requestId === 'string' ? state.pendingInputs.get(requestId) : undefined;
+  if (!open) {
+    throw refusal(RefusalType.inputAnswer, `no open input request ${JSON.stringify(requestId)} in this turn: it was answered, timed out, or never asked`, { field: 'requestId' });
+  }
+  const problem = inputAnswerProblem(open, answer);
+  if (problem) throw refusal(RefusalType.inputAnswer, `answer to ${open.requestId} refused: ${problem.message}`, { field: problem.field });
+}
+
+/** The `answerInput` handler: keeps only the fields the schema names, never more. */
+export function takeAnswer(state: TurnState, requestId: string, answer: InputAnswer): InputAnswerReceipt {
+  state.answers.set(requestId, answer.action === 'accept' && answer.content !== undefined ? { action: 'accept', content: answer.content } : { action: answer.action });
+  return { requestId, action: answer.action };
+}
