@@ -10,6 +10,7 @@ import {
   END_TURN_UPDATE_ID,
   InputAction,
   InputKind,
+  MAX_INPUT_REQUEST_ID_CHARS,
   MAX_INPUT_TEXT_CHARS,
   LayerKind,
   LoginProblemKind,
@@ -286,7 +287,7 @@ export const TurnListSchema = z
 export const InputRequestIdParam = z
   .string()
   .min(1)
-  .max(MAX_CALL_ID_CHARS + MAX_INPUT_TEXT_CHARS + 16)
+  .max(MAX_INPUT_REQUEST_ID_CHARS)
   .openapi({ param: { name: 'requestId', in: 'path' }, example: 'toolu_01:1:name' });
 export const InputParams = z.object({ sessionId: SessionIdParam, turn: TurnParam, requestId: InputRequestIdParam });
 

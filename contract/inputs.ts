@@ -91,6 +91,14 @@ export const MAX_INPUT_TEXT_CHARS = 8192;
 export const MAX_INPUT_ROUNDS = 10;
 
 /** The request ID of `key` in `round` of call `callId`. */
+/**
+ * Longest key a server may ask under: a request ID (`<callId>:<round>:<key>`) is an Update ID, and
+ * Temporal refuses IDs past 1000 bytes; a call ID may take 256 characters.
+ */
+export const MAX_INPUT_KEY_CHARS = 200;
+/** Longest request ID (see {@link MAX_INPUT_KEY_CHARS}). */
+export const MAX_INPUT_REQUEST_ID_CHARS = 256 + 1 + 3 + 1 + MAX_INPUT_KEY_CHARS;
+
 export function inputRequestId(callId: string, round: number, key: string): string {
   return `${callId}:${round}:${key}`;
 }

@@ -5,7 +5,7 @@
  * answers.
  */
 import type { InputRequiredResult } from '@modelcontextprotocol/client';
-import { MAX_INPUT_TEXT_CHARS, type InputRequestSpec } from '../contract/index.js';
+import { MAX_INPUT_KEY_CHARS, MAX_INPUT_TEXT_CHARS, type InputRequestSpec } from '../contract/index.js';
 import { refuseServerRequest } from './era.js';
 
 /** What a call answered when its server asks for input that only a person can give. */
@@ -36,7 +36,7 @@ export function readInputRequired(result: InputRequiredResult, roots: (() => { u
   const requests: InputRequestSpec[] = [];
   const ownResponses: Record<string, unknown> = {};
   for (const [key, entry] of Object.entries(result.inputRequests ?? {})) {
-    if (key.length > MAX_INPUT_TEXT_CHARS) throw new UnservedInputRequestError(`the server asked for input under a key of ${key.length} characters; at most ${MAX_INPUT_TEXT_CHARS}`);
+    if (key.length > MAX_INPUT_KEY_CHARS) throw new UnservedInputRequestError(`the server asked for input under a key of ${key.length} characters; at most ${MAX_INPUT_KEY_CHARS}`);
     const method = (entry as { method?: unknown }).method;
     if (method === 'roots/list') {
       ownResponses[key] = { roots: roots?.() ?? [] };
