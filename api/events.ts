@@ -9,7 +9,7 @@ import type { Transcript } from '../client/transcript.js';
 
 export interface SessionEvent {
   id: string;
-  event: 'mcp.status' | 'call.started' | 'call.finished' | 'turn.ended';
+  event: 'mcp.status' | 'call.started' | 'call.input_required' | 'call.finished' | 'turn.ended';
   data: Record<string, unknown>;
 }
 
@@ -17,6 +17,8 @@ export interface SessionEvent {
 interface TurnSeen {
   status: boolean;
   started: Set<string>;
+  /** Input request IDs sent (`<callId>:<round>:<key>`). */
+  asked: Set<string>;
   finished: Set<string>;
   ended: boolean;
 }
@@ -33,6 +35,21 @@ export function newEvents(t: Transcript, seen: TurnSeen): SessionEvent[] {
     if (!seen.started.has(call.id)) {
       seen.started.add(call.id);
       out.push({ id: `${t.turnId}|${call.id}|started`, event: 'call.started', data: { ...base, id: call.id, name: call.name } });
+    }
+    for (const q of call.inputs ?? []) {
+      const requestId = `${call.id}:${q.round}:${q.key}`;
+      if (seen.asked.has(requestId)) continue;
+      seen.asked.add(requestId);
+      out.push({
+        id: `${t.turnId}|${requestId}|input_required`,
+        event: 'call.input_required',
+        data: {
+          ...base, id: call.id, name: call.name, requestId, key: q.key, round: q.round, kind: q.kind, message: q.message,
+          ...(q.requestedSchema ? { requestedSchema: q.requestedSchema } : {}),
+          ...(q.url !== undefined ? { url: q.url } : {}),
+          ...(q.elicitationId !== undefined ? { elicitationId: q.elicitationId } : {}),
+        },
+      });
     }
     if (call.outcome && !seen.finished.has(call.id)) {
       seen.finished.add(call.id);
@@ -66,13 +83,13 @@ export async function* sessionEvents(turns: TurnClient, sessionId: string, optio
   while (!options.signal.aborted) {
     const ids = await turns.sessionTurns(sessionId);
     if (first) {
-      for (const id of ids.slice(0, -1)) seen.set(id, { status: true, started: new Set(), finished: new Set(), ended: true });
+      for (const id of ids.slice(0, -1)) seen.set(id, { status: true, started: new Set(), asked: new Set(), finished: new Set(), ended: true });
       first = false;
     }
     for (const id of ids) {
       let s = seen.get(id);
       if (s?.ended) continue;
-      if (!s) seen.set(id, (s = { status: false, started: new Set(), finished: new Set(), ended: false }));
+      if (!s) seen.set(id, (s = { status: false, started: new Set(), asked: new Set(), finished: new Set(), ended: false }));
       const t = await turns.transcript(id);
       for (const e of newEvents(t, s)) yield e;
     }

@@ -353,6 +353,18 @@ export const SESSION_EVENT_DATA: [event: string, name: string, schema: z.ZodType
   ['mcp.status', 'McpStatusEvent', z.object({ ...eventBase, reportedAt: z.string(), status: TurnStatusSchema, serversParagraph: z.string().optional() }).openapi('McpStatusEvent')],
   ['call.started', 'CallStartedEvent', z.object({ ...eventBase, id: z.string(), name: z.string() }).openapi('CallStartedEvent')],
   [
+    'call.input_required',
+    'CallInputRequiredEvent',
+    z
+      .object({
+        ...eventBase,
+        id: z.string(),
+        name: z.string(),
+        ...InputRequestSchema.pick({ requestId: true, key: true, round: true, kind: true, message: true, requestedSchema: true, url: true, elicitationId: true }).shape,
+      })
+      .openapi('CallInputRequiredEvent'),
+  ],
+  [
     'call.finished',
     'CallFinishedEvent',
     z

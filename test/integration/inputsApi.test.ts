@@ -1,7 +1,7 @@
 /**
  * Input requests over the HTTP API (fetch only): a call that asks answers 202, its questions are
- * listed, a bad answer is 422 naming the field, and answers complete the call. Real Temporal, a
- * real 2026-era server over HTTP.
+ * listed and sent on the event stream, a bad answer is 422 naming the field, and answers complete
+ * the call. Real Temporal, a real 2026-era server over HTTP.
  */
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
@@ -60,8 +60,36 @@ describe('input requests over the HTTP API', { timeout: 90_000 }, () => {
     killStartedServers();
   });
 
-  test('list, refuse a bad answer naming the field, answer twice, read the outcome', async () => {
+  /** Reads the session's event stream until `stop` aborts; `raw` is every byte as text. */
+  const listen = (sessionId: string, stop: AbortSignal) => {
+    const seen = { events: [] as { event: string; id: string; data: Json }[], raw: '' };
+    const reading = (async () => {
+      const res = await fetch(`${api.url}/api/v1/sessions/${sessionId}/events`, { signal: stop, headers: AUTH });
+      assert.equal(res.status, 200);
+      const decoder = new TextDecoder();
+      let buffer = '';
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        const text = decoder.decode(chunk, { stream: true });
+        seen.raw += text;
+        buffer += text;
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const field = (name: string) => block.split('\n').find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim();
+          if (field('event')) seen.events.push({ event: field('event')!, id: field('id') ?? '', data: JSON.parse(field('data') ?? '{}') as Json });
+        }
+      }
+    })().catch((err: unknown) => {
+      if (!stop.aborted) throw err;
+    });
+    return { seen, reading };
+  };
+
+  test('list, stream, refuse a bad answer naming the field, answer twice, read the outcome', async () => {
     const sessionId = `inputs-api-${Date.now()}`;
+    const stop = new AbortController();
+    const stream = listen(sessionId, stop.signal);
     const started = await post(`/api/v1/sessions/${sessionId}/turns`, { workspace: dir, servers: { mcpConfigFiles: [configFile] } });
     assert.equal(started.status, 201, JSON.stringify(started.body));
     const base = `/api/v1/sessions/${sessionId}/turns/turn-1`;
@@ -73,6 +101,15 @@ describe('input requests over the HTTP API', { timeout: 90_000 }, () => {
     assert.equal(inputs[0]!.requestId, 'toolu_p:1:name');
     assert.equal(inputs[0]!.kind, 'form');
     assert.equal(inputs[0]!.requestedSchema.properties.name.type, 'string');
+    await waitUntil('call.input_required on the stream', async () => stream.seen.events.some((e) => e.event === 'call.input_required'), 15_000);
+    const asked = stream.seen.events.find((e) => e.event === 'call.input_required')!;
+    assert.equal(asked.id, `${sessionId}/turn-1|toolu_p:1:name|input_required`);
+    assert.equal(asked.data.requestId, 'toolu_p:1:name', 'the ID the answer is posted under');
+    assert.equal(asked.data.id, 'toolu_p');
+    assert.equal(asked.data.name, 'mcp__db__provision');
+    assert.equal(asked.data.kind, 'form');
+    assert.equal(asked.data.message, inputs[0]!.message);
+    assert.deepEqual(asked.data.requestedSchema, inputs[0]!.requestedSchema);
 
     const bad = await post(`${base}/inputs/toolu_p:1:name`, { action: 'accept', content: { name: 'x' } });
     assert.equal(bad.status, 422, JSON.stringify(bad.body));
@@ -99,10 +136,22 @@ describe('input requests over the HTTP API', { timeout: 90_000 }, () => {
     assert.equal(outcome!.status, 'ok');
     assert.deepEqual(outcome!.content, [{ type: 'text', text: 'Provisioned api-db' }]);
     assert.deepEqual((await get(`${base}/inputs`)).body, { inputs: [] });
+    await waitUntil('call.finished on the stream', async () => stream.seen.events.some((e) => e.event === 'call.finished'), 15_000);
+    stop.abort();
+    await stream.reading;
+    assert.deepEqual(
+      stream.seen.events.filter((e) => e.event.startsWith('call.')).map((e) => [e.event, e.data.requestId]),
+      [['call.started', undefined], ['call.input_required', 'toolu_p:1:name'], ['call.input_required', 'toolu_p:2:confirm'], ['call.finished', undefined]],
+      'each question once, in order, between the start and the end',
+    );
+    // The server itself repeats the name in its second question; nothing else may carry it.
+    const raw = stream.seen.raw.replaceAll('Create database api-db?', '');
+    assert.ok(!raw.includes('api-db'), `an answer never reaches the event stream: ${raw}`);
 
     const doc = (await get('/api/v1/openapi.json')).body;
     assert.ok(doc.paths['/api/v1/sessions/{sessionId}/turns/{turn}/inputs'].get);
     assert.ok(doc.paths['/api/v1/sessions/{sessionId}/turns/{turn}/inputs/{requestId}'].post);
+    assert.ok(doc.components.schemas.CallInputRequiredEvent.properties.requestId, 'the event is in the document');
     await post(`${base}/end`, {});
   });
 });

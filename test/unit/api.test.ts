@@ -132,7 +132,7 @@ test('a call is the same call when its name and arguments match, whatever the ke
 test('events: status once, each call started and finished once, then the end', () => {
   const status = { mcp: 'on' as const, servers: [], warnings: [], reportedAt: '2026-01-01T00:00:00.000Z' };
   const outcome = { status: 'ok' as const, content: [], isError: false, startedAt: '', durationMs: 3, attempts: 1 };
-  const seen = { status: false, started: new Set<string>(), finished: new Set<string>(), ended: false };
+  const seen = { status: false, started: new Set<string>(), asked: new Set<string>(), finished: new Set<string>(), ended: false };
   const t: Transcript = { turnId: 's/turn-1', sessionId: 's', status, tools: [], calls: [{ id: 'c1', name: 'n', arguments: {}, failures: [] }], state: 'running' };
   assert.deepEqual(newEvents(t, seen).map((e) => e.id), ['s/turn-1|status', 's/turn-1|c1|started']);
   assert.deepEqual(newEvents(t, seen), []);
@@ -140,7 +140,12 @@ test('events: status once, each call started and finished once, then the end', (
   const later = newEvents(done, seen);
   assert.deepEqual(later.map((e) => e.event), ['call.finished', 'turn.ended']);
   assert.deepEqual(later[0]!.data, { sessionId: 's', turnId: 's/turn-1', id: 'c1', name: 'n', status: 'ok', isError: false, durationMs: 3, attempts: 1 });
-  assert.equal(newEvents({ ...done, state: 'continued' }, { status: true, started: new Set(['c1']), finished: new Set(['c1']), ended: false }).length, 0, 'a continued run is not the end');
+  const asking: Transcript = { ...t, calls: [{ ...t.calls[0]!, inputs: [{ key: 'name', round: 1, kind: 'form', message: 'Name?' }] }] };
+  const asked = newEvents(asking, seen);
+  assert.deepEqual(asked.map((e) => [e.id, e.event]), [['s/turn-1|c1:1:name|input_required', 'call.input_required']]);
+  assert.deepEqual(asked[0]!.data, { sessionId: 's', turnId: 's/turn-1', id: 'c1', name: 'n', requestId: 'c1:1:name', key: 'name', round: 1, kind: 'form', message: 'Name?' });
+  assert.deepEqual(newEvents(asking, seen), [], 'a question is sent once');
+  assert.equal(newEvents({ ...done, state: 'continued' }, { status: true, started: new Set(['c1']), asked: new Set(), finished: new Set(['c1']), ended: false }).length, 0, 'a continued run is not the end');
 });
 
 /** A refusal as Temporal delivers it: the workflow's typed `ApplicationFailure` as the cause. */
@@ -307,7 +312,7 @@ test('the document says what each route needs: no token for health, any token fo
     assert.deepEqual(doc.paths['/api/v1/agents/{agent}/servers'].get.security, [{ bearer: [] }]);
     assert.equal(doc.paths['/api/v1/sessions/{sessionId}/turns'].post.security, undefined, 'sessions: the document-wide bearer');
     const stream = doc.paths['/api/v1/sessions/{sessionId}/events'].get.responses['200'].content['text/event-stream'].schema;
-    assert.deepEqual(stream.oneOf.map((e: { properties: { event: { const: string } } }) => e.properties.event.const), ['mcp.status', 'call.started', 'call.finished', 'turn.ended', 'error']);
+    assert.deepEqual(stream.oneOf.map((e: { properties: { event: { const: string } } }) => e.properties.event.const), ['mcp.status', 'call.started', 'call.input_required', 'call.finished', 'turn.ended', 'error']);
     for (const e of stream.oneOf) assert.ok(doc.components.schemas[e.properties.data.contentSchema.$ref.split('/').pop()], 'each event data schema is a component');
     const url = doc.components.schemas.ShelfEntry.oneOf[0].properties.url;
     assert.match(url.pattern, /^\^\[Hh\]\[Tt\]\[Tt\]\[Pp\]\[Ss\]\?:/, 'a shelf URL is http(s), as the workers take it');
@@ -323,8 +328,12 @@ test('the events as sent match the schemas the document gives them', () => {
     calls: [{ id: 'c1', name: 'mcp__x__y', arguments: {}, failures: [], outcome: { status: 'error', content: [], isError: true, errorKind: 'timeout', startedAt: 'x', durationMs: 3, attempts: 1 } }],
   } as unknown as Transcript;
   const schemas = new Map(SESSION_EVENT_DATA.map(([event, , schema]) => [event, schema]));
-  const events = newEvents(t, { status: false, started: new Set(), finished: new Set(), ended: false });
-  assert.deepEqual(events.map((e) => e.event), ['mcp.status', 'call.started', 'call.finished', 'turn.ended']);
+  t.calls[0]!.inputs = [
+    { key: 'name', round: 1, kind: 'form', message: 'Name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } }, action: 'accept' },
+    { key: 'page', round: 2, kind: 'url', message: 'Sign in', url: 'https://example.test/in', elicitationId: 'e1' },
+  ];
+  const events = newEvents(t, { status: false, started: new Set(), asked: new Set(), finished: new Set(), ended: false });
+  assert.deepEqual(events.map((e) => e.event), ['mcp.status', 'call.started', 'call.input_required', 'call.input_required', 'call.finished', 'turn.ended']);
   for (const e of events) assert.equal(schemas.get(e.event)!.safeParse(JSON.parse(JSON.stringify(e.data))).success, true, e.event);
 });
 
