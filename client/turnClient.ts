@@ -25,6 +25,9 @@ import { temporalClient } from './temporalClient.js';
 
 const { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError } = temporalClient;
 
+export type { CallInputOptions, InputContext, InputHandler } from './inputs.js';
+export type { InputAnswer, InputAnswerReceipt, InputRequest } from '../contract/index.js';
+
 /** The `DmcpSessionId` search attribute every turn carries: list a session's turns with it. */
 export const sessionIdKey = defineSearchAttributeKey(SESSION_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
 
