@@ -28,7 +28,7 @@ export function toolSet(turn: Turn, options: DurableToolsOptions = {}): ToolSet 
       description: info.description,
       inputSchema: jsonSchema<Record<string, unknown>>(objectSchema(info.inputSchema)),
       execute: (input, { toolCallId, abortSignal }) =>
-        runDurableCall(turn, { id: toolCallId, name: info.name, arguments: input }, abortSignal, options.shapeLimits),
+        runDurableCall(turn, { id: toolCallId, name: info.name, arguments: input }, abortSignal, options.shapeLimits, options),
       toModelOutput: ({ output }) => modelOutput(output),
     });
   }

@@ -4,7 +4,7 @@
  * system-prompt text of a turn, and a turn that ends when the framework's run ends.
  */
 import type { CallOutcome, ToolInfo, TurnResult, TurnStatus } from '../contract/index.js';
-import type { StartTurnOptions, Turn, TurnClient } from '../client/turnClient.js';
+import type { CallInputOptions, StartTurnOptions, Turn, TurnClient } from '../client/turnClient.js';
 import type { ModelView, ShapeLimits } from '../shaping/index.js';
 
 /** What a durable tool returns to the application: the recorded outcome and what the model reads of it. */
@@ -21,6 +21,13 @@ export interface DurableToolsOptions {
   shapeLimits?: ShapeLimits;
   /** Which of the turn's tools to offer (default: all of them). */
   filter?: (tool: ToolInfo) => boolean;
+  /**
+   * Answers the questions a tool asks a person while it runs (see `TurnClient`'s `InputHandler`);
+   * without it they wait for an answer sent by other means (`durable-mcp answer`, the API).
+   */
+  onInput?: CallInputOptions['onInput'];
+  /** How often the turn is asked for new questions while a call runs (default 1000 ms). */
+  inputPollMs?: number;
 }
 
 /** How often a cancellation is sent again while the workflow has not started the call yet. */
@@ -66,10 +73,11 @@ export async function runDurableCall(
   request: { id: string; name: string; arguments?: Record<string, unknown> },
   signal?: AbortSignal,
   limits?: ShapeLimits,
+  inputs: CallInputOptions = {},
 ): Promise<DurableToolResult> {
   if (signal?.aborted) throw new CallAbortedError(`the run was aborted before ${request.name} was called; it did not run`);
   let settled = false;
-  const call = turn.callToolForModel(request, limits).finally(() => {
+  const call = turn.callToolForModel(request, limits, { ...(inputs.onInput ? { onInput: inputs.onInput } : {}), ...(inputs.inputPollMs !== undefined ? { inputPollMs: inputs.inputPollMs } : {}) }).finally(() => {
     settled = true;
   });
   const onAbort = () => void cancelUntilSettled(turn, request.id, () => settled);

@@ -33,7 +33,7 @@ export function structuredTools(turn: Turn, options: DurableToolsOptions = {}): 
         func: async (input, _runManager, config) => {
           const id = (config as { toolCall?: { id?: string } } | undefined)?.toolCall?.id;
           if (!id) throw new MissingToolCallIdError(info.name, 'LangChain');
-          return toolMessage(info.name, id, await runDurableCall(turn, { id, name: info.name, arguments: input }, config?.signal, options.shapeLimits));
+          return toolMessage(info.name, id, await runDurableCall(turn, { id, name: info.name, arguments: input }, config?.signal, options.shapeLimits, options));
         },
       }) as DurableStructuredTool,
   );

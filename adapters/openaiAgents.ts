@@ -48,7 +48,7 @@ export function functionTools(turn: Turn, options: DurableToolsOptions = {}): Fu
         const id = details?.toolCall?.callId;
         if (!id) throw new MissingToolCallIdError(info.name, 'the OpenAI Agents SDK');
         const args = typeof input === 'object' && input !== null ? (input as Record<string, unknown>) : {};
-        return toolOutput(await runDurableCall(turn, { id, name: info.name, arguments: args }, details?.signal, options.shapeLimits));
+        return toolOutput(await runDurableCall(turn, { id, name: info.name, arguments: args }, details?.signal, options.shapeLimits, options));
       },
       // Without this the runner replaces any error with a fixed generic message.
       errorFunction: (_context, error) => `Tool call failed: ${error instanceof Error ? error.message : String(error)}`,

@@ -696,8 +696,8 @@ export class Turn implements TurnStart {
    * under the token cap, images that fit, and a note for everything not shown. The full outcome
    * stays in history.
    */
-  async callToolForModel(request: CallRequest, limits: ShapeLimits = this.shapeLimits): Promise<{ outcome: CallOutcome; model: ModelView }> {
-    const outcome = await this.callTool(request);
+  async callToolForModel(request: CallRequest, limits: ShapeLimits = this.shapeLimits, inputs: CallInputOptions = {}): Promise<{ outcome: CallOutcome; model: ModelView }> {
+    const outcome = await this.callTool(request, inputs);
     const { shapeForModel } = await import('../shaping/shapeResult.js');
     return { outcome, model: await shapeForModel(outcome, limits) };
   }
