@@ -98,14 +98,18 @@ export class LoginFlowProvider implements OAuthClientProvider {
   }
 
   get clientMetadata(): OAuthClientMetadata {
-    return {
+    const metadata: OAuthClientMetadata & { application_type: 'native' } = {
       client_name: 'durable-mcp',
       redirect_uris: [this.flow.redirectUrl],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       // A command-line client keeps no secret worth the name: a public client with PKCE.
       token_endpoint_auth_method: 'none',
+      // Its redirect is a loopback address: an authorization server that checks redirect URIs
+      // against the application type would refuse it for a (default) web client.
+      application_type: 'native',
     };
+    return metadata;
   }
 
   state(): string {
@@ -234,7 +238,7 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
  * What the address the browser ended on says: the authorization code, or why there is none.
  * @throws LoginError naming what is wrong with the address.
  */
-export function parseRedirectAddress(address: string, pending: Pick<PendingLogin, 'server' | 'state' | 'startedAt'>): { code: string } {
+export function parseRedirectAddress(address: string, pending: Pick<PendingLogin, 'server' | 'state' | 'startedAt'> & { discovery?: Pick<OAuthDiscoveryState, 'authorizationServerMetadata'> }): { code: string } {
   let url: URL;
   try {
     url = new URL(address.trim());
@@ -245,6 +249,7 @@ export function parseRedirectAddress(address: string, pending: Pick<PendingLogin
   if (p.get('state') !== pending.state) {
     throw new LoginError(`${pending.server}: the address does not belong to the login started ${pending.startedAt} (its state ${p.has('state') ? 'differs' : 'is missing'}); paste the address of the newest login, or start again`, 'state');
   }
+  checkIssuerParameter(pending.server, p.get('iss'), pending.discovery?.authorizationServerMetadata);
   const error = p.get('error');
   if (error) {
     const description = p.get('error_description');
@@ -253,6 +258,25 @@ export function parseRedirectAddress(address: string, pending: Pick<PendingLogin
   const code = p.get('code');
   if (!code) throw new LoginError(`${pending.server}: the address carries no authorization code (no "code" parameter)`);
   return { code };
+}
+
+/**
+ * The authorization response's `iss` (RFC 9207) against the issuer the login was started with: a
+ * response from another authorization server (a mix-up) must not be redeemed at this one's token
+ * endpoint. Compared exactly, without normalising. Absent is refused only where the metadata says
+ * the server sends it.
+ * @throws LoginError naming the issuer expected and the one the address carries.
+ */
+export function checkIssuerParameter(server: string, iss: string | null, metadata: { issuer?: string; authorization_response_iss_parameter_supported?: boolean } | undefined): void {
+  const expected = metadata?.issuer;
+  if (iss === null) {
+    if (metadata?.authorization_response_iss_parameter_supported === true) {
+      throw new LoginError(`${server}: the address carries no "iss" parameter, though the authorization server ${expected ?? '(no issuer)'} says it sends one; start the login again`);
+    }
+    return;
+  }
+  if (expected === undefined) throw new LoginError(`${server}: the address names the issuer ${JSON.stringify(iss.slice(0, 200))}, but the login knows no issuer to compare it with; start the login again`);
+  if (iss !== expected) throw new LoginError(`${server}: the address comes from the issuer ${JSON.stringify(iss.slice(0, 200))}, not ${JSON.stringify(expected)} where the login started; start the login again`);
 }
 
 export interface FinishedLogin {
