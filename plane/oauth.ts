@@ -215,6 +215,8 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
   const flow = provider.flow;
   const authorizationUrl = provider.authorizationUrl;
   if (!flow.client || !flow.discovery || !flow.codeVerifier || !flow.state) throw new LoginError(`${opts.server}: the SDK's authorization left no client, discovery or verifier`);
+  const scope = withOfflineAccess(authorizationUrl.searchParams.get('scope') ?? undefined, flow.discovery.authorizationServerMetadata?.scopes_supported);
+  if (scope !== undefined) authorizationUrl.searchParams.set('scope', scope);
   checkTransport(opts.server, flow.discovery);
   const resource = authorizationUrl.searchParams.get('resource') ?? undefined;
   const startedAt = new Date(now());
@@ -232,6 +234,16 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
   };
   await deps.store.writePending(pending);
   return { authorizationUrl: authorizationUrl.href, redirectUrl: opts.redirectUrl, startedAt };
+}
+
+/**
+ * The scope to ask for: `offline_access` added where the authorization server lists it, so the
+ * login comes with a refresh token and outlives its first access token.
+ */
+export function withOfflineAccess(scope: string | undefined, scopesSupported: readonly string[] | undefined): string | undefined {
+  if (!scopesSupported?.includes('offline_access')) return scope;
+  const scopes = (scope ?? '').split(' ').filter((s) => s !== '');
+  return scopes.includes('offline_access') ? scope : [...scopes, 'offline_access'].join(' ');
 }
 
 /**

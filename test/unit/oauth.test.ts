@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { InvalidGrantError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { expiresWithin, loginProblemMessage, refreshDue, sameServerUrl, shortReason, storedTokens } from '../../plane/credentials.js';
-import { LoginError, finishLogin, listenForCallback, logout, parseRedirectAddress, revocationOf, safeForTokens, startLogin, type CallbackOutcome } from '../../plane/oauth.js';
+import { LoginError, finishLogin, withOfflineAccess, listenForCallback, logout, parseRedirectAddress, revocationOf, safeForTokens, startLogin, type CallbackOutcome } from '../../plane/oauth.js';
 import { logoutCommand } from '../../cli/login.js';
 import type { Settings } from '../../settings/index.js';
 import { createTokenStore } from '../../plane/tokenStore.js';
@@ -200,17 +200,28 @@ describe('the loopback callback', () => {
   });
 });
 
+describe('offline_access where the authorization server lists it', () => {
+  const cases: { name: string; scope?: string; supported?: string[]; want?: string }[] = [
+    { name: 'listed: added', scope: 'read write', supported: ['read', 'write', 'offline_access'], want: 'read write offline_access' },
+    { name: 'listed, no scope asked: asked alone', supported: ['offline_access'], want: 'offline_access' },
+    { name: 'listed and already asked: kept once', scope: 'offline_access read', supported: ['offline_access'], want: 'offline_access read' },
+    { name: 'not listed: unchanged', scope: 'read', supported: ['read'], want: 'read' },
+    { name: 'no list, no scope: none', supported: undefined, want: undefined },
+  ];
+  for (const c of cases) test(c.name, () => assert.equal(withOfflineAccess(c.scope, c.supported), c.want));
+});
+
 describe('what the login tells the authorization server', () => {
-  test('dynamic registration names a native application (its redirect is a loopback address)', async () => {
+  test('dynamic registration names a native application; the authorization asks offline_access where listed', async () => {
     const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
     const registered: Record<string, unknown>[] = [];
     const json = (body: unknown) => new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
     const spy = (async (url: string | URL, init?: RequestInit) => {
       const u = new URL(String(url));
       if (u.href === 'https://mcp.example.com/mcp') return new Response('', { status: 401, headers: { 'www-authenticate': 'Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"' } });
-      if (u.pathname.startsWith('/.well-known/oauth-protected-resource')) return json({ resource: 'https://mcp.example.com/mcp', authorization_servers: ['https://auth.example.com'] });
+      if (u.pathname.startsWith('/.well-known/oauth-protected-resource')) return json({ resource: 'https://mcp.example.com/mcp', authorization_servers: ['https://auth.example.com'], scopes_supported: ['mcp'] });
       if (u.host === 'auth.example.com' && u.pathname.startsWith('/.well-known/')) {
-        return json({ issuer: 'https://auth.example.com', authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'https://auth.example.com/token', registration_endpoint: 'https://auth.example.com/register', response_types_supported: ['code'], code_challenge_methods_supported: ['S256'] });
+        return json({ issuer: 'https://auth.example.com', authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'https://auth.example.com/token', registration_endpoint: 'https://auth.example.com/register', response_types_supported: ['code'], code_challenge_methods_supported: ['S256'], scopes_supported: ['mcp', 'offline_access'] });
       }
       if (u.href === 'https://auth.example.com/register') {
         const body = JSON.parse(String(init?.body)) as Record<string, unknown>;
@@ -224,6 +235,8 @@ describe('what the login tells the authorization server', () => {
     assert.equal(registered[0]!.application_type, 'native');
     assert.deepEqual(registered[0]!.redirect_uris, ['http://127.0.0.1:8788/callback']);
     assert.equal(new URL(started.authorizationUrl).searchParams.get('client_id'), 'c1');
+    assert.equal(new URL(started.authorizationUrl).searchParams.get('scope'), 'mcp offline_access');
+    assert.equal(new URL((await store.readPending('docs'))!.authorizationUrl).searchParams.get('scope'), 'mcp offline_access');
   });
 
   test('an address from another issuer is refused before the code is exchanged', async () => {
