@@ -215,6 +215,7 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
   const flow = provider.flow;
   const authorizationUrl = provider.authorizationUrl;
   if (!flow.client || !flow.discovery || !flow.codeVerifier || !flow.state) throw new LoginError(`${opts.server}: the SDK's authorization left no client, discovery or verifier`);
+  checkMetadataIssuer(opts.server, flow.discovery.authorizationServerUrl, flow.discovery.authorizationServerMetadata?.issuer);
   const scope = withOfflineAccess(authorizationUrl.searchParams.get('scope') ?? undefined, flow.discovery.authorizationServerMetadata?.scopes_supported);
   if (scope !== undefined) authorizationUrl.searchParams.set('scope', scope);
   checkTransport(opts.server, flow.discovery);
@@ -234,6 +235,21 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
   };
   await deps.store.writePending(pending);
   return { authorizationUrl: authorizationUrl.href, redirectUrl: opts.redirectUrl, startedAt };
+}
+
+/**
+ * The authorization server metadata's `issuer` against the address it was looked up from (RFC 8414):
+ * metadata naming another issuer was served for, or by, someone else, and its endpoints are not
+ * to be trusted with this login. A trailing slash is the only difference allowed, since the
+ * protected resource metadata and the origin fallback spell the same address both ways.
+ * @throws LoginError naming both.
+ */
+export function checkMetadataIssuer(server: string, builtFrom: string, issuer: string | undefined): void {
+  if (issuer === undefined) return;
+  const bare = (u: string) => (u.endsWith('/') ? u.slice(0, -1) : u);
+  if (bare(issuer) !== bare(builtFrom)) {
+    throw new LoginError(`${server}: the authorization server metadata found for ${builtFrom} names another issuer, ${JSON.stringify(issuer.slice(0, 200))}; refusing to log in through it`);
+  }
 }
 
 /**

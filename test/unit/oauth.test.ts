@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { InvalidGrantError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { expiresWithin, loginProblemMessage, refreshDue, sameServerUrl, shortReason, storedTokens } from '../../plane/credentials.js';
-import { LoginError, finishLogin, withOfflineAccess, listenForCallback, logout, parseRedirectAddress, revocationOf, safeForTokens, startLogin, type CallbackOutcome } from '../../plane/oauth.js';
+import { LoginError, checkMetadataIssuer, finishLogin, withOfflineAccess, listenForCallback, logout, parseRedirectAddress, revocationOf, safeForTokens, startLogin, type CallbackOutcome } from '../../plane/oauth.js';
 import { logoutCommand } from '../../cli/login.js';
 import type { Settings } from '../../settings/index.js';
 import { createTokenStore } from '../../plane/tokenStore.js';
@@ -198,6 +198,23 @@ describe('the loopback callback', () => {
       await listener.close();
     }
   });
+});
+
+describe('the metadata\'s issuer against the address it was found at', () => {
+  const cases: { name: string; builtFrom: string; issuer?: string; ok: boolean }[] = [
+    { name: 'the same', builtFrom: 'https://auth.example.com/tenant1', issuer: 'https://auth.example.com/tenant1', ok: true },
+    { name: 'a trailing slash', builtFrom: 'https://auth.example.com/', issuer: 'https://auth.example.com', ok: true },
+    { name: 'no issuer in the metadata (validated by the SDK\'s schema elsewhere)', builtFrom: 'https://auth.example.com', ok: true },
+    { name: 'another host', builtFrom: 'https://auth.example.com', issuer: 'https://evil.example.com', ok: false },
+    { name: 'another tenant', builtFrom: 'https://auth.example.com/tenant1', issuer: 'https://auth.example.com/tenant2', ok: false },
+    { name: 'http for https', builtFrom: 'https://auth.example.com', issuer: 'http://auth.example.com', ok: false },
+  ];
+  for (const c of cases) {
+    test(c.name, () => {
+      if (c.ok) assert.doesNotThrow(() => checkMetadataIssuer('docs', c.builtFrom, c.issuer));
+      else assert.throws(() => checkMetadataIssuer('docs', c.builtFrom, c.issuer), /^LoginError: docs: the authorization server metadata found for .* names another issuer, ".*"; refusing to log in through it$/);
+    });
+  }
 });
 
 describe('offline_access where the authorization server lists it', () => {
