@@ -228,25 +228,31 @@ describe('offline_access where the authorization server lists it', () => {
   for (const c of cases) test(c.name, () => assert.equal(withOfflineAccess(c.scope, c.supported), c.want));
 });
 
+/** An MCP server and its authorization server, answered in memory; what registration was sent. */
+function fakeAuthorizationServer(issuer = 'https://auth.example.com'): { spy: typeof fetch; registered: Record<string, unknown>[] } {
+  const registered: Record<string, unknown>[] = [];
+  const json = (body: unknown) => new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
+  const spy = (async (url: string | URL, init?: RequestInit) => {
+    const u = new URL(String(url));
+    if (u.href === 'https://mcp.example.com/mcp') return new Response('', { status: 401, headers: { 'www-authenticate': 'Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"' } });
+    if (u.pathname.startsWith('/.well-known/oauth-protected-resource')) return json({ resource: 'https://mcp.example.com/mcp', authorization_servers: ['https://auth.example.com'], scopes_supported: ['mcp'] });
+    if (u.host === 'auth.example.com' && u.pathname.startsWith('/.well-known/')) {
+      return json({ issuer, authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'https://auth.example.com/token', registration_endpoint: 'https://auth.example.com/register', response_types_supported: ['code'], code_challenge_methods_supported: ['S256'], scopes_supported: ['mcp', 'offline_access'] });
+    }
+    if (u.href === 'https://auth.example.com/register') {
+      const body = JSON.parse(String(init?.body)) as Record<string, unknown>;
+      registered.push(body);
+      return new Response(JSON.stringify({ ...body, client_id: 'c1' }), { status: 201, headers: { 'content-type': 'application/json' } });
+    }
+    return new Response('', { status: 404 });
+  }) as typeof fetch;
+  return { spy, registered };
+}
+
 describe('what the login tells the authorization server', () => {
   test('dynamic registration names a native application; the authorization asks offline_access where listed', async () => {
     const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
-    const registered: Record<string, unknown>[] = [];
-    const json = (body: unknown) => new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
-    const spy = (async (url: string | URL, init?: RequestInit) => {
-      const u = new URL(String(url));
-      if (u.href === 'https://mcp.example.com/mcp') return new Response('', { status: 401, headers: { 'www-authenticate': 'Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"' } });
-      if (u.pathname.startsWith('/.well-known/oauth-protected-resource')) return json({ resource: 'https://mcp.example.com/mcp', authorization_servers: ['https://auth.example.com'], scopes_supported: ['mcp'] });
-      if (u.host === 'auth.example.com' && u.pathname.startsWith('/.well-known/')) {
-        return json({ issuer: 'https://auth.example.com', authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'https://auth.example.com/token', registration_endpoint: 'https://auth.example.com/register', response_types_supported: ['code'], code_challenge_methods_supported: ['S256'], scopes_supported: ['mcp', 'offline_access'] });
-      }
-      if (u.href === 'https://auth.example.com/register') {
-        const body = JSON.parse(String(init?.body)) as Record<string, unknown>;
-        registered.push(body);
-        return new Response(JSON.stringify({ ...body, client_id: 'c1' }), { status: 201, headers: { 'content-type': 'application/json' } });
-      }
-      return new Response('', { status: 404 });
-    }) as typeof fetch;
+    const { spy, registered } = fakeAuthorizationServer();
     const started = await startLogin({ store, fetch: spy }, { server: 'docs', serverUrl: 'https://mcp.example.com/mcp', redirectUrl: 'http://127.0.0.1:8788/callback' });
     assert.equal(registered.length, 1);
     assert.equal(registered[0]!.application_type, 'native');
@@ -254,6 +260,16 @@ describe('what the login tells the authorization server', () => {
     assert.equal(new URL(started.authorizationUrl).searchParams.get('client_id'), 'c1');
     assert.equal(new URL(started.authorizationUrl).searchParams.get('scope'), 'mcp offline_access');
     assert.equal(new URL((await store.readPending('docs'))!.authorizationUrl).searchParams.get('scope'), 'mcp offline_access');
+  });
+
+  test('metadata naming another issuer ends the login before any address is handed out', async () => {
+    const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+    const { spy } = fakeAuthorizationServer('https://evil.example.com');
+    await assert.rejects(
+      startLogin({ store, fetch: spy }, { server: 'docs', serverUrl: 'https://mcp.example.com/mcp', redirectUrl: 'http://127.0.0.1:8788/callback' }),
+      /^LoginError: docs: the authorization server metadata found for https:\/\/auth\.example\.com names another issuer, "https:\/\/evil\.example\.com"/,
+    );
+    assert.equal(await store.readPending('docs'), undefined);
   });
 
   test('an address from another issuer is refused before the code is exchanged', async () => {
