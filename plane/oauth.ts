@@ -98,14 +98,18 @@ export class LoginFlowProvider implements OAuthClientProvider {
   }
 
   get clientMetadata(): OAuthClientMetadata {
-    return {
+    const metadata: OAuthClientMetadata & { application_type: 'native' } = {
       client_name: 'durable-mcp',
       redirect_uris: [this.flow.redirectUrl],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
       // A command-line client keeps no secret worth the name: a public client with PKCE.
       token_endpoint_auth_method: 'none',
+      // Its redirect is a loopback address: an authorization server that checks redirect URIs
+      // against the application type would refuse it for a (default) web client.
+      application_type: 'native',
     };
+    return metadata;
   }
 
   state(): string {
@@ -211,6 +215,9 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
   const flow = provider.flow;
   const authorizationUrl = provider.authorizationUrl;
   if (!flow.client || !flow.discovery || !flow.codeVerifier || !flow.state) throw new LoginError(`${opts.server}: the SDK's authorization left no client, discovery or verifier`);
+  checkMetadataIssuer(opts.server, flow.discovery.authorizationServerUrl, flow.discovery.authorizationServerMetadata?.issuer);
+  const scope = withOfflineAccess(authorizationUrl.searchParams.get('scope') ?? undefined, flow.discovery.authorizationServerMetadata?.scopes_supported);
+  if (scope !== undefined) authorizationUrl.searchParams.set('scope', scope);
   checkTransport(opts.server, flow.discovery);
   const resource = authorizationUrl.searchParams.get('resource') ?? undefined;
   const startedAt = new Date(now());
@@ -231,10 +238,35 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
 }
 
 /**
+ * The authorization server metadata's `issuer` against the address it was looked up from (RFC 8414):
+ * metadata naming another issuer was served for, or by, someone else, and its endpoints are not
+ * to be trusted with this login. A trailing slash is the only difference allowed, since the
+ * protected resource metadata and the origin fallback spell the same address both ways.
+ * @throws LoginError naming both.
+ */
+export function checkMetadataIssuer(server: string, builtFrom: string, issuer: string | undefined): void {
+  if (issuer === undefined) return;
+  const bare = (u: string) => (u.endsWith('/') ? u.slice(0, -1) : u);
+  if (bare(issuer) !== bare(builtFrom)) {
+    throw new LoginError(`${server}: the authorization server metadata found for ${builtFrom} names another issuer, ${JSON.stringify(issuer.slice(0, 200))}; refusing to log in through it`);
+  }
+}
+
+/**
+ * The scope to ask for: `offline_access` added where the authorization server lists it, so the
+ * login comes with a refresh token and outlives its first access token.
+ */
+export function withOfflineAccess(scope: string | undefined, scopesSupported: readonly string[] | undefined): string | undefined {
+  if (!scopesSupported?.includes('offline_access')) return scope;
+  const scopes = (scope ?? '').split(' ').filter((s) => s !== '');
+  return scopes.includes('offline_access') ? scope : [...scopes, 'offline_access'].join(' ');
+}
+
+/**
  * What the address the browser ended on says: the authorization code, or why there is none.
  * @throws LoginError naming what is wrong with the address.
  */
-export function parseRedirectAddress(address: string, pending: Pick<PendingLogin, 'server' | 'state' | 'startedAt'>): { code: string } {
+export function parseRedirectAddress(address: string, pending: Pick<PendingLogin, 'server' | 'state' | 'startedAt'> & { discovery?: Pick<OAuthDiscoveryState, 'authorizationServerMetadata'> }): { code: string } {
   let url: URL;
   try {
     url = new URL(address.trim());
@@ -245,6 +277,7 @@ export function parseRedirectAddress(address: string, pending: Pick<PendingLogin
   if (p.get('state') !== pending.state) {
     throw new LoginError(`${pending.server}: the address does not belong to the login started ${pending.startedAt} (its state ${p.has('state') ? 'differs' : 'is missing'}); paste the address of the newest login, or start again`, 'state');
   }
+  checkIssuerParameter(pending.server, p.get('iss'), pending.discovery?.authorizationServerMetadata);
   const error = p.get('error');
   if (error) {
     const description = p.get('error_description');
@@ -253,6 +286,25 @@ export function parseRedirectAddress(address: string, pending: Pick<PendingLogin
   const code = p.get('code');
   if (!code) throw new LoginError(`${pending.server}: the address carries no authorization code (no "code" parameter)`);
   return { code };
+}
+
+/**
+ * The authorization response's `iss` (RFC 9207) against the issuer the login was started with: a
+ * response from another authorization server (a mix-up) must not be redeemed at this one's token
+ * endpoint. Compared exactly, without normalising. Absent is refused only where the metadata says
+ * the server sends it.
+ * @throws LoginError naming the issuer expected and the one the address carries.
+ */
+export function checkIssuerParameter(server: string, iss: string | null, metadata: { issuer?: string; authorization_response_iss_parameter_supported?: boolean } | undefined): void {
+  const expected = metadata?.issuer;
+  if (iss === null) {
+    if (metadata?.authorization_response_iss_parameter_supported === true) {
+      throw new LoginError(`${server}: the address carries no "iss" parameter, though the authorization server ${expected ?? '(no issuer)'} says it sends one; start the login again`);
+    }
+    return;
+  }
+  if (expected === undefined) throw new LoginError(`${server}: the address names the issuer ${JSON.stringify(iss.slice(0, 200))}, but the login knows no issuer to compare it with; start the login again`);
+  if (iss !== expected) throw new LoginError(`${server}: the address comes from the issuer ${JSON.stringify(iss.slice(0, 200))}, not ${JSON.stringify(expected)} where the login started; start the login again`);
 }
 
 export interface FinishedLogin {

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { InvalidGrantError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { expiresWithin, loginProblemMessage, refreshDue, sameServerUrl, shortReason, storedTokens } from '../../plane/credentials.js';
-import { LoginError, finishLogin, listenForCallback, logout, parseRedirectAddress, revocationOf, safeForTokens, startLogin, type CallbackOutcome } from '../../plane/oauth.js';
+import { LoginError, checkMetadataIssuer, finishLogin, withOfflineAccess, listenForCallback, logout, parseRedirectAddress, revocationOf, safeForTokens, startLogin, type CallbackOutcome } from '../../plane/oauth.js';
 import { logoutCommand } from '../../cli/login.js';
 import type { Settings } from '../../settings/index.js';
 import { createTokenStore } from '../../plane/tokenStore.js';
@@ -44,6 +44,34 @@ describe('the address the browser ended on', () => {
           return true;
         },
       );
+    });
+  }
+});
+
+describe('the issuer the address names (RFC 9207)', () => {
+  const advertised = { issuer: 'https://auth.example.com', authorization_response_iss_parameter_supported: true };
+  const silent = { issuer: 'https://auth.example.com' };
+  const base = 'http://127.0.0.1:8788/callback?code=abc&state=S1';
+  const cases: { name: string; address: string; metadata?: { issuer?: string; authorization_response_iss_parameter_supported?: boolean }; error?: RegExp }[] = [
+    { name: 'present and the same', address: `${base}&iss=${encodeURIComponent('https://auth.example.com')}`, metadata: advertised },
+    { name: 'present where not advertised, and the same', address: `${base}&iss=${encodeURIComponent('https://auth.example.com')}`, metadata: silent },
+    { name: 'absent where not advertised', address: base, metadata: silent },
+    { name: 'absent where no metadata is known', address: base },
+    { name: 'absent where advertised', address: base, metadata: advertised, error: /linear: the address carries no "iss" parameter, though the authorization server https:\/\/auth\.example\.com says it sends one/ },
+    { name: 'another issuer', address: `${base}&iss=${encodeURIComponent('https://evil.example.com')}`, metadata: advertised, error: /linear: the address comes from the issuer "https:\/\/evil\.example\.com", not "https:\/\/auth\.example\.com"/ },
+    { name: 'compared exactly: a trailing slash differs', address: `${base}&iss=${encodeURIComponent('https://auth.example.com/')}`, metadata: advertised, error: /comes from the issuer "https:\/\/auth\.example\.com\/"/ },
+    { name: 'compared exactly: case differs', address: `${base}&iss=${encodeURIComponent('https://AUTH.example.com')}`, metadata: silent, error: /comes from the issuer "https:\/\/AUTH\.example\.com"/ },
+    { name: 'unexpected where no issuer is known', address: `${base}&iss=x`, error: /names the issuer "x", but the login knows no issuer/ },
+    { name: 'checked before an error is believed', address: 'http://127.0.0.1:8788/callback?state=S1&error=access_denied&iss=https%3A%2F%2Fevil.example.com', metadata: advertised, error: /comes from the issuer "https:\/\/evil\.example\.com"/ },
+  ];
+  for (const c of cases) {
+    test(c.name, () => {
+      const withDiscovery = { ...pending, ...(c.metadata ? { discovery: { authorizationServerMetadata: c.metadata as never } } : {}) };
+      if (!c.error) {
+        assert.deepEqual(parseRedirectAddress(c.address, withDiscovery), { code: 'abc' });
+        return;
+      }
+      assert.throws(() => parseRedirectAddress(c.address, withDiscovery), (err: Error) => err instanceof LoginError && c.error!.test(err.message));
     });
   }
 });
@@ -169,6 +197,111 @@ describe('the loopback callback', () => {
     } finally {
       await listener.close();
     }
+  });
+});
+
+describe('the metadata\'s issuer against the address it was found at', () => {
+  const cases: { name: string; builtFrom: string; issuer?: string; ok: boolean }[] = [
+    { name: 'the same', builtFrom: 'https://auth.example.com/tenant1', issuer: 'https://auth.example.com/tenant1', ok: true },
+    { name: 'a trailing slash', builtFrom: 'https://auth.example.com/', issuer: 'https://auth.example.com', ok: true },
+    { name: 'no issuer in the metadata (validated by the SDK\'s schema elsewhere)', builtFrom: 'https://auth.example.com', ok: true },
+    { name: 'another host', builtFrom: 'https://auth.example.com', issuer: 'https://evil.example.com', ok: false },
+    { name: 'another tenant', builtFrom: 'https://auth.example.com/tenant1', issuer: 'https://auth.example.com/tenant2', ok: false },
+    { name: 'http for https', builtFrom: 'https://auth.example.com', issuer: 'http://auth.example.com', ok: false },
+  ];
+  for (const c of cases) {
+    test(c.name, () => {
+      if (c.ok) assert.doesNotThrow(() => checkMetadataIssuer('docs', c.builtFrom, c.issuer));
+      else assert.throws(() => checkMetadataIssuer('docs', c.builtFrom, c.issuer), /^LoginError: docs: the authorization server metadata found for .* names another issuer, ".*"; refusing to log in through it$/);
+    });
+  }
+});
+
+describe('offline_access where the authorization server lists it', () => {
+  const cases: { name: string; scope?: string; supported?: string[]; want?: string }[] = [
+    { name: 'listed: added', scope: 'read write', supported: ['read', 'write', 'offline_access'], want: 'read write offline_access' },
+    { name: 'listed, no scope asked: asked alone', supported: ['offline_access'], want: 'offline_access' },
+    { name: 'listed and already asked: kept once', scope: 'offline_access read', supported: ['offline_access'], want: 'offline_access read' },
+    { name: 'not listed: unchanged', scope: 'read', supported: ['read'], want: 'read' },
+    { name: 'no list, no scope: none', supported: undefined, want: undefined },
+  ];
+  for (const c of cases) test(c.name, () => assert.equal(withOfflineAccess(c.scope, c.supported), c.want));
+});
+
+/** An MCP server and its authorization server, answered in memory; what registration was sent. */
+function fakeAuthorizationServer(issuer = 'https://auth.example.com'): { spy: typeof fetch; registered: Record<string, unknown>[] } {
+  const registered: Record<string, unknown>[] = [];
+  const json = (body: unknown) => new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
+  const spy = (async (url: string | URL, init?: RequestInit) => {
+    const u = new URL(String(url));
+    if (u.href === 'https://mcp.example.com/mcp') return new Response('', { status: 401, headers: { 'www-authenticate': 'Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"' } });
+    if (u.pathname.startsWith('/.well-known/oauth-protected-resource')) return json({ resource: 'https://mcp.example.com/mcp', authorization_servers: ['https://auth.example.com'], scopes_supported: ['mcp'] });
+    if (u.host === 'auth.example.com' && u.pathname.startsWith('/.well-known/')) {
+      return json({ issuer, authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'https://auth.example.com/token', registration_endpoint: 'https://auth.example.com/register', response_types_supported: ['code'], code_challenge_methods_supported: ['S256'], scopes_supported: ['mcp', 'offline_access'] });
+    }
+    if (u.href === 'https://auth.example.com/register') {
+      const body = JSON.parse(String(init?.body)) as Record<string, unknown>;
+      registered.push(body);
+      return new Response(JSON.stringify({ ...body, client_id: 'c1' }), { status: 201, headers: { 'content-type': 'application/json' } });
+    }
+    return new Response('', { status: 404 });
+  }) as typeof fetch;
+  return { spy, registered };
+}
+
+describe('what the login tells the authorization server', () => {
+  test('dynamic registration names a native application; the authorization asks offline_access where listed', async () => {
+    const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+    const { spy, registered } = fakeAuthorizationServer();
+    const started = await startLogin({ store, fetch: spy }, { server: 'docs', serverUrl: 'https://mcp.example.com/mcp', redirectUrl: 'http://127.0.0.1:8788/callback' });
+    assert.equal(registered.length, 1);
+    assert.equal(registered[0]!.application_type, 'native');
+    assert.deepEqual(registered[0]!.redirect_uris, ['http://127.0.0.1:8788/callback']);
+    assert.equal(new URL(started.authorizationUrl).searchParams.get('client_id'), 'c1');
+    assert.equal(new URL(started.authorizationUrl).searchParams.get('scope'), 'mcp offline_access');
+    assert.equal(new URL((await store.readPending('docs'))!.authorizationUrl).searchParams.get('scope'), 'mcp offline_access');
+  });
+
+  test('metadata naming another issuer ends the login before any address is handed out', async () => {
+    const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+    const { spy } = fakeAuthorizationServer('https://evil.example.com');
+    await assert.rejects(
+      startLogin({ store, fetch: spy }, { server: 'docs', serverUrl: 'https://mcp.example.com/mcp', redirectUrl: 'http://127.0.0.1:8788/callback' }),
+      /^LoginError: docs: the authorization server metadata found for https:\/\/auth\.example\.com names another issuer, "https:\/\/evil\.example\.com"/,
+    );
+    assert.equal(await store.readPending('docs'), undefined);
+  });
+
+  test('an address from another issuer is refused before the code is exchanged', async () => {
+    const calls: string[] = [];
+    const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+    await store.writePending({
+      server: 'docs',
+      serverUrl: 'https://mcp.example.com/mcp',
+      startedAt: '2026-01-02T03:04:05.000Z',
+      state: 'S1',
+      codeVerifier: 'v'.repeat(43),
+      redirectUrl: 'http://127.0.0.1:8788/callback',
+      authorizationUrl: 'https://auth.example.com/authorize',
+      discovery: {
+        authorizationServerUrl: 'https://auth.example.com/',
+        authorizationServerMetadata: { issuer: 'https://auth.example.com', authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'https://auth.example.com/token', response_types_supported: ['code'], authorization_response_iss_parameter_supported: true },
+      },
+      client: { client_id: 'c1' },
+    });
+    const spy = (async (url: string | URL) => {
+      calls.push(String(url));
+      return new Response('{}', { status: 500 });
+    }) as typeof fetch;
+    await assert.rejects(
+      finishLogin({ store, fetch: spy }, { server: 'docs', redirectAddress: 'http://127.0.0.1:8788/callback?code=abc&state=S1&iss=https%3A%2F%2Fevil.example.com' }),
+      /^LoginError: docs: the address comes from the issuer "https:\/\/evil\.example\.com", not "https:\/\/auth\.example\.com"/,
+    );
+    await assert.rejects(
+      finishLogin({ store, fetch: spy }, { server: 'docs', redirectAddress: 'http://127.0.0.1:8788/callback?code=abc&state=S1' }),
+      /^LoginError: docs: the address carries no "iss" parameter/,
+    );
+    assert.deepEqual(calls, []);
   });
 });
 
