@@ -275,24 +275,8 @@ describe('what the login tells the authorization server', () => {
   test('an address from another issuer is refused before the code is exchanged', async () => {
     const calls: string[] = [];
     const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
-    await store.writePending({
-      server: 'docs',
-      serverUrl: 'https://mcp.example.com/mcp',
-      startedAt: '2026-01-02T03:04:05.000Z',
-      state: 'S1',
-      codeVerifier: 'v'.repeat(43),
-      redirectUrl: 'http://127.0.0.1:8788/callback',
-      authorizationUrl: 'https://auth.example.com/authorize',
-      discovery: {
-        authorizationServerUrl: 'https://auth.example.com/',
-        authorizationServerMetadata: { issuer: 'https://auth.example.com', authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'https://auth.example.com/token', response_types_supported: ['code'], authorization_response_iss_parameter_supported: true },
-      },
-      client: { client_id: 'c1' },
-    });
-    const spy = (async (url: string | URL) => {
-      calls.push(String(url));
-      return new Response('{}', { status: 500 });
-    }) as typeof fetch;
+    await writePendingLogin(store, 'https://auth.example.com/', { issuer: 'https://auth.example.com', authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'https://auth.example.com/token', response_types_supported: ['code'], authorization_response_iss_parameter_supported: true });
+    const spy = recordingFetch(calls, 500);
     await assert.rejects(
       finishLogin({ store, fetch: spy }, { server: 'docs', redirectAddress: 'http://127.0.0.1:8788/callback?code=abc&state=S1&iss=https%3A%2F%2Fevil.example.com' }),
       /^LoginError: docs: the address comes from the issuer "https:\/\/evil\.example\.com", not "https:\/\/auth\.example\.com"/,
@@ -323,24 +307,8 @@ describe('no login over plain http to another machine', () => {
   test('a token endpoint in plain http off this machine is refused before the code is exchanged', async () => {
     const calls: string[] = [];
     const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
-    await store.writePending({
-      server: 'docs',
-      serverUrl: 'https://mcp.example.com/mcp',
-      startedAt: '2026-01-02T03:04:05.000Z',
-      state: 'S1',
-      codeVerifier: 'v'.repeat(43),
-      redirectUrl: 'http://127.0.0.1:8788/callback',
-      authorizationUrl: 'https://auth.example.com/authorize',
-      discovery: {
-        authorizationServerUrl: 'http://auth.example.com/',
-        authorizationServerMetadata: { issuer: 'http://auth.example.com/', authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'http://auth.example.com/token', response_types_supported: ['code'] },
-      },
-      client: { client_id: 'c1' },
-    });
-    const spy = (async (url: string | URL) => {
-      calls.push(String(url));
-      return new Response('{}', { status: 500 });
-    }) as typeof fetch;
+    await writePendingLogin(store, 'http://auth.example.com/', { issuer: 'http://auth.example.com/', authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'http://auth.example.com/token', response_types_supported: ['code'] });
+    const spy = recordingFetch(calls, 500);
     await assert.rejects(
       finishLogin({ store, fetch: spy }, { server: 'docs', redirectAddress: 'http://127.0.0.1:8788/callback?code=abc&state=S1' }),
       /^LoginError: docs: the token endpoint http:\/\/auth\.example\.com\/token is plain http to another machine/,
@@ -426,3 +394,32 @@ describe('no logout over plain http to another machine', () => {
     assert.equal(result.deleted, true);
   });
 });
+
+/** A login waiting for its redirect, as `startLogin` leaves it, against the given authorization server. */
+type PendingLogin = Parameters<ReturnType<typeof createTokenStore>['writePending']>[0];
+
+async function writePendingLogin(
+  store: ReturnType<typeof createTokenStore>,
+  authorizationServerUrl: string,
+  authorizationServerMetadata: NonNullable<PendingLogin['discovery']>['authorizationServerMetadata'],
+): Promise<void> {
+  await store.writePending({
+    server: 'docs',
+    serverUrl: 'https://mcp.example.com/mcp',
+    startedAt: '2026-01-02T03:04:05.000Z',
+    state: 'S1',
+    codeVerifier: 'v'.repeat(43),
+    redirectUrl: 'http://127.0.0.1:8788/callback',
+    authorizationUrl: 'https://auth.example.com/authorize',
+    discovery: { authorizationServerUrl, authorizationServerMetadata },
+    client: { client_id: 'c1' },
+  });
+}
+
+/** A fetch that answers every request with `status` and an empty JSON body, recording each address in `calls`. */
+function recordingFetch(calls: string[], status: number): typeof fetch {
+  return (async (url: string | URL) => {
+    calls.push(String(url));
+    return new Response('{}', { status });
+  }) as typeof fetch;
+}
