@@ -77,7 +77,7 @@ export async function runDurableCall(
 ): Promise<DurableToolResult> {
   if (signal?.aborted) throw new CallAbortedError(`the run was aborted before ${request.name} was called; it did not run`);
   let settled = false;
-  const call = turn.callToolForModel(request, limits, { ...(inputs.onInput ? { onInput: inputs.onInput } : {}), ...(inputs.inputPollMs !== undefined ? { inputPollMs: inputs.inputPollMs } : {}) }).finally(() => {
+  const call = turn.callToolForModel(request, limits, inputs).finally(() => {
     settled = true;
   });
   const onAbort = () => void cancelUntilSettled(turn, request.id, () => settled);

@@ -4,6 +4,7 @@
  * (`<turnId>|status`, `<turnId>|<callId>|started`, ...), so a client that reconnects and is sent
  * the newest turn's events again can drop the ones it has.
  */
+import { inputRequestId } from '../contract/index.js';
 import type { TurnClient } from '../client/turnClient.js';
 import type { Transcript } from '../client/transcript.js';
 
@@ -17,7 +18,7 @@ export interface SessionEvent {
 interface TurnSeen {
   status: boolean;
   started: Set<string>;
-  /** Input request IDs sent (`<callId>:<round>:<key>`). */
+  /** Input request IDs sent. */
   asked: Set<string>;
   finished: Set<string>;
   ended: boolean;
@@ -37,7 +38,7 @@ export function newEvents(t: Transcript, seen: TurnSeen): SessionEvent[] {
       out.push({ id: `${t.turnId}|${call.id}|started`, event: 'call.started', data: { ...base, id: call.id, name: call.name } });
     }
     for (const q of call.inputs ?? []) {
-      const requestId = `${call.id}:${q.round}:${q.key}`;
+      const requestId = inputRequestId(call.id, q.round, q.key);
       if (seen.asked.has(requestId)) continue;
       seen.asked.add(requestId);
       out.push({
