@@ -43,7 +43,7 @@ describe('input requests of a 2025-era server (server-everything)', { timeout: 1
 
   test('a form question is a recorded input request; the accepted answer reaches the server, and never the logs or the status', async () => {
     // A tool timeout shorter than the person takes: the wait does not count against it.
-    const turn = await startTurn('accept', { toolTimeoutMs: 2000 });
+    const turn = await startTurn('accept', { toolTimeoutMs: 2000, heartbeatTimeoutMs: 2000 });
     assert.ok(turn.tools.some((t) => t.name === ELICIT), 'listed: elicitation is declared');
     const call = turn.callTool({ id: 'e1', name: ELICIT, arguments: {} });
     await waitUntil('the question', async () => (await turn.pendingInputs()).length === 1);
@@ -53,6 +53,12 @@ describe('input requests of a 2025-era server (server-everything)', { timeout: 1
     assert.deepEqual((open!.requestedSchema as { required?: string[] }).required, ['name']);
     const status = await progressOf(turn.turnId);
     assert.deepEqual(status.pendingInputs?.map((r) => r.requestId), ['e1:1:elicitation']);
+    // The waiting activity says so in its heartbeat details (what the Temporal UI shows of it).
+    const converter = h.client.client.options.loadedDataConverter.payloadConverter;
+    await waitUntil('a heartbeat that names the question', async () => {
+      const details = (await turn.handle.describe()).raw.pendingActivities?.[0]?.heartbeatDetails?.payloads?.[0];
+      return details !== undefined && JSON.stringify(converter.fromPayload(details)) === JSON.stringify({ waitingForInput: { requestId: 'e1:1:elicitation', kind: 'form' } });
+    });
     await new Promise((r) => setTimeout(r, 3000));
     const receipt = await turn.answerInput(open!.requestId, { action: 'accept', content: { name: 'Legacy-Secret-Answer', integer: 7 } });
     assert.deepEqual(receipt, { requestId: 'e1:1:elicitation', action: 'accept' });
