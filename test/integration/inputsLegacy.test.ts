@@ -129,6 +129,26 @@ describe('input requests of a 2025-era server (server-everything)', { timeout: 1
     await turn.end();
   });
 
+  test('a call cancelled while it waits ends as cancelled; its question is closed and the server is told', async () => {
+    const turn = await startTurn('cancel');
+    const call = turn.callTool({ id: 'x1', name: ELICIT, arguments: {} });
+    await waitUntil('the question', async () => (await turn.pendingInputs()).length === 1);
+    assert.equal(await turn.cancelCall('x1'), true);
+    const outcome = await call;
+    assert.equal(outcome.status, 'error');
+    assert.equal(outcome.errorKind, 'cancelled', outcome.errorMessage);
+    assert.deepEqual(await turn.pendingInputs(), []);
+    // The activity learns of the cancellation with its next heartbeat; until then the call is still
+    // in flight on the server, and a question then could not be told from the next call's.
+    await waitUntil('the cancelled activity to end', async () => ((await turn.handle.describe()).raw.pendingActivities ?? []).length === 0);
+    // The session's server is still there for the next question.
+    const next = turn.callTool({ id: 'x2', name: ELICIT, arguments: {} });
+    await waitUntil('the next question', async () => (await turn.pendingInputs()).some((r) => r.requestId === 'x2:1:elicitation'));
+    await turn.answerInput('x2:1:elicitation', { action: 'decline' });
+    assert.match(text(await next), /declined/);
+    await turn.end();
+  });
+
   test('only a running call of the turn may report a question; another turn cannot deliver an answer', async () => {
     const turn = await startTurn('forged');
     const handle = h.client.client.workflow.getHandle(turn.turnId);
