@@ -6,6 +6,7 @@ import { MAX_NESTING_DEPTH, nestedDeeperThan, type CallOutcome, type CallToolInp
 import { UnservedInputRequestError, isNeedsInput } from '../mcp/inputRequests.js';
 import type { DeclinedInput } from '../mcp/managedServer.js';
 import { checkCall } from './callChecks.js';
+import { legacyInputAsker } from './legacyInput.js';
 import { currentTurnId, startHeartbeat } from './context.js';
 import type { ActivityKit } from './deps.js';
 import { scrubResult, toFailure } from './history.js';
@@ -21,6 +22,7 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
     const ctx = Context.current();
     const startedAt = new Date();
     let latest: unknown = { pending: true };
+    let beforeWait: unknown;
     const stop = startHeartbeat(ctx, () => latest);
     const scrubber = callScrubber(kit.deps.scrub);
     const declined: DeclinedInput[] = [];
@@ -41,6 +43,16 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
         ...(input.inputReply ? { inputReply: input.inputReply } : {}),
         askPerson: true,
         onDeclinedInput: (asked) => declined.push(asked),
+        askLegacyInput: legacyInputAsker(kit, ctx, input, turnId, scrubber.scrub, (waiting) => {
+          if (waiting) {
+            beforeWait ??= latest;
+            latest = waiting;
+          } else if (beforeWait !== undefined) {
+            latest = beforeWait;
+            beforeWait = undefined;
+          }
+          ctx.heartbeat(latest);
+        }),
       });
       // The server asks a person: the call ends here and the turn waits, with nothing running.
       // Recorded as the server sent it (the state is opaque and echoed byte for byte), scrubbed.
@@ -110,7 +122,7 @@ function callScrubber(scrub: (text: string) => string): { scrub: (text: string) 
 function declinedNotes(declined: DeclinedInput[], scrub: (text: string) => string): ContentBlock[] {
   return declined.map((d) => ({
     type: 'text',
-    text: `[durable-mcp] the server asked for ${d.mode === 'url' ? 'a page to be opened' : 'input'} (${JSON.stringify(scrub(d.message).slice(0, 500))}); it was declined without asking a person: this server speaks the 2025 protocol, which asks over a connection the worker does not hold open while a person answers`,
+    text: `[durable-mcp] the server asked for ${d.mode === 'url' ? 'a page to be opened' : 'input'} (${JSON.stringify(scrub(d.message).slice(0, 500))}); it was declined without asking a person: ${scrub(d.reason)}`,
   }));
 }
 

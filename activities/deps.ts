@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { ConfigRefs, LoadedConfig } from '../config/types.js';
 import type { ServerPool } from '../mcp/pool.js';
+import type { LegacyInputWaits } from '../mcp/legacyInputs.js';
 import type { Governance, GovernanceService } from '../governance/index.js';
 
 /**
@@ -42,4 +43,6 @@ export interface ActivityKit {
   governanceFor: (turnId: string, fresh?: boolean) => Promise<Governance | undefined>;
   /** Seals a PreToolUse decision's proof text with the turn key. */
   seal: (text: string) => string;
+  /** The 2025-era questions this worker's calls hold open, until their answers are delivered. */
+  legacyWaits: LegacyInputWaits;
 }

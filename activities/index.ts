@@ -11,13 +11,15 @@ import type { ActivityDeps, ActivityKit } from './deps.js';
 import { createGovernanceCache } from './governanceCache.js';
 import { postToolUseHooksActivity, preToolUseHooksActivity } from './hooks.js';
 import { listToolsActivity, reconcileServersActivity } from './servers.js';
+import { deliverInputAnswerActivity } from './legacyInput.js';
+import { LegacyInputWaits } from '../mcp/legacyInputs.js';
 
 export type { ActivityDeps, SessionServers } from './deps.js';
 export { scrubResult, toFailure } from './history.js';
 
 /** The activities, keyed by their type names (recorded in history, so never renamed). */
 export function createActivities(deps: ActivityDeps) {
-  const kit: ActivityKit = { deps, governanceFor: createGovernanceCache(deps), seal: sealerFor(deps.turnKey ?? randomBytes(32)) };
+  const kit: ActivityKit = { deps, governanceFor: createGovernanceCache(deps), seal: sealerFor(deps.turnKey ?? randomBytes(32)), legacyWaits: new LegacyInputWaits() };
   return {
     reconcileServers: reconcileServersActivity(kit),
     listTools: listToolsActivity(kit),
@@ -25,6 +27,7 @@ export function createActivities(deps: ActivityDeps) {
     preToolUseHooks: preToolUseHooksActivity(kit),
     postToolUseHooks: postToolUseHooksActivity(kit),
     endSession: endSessionActivity(kit),
+    deliverInputAnswer: deliverInputAnswerActivity(kit),
   } satisfies Record<ActivityName, (input: never) => Promise<unknown>>;
 }
 

@@ -3,7 +3,9 @@
  * (the 2026-era fixture over Streamable HTTP): the plain `echo` call, and `provision`, which asks
  * twice (a form for a name, then a confirmation) before it completes. For `provision` it times the
  * answer to the next question (answer sent until `pendingInputs` lists the next one) and the last
- * answer to the outcome; and it reads the history bytes each question and its answer add.
+ * answer to the outcome; and it reads the history bytes each question and its answer add. The
+ * 2025-era shape runs alongside: server-everything's `trigger-elicitation-request` over stdio, whose
+ * question waits inside the call (answer to outcome: Update, delivery activity, the server's reply).
  *
  * Run on demand: `npm run build:bench && node dist/bench/inputs.js`. Knobs: BENCH_CALLS (calls of
  * each kind, default 20), TEMPORAL_ADDRESS (else an in-memory dev server).
@@ -19,7 +21,7 @@ import type { InputRequest } from '../contract/index.js';
 import { startDevServer } from '../dev/devServer.js';
 import { createDataConverter } from '../payloads/dataConverter.js';
 import { bundleWorkflows, startWorker } from '../worker/index.js';
-import { tempDir, uniqueQueue } from '../test/support/harness.js';
+import { everythingServer, tempDir, uniqueQueue } from '../test/support/harness.js';
 import { killStartedServers, modernHttpServer } from '../test/support/inputs.js';
 import { machineLine, percentile, writeSection } from './support.js';
 
@@ -45,7 +47,7 @@ async function main(): Promise<void> {
   const dir = await tempDir('dmcp-bench-inputs-');
   const url = await modernHttpServer(join(dir, 'server.log'));
   const configFile = join(dir, 'mcp.json');
-  await writeFile(configFile, JSON.stringify({ mcpServers: { db: { url } } }));
+  await writeFile(configFile, JSON.stringify({ mcpServers: { db: { url }, everything: { command: process.execPath, args: [everythingServer, 'stdio'] } } }));
   const converter = createDataConverter({ payloadDir: join(dir, 'payloads') });
   const taskQueue = uniqueQueue('bench-inputs');
   const connection = await NativeConnection.connect({ address });
@@ -56,7 +58,9 @@ async function main(): Promise<void> {
   const toNextQuestionMs: number[] = [];
   const toOutcomeMs: number[] = [];
   const wholeMs: number[] = [];
-  let bytes: { base: number; echo: number; provision: number } | undefined;
+  const legacyToOutcomeMs: number[] = [];
+  const legacyWholeMs: number[] = [];
+  let bytes: { base: number; echo: number; provision: number; legacy: number } | undefined;
   try {
     let n = 0;
     const historyBytes = async (turn: Turn) => History.encode(await client.client.workflow.getHandle(turn.turnId).fetchHistory()).finish().byteLength;
@@ -75,6 +79,18 @@ async function main(): Promise<void> {
       if (outcome.status !== 'ok') throw new Error(`provision: ${outcome.errorMessage}`);
       return { toNext: asked - answered, toOutcome: done - asked, whole: done - started };
     };
+    const legacy = async (turn: Turn) => {
+      const id = `l${++n}`;
+      const started = performance.now();
+      const running = turn.callTool({ id, name: 'mcp__everything__trigger-elicitation-request', arguments: {} });
+      await waitFor(turn, `${id}:1:elicitation`);
+      const answered = performance.now();
+      await turn.answerInput(`${id}:1:elicitation`, { action: 'accept', content: { name: `bench-${n}` } });
+      const outcome = await running;
+      const done = performance.now();
+      if (outcome.status !== 'ok') throw new Error(`legacy: ${outcome.errorMessage}`);
+      return { toOutcome: done - answered, whole: done - started };
+    };
     const turn = await startTurn();
     for (let i = 0; i < WARMUP + CALLS; i++) {
       // Interleaved, so a noisy machine hits both kinds alike.
@@ -83,7 +99,10 @@ async function main(): Promise<void> {
       const t1 = performance.now();
       if (echo.status !== 'ok') throw new Error(`echo: ${echo.errorMessage}`);
       const p = await provision(turn);
+      const l = await legacy(turn);
       if (i < WARMUP) continue;
+      legacyToOutcomeMs.push(l.toOutcome);
+      legacyWholeMs.push(l.whole);
       echoMs.push(t1 - t0);
       toNextQuestionMs.push(p.toNext);
       toOutcomeMs.push(p.toOutcome);
@@ -92,15 +111,16 @@ async function main(): Promise<void> {
     await turn.end();
     log(`${CALLS} calls of each kind done`);
 
-    const sized = async (extra: 'none' | 'echo' | 'provision') => {
+    const sized = async (extra: 'none' | 'echo' | 'provision' | 'legacy') => {
       const t = await startTurn();
       await t.callTool({ id: `e${++n}`, name: 'mcp__db__echo', arguments: { text: 'base' } });
       if (extra === 'echo') await t.callTool({ id: `e${++n}`, name: 'mcp__db__echo', arguments: { text: 'more' } });
       if (extra === 'provision') await provision(t);
+      if (extra === 'legacy') await legacy(t);
       await t.end();
       return historyBytes(t);
     };
-    bytes = { base: await sized('none'), echo: await sized('echo'), provision: await sized('provision') };
+    bytes = { base: await sized('none'), echo: await sized('echo'), provision: await sized('provision'), legacy: await sized('legacy') };
   } finally {
     await worker.shutdown();
     await connection.close();
@@ -115,7 +135,7 @@ async function main(): Promise<void> {
   const body = [
     `Command: \`npm run build:bench && node dist/bench/inputs.js\` (BENCH_CALLS=${CALLS}). Machine: ${await machineLine()}.`,
     '',
-    'One turn, one worker in the bench process, the 2026-era fixture over Streamable HTTP, the project\'s data converter; `echo` and `provision` calls interleaved. ' +
+    'One turn, one worker in the bench process, the 2026-era fixture over Streamable HTTP and server-everything (2025-era) over stdio, the project\'s data converter; `echo`, `provision` and `trigger-elicitation-request` calls interleaved. ' +
       `Questions are found by polling \`pendingInputs\` every ${POLL_MS} ms, so up to that much of each "answer to" time is the poll. ` +
       'The machine was shared with other work while it ran: read the ratios, not the milliseconds.',
     '',
@@ -125,6 +145,8 @@ async function main(): Promise<void> {
     row('2026-era: first answer sent until the next question is open', toNextQuestionMs),
     row('2026-era: last answer sent until the outcome', toOutcomeMs),
     row('2026-era: whole `provision` call (2 questions, answered at once)', wholeMs),
+    row('2025-era: answer sent until the outcome (the call waited holding its connection)', legacyToOutcomeMs),
+    row('2025-era: whole `trigger-elicitation-request` call (1 question, answered at once)', legacyWholeMs),
     '',
     '| history (bytes, protobuf as Temporal stores it) | bytes |',
     '|---|---|',
@@ -132,9 +154,10 @@ async function main(): Promise<void> {
     `| + one more echo call | ${perEcho} |`,
     `| + one \`provision\` call (2 questions, 2 answers) | ${perProvision} |`,
     `| per question and its answer (the provision call less an echo call, halved) | ${((perProvision - perEcho) / 2).toFixed(0)} |`,
+    `| + one 2025-era \`trigger-elicitation-request\` call (1 question, 1 answer; its result echoes the whole answer) | ${bytes.legacy - bytes.base} |`,
     '',
     'Each answer to a 2026-era question is one Update and one more `callTool` activity (the retry carries the answers and the server\'s `requestState`), so an answer costs about a plain call. ' +
-      'The 2025-era (legacy `elicitation/create`) shape is declined by the worker today and has no row.',
+      'A 2025-era answer is one Update and one short `deliverInputAnswer` activity on the worker holding the call, which then hands the reply to the server over the open connection.',
   ].join('\n');
   process.stdout.write(`${body}\n`);
   await writeSection('Calls that ask a person: answer to outcome, history per question', body);

@@ -90,6 +90,7 @@ export async function serveApi(
     dataDir: settings.dataDir,
     turnIdleMs: settings.turnIdleMs,
     inputTimeoutMs: settings.inputTimeoutMs,
+    legacyInputTimeoutMs: settings.legacyInputTimeoutMs,
     shapeLimits: settings.shape,
     secrets: secretsOf(process.env),
     ...(target.maxCallsInFlight ? { maxCallsInFlight: target.maxCallsInFlight } : {}),

@@ -64,7 +64,7 @@ export async function connect(options: {
   const dataConverter = dataConverterFor(settings);
   // The client signs turns with the operator's key from the data dir, which a running `dev` or the
   // embedded worker below honours; a cluster's workers need the same key file to honour them.
-  const clientSettings = { turnIdleMs: settings.turnIdleMs, inputTimeoutMs: settings.inputTimeoutMs, shapeLimits: settings.shape, dataDir: settings.dataDir, secrets: secretsOf(env) };
+  const clientSettings = { turnIdleMs: settings.turnIdleMs, inputTimeoutMs: settings.inputTimeoutMs, legacyInputTimeoutMs: settings.legacyInputTimeoutMs, shapeLimits: settings.shape, dataDir: settings.dataDir, secrets: secretsOf(env) };
   const found = await findTemporalServer(env, { dataDir: settings.dataDir, keepDevConnection: true });
   if (found && !found.dev) {
     const { address } = found;

@@ -7,7 +7,7 @@ import { describeContent } from '../shaping/content.js';
 import { sniffImageType } from '../shaping/images.js';
 import type { temporal } from '@temporalio/proto';
 import { ActivityName, UpdateName, type CallOutcome, type CallRequest, type CallToolInput, type ReconcileResult, type ToolInfo, type TurnInput, type TurnResult, type TurnStatus } from '../contract/index.js';
-import type { InputAction, InputRequestSpec, InputRequiredOutcome, PostToolUseHooksResult, PreToolUseHooksResult, ToolHookInput } from '../contract/index.js';
+import { LEGACY_INPUT_KEY, inputRequestId, type DeliverInputAnswerInput, type InputAction, type InputRequestSpec, type InputRequiredOutcome, type LegacyInputReport, type PostToolUseHooksResult, type PreToolUseHooksResult, type ToolHookInput } from '../contract/index.js';
 import { stripTerminalControls } from '../text/terminal.js';
 
 type History = temporal.api.history.v1.IHistory;
@@ -84,6 +84,8 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
   const t: Transcript = { turnId, tools: [], calls: [], state: 'running' };
   const scheduled = new Map<string, { type: string; callId?: string }>();
   const calls = new Map<string, TranscriptCall>();
+  // 2025-era questions by request ID, until the answer delivered to the waiting call names its action.
+  const legacyAsked = new Map<string, TranscriptInput>();
   const callFor = (id: string, name = '', args: Record<string, unknown> = {}) => {
     let call = calls.get(id);
     if (!call) {
@@ -106,6 +108,11 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
       if (type === ActivityName.preToolUseHooks || type === ActivityName.postToolUseHooks) {
         const input = decode<ToolHookInput>(a.input, converter);
         if (input) entry.callId = callFor(input.callId, input.name).id;
+      }
+      if (type === ActivityName.deliverInputAnswer) {
+        const input = decode<DeliverInputAnswerInput>(a.input, converter);
+        const asked = input ? legacyAsked.get(input.requestId) : undefined;
+        if (asked && input) asked.action = input.answer.action;
       }
       if (type === ActivityName.callTool) {
         const input = decode<CallToolInput>(a.input, converter);
@@ -153,6 +160,17 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
       if (req?.input?.name === UpdateName.callTool) {
         const request = decode<CallRequest>(req.input.args, converter);
         if (request) callFor(request.id, request.name, request.arguments ?? {});
+      }
+      if (req?.input?.name === UpdateName.legacyInputAsked) {
+        const report = decode<LegacyInputReport>(req.input.args, converter);
+        if (report) {
+          const call = callFor(report.callId, report.tool);
+          // Rounds count as the turn counts them: every accepted question of the call.
+          const round = (call.inputs?.filter((i) => i.key === LEGACY_INPUT_KEY).length ?? 0) + 1;
+          const asked: TranscriptInput = { ...report.request, key: LEGACY_INPUT_KEY, round };
+          call.inputs = [...(call.inputs ?? []), asked];
+          legacyAsked.set(inputRequestId(report.callId, round, LEGACY_INPUT_KEY), asked);
+        }
       }
     } else if (e.workflowExecutionUpdateCompletedEventAttributes) {
       const a = e.workflowExecutionUpdateCompletedEventAttributes;

@@ -119,6 +119,12 @@ export interface TurnClientOptions {
    * `inputTimeoutMs` (default: the workflow's 24 h). The CLI and the HTTP API pass `DMCP_INPUT_TIMEOUT`.
    */
   inputTimeoutMs?: number;
+  /**
+   * How long one attempt of a call to a 2025-era server waits in all for a person's answers, for
+   * turns whose limits set no `legacyInputTimeoutMs` (default: the workflow's 10 min). The CLI and
+   * the HTTP API pass `DMCP_LEGACY_INPUT_TIMEOUT`.
+   */
+  legacyInputTimeoutMs?: number;
   /** What `callToolForModel` renders by default (default: the documented shaping limits). */
   shapeLimits?: ShapeLimits;
   /**
@@ -183,6 +189,8 @@ export interface ConnectOptions {
   turnIdleMs?: number;
   /** See {@link TurnClientOptions.inputTimeoutMs}. */
   inputTimeoutMs?: number;
+  /** See {@link TurnClientOptions.legacyInputTimeoutMs}. */
+  legacyInputTimeoutMs?: number;
   /** What {@link Turn.callToolForModel} renders by default: token cap, image limits (default: the documented shaping limits). */
   shapeLimits?: ShapeLimits;
   /** See {@link TurnClientOptions.turnKey}; default: `turn.key` under `dataDir` when it exists. */
@@ -264,6 +272,7 @@ export class TurnClient {
   readonly taskQueue: string;
   private readonly turnIdleMs?: number;
   private readonly inputTimeoutMs?: number;
+  private readonly legacyInputTimeoutMs?: number;
   private readonly shapeLimits: ShapeLimits;
   private readonly secrets?: Record<string, string>;
   private readonly callQueue: CallQueueOptions;
@@ -275,6 +284,7 @@ export class TurnClient {
     this.taskQueue = options.taskQueue ?? DEFAULT_TASK_QUEUE;
     this.turnIdleMs = options.turnIdleMs;
     this.inputTimeoutMs = options.inputTimeoutMs;
+    this.legacyInputTimeoutMs = options.legacyInputTimeoutMs;
     this.shapeLimits = options.shapeLimits ?? DEFAULT_SHAPE_LIMITS;
     this.secrets = options.secrets;
     this.callQueue = { maxCallsInFlight: options.maxCallsInFlight, onCallsInFlight: options.onCallsInFlight };
@@ -297,7 +307,7 @@ export class TurnClient {
     const client = new temporalClient.Client({ connection, namespace: options.namespace ?? 'default', dataConverter });
     const turnKey = options.turnKey ?? (await readTurnKeyFile(join(resolve(options.dataDir ?? DEFAULT_DATA_DIR), DataDirEntry.turnKey)));
     return new TurnClient({
-      client, taskQueue: options.taskQueue, turnIdleMs: options.turnIdleMs, inputTimeoutMs: options.inputTimeoutMs, shapeLimits: options.shapeLimits, turnKey, secrets: options.secrets,
+      client, taskQueue: options.taskQueue, turnIdleMs: options.turnIdleMs, inputTimeoutMs: options.inputTimeoutMs, legacyInputTimeoutMs: options.legacyInputTimeoutMs, shapeLimits: options.shapeLimits, turnKey, secrets: options.secrets,
       maxCallsInFlight: options.maxCallsInFlight,
     });
   }
@@ -527,7 +537,13 @@ export class TurnClient {
     const preferred = latest?.memo?.workerQueue;
     const idleMs = options.limits?.idleMs ?? this.turnIdleMs;
     const inputTimeoutMs = options.limits?.inputTimeoutMs ?? this.inputTimeoutMs;
-    const limits = { ...options.limits, ...(idleMs !== undefined ? { idleMs } : {}), ...(inputTimeoutMs !== undefined ? { inputTimeoutMs } : {}) };
+    const legacyInputTimeoutMs = options.limits?.legacyInputTimeoutMs ?? this.legacyInputTimeoutMs;
+    const limits = {
+      ...options.limits,
+      ...(idleMs !== undefined ? { idleMs } : {}),
+      ...(inputTimeoutMs !== undefined ? { inputTimeoutMs } : {}),
+      ...(legacyInputTimeoutMs !== undefined ? { legacyInputTimeoutMs } : {}),
+    };
     return {
       workflowId: `${options.sessionId}/turn-${turn}`,
       input: {

@@ -36,6 +36,8 @@ export const TURN_LIMIT_RANGES = {
   // the calls that arrive meanwhile need room above the count.
   continueAsNewAfterCalls: { min: 1, max: 1500 },
   inputTimeoutMs: { min: 1000, max: 30 * 86_400_000 },
+  // A legacy wait holds a connection and a worker slot: hours at most, never days.
+  legacyInputTimeoutMs: { min: 1000, max: 6 * 3_600_000 },
 } as const satisfies Record<keyof TurnLimits, { min: number; max: number }>;
 
 /**

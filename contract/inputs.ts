@@ -216,3 +216,37 @@ export function unattendedAnswer(mode: UnattendedAnswer, request: Pick<InputRequ
   if (mode === 'accept-defaults') return defaultsAnswer(request).answer;
   return { action: mode };
 }
+
+/** The key a 2025-era question is recorded under: such a server names none (request ID `<callId>:<n>:elicitation`). */
+export const LEGACY_INPUT_KEY = 'elicitation';
+
+/** What a `callTool` activity reports when a 2025-era server asks a person mid-call (`legacyInputAsked`). */
+export interface LegacyInputReport {
+  /** The call the activity runs (its input's `callId`). */
+  callId: string;
+  /** Public name of the tool that asks. */
+  tool: string;
+  /** The question as the server sent it (scrubbed). */
+  request: InputRequestSpec;
+  /** How long this attempt of the call already waited for earlier questions (ms). */
+  waitedMs: number;
+}
+
+/** The turn's answer to a {@link LegacyInputReport}: the question's ID and how long it is waited for. */
+export interface LegacyInputTicket {
+  requestId: string;
+  timeoutMs: number;
+}
+
+/** The input of `deliverInputAnswer`: the answer to one 2025-era question (`cancel` once it timed out). */
+export interface DeliverInputAnswerInput {
+  requestId: string;
+  answer: InputAnswer;
+}
+
+/**
+ * Time a 2025-era question's wait in the worker outlasts the turn's own limit for it: the turn
+ * sends `cancel` at its limit, and the delivery needs a moment to arrive. A call's start-to-close
+ * is stretched by the turn's limit plus this.
+ */
+export const LEGACY_INPUT_GRACE_MS = 30_000;

@@ -24,6 +24,11 @@ export const ActivityName = {
   postToolUseHooks: 'postToolUseHooks',
   /** Stops one session's servers on the worker whose queue it runs on; scheduled only to end a session. */
   endSession: 'endSession',
+  /**
+   * Hands a person's answer to the `callTool` activity that holds a 2025-era server's open
+   * `elicitation/create`; scheduled on the worker running that call, only for such a question.
+   */
+  deliverInputAnswer: 'deliverInputAnswer',
 } as const;
 export type ActivityName = (typeof ActivityName)[keyof typeof ActivityName];
 
@@ -37,6 +42,11 @@ export const UpdateName = {
   cancelCall: 'cancelCall',
   /** The answer to one input request of a running call; its Update ID is the request ID. */
   answerInput: 'answerInput',
+  /**
+   * Sent by a running `callTool` activity to its own turn when a 2025-era server asks a person
+   * mid-call (`elicitation/create`): records the question and returns its request ID.
+   */
+  legacyInputAsked: 'legacyInputAsked',
 } as const;
 
 /** The Update ID `Turn.end()` uses, so a retried end is de-duplicated; no call may take it. */
@@ -66,6 +76,8 @@ export const RefusalType = {
   shelfChange: 'ShelfChangeRefused',
   /** An answer to an input request that is not open, or that does not fit its schema (the field is named). */
   inputAnswer: 'InvalidInputAnswer',
+  /** A 2025-era question reported for a call that is not running, or that cannot be asked. */
+  inputReport: 'InvalidInputReport',
 } as const;
 export type RefusalType = (typeof RefusalType)[keyof typeof RefusalType];
 

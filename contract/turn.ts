@@ -82,6 +82,13 @@ export interface TurnLimits {
    * server is told they were cancelled (default 24 h). Nothing runs meanwhile.
    */
   inputTimeoutMs?: number;
+  /**
+   * DMCP_LEGACY_INPUT_TIMEOUT: how long one attempt of a call to a 2025-era server may wait in all
+   * for a person to answer the questions it asks mid-call (default 10 min). The call's connection
+   * stays open meanwhile; the wait does not count against the tool's timeout, and a question still
+   * open at the limit is answered `cancel`.
+   */
+  legacyInputTimeoutMs?: number;
 }
 
 /** What a long turn carries into its next run (continue-as-new). */

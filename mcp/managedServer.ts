@@ -1,6 +1,6 @@
 import { Client, SdkError, SdkErrorCode, isInputRequiredResult, type CallToolResult, type Root, type Tool, type Transport, type VersionNegotiationOptions } from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
-import { MAX_INPUT_ROUNDS, MAX_NESTING_DEPTH, nestedDeeperThan, type InputReply, type ProtocolEra } from '../contract/index.js';
+import { LEGACY_INPUT_KEY, MAX_INPUT_ROUNDS, MAX_NESTING_DEPTH, nestedDeeperThan, type InputReply, type InputRequestSpec, type ProtocolEra } from '../contract/index.js';
 import type { ServerEntry } from '../config/types.js';
 import { TailBuffer } from '../text/tailBuffer.js';
 import { describeExit, describeStartFailure, lostText, startTimeoutText } from './failureText.js';
@@ -10,7 +10,8 @@ import { connectWithEra, refuseServerRequest, type EraVerdicts } from './era.js'
 import { PendingRequests, RemoteWatchdog, livenessRequest } from './liveness.js';
 import { headerDeclarationProblem, invalidToolReason, toolListingPage, type ToolListingPage } from './toolListing.js';
 import { rootsKey } from './roots.js';
-import { UnservedInputRequestError, readInputRequired, type NeedsInput } from './inputRequests.js';
+import { UnservedInputRequestError, elicitationSpec, readInputRequired, type NeedsInput } from './inputRequests.js';
+import { CallDeadline, MAX_TIMER_MS, elicitResult, type LegacyInputAsker } from './legacyInputs.js';
 import type { StdioCommand } from './sandbox.js';
 import { ProcessGroupStdioTransport } from './stdioTransport.js';
 
@@ -87,12 +88,26 @@ export interface CallOptions {
   askPerson?: boolean;
   /** Told of each 2025-era `elicitation/create` this worker declined while the call was the only one in flight. */
   onDeclinedInput?: (request: DeclinedInput) => void;
+  /**
+   * Asks a person a 2025-era `elicitation/create` that arrives while this call is the only one in
+   * flight on the server; the server gets the answer. The call's timeout stands still meanwhile.
+   * Absent: such a question is declined at once ({@link onDeclinedInput}).
+   */
+  askLegacyInput?: LegacyInputAsker;
+}
+
+/** What one call in flight listens for: a 2025-era question, asked or declined. */
+interface LegacyInputListener {
+  options: CallOptions;
+  deadline?: CallDeadline;
 }
 
 /** A 2025-era input request the worker declined. */
 export interface DeclinedInput {
   mode: 'form' | 'url';
   message: string;
+  /** Why no person was asked, for the model. */
+  reason: string;
 }
 
 /** Pages of one tool listing (see {@link ManagedServer.listTools}). */
@@ -121,8 +136,8 @@ export class ManagedServer {
   refusedTools: RefusedTool[] = [];
   /** 2025-era `elicitation/create` requests this server sent (each declined). */
   legacyElicitations = 0;
-  /** {@link CallOptions.onDeclinedInput} of the calls in flight. */
-  private readonly legacyInputListeners = new Set<(request: DeclinedInput) => void>();
+  /** The calls in flight that listen for 2025-era questions. */
+  private readonly legacyInputListeners = new Set<LegacyInputListener>();
   /** The wire era the server landed on, once connected. */
   era?: ProtocolEra;
   /** Set by `notifications/tools/list_changed`; the next {@link refresh} lists again. */
@@ -274,15 +289,43 @@ export class ManagedServer {
       if (client === this.client) this.onClosed();
     };
     client.onerror = (err) => this.onTransportError(err);
-    // A 2025-era server asks in the middle of the call, over a connection that must stay open while
-    // it waits; this worker does not hold one open for a person, so it declines at once, and the
-    // server says what that means in its result.
-    client.setRequestHandler('elicitation/create', (request) => {
+    // A 2025-era server asks in the middle of the call, over the connection the call holds. The
+    // request names no call: it is the call's only when one call is in flight here. That call asks
+    // a person through its turn and holds the connection meanwhile; otherwise it is declined at
+    // once, and the server says what that means in its result. Never logged: the answer.
+    client.setRequestHandler('elicitation/create', async (request, ctx) => {
       this.legacyElicitations += 1;
       const params = request.params as { mode?: string; message?: unknown };
-      this.log.info({ mode: params.mode ?? 'form' }, 'declined a 2025-era elicitation request');
-      // The request names no call: it is the call's only when one call is in flight here.
-      if (this.legacyInputListeners.size === 1) for (const listener of this.legacyInputListeners) listener({ mode: params.mode === 'url' ? 'url' : 'form', message: typeof params.message === 'string' ? params.message : '' });
+      const mode = params.mode === 'url' ? 'url' : 'form';
+      const only = this.legacyInputListeners.size === 1 ? [...this.legacyInputListeners][0] : undefined;
+      const ask = only?.options.askLegacyInput;
+      let reason = only ? 'this caller cannot ask a person' : 'several calls were in flight on this server, and a 2025-era request does not say which of them asks';
+      if (only && ask) {
+        let spec: InputRequestSpec | undefined;
+        try {
+          spec = elicitationSpec(LEGACY_INPUT_KEY, params);
+        } catch (err) {
+          reason = `the question cannot be asked: ${(err as Error).message}`;
+          this.log.info({ mode, err: (err as Error).message }, 'declined a 2025-era elicitation request it cannot ask');
+        }
+        if (spec) {
+          this.log.info({ mode }, 'a 2025-era elicitation request waits for a person');
+          only.deadline?.pause();
+          try {
+            return elicitResult(spec, await ask(spec, ctx.mcpReq.signal));
+          } catch (err) {
+            // The turn did not take the question (it refused it, or could not be reached).
+            const why = this.scrubText(String((err as Error)?.message ?? err));
+            reason = `the turn did not take the question: ${why}`;
+            this.log.warn({ mode, err: why }, 'declined a 2025-era elicitation request the turn did not take');
+          } finally {
+            only.deadline?.resume();
+          }
+        }
+      } else {
+        this.log.info({ mode }, 'declined a 2025-era elicitation request');
+      }
+      only?.options.onDeclinedInput?.({ mode, message: typeof params.message === 'string' ? params.message : '', reason });
       return { action: 'decline' };
     });
     if (roots) {
@@ -447,31 +490,47 @@ export class ManagedServer {
     } : {};
     // Rounds this client answers alone (roots, state only) are retried here; a round that needs a
     // person ends the call, and the turn sends the answers with a new call.
-    const listener = options.onDeclinedInput;
+    const listener: LegacyInputListener | undefined = options.onDeclinedInput || options.askLegacyInput ? { options } : undefined;
     if (listener) this.legacyInputListeners.add(listener);
     try {
-      return await this.callRounds(client, tool, args, options, toolDefinition, retry);
+      return await this.callRounds(client, tool, args, options, toolDefinition, retry, listener);
     } finally {
       if (listener) this.legacyInputListeners.delete(listener);
     }
   }
 
-  private async callRounds(client: Client, tool: string, args: Record<string, unknown>, options: CallOptions, toolDefinition: Tool, first: Record<string, unknown>): Promise<CallToolResult | NeedsInput> {
+  private async callRounds(
+    client: Client,
+    tool: string,
+    args: Record<string, unknown>,
+    options: CallOptions,
+    toolDefinition: Tool,
+    first: Record<string, unknown>,
+    listener: LegacyInputListener | undefined,
+  ): Promise<CallToolResult | NeedsInput> {
     let retry = first;
     for (let round = 1; ; round += 1) {
       const params = { name: tool, arguments: args, ...retry } as { name: string; arguments: Record<string, unknown> };
+      // A call that may wait for a person keeps its own timeout, which stands still during the wait;
+      // the SDK's cannot.
+      const deadline = options.askLegacyInput ? new CallDeadline(options.timeoutMs) : undefined;
+      if (listener) listener.deadline = deadline;
+      const onprogress = deadline && options.onProgress ? (p: Parameters<NonNullable<CallOptions['onProgress']>>[0]) => {
+        deadline.reset();
+        options.onProgress?.(p);
+      } : deadline ? () => deadline.reset() : options.onProgress;
       const result = await this.pending.run(
         (signal) =>
           client.callTool(params, {
-            signal,
-            timeout: options.timeoutMs,
+            signal: deadline ? AbortSignal.any([signal, deadline.signal]) : signal,
+            timeout: deadline ? MAX_TIMER_MS : options.timeoutMs,
             resetTimeoutOnProgress: true,
-            onprogress: options.onProgress,
+            onprogress,
             toolDefinition,
             allowInputRequired: true,
           }),
         options.signal,
-      );
+      ).finally(() => deadline?.stop());
       if (!isInputRequiredResult(result)) return result;
       const needs = readInputRequired(result, this.deps.roots);
       if (needs.requests.length > 0) {

@@ -111,6 +111,11 @@ export interface Settings {
   turnIdleMs: number;
   /** DMCP_INPUT_TIMEOUT, default 24 h: how long a call waits for a person's answers to its input requests. */
   inputTimeoutMs: number;
+  /**
+   * DMCP_LEGACY_INPUT_TIMEOUT, default 10 min (1 s to 6 h): how long one attempt of a call to a
+   * 2025-era server waits in all for a person's answers; the call holds its connection meanwhile.
+   */
+  legacyInputTimeoutMs: number;
   /** DMCP_SHUTDOWN_GRACE, default 30 s: running calls may finish on worker shutdown. */
   shutdownGraceMs: number;
   /**
@@ -345,6 +350,12 @@ const envSchema = z.object({
     if (ms < min || ms > max) throw new SettingsError(`DMCP_INPUT_TIMEOUT must be from 1s to 30 days, got ${JSON.stringify(v)}`);
     return ms;
   }),
+  DMCP_LEGACY_INPUT_TIMEOUT: wrap('DMCP_LEGACY_INPUT_TIMEOUT', (v) => {
+    const ms = parseDuration(v === undefined || v.trim() === '' ? '10m' : v, 'DMCP_LEGACY_INPUT_TIMEOUT');
+    const { min, max } = TURN_LIMIT_RANGES.legacyInputTimeoutMs;
+    if (ms < min || ms > max) throw new SettingsError(`DMCP_LEGACY_INPUT_TIMEOUT must be from 1s to 6h (a connection is held while it waits), got ${JSON.stringify(v)}`);
+    return ms;
+  }),
   DMCP_SHUTDOWN_GRACE: duration('DMCP_SHUTDOWN_GRACE', '30s'),
   DMCP_STICKY_WAIT: wrap('DMCP_STICKY_WAIT', (v) => {
     const ms = parseDuration(v === undefined || v.trim() === '' ? '500ms' : v, 'DMCP_STICKY_WAIT');
@@ -492,6 +503,7 @@ export function loadSettings(env: Env): Settings {
     warmSpares: e.DMCP_WARM_SPARES,
     turnIdleMs: e.DMCP_TURN_IDLE,
     inputTimeoutMs: e.DMCP_INPUT_TIMEOUT,
+    legacyInputTimeoutMs: e.DMCP_LEGACY_INPUT_TIMEOUT,
     shutdownGraceMs: e.DMCP_SHUTDOWN_GRACE,
     stickyWaitMs: e.DMCP_STICKY_WAIT,
     toolPrefix: e.DMCP_TOOL_PREFIX,

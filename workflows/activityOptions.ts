@@ -3,7 +3,7 @@
  * retry and timeout policy can be read and tested in one place.
  */
 import type { ActivityOptions } from '@temporalio/common';
-import { FailureType, RefusalType, type ToolInfo, type TurnLimits } from '../contract/index.js';
+import { FailureType, LEGACY_INPUT_GRACE_MS, RefusalType, type ToolInfo, type TurnLimits } from '../contract/index.js';
 import { limitsRefusal } from './bounds.js';
 import { refusal } from './failures.js';
 
@@ -16,6 +16,7 @@ export const DEFAULT_LIMITS: Limits = {
   scheduleToStartMs: 10_000,
   idleMs: 30 * 60_000,
   inputTimeoutMs: 24 * 60 * 60_000,
+  legacyInputTimeoutMs: 10 * 60_000,
 };
 
 /**
@@ -120,7 +121,9 @@ export function callOptions(
     taskQueue: queue,
     // The Temporal UI shows the summary in the event list: the tool's public name.
     summary: tool.name,
-    startToCloseTimeout: callTimeoutMs(tool, limits),
+    // A 2025-era server may ask a person mid-call; the wait stops the tool's own timeout, so the
+    // attempt may last that much longer.
+    startToCloseTimeout: callTimeoutMs(tool, limits) + limits.legacyInputTimeoutMs + LEGACY_INPUT_GRACE_MS,
     // A lost worker is noticed by its missing heartbeat long before the tool timeout.
     heartbeatTimeout: limits.heartbeatTimeoutMs,
     // A pinned worker that does not pick the call up is taken for gone: the turn fails over.
@@ -146,6 +149,20 @@ export function endSessionOptions(queue: string): ActivityOptions {
     taskQueue: queue,
     startToCloseTimeout: '1m',
     scheduleToStartTimeout: PREFERRED_QUEUE_WAIT,
+    retry: { maximumAttempts: 3, initialInterval: '1s', nonRetryableErrorTypes: [FailureType.BadRequest] },
+  };
+}
+
+/**
+ * `deliverInputAnswer` on `queue`, the worker holding the call that waits: it only hands an answer
+ * over in memory, so seconds suffice; a worker that does not take it is gone, with the call.
+ */
+export function deliverOptions(queue: string, tool: string, limits: Pick<Limits, 'scheduleToStartMs'>): ActivityOptions {
+  return {
+    taskQueue: queue,
+    summary: `answer for ${tool}`,
+    startToCloseTimeout: '10s',
+    scheduleToStartTimeout: limits.scheduleToStartMs,
     retry: { maximumAttempts: 3, initialInterval: '1s', nonRetryableErrorTypes: [FailureType.BadRequest] },
   };
 }

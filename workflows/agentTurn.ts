@@ -13,7 +13,8 @@ import { PatchId, RefusalType, type CallOutcome, type EndTurnOptions, type CallR
 import { resolveLimits } from './activityOptions.js';
 import { batchProblem, callRequestProblem } from './bounds.js';
 import { runCall, runCallAwaited } from './calls.js';
-import { answerInputUpdate, callToolUpdate, cancelCallUpdate, endTurnUpdate, statusQuery, turnStartedUpdate } from './definitions.js';
+import { answerInputUpdate, callToolUpdate, cancelCallUpdate, endTurnUpdate, legacyInputAskedUpdate, statusQuery, turnStartedUpdate } from './definitions.js';
+import { checkLegacyReport, legacyInputAsked } from './legacyInputs.js';
 import { alreadyRanOutcome, isScheduleToStartTimeout, refusal } from './failures.js';
 import { waitWhileOpen } from './idle.js';
 import { checkAnswer, takeAnswer } from './inputs.js';
@@ -151,6 +152,8 @@ function installHandlers(ctx: TurnContext): void {
   });
   // A rejected Update leaves no trace in history; an accepted one is the recorded answer.
   setHandler(answerInputUpdate, (requestId, answer) => takeAnswer(state, requestId, answer), { validator: (requestId, answer) => checkAnswer(state, requestId, answer) });
+  // Only a running call's activity sends it; no turn recorded before could have received one.
+  setHandler(legacyInputAskedUpdate, (report) => legacyInputAsked(ctx, report), { validator: (report) => checkLegacyReport(state, report) });
   // An end sent before the argument existed, or without one, carries none.
   setHandler(endTurnUpdate, (options?: EndTurnOptions) => {
     state.ended ??= 'endTurn';

@@ -5,7 +5,7 @@
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import {
-  QueryName, ShelfUpdateName, UpdateName, type CallOutcome, type CallRequest, type EndTurnOptions, type InputAnswer, type InputAnswerReceipt, type ShelfChange, type ShelfChangeResult, type ShelfState, type TurnProgress,
+  QueryName, ShelfUpdateName, UpdateName, type CallOutcome, type CallRequest, type EndTurnOptions, type InputAnswer, type InputAnswerReceipt, type LegacyInputReport, type LegacyInputTicket, type ShelfChange, type ShelfChangeResult, type ShelfState, type TurnProgress,
   type TurnStart,
 } from '../contract/index.js';
 
@@ -25,6 +25,8 @@ export const cancelCallUpdate = defineUpdate<boolean, [string]>(UpdateName.cance
 export const statusQuery = defineQuery<TurnProgress>(QueryName.status);
 /** The answer to one open input request of a running call; its Update ID is the request ID. */
 export const answerInputUpdate = defineUpdate<InputAnswerReceipt, [string, InputAnswer]>(UpdateName.answerInput);
+/** Sent by a call's own activity: a 2025-era server asks a person mid-call. */
+export const legacyInputAskedUpdate = defineUpdate<LegacyInputTicket, [LegacyInputReport]>(UpdateName.legacyInputAsked);
 
 /** One change of the shelf's servers or grants. */
 export const shelfChangeUpdate = defineUpdate<ShelfChangeResult, [ShelfChange]>(ShelfUpdateName.change);

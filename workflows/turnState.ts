@@ -46,6 +46,8 @@ export class TurnState {
   readonly pendingInputs = new Map<string, InputRequest>();
   /** Answers that arrived for {@link pendingInputs}, until the call's next attempt takes them. */
   readonly answers = new Map<string, InputAnswer>();
+  /** The 2025-era questions each call asked so far, by call ID: the next one's round. */
+  readonly legacyRounds = new Map<string, number>();
   /** The scope of each running call by its ID, so cancelCall and a cancelled turn can stop it. */
   readonly running = new Map<string, CancellationScope>();
   /** What the Temporal UI shows as the turn's current details. */

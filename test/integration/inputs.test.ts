@@ -15,7 +15,7 @@ import { Client, Connection } from '@temporalio/client';
 import { TurnClient as Turns } from '../../client/turnClient.js';
 import { bundleWorkflows } from '../../worker/index.js';
 import { callInputs, killStartedServers, modernHttpServer, provisionLog, text } from '../support/inputs.js';
-import { everythingServer, startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess } from '../support/harness.js';
+import { startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess } from '../support/harness.js';
 
 describe('input requests of a 2026-07-28 server', { timeout: 120_000 }, () => {
   let h: Harness;
@@ -123,28 +123,6 @@ describe('input requests of a 2026-07-28 server', { timeout: 120_000 }, () => {
     assert.equal(text(outcome), 'page: accept');
     const inputs = await callInputs(h.client, turn.turnId);
     assert.deepEqual(inputs[1]!.inputReply?.inputResponses, { page: { action: 'accept' } });
-    await turn.end();
-  });
-});
-
-describe('input requests of a 2025-era server', { timeout: 60_000 }, () => {
-  let h: Harness;
-  let dir: string;
-  before(async () => {
-    dir = await tempDir('dmcp-inputs-legacy-');
-    h = await startHarness('inputs-legacy');
-  });
-  after(async () => {
-    await h?.stop();
-  });
-
-  test('server-everything\'s trigger-elicitation-request is listed, declined at once, and the model reads why', async () => {
-    const turn = await h.client.startTurn({ sessionId: `legacy-${randomBytes(4).toString('hex')}`, workspace: dir, servers: { inlineSpecs: [`everything:${process.execPath} ${everythingServer} stdio`] } });
-    assert.ok(turn.tools.some((t) => t.name === 'mcp__everything__trigger-elicitation-request'), 'listed: elicitation is declared');
-    const outcome = await turn.callTool({ id: 'e1', name: 'mcp__everything__trigger-elicitation-request', arguments: {} });
-    assert.equal(outcome.status, 'ok', outcome.errorMessage);
-    assert.match(text(outcome), /User declined to provide the requested information/);
-    assert.match(text(outcome), /\[durable-mcp\] the server asked for input \(".+"\); it was declined without asking a person: this server speaks the 2025 protocol/);
     await turn.end();
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
-import { FailureType, TURN_INPUT_FAILURE_TYPE, TURN_LIMIT_RANGES, type ToolInfo, type TurnLimits } from '../../contract/index.js';
+import { FailureType, LEGACY_INPUT_GRACE_MS, TURN_INPUT_FAILURE_TYPE, TURN_LIMIT_RANGES, type ToolInfo, type TurnLimits } from '../../contract/index.js';
 import { DEFAULT_LIMITS, HEARTBEAT_TIMEOUT_TYPE, callOptions, isSafeToRetry, pinnedOptions, reconcileOptions, requestTimeoutMs, resolveLimits } from '../../workflows/activityOptions.js';
 import { reconcileInput } from '../../workflows/servers.js';
 
@@ -38,12 +38,12 @@ describe('callOptions', () => {
     test(name, () => assert.equal(callOptions('q', tool(extra), DEFAULT_LIMITS).retry?.maximumAttempts, attempts));
   }
 
-  test('timeouts come from the limits, the server toolTimeout wins for start-to-close', () => {
-    const limits = resolveLimits({ toolTimeoutMs: 5000, heartbeatTimeoutMs: 2000, scheduleToStartMs: 3000 });
+  test('timeouts come from the limits, the server toolTimeout wins for start-to-close, stretched by the wait for a person', () => {
+    const limits = resolveLimits({ toolTimeoutMs: 5000, heartbeatTimeoutMs: 2000, scheduleToStartMs: 3000, legacyInputTimeoutMs: 60_000 });
     assert.deepEqual(callOptions('worker-1', tool(), limits), {
       taskQueue: 'worker-1',
       summary: 'mcp__s__t',
-      startToCloseTimeout: 5000,
+      startToCloseTimeout: 5000 + 60_000 + LEGACY_INPUT_GRACE_MS,
       heartbeatTimeout: 2000,
       scheduleToStartTimeout: 3000,
       retry: {
@@ -53,7 +53,8 @@ describe('callOptions', () => {
         nonRetryableErrorTypes: [FailureType.BadRequest, FailureType.ServerUnavailable],
       },
     });
-    assert.equal(callOptions('worker-1', tool({ timeoutMs: 120_000 }), limits).startToCloseTimeout, 120_000);
+    assert.equal(callOptions('worker-1', tool({ timeoutMs: 120_000 }), limits).startToCloseTimeout, 120_000 + 60_000 + LEGACY_INPUT_GRACE_MS);
+    assert.equal(callOptions('worker-1', tool(), resolveLimits({ toolTimeoutMs: 5000 })).startToCloseTimeout, 5000 + 10 * 60_000 + LEGACY_INPUT_GRACE_MS);
   });
 
   test('failing over on a lost worker: Temporal does not retry a heartbeat timeout on the pinned queue', () => {
