@@ -11,6 +11,7 @@ import type { ActivityDeps, ActivityKit } from './deps.js';
 import { createGovernanceCache } from './governanceCache.js';
 import { postToolUseHooksActivity, preToolUseHooksActivity } from './hooks.js';
 import { listToolsActivity, reconcileServersActivity } from './servers.js';
+import { cancelTaskActivity, createTaskActivity, pollTaskActivity, taskResultActivity } from './tasks.js';
 
 export type { ActivityDeps, SessionServers } from './deps.js';
 export { scrubResult, toFailure } from './history.js';
@@ -25,6 +26,10 @@ export function createActivities(deps: ActivityDeps) {
     preToolUseHooks: preToolUseHooksActivity(kit),
     postToolUseHooks: postToolUseHooksActivity(kit),
     endSession: endSessionActivity(kit),
+    createTask: createTaskActivity(kit),
+    pollTask: pollTaskActivity(kit),
+    taskResult: taskResultActivity(kit),
+    cancelTask: cancelTaskActivity(kit),
   } satisfies Record<ActivityName, (input: never) => Promise<unknown>>;
 }
 

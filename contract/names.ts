@@ -24,6 +24,14 @@ export const ActivityName = {
   postToolUseHooks: 'postToolUseHooks',
   /** Stops one session's servers on the worker whose queue it runs on; scheduled only to end a session. */
   endSession: 'endSession',
+  /** Sends a call as an MCP task and returns the task's ID, TTL and poll interval; scheduled only for tools that run as tasks. */
+  createTask: 'createTask',
+  /** Reads one MCP task's status (`tasks/get`); one per poll of the turn's durable timer. */
+  pollTask: 'pollTask',
+  /** Fetches a finished MCP task's result (`tasks/result`), once. */
+  taskResult: 'taskResult',
+  /** Cancels an MCP task whose call or turn was cancelled (`tasks/cancel`). */
+  cancelTask: 'cancelTask',
 } as const;
 export type ActivityName = (typeof ActivityName)[keyof typeof ActivityName];
 
