@@ -130,6 +130,18 @@ describe('calls that run as MCP tasks', () => {
     await turn.end();
   });
 
+  test('cancelling the whole turn mid-task cancels the task on its server too', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks-turn-cancel-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const running = turn.callTool({ id: 'tc', name: 'mcp__jobs__long_job', arguments: { seconds: 60, tag: 'tc' } }).catch((err: unknown) => err);
+    await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'tc'));
+    const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'tc')!;
+    await h.client.client.workflow.getHandle(turn.turnId).cancel();
+    await running;
+    await waitUntil('the cancel to reach the server', async () => (await taskEvents(log)).some((e) => e.event === 'task-cancelled' && e.taskId === created.taskId), 10_000);
+    const transcript = await h.client.transcript(turn.turnId);
+    assert.equal(transcript.state, 'cancelled');
+  });
+
   test('"tasks": "prefer" runs a task-optional tool as a task', async () => {
     const file = await configFiles(join(dir))({ jobs: { type: 'http', url: (await startTaskServer({ FIXTURE_LOG: log })).url, tasks: 'prefer' } });
     const turn = await h.client.startTurn({ sessionId: `tasks-prefer-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [file] } });
@@ -146,31 +158,51 @@ describe('calls that run as MCP tasks', () => {
 
 describe('a worker SIGKILLed while its call runs as a task', () => {
   const workers: WorkerProcess[] = [];
+  const serverPids = new Set<number>();
+  let bundleFile: string | undefined;
   after(async () => {
     await Promise.all(workers.map(stopWorkerProcess));
+    // A stdio server of the killed worker loses its parent; end it by the PID the status reported.
+    for (const pid of serverPids) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
   });
 
-  test('the survivor resumes polling the same task: created once, and the outcome is the task\'s result', async () => {
-    const dir = await tempDir();
-    const log = join(dir, 'tasks.log');
-    const bundleFile = join(dir, 'workflows.js');
-    await writeFile(bundleFile, (await bundleWorkflows()).code);
-    const fixture = await startTaskServer({ FIXTURE_LOG: log });
-    const file = await configFiles(dir)({ jobs: { type: 'http', url: fixture.url } });
+  /** Two worker processes on a fresh queue, a client, and the turn's session on one of them. */
+  async function twoWorkers(dir: string, file: string) {
+    if (!bundleFile) {
+      bundleFile = join(await tempDir(), 'workflows.js');
+      await writeFile(bundleFile, (await bundleWorkflows()).code);
+    }
     const taskQueue = uniqueQueue('tasks-crash');
     const env = { TEMPORAL_ADDRESS: temporalAddress(), DMCP_NO_USER_CONFIG: '1' };
-    workers.push(await startWorkerProcess(taskQueue, bundleFile, env), await startWorkerProcess(taskQueue, bundleFile, env));
+    const pair = [await startWorkerProcess(taskQueue, bundleFile, env), await startWorkerProcess(taskQueue, bundleFile, env)];
+    workers.push(...pair);
     const connection = await Connection.connect({ address: temporalAddress() });
     const client = new TurnClient({ client: new Client({ connection }), taskQueue });
+    const turn = await client.startTurn({
+      sessionId: `tasks-crash-${Date.now()}`,
+      workspace: dir,
+      servers: { mcpConfigFiles: [file] },
+      limits: { heartbeatTimeoutMs: 3000, scheduleToStartMs: 3000 },
+    });
+    for (const s of turn.status.servers) if (s.pid) serverPids.add(s.pid);
+    const victim = pair.find((w) => w.workerQueue === turn.workerQueue);
+    assert.ok(victim, 'the turn is pinned to one of our two workers');
+    return { client, turn, victim };
+  }
+
+  test('remote server: the survivor resumes polling the same task; created once, and the outcome is the task\'s result', async () => {
+    const dir = await tempDir();
+    const log = join(dir, 'tasks.log');
+    const fixture = await startTaskServer({ FIXTURE_LOG: log });
+    const file = await configFiles(dir)({ jobs: { type: 'http', url: fixture.url } });
+    const { client, turn, victim } = await twoWorkers(dir, file);
     try {
-      const turn = await client.startTurn({
-        sessionId: `tasks-crash-${Date.now()}`,
-        workspace: dir,
-        servers: { mcpConfigFiles: [file] },
-        limits: { heartbeatTimeoutMs: 3000, scheduleToStartMs: 3000 },
-      });
-      const victim = workers.find((w) => w.workerQueue === turn.workerQueue);
-      assert.ok(victim, 'the turn is pinned to one of our two workers');
       const running = turn.callTool({ id: 'long', name: 'mcp__jobs__long_job', arguments: { seconds: 20, tag: 'long' } });
       await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'long'));
       // A few polls in: the task is well under way when its worker dies.
@@ -190,6 +222,30 @@ describe('a worker SIGKILLed while its call runs as a task', () => {
       assert.equal(types.filter((t) => t === ActivityName.callTool).length, 0, 'no plain call');
       assert.ok(types.filter((t) => t === ActivityName.pollTask).length >= 5, 'polled, before and after the crash');
       assert.equal(types.filter((t) => t === ActivityName.taskResult).length, 1, 'the result fetched once');
+      const transcript = renderTranscript(await client.transcript(turn.turnId));
+      assert.match(transcript, /task [\w-]+: completed, step 20\/20 \(\d+ polls\)/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('stdio server: the task died with the worker\'s server process, and the outcome says so without creating another', async () => {
+    const dir = await tempDir();
+    const log = join(dir, 'tasks.log');
+    const file = await configFiles(dir)({ jobs: { command: process.execPath, args: [taskServer, 'stdio'], env: { FIXTURE_LOG: log } } });
+    const { client, turn, victim } = await twoWorkers(dir, file);
+    try {
+      const running = turn.callTool({ id: 'gone', name: 'mcp__jobs__long_job', arguments: { seconds: 30, tag: 'gone' } });
+      await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'gone'));
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      process.kill(victim.pid, 'SIGKILL');
+
+      const outcome = await running;
+      assert.equal(outcome.status, 'error');
+      assert.equal(outcome.errorKind, 'unknown_result');
+      assert.match(outcome.errorMessage ?? '', /task .+ was lost: the server process that ran it is gone/);
+      assert.equal((await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'gone').length, 1, 'no second task');
+      await turn.end();
     } finally {
       await client.close();
     }
