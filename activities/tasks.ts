@@ -7,7 +7,7 @@ import { ProtocolError } from '@modelcontextprotocol/client';
 import { JsonRpcResponseError, TaskCancelledError, toolDeclarationFromMcpTool, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
 import { taskId as asTaskId, type JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { FailureType, type CallOutcome, type CreateTaskInput, type TaskPoll, type TaskRef, type TaskStarted } from '../contract/index.js';
-import type { ManagedServer } from '../mcp/managedServer.js';
+import { RefusedCallError, type ManagedServer } from '../mcp/managedServer.js';
 import { checkCall } from './callChecks.js';
 import { callScrubber, resultOutcome } from './callTool.js';
 import { currentTurnId, startHeartbeat } from './context.js';
@@ -63,8 +63,9 @@ export function createTaskActivity(kit: ActivityKit): (input: CreateTaskInput) =
     const scrubber = callScrubber(kit.deps.scrub);
     try {
       await checkCall(kit, input, currentTurnId());
-      return await withTaskServer(kit, input, scrubber, (server, signal) =>
-        server.withTasks(async (session, listed, inner) => {
+      return await withTaskServer(kit, input, scrubber, (server, signal) => {
+        if (server.era === 'modern') throw new RefusedCallError(`${input.name} runs as a task, and tasks of 2026-07-28 servers (the io.modelcontextprotocol/tasks extension) are not supported yet`);
+        return server.withTasks(async (session, listed, inner) => {
           const tool = listed(input.tool);
           const execution = await session.callTool(input.tool, input.arguments as Record<string, JsonValue>, {
             task: { preference: 'require' },
@@ -87,8 +88,8 @@ export function createTaskActivity(kit: ActivityKit): (input: CreateTaskInput) =
             // The task exists: its ID is what must be recorded, whatever its first status said.
             return { kind: 'task', taskId, status: 'working', ...(instance !== undefined ? { serverInstance: instance } : {}) };
           }
-        }, signal),
-      );
+        }, signal);
+      });
     } catch (err) {
       throw taskFailure(err, input, scrubber.scrub);
     } finally {

@@ -56,6 +56,14 @@ export function endedTaskOutcome(name: string, task: Pick<TaskStarted, 'taskId' 
   return errorOutcome('timeout', `${name}: task ${task.taskId} expired before it finished: the server no longer knows it${ttl}${poll.statusMessage ? `: ${poll.statusMessage}` : ''}`);
 }
 
+/** What the model reads when its task stopped to ask for input, which a task cannot be given yet. */
+export function needsInputOutcome(name: string, task: Pick<TaskStarted, 'taskId'>, poll: Pick<TaskPoll, 'statusMessage'>): CallOutcome {
+  return errorOutcome(
+    'unknown_result',
+    `${name}: task ${task.taskId} asked for input${poll.statusMessage ? ` (${JSON.stringify(poll.statusMessage.slice(0, 300))})` : ''}, which durable-mcp cannot yet give to a task; the task was cancelled, and it may have had an effect`,
+  );
+}
+
 /** Options of the short task activities (poll, result, cancel): read-only, so retried. */
 function taskRequestOptions(queue: string, tool: ToolInfo, limits: Limits, summary: string): ActivityOptions {
   return {
@@ -87,11 +95,14 @@ export async function runTask(ctx: TurnContext, request: CallRequest, tool: Tool
     ...(t.serverInstance !== undefined ? { serverInstance: t.serverInstance } : {}),
   });
   try {
+    const startedAt = Date.now();
     return await scope.run(async () => {
       const created = await createOnce(ctx, tool, input);
       if (!('kind' in created)) return created;
       task = created;
-      return await pollUntilDone(ctx, request, tool, task, refOf(task));
+      const outcome = await pollUntilDone(ctx, request, tool, task, refOf(task));
+      // The call took as long as its task, not as long as the request that fetched the result.
+      return outcome.status === 'ok' ? { ...outcome, startedAt: new Date(startedAt).toISOString(), durationMs: Date.now() - startedAt } : outcome;
     });
   } catch (err) {
     if (!isCancellation(err)) throw err;
@@ -138,6 +149,12 @@ async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolI
   let interval = task.pollIntervalMs;
   for (let polls = 0; status.status === 'working' || status.status === 'input_required'; polls += 1) {
     state.details.callWaitsOnTask(request.id, { taskId: task.taskId, status: status.status });
+    if (status.status === 'input_required') {
+      // A 2025-era task asks through tasks/result, which would hold a request open until a person
+      // answers: not done yet, so the task is cancelled rather than left to wait out its TTL.
+      await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
+      return needsInputOutcome(tool.name, task, status);
+    }
     if (typeof task.ttlMs === 'number' && Date.now() - createdAt > task.ttlMs + TTL_GRACE_MS) {
       await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
       return endedTaskOutcome(tool.name, task, { status: 'unknown', statusMessage: `its TTL passed while it was still ${status.status}` });

@@ -106,6 +106,19 @@ describe('calls that run as MCP tasks', () => {
     assert.match(renderTranscript(transcript), new RegExp(`task ${call.task.taskId}: completed`));
   });
 
+  test('server-everything: a task that stops to ask for input is cancelled, and the model reads why', async () => {
+    const turn = await h.client.startTurn({
+      sessionId: `tasks-ambiguous-${Date.now()}`,
+      workspace: dir,
+      servers: { inlineSpecs: [`everything:${process.execPath} ${everythingServer} stdio`] },
+    });
+    const outcome = await turn.callTool({ id: 'amb', name: 'mcp__everything__simulate-research-query', arguments: { topic: 'python', ambiguous: true } });
+    await turn.end();
+    assert.equal(outcome.status, 'error');
+    assert.equal(outcome.errorKind, 'unknown_result');
+    assert.match(outcome.errorMessage ?? '', /task \w+ asked for input \("Found multiple interpretations for \\"python\\"\. Requesting clarification\.\.\."\), which durable-mcp cannot yet give to a task; the task was cancelled/);
+  });
+
   test('a task the server forgets (its TTL ran out) ends as a timeout the model can read', async () => {
     const turn = await h.client.startTurn({ sessionId: `tasks-expire-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
     const outcome = await turn.callTool({ id: 'exp', name: 'mcp__jobs__expiring_job', arguments: { tag: 'exp' } });
