@@ -4,7 +4,7 @@
  */
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { ProtocolError } from '@modelcontextprotocol/client';
-import { JsonRpcResponseError, TaskCancelledError, toolDeclarationFromMcpTool, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
+import { DispatchError, JsonRpcResponseError, TaskCancelledError, toolDeclarationFromMcpTool, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
 import { taskId as asTaskId, type JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import { FailureType, type CallOutcome, type CreateTaskInput, type TaskPoll, type TaskRef, type TaskStarted } from '../contract/index.js';
 import { RefusedCallError, type ManagedServer } from '../mcp/managedServer.js';
@@ -29,7 +29,7 @@ async function withTaskServer<T>(kit: ActivityKit, ref: Pick<TaskRef, 'sessionId
 function taskFailure(err: unknown, ref: Pick<TaskRef, 'name' | 'server'>, scrub: (text: string) => string): unknown {
   if (Context.current().cancellationSignal.aborted) return new CancelledFailure('task request cancelled');
   if (err instanceof ApplicationFailure) return err;
-  const cause = err instanceof JsonRpcResponseError ? new ProtocolError(err.code, err.message) : err instanceof Error && err.cause instanceof Error && err.name === 'DispatchError' ? err.cause : err;
+  const cause = err instanceof JsonRpcResponseError ? new ProtocolError(err.code, err.message) : err instanceof DispatchError && err.cause instanceof Error ? err.cause : err;
   return toFailure(cause, ref, scrub);
 }
 
