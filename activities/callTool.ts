@@ -66,22 +66,9 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
           ...(Object.keys(own).length > 0 ? { ownResponses: own } : {}),
         };
       }
-      const timing = () => ({ startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt });
-      // A result this deep cannot be scrubbed, recorded or serialized; the tool did run, so say so
-      // as the tool's own error rather than as a lost call.
-      if (nestedDeeperThan(result, MAX_NESTING_DEPTH)) {
-        return { status: 'ok', content: [{ type: 'text', text: `${input.name} ran, but its result is nested deeper than ${MAX_NESTING_DEPTH} levels and was not kept` }], isError: true, ...timing() };
-      }
-      const clean = scrubResult(result, scrubber.scrub);
-      return {
-        status: 'ok',
-        content: [...((clean.content ?? []) as ContentBlock[]), ...declinedNotes(declined, scrubber.scrub)],
-        isError: result.isError === true,
-        // History keeps structured content as a JSON object (all a 2025-era server may send); a
-        // modern server's other JSON values reach the model through the text content it also sends.
-        ...(isJsonObject(clean.structuredContent) ? { structuredContent: clean.structuredContent } : {}),
-        ...timing(),
-      };
+      const timing = { startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt };
+      return resultOutcome(input.name, result, scrubber.scrub, timing, () => declinedNotes(declined, scrubber.scrub));
+
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
       if (err instanceof ApplicationFailure) throw err;
@@ -94,11 +81,39 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
 }
 
 /**
+ * The recorded outcome of a tool's result (a call's, or a finished task's): scrubbed, structured
+ * content kept only as a JSON object, `notes` after the server's content.
+ */
+export function resultOutcome(
+  name: string,
+  result: { content?: unknown; isError?: unknown; structuredContent?: unknown },
+  scrub: (text: string) => string,
+  timing: Pick<CallOutcome, 'startedAt' | 'durationMs' | 'attempts'>,
+  notes: () => ContentBlock[] = () => [],
+): CallOutcome {
+  // A result this deep cannot be scrubbed, recorded or serialized; the tool did run, so say so
+  // as the tool's own error rather than as a lost call.
+  if (nestedDeeperThan(result, MAX_NESTING_DEPTH)) {
+    return { status: 'ok', content: [{ type: 'text', text: `${name} ran, but its result is nested deeper than ${MAX_NESTING_DEPTH} levels and was not kept` }], isError: true, ...timing };
+  }
+  const clean = scrubResult(result, scrub);
+  return {
+    status: 'ok',
+    content: [...((clean.content ?? []) as ContentBlock[]), ...notes()],
+    isError: result.isError === true,
+    // History keeps structured content as a JSON object (all a 2025-era server may send); a
+    // modern server's other JSON values reach the model through the text content it also sends.
+    ...(isJsonObject(clean.structuredContent) ? { structuredContent: clean.structuredContent } : {}),
+    ...timing,
+  };
+}
+
+/**
  * One call's scrubber. A remote server's header values and URL secrets are not in the worker's
  * environment, so the environment scrubber alone would let a server that echoes them put them into
  * history: once the pool names them, they are scrubbed too.
  */
-function callScrubber(scrub: (text: string) => string): { scrub: (text: string) => string; onServerSecrets: (values: () => readonly string[]) => void } {
+export function callScrubber(scrub: (text: string) => string): { scrub: (text: string) => string; onServerSecrets: (values: () => readonly string[]) => void } {
   let scrubAll = scrub;
   return {
     scrub: (text) => scrubAll(text),

@@ -13,6 +13,7 @@ import { postToolUseHooksActivity, preToolUseHooksActivity } from './hooks.js';
 import { listToolsActivity, reconcileServersActivity } from './servers.js';
 import { deliverInputAnswerActivity } from './legacyInput.js';
 import { LegacyInputWaits } from '../mcp/legacyInputs.js';
+import { cancelTaskActivity, createTaskActivity, pollTaskActivity, taskResultActivity } from './tasks.js';
 
 export type { ActivityDeps, SessionServers } from './deps.js';
 export { scrubResult, toFailure } from './history.js';
@@ -28,6 +29,10 @@ export function createActivities(deps: ActivityDeps) {
     postToolUseHooks: postToolUseHooksActivity(kit),
     endSession: endSessionActivity(kit),
     deliverInputAnswer: deliverInputAnswerActivity(kit),
+    createTask: createTaskActivity(kit),
+    pollTask: pollTaskActivity(kit),
+    taskResult: taskResultActivity(kit),
+    cancelTask: cancelTaskActivity(kit),
   } satisfies Record<ActivityName, (input: never) => Promise<unknown>>;
 }
 

@@ -44,7 +44,7 @@ export function registerEventRoutes(app: ApiApp, deps: EventRoutesDeps): void {
       summary: "The session's events (Server-Sent Events)",
       description:
         '`mcp.status` at the start of every turn, `call.started` and `call.finished` per call, `call.input_required` per question a call asks a person ' +
-        '(answer it at `.../inputs/{requestId}`), `turn.ended`. The newest turn is sent from its start on connect; ' +
+        '(answer it at `.../inputs/{requestId}`), `call.progress` per change of a call\'s MCP task, `turn.ended`. The newest turn is sent from its start on connect; ' +
         'event IDs are stable, so a reconnecting client can drop what it has.',
       request: { params: S.SessionParams },
       responses: { 200: { description: 'An event stream; each event is one of these, its `data` JSON', content: { 'text/event-stream': { schema: S.sessionEventSchema() } } }, ...errors() },

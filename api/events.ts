@@ -10,7 +10,7 @@ import type { Transcript } from '../client/transcript.js';
 
 export interface SessionEvent {
   id: string;
-  event: 'mcp.status' | 'call.started' | 'call.input_required' | 'call.finished' | 'turn.ended';
+  event: 'mcp.status' | 'call.started' | 'call.input_required' | 'call.progress' | 'call.finished' | 'turn.ended';
   data: Record<string, unknown>;
 }
 
@@ -20,6 +20,8 @@ interface TurnSeen {
   started: Set<string>;
   /** Input request IDs sent. */
   asked: Set<string>;
+  /** Task changes sent, as `<callId>|<poll>`; absent: none sent yet. */
+  progress?: Set<string>;
   finished: Set<string>;
   ended: boolean;
 }
@@ -49,6 +51,19 @@ export function newEvents(t: Transcript, seen: TurnSeen): SessionEvent[] {
           ...(q.requestedSchema ? { requestedSchema: q.requestedSchema } : {}),
           ...(q.url !== undefined ? { url: q.url } : {}),
           ...(q.elicitationId !== undefined ? { elicitationId: q.elicitationId } : {}),
+        },
+      });
+    }
+    for (const change of call.task?.changes ?? []) {
+      const key = `${call.id}|${change.poll}`;
+      if (seen.progress?.has(key)) continue;
+      (seen.progress ??= new Set()).add(key);
+      out.push({
+        id: `${t.turnId}|${call.id}|task|${change.poll}`,
+        event: 'call.progress',
+        data: {
+          ...base, id: call.id, name: call.name, taskId: call.task!.taskId, poll: change.poll, status: change.status,
+          ...(change.statusMessage !== undefined ? { statusMessage: change.statusMessage } : {}),
         },
       });
     }

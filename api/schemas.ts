@@ -159,6 +159,8 @@ export const ToolSchema = z
     annotations: JsonObject.optional(),
     timeoutMs: z.number().optional(),
     retry: z.enum(['safe', 'never']).optional(),
+    taskSupport: z.enum(['optional', 'required']).optional().openapi({ description: 'The tool may run as an MCP task (its listing\'s `execution.taskSupport`).' }),
+    tasks: z.literal('prefer').optional().openapi({ description: 'The server entry\'s `"tasks": "prefer"`: a task-optional tool runs as a task.' }),
   })
   .openapi('Tool');
 
@@ -207,6 +209,19 @@ export const CallPendingSchema = z
   })
   .openapi('CallPending');
 
+const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled', 'lost', 'unknown'] as const;
+
+/** A call's MCP task as its polls recorded it. */
+export const TaskRecordSchema = z
+  .object({
+    taskId: z.string(),
+    status: z.enum(TASK_STATUSES).openapi({ description: '`lost`: the stdio server process that ran it is gone; `unknown`: the server no longer knows it (its TTL ran out).' }),
+    statusMessage: z.string().optional(),
+    polls: z.number().int(),
+    changes: z.array(z.object({ poll: z.number().int(), status: z.enum(TASK_STATUSES), statusMessage: z.string().optional() })),
+  })
+  .openapi('TaskRecord');
+
 export const CallRecordSchema = z
   .object({
     id: z.string(),
@@ -219,6 +234,7 @@ export const CallRecordSchema = z
       .array(z.looseObject({ key: z.string(), round: z.number().int(), kind: z.enum(InputKind), message: z.string(), action: z.enum(InputAction).optional() }))
       .optional()
       .openapi({ description: 'The questions the call asked a person, round by round, and how each was answered (never the content).' }),
+    task: TaskRecordSchema.optional(),
   })
   .openapi('CallRecord');
 
@@ -363,6 +379,13 @@ export const SESSION_EVENT_DATA: [event: string, name: string, schema: z.ZodType
         ...InputRequestSchema.pick({ requestId: true, key: true, round: true, kind: true, message: true, requestedSchema: true, url: true, elicitationId: true }).shape,
       })
       .openapi('CallInputRequiredEvent'),
+  ],
+  [
+    'call.progress',
+    'CallProgressEvent',
+    z
+      .object({ ...eventBase, id: z.string(), name: z.string(), taskId: z.string(), poll: z.number().int(), status: z.enum(TASK_STATUSES), statusMessage: z.string().optional() })
+      .openapi('CallProgressEvent'),
   ],
   [
     'call.finished',

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startTemporal } from './setup.js';
 
-const ALL = ['sideBySide', 'devTuning', 'profile', 'promises', 'rss', 'crash', 'history', 'reconcile', 'firstTurn', 'eras', 'throughput', 'runCommand', 'inputs'];
+const ALL = ['sideBySide', 'devTuning', 'profile', 'promises', 'rss', 'crash', 'history', 'reconcile', 'firstTurn', 'eras', 'throughput', 'runCommand', 'inputs', 'tasks'];
 
 function run(script: string, env: NodeJS.ProcessEnv): Promise<number> {
   return new Promise((resolve) => {

@@ -7,7 +7,7 @@ import { describeContent } from '../shaping/content.js';
 import { sniffImageType } from '../shaping/images.js';
 import type { temporal } from '@temporalio/proto';
 import { ActivityName, UpdateName, type CallOutcome, type CallRequest, type CallToolInput, type ReconcileResult, type ToolInfo, type TurnInput, type TurnResult, type TurnStatus } from '../contract/index.js';
-import { LEGACY_INPUT_KEY, inputRequestId, type DeliverInputAnswerInput, type InputAction, type InputRequestSpec, type InputRequiredOutcome, type LegacyInputReport, type PostToolUseHooksResult, type PreToolUseHooksResult, type ToolHookInput } from '../contract/index.js';
+import { LEGACY_INPUT_KEY, inputRequestId, type DeliverInputAnswerInput, type InputAction, type InputRequestSpec, type InputRequiredOutcome, type LegacyInputReport, type PostToolUseHooksResult, type PreToolUseHooksResult, type TaskPoll, type TaskRef, type TaskStarted, type ToolHookInput } from '../contract/index.js';
 import { stripTerminalControls } from '../text/terminal.js';
 
 type History = temporal.api.history.v1.IHistory;
@@ -33,6 +33,36 @@ export interface TranscriptCall {
   postToolUse?: PostToolUseHooksResult;
   /** The questions the call asked a person, round by round, with how each was answered (never the content). */
   inputs?: TranscriptInput[];
+  /** The MCP task the call ran as, with its last polled state. */
+  task?: TranscriptTask;
+}
+
+/** A call's MCP task as its polls recorded it. */
+export interface TranscriptTask {
+  taskId: string;
+  status: TaskPoll['status'];
+  statusMessage?: string;
+  /** Polls so far. */
+  polls: number;
+  /** Each change of status or message, with the poll that saw it (the first is the task's creation, poll 0); the newest {@link MAX_TASK_CHANGES}. */
+  changes: { poll: number; status: TaskPoll['status']; statusMessage?: string }[];
+}
+
+/** Task state changes a transcript keeps per call: a task of hours may report thousands. */
+export const MAX_TASK_CHANGES = 50;
+
+/** The transcript's line for a task's last known state: `task <id>: working, step 3/5 (7 polls)`. */
+export function taskLine(task: TranscriptTask): string {
+  return `task ${task.taskId}: ${task.status}${task.statusMessage ? `, ${task.statusMessage}` : ''} (${task.polls} poll${task.polls === 1 ? '' : 's'})`;
+}
+
+function observeTask(task: TranscriptTask, poll: TaskPoll | TaskStarted): void {
+  const last = task.changes.at(-1);
+  task.status = poll.status;
+  task.statusMessage = poll.statusMessage;
+  if (last && last.status === poll.status && last.statusMessage === poll.statusMessage) return;
+  task.changes.push({ poll: task.polls, status: poll.status, ...(poll.statusMessage !== undefined ? { statusMessage: poll.statusMessage } : {}) });
+  if (task.changes.length > MAX_TASK_CHANGES) task.changes.shift();
 }
 
 /** One question of a call as history records it. */
@@ -114,7 +144,11 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
         const asked = input ? legacyAsked.get(input.requestId) : undefined;
         if (asked && input) asked.action = input.answer.action;
       }
-      if (type === ActivityName.callTool) {
+      if (type === ActivityName.pollTask || type === ActivityName.taskResult || type === ActivityName.cancelTask) {
+        const input = decode<TaskRef>(a.input, converter);
+        if (input) entry.callId = callFor(input.callId, input.name).id;
+      }
+      if (type === ActivityName.callTool || type === ActivityName.createTask) {
         const input = decode<CallToolInput>(a.input, converter);
         if (input) {
           entry.callId = input.callId;
@@ -150,11 +184,29 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
           const round = (call.inputs?.at(-1)?.round ?? 0) + 1;
           call.inputs = [...(call.inputs ?? []), ...result.requests.map((r) => ({ ...r, round }))];
         } else call.outcome = result;
+      } else if (entry?.type === ActivityName.createTask && entry.callId) {
+        const result = decode<TaskStarted | CallOutcome>(a.result, converter);
+        const call = callFor(entry.callId);
+        if (result && 'kind' in result) {
+          call.task = { taskId: result.taskId, status: result.status, polls: 0, changes: [] };
+          observeTask(call.task, result);
+        } else call.outcome = result;
+      } else if (entry?.type === ActivityName.pollTask && entry.callId) {
+        const task = callFor(entry.callId).task;
+        const poll = decode<TaskPoll>(a.result, converter);
+        if (task && poll) {
+          task.polls += 1;
+          observeTask(task, poll);
+        }
+      } else if (entry?.type === ActivityName.taskResult && entry.callId) {
+        callFor(entry.callId).outcome = decode<CallOutcome>(a.result, converter);
       }
     } else if (e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) {
       const a = e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes!;
       const entry = scheduled.get(String(a.scheduledEventId));
-      if (entry?.type === ActivityName.callTool && entry.callId) callFor(entry.callId).failures.push(failureMessage(a.failure));
+      if ((entry?.type === ActivityName.callTool || entry?.type === ActivityName.createTask || entry?.type === ActivityName.pollTask || entry?.type === ActivityName.taskResult) && entry.callId) {
+        callFor(entry.callId).failures.push(failureMessage(a.failure));
+      }
     } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {
       const req = e.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest;
       if (req?.input?.name === UpdateName.callTool) {
@@ -242,6 +294,7 @@ export function renderTranscript(t: Transcript): string {
     for (const asked of call.inputs ?? []) {
       out.push(`    asked (round ${asked.round}, ${asked.kind}): ${asked.message}${asked.url ? ` <${asked.url}>` : ''} -> ${asked.action ?? 'not answered yet'}`);
     }
+    if (call.task) out.push(`    ${taskLine(call.task)}`);
     const text = o ? outcomeText(o) : '(no outcome yet)';
     for (const line of text.split('\n')) out.push(`    ${line}`);
   }

@@ -153,14 +153,19 @@ function canonical(value: unknown): unknown {
 /**
  * Content hash of resolved entries: the same entries give the same hash whatever the key
  * order in the files or the line they sit on (`source` is left out). Every other field counts,
- * `retry` and `protocol` included; `"auto"` in either is hashed as leaving it out, since it is the
+ * `retry`, `protocol` and `tasks` included; `"auto"` in any of them is hashed as leaving it out, since it is the
  * default (so an existing session does not restart when a file spells the default out).
  */
 export function hashEntries(entries: ServerEntry[]): string {
   const body = [...entries]
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map(({ source: _s, retry, protocol, ...rest }) =>
-      canonical({ ...rest, ...(retry === undefined || retry === 'auto' ? {} : { retry }), ...(protocol === undefined || protocol === 'auto' ? {} : { protocol }) }));
+    .map(({ source: _s, retry, protocol, tasks, ...rest }) =>
+      canonical({
+        ...rest,
+        ...(retry === undefined || retry === 'auto' ? {} : { retry }),
+        ...(protocol === undefined || protocol === 'auto' ? {} : { protocol }),
+        ...(tasks === undefined || tasks === 'auto' ? {} : { tasks }),
+      }));
   return createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 16);
 }
 

@@ -20,6 +20,9 @@ const stringMap = z.record(z.string(), z.string());
  */
 export const RETRY_MODES = ['auto', 'safe', 'never'] as const;
 
+/** The entry's `tasks` values: whether a tool that may run as an MCP task is called as one. */
+export const TASK_MODES = ['auto', 'prefer'] as const;
+
 /** The entry shape. Strict: an unknown field refuses the entry. Types only; rules follow. */
 export const serverEntrySchema = z.strictObject({
   type: z.enum(['stdio', 'http', 'sse']).optional(),
@@ -38,6 +41,7 @@ export const serverEntrySchema = z.strictObject({
   retry: z.enum(RETRY_MODES).optional(),
   protocol: z.enum(ProtocolMode).optional(),
   roots: z.boolean().optional(),
+  tasks: z.enum(TASK_MODES).optional(),
 });
 
 type RawEntry = z.infer<typeof serverEntrySchema>;
@@ -455,6 +459,7 @@ function resolveCommonFields(raw: RawEntry, entry: ServerEntry): void {
   if (raw.toolTimeout !== undefined) entry.toolTimeoutMs = Math.round(raw.toolTimeout * 1000);
   if (raw.retry !== undefined) entry.retry = raw.retry;
   if (raw.protocol !== undefined) entry.protocol = raw.protocol;
+  if (raw.tasks !== undefined) entry.tasks = raw.tasks;
   if (raw.roots === false) entry.roots = false;
 }
 

@@ -38,6 +38,11 @@ export interface ServerEntry {
    */
   protocol?: ProtocolMode;
   /**
+   * Which tools are called as MCP tasks: `auto` (the default, also when absent) only those whose
+   * listing says `execution.taskSupport: "required"`; `prefer` also those that say `"optional"`.
+   */
+  tasks?: 'auto' | 'prefer';
+  /**
    * A remote server from the shelf: the shelf name whose OAuth login (if any) the worker sends.
    * The token itself is never part of an entry.
    */

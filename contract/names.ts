@@ -29,6 +29,14 @@ export const ActivityName = {
    * `elicitation/create`; scheduled on the worker running that call, only for such a question.
    */
   deliverInputAnswer: 'deliverInputAnswer',
+  /** Sends a call as an MCP task and returns the task's ID, TTL and poll interval; scheduled only for tools that run as tasks. */
+  createTask: 'createTask',
+  /** Reads one MCP task's status (`tasks/get`); one per poll of the turn's durable timer. */
+  pollTask: 'pollTask',
+  /** Fetches a finished MCP task's result (`tasks/result`), once. */
+  taskResult: 'taskResult',
+  /** Cancels an MCP task whose call or turn was cancelled (`tasks/cancel`). */
+  cancelTask: 'cancelTask',
 } as const;
 export type ActivityName = (typeof ActivityName)[keyof typeof ActivityName];
 

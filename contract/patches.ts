@@ -22,5 +22,7 @@ export const PatchId = {
   leanCallRecords: 'lean-call-records',
   /** A turn asked to end its session stops the session's servers on its worker once its calls are done. */
   endSession: 'end-session',
+  /** A tool that runs as an MCP task is created once and polled from durable timers, instead of called. */
+  mcpTasks: 'mcp-tasks',
 } as const;
 export type PatchId = (typeof PatchId)[keyof typeof PatchId];

@@ -1,4 +1,6 @@
 import { Client, SdkError, SdkErrorCode, isInputRequiredResult, type CallToolResult, type Root, type Tool, type Transport, type VersionNegotiationOptions } from '@modelcontextprotocol/client';
+import { randomUUID } from 'node:crypto';
+import { createTaskSessionFromClient, type TaskEnabledSession } from '@modelcontextprotocol/ext-tasks/client';
 import type { Logger } from 'pino';
 import { LEGACY_INPUT_KEY, MAX_INPUT_ROUNDS, MAX_NESTING_DEPTH, nestedDeeperThan, type InputReply, type InputRequestSpec, type ProtocolEra } from '../contract/index.js';
 import type { ServerEntry } from '../config/types.js';
@@ -156,6 +158,10 @@ export class ManagedServer {
   firstJunkLine?: string;
   private client?: Client;
   private transport?: Transport;
+  /** This server run's identity: a stdio server's MCP tasks live only as long as its process. */
+  readonly instance = randomUUID();
+  /** The MCP task session over the current connection, made on first use. */
+  private taskSession?: { client: Client; session: TaskEnabledSession };
   private readonly stderrTail = new ScrubbedStderr(
     (text) => this.deps.scrub(text),
     (line) => this.log.info({ stderr: line }, 'server stderr'),
@@ -282,7 +288,8 @@ export class ManagedServer {
     const roots = this.deps.roots;
     // Elicitation is declared in both modes; a 2026-07-28 `input_required` is never fulfilled in
     // memory (autoFulfill: false): the call returns it, and the turn waits for a person durably.
-    const capabilities = { elicitation: { form: {}, url: {} }, ...(roots ? { roots: { listChanged: true } } : {}) };
+    // `tasks`: the client knows 2025-11-25 tasks (it sends task-augmented calls); it runs none itself.
+    const capabilities = { elicitation: { form: {}, url: {} }, tasks: {}, ...(roots ? { roots: { listChanged: true } } : {}) };
     const client = new Client({ name: 'durable-mcp', version: this.deps.clientVersion }, { capabilities, versionNegotiation, inputRequired: { autoFulfill: false } });
     client.fallbackRequestHandler = (request) => Promise.reject(refuseServerRequest(request.method));
     client.onclose = () => {
@@ -540,6 +547,18 @@ export class ManagedServer {
       if (round >= MAX_INPUT_ROUNDS) throw new RefusedCallError(`the server asked for input ${round} times without finishing the call`);
       retry = { ...(Object.keys(needs.ownResponses).length > 0 ? { inputResponses: needs.ownResponses } : {}), ...(needs.requestState !== undefined ? { requestState: needs.requestState } : {}) };
     }
+  }
+
+  /**
+   * Runs `request` on the server's MCP task session (tasks/get, tasks/result, tasks/cancel and
+   * task-augmented calls, which the SDK client does not send itself). Like a call, it fails at
+   * once when the server is known to be gone.
+   */
+  withTasks<T>(request: (session: TaskEnabledSession, tool: (name: string) => Tool | undefined, signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const client = this.requireClient();
+    if (this.taskSession?.client !== client) this.taskSession = { client, session: createTaskSessionFromClient(client, { endpointId: this.instance }) };
+    const { session } = this.taskSession;
+    return this.pending.run((inner) => request(session, (name) => this.tools.find((t) => t.name === name), inner), signal);
   }
 
   /**

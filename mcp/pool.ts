@@ -129,6 +129,12 @@ interface Session {
   turns: Map<string, string>;
 }
 
+/** The task fields of a listed tool: its task support, and the entry's `"tasks": "prefer"` where it matters. */
+function taskFields(support: unknown, mode: ServerEntry['tasks']): Pick<ToolInfo, 'taskSupport' | 'tasks'> {
+  if (support !== 'optional' && support !== 'required') return {};
+  return { taskSupport: support, ...(support === 'optional' && mode === 'prefer' ? { tasks: 'prefer' as const } : {}) };
+}
+
 /** Turns remembered per session: older ones reconcile again (their calls never started) before they call. */
 const TURNS_KEPT = 32;
 
@@ -386,6 +392,7 @@ export class ServerPool {
           ...(server.entry.toolTimeoutMs ? { timeoutMs: server.entry.toolTimeoutMs } : {}),
           // 'auto' (or nothing) leaves the decision to the annotations.
           ...(server.entry.retry === 'safe' || server.entry.retry === 'never' ? { retry: server.entry.retry } : {}),
+          ...taskFields(tool.execution?.taskSupport, server.entry.tasks),
         });
       }
     }
@@ -411,6 +418,16 @@ export class ServerPool {
   callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>, options: PoolCallOptions & { askPerson: true }): Promise<CallToolResult | NeedsInput>;
   callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>, options: PoolCallOptions): Promise<CallToolResult>;
   async callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>, options: PoolCallOptions): Promise<CallToolResult | NeedsInput> {
+    return this.withServer(sessionId, server, tool, options, (managed) =>
+      managed.callTool(tool, args, { ...options, askPerson: options.askPerson === true } as CallOptions & { askPerson: true }));
+  }
+
+  /**
+   * Runs `run` with the session's server under the checks of {@link callTool} (the turn reconciled
+   * it here, the public name is the tool's), counted as a call in flight: the MCP task requests of
+   * a call (create, poll, result, cancel).
+   */
+  async withServer<T>(sessionId: string, server: string, tool: string, options: Omit<PoolCallOptions, keyof CallOptions> & Pick<CallOptions, 'signal'>, run: (managed: ManagedServer) => Promise<T>): Promise<T> {
     const session = this.sessions.get(sessionId);
     const managed = session?.servers.get(server);
     if (!session || !managed) throw new ServerUnavailableError(server, 'not started on this worker');
@@ -436,7 +453,7 @@ export class ServerPool {
     session.busy += 1;
     this.callsInFlight.set(managed, (this.callsInFlight.get(managed) ?? 0) + 1);
     try {
-      return await managed.callTool(tool, args, { ...options, askPerson: options.askPerson === true } as CallOptions & { askPerson: true });
+      return await run(managed);
     } finally {
       session.busy -= 1;
       session.lastUsed = Date.now();

@@ -11,6 +11,7 @@ import {
 } from './failures.js';
 import { reconcile } from './servers.js';
 import { waitForAnswers, type InputRounds } from './inputs.js';
+import { runTask, runsAsTask } from './tasks.js';
 import type { TurnContext } from './turnState.js';
 
 /**
@@ -187,6 +188,8 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
     requestTimeoutMs: requestTimeoutMs(tool, limits),
     ...(hookProof !== undefined ? { hookProof } : {}),
   };
+  // Only tools that run as tasks ask: no other call records the marker.
+  if (runsAsTask(tool) && patched(PatchId.mcpTasks)) return runTask(ctx, request, tool, callInput);
   // Behind a patch: turns recorded before it let Temporal retry a lost heartbeat on the same
   // pinned queue, and must replay that way.
   const failoverOnLostWorker = patched(PatchId.lostWorkerFailover);

@@ -312,7 +312,7 @@ test('the document says what each route needs: no token for health, any token fo
     assert.deepEqual(doc.paths['/api/v1/agents/{agent}/servers'].get.security, [{ bearer: [] }]);
     assert.equal(doc.paths['/api/v1/sessions/{sessionId}/turns'].post.security, undefined, 'sessions: the document-wide bearer');
     const stream = doc.paths['/api/v1/sessions/{sessionId}/events'].get.responses['200'].content['text/event-stream'].schema;
-    assert.deepEqual(stream.oneOf.map((e: { properties: { event: { const: string } } }) => e.properties.event.const), ['mcp.status', 'call.started', 'call.input_required', 'call.finished', 'turn.ended', 'error']);
+    assert.deepEqual(stream.oneOf.map((e: { properties: { event: { const: string } } }) => e.properties.event.const), ['mcp.status', 'call.started', 'call.input_required', 'call.progress', 'call.finished', 'turn.ended', 'error']);
     for (const e of stream.oneOf) assert.ok(doc.components.schemas[e.properties.data.contentSchema.$ref.split('/').pop()], 'each event data schema is a component');
     const url = doc.components.schemas.ShelfEntry.oneOf[0].properties.url;
     assert.match(url.pattern, /^\^\[Hh\]\[Tt\]\[Tt\]\[Pp\]\[Ss\]\?:/, 'a shelf URL is http(s), as the workers take it');
@@ -332,8 +332,14 @@ test('the events as sent match the schemas the document gives them', () => {
     { key: 'name', round: 1, kind: 'form', message: 'Name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } } }, action: 'accept' },
     { key: 'page', round: 2, kind: 'url', message: 'Sign in', url: 'https://example.test/in', elicitationId: 'e1' },
   ];
-  const events = newEvents(t, { status: false, started: new Set(), asked: new Set(), finished: new Set(), ended: false });
-  assert.deepEqual(events.map((e) => e.event), ['mcp.status', 'call.started', 'call.input_required', 'call.input_required', 'call.finished', 'turn.ended']);
+  t.calls[0]!.task = { taskId: 'tk', status: 'completed', polls: 3, changes: [{ poll: 0, status: 'working' }, { poll: 2, status: 'working', statusMessage: 'step 2/3' }, { poll: 3, status: 'completed' }] };
+  const seen = { status: false, started: new Set<string>(), asked: new Set<string>(), finished: new Set<string>(), ended: false };
+  const events = newEvents(t, seen);
+  assert.deepEqual(events.map((e) => e.event), ['mcp.status', 'call.started', 'call.input_required', 'call.input_required', 'call.progress', 'call.progress', 'call.progress', 'call.finished', 'turn.ended']);
+  assert.deepEqual(events.filter((e) => e.event === 'call.progress').map((e) => [e.id, e.data.status, e.data.statusMessage]), [
+    ['s/turn-1|c1|task|0', 'working', undefined], ['s/turn-1|c1|task|2', 'working', 'step 2/3'], ['s/turn-1|c1|task|3', 'completed', undefined],
+  ]);
+  assert.deepEqual(newEvents(t, seen), [], 'each change is sent once');
   for (const e of events) assert.equal(schemas.get(e.event)!.safeParse(JSON.parse(JSON.stringify(e.data))).success, true, e.event);
 });
 

@@ -63,6 +63,9 @@ const entryCases: EntryCase[] = [
   // Unknown fields
   { title: 'misspelled field', entry: '"s": { "comand": "x" }', match: /unknown field "comand" \(did you mean "command"\?\)/, field: 'comand' },
   { title: 'field from another product', entry: '"s": { "command": "x", "disabled": true }', match: /unknown field "disabled"; write "enabled": false/, field: 'disabled' },
+  { title: 'tasks unknown value', entry: '"s": { "command": "x", "tasks": "require" }', match: /"tasks" must be "auto" or "prefer", got "require"/, field: 'tasks' },
+  { title: 'tasks is a boolean', entry: '"s": { "command": "x", "tasks": true }', match: /"tasks" must be "auto" or "prefer", got a boolean/, field: 'tasks' },
+  { title: 'tasks on its own line', entry: '"s": {\n      "command": "x",\n      "tasks": "always"\n    }', match: /"tasks" must be "auto" or "prefer", got "always"/, field: 'tasks', line: 6 },
   { title: 'protocol unknown value', entry: '"s": { "command": "x", "protocol": "modern" }', match: /"protocol" must be "auto", "legacy" or "2026-07-28", got "modern"/, field: 'protocol' },
   { title: 'protocol an older revision', entry: '"s": { "url": "https://a.example", "protocol": "2025-11-25" }', match: /"protocol" must be "auto", "legacy" or "2026-07-28", got "2025-11-25"/, field: 'protocol' },
   { title: 'protocol is a number', entry: '"s": { "command": "x", "protocol": 2026 }', match: /"protocol" must be "auto", "legacy" or "2026-07-28", got a number/, field: 'protocol' },

@@ -48,6 +48,9 @@ const goodCases: [string, string, Partial<ServerEntry>][] = [
   ['protocol legacy on http', '"s": { "url": "https://a.example", "protocol": "legacy" }', { protocol: 'legacy' }],
   ['protocol pinned on stdio', '"s": { "command": "x", "protocol": "2026-07-28" }', { protocol: '2026-07-28' }],
   ['protocol legacy on sse', '"s": { "type": "sse", "url": "https://a.example", "protocol": "legacy" }', { type: 'sse', protocol: 'legacy' }],
+  ['tasks left out: only task-required tools run as tasks', '"s": { "command": "x" }', { tasks: undefined }],
+  ['tasks auto', '"s": { "command": "x", "tasks": "auto" }', { tasks: 'auto' }],
+  ['tasks prefer on http', '"s": { "url": "https://a.example", "tasks": "prefer" }', { tasks: 'prefer' }],
   ['retry left out: the annotations decide', '"s": { "command": "x" }', { retry: undefined }],
   ['retry auto', '"s": { "command": "x", "retry": "auto" }', { retry: 'auto' }],
   ['retry safe on stdio', '"s": { "command": "x", "retry": "safe" }', { retry: 'safe' }],
@@ -432,6 +435,16 @@ void test('hash: "protocol" counts, and "auto" hashes like leaving it out', asyn
   const [none, auto, legacy, pinned] = await Promise.all(['', ', "protocol": "auto"', ', "protocol": "legacy"', ', "protocol": "2026-07-28"'].map(load));
   assert.equal(none, auto);
   assert.equal(new Set([auto, legacy, pinned]).size, 3);
+});
+
+void test('hash: "tasks" counts, and "auto" hashes like leaving it out', async () => {
+  const refs = { workspace: WS, mcpConfigFiles: ['/e.json'], inlineSpecs: [] };
+  const env = { DMCP_NO_USER_CONFIG: '1' };
+  const load = (tasks: string): Promise<string> =>
+    loadConfig(refs, env, fakeIO({ '/e.json': `{ "mcpServers": { "a": { "command": "x"${tasks} } } }` })).then((c) => c.hash);
+  const [none, auto, prefer] = await Promise.all(['', ', "tasks": "auto"', ', "tasks": "prefer"'].map(load));
+  assert.equal(none, auto);
+  assert.notEqual(auto, prefer);
 });
 
 void test('io: the real ConfigIO reports missing files as ENOENT and runs commands', async () => {

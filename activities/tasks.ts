@@ -1,0 +1,172 @@
+/**
+ * The activities of a call that runs as an MCP task: each one short request, so nothing is held
+ * between them. The workflow waits on durable timers in between; see `workflows/tasks.ts`.
+ */
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { ProtocolError } from '@modelcontextprotocol/client';
+import { DispatchError, JsonRpcResponseError, TaskCancelledError, toolDeclarationFromMcpTool, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
+import { taskId as asTaskId, type JsonValue } from '@modelcontextprotocol/ext-tasks/core';
+import { FailureType, type CallOutcome, type CreateTaskInput, type TaskPoll, type TaskRef, type TaskStarted } from '../contract/index.js';
+import { RefusedCallError, type ManagedServer } from '../mcp/managedServer.js';
+import { checkCall } from './callChecks.js';
+import { callScrubber, resultOutcome } from './callTool.js';
+import { currentTurnId, startHeartbeat } from './context.js';
+import type { ActivityKit } from './deps.js';
+import { toFailure } from './history.js';
+
+/** JSON-RPC "invalid params": what a 2025-11-25 server answers for a task it does not know. */
+const INVALID_PARAMS = -32602;
+
+/** Runs `run` with the call's server, under the same checks as a call. */
+async function withTaskServer<T>(kit: ActivityKit, ref: Pick<TaskRef, 'sessionId' | 'server' | 'tool' | 'name'>, scrub: ReturnType<typeof callScrubber>, run: (server: ManagedServer, signal: AbortSignal) => Promise<T>): Promise<T> {
+  const { pool } = kit.deps;
+  if (!pool.withServer) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${ref.name}: this worker runs no MCP tasks`, nonRetryable: true });
+  const signal = Context.current().cancellationSignal;
+  return pool.withServer(ref.sessionId, ref.server, ref.tool, { turnId: currentTurnId(), publicName: ref.name, signal, onServerSecrets: scrub.onServerSecrets }, (server) => run(server, signal));
+}
+
+/** An error of a task request as the failure the workflow reads (a JSON-RPC error answer as the SDK's own). */
+function taskFailure(err: unknown, ref: Pick<TaskRef, 'name' | 'server'>, scrub: (text: string) => string): unknown {
+  if (Context.current().cancellationSignal.aborted) return new CancelledFailure('task request cancelled');
+  if (err instanceof ApplicationFailure) return err;
+  const cause = err instanceof JsonRpcResponseError ? new ProtocolError(err.code, err.message) : err instanceof DispatchError && err.cause instanceof Error ? err.cause : err;
+  return toFailure(cause, ref, scrub);
+}
+
+/** A finished task's result as a tool result; a result of another shape (input_required) has no content the model could read. */
+function toolResult(result: object): { content?: unknown; isError?: unknown; structuredContent?: unknown } {
+  return 'content' in result ? result : { content: [{ type: 'text', text: 'the task ended without a tool result' }], isError: true };
+}
+
+function started(view: TaskView, serverInstance: string | undefined): TaskStarted {
+  return {
+    kind: 'task',
+    taskId: view.taskId,
+    ...(view.retentionMs !== undefined ? { ttlMs: view.retentionMs } : {}),
+    ...(view.suggestedPollIntervalMs !== undefined ? { pollIntervalMs: view.suggestedPollIntervalMs } : {}),
+    status: view.status,
+    ...(view.statusMessage !== undefined ? { statusMessage: view.statusMessage } : {}),
+    ...(serverInstance !== undefined ? { serverInstance } : {}),
+  };
+}
+
+/**
+ * `createTask`: sends the call as a task (`tools/call` with `task`) and returns the task the server
+ * made, or the call's outcome when the server answered at once (a tool whose task support is optional).
+ * Never retried: a second attempt could create a second task.
+ */
+export function createTaskActivity(kit: ActivityKit): (input: CreateTaskInput) => Promise<TaskStarted | CallOutcome> {
+  return async function createTask(input) {
+    const ctx = Context.current();
+    const startedAt = new Date();
+    const stop = startHeartbeat(ctx);
+    const scrubber = callScrubber(kit.deps.scrub);
+    try {
+      await checkCall(kit, input, currentTurnId());
+      return await withTaskServer(kit, input, scrubber, (server, signal) => {
+        if (server.era === 'modern') throw new RefusedCallError(`${input.name} runs as a task, and tasks of 2026-07-28 servers (the io.modelcontextprotocol/tasks extension) are not supported yet`);
+        return server.withTasks(async (session, listed, inner) => {
+          const tool = listed(input.tool);
+          const execution = await session.callTool(input.tool, input.arguments as Record<string, JsonValue>, {
+            task: { preference: 'require' },
+            signal: inner,
+            requestTimeoutMs: input.requestTimeoutMs,
+            ...(tool ? { declaration: toolDeclarationFromMcpTool(tool) } : {}),
+          });
+          const instance = server.remote ? undefined : server.instance;
+          if (execution.kind === 'immediate') {
+            const outcome = await execution.result();
+            if (outcome.status !== 'completed') throw new Error(outcome.status === 'failed' ? outcome.error.message : 'the call was cancelled');
+            return resultOutcome(input.name, toolResult(outcome.result), scrubber.scrub, { startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt });
+          }
+          const taskId = execution.handle.taskId;
+          // Released at once: the turn polls with activities of its own, from any worker.
+          await execution.detach();
+          try {
+            return started(await session.task(taskId).snapshot(inner), instance);
+          } catch {
+            // The task exists: its ID is what must be recorded, whatever its first status said.
+            return { kind: 'task', taskId, status: 'working', ...(instance !== undefined ? { serverInstance: instance } : {}) };
+          }
+        }, signal);
+      });
+    } catch (err) {
+      throw taskFailure(err, input, scrubber.scrub);
+    } finally {
+      stop();
+    }
+  };
+}
+
+/** `pollTask`: one `tasks/get`. A task the server does not know, or whose stdio process is gone, is reported as such. */
+export function pollTaskActivity(kit: ActivityKit): (input: TaskRef) => Promise<TaskPoll> {
+  return async function pollTask(input) {
+    const scrubber = callScrubber(kit.deps.scrub);
+    try {
+      return await withTaskServer(kit, input, scrubber, (server, signal) => {
+        if (input.serverInstance !== undefined && input.serverInstance !== server.instance) return Promise.resolve<TaskPoll>({ status: 'lost' });
+        return server.withTasks(async (session, _listed, inner) => {
+          try {
+            const view = await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).snapshot(inner);
+            return {
+              status: view.status,
+              ...(view.statusMessage !== undefined ? { statusMessage: scrubber.scrub(view.statusMessage).slice(0, 1000) } : {}),
+              ...(view.suggestedPollIntervalMs !== undefined ? { pollIntervalMs: view.suggestedPollIntervalMs } : {}),
+            };
+          } catch (err) {
+            if (err instanceof JsonRpcResponseError && err.code === INVALID_PARAMS) return { status: 'unknown', statusMessage: scrubber.scrub(err.message).slice(0, 1000) };
+            throw err;
+          }
+        }, signal);
+      });
+    } catch (err) {
+      throw taskFailure(err, input, scrubber.scrub);
+    }
+  };
+}
+
+/** `taskResult`: the finished task's result (`tasks/result`), as the call's outcome. */
+export function taskResultActivity(kit: ActivityKit): (input: TaskRef) => Promise<CallOutcome> {
+  return async function taskResult(input) {
+    const ctx = Context.current();
+    const startedAt = new Date();
+    const scrubber = callScrubber(kit.deps.scrub);
+    const timing = () => ({ startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt });
+    try {
+      return await withTaskServer(kit, input, scrubber, (server, signal) =>
+        server.withTasks(async (session, _listed, inner) => {
+          const outcome = await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).result({ signal: inner });
+          if (outcome.status === 'completed') return resultOutcome(input.name, toolResult(outcome.result), scrubber.scrub, timing());
+          if (outcome.status === 'cancelled') return { status: 'error', errorKind: 'cancelled', errorMessage: `${input.name}: task ${input.taskId} was cancelled by its server`, content: [], isError: false, ...timing() };
+          const text = `${input.name}: task ${input.taskId} failed: ${scrubber.scrub(outcome.error.message).slice(0, 2000)}`;
+          return { status: 'ok', content: [{ type: 'text', text }], isError: true, ...timing() };
+        }, signal),
+      );
+    } catch (err) {
+      if (err instanceof TaskCancelledError) return { status: 'error', errorKind: 'cancelled', errorMessage: `${input.name}: task ${input.taskId} was cancelled by its server`, content: [], isError: false, ...timing() };
+      throw taskFailure(err, input, scrubber.scrub);
+    }
+  };
+}
+
+/** `cancelTask`: `tasks/cancel`. A task that already ended or is unknown counts as cancelled. */
+export function cancelTaskActivity(kit: ActivityKit): (input: TaskRef) => Promise<void> {
+  return async function cancelTask(input) {
+    const scrubber = callScrubber(kit.deps.scrub);
+    try {
+      await withTaskServer(kit, input, scrubber, (server, signal) => {
+        if (input.serverInstance !== undefined && input.serverInstance !== server.instance) return Promise.resolve();
+        return server.withTasks(async (session, _listed, inner) => {
+          try {
+            await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).cancel(inner);
+          } catch (err) {
+            if (err instanceof JsonRpcResponseError && err.code === INVALID_PARAMS) return;
+            throw err;
+          }
+        }, signal);
+      });
+    } catch (err) {
+      throw taskFailure(err, input, scrubber.scrub);
+    }
+  };
+}

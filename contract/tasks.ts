@@ -1,0 +1,49 @@
+/** What the MCP task activities take and return: recorded in history, so a durable contract. */
+import type { CallToolInput } from './turn.js';
+
+/** An MCP task's status as its server reports it (2025-11-25 `tasks/get`). */
+export type TaskState = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+
+/** `createTask`: the task the server created for a call, as recorded. */
+export interface TaskStarted {
+  kind: 'task';
+  taskId: string;
+  /** How long the server keeps the task after it was created (ms); null: unlimited; absent: not said. */
+  ttlMs?: number | null;
+  /** The server's suggested poll interval (ms), when it gave one. */
+  pollIntervalMs?: number;
+  status: TaskState;
+  statusMessage?: string;
+  /**
+   * A stdio server's process run that holds the task: a task lives only as long as that process,
+   * so a poll that finds another process reports the task lost. Absent for remote servers.
+   */
+  serverInstance?: string;
+}
+
+/** `pollTask`, `taskResult`, `cancelTask`: one task of one call. */
+export interface TaskRef {
+  sessionId: string;
+  callId: string;
+  /** Public name, as the model saw it. */
+  name: string;
+  server: string;
+  tool: string;
+  taskId: string;
+  serverInstance?: string;
+  /** MCP request timeout of each task request. */
+  requestTimeoutMs: number;
+}
+
+/**
+ * `pollTask`: what one poll found. `lost`: the stdio process that ran the task is gone; `unknown`:
+ * the server no longer knows the task (its TTL ran out, or it was dropped).
+ */
+export interface TaskPoll {
+  status: TaskState | 'lost' | 'unknown';
+  statusMessage?: string;
+  pollIntervalMs?: number;
+}
+
+/** `createTask` takes what `callTool` takes. */
+export type CreateTaskInput = CallToolInput;

@@ -1,0 +1,266 @@
+/**
+ * Calls that run as MCP tasks, on real servers: server-everything's task-required research tool
+ * over stdio, and a fixture task server over Streamable HTTP for crashes, expiry and cancellation.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { Client, Connection } from '@temporalio/client';
+import { TurnClient } from '../../client/turnClient.js';
+import { renderTranscript } from '../../client/transcript.js';
+import { ActivityName } from '../../contract/index.js';
+import { bundleWorkflows } from '../../worker/index.js';
+import {
+  configFiles, everythingServer, readLines, startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess,
+} from '../support/harness.js';
+import { textOf } from '../support/content.js';
+
+const taskServer = fileURLToPath(new URL('../fixtures/taskServer.js', import.meta.url));
+
+/** Fixture processes this file started, killed by PID in after(). */
+const startedPids = new Set<number>();
+
+/** Starts the task fixture server and waits for the port it prints. */
+async function startTaskServer(env: NodeJS.ProcessEnv): Promise<{ pid: number; url: string }> {
+  const child = spawn(process.execPath, [taskServer], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  if (child.pid === undefined) throw new Error('could not start the task fixture');
+  startedPids.add(child.pid);
+  const port = await new Promise<number>((resolve, reject) => {
+    let buffered = '';
+    const timer = setTimeout(() => reject(new Error('no port from the task fixture within 10 s')), 10_000);
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buffered += chunk;
+      const match = /^\{"port":(\d+)\}$/m.exec(buffered);
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the task fixture exited with ${code}`));
+    });
+  });
+  child.stdout.resume();
+  return { pid: child.pid, url: `http://127.0.0.1:${port}/mcp` };
+}
+
+interface TaskEvent {
+  event: string;
+  tag?: string;
+  taskId: string;
+}
+
+async function taskEvents(log: string): Promise<TaskEvent[]> {
+  return (await readLines(log)).map((l) => JSON.parse(l) as TaskEvent);
+}
+
+after(() => {
+  for (const pid of startedPids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+});
+
+describe('calls that run as MCP tasks', () => {
+  let h: Harness;
+  let dir: string;
+  let log: string;
+  let fixtureFile: string;
+  before(async () => {
+    dir = await tempDir();
+    log = join(dir, 'tasks.log');
+    h = await startHarness('tasks');
+    const fixture = await startTaskServer({ FIXTURE_LOG: log });
+    fixtureFile = await configFiles(dir)({ jobs: { type: 'http', url: fixture.url } });
+  });
+  after(async () => {
+    await h?.stop();
+  });
+
+  test('server-everything: a task-required tool runs as a task end to end, its progress in the transcript', async () => {
+    const turn = await h.client.startTurn({
+      sessionId: `tasks-everything-${Date.now()}`,
+      workspace: dir,
+      servers: { inlineSpecs: [`everything:${process.execPath} ${everythingServer} stdio`] },
+    });
+    const research = turn.tools.find((t) => t.name === 'mcp__everything__simulate-research-query');
+    assert.equal(research?.taskSupport, 'required');
+    const outcome = await turn.callTool({ id: 'research', name: 'mcp__everything__simulate-research-query', arguments: { topic: 'durable execution' } });
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(outcome.isError, false);
+    assert.match(String(textOf(outcome.content[0])), /# Research Report: durable execution/);
+    await turn.end();
+
+    const transcript = await h.client.transcript(turn.turnId);
+    const call = transcript.calls.find((c) => c.id === 'research');
+    assert.ok(call?.task, 'the transcript knows the task');
+    assert.equal(call.task.status, 'completed');
+    assert.ok(call.task.polls >= 2, `polled ${call.task.polls} times`);
+    assert.match(renderTranscript(transcript), new RegExp(`task ${call.task.taskId}: completed`));
+  });
+
+  test('server-everything: a task that stops to ask for input is cancelled, and the model reads why', async () => {
+    const turn = await h.client.startTurn({
+      sessionId: `tasks-ambiguous-${Date.now()}`,
+      workspace: dir,
+      servers: { inlineSpecs: [`everything:${process.execPath} ${everythingServer} stdio`] },
+    });
+    const outcome = await turn.callTool({ id: 'amb', name: 'mcp__everything__simulate-research-query', arguments: { topic: 'python', ambiguous: true } });
+    await turn.end();
+    assert.equal(outcome.status, 'error');
+    assert.equal(outcome.errorKind, 'unknown_result');
+    assert.match(outcome.errorMessage ?? '', /task \w+ asked for input \("Found multiple interpretations for \\"python\\"\. Requesting clarification\.\.\."\), which durable-mcp cannot yet give to a task; the task was cancelled/);
+  });
+
+  test('a task the server forgets (its TTL ran out) ends as a timeout the model can read', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks-expire-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const outcome = await turn.callTool({ id: 'exp', name: 'mcp__jobs__expiring_job', arguments: { tag: 'exp' } });
+    await turn.end();
+    assert.equal(outcome.status, 'error');
+    assert.equal(outcome.errorKind, 'timeout');
+    assert.match(outcome.errorMessage ?? '', /task .+ expired before it finished: the server no longer knows it \(it was kept for 3 s\)/);
+    assert.equal((await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'exp').length, 1);
+  });
+
+  test('cancelling the call mid-task cancels the task on its server', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks-cancel-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const running = turn.callTool({ id: 'cx', name: 'mcp__jobs__long_job', arguments: { seconds: 60, tag: 'cx' } });
+    await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'cx'));
+    const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'cx')!;
+    await turn.cancelCall('cx');
+    const outcome = await running;
+    assert.equal(outcome.status, 'error');
+    assert.equal(outcome.errorKind, 'cancelled');
+    assert.match(outcome.errorMessage ?? '', new RegExp(`task ${created.taskId} was cancelled on the server`));
+    await waitUntil('the cancel to reach the server', async () => (await taskEvents(log)).some((e) => e.event === 'task-cancelled' && e.taskId === created.taskId), 10_000);
+    await turn.end();
+  });
+
+  test('cancelling the whole turn mid-task cancels the task on its server too', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks-turn-cancel-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const running = turn.callTool({ id: 'tc', name: 'mcp__jobs__long_job', arguments: { seconds: 60, tag: 'tc' } }).catch((err: unknown) => err);
+    await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'tc'));
+    const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'tc')!;
+    await h.client.client.workflow.getHandle(turn.turnId).cancel();
+    await running;
+    await waitUntil('the cancel to reach the server', async () => (await taskEvents(log)).some((e) => e.event === 'task-cancelled' && e.taskId === created.taskId), 10_000);
+    const transcript = await h.client.transcript(turn.turnId);
+    assert.equal(transcript.state, 'cancelled');
+  });
+
+  test('"tasks": "prefer" runs a task-optional tool as a task', async () => {
+    const file = await configFiles(join(dir))({ jobs: { type: 'http', url: (await startTaskServer({ FIXTURE_LOG: log })).url, tasks: 'prefer' } });
+    const turn = await h.client.startTurn({ sessionId: `tasks-prefer-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [file] } });
+    const tool = turn.tools.find((t) => t.name === 'mcp__jobs__maybe_task');
+    assert.deepEqual([tool?.taskSupport, tool?.tasks], ['optional', 'prefer']);
+    const outcome = await turn.callTool({ id: 'opt', name: 'mcp__jobs__maybe_task', arguments: { tag: 'opt' } });
+    await turn.end();
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(textOf(outcome.content[0]), 'task answer for opt');
+    const transcript = await h.client.transcript(turn.turnId);
+    assert.ok(transcript.calls.find((c) => c.id === 'opt')?.task, 'it ran as a task');
+  });
+});
+
+describe('a worker SIGKILLed while its call runs as a task', () => {
+  const workers: WorkerProcess[] = [];
+  const serverPids = new Set<number>();
+  let bundleFile: string | undefined;
+  after(async () => {
+    await Promise.all(workers.map(stopWorkerProcess));
+    // A stdio server of the killed worker loses its parent; end it by the PID the status reported.
+    for (const pid of serverPids) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
+  });
+
+  /** Two worker processes on a fresh queue, a client, and the turn's session on one of them. */
+  async function twoWorkers(dir: string, file: string) {
+    if (!bundleFile) {
+      bundleFile = join(await tempDir(), 'workflows.js');
+      await writeFile(bundleFile, (await bundleWorkflows()).code);
+    }
+    const taskQueue = uniqueQueue('tasks-crash');
+    const env = { TEMPORAL_ADDRESS: temporalAddress(), DMCP_NO_USER_CONFIG: '1' };
+    const pair = [await startWorkerProcess(taskQueue, bundleFile, env), await startWorkerProcess(taskQueue, bundleFile, env)];
+    workers.push(...pair);
+    const connection = await Connection.connect({ address: temporalAddress() });
+    const client = new TurnClient({ client: new Client({ connection }), taskQueue });
+    const turn = await client.startTurn({
+      sessionId: `tasks-crash-${Date.now()}`,
+      workspace: dir,
+      servers: { mcpConfigFiles: [file] },
+      limits: { heartbeatTimeoutMs: 3000, scheduleToStartMs: 3000 },
+    });
+    for (const s of turn.status.servers) if (s.pid) serverPids.add(s.pid);
+    const victim = pair.find((w) => w.workerQueue === turn.workerQueue);
+    assert.ok(victim, 'the turn is pinned to one of our two workers');
+    return { client, turn, victim };
+  }
+
+  test('remote server: the survivor resumes polling the same task; created once, and the outcome is the task\'s result', async () => {
+    const dir = await tempDir();
+    const log = join(dir, 'tasks.log');
+    const fixture = await startTaskServer({ FIXTURE_LOG: log });
+    const file = await configFiles(dir)({ jobs: { type: 'http', url: fixture.url } });
+    const { client, turn, victim } = await twoWorkers(dir, file);
+    try {
+      const running = turn.callTool({ id: 'long', name: 'mcp__jobs__long_job', arguments: { seconds: 20, tag: 'long' } });
+      await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'long'));
+      // A few polls in: the task is well under way when its worker dies.
+      await new Promise((resolve) => setTimeout(resolve, 5000));
+      process.kill(victim.pid, 'SIGKILL');
+
+      const outcome = await running;
+      assert.equal(outcome.status, 'ok', outcome.errorMessage);
+      assert.equal(textOf(outcome.content[0]), 'finished long after 20 s');
+      assert.equal((await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'long').length, 1, 'the task was created exactly once');
+      const result = await turn.end();
+      assert.notEqual(result.workerQueue, victim.workerQueue, 'the turn finished on the surviving worker');
+
+      const history = await client.client.workflow.getHandle(turn.turnId).fetchHistory();
+      const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((t) => t !== undefined);
+      assert.equal(types.filter((t) => t === ActivityName.createTask).length, 1, 'one createTask activity');
+      assert.equal(types.filter((t) => t === ActivityName.callTool).length, 0, 'no plain call');
+      assert.ok(types.filter((t) => t === ActivityName.pollTask).length >= 5, 'polled, before and after the crash');
+      assert.equal(types.filter((t) => t === ActivityName.taskResult).length, 1, 'the result fetched once');
+      const transcript = renderTranscript(await client.transcript(turn.turnId));
+      assert.match(transcript, /task [\w-]+: completed, step 20\/20 \(\d+ polls\)/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('stdio server: the task died with the worker\'s server process, and the outcome says so without creating another', async () => {
+    const dir = await tempDir();
+    const log = join(dir, 'tasks.log');
+    const file = await configFiles(dir)({ jobs: { command: process.execPath, args: [taskServer, 'stdio'], env: { FIXTURE_LOG: log } } });
+    const { client, turn, victim } = await twoWorkers(dir, file);
+    try {
+      const running = turn.callTool({ id: 'gone', name: 'mcp__jobs__long_job', arguments: { seconds: 30, tag: 'gone' } });
+      await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'gone'));
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      process.kill(victim.pid, 'SIGKILL');
+
+      const outcome = await running;
+      assert.equal(outcome.status, 'error');
+      assert.equal(outcome.errorKind, 'unknown_result');
+      assert.match(outcome.errorMessage ?? '', /task .+ was lost: the server process that ran it is gone/);
+      assert.equal((await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'gone').length, 1, 'no second task');
+      await turn.end();
+    } finally {
+      await client.close();
+    }
+  });
+});

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { buildTranscript, renderTranscript, taskLine, MAX_TASK_CHANGES } from '../../client/transcript.js';
+import { ActivityName, type CallToolInput, type TaskPoll, type TaskRef, type TaskStarted } from '../../contract/index.js';
+import { MAX_POLL_MS, endedTaskOutcome, pollDelayMs, runsAsTask } from '../../workflows/tasks.js';
+
+const cases: [title: string, suggested: number | undefined, polls: number, expected: number][] = [
+  ['no suggestion: 1 s', undefined, 0, 1000],
+  ['the server\'s interval', 2500, 3, 2500],
+  ['a tiny interval is raised to 1 s', 10, 0, 1000],
+  ['a zero interval is raised to 1 s', 0, 0, 1000],
+  ['a huge interval is cut to 5 min', 3_600_000, 0, MAX_POLL_MS],
+  ['steady through the 10th poll', 1000, 9, 1000],
+  ['the 11th wait grows 1.5x', 1000, 10, 1500],
+  ['the 12th 2.25x', 1000, 11, 2250],
+  ['growth stops at 5 min', 1000, 40, MAX_POLL_MS],
+  ['a long suggestion grows to the cap too', 200_000, 10, MAX_POLL_MS],
+];
+for (const [title, suggested, polls, expected] of cases) {
+  void test(`poll delay: ${title}`, () => assert.equal(pollDelayMs(suggested, polls), expected));
+}
+
+void test('poll delay: an hour-long task at 1 s costs tens of polls, not thousands', () => {
+  let waited = 0;
+  let polls = 0;
+  for (; waited < 3_600_000; polls += 1) waited += pollDelayMs(1000, polls);
+  assert.ok(polls < 40, `${polls} polls`);
+});
+
+const runs: [support: 'optional' | 'required' | undefined, tasks: 'prefer' | undefined, expected: boolean][] = [
+  ['required', undefined, true],
+  ['required', 'prefer', true],
+  ['optional', undefined, false],
+  ['optional', 'prefer', true],
+  [undefined, undefined, false],
+  [undefined, 'prefer', false],
+];
+for (const [taskSupport, tasks, expected] of runs) {
+  void test(`runs as a task: taskSupport ${taskSupport ?? 'absent'}, tasks ${tasks ?? 'absent'} -> ${expected}`, () => {
+    assert.equal(runsAsTask({ ...(taskSupport ? { taskSupport } : {}), ...(tasks ? { tasks } : {}) }), expected);
+  });
+}
+
+void test('ended task outcomes: a lost stdio task may have had an effect; a forgotten one is a timeout naming its TTL', () => {
+  const lost = endedTaskOutcome('mcp__s__job', { taskId: 't1', ttlMs: 60_000 }, { status: 'lost' });
+  assert.deepEqual([lost.status, lost.errorKind], ['error', 'unknown_result']);
+  assert.match(lost.errorMessage ?? '', /^mcp__s__job: task t1 was lost: the server process that ran it is gone .*it may have had an effect$/);
+  const expired = endedTaskOutcome('mcp__s__job', { taskId: 't2', ttlMs: 3000 }, { status: 'unknown', statusMessage: 'Task not found' });
+  assert.deepEqual([expired.status, expired.errorKind], ['error', 'timeout']);
+  assert.equal(expired.errorMessage, 'mcp__s__job: task t2 expired before it finished: the server no longer knows it (it was kept for 3 s): Task not found');
+  const unlimited = endedTaskOutcome('mcp__s__job', { taskId: 't3', ttlMs: null }, { status: 'unknown' });
+  assert.equal(unlimited.errorMessage, 'mcp__s__job: task t3 expired before it finished: the server no longer knows it');
+});
+
+/** A history of one call that ran as a task: scheduled and completed activity events, as Temporal records them. */
+function taskHistory(polls: TaskPoll[]) {
+  const payload = (value: unknown) => ({ payloads: [defaultPayloadConverter.toPayload(value)] });
+  const events: object[] = [];
+  let id = 0;
+  const activity = (type: string, input: unknown, result: unknown) => {
+    const scheduled = ++id;
+    events.push({ eventId: scheduled, activityTaskScheduledEventAttributes: { activityType: { name: type }, input: payload(input) } });
+    events.push({ eventId: ++id, activityTaskCompletedEventAttributes: { scheduledEventId: scheduled, result: payload(result) } });
+  };
+  const call: CallToolInput = { sessionId: 's', callId: 'c1', name: 'mcp__s__job', server: 's', tool: 'job', arguments: { n: 1 }, requestTimeoutMs: 1000 };
+  const ref: TaskRef = { sessionId: 's', callId: 'c1', name: 'mcp__s__job', server: 's', tool: 'job', taskId: 'tk', requestTimeoutMs: 1000 };
+  const started: TaskStarted = { kind: 'task', taskId: 'tk', ttlMs: 60_000, pollIntervalMs: 1000, status: 'working' };
+  activity(ActivityName.createTask, call, started);
+  for (const poll of polls) activity(ActivityName.pollTask, ref, poll);
+  return { events };
+}
+
+void test('transcript: a task call shows its ID, its last state and each change once, bounded', () => {
+  const polls: TaskPoll[] = [
+    { status: 'working', statusMessage: 'step 1/3' },
+    { status: 'working', statusMessage: 'step 1/3' },
+    { status: 'working', statusMessage: 'step 2/3' },
+    { status: 'completed' },
+  ];
+  const t = buildTranscript('s/turn-1', taskHistory(polls));
+  const call = t.calls[0]!;
+  assert.deepEqual(call.arguments, { n: 1 });
+  assert.deepEqual(call.task, {
+    taskId: 'tk', status: 'completed', statusMessage: undefined, polls: 4,
+    changes: [{ poll: 0, status: 'working' }, { poll: 1, status: 'working', statusMessage: 'step 1/3' }, { poll: 3, status: 'working', statusMessage: 'step 2/3' }, { poll: 4, status: 'completed' }],
+  });
+  assert.match(renderTranscript(t), /^ {4}task tk: completed \(4 polls\)$/m);
+  assert.equal(taskLine({ taskId: 'tk', status: 'working', statusMessage: '3/5', polls: 1, changes: [] }), 'task tk: working, 3/5 (1 poll)');
+
+  const many = buildTranscript('s/turn-1', taskHistory(Array.from({ length: MAX_TASK_CHANGES + 20 }, (_, i) => ({ status: 'working' as const, statusMessage: `step ${i}` }))));
+  assert.equal(many.calls[0]!.task!.changes.length, MAX_TASK_CHANGES);
+  assert.equal(many.calls[0]!.task!.changes.at(-1)!.statusMessage, `step ${MAX_TASK_CHANGES + 19}`);
+});

@@ -1,0 +1,199 @@
+/**
+ * A call that runs as an MCP task: one short activity creates the task, the turn then waits on
+ * durable timers and polls with short activities until the task ends, and fetches its result once.
+ * Nothing runs and no connection is held between polls, and the task ID is in history from the
+ * moment it exists: a worker that dies at any point costs one poll, never a second task.
+ */
+import { CancellationScope, isCancellation, proxyActivities, sleep } from '@temporalio/workflow';
+import type { ActivityOptions } from '@temporalio/common';
+import { FailureType, type CallOutcome, type CallRequest, type CallToolInput, type TaskPoll, type TaskRef, type TaskStarted, type ToolInfo } from '../contract/index.js';
+import type { Activities } from '../activities/index.js';
+import { callOptions, callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
+import { cancelledCallOutcome, errorOutcome, failureOutcome, isFailureType, isScheduleToStartTimeout, messageOf } from './failures.js';
+import { reconcile } from './servers.js';
+import type { TurnContext } from './turnState.js';
+
+/** The shortest wait between polls, whatever the server suggests. */
+export const MIN_POLL_MS = 1000;
+/** The longest wait between polls: a task that ends is noticed within this. */
+export const MAX_POLL_MS = 5 * 60_000;
+/** Polls at the server's interval before the waits grow. */
+export const STEADY_POLLS = 10;
+/** How much each later wait grows, so a task of hours costs tens of polls, not thousands. */
+export const POLL_BACKOFF = 1.5;
+/** How long past its TTL a task is still polled before it is taken for expired (clocks differ). */
+export const TTL_GRACE_MS = 60_000;
+/**
+ * The start-to-close of a poll, result or cancel: short, so a worker that dies during one is
+ * noticed soon (these activities do not heartbeat).
+ */
+export const TASK_REQUEST_TIMEOUT_MS = 30_000;
+/** Poll, result or cancel requests that failed in a row before the turn gives up on the task. */
+export const MAX_TASK_REQUEST_FAILURES = 5;
+
+/** Whether a call of `tool` runs as an MCP task: its server requires it, or allows it and the config prefers it. */
+export function runsAsTask(tool: Pick<ToolInfo, 'taskSupport' | 'tasks'>): boolean {
+  return tool.taskSupport === 'required' || (tool.taskSupport === 'optional' && tool.tasks === 'prefer');
+}
+
+/**
+ * The wait before poll number `polls + 1` (`polls` done so far): the server's suggested interval
+ * (1 s if it gave none) kept between {@link MIN_POLL_MS} and {@link MAX_POLL_MS}, growing by
+ * {@link POLL_BACKOFF} per poll after {@link STEADY_POLLS}.
+ */
+export function pollDelayMs(suggestedMs: number | undefined, polls: number): number {
+  const base = Math.min(Math.max(suggestedMs ?? MIN_POLL_MS, MIN_POLL_MS), MAX_POLL_MS);
+  const grown = polls < STEADY_POLLS ? base : base * POLL_BACKOFF ** (polls - STEADY_POLLS + 1);
+  return Math.round(Math.min(grown, MAX_POLL_MS));
+}
+
+/** What the model reads when its task ends without a result. */
+export function endedTaskOutcome(name: string, task: Pick<TaskStarted, 'taskId' | 'ttlMs'>, poll: TaskPoll): CallOutcome {
+  if (poll.status === 'lost') {
+    return errorOutcome('unknown_result', `${name}: task ${task.taskId} was lost: the server process that ran it is gone (a stdio server's tasks end with its process); it may have had an effect`);
+  }
+  const ttl = typeof task.ttlMs === 'number' ? ` (it was kept for ${Math.round(task.ttlMs / 1000)} s)` : '';
+  return errorOutcome('timeout', `${name}: task ${task.taskId} expired before it finished: the server no longer knows it${ttl}${poll.statusMessage ? `: ${poll.statusMessage}` : ''}`);
+}
+
+/** What the model reads when its task stopped to ask for input, which a task cannot be given yet. */
+export function needsInputOutcome(name: string, task: Pick<TaskStarted, 'taskId'>, poll: Pick<TaskPoll, 'statusMessage'>): CallOutcome {
+  return errorOutcome(
+    'unknown_result',
+    `${name}: task ${task.taskId} asked for input${poll.statusMessage ? ` (${JSON.stringify(poll.statusMessage.slice(0, 300))})` : ''}, which durable-mcp cannot yet give to a task; the task was cancelled, and it may have had an effect`,
+  );
+}
+
+/** Options of the short task activities (poll, result, cancel): read-only, so retried. */
+function taskRequestOptions(queue: string, tool: ToolInfo, limits: Limits, summary: string): ActivityOptions {
+  return {
+    taskQueue: queue,
+    summary,
+    startToCloseTimeout: Math.min(callTimeoutMs(tool, limits), TASK_REQUEST_TIMEOUT_MS),
+    scheduleToStartTimeout: limits.scheduleToStartMs,
+    retry: { maximumAttempts: 3, initialInterval: '1s', backoffCoefficient: 2, nonRetryableErrorTypes: [FailureType.BadRequest, FailureType.ServerUnavailable] },
+  };
+}
+
+/**
+ * Runs one call as an MCP task, from creation to result. Cancelling the call (or the turn) cancels
+ * the task on its server before the cancellation is reported.
+ */
+export async function runTask(ctx: TurnContext, request: CallRequest, tool: ToolInfo, input: CallToolInput): Promise<CallOutcome> {
+  const { state } = ctx;
+  const scope = new CancellationScope();
+  state.running.set(request.id, scope);
+  let task: TaskStarted | undefined;
+  const refOf = (t: TaskStarted): TaskRef => ({
+    sessionId: input.sessionId,
+    callId: input.callId,
+    name: input.name,
+    server: input.server,
+    tool: input.tool,
+    taskId: t.taskId,
+    requestTimeoutMs: Math.min(input.requestTimeoutMs, TASK_REQUEST_TIMEOUT_MS - 1000),
+    ...(t.serverInstance !== undefined ? { serverInstance: t.serverInstance } : {}),
+  });
+  try {
+    const startedAt = Date.now();
+    return await scope.run(async () => {
+      const created = await createOnce(ctx, tool, input);
+      if (!('kind' in created)) return created;
+      task = created;
+      const outcome = await pollUntilDone(ctx, request, tool, task, refOf(task));
+      // The call took as long as its task, not as long as the request that fetched the result.
+      return outcome.status === 'ok' ? { ...outcome, startedAt: new Date(startedAt).toISOString(), durationMs: Date.now() - startedAt } : outcome;
+    });
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    if (task) {
+      const ref = refOf(task);
+      state.details.callWaitsOnTask(request.id, { taskId: task.taskId, status: 'cancelling' });
+      // Not cancellable itself: the cancellation that brought us here must reach the server.
+      await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
+    }
+    if (CancellationScope.current().consideredCancelled) throw err;
+    return task ? errorOutcome('cancelled', `${tool.name}: the call was cancelled; its task ${task.taskId} was cancelled on the server (it may have had an effect)`) : cancelledCallOutcome();
+  } finally {
+    state.details.callWaitsOnTask(request.id, undefined);
+    state.running.delete(request.id);
+  }
+}
+
+/** Creates the task: once, never retried; a pinned worker that never took it may be replaced once. */
+async function createOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput): Promise<TaskStarted | CallOutcome> {
+  const { state, limits } = ctx;
+  for (let moved = false; ; moved = true) {
+    state.details.callAttempt(input.callId);
+    try {
+      const options = { ...callOptions(state.workerQueue, tool, limits, true), summary: `${tool.name} (create task)`, retry: { maximumAttempts: 1 } };
+      return await proxyActivities<Activities>(options).createTask(input);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const neverStarted = isScheduleToStartTimeout(err) || isFailureType(err, FailureType.ServerUnavailable);
+      if (!neverStarted || moved) return failureOutcome(err, isSafeToRetry(tool));
+      try {
+        state.workerQueue = await reconcile(ctx, isScheduleToStartTimeout(err) ? undefined : state.workerQueue);
+      } catch (reconcileErr) {
+        if (isCancellation(reconcileErr)) throw reconcileErr;
+        return errorOutcome('transport', `the servers could not be reconciled again: ${messageOf(reconcileErr)} (the call did not run)`);
+      }
+    }
+  }
+}
+
+async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolInfo, task: TaskStarted, ref: TaskRef): Promise<CallOutcome> {
+  const { state } = ctx;
+  const createdAt = Date.now();
+  let status: TaskPoll = { status: task.status, ...(task.statusMessage !== undefined ? { statusMessage: task.statusMessage } : {}) };
+  let interval = task.pollIntervalMs;
+  for (let polls = 0; status.status === 'working' || status.status === 'input_required'; polls += 1) {
+    state.details.callWaitsOnTask(request.id, { taskId: task.taskId, status: status.status });
+    if (status.status === 'input_required') {
+      // A 2025-era task asks through tasks/result, which would hold a request open until a person
+      // answers: not done yet, so the task is cancelled rather than left to wait out its TTL.
+      await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
+      return needsInputOutcome(tool.name, task, status);
+    }
+    if (typeof task.ttlMs === 'number' && Date.now() - createdAt > task.ttlMs + TTL_GRACE_MS) {
+      await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
+      return endedTaskOutcome(tool.name, task, { status: 'unknown', statusMessage: `its TTL passed while it was still ${status.status}` });
+    }
+    await sleep(pollDelayMs(interval, polls));
+    const polled = await taskRequest(ctx, tool, `poll task of ${tool.name}`, (a) => a.pollTask(ref));
+    if ('content' in polled) return polled;
+    status = polled;
+    interval = polled.pollIntervalMs ?? interval;
+  }
+  if (status.status === 'lost' || status.status === 'unknown') return endedTaskOutcome(tool.name, task, status);
+  state.details.callWaitsOnTask(request.id, { taskId: task.taskId, status: status.status });
+  return taskRequest(ctx, tool, `${tool.name} (task result)`, (a) => a.taskResult(ref));
+}
+
+/**
+ * One short task activity on the worker holding the session's servers. A worker that is gone
+ * (never took it) or servers that are gone move the turn: the servers are reconciled again, on the
+ * shared queue or the same worker, and the request is sent from there; a remote server's task is
+ * still there. Requests that keep failing end the call with what went wrong.
+ */
+async function taskRequest<T>(ctx: TurnContext, tool: ToolInfo, summary: string, run: (a: Activities) => Promise<T>): Promise<T | CallOutcome> {
+  const { state, limits } = ctx;
+  for (let failures = 1; ; failures += 1) {
+    try {
+      return await run(proxyActivities<Activities>(taskRequestOptions(state.workerQueue, tool, limits, summary)));
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const moved = isScheduleToStartTimeout(err) || isFailureType(err, FailureType.ServerUnavailable);
+      if (!moved || failures >= MAX_TASK_REQUEST_FAILURES) {
+        if (isFailureType(err, FailureType.BadRequest)) return errorOutcome('bad_request', messageOf(err));
+        return errorOutcome('transport', `${summary} failed: ${messageOf(err)}`);
+      }
+      try {
+        state.workerQueue = await reconcile(ctx, isScheduleToStartTimeout(err) ? undefined : state.workerQueue);
+      } catch (reconcileErr) {
+        if (isCancellation(reconcileErr)) throw reconcileErr;
+        if (failures >= MAX_TASK_REQUEST_FAILURES) return errorOutcome('transport', `the servers could not be reconciled again: ${messageOf(reconcileErr)}`);
+      }
+    }
+  }
+}
