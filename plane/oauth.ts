@@ -8,7 +8,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { auth, extractWWWAuthenticateParams, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth, discoverOAuthServerInfo, extractWWWAuthenticateParams, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { sameServerUrl, shortReason, storedTokens } from './credentials.js';
@@ -206,6 +206,16 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
   const hint = await probeUnauthorized(opts.serverUrl, fetchFn);
   const provider = new LoginFlowProvider({ redirectUrl: opts.redirectUrl, state: randomBytes(24).toString('base64url') });
   try {
+    // Discovery first and apart, so metadata naming another issuer is refused before any of its
+    // endpoints (registration included) is used; `auth()` then goes on from this discovery.
+    const found = await discoverOAuthServerInfo(opts.serverUrl, { ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), fetchFn });
+    if (found.resourceMetadata) checkMetadataIssuer(opts.server, found.authorizationServerUrl, found.authorizationServerMetadata?.issuer);
+    provider.saveDiscoveryState({
+      authorizationServerUrl: found.authorizationServerUrl,
+      ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl.href } : {}),
+      ...(found.resourceMetadata ? { resourceMetadata: found.resourceMetadata } : {}),
+      ...(found.authorizationServerMetadata ? { authorizationServerMetadata: found.authorizationServerMetadata } : {}),
+    });
     const result = await auth(provider, { serverUrl: opts.serverUrl, ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), ...(hint?.scope ? { scope: hint.scope } : {}), fetchFn });
     if (result !== 'REDIRECT' || !provider.authorizationUrl) throw new LoginError('the authorization server issued tokens without asking the browser; this login flow needs an authorization code');
   } catch (err) {
@@ -215,7 +225,6 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
   const flow = provider.flow;
   const authorizationUrl = provider.authorizationUrl;
   if (!flow.client || !flow.discovery || !flow.codeVerifier || !flow.state) throw new LoginError(`${opts.server}: the SDK's authorization left no client, discovery or verifier`);
-  checkMetadataIssuer(opts.server, flow.discovery.authorizationServerUrl, flow.discovery.authorizationServerMetadata?.issuer);
   const scope = withOfflineAccess(authorizationUrl.searchParams.get('scope') ?? undefined, flow.discovery.authorizationServerMetadata?.scopes_supported);
   if (scope !== undefined) authorizationUrl.searchParams.set('scope', scope);
   checkTransport(opts.server, flow.discovery);
@@ -241,7 +250,9 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
  * The authorization server metadata's `issuer` against the address it was looked up from (RFC 8414):
  * metadata naming another issuer was served for, or by, someone else, and its endpoints are not
  * to be trusted with this login. A trailing slash is the only difference allowed, since the
- * protected resource metadata and the origin fallback spell the same address both ways.
+ * protected resource metadata spells the same address both ways. Checked where the protected
+ * resource metadata named the authorization server; a server without that metadata (the
+ * 2025-03-26 revision's fallback to the server's own origin) named no issuer to compare with.
  * @throws LoginError naming both.
  */
 export function checkMetadataIssuer(server: string, builtFrom: string, issuer: string | undefined): void {

@@ -264,12 +264,31 @@ describe('what the login tells the authorization server', () => {
 
   test('metadata naming another issuer ends the login before any address is handed out', async () => {
     const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
-    const { spy } = fakeAuthorizationServer('https://evil.example.com');
+    const { spy, registered } = fakeAuthorizationServer('https://evil.example.com');
     await assert.rejects(
       startLogin({ store, fetch: spy }, { server: 'docs', serverUrl: 'https://mcp.example.com/mcp', redirectUrl: 'http://127.0.0.1:8788/callback' }),
       /^LoginError: docs: the authorization server metadata found for https:\/\/auth\.example\.com names another issuer, "https:\/\/evil\.example\.com"/,
     );
+    // None of its endpoints was used: not even registration.
+    assert.deepEqual(registered, []);
     assert.equal(await store.readPending('docs'), undefined);
+  });
+
+  test('a server without protected resource metadata (2025-03-26) named no issuer: its origin\'s metadata is used as it is', async () => {
+    const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+    const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+    const spy = (async (url: string | URL, init?: RequestInit) => {
+      const u = new URL(String(url));
+      if (u.pathname === '/mcp') return new Response('', { status: 401 });
+      if (u.pathname === '/.well-known/oauth-authorization-server') {
+        return json({ issuer: 'https://mcp.example.com/oauth', authorization_endpoint: 'https://mcp.example.com/oauth/authorize', token_endpoint: 'https://mcp.example.com/oauth/token', registration_endpoint: 'https://mcp.example.com/oauth/register', response_types_supported: ['code'] });
+      }
+      if (u.pathname === '/oauth/register') return json({ ...(JSON.parse(String(init?.body)) as object), client_id: 'c2' }, 201);
+      return new Response('', { status: 404 });
+    }) as typeof fetch;
+    const started = await startLogin({ store, fetch: spy }, { server: 'old', serverUrl: 'https://mcp.example.com/mcp', redirectUrl: 'http://127.0.0.1:8788/callback' });
+    assert.equal(new URL(started.authorizationUrl).origin + new URL(started.authorizationUrl).pathname, 'https://mcp.example.com/oauth/authorize');
+    assert.equal(new URL(started.authorizationUrl).searchParams.get('client_id'), 'c2');
   });
 
   test('an address from another issuer is refused before the code is exchanged', async () => {
