@@ -188,6 +188,27 @@ export async function probeUnauthorized(serverUrl: string, fetchFn: FetchLike): 
   return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
 }
 
+/**
+ * A client the operator registered with the authorization server beforehand: its ID, and its
+ * secret as read from `clientSecretEnv` by the caller. Only the variable's name is stored.
+ */
+export interface PreregisteredClient {
+  clientId: string;
+  clientSecret?: string;
+  clientSecretEnv?: string;
+}
+
+function clientOf(client: PreregisteredClient): OAuthClientInformationMixed {
+  return { client_id: client.clientId, ...(client.clientSecret !== undefined ? { client_secret: client.clientSecret } : {}) };
+}
+
+/** Client information fit for the token folder: a pre-registered client's secret stays in its variable. */
+function storableClient(client: OAuthClientInformationMixed, secretEnv: string | undefined): OAuthClientInformationMixed {
+  if (secretEnv === undefined) return client;
+  const { client_secret: _secret, ...rest } = client as OAuthClientInformationMixed & { client_secret?: string };
+  return rest;
+}
+
 export interface StartedLogin {
   authorizationUrl: string;
   redirectUrl: string;
@@ -199,17 +220,24 @@ export interface StartedLogin {
  * address (PKCE S256, state, resource), kept as the server's pending login (replacing an older
  * pending one). The current login, if any, stays in use until the new one is finished.
  */
-export async function startLogin(deps: LoginDeps, opts: { server: string; serverUrl: string; redirectUrl: string }): Promise<StartedLogin> {
+export async function startLogin(deps: LoginDeps, opts: { server: string; serverUrl: string; redirectUrl: string; /** A pre-registered client: no dynamic registration. */ client?: PreregisteredClient }): Promise<StartedLogin> {
   checkTransport(opts.server, undefined, opts.serverUrl);
   const fetchFn = fetchOf(deps);
   const now = deps.now ?? Date.now;
   const hint = await probeUnauthorized(opts.serverUrl, fetchFn);
-  const provider = new LoginFlowProvider({ redirectUrl: opts.redirectUrl, state: randomBytes(24).toString('base64url') });
+  const provider = new LoginFlowProvider({ redirectUrl: opts.redirectUrl, state: randomBytes(24).toString('base64url'), ...(opts.client ? { client: clientOf(opts.client) } : {}) });
   try {
     // Discovery first and apart, so metadata naming another issuer is refused before any of its
     // endpoints (registration included) is used; `auth()` then goes on from this discovery.
     const found = await discoverOAuthServerInfo(opts.serverUrl, { ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), fetchFn });
     if (found.resourceMetadata) checkMetadataIssuer(opts.server, found.authorizationServerUrl, found.authorizationServerMetadata?.issuer);
+    if (!opts.client && found.authorizationServerMetadata && !found.authorizationServerMetadata.registration_endpoint) {
+      throw new LoginError(
+        `${opts.server}: the authorization server ${found.authorizationServerUrl} offers no dynamic client registration: register a client there ` +
+          `(redirect address ${opts.redirectUrl}), then put the server back with its ID: durable-mcp mcp forget ${opts.server} && ` +
+          `durable-mcp mcp add ${opts.server} ${opts.serverUrl} --client-id <id> [--client-secret-env <VAR>]`,
+      );
+    }
     provider.saveDiscoveryState({
       authorizationServerUrl: found.authorizationServerUrl,
       ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl.href } : {}),
@@ -239,7 +267,8 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
     redirectUrl: opts.redirectUrl,
     authorizationUrl: authorizationUrl.href,
     discovery: flow.discovery,
-    client: flow.client,
+    client: storableClient(flow.client, opts.client?.clientSecretEnv),
+    ...(opts.client?.clientSecretEnv !== undefined ? { clientSecretEnv: opts.client.clientSecretEnv } : {}),
     ...(resource ? { resource } : {}),
   };
   await deps.store.writePending(pending);
@@ -332,7 +361,14 @@ export interface FinishedLogin {
  * Finishes the pending login of `server` with the address the browser ended on: checks its state,
  * exchanges the code (PKCE verifier, resource) and stores the login under a new login ID.
  */
-export async function finishLogin(deps: LoginDeps, opts: { server: string; redirectAddress: string; /** The address the shelf names now; a pending login for another one is refused. */ serverUrl?: string }): Promise<FinishedLogin> {
+export async function finishLogin(deps: LoginDeps, opts: {
+  server: string;
+  redirectAddress: string;
+  /** The address the shelf names now; a pending login for another one is refused. */
+  serverUrl?: string;
+  /** The pre-registered client's secret, read from the variable the pending login names. */
+  clientSecret?: string;
+}): Promise<FinishedLogin> {
   const fetchFn = fetchOf(deps);
   const now = deps.now ?? Date.now;
   const pending = await deps.store.readPending(opts.server);
@@ -342,17 +378,20 @@ export async function finishLogin(deps: LoginDeps, opts: { server: string; redir
   }
   const { code } = parseRedirectAddress(opts.redirectAddress, pending);
   checkTransport(opts.server, pending.discovery, pending.serverUrl);
+  if (pending.clientSecretEnv !== undefined && opts.clientSecret === undefined) {
+    throw new LoginError(`${opts.server}: the client's secret is read from ${pending.clientSecretEnv}, which is not set here: set it and paste the address again: durable-mcp mcp login ${opts.server} '<address>'`);
+  }
   const provider = new LoginFlowProvider({
     redirectUrl: pending.redirectUrl,
     state: pending.state,
-    client: pending.client,
+    client: pending.clientSecretEnv !== undefined ? { ...pending.client, client_secret: opts.clientSecret! } : pending.client,
     discovery: pending.discovery,
     codeVerifier: pending.codeVerifier,
   });
   try {
     await auth(provider, { serverUrl: pending.serverUrl, authorizationCode: code, fetchFn });
   } catch (err) {
-    throw new LoginError(`${opts.server}: the authorization server did not exchange the code: ${shortReason(err, [code, pending.codeVerifier])}`);
+    throw new LoginError(`${opts.server}: the authorization server did not exchange the code: ${shortReason(err, [code, pending.codeVerifier, ...(opts.clientSecret ? [opts.clientSecret] : [])])}`);
   }
   const issued = provider.issued;
   if (!issued) throw new LoginError(`${opts.server}: the authorization server answered without tokens`);
@@ -363,7 +402,8 @@ export async function finishLogin(deps: LoginDeps, opts: { server: string; redir
     loginId: newLoginId(),
     createdAt: new Date(t).toISOString(),
     discovery: provider.flow.discovery ?? pending.discovery,
-    client: provider.flow.client ?? pending.client,
+    client: storableClient(provider.flow.client ?? pending.client, pending.clientSecretEnv),
+    ...(pending.clientSecretEnv !== undefined ? { clientSecretEnv: pending.clientSecretEnv } : {}),
     ...(pending.resource ? { resource: pending.resource } : {}),
     tokens: storedTokens(issued, t),
   };

@@ -40,7 +40,13 @@ const cliScript = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 /** Scenario data the suite passes in MCP_CONFORMANCE_CONTEXT that this client reads. */
 interface ScenarioContext {
   toolCalls?: { name: string; arguments?: Record<string, unknown> }[];
+  /** A client registered beforehand (auth/pre-registration): given to `mcp add`, its secret through a variable. */
+  client_id?: string;
+  client_secret?: string;
 }
+
+/** The variable the operator keeps a pre-registered client's secret in. */
+const SECRET_VARIABLE = 'CONFORMANCE_CLIENT_SECRET';
 
 /** Which calls a scenario expects, from the tools the turn listed (server names, not public ones). */
 type CallPlan = (tools: ToolInfo[], context: ScenarioContext) => { tool: string; arguments: Record<string, unknown> }[];
@@ -147,9 +153,9 @@ async function driveTurn(client: TurnClient, source: TurnSource, scenario: strin
 }
 
 /** Runs `durable-mcp <args>` as the operator would, against the same deployment (the environment's TEMPORAL_ADDRESS, queue and data dir). */
-function durableMcp(args: string[]): Promise<{ code: number; out: string }> {
+function durableMcp(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [cliScript, ...args], { env: process.env, timeout: 20_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [cliScript, ...args], { env, timeout: 20_000 }, (err, stdout, stderr) => {
       process.stderr.write(`$ durable-mcp ${args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a}'`)).join(' ')}\n${stdout}${stderr}`);
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
       resolve({ code, out: stdout });
@@ -162,9 +168,11 @@ function durableMcp(args: string[]): Promise<{ code: number; out: string }> {
  * a browser on the worker's machine does: start the login without waiting, open the address (here
  * a GET whose redirect is not followed), paste back where it redirects. False when a step refused.
  */
-async function logIn(name: string, url: string, agent: string): Promise<boolean> {
-  if ((await durableMcp(['mcp', 'add', name, url, '--agent', agent])).code !== 0) return false;
-  const started = await durableMcp(['mcp', 'login', name, '--no-wait', '--no-browser']);
+async function logIn(name: string, url: string, agent: string, context: ScenarioContext): Promise<boolean> {
+  const client = context.client_id !== undefined ? ['--client-id', context.client_id, ...(context.client_secret !== undefined ? ['--client-secret-env', SECRET_VARIABLE] : [])] : [];
+  const env = context.client_secret !== undefined ? { ...process.env, [SECRET_VARIABLE]: context.client_secret } : process.env;
+  if ((await durableMcp(['mcp', 'add', name, url, '--agent', agent, ...client])).code !== 0) return false;
+  const started = await durableMcp(['mcp', 'login', name, '--no-wait', '--no-browser'], env);
   const address = /^\s+(https?:\/\/\S+)$/m.exec(started.out)?.[1];
   if (started.code !== 0 || !address) return false;
   const response = await fetch(address, { redirect: 'manual', signal: AbortSignal.timeout(10_000) });
@@ -174,7 +182,7 @@ async function logIn(name: string, url: string, agent: string): Promise<boolean>
     process.stderr.write(`the authorization address answered ${response.status} without a redirect\n`);
     return false;
   }
-  const finished = await durableMcp(['mcp', 'login', name, new URL(location, address).href]);
+  const finished = await durableMcp(['mcp', 'login', name, new URL(location, address).href], env);
   return finished.code === 0;
 }
 
@@ -197,7 +205,7 @@ async function main(): Promise<number> {
       const suffix = randomBytes(4).toString('hex');
       const name = `auth-${suffix}`;
       const agent = `conformance-${suffix}`;
-      if (!(await logIn(name, url, agent))) return 1;
+      if (!(await logIn(name, url, agent, context))) return 1;
       return await driveTurn(client, { name, agent }, scenario, context, workspace);
     }
     return await driveTurn(client, { name: SERVER, servers: { inlineSpecs: [`${SERVER}:${url}`] } }, scenario, context, workspace);
