@@ -167,22 +167,24 @@ export class LoginFlowProvider implements OAuthClientProvider {
  * looks at the well-known addresses itself.
  */
 export async function probeUnauthorized(serverUrl: string, fetchFn: FetchLike): Promise<{ resourceMetadataUrl?: URL; scope?: string } | undefined> {
-  let res: Response;
-  try {
-    res = await fetchFn(serverUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 0,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'durable-mcp', version: '0' } },
-      }),
-    });
-  } catch (err) {
-    throw new LoginError(`cannot reach ${serverUrl}: ${shortReason(err, [])}`);
-  }
-  await res.body?.cancel().catch(() => undefined);
+  const ask = async (method: string, params: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Response> => {
+    try {
+      const res = await fetchFn(serverUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 0, method, params }),
+      });
+      await res.body?.cancel().catch(() => undefined);
+      return res;
+    } catch (err) {
+      throw new LoginError(`cannot reach ${serverUrl}: ${shortReason(err, [])}`);
+    }
+  };
+  let res = await ask('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'durable-mcp', version: '0' } });
+  // A 2026-07-28 server may refuse `initialize` as a bad request before asking for a token, or
+  // let it through unauthenticated; its own first request, `server/discover`, gets the 401 whose
+  // scope the login should ask for.
+  if (res.status !== 401) res = await ask('server/discover', {}, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'server/discover' });
   if (res.status !== 401) return undefined;
   const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(res);
   return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };

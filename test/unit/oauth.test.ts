@@ -291,6 +291,21 @@ describe('what the login tells the authorization server', () => {
     assert.equal(new URL(started.authorizationUrl).searchParams.get('client_id'), 'c2');
   });
 
+  test('a 2026-07-28 server that refuses initialize before asking for a token: the scope of its server/discover 401 is asked for', async () => {
+    const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+    const { spy: inner } = fakeAuthorizationServer();
+    const spy = (async (url: string | URL, init?: RequestInit) => {
+      if (String(url) === 'https://mcp.example.com/mcp') {
+        const method = (JSON.parse(String(init?.body)) as { method: string }).method;
+        if (method === 'initialize') return new Response('{}', { status: 400 });
+        return new Response('', { status: 401, headers: { 'www-authenticate': 'Bearer scope="mcp:basic", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"' } });
+      }
+      return inner(url, init);
+    }) as typeof fetch;
+    const started = await startLogin({ store, fetch: spy }, { server: 'docs', serverUrl: 'https://mcp.example.com/mcp', redirectUrl: 'http://127.0.0.1:8788/callback' });
+    assert.equal(new URL(started.authorizationUrl).searchParams.get('scope'), 'mcp:basic offline_access');
+  });
+
   test('an address from another issuer is refused before the code is exchanged', async () => {
     const calls: string[] = [];
     const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
