@@ -32,7 +32,7 @@ export interface ShelfRoutesOptions {
 export type ShelfFor = (c: Context<Env>) => ShelfClient;
 
 /** The fields of an entry (`ShelfEntry`), which a refusal's field starts with when it is about one. */
-const ENTRY_FIELDS = new Set(['type', 'url', 'headers', 'command', 'args', 'env']);
+const ENTRY_FIELDS = new Set(['type', 'url', 'headers', 'oauth', 'command', 'args', 'env']);
 
 /** A token with the `shelf` scope (OpenAPI 3.1 lets a bearer requirement name the roles it needs). */
 const SHELF_SCOPE = [{ bearer: ['shelf'] }];
@@ -192,7 +192,7 @@ async function addRefusal(shelf: ShelfClient, name: string, entry: ShelfEntry, e
 function holdsSecretValue(entry: ShelfEntry, env: NodeJS.ProcessEnv): boolean {
   const values = new Set(secretValues(env));
   const secrets = Object.entries(env).flatMap(([k, v]) => (typeof v === 'string' && values.has(v) && isSecretName(k, env) ? [v] : []));
-  const strings = entry.type === 'stdio' ? [entry.command, ...entry.args, ...Object.values(entry.env ?? {})] : [entry.url, ...Object.values(entry.headers ?? {})];
+  const strings = entry.type === 'stdio' ? [entry.command, ...entry.args, ...Object.values(entry.env ?? {})] : [entry.url, ...Object.values(entry.headers ?? {}), ...(entry.oauth ? [entry.oauth.clientId] : [])];
   return strings.some((s) => secrets.some((secret) => s.includes(secret)));
 }
 

@@ -52,6 +52,15 @@ const RemoteEntry = z
       .record(z.string().regex(HEADER_NAME, 'an HTTP header name'), z.string().max(4096).regex(/^[^\r\n\u0000]*$/, 'one line, no NUL'))
       .optional()
       .openapi({ ...keysMatch(HEADER_NAME), description: 'Header values; `${VAR}` is resolved on the workers. No literal credential: use `Authorization: Bearer ${VAR}` or an OAuth login.' }),
+    oauth: z
+      .object({
+        // eslint-disable-next-line no-control-regex
+        clientId: z.string().max(1024).regex(/^[^\u0000-\u001f]*[^\s\u0000-\u001f][^\u0000-\u001f]*$/, 'one line, not blank'),
+        clientSecretEnv: z.string().max(256).regex(ENV_NAME, 'a variable name').optional().openapi({ description: 'The variable holding the client\'s secret: set where `mcp login` runs, and on the workers (listed in their DMCP_MCP_ENV) for refreshes. Never the secret itself.' }),
+      })
+      .strict()
+      .optional()
+      .openapi({ description: 'A client registered with the server\'s authorization server beforehand, for servers without dynamic client registration.' }),
   })
   .strict();
 const CommandEntry = z

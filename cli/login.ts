@@ -9,6 +9,7 @@ import { nameProblem } from '../config/names.js';
 import { LoginError, callbackUrl, finishLogin, listenForCallback, logout, startLogin, type CallbackOutcome, type FinishedLogin, type LoginDeps } from '../plane/oauth.js';
 import { tokenStoreFromSettings, type TokenStore } from '../plane/tokenStore.js';
 import type { Settings } from '../settings/index.js';
+import type { ShelfOAuthClient } from '../contract/index.js';
 
 export interface LoginCommandOptions {
   /** The shelf name of the server. */
@@ -34,6 +35,10 @@ export interface LoginCommandOptions {
   fetch?: typeof fetch;
   /** The token store; default the one the settings name. */
   store?: TokenStore;
+  /** The shelf entry's pre-registered client (its secret is read from `env`). */
+  client?: ShelfOAuthClient;
+  /** Where a pre-registered client's secret variable is read; default process.env. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface LogoutCommandOptions {
@@ -113,15 +118,23 @@ export async function loginCommand(opts: LoginCommandOptions): Promise<number> {
   try {
     const store = await storeFor(opts);
     const deps: LoginDeps = { store, ...(opts.fetch ? { fetch: opts.fetch } : {}) };
+    const secretEnv = opts.client?.clientSecretEnv;
+    const clientSecret = secretEnv !== undefined ? (opts.env ?? process.env)[secretEnv] || undefined : undefined;
+    if (secretEnv !== undefined && clientSecret === undefined) {
+      err(`${opts.server}: its client secret is read from ${secretEnv}, which is not set here: set ${secretEnv} to the secret of client ${opts.client!.clientId} and run durable-mcp mcp login ${opts.server} again`);
+      return 1;
+    }
+    const client = opts.client ? { clientId: opts.client.clientId, ...(clientSecret !== undefined ? { clientSecret, clientSecretEnv: secretEnv! } : {}) } : undefined;
+    const finishing = { ...(clientSecret !== undefined ? { clientSecret } : {}) };
     if (opts.redirect !== undefined) {
-      for (const line of finishedLines(await finishLogin(deps, { server: opts.server, redirectAddress: opts.redirect, serverUrl: opts.serverUrl }))) opts.out(line);
+      for (const line of finishedLines(await finishLogin(deps, { server: opts.server, redirectAddress: opts.redirect, serverUrl: opts.serverUrl, ...finishing }))) opts.out(line);
       return 0;
     }
     const port = opts.settings.oauth.callbackPort;
     const redirectUrl = callbackUrl(port);
     const pasteBack = `durable-mcp mcp login ${opts.server} '<address>'`;
     if (opts.noWait) {
-      const started = await startLogin(deps, { server: opts.server, serverUrl: opts.serverUrl, redirectUrl });
+      const started = await startLogin(deps, { server: opts.server, serverUrl: opts.serverUrl, redirectUrl, ...(client ? { client } : {}) });
       opts.out(`Open this address in a browser to log in to ${opts.server}:`);
       opts.out(`  ${started.authorizationUrl}`);
       opts.out(`The browser ends on ${redirectUrl}?... (a page that may not load on that machine); paste that whole address back:`);
@@ -132,7 +145,7 @@ export async function loginCommand(opts: LoginCommandOptions): Promise<number> {
     let failure: string | undefined;
     const handle = async (address: string): Promise<CallbackOutcome> => {
       try {
-        finished = await finishLogin(deps, { server: opts.server, redirectAddress: address, serverUrl: opts.serverUrl });
+        finished = await finishLogin(deps, { server: opts.server, redirectAddress: address, serverUrl: opts.serverUrl, ...finishing });
         return { done: true, ok: true, message: `Logged in to ${opts.server}. You can close this tab.` };
       } catch (e) {
         const message = e instanceof Error ? e.message : String(e);
@@ -145,7 +158,7 @@ export async function loginCommand(opts: LoginCommandOptions): Promise<number> {
     const listener = await listenForCallback(port, opts.server, handle);
     let timer: NodeJS.Timeout | undefined;
     try {
-      const started = await startLogin(deps, { server: opts.server, serverUrl: opts.serverUrl, redirectUrl });
+      const started = await startLogin(deps, { server: opts.server, serverUrl: opts.serverUrl, redirectUrl, ...(client ? { client } : {}) });
       opts.out(`Open this address in a browser to log in to ${opts.server}:`);
       opts.out(`  ${started.authorizationUrl}`);
       opts.out(`Waiting for the browser to come back to ${redirectUrl} ... (if it runs on another machine, paste the address it ends on: ${pasteBack})`);

@@ -7,8 +7,18 @@
 
 /** The server an entry describes, in `mcp.json`'s shape (the worker parses it like any layer). */
 export type ShelfEntry =
-  | { type: 'http' | 'sse'; url: string; headers?: Record<string, string> }
+  | { type: 'http' | 'sse'; url: string; headers?: Record<string, string>; oauth?: ShelfOAuthClient }
   | { type: 'stdio'; command: string; args: string[]; env?: Record<string, string> };
+
+/**
+ * A client the operator registered with a remote server's authorization server (for servers that
+ * offer no dynamic registration): its ID, and the worker variable that holds its secret, if any.
+ * The secret itself is never on the shelf.
+ */
+export interface ShelfOAuthClient {
+  clientId: string;
+  clientSecretEnv?: string;
+}
 
 /** One server on the shelf. */
 export interface ShelfServer {

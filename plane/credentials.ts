@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import type { LoginProblemKind } from '../contract/history.js';
 import type { LoginRecord, StoredTokens, TokenStore } from './tokenStore.js';
 import { sameServerUrl } from '../text/sameUrl.js';
+import { mcpEnvEntries } from '../settings/index.js';
 
 // The pool's side of a login (mcp/login.ts) is what these credentials give it.
 import type { LoginCredentials as Credentials, LoginProblem, LoginToken as TokenAnswer } from '../mcp/login.js';
@@ -29,6 +30,11 @@ export interface CredentialsDeps {
   refreshTimeoutMs?: number;
   /** The clock (tests). */
   now?: () => number;
+  /**
+   * The worker's environment: a pre-registered client's secret is read from the variable its login
+   * names, and only when DMCP_MCP_ENV lists it. Default: none (such a login cannot be refreshed).
+   */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** What a login problem says, exactly as the status and the servers paragraph show it. */
@@ -161,17 +167,30 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
         return deadLogin(server);
       }
       const metadata = record.discovery.authorizationServerMetadata;
+      let clientInformation = record.client;
+      const secretEnv = record.clientSecretEnv;
+      if (secretEnv !== undefined) {
+        const env = deps.env ?? {};
+        const secret = mcpEnvEntries(env).includes(secretEnv) ? env[secretEnv] : undefined;
+        if (!secret) {
+          const reason = `its client secret is read from ${secretEnv}, which this worker ${mcpEnvEntries(env).includes(secretEnv) ? 'does not have' : 'may not read: list it in DMCP_MCP_ENV'}`;
+          logger.warn({ server, reason }, 'could not refresh the OAuth login');
+          if (stillValid) return answer(record);
+          return { problem: loginProblem('refresh_failed', server, { reason }) };
+        }
+        clientInformation = { ...record.client, client_secret: secret };
+      }
       let issued;
       try {
         issued = await refreshAuthorization(record.discovery.authorizationServerUrl, {
           ...(metadata ? { metadata } : {}),
-          clientInformation: record.client,
+          clientInformation,
           refreshToken,
           ...(record.resource ? { resource: record.resource } : {}),
           fetchFn,
         });
       } catch (err) {
-        const reason = shortReason(err, known.get(server) ?? []);
+        const reason = shortReason(err, [...(known.get(server) ?? []), ...(clientInformation.client_secret ? [clientInformation.client_secret] : [])]);
         if (err instanceof OAuthError && DEAD_CODES.has(err.errorCode)) {
           logger.warn({ server, reason }, 'the authorization server refused the refresh token: the login is over');
           await markDead(record, reason);

@@ -8,7 +8,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { auth, extractWWWAuthenticateParams, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth, discoverOAuthServerInfo, extractWWWAuthenticateParams, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { sameServerUrl, shortReason, storedTokens } from './credentials.js';
@@ -167,25 +167,48 @@ export class LoginFlowProvider implements OAuthClientProvider {
  * looks at the well-known addresses itself.
  */
 export async function probeUnauthorized(serverUrl: string, fetchFn: FetchLike): Promise<{ resourceMetadataUrl?: URL; scope?: string } | undefined> {
-  let res: Response;
-  try {
-    res = await fetchFn(serverUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 0,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'durable-mcp', version: '0' } },
-      }),
-    });
-  } catch (err) {
-    throw new LoginError(`cannot reach ${serverUrl}: ${shortReason(err, [])}`);
-  }
-  await res.body?.cancel().catch(() => undefined);
+  const ask = async (method: string, params: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Response> => {
+    try {
+      const res = await fetchFn(serverUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 0, method, params }),
+      });
+      await res.body?.cancel().catch(() => undefined);
+      return res;
+    } catch (err) {
+      throw new LoginError(`cannot reach ${serverUrl}: ${shortReason(err, [])}`);
+    }
+  };
+  let res = await ask('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'durable-mcp', version: '0' } });
+  // A 2026-07-28 server may refuse `initialize` as a bad request before asking for a token, or
+  // let it through unauthenticated; its own first request, `server/discover`, gets the 401 whose
+  // scope the login should ask for.
+  if (res.status !== 401) res = await ask('server/discover', {}, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'server/discover' });
   if (res.status !== 401) return undefined;
   const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(res);
   return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
+}
+
+/**
+ * A client the operator registered with the authorization server beforehand: its ID, and its
+ * secret as read from `clientSecretEnv` by the caller. Only the variable's name is stored.
+ */
+export interface PreregisteredClient {
+  clientId: string;
+  clientSecret?: string;
+  clientSecretEnv?: string;
+}
+
+function clientOf(client: PreregisteredClient): OAuthClientInformationMixed {
+  return { client_id: client.clientId, ...(client.clientSecret !== undefined ? { client_secret: client.clientSecret } : {}) };
+}
+
+/** Client information fit for the token folder: a pre-registered client's secret stays in its variable. */
+function storableClient(client: OAuthClientInformationMixed, secretEnv: string | undefined): OAuthClientInformationMixed {
+  if (secretEnv === undefined) return client;
+  const { client_secret: _secret, ...rest } = client as OAuthClientInformationMixed & { client_secret?: string };
+  return rest;
 }
 
 export interface StartedLogin {
@@ -199,13 +222,30 @@ export interface StartedLogin {
  * address (PKCE S256, state, resource), kept as the server's pending login (replacing an older
  * pending one). The current login, if any, stays in use until the new one is finished.
  */
-export async function startLogin(deps: LoginDeps, opts: { server: string; serverUrl: string; redirectUrl: string }): Promise<StartedLogin> {
+export async function startLogin(deps: LoginDeps, opts: { server: string; serverUrl: string; redirectUrl: string; /** A pre-registered client: no dynamic registration. */ client?: PreregisteredClient }): Promise<StartedLogin> {
   checkTransport(opts.server, undefined, opts.serverUrl);
   const fetchFn = fetchOf(deps);
   const now = deps.now ?? Date.now;
   const hint = await probeUnauthorized(opts.serverUrl, fetchFn);
-  const provider = new LoginFlowProvider({ redirectUrl: opts.redirectUrl, state: randomBytes(24).toString('base64url') });
+  const provider = new LoginFlowProvider({ redirectUrl: opts.redirectUrl, state: randomBytes(24).toString('base64url'), ...(opts.client ? { client: clientOf(opts.client) } : {}) });
   try {
+    // Discovery first and apart, so metadata naming another issuer is refused before any of its
+    // endpoints (registration included) is used; `auth()` then goes on from this discovery.
+    const found = await discoverOAuthServerInfo(opts.serverUrl, { ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), fetchFn });
+    if (found.resourceMetadata) checkMetadataIssuer(opts.server, found.authorizationServerUrl, found.authorizationServerMetadata?.issuer);
+    if (!opts.client && found.authorizationServerMetadata && !found.authorizationServerMetadata.registration_endpoint) {
+      throw new LoginError(
+        `${opts.server}: the authorization server ${found.authorizationServerUrl} offers no dynamic client registration: register a client there ` +
+          `(redirect address ${opts.redirectUrl}), then put the server back with its ID: durable-mcp mcp forget ${opts.server} && ` +
+          `durable-mcp mcp add ${opts.server} ${opts.serverUrl} --client-id <id> [--client-secret-env <VAR>]`,
+      );
+    }
+    provider.saveDiscoveryState({
+      authorizationServerUrl: found.authorizationServerUrl,
+      ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl.href } : {}),
+      ...(found.resourceMetadata ? { resourceMetadata: found.resourceMetadata } : {}),
+      ...(found.authorizationServerMetadata ? { authorizationServerMetadata: found.authorizationServerMetadata } : {}),
+    });
     const result = await auth(provider, { serverUrl: opts.serverUrl, ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), ...(hint?.scope ? { scope: hint.scope } : {}), fetchFn });
     if (result !== 'REDIRECT' || !provider.authorizationUrl) throw new LoginError('the authorization server issued tokens without asking the browser; this login flow needs an authorization code');
   } catch (err) {
@@ -215,7 +255,6 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
   const flow = provider.flow;
   const authorizationUrl = provider.authorizationUrl;
   if (!flow.client || !flow.discovery || !flow.codeVerifier || !flow.state) throw new LoginError(`${opts.server}: the SDK's authorization left no client, discovery or verifier`);
-  checkMetadataIssuer(opts.server, flow.discovery.authorizationServerUrl, flow.discovery.authorizationServerMetadata?.issuer);
   const scope = withOfflineAccess(authorizationUrl.searchParams.get('scope') ?? undefined, flow.discovery.authorizationServerMetadata?.scopes_supported);
   if (scope !== undefined) authorizationUrl.searchParams.set('scope', scope);
   checkTransport(opts.server, flow.discovery);
@@ -230,7 +269,8 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
     redirectUrl: opts.redirectUrl,
     authorizationUrl: authorizationUrl.href,
     discovery: flow.discovery,
-    client: flow.client,
+    client: storableClient(flow.client, opts.client?.clientSecretEnv),
+    ...(opts.client?.clientSecretEnv !== undefined ? { clientSecretEnv: opts.client.clientSecretEnv } : {}),
     ...(resource ? { resource } : {}),
   };
   await deps.store.writePending(pending);
@@ -241,7 +281,9 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
  * The authorization server metadata's `issuer` against the address it was looked up from (RFC 8414):
  * metadata naming another issuer was served for, or by, someone else, and its endpoints are not
  * to be trusted with this login. A trailing slash is the only difference allowed, since the
- * protected resource metadata and the origin fallback spell the same address both ways.
+ * protected resource metadata spells the same address both ways. Checked where the protected
+ * resource metadata named the authorization server; a server without that metadata (the
+ * 2025-03-26 revision's fallback to the server's own origin) named no issuer to compare with.
  * @throws LoginError naming both.
  */
 export function checkMetadataIssuer(server: string, builtFrom: string, issuer: string | undefined): void {
@@ -321,7 +363,14 @@ export interface FinishedLogin {
  * Finishes the pending login of `server` with the address the browser ended on: checks its state,
  * exchanges the code (PKCE verifier, resource) and stores the login under a new login ID.
  */
-export async function finishLogin(deps: LoginDeps, opts: { server: string; redirectAddress: string; /** The address the shelf names now; a pending login for another one is refused. */ serverUrl?: string }): Promise<FinishedLogin> {
+export async function finishLogin(deps: LoginDeps, opts: {
+  server: string;
+  redirectAddress: string;
+  /** The address the shelf names now; a pending login for another one is refused. */
+  serverUrl?: string;
+  /** The pre-registered client's secret, read from the variable the pending login names. */
+  clientSecret?: string;
+}): Promise<FinishedLogin> {
   const fetchFn = fetchOf(deps);
   const now = deps.now ?? Date.now;
   const pending = await deps.store.readPending(opts.server);
@@ -331,17 +380,20 @@ export async function finishLogin(deps: LoginDeps, opts: { server: string; redir
   }
   const { code } = parseRedirectAddress(opts.redirectAddress, pending);
   checkTransport(opts.server, pending.discovery, pending.serverUrl);
+  if (pending.clientSecretEnv !== undefined && opts.clientSecret === undefined) {
+    throw new LoginError(`${opts.server}: the client's secret is read from ${pending.clientSecretEnv}, which is not set here: set it and paste the address again: durable-mcp mcp login ${opts.server} '<address>'`);
+  }
   const provider = new LoginFlowProvider({
     redirectUrl: pending.redirectUrl,
     state: pending.state,
-    client: pending.client,
+    client: pending.clientSecretEnv !== undefined ? { ...pending.client, client_secret: opts.clientSecret! } : pending.client,
     discovery: pending.discovery,
     codeVerifier: pending.codeVerifier,
   });
   try {
     await auth(provider, { serverUrl: pending.serverUrl, authorizationCode: code, fetchFn });
   } catch (err) {
-    throw new LoginError(`${opts.server}: the authorization server did not exchange the code: ${shortReason(err, [code, pending.codeVerifier])}`);
+    throw new LoginError(`${opts.server}: the authorization server did not exchange the code: ${shortReason(err, [code, pending.codeVerifier, ...(opts.clientSecret ? [opts.clientSecret] : [])])}`);
   }
   const issued = provider.issued;
   if (!issued) throw new LoginError(`${opts.server}: the authorization server answered without tokens`);
@@ -352,7 +404,8 @@ export async function finishLogin(deps: LoginDeps, opts: { server: string; redir
     loginId: newLoginId(),
     createdAt: new Date(t).toISOString(),
     discovery: provider.flow.discovery ?? pending.discovery,
-    client: provider.flow.client ?? pending.client,
+    client: storableClient(provider.flow.client ?? pending.client, pending.clientSecretEnv),
+    ...(pending.clientSecretEnv !== undefined ? { clientSecretEnv: pending.clientSecretEnv } : {}),
     ...(pending.resource ? { resource: pending.resource } : {}),
     tokens: storedTokens(issued, t),
   };

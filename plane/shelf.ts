@@ -13,6 +13,7 @@ import {
   shelfServerProofText,
   type ShelfEntry,
   type ShelfGrant,
+  type ShelfOAuthClient,
   type ShelfServer,
   type ShelfState,
 } from '../contract/index.js';
@@ -60,6 +61,27 @@ export interface AddArguments {
   env?: string[];
   /** Whether the target came after `--` (always a command then, even if it looks like a URL). */
   afterDashes?: boolean;
+  /** `--client-id`: a client registered with the server's authorization server beforehand. */
+  clientId?: string;
+  /** `--client-secret-env`: the variable holding that client's secret (where `mcp login` runs, and on the workers). */
+  clientSecretEnv?: string;
+}
+
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The pre-registered client of `mcp add`, or why its flags are wrong. */
+function oauthClientOf(name: string, args: AddArguments): ShelfOAuthClient | undefined {
+  if (args.clientId === undefined) {
+    if (args.clientSecretEnv !== undefined) throw new ShelfInputError(`mcp add ${name}: --client-secret-env needs --client-id (the client the secret belongs to)`, 'oauth.clientSecretEnv');
+    return undefined;
+  }
+  const clientId = args.clientId.trim();
+  if (clientId === '' || clientId.length > 1024 || [...clientId].some((c) => c.charCodeAt(0) < 0x20)) throw new ShelfInputError(`mcp add ${name}: --client-id must be the client ID the authorization server gave (one line, at most 1024 characters)`, 'oauth.clientId');
+  const secretEnv = args.clientSecretEnv?.replace(/^\$\{?|\}$/g, '');
+  if (secretEnv !== undefined && !VARIABLE_NAME.test(secretEnv)) {
+    throw new ShelfInputError(`mcp add ${name}: --client-secret-env takes the name of a variable holding the secret (CLIENT_SECRET), not the secret itself`, 'oauth.clientSecretEnv');
+  }
+  return { clientId, ...(secretEnv !== undefined ? { clientSecretEnv: secretEnv } : {}) };
 }
 
 const URL_START = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
@@ -88,8 +110,10 @@ export function parseAddArguments(name: string, args: AddArguments): { name: str
     if (!URL_START.test(url)) throw new ShelfInputError(`mcp add ${name}: ${JSON.stringify(url)} is not a URL; write http://host:port/path or https://...`, 'url');
     if (extra.length > 0) throw new ShelfInputError(`mcp add ${name}: unexpected ${JSON.stringify(extra.join(' '))} after the URL; a command goes after "--"`, 'target');
     if (Object.keys(env).length > 0) throw new ShelfInputError(`mcp add ${name}: --env only applies to a command (-- <command>); send values to a remote server with --header`, 'env');
-    return { name, entry: { type, url, ...(Object.keys(headers).length > 0 ? { headers } : {}) } };
+    const oauth = oauthClientOf(name, args);
+    return { name, entry: { type, url, ...(Object.keys(headers).length > 0 ? { headers } : {}), ...(oauth ? { oauth } : {}) } };
   }
+  if (args.clientId !== undefined || args.clientSecretEnv !== undefined) throw new ShelfInputError(`mcp add ${name}: --client-id and --client-secret-env only apply to a remote server (a URL) that wants a login`, 'oauth');
   if (Object.keys(headers).length > 0) throw new ShelfInputError(`mcp add ${name}: --header only applies to a remote server (a URL); give a command values with --env NAME=value`, 'headers');
   const [command, ...commandArgs] = target as [string, ...string[]];
   if (command.trim() === '') throw new ShelfInputError(`mcp add ${name}: the command is empty`, 'command');
@@ -163,13 +187,20 @@ export function workerVariablesOf(entry: ShelfEntry, env: NodeJS.ProcessEnv = {}
     for (const [key, value] of Object.entries(entry.headers ?? {})) {
       if (key.toLowerCase() === 'authorization') for (const v of referencedVariables(value)) out.add(v);
     }
+    if (entry.oauth?.clientSecretEnv) out.add(entry.oauth.clientSecretEnv);
   }
   return [...out];
 }
 
 /** Every string of an entry with its field path, for the secret checks. */
 function entryStrings(entry: ShelfEntry): [string, string][] {
-  if (entry.type !== 'stdio') return [['url', entry.url], ...Object.entries(entry.headers ?? {}).map(([k, v]): [string, string] => [`headers.${k}`, v])];
+  if (entry.type !== 'stdio') {
+    return [
+      ['url', entry.url],
+      ...Object.entries(entry.headers ?? {}).map(([k, v]): [string, string] => [`headers.${k}`, v]),
+      ...(entry.oauth ? [['oauth.clientId', entry.oauth.clientId] as [string, string]] : []),
+    ];
+  }
   return [
     ['command', entry.command],
     ...entry.args.map((a, i): [string, string] => [`args[${i}]`, a]),
@@ -216,6 +247,14 @@ export function shelfEntryProblem(name: string, entry: ShelfEntry, env: NodeJS.P
           `headers.${key}`,
         );
       }
+    }
+    const clientId = entry.oauth?.clientId;
+    if (clientId !== undefined && (clientId.trim() === '' || clientId.length > 1024 || [...clientId].some((c) => c.charCodeAt(0) < 0x20))) {
+      return new ShelfInputError(`server "${name}": oauth.clientId must be the client ID the authorization server gave (one line, not blank, at most 1024 characters)`, 'oauth.clientId');
+    }
+    const secretEnv = entry.oauth?.clientSecretEnv;
+    if (secretEnv !== undefined && !VARIABLE_NAME.test(secretEnv)) {
+      return new ShelfInputError(`server "${name}": oauth.clientSecretEnv must name a variable (CLIENT_SECRET), not hold the secret`, 'oauth.clientSecretEnv');
     }
     let query: URLSearchParams | undefined;
     try {

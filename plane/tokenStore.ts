@@ -57,8 +57,10 @@ export interface LoginRecord {
   refreshedAt?: string;
   /** Where the authorization server is and what it offers (token, revocation endpoints). */
   discovery: OAuthDiscoveryState;
-  /** The client registration (dynamic client registration). */
+  /** The client registration (dynamic client registration), or the pre-registered client without its secret. */
   client: OAuthClientInformationMixed;
+  /** A pre-registered client's secret is this variable's value where the tokens are requested (never stored). */
+  clientSecretEnv?: string;
   /** The RFC 8707 resource indicator the tokens were requested for. */
   resource?: string;
   tokens: StoredTokens;
@@ -80,6 +82,7 @@ export interface PendingLogin {
   authorizationUrl: string;
   discovery: OAuthDiscoveryState;
   client: OAuthClientInformationMixed;
+  clientSecretEnv?: string;
   resource?: string;
 }
 

@@ -49,7 +49,7 @@ export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
     throw err;
   }));
   const openCredentials = () => (credentials ??= openStore().then(
-    (s) => createCredentials({ store: s, logger: options.logger.child({ part: 'oauth' }) }),
+    (s) => createCredentials({ store: s, logger: options.logger.child({ part: 'oauth' }), env: options.env }),
     (err: unknown) => {
       credentials = undefined;
       throw err;

@@ -7,7 +7,7 @@
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import type { ProtocolEra, ShelfEntry, ShelfServer, ShelfState } from '../../contract/index.js';
+import type { ProtocolEra, ShelfEntry, ShelfOAuthClient, ShelfServer, ShelfState } from '../../contract/index.js';
 import type { ShelfClient } from '../../plane/shelfClient.js';
 import type { Settings } from '../../settings/index.js';
 import { stripTerminalControls } from '../../text/terminal.js';
@@ -282,13 +282,18 @@ interface AddOptions {
   agent: string[];
   header: string[];
   env: string[];
+  clientId?: string;
+  clientSecretEnv?: string;
 }
 
 async function addCommand(program: Command, name: string, target: string[], opts: AddOptions): Promise<void> {
   const { parseAddArguments, shelfEntryProblem, workerVariablesOf, ShelfInputError } = await import('../../plane/shelf.js');
   const { agentIdProblem } = await import('../../contract/index.js');
   const parsed = await checked(() => {
-    const p = parseAddArguments(name, { target, headers: opts.header, env: opts.env, afterDashes: rawArgs(program).includes('--') });
+    const p = parseAddArguments(name, {
+      target, headers: opts.header, env: opts.env, afterDashes: rawArgs(program).includes('--'),
+      ...(opts.clientId !== undefined ? { clientId: opts.clientId } : {}), ...(opts.clientSecretEnv !== undefined ? { clientSecretEnv: opts.clientSecretEnv } : {}),
+    });
     const problem = shelfEntryProblem(p.name, p.entry, process.env);
     if (problem) throw problem;
     for (const agent of opts.agent) {
@@ -310,7 +315,9 @@ async function addCommand(program: Command, name: string, target: string[], opts
     if (!existed) print(`added ${describe(parsed.name, parsed.entry)}${granted.length > 0 ? `; granted to ${granted.join(', ')}` : ''} (shelf version ${version})`);
     else if (results.some((r) => r.changed)) print(`${parsed.name} is on the shelf already with this entry; granted to ${granted.join(', ')} (shelf version ${version})`);
     else print(`${parsed.name} is on the shelf already with this entry${granted.length > 0 ? ` and granted to ${granted.join(', ')}` : ''}; nothing changed`);
-    const variables = workerVariablesOf(parsed.entry, process.env);
+    const secretEnv = parsed.entry.type !== 'stdio' ? parsed.entry.oauth?.clientSecretEnv : undefined;
+    const variables = workerVariablesOf(parsed.entry, process.env).filter((v) => v !== secretEnv);
+    if (secretEnv !== undefined) print(`  the client secret is read from ${secretEnv}: set it where durable-mcp mcp login runs, and on the workers (listed in their DMCP_MCP_ENV) for refreshes`);
     if (variables.length > 0) print(`  workers hand ${variables.join(', ')} to it only when their DMCP_MCP_ENV lists ${variables.length > 1 ? 'them' : 'it'}`);
     if (granted.length === 0) print(`  no agent has it yet: durable-mcp mcp grant ${parsed.name} --agent <id>`);
     if (parsed.entry.type !== 'stdio') print(`  if it wants an account: durable-mcp mcp login ${parsed.name}`);
@@ -435,7 +442,7 @@ async function logCommand(opts: { json?: boolean }): Promise<void> {
 }
 
 /** The shelf entry of `server`, or a refusal naming what to do. */
-async function remoteEntry(shelf: ShelfClient, server: string, turnKey: Buffer | undefined): Promise<{ url: string }> {
+async function remoteEntry(shelf: ShelfClient, server: string, turnKey: Buffer | undefined): Promise<{ url: string; oauth?: ShelfOAuthClient }> {
   const state = await shelf.read();
   const found = state.servers.find((s) => s.name === server);
   if (!found) throw new ShelfCommandError(`${server} is not on the shelf: durable-mcp mcp add ${server} <url> first`);
@@ -449,13 +456,13 @@ async function remoteEntry(shelf: ShelfClient, server: string, turnKey: Buffer |
   if (found.entry.url.includes('${')) {
     throw new ShelfCommandError(`${server}: its url ${found.entry.url} holds a variable that only the workers resolve; a login needs the address itself on the shelf`);
   }
-  return { url: found.entry.url };
+  return { url: found.entry.url, ...(found.entry.oauth ? { oauth: found.entry.oauth } : {}) };
 }
 
 const printError = (line: string) => process.stderr.write(`error: ${stripTerminalControls(line)}\n`);
 
 async function loginCli(server: string, address: string | undefined, opts: { browser: boolean; wait: boolean }): Promise<void> {
-  let found: { url: string; settings: Settings } | undefined;
+  let found: { url: string; oauth?: ShelfOAuthClient; settings: Settings } | undefined;
   // The shelf is read and the connection closed before the login waits for the browser.
   await shelfCommand(true, async ({ shelf, settings, turnKey }) => {
     found = { ...(await remoteEntry(shelf, server, turnKey)), settings };
@@ -464,7 +471,8 @@ async function loginCli(server: string, address: string | undefined, opts: { bro
   if (!found) return;
   const { loginCommand } = await import('../login.js');
   process.exitCode = await loginCommand({
-    server, serverUrl: found.url, settings: found.settings, out: print, err: printError,
+    server, serverUrl: found.url, settings: found.settings, out: print, err: printError, env: process.env,
+    ...(found.oauth ? { client: found.oauth } : {}),
     ...(address !== undefined ? { redirect: address } : {}),
     ...(opts.browser ? {} : { noBrowser: true }),
     ...(opts.wait ? {} : { noWait: true }),
@@ -493,6 +501,8 @@ export function registerMcpCommand(program: Command): void {
     .option('--agent <id>', 'grant it to this agent at once (repeatable; before "--")', collect, [])
     .option('--header <header>', "a header of a remote server, 'Name: value' (repeatable; ${VAR} is resolved on the workers)", collect, [])
     .option('--env <pair>', 'a variable of a command, NAME=value (repeatable; ${VAR} is resolved on the workers)', collect, [])
+    .option('--client-id <id>', 'log in as this client, registered with the authorization server beforehand (for servers without dynamic registration)')
+    .option('--client-secret-env <VAR>', "the variable holding that client's secret (where mcp login runs, and on the workers, listed in DMCP_MCP_ENV)")
     .action((name: string, target: string[], opts: AddOptions) => addCommand(program, name, target, opts));
   mcp
     .command('list')

@@ -10,14 +10,23 @@
  * its activity. Then it ends the turn and its session, so the worker closes the session's streams
  * at once (the scenario server waits for them to close before the suite reports).
  *
+ * An authorization scenario (`auth/...`) goes through the operator's own commands instead, as a
+ * person would: `durable-mcp mcp add <name> <url> --agent <agent>`, `durable-mcp mcp login <name>
+ * --no-wait`, the authorization address followed with a plain GET (the suite's authorization server
+ * approves at once and redirects), the address it redirects to pasted back with `durable-mcp mcp
+ * login <name> '<address>'`, then a turn of that agent, whose worker sends the login's token.
+ *
  * Exit code: 0 when the turn ran (whatever the calls returned: the suite judges those), 1 when no
- * turn could be driven (no server, no tools where the scenario has some), 2 on bad usage.
+ * turn could be driven (no server, no tools where the scenario has some, a login refused), 2 on bad
+ * usage.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TurnClient, type Turn } from '../../client/turnClient.js';
+import { fileURLToPath } from 'node:url';
+import { TurnClient, type StartTurnOptions, type Turn } from '../../client/turnClient.js';
 import { unattendedAnswer, type CallRequest, type ToolInfo } from '../../contract/index.js';
 import { dataConverterFor } from '../../payloads/dataConverter.js';
 import { loadSettings } from '../../settings/index.js';
@@ -25,10 +34,19 @@ import { loadSettings } from '../../settings/index.js';
 /** The inline server's name: its tools are `mcp__conformance__<tool>`. */
 const SERVER = 'conformance';
 
+/** The command line interface an operator runs (`durable-mcp`), from this build. */
+const cliScript = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
+
 /** Scenario data the suite passes in MCP_CONFORMANCE_CONTEXT that this client reads. */
 interface ScenarioContext {
   toolCalls?: { name: string; arguments?: Record<string, unknown> }[];
+  /** A client registered beforehand (auth/pre-registration): given to `mcp add`, its secret through a variable. */
+  client_id?: string;
+  client_secret?: string;
 }
+
+/** The variable the operator keeps a pre-registered client's secret in. */
+const SECRET_VARIABLE = 'CONFORMANCE_CLIENT_SECRET';
 
 /** Which calls a scenario expects, from the tools the turn listed (server names, not public ones). */
 type CallPlan = (tools: ToolInfo[], context: ScenarioContext) => { tool: string; arguments: Record<string, unknown> }[];
@@ -94,30 +112,34 @@ function exampleValue(property: Record<string, unknown>): unknown {
   }
 }
 
-function describeServer(turn: Turn): string {
-  const server = turn.status.servers.find((s) => s.name === SERVER);
-  if (!server) return `no server "${SERVER}" in the turn's status (warnings: ${turn.status.warnings.join('; ') || 'none'})`;
-  const parts = [`server "${SERVER}": ${server.state}, ${server.tools.length} tool(s)`];
+function describeServer(turn: Turn, name: string): string {
+  const server = turn.status.servers.find((s) => s.name === name);
+  if (!server) return `no server "${name}" in the turn's status (warnings: ${turn.status.warnings.join('; ') || 'none'})`;
+  const parts = [`server "${name}": ${server.state}, ${server.tools.length} tool(s)`];
   if (server.error) parts.push(`error: ${server.error}`);
   if (server.warnings.length > 0) parts.push(`warnings: ${server.warnings.join('; ')}`);
   return parts.join('; ');
 }
 
-async function driveTurn(client: TurnClient, url: string, scenario: string, context: ScenarioContext, workspace: string): Promise<number> {
+/** Where the turn's one server comes from: inline (its name and URL), or the shelf through an agent. */
+type TurnSource = { name: string; servers: StartTurnOptions['servers'] } | { name: string; agent: string };
+
+async function driveTurn(client: TurnClient, source: TurnSource, scenario: string, context: ScenarioContext, workspace: string): Promise<number> {
+  const name = source.name;
   const sessionId = `conformance-${scenario.replace(/[^A-Za-z0-9._:-]/g, '-')}-${randomBytes(4).toString('hex')}`;
-  const turn = await client.startTurn({ sessionId, workspace, servers: { inlineSpecs: [`${SERVER}:${url}`] } });
-  process.stderr.write(`${turn.turnId}: ${describeServer(turn)}\n`);
+  const turn = await client.startTurn({ sessionId, workspace, ...('agent' in source ? { agent: source.agent } : { servers: source.servers }) });
+  process.stderr.write(`${turn.turnId}: ${describeServer(turn, name)}\n`);
   let exitCode = 0;
   try {
-    const server = turn.status.servers.find((s) => s.name === SERVER);
+    const server = turn.status.servers.find((s) => s.name === name);
     if (!server || server.state === 'failed' || server.state === 'disabled' || server.state === 'off') {
       exitCode = 1;
       return exitCode;
     }
-    const tools = turn.tools.filter((t) => t.server === SERVER && !t.refusedBy);
+    const tools = turn.tools.filter((t) => t.server === name && !t.refusedBy);
     const calls = (plans[scenario] ?? callEveryTool)(tools, context);
     for (const [i, call] of calls.entries()) {
-      const request: CallRequest = { id: `call-${i + 1}`, name: tools.find((t) => t.tool === call.tool)?.name ?? `mcp__${SERVER}__${call.tool}`, arguments: call.arguments };
+      const request: CallRequest = { id: `call-${i + 1}`, name: tools.find((t) => t.tool === call.tool)?.name ?? `mcp__${name}__${call.tool}`, arguments: call.arguments };
       // A scenario that asks for input gets what an unattended run answers: the schema's defaults.
       const outcome = await turn.callTool(request, { inputPollMs: 200, onInput: (asked) => unattendedAnswer('accept-defaults', asked) });
       const text = outcome.content.map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join(' ').slice(0, 300);
@@ -128,6 +150,40 @@ async function driveTurn(client: TurnClient, url: string, scenario: string, cont
     process.stderr.write(`${turn.turnId}: ended (${result.endedBy}), ${result.calls.length} call(s)\n`);
   }
   return exitCode;
+}
+
+/** Runs `durable-mcp <args>` as the operator would, against the same deployment (the environment's TEMPORAL_ADDRESS, queue and data dir). */
+function durableMcp(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [cliScript, ...args], { env, timeout: 20_000 }, (err, stdout, stderr) => {
+      process.stderr.write(`$ durable-mcp ${args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a}'`)).join(' ')}\n${stdout}${stderr}`);
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      resolve({ code, out: stdout });
+    });
+  });
+}
+
+/**
+ * Puts the scenario server on the shelf for `agent` and logs in to it the way an operator without
+ * a browser on the worker's machine does: start the login without waiting, open the address (here
+ * a GET whose redirect is not followed), paste back where it redirects. False when a step refused.
+ */
+async function logIn(name: string, url: string, agent: string, context: ScenarioContext): Promise<boolean> {
+  const client = context.client_id !== undefined ? ['--client-id', context.client_id, ...(context.client_secret !== undefined ? ['--client-secret-env', SECRET_VARIABLE] : [])] : [];
+  const env = context.client_secret !== undefined ? { ...process.env, [SECRET_VARIABLE]: context.client_secret } : process.env;
+  if ((await durableMcp(['mcp', 'add', name, url, '--agent', agent, ...client])).code !== 0) return false;
+  const started = await durableMcp(['mcp', 'login', name, '--no-wait', '--no-browser'], env);
+  const address = /^\s+(https?:\/\/\S+)$/m.exec(started.out)?.[1];
+  if (started.code !== 0 || !address) return false;
+  const response = await fetch(address, { redirect: 'manual', signal: AbortSignal.timeout(10_000) });
+  await response.body?.cancel().catch(() => undefined);
+  const location = response.headers.get('location');
+  if (!location) {
+    process.stderr.write(`the authorization address answered ${response.status} without a redirect\n`);
+    return false;
+  }
+  const finished = await durableMcp(['mcp', 'login', name, new URL(location, address).href], env);
+  return finished.code === 0;
 }
 
 async function main(): Promise<number> {
@@ -144,7 +200,15 @@ async function main(): Promise<number> {
   // An empty workspace: the turn's servers are the scenario's alone, not a checkout's .mcp.json.
   const workspace = await mkdtemp(join(tmpdir(), 'dmcp-conformance-workspace-'));
   try {
-    return await driveTurn(client, url, scenario, context, workspace);
+    if (scenario.startsWith('auth/')) {
+      // Scenarios run side by side on one deployment: each gets its own shelf name and agent.
+      const suffix = randomBytes(4).toString('hex');
+      const name = `auth-${suffix}`;
+      const agent = `conformance-${suffix}`;
+      if (!(await logIn(name, url, agent, context))) return 1;
+      return await driveTurn(client, { name, agent }, scenario, context, workspace);
+    }
+    return await driveTurn(client, { name: SERVER, servers: { inlineSpecs: [`${SERVER}:${url}`] } }, scenario, context, workspace);
   } finally {
     await client.close();
     await rm(workspace, { recursive: true, force: true });

@@ -303,6 +303,44 @@ describe('login through a browser against the SDK example server', { timeout: 90
 });
 
 describe('refresh, revocation and logout against the fixture', { timeout: 90_000 }, () => {
+  test('a pre-registered client: refused without it, naming the command; its secret from a variable at login and on the worker, never stored', async () => {
+    const settings = await settingsFor();
+    const fx = await startFixture({ OAUTH_FIXTURE_CLIENT: 'team-app:team-app-secret-77', OAUTH_FIXTURE_REDIRECT_URI: `http://127.0.0.1:${settings.oauth.callbackPort}/callback` });
+    const store = createTokenStore({ dir: settings.oauth.dir, key: randomBytes(32) });
+    const bare = lines();
+    assert.equal(await loginCommand({ server: 'fx', serverUrl: fx.url, noWait: true, settings, store, out: bare.o, err: bare.e }), 1);
+    assert.match(bare.err.join('\n'), /offers no dynamic client registration: register a client there .*durable-mcp mcp forget fx && durable-mcp mcp add fx http:\/\/127\.0\.0\.1:\d+\/mcp --client-id <id> \[--client-secret-env <VAR>\]$/);
+    const client = { clientId: 'team-app', clientSecretEnv: 'FX_CLIENT_SECRET' };
+    const unset = lines();
+    assert.equal(await loginCommand({ server: 'fx', serverUrl: fx.url, noWait: true, settings, store, client, env: {}, out: unset.o, err: unset.e }), 1);
+    assert.deepEqual(unset.err, ['fx: its client secret is read from FX_CLIENT_SECRET, which is not set here: set FX_CLIENT_SECRET to the secret of client team-app and run durable-mcp mcp login fx again']);
+
+    const env = { FX_CLIENT_SECRET: 'team-app-secret-77' };
+    const start = lines();
+    assert.equal(await loginCommand({ server: 'fx', serverUrl: fx.url, noWait: true, settings, store, client, env, out: start.o, err: start.e }), 0, start.err.join('\n'));
+    const res = await fetch(authorizationUrlIn(start.out), { redirect: 'manual' });
+    assert.equal(res.status, 302);
+    const finish = lines();
+    assert.equal(await loginCommand({ server: 'fx', serverUrl: fx.url, redirect: res.headers.get('location')!, settings, store, client, env, out: finish.o, err: finish.e }), 0, finish.err.join('\n'));
+    const record = (await store.read('fx'))!;
+    assert.equal(record.client.client_id, 'team-app');
+    assert.ok(!JSON.stringify(record).includes('team-app-secret-77'), 'the login file holds no client secret');
+
+    const { logs, logger } = logCapture();
+    let ahead = 0;
+    const now = () => Date.now() + ahead;
+    ahead = record.tokens.expiresAt! - Date.now() - 500;
+    // A worker that may not hand the variable over cannot refresh, and says which variable to list.
+    const unlisted = await createCredentials({ store, logger, refreshMarginMs: 1000, now, env }).afterUnauthorized('fx', fx.url, record.tokens.access_token);
+    assert.ok('problem' in unlisted && /FX_CLIENT_SECRET, which this worker may not read: list it in DMCP_MCP_ENV/.test(unlisted.problem.message), JSON.stringify(unlisted));
+    const refreshed = await createCredentials({ store, logger, refreshMarginMs: 1000, now, env: { ...env, DMCP_MCP_ENV: 'FX_CLIENT_SECRET' } }).accessToken('fx', fx.url);
+    assert.ok('token' in refreshed && refreshed.token !== record.tokens.access_token, JSON.stringify(refreshed));
+    const stats = await fx.stats();
+    assert.equal(stats.registrations, 0);
+    assert.equal(stats.refreshes, 1);
+    assertNoSecret([...start.out, ...finish.out, ...logs], ['team-app-secret-77', record.tokens.access_token, record.tokens.refresh_token]);
+  });
+
   test('refreshed before expiry and after a 401, same login ID, the resource sent each time', async () => {
     const fx = await startFixture({ OAUTH_FIXTURE_TOKEN_TTL: '60' });
     const settings = await settingsFor();

@@ -101,6 +101,9 @@ describe('the shelf over HTTP', { timeout: 120_000 }, () => {
       ['PUT', '/api/v1/shelf/servers/ftp', { entry: { type: 'ftp', url: 'ftp://x' } }, 400, 'bad_request', undefined, /body\.entry\.type/],
       ['PUT', '/api/v1/shelf/servers/bad__name', { entry: { type: 'http', url: 'https://x.example/mcp' } }, 400, 'bad_request', 'path.name', /with single "_" or "-" between them/],
       ['PUT', '/api/v1/shelf/servers/x', { entry: { type: 'http', url: 'https://x.example/mcp' }, agents: ['no spaces'] }, 400, 'bad_request', undefined, /body\.agents\.0/],
+      ['PUT', '/api/v1/shelf/servers/gh', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', clientSecretEnv: 'not a name' } } }, 400, 'bad_request', undefined, /body\.entry\.oauth\.clientSecretEnv/],
+      ['PUT', '/api/v1/shelf/servers/gh', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', clientSecret: 'abc' } } }, 400, 'bad_request', undefined, /body\.entry\.oauth/],
+      ['PUT', '/api/v1/shelf/servers/gh', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'docs-secret-value-42' } } }, 422, 'secret_in_input', 'body.entry.oauth.clientId', /value of the secret variable DOCS_TOKEN/],
       ['PUT', '/api/v1/shelf/servers/nope/agents/team-a-bot', undefined, 404, 'not_found', 'path.name', /"nope" is not on the shelf/],
     ];
     for (const [method, path, body, status, code, field, message] of refusals) {
@@ -142,6 +145,12 @@ describe('the shelf over HTTP', { timeout: 120_000 }, () => {
     const forgot = await call('DELETE', '/api/v1/shelf/servers/docs', ADMIN);
     assert.deepEqual([forgot.status, forgot.body], [200, { changed: true, version: 5, agents: ['team-a-bot', 'team-a-helper'] }]);
     assert.deepEqual((await call('DELETE', '/api/v1/shelf/servers/docs', ADMIN)).body, { changed: false, version: 5, agents: [] });
+
+    // A pre-registered client: its ID and the name of the variable holding its secret.
+    const gh = { type: 'http', url: 'https://gh.example/mcp', oauth: { clientId: 'Iv1.abc', clientSecretEnv: 'GH_CLIENT_SECRET' } };
+    assert.equal((await call('PUT', '/api/v1/shelf/servers/gh', ADMIN, { entry: gh })).status, 201);
+    assert.deepEqual((await call('GET', '/api/v1/shelf', ADMIN)).body.servers.map((s: Json) => s.entry), [gh]);
+    assert.equal((await call('DELETE', '/api/v1/shelf/servers/gh', ADMIN)).status, 200);
   });
 
   test("a turn's agent must start with one of the token's prefixes, and is signed with the workspace", async () => {

@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { InvalidGrantError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
-import { expiresWithin, loginProblemMessage, refreshDue, sameServerUrl, shortReason, storedTokens } from '../../plane/credentials.js';
+import { createCredentials, expiresWithin, loginProblemMessage, refreshDue, sameServerUrl, shortReason, storedTokens } from '../../plane/credentials.js';
 import { LoginError, checkMetadataIssuer, finishLogin, withOfflineAccess, listenForCallback, logout, parseRedirectAddress, revocationOf, safeForTokens, startLogin, type CallbackOutcome } from '../../plane/oauth.js';
 import { logoutCommand } from '../../cli/login.js';
 import type { Settings } from '../../settings/index.js';
@@ -264,12 +264,46 @@ describe('what the login tells the authorization server', () => {
 
   test('metadata naming another issuer ends the login before any address is handed out', async () => {
     const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
-    const { spy } = fakeAuthorizationServer('https://evil.example.com');
+    const { spy, registered } = fakeAuthorizationServer('https://evil.example.com');
     await assert.rejects(
       startLogin({ store, fetch: spy }, { server: 'docs', serverUrl: 'https://mcp.example.com/mcp', redirectUrl: 'http://127.0.0.1:8788/callback' }),
       /^LoginError: docs: the authorization server metadata found for https:\/\/auth\.example\.com names another issuer, "https:\/\/evil\.example\.com"/,
     );
+    // None of its endpoints was used: not even registration.
+    assert.deepEqual(registered, []);
     assert.equal(await store.readPending('docs'), undefined);
+  });
+
+  test('a server without protected resource metadata (2025-03-26) named no issuer: its origin\'s metadata is used as it is', async () => {
+    const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+    const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+    const spy = (async (url: string | URL, init?: RequestInit) => {
+      const u = new URL(String(url));
+      if (u.pathname === '/mcp') return new Response('', { status: 401 });
+      if (u.pathname === '/.well-known/oauth-authorization-server') {
+        return json({ issuer: 'https://mcp.example.com/oauth', authorization_endpoint: 'https://mcp.example.com/oauth/authorize', token_endpoint: 'https://mcp.example.com/oauth/token', registration_endpoint: 'https://mcp.example.com/oauth/register', response_types_supported: ['code'] });
+      }
+      if (u.pathname === '/oauth/register') return json({ ...(JSON.parse(String(init?.body)) as object), client_id: 'c2' }, 201);
+      return new Response('', { status: 404 });
+    }) as typeof fetch;
+    const started = await startLogin({ store, fetch: spy }, { server: 'old', serverUrl: 'https://mcp.example.com/mcp', redirectUrl: 'http://127.0.0.1:8788/callback' });
+    assert.equal(new URL(started.authorizationUrl).origin + new URL(started.authorizationUrl).pathname, 'https://mcp.example.com/oauth/authorize');
+    assert.equal(new URL(started.authorizationUrl).searchParams.get('client_id'), 'c2');
+  });
+
+  test('a 2026-07-28 server that refuses initialize before asking for a token: the scope of its server/discover 401 is asked for', async () => {
+    const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+    const { spy: inner } = fakeAuthorizationServer();
+    const spy = (async (url: string | URL, init?: RequestInit) => {
+      if (String(url) === 'https://mcp.example.com/mcp') {
+        const method = (JSON.parse(String(init?.body)) as { method: string }).method;
+        if (method === 'initialize') return new Response('{}', { status: 400 });
+        return new Response('', { status: 401, headers: { 'www-authenticate': 'Bearer scope="mcp:basic", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"' } });
+      }
+      return inner(url, init);
+    }) as typeof fetch;
+    const started = await startLogin({ store, fetch: spy }, { server: 'docs', serverUrl: 'https://mcp.example.com/mcp', redirectUrl: 'http://127.0.0.1:8788/callback' });
+    assert.equal(new URL(started.authorizationUrl).searchParams.get('scope'), 'mcp:basic offline_access');
   });
 
   test('an address from another issuer is refused before the code is exchanged', async () => {
@@ -423,3 +457,83 @@ function recordingFetch(calls: string[], status: number): typeof fetch {
     return new Response('{}', { status });
   }) as typeof fetch;
 }
+
+describe('a pre-registered client (no dynamic registration)', () => {
+  /** An authorization server without registration that takes `client_secret_basic` at its token endpoint; what reached it. */
+  function noRegistrationServer(): { spy: typeof fetch; requests: { url: string; authorization: string | null; body: string }[] } {
+    const requests: { url: string; authorization: string | null; body: string }[] = [];
+    const json = (body: unknown) => new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
+    const spy = (async (url: string | URL, init?: RequestInit) => {
+      const u = new URL(String(url));
+      requests.push({ url: u.href, authorization: new Headers(init?.headers).get('authorization'), body: String(init?.body ?? '') });
+      if (u.href === 'https://mcp.example.com/mcp') return new Response('', { status: 401, headers: { 'www-authenticate': 'Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"' } });
+      if (u.pathname.startsWith('/.well-known/oauth-protected-resource')) return json({ resource: 'https://mcp.example.com/mcp', authorization_servers: ['https://auth.example.com'] });
+      if (u.host === 'auth.example.com' && u.pathname.startsWith('/.well-known/')) {
+        return json({ issuer: 'https://auth.example.com', authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'https://auth.example.com/token', response_types_supported: ['code'], code_challenge_methods_supported: ['S256'], token_endpoint_auth_methods_supported: ['client_secret_basic'] });
+      }
+      if (u.href === 'https://auth.example.com/token') return json({ access_token: 'at-1', token_type: 'Bearer', expires_in: 3600, refresh_token: 'rt-1' });
+      return new Response('', { status: 404 });
+    }) as typeof fetch;
+    return { spy, requests };
+  }
+  const start = { server: 'docs', serverUrl: 'https://mcp.example.com/mcp', redirectUrl: 'http://127.0.0.1:8788/callback' };
+
+  test('without a client ID the login says how to add one', async () => {
+    const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+    await assert.rejects(
+      startLogin({ store, fetch: noRegistrationServer().spy }, start),
+      /^LoginError: docs: the authorization server https:\/\/auth\.example\.com\/? offers no dynamic client registration: register a client there \(redirect address http:\/\/127\.0\.0\.1:8788\/callback\), then put the server back with its ID: durable-mcp mcp forget docs && durable-mcp mcp add docs https:\/\/mcp\.example\.com\/mcp --client-id <id> \[--client-secret-env <VAR>\]$/,
+    );
+  });
+
+  test('the login uses the client as given, sends its secret the way the server advertises, and stores only the variable\'s name', async () => {
+    const dir = await tempDir();
+    const key = randomBytes(32);
+    const store = createTokenStore({ dir, key });
+    const { spy, requests } = noRegistrationServer();
+    const started = await startLogin({ store, fetch: spy }, { ...start, client: { clientId: 'pre-1', clientSecret: 'sekrit-value-1', clientSecretEnv: 'DOCS_CLIENT_SECRET' } });
+    assert.equal(new URL(started.authorizationUrl).searchParams.get('client_id'), 'pre-1');
+    assert.ok(!requests.some((r) => r.url.endsWith('/register')), 'no registration');
+    const pending = (await store.readPending('docs'))!;
+    assert.equal(pending.clientSecretEnv, 'DOCS_CLIENT_SECRET');
+    assert.ok(!JSON.stringify(pending).includes('sekrit-value-1'), 'the pending login holds no secret');
+    const state = new URL(started.authorizationUrl).searchParams.get('state')!;
+    const address = `http://127.0.0.1:8788/callback?code=abc&state=${state}&iss=${encodeURIComponent('https://auth.example.com')}`;
+    await assert.rejects(finishLogin({ store, fetch: spy }, { server: 'docs', redirectAddress: address }), /^LoginError: docs: the client's secret is read from DOCS_CLIENT_SECRET, which is not set here: set it and paste the address again: durable-mcp mcp login docs '<address>'$/);
+    await finishLogin({ store, fetch: spy }, { server: 'docs', redirectAddress: address, clientSecret: 'sekrit-value-1' });
+    const token = requests.find((r) => r.url === 'https://auth.example.com/token')!;
+    assert.equal(token.authorization, `Basic ${Buffer.from('pre-1:sekrit-value-1').toString('base64')}`);
+    assert.ok(!token.body.includes('client_secret'), 'basic, not post');
+    const record = (await store.read('docs'))!;
+    assert.equal(record.clientSecretEnv, 'DOCS_CLIENT_SECRET');
+    assert.equal(record.client.client_id, 'pre-1');
+    assert.ok(!JSON.stringify(record).includes('sekrit-value-1'), 'the login holds no secret');
+  });
+
+  test('a worker refreshes with the secret from its own variable, and only when DMCP_MCP_ENV lists it', async () => {
+    const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+    const t0 = Date.parse('2026-01-02T03:04:05.000Z');
+    await store.write({
+      server: 'docs', serverUrl: 'https://mcp.example.com/mcp', loginId: 'L1', createdAt: new Date(t0).toISOString(),
+      discovery: { authorizationServerUrl: 'https://auth.example.com/', authorizationServerMetadata: { issuer: 'https://auth.example.com', authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'https://auth.example.com/token', response_types_supported: ['code'], token_endpoint_auth_methods_supported: ['client_secret_post'] } },
+      client: { client_id: 'pre-1' }, clientSecretEnv: 'DOCS_CLIENT_SECRET',
+      tokens: { access_token: 'at-0', token_type: 'Bearer', refresh_token: 'rt-0', obtainedAt: t0, expiresAt: t0 + 30_000 },
+    });
+    const bodies: string[] = [];
+    const spy = (async (_url: string | URL, init?: RequestInit) => {
+      bodies.push(String(init?.body));
+      return new Response(JSON.stringify({ access_token: 'at-1', token_type: 'Bearer', expires_in: 3600 }), { status: 200, headers: { 'content-type': 'application/json' } });
+    }) as typeof fetch;
+    const quiet = () => undefined;
+    const logger = { info: quiet, warn: quiet, debug: quiet, error: quiet } as unknown as Parameters<typeof createCredentials>[0]['logger'];
+    const unlisted = createCredentials({ store, logger, fetch: spy, now: () => t0 + 60_000, env: { DOCS_CLIENT_SECRET: 'sekrit-value-1' } });
+    assert.deepEqual(await unlisted.accessToken('docs', 'https://mcp.example.com/mcp'), {
+      problem: { kind: 'refresh_failed', message: 'could not refresh its login (its client secret is read from DOCS_CLIENT_SECRET, which this worker may not read: list it in DMCP_MCP_ENV); tried again next turn, or durable-mcp mcp login docs' },
+    });
+    assert.deepEqual(bodies, []);
+    const listed = createCredentials({ store, logger, fetch: spy, now: () => t0 + 60_000, env: { DOCS_CLIENT_SECRET: 'sekrit-value-1', DMCP_MCP_ENV: 'DOCS_CLIENT_SECRET' } });
+    assert.deepEqual(await listed.accessToken('docs', 'https://mcp.example.com/mcp'), { token: 'at-1', loginId: 'L1' });
+    assert.equal(new URLSearchParams(bodies[0]).get('client_secret'), 'sekrit-value-1', 'client_secret_post, as advertised');
+    assert.ok(!JSON.stringify(await store.read('docs')).includes('sekrit-value-1'), 'the refreshed login holds no secret');
+  });
+});

@@ -34,6 +34,9 @@ test('mcp add arguments: a URL, sse <url>, http <url>, or a command after --', (
     ['docs', { target: ['https://d/mcp'], headers: ['X-Team:  core ', 'Authorization: Bearer ${DOCS_TOKEN}'] }, { type: 'http', url: 'https://d/mcp', headers: { 'X-Team': 'core', Authorization: 'Bearer ${DOCS_TOKEN}' } }],
     ['fs', { target: ['npx', '-y', '@modelcontextprotocol/server-filesystem', '/srv'], afterDashes: true }, { type: 'stdio', command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/srv'] }],
     ['gh', { target: ['gh-mcp'], env: ['GITHUB_TOKEN=${GITHUB_TOKEN}', 'MODE=a=b'], afterDashes: true }, { type: 'stdio', command: 'gh-mcp', args: [], env: { GITHUB_TOKEN: '${GITHUB_TOKEN}', MODE: 'a=b' } }],
+    ['gh', { target: ['https://gh/mcp'], clientId: ' Iv1.abc ' }, { type: 'http', url: 'https://gh/mcp', oauth: { clientId: 'Iv1.abc' } }],
+    ['gh', { target: ['https://gh/mcp'], clientId: 'Iv1.abc', clientSecretEnv: 'GH_CLIENT_SECRET' }, { type: 'http', url: 'https://gh/mcp', oauth: { clientId: 'Iv1.abc', clientSecretEnv: 'GH_CLIENT_SECRET' } }],
+    ['gh', { target: ['https://gh/mcp'], clientId: 'Iv1.abc', clientSecretEnv: '${GH_CLIENT_SECRET}' }, { type: 'http', url: 'https://gh/mcp', oauth: { clientId: 'Iv1.abc', clientSecretEnv: 'GH_CLIENT_SECRET' } }],
     // After "--" a URL-looking word is a command.
     ['odd', { target: ['https://x/tool', 'arg'], afterDashes: true }, { type: 'stdio', command: 'https://x/tool', args: ['arg'] }],
   ];
@@ -54,6 +57,10 @@ test('mcp add arguments: each mistake is refused naming the argument', () => {
     ['docs', { target: ['https://x/mcp'], headers: ['X: a', 'X: b'] }, 'header', /--header #2: "X" is given twice/],
     ['fs', { target: ['npx'], env: ['=v'], afterDashes: true }, 'env', /--env #1: expected NAME=value/],
     ['fs', { target: [''], afterDashes: true }, 'command', /the command is empty/],
+    ['gh', { target: ['https://gh/mcp'], clientSecretEnv: 'S' }, 'oauth.clientSecretEnv', /--client-secret-env needs --client-id/],
+    ['gh', { target: ['https://gh/mcp'], clientId: '  ' }, 'oauth.clientId', /--client-id must be the client ID/],
+    ['gh', { target: ['https://gh/mcp'], clientId: 'a', clientSecretEnv: 's3cr3t-value!' }, 'oauth.clientSecretEnv', /name of a variable holding the secret.*not the secret itself/],
+    ['fs', { target: ['npx'], clientId: 'a', afterDashes: true }, 'oauth', /only apply to a remote server/],
   ];
   for (const [name, args, field, message] of rows) {
     assert.throws(() => parseAddArguments(name, args), (err: Error) => err instanceof ShelfInputError && err.field === field && message.test(err.message), `${name} ${JSON.stringify(args)}`);
@@ -77,6 +84,10 @@ test('an entry with a secret value is refused before it reaches history, naming 
     [{ type: 'http', url: 'https://d/mcp', headers: { 'X-Team': '${DOCS_TOKEN}' } }, 'headers.X-Team', /variable "DOCS_TOKEN" is secret and cannot be expanded/],
     [{ type: 'stdio', command: 'srv', args: ['$(cat /etc/passwd)'] }, 'args[0]', /command expressions/],
     [{ type: 'stdio', command: 'srv', args: [], env: { 'BAD-NAME': 'x' } }, 'env.BAD-NAME', /is not a variable name/],
+    // A pre-registered client: its ID is no place for a secret, and its secret only ever a variable's name.
+    [{ type: 'http', url: 'https://d/mcp', oauth: { clientId: 'tok-1234567890' } }, 'oauth.clientId', /value of the secret variable DOCS_TOKEN/],
+    [{ type: 'http', url: 'https://d/mcp', oauth: { clientId: 'a', clientSecretEnv: 'not a name' } }, 'oauth.clientSecretEnv', /must name a variable/],
+    [{ type: 'http', url: 'https://d/mcp', oauth: { clientId: 'a\nb' } }, 'oauth.clientId', /one line, not blank/],
   ];
   for (const [entry, field, message] of rows) {
     const problem = shelfEntryProblem('docs', entry, env);
@@ -100,6 +111,7 @@ test('references stay references: accepted, and handed over or expanded on the w
   const gh = accepted[2]!;
   assert.deepEqual(shelfConfigEntry(gh), { type: 'stdio', command: 'gh-mcp', args: ['--root', '${HOME}/src'], env: { LOG: 'debug' }, envFrom: { GITHUB_TOKEN: 'GITHUB_TOKEN' } });
   assert.deepEqual(workerVariablesOf(gh), ['GITHUB_TOKEN']);
+  assert.deepEqual(workerVariablesOf({ type: 'http', url: 'https://gh/mcp', oauth: { clientId: 'Iv1.abc', clientSecretEnv: 'GH_CLIENT_SECRET' } }), ['GH_CLIENT_SECRET']);
   assert.deepEqual(workerVariablesOf(accepted[0]!), ['DOCS_TOKEN']);
   // The worker's parser, with the worker's environment, resolves them (the shelf is a trusted layer).
   const text = JSON.stringify({ mcpServers: { gh: shelfConfigEntry(gh), docs: shelfConfigEntry(accepted[0]!) } });
