@@ -6,7 +6,7 @@
  */
 import { condition, isCancellation, proxyActivities, type CancellationScope } from '@temporalio/workflow';
 import {
-  InputKind, LEGACY_INPUT_KEY, MAX_INPUT_ROUNDS, MAX_INPUT_TEXT_CHARS, RefusalType, inputRequestId, type InputAnswer, type InputRequest, type LegacyInputReport, type LegacyInputTicket,
+  InputKind, LEGACY_INPUT_KEY, MAX_TASK_QUEUE_CHARS, MAX_INPUT_ROUNDS, MAX_INPUT_TEXT_CHARS, RefusalType, inputRequestId, type InputAnswer, type InputRequest, type LegacyInputReport, type LegacyInputTicket,
 } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { deliverOptions } from './activityOptions.js';
@@ -21,10 +21,11 @@ export function checkLegacyReport(state: TurnState, report: unknown): void {
 
 function legacyReportProblem(state: TurnState, report: unknown): string | undefined {
   if (typeof report !== 'object' || report === null) return 'not an object';
-  const { callId, tool, request, waitedMs } = report as Partial<LegacyInputReport>;
+  const { callId, tool, request, waitedMs, taskQueue } = report as Partial<LegacyInputReport>;
   if (typeof callId !== 'string' || !state.running.has(callId)) return `no call ${JSON.stringify(callId)} is running in this turn`;
   if (typeof tool !== 'string' || !state.tools.has(tool)) return `no tool ${JSON.stringify(tool)} in this turn`;
   if (typeof waitedMs !== 'number' || !Number.isFinite(waitedMs)) return '"waitedMs" must be a number';
+  if (taskQueue !== undefined && (typeof taskQueue !== 'string' || taskQueue.length === 0 || taskQueue.length > MAX_TASK_QUEUE_CHARS)) return `"taskQueue" must be a task queue name of at most ${MAX_TASK_QUEUE_CHARS} characters`;
   if ((state.legacyRounds.get(callId) ?? 0) >= MAX_INPUT_ROUNDS) return `the call asked ${MAX_INPUT_ROUNDS} times already`;
   if (typeof request !== 'object' || request === null) return '"request" must be an object';
   if (!(InputKind as readonly unknown[]).includes(request.kind)) return `"request.kind" must be one of ${InputKind.join(', ')}`;
@@ -60,7 +61,7 @@ export function legacyInputAsked(ctx: TurnContext, report: LegacyInputReport): L
   const fields = kind === 'form' && requestedSchema && typeof requestedSchema.properties === 'object' ? Object.keys(requestedSchema.properties ?? {}) : undefined;
   state.details.callWaitsForInput(open.callId, { requestId: open.requestId, mode: kind, ...(fields ? { fields } : {}) });
   const timeoutMs = Math.max(0, limits.legacyInputTimeoutMs - Math.max(0, report.waitedMs));
-  void answerLegacyInput(ctx, open, scope, timeoutMs);
+  void answerLegacyInput(ctx, open, scope, timeoutMs, report.taskQueue);
   return { requestId: open.requestId, timeoutMs };
 }
 
@@ -69,7 +70,7 @@ export function legacyInputAsked(ctx: TurnContext, report: LegacyInputReport): L
  * never answered) and delivers it to the activity, unless the call's attempt that asked has ended
  * meanwhile (finished, cancelled, its worker lost): then nobody waits for it any more.
  */
-async function answerLegacyInput(ctx: TurnContext, open: InputRequest, scope: CancellationScope, timeoutMs: number): Promise<void> {
+async function answerLegacyInput(ctx: TurnContext, open: InputRequest, scope: CancellationScope, timeoutMs: number, queue: string | undefined): Promise<void> {
   const { state, limits } = ctx;
   const id = open.requestId;
   const asked = () => state.running.get(open.callId) === scope;
@@ -88,7 +89,7 @@ async function answerLegacyInput(ctx: TurnContext, open: InputRequest, scope: Ca
     state.details.callWaitsForInput(open.callId, undefined);
   }
   try {
-    await proxyActivities<Activities>(deliverOptions(state.workerQueue, open.tool, limits)).deliverInputAnswer({ requestId: id, answer });
+    await proxyActivities<Activities>(deliverOptions(queue ?? state.workerQueue, open.tool, limits)).deliverInputAnswer({ requestId: id, answer });
   } catch {
     // Undelivered: the call's own wait ends with `cancel` shortly after the limit, or its worker is
     // gone and the call follows the retry rules.
