@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ActivityName } from '../contract/index.js';
-import { callToolActivity } from './callTool.js';
+import { callToolActivity, callToolLocalActivity } from './callTool.js';
 import { endSessionActivity } from './endSession.js';
 import { sealerFor } from './callChecks.js';
 import type { ActivityDeps, ActivityKit } from './deps.js';
@@ -22,6 +22,7 @@ export function createActivities(deps: ActivityDeps) {
     reconcileServers: reconcileServersActivity(kit),
     listTools: listToolsActivity(kit),
     callTool: callToolActivity(kit),
+    callToolLocal: callToolLocalActivity(kit),
     preToolUseHooks: preToolUseHooksActivity(kit),
     postToolUseHooks: postToolUseHooksActivity(kit),
     endSession: endSessionActivity(kit),

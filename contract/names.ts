@@ -18,6 +18,11 @@ export const ActivityName = {
   reconcileServers: 'reconcileServers',
   listTools: 'listTools',
   callTool: 'callTool',
+  /**
+   * A retry-safe call run as a local activity by the worker running the turn's workflow task, when
+   * that worker holds the session's servers (the fast path); recorded as a marker, not as events.
+   */
+  callToolLocal: 'callToolLocal',
   /** The operator's PreToolUse hooks of one call; scheduled only for a tool that has some. */
   preToolUseHooks: 'preToolUseHooks',
   /** The operator's PostToolUse hooks of one call that ran; scheduled only for a tool that has some. */
@@ -98,6 +103,8 @@ export const FailureType = {
   ToolTimeout: 'ToolTimeout',
   /** The connection or process was lost during the call. */
   Transport: 'TransportFailure',
+  /** A fast-path call reached a worker that does not hold the session's servers: nothing ran, the regular path takes it. */
+  FastPathMiss: 'FastPathMiss',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 

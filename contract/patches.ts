@@ -22,5 +22,7 @@ export const PatchId = {
   leanCallRecords: 'lean-call-records',
   /** A turn asked to end its session stops the session's servers on its worker once its calls are done. */
   endSession: 'end-session',
+  /** A retry-safe call runs first as a local activity on the worker running the turn, when it holds the session's servers. */
+  fastPath: 'fast-path',
 } as const;
 export type PatchId = (typeof PatchId)[keyof typeof PatchId];
