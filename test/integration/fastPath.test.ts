@@ -9,6 +9,7 @@ import { TurnClient } from '../../client/turnClient.js';
 import { ActivityName, FailureType, type CallToolInput, type LocalCallOutcome, type ReconcileResult } from '../../contract/index.js';
 import { decodeHistoryPayloads } from '../../payloads/decodeHistory.js';
 import { bundleWorkflows } from '../../worker/index.js';
+import { FAST_PATH_BOUND_MS } from '../../workflows/fastPath.js';
 import { textOf } from '../support/content.js';
 import {
   fixtureServer, readLines, startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess,
@@ -112,6 +113,24 @@ describe('the fast path: retry-safe calls as local activities', () => {
     assert.equal(call?.outcome?.status, 'ok');
     assert.equal(textOf(call?.outcome?.content[0]), 'read after 0 ms');
     await Worker.runReplayHistory({ workflowBundle: { codePath: bundleFile }, replayName: 'fast-replay' }, history, turn.turnId);
+  });
+
+  test('a read-only call that outlives the fast path\'s bound is run again as a regular activity', async () => {
+    const h = await startHarness('fast-slow', { FIXTURE_LOG: execLog });
+    harnesses.push(h);
+    const turn = await h.client.startTurn({ sessionId: `fast-slow-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [spec] } });
+    const slow = await turn.callTool({ id: 'slow', name: 'mcp__fixture__read_slow', arguments: { ms: FAST_PATH_BOUND_MS + 1000, tag: 'fast-slow' } });
+    assert.equal(slow.status, 'ok', slow.errorMessage);
+    assert.equal(textOf(slow.content[0]), `read after ${FAST_PATH_BOUND_MS + 1000} ms`);
+    assert.equal(slow.attempts, 2, 'the local attempt reached the tool, so it counts');
+    const next = await turn.callTool({ id: 'next', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'fast-next' } });
+    assert.equal(next.status, 'ok', next.errorMessage);
+    await turn.end();
+    const paths = callPaths(h.client, await historyOf(h.client, turn.turnId));
+    assert.deepEqual(paths.localFailures, ['timeout']);
+    assert.deepEqual(paths.regular.map((r) => r.callId), ['slow']);
+    assert.deepEqual([...paths.local.keys()], ['next'], 'a timeout is no miss: the next call takes the fast path again');
+    assert.equal((await executions('read_slow', 'fast-slow')).length, 2);
   });
 
   test('DMCP_FAST_PATH=false: the reconcile says so, and a read-only call is a regular activity', async () => {
