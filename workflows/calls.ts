@@ -11,7 +11,7 @@ import {
 } from './failures.js';
 import { reconcile } from './servers.js';
 import { waitForAnswers, type InputRounds } from './inputs.js';
-import { fastCall, takesFastPath, withFastAttempt } from './fastPath.js';
+import { afterFastAttempt, fastCall, takesFastPath, withFastAttempt } from './fastPath.js';
 import type { TurnContext } from './turnState.js';
 
 /**
@@ -212,7 +212,7 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
         else fastRanTool = tried.ranTool;
       }
       if (result === undefined) {
-        const options = callOptions(queue, tool, limits, failoverOnLostWorker);
+        const options = afterFastAttempt(callOptions(queue, tool, limits, failoverOnLostWorker), fastRanTool);
         result = await scope.run(() => proxyActivities<Activities>(input.inputReply ? { ...options, summary: `${tool.name} (with answers)` } : options).callTool(input));
       }
       if (result.status !== 'input_required') return withFastAttempt(result, fastRanTool);

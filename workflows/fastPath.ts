@@ -6,7 +6,7 @@
  * an effect never runs here: a worker lost after it ran and before its workflow task completed would
  * leave no record of it, and the next worker would run it again.
  */
-import type { LocalActivityOptions } from '@temporalio/common';
+import type { ActivityOptions, LocalActivityOptions } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { isCancellation, patched, proxyLocalActivities } from '@temporalio/workflow';
 import { FailureType, PatchId, type CallOutcome, type CallToolInput, type InputRequiredOutcome, type ToolInfo } from '../contract/index.js';
@@ -73,6 +73,16 @@ export async function fastCall(ctx: TurnContext, tool: Pick<ToolInfo, 'name' | '
     if (type === FailureType.BadRequest) return { outcome: failureOutcome(cause, true) };
     return { fallback: true, ranTool: type !== FailureType.ServerUnavailable };
   }
+}
+
+/**
+ * The regular activity's options after a fast-path attempt that reached the tool: that attempt was
+ * the call's first, so the call still gets no more attempts in all than its retry policy allows.
+ */
+export function afterFastAttempt(options: ActivityOptions, ranTool: boolean): ActivityOptions {
+  const attempts = options.retry?.maximumAttempts;
+  if (!ranTool || attempts === undefined || attempts <= 1) return options;
+  return { ...options, retry: { ...options.retry, maximumAttempts: attempts - 1 } };
 }
 
 /** A regular attempt's outcome after a fast-path attempt that reached the tool: that attempt counts too. */

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { buildTranscript, renderTranscript } from '../../client/transcript.js';
-import { FAST_PATH_BOUND_MS, localCallOptions, withFastAttempt } from '../../workflows/fastPath.js';
+import { FAST_PATH_BOUND_MS, afterFastAttempt, localCallOptions, withFastAttempt } from '../../workflows/fastPath.js';
 import { errorOutcome } from '../../workflows/failures.js';
 import type { CallOutcome } from '../../contract/index.js';
 
@@ -29,6 +29,21 @@ const attempts: [string, CallOutcome, boolean, number][] = [
 ];
 for (const [name, outcome, ranTool, expected] of attempts) {
   void test(`attempts after a fallback: ${name}`, () => assert.equal(withFastAttempt(outcome, ranTool).attempts, expected));
+}
+
+const retries: [string, number | undefined, boolean, number | undefined][] = [
+  ['a safe call keeps 2 of its 3 attempts after a fast attempt that ran', 3, true, 2],
+  ['a miss leaves all 3', 3, false, 3],
+  ['one attempt stays one', 1, true, 1],
+  ['no policy stays none', undefined, true, undefined],
+];
+for (const [name, maximumAttempts, ranTool, expected] of retries) {
+  void test(`regular attempts after the fast path: ${name}`, () => {
+    const options = { startToCloseTimeout: 1000, ...(maximumAttempts !== undefined ? { retry: { maximumAttempts, initialInterval: '1s' } } : {}) };
+    const after = afterFastAttempt(options, ranTool);
+    assert.equal(after.retry?.maximumAttempts, expected);
+    if (after.retry) assert.equal(after.retry.initialInterval, '1s', 'the rest of the policy is kept');
+  });
 }
 
 void test('the transcript reads a recorded fast-path call from its local activity marker', async () => {
