@@ -23,7 +23,7 @@ import { TUNED_MAX_IN_FLIGHT_UPDATES } from '../dev/devServer.js';
 import { tempDir } from '../test/support/harness.js';
 import { echoFixture, runBench, stopProcess, type Started } from './procs.js';
 import { benchQueue, connectClient, endBench, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
-import { machineLine, percentile, writeSection } from './support.js';
+import { loadLine, machineLine, percentile, writeSection } from './support.js';
 
 const env = process.env;
 const CALLS = Number(env.BENCH_FAST_CALLS ?? 40);
@@ -208,8 +208,8 @@ async function main(): Promise<void> {
       const v = variants.find((x) => x.key === key)!;
       return `| ${v.label} | ${fmt(p50(s.all))} | ${fmt(percentile(s.all, 95))} | ${s.rounds.map((r) => fmt(r)).join(' / ')} | ${key === 'floor' ? '1.00' : fmt(ratio(key), 2)} |`;
     };
-    const body = `Machine: ${await machineLine()}. **The machine was loaded by other work during the run** (2 cores shared with
-other jobs): absolute figures are noisy; the ratios, measured interleaved in the same run, are the result.
+    const body = `Machine: ${await machineLine()}; ${loadLine()}. Absolute figures move with the load; the ratios,
+measured interleaved in the same run, are the result.
 Command: \`npm run build:bench && node dist/bench/fastPath.js\` (${ROUNDS} rounds of ${CALLS} sequential calls per variant,
 interleaved call by call, order rotated each round; embedded tuned dev server as \`dev\` starts it; one durable-mcp
 worker per variant family, the fixture echo server over stdio).
