@@ -10,7 +10,7 @@ import { sealerFor } from './callChecks.js';
 import type { ActivityDeps, ActivityKit } from './deps.js';
 import { createGovernanceCache } from './governanceCache.js';
 import { postToolUseHooksActivity, preToolUseHooksActivity } from './hooks.js';
-import { listToolsActivity, reconcileServersActivity } from './servers.js';
+import { listToolsActivity, reconcileServersActivity, workerInfoActivity } from './servers.js';
 
 export type { ActivityDeps, SessionServers } from './deps.js';
 export { scrubResult, toFailure } from './history.js';
@@ -23,6 +23,7 @@ export function createActivities(deps: ActivityDeps) {
     listTools: listToolsActivity(kit),
     callTool: callToolActivity(kit),
     callToolLocal: callToolLocalActivity(kit),
+    workerInfo: workerInfoActivity(kit),
     preToolUseHooks: preToolUseHooksActivity(kit),
     postToolUseHooks: postToolUseHooksActivity(kit),
     endSession: endSessionActivity(kit),

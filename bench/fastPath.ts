@@ -95,6 +95,8 @@ async function pathsTaken(client: Client, turnId: string): Promise<{ local: numb
   for (const e of history.events ?? []) {
     const marker = e.markerRecordedEventAttributes;
     if (marker?.markerName === 'core_local_activity') {
+      const data = client.options.loadedDataConverter.payloadConverter.fromPayload<{ activity_type?: string }>(marker.details!.data!.payloads![0]!);
+      if (data.activity_type !== ActivityName.callToolLocal) continue;
       if (marker.failure) misses += 1;
       else local += 1;
     }

@@ -23,6 +23,11 @@ export const ActivityName = {
    * that worker holds the session's servers (the fast path); recorded as a marker, not as events.
    */
   callToolLocal: 'callToolLocal',
+  /**
+   * The queue of the worker running a new session's first workflow task, as a local activity: its
+   * first reconcile goes there, so the servers are on the worker that runs the turn (the fast path).
+   */
+  workerInfo: 'workerInfo',
   /** The operator's PreToolUse hooks of one call; scheduled only for a tool that has some. */
   preToolUseHooks: 'preToolUseHooks',
   /** The operator's PostToolUse hooks of one call that ran; scheduled only for a tool that has some. */

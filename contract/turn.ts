@@ -241,6 +241,12 @@ export interface CallToolInput {
   workerQueue?: string;
 }
 
+/** What `workerInfo` returns: the worker's own queue, and whether it runs retry-safe calls locally. */
+export interface WorkerInfo {
+  workerQueue: string;
+  fastPath: boolean;
+}
+
 /** What `callToolLocal` returns: the outcome, and the call it belongs to (a local activity's marker records no input). */
 export type LocalCallOutcome = (CallOutcome | InputRequiredOutcome) & { callId: string };
 

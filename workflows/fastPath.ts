@@ -45,6 +45,23 @@ export function takesFastPath(ctx: TurnContext, tool: Pick<ToolInfo, 'annotation
   return patched(PatchId.fastPath);
 }
 
+/**
+ * Where a new session's first reconcile goes: the worker running this workflow task, which keeps the
+ * turn's later tasks (sticky execution), so its retry-safe calls can take the fast path. Undefined
+ * (the shared queue, as before) when that worker has the fast path off or cannot say.
+ */
+export async function ownWorkerQueue(): Promise<string | undefined> {
+  // Turns recorded before reconciled on the shared queue first.
+  if (!patched(PatchId.fastPathAffinity)) return undefined;
+  try {
+    const info = await proxyLocalActivities<Activities>({ startToCloseTimeout: '5s', retry: { maximumAttempts: 1 } }).workerInfo();
+    return info.fastPath ? info.workerQueue : undefined;
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    return undefined;
+  }
+}
+
 /** How the fast path ended: with the call's result or outcome, or handing the call to the regular path. */
 export type FastCall =
   | { result: CallOutcome | InputRequiredOutcome }

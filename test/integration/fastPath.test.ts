@@ -27,6 +27,10 @@ interface CallPaths {
   regular: { callId: string; queue: string }[];
   /** Whether each reconcile said the fast path is on. */
   reconciledFastPath: (boolean | undefined)[];
+  /** Queues each reconcile was scheduled on. */
+  reconcileQueues: string[];
+  /** `workerInfo` local activities (a new session's first turn asks where it runs). */
+  workerInfo: number;
 }
 
 async function historyOf(client: TurnClient, turnId: string): Promise<History> {
@@ -38,13 +42,18 @@ async function historyOf(client: TurnClient, turnId: string): Promise<History> {
 
 function callPaths(client: TurnClient, history: History): CallPaths {
   const converter = client.client.options.loadedDataConverter.payloadConverter;
-  const paths: CallPaths = { local: new Map(), localFailures: [], regular: [], reconciledFastPath: [] };
+  const paths: CallPaths = { local: new Map(), localFailures: [], regular: [], reconciledFastPath: [], reconcileQueues: [], workerInfo: 0 };
   const reconciles = new Set<string>();
   for (const e of history.events ?? []) {
     const marker = e.markerRecordedEventAttributes;
     if (marker?.markerName === 'core_local_activity') {
       const data = converter.fromPayload<{ activity_type?: string; activityType?: string }>(marker.details!.data!.payloads![0]!);
-      assert.equal(data.activity_type ?? data.activityType, ActivityName.callToolLocal, 'the only local activity a turn runs');
+      const type = data.activity_type ?? data.activityType;
+      if (type === ActivityName.workerInfo) {
+        paths.workerInfo += 1;
+        continue;
+      }
+      assert.equal(type, ActivityName.callToolLocal, 'the only other local activity a turn runs');
       if (marker.failure) {
         const f = marker.failure;
         paths.localFailures.push(f.applicationFailureInfo?.type ?? f.cause?.applicationFailureInfo?.type ?? (f.timeoutFailureInfo || f.cause?.timeoutFailureInfo ? 'timeout' : f.message ?? ''));
@@ -58,7 +67,10 @@ function callPaths(client: TurnClient, history: History): CallPaths {
       const input = converter.fromPayload<CallToolInput>(scheduled.input!.payloads![0]!);
       paths.regular.push({ callId: input.callId, queue: scheduled.taskQueue?.name ?? '' });
     }
-    if (scheduled?.activityType?.name === ActivityName.reconcileServers) reconciles.add(String(e.eventId));
+    if (scheduled?.activityType?.name === ActivityName.reconcileServers) {
+      reconciles.add(String(e.eventId));
+      paths.reconcileQueues.push(scheduled.taskQueue?.name ?? '');
+    }
     const completed = e.activityTaskCompletedEventAttributes;
     if (completed && reconciles.has(String(completed.scheduledEventId))) {
       paths.reconciledFastPath.push(converter.fromPayload<ReconcileResult>(completed.result!.payloads![0]!).fastPath);
@@ -102,6 +114,8 @@ describe('the fast path: retry-safe calls as local activities', () => {
     const history = await historyOf(h.client, turn.turnId);
     const paths = callPaths(h.client, history);
     assert.deepEqual(paths.reconciledFastPath, [true]);
+    assert.equal(paths.workerInfo, 1, 'a new session asks which worker runs its turn');
+    assert.deepEqual(paths.reconcileQueues, [h.worker.workerQueue], 'and reconciles there first');
     assert.deepEqual([...paths.local], [['ro', 'mcp__fixture__read_slow']], 'the read-only call ran as a local activity, labelled with its public name');
     assert.deepEqual(paths.localFailures, []);
     assert.deepEqual(paths.regular.map((r) => r.callId), ['se'], 'the side-effecting call never ran as a local activity');
@@ -142,6 +156,7 @@ describe('the fast path: retry-safe calls as local activities', () => {
     await turn.end();
     const paths = callPaths(h.client, await historyOf(h.client, turn.turnId));
     assert.deepEqual(paths.reconciledFastPath, [false]);
+    assert.deepEqual(paths.reconcileQueues, [h.taskQueue], 'a worker without the fast path reconciles a new session on the shared queue');
     assert.equal(paths.local.size, 0);
     assert.deepEqual(paths.localFailures, []);
     assert.deepEqual(paths.regular.map((r) => r.callId), ['ro']);
