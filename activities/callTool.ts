@@ -1,6 +1,6 @@
 /** The activity that sends one tool call to the session's server. */
 import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
-import { FailureType } from '../contract/index.js';
+import { FailureType, type LocalCallOutcome } from '../contract/index.js';
 import { scrubberFor } from '../config/secrets.js';
 import { MAX_NESTING_DEPTH, nestedDeeperThan, type CallOutcome, type CallToolInput, type ContentBlock, type InputRequiredOutcome } from '../contract/index.js';
 import { UnservedInputRequestError, isNeedsInput } from '../mcp/inputRequests.js';
@@ -17,33 +17,57 @@ import { scrubResult, toFailure } from './history.js';
  * progress; the result and any failure are scrubbed of the server's secrets too.
  */
 export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Promise<CallOutcome | InputRequiredOutcome> {
-  const { pool } = kit.deps;
   return async function callTool(input) {
-    const ctx = Context.current();
-    const startedAt = new Date();
-    let latest: unknown = { pending: true };
-    let beforeWait: unknown;
-    const stop = startHeartbeat(ctx, () => latest);
-    const scrubber = callScrubber(kit.deps.scrub);
-    const declined: DeclinedInput[] = [];
-    try {
-      const turnId = currentTurnId();
-      await checkCall(kit, input, turnId);
-      const result = await pool.callTool(input.sessionId, input.server, input.tool, input.arguments, {
-        turnId,
-        publicName: input.name,
-        signal: ctx.cancellationSignal,
-        timeoutMs: input.requestTimeoutMs,
-        onServerSecrets: scrubber.onServerSecrets,
-        // Heartbeat details end up in history (the last ones with a timeout): scrub them like results.
-        onProgress: (progress) => {
-          latest = { progress: scrubResult(progress, scrubber.scrub) };
-          ctx.heartbeat(latest);
-        },
-        ...(input.inputReply ? { inputReply: input.inputReply } : {}),
-        askPerson: true,
-        onDeclinedInput: (asked) => declined.push(asked),
-        askLegacyInput: legacyInputAsker(kit, ctx, input, turnId, scrubber.scrub, (waiting) => {
+    return runCall(kit, input, true);
+  };
+}
+
+/**
+ * `callToolLocal`: the same call as `callTool`, run as a local activity by the worker running the
+ * turn's workflow task. Only on the worker the turn names as holding the session's servers: any
+ * other refuses at once (`FastPathMiss`), before anything runs, and the workflow takes the regular
+ * path. No heartbeats: a local activity has none; its bound is its start-to-close.
+ */
+export function callToolLocalActivity(kit: ActivityKit): (input: CallToolInput) => Promise<LocalCallOutcome> {
+  return async function callToolLocal(input) {
+    if (kit.deps.fastPath === false || input.workerQueue !== kit.deps.workerQueue) {
+      throw ApplicationFailure.create({ type: FailureType.FastPathMiss, message: 'this worker does not hold the session\'s servers', nonRetryable: true });
+    }
+    return { ...(await runCall(kit, input, false)), callId: input.callId };
+  };
+}
+
+async function runCall(kit: ActivityKit, input: CallToolInput, heartbeats: boolean): Promise<CallOutcome | InputRequiredOutcome> {
+  const { pool } = kit.deps;
+  const ctx = Context.current();
+  const startedAt = new Date();
+  let latest: unknown = { pending: true };
+  const stop = heartbeats ? startHeartbeat(ctx, () => latest) : () => {};
+  const scrubber = callScrubber(kit.deps.scrub);
+  const declined: DeclinedInput[] = [];
+  let beforeWait: unknown;
+  // A local activity cannot wait for a person: a 2025-era question ends its attempt, and the
+  // regular activity, which can, runs the call again (it is safe to: only such calls run locally).
+  const toRegularPath = new AbortController();
+  try {
+    const turnId = currentTurnId();
+    await checkCall(kit, input, turnId);
+    const result = await pool.callTool(input.sessionId, input.server, input.tool, input.arguments, {
+      turnId,
+      publicName: input.name,
+      signal: heartbeats ? ctx.cancellationSignal : AbortSignal.any([ctx.cancellationSignal, toRegularPath.signal]),
+      timeoutMs: input.requestTimeoutMs,
+      onServerSecrets: scrubber.onServerSecrets,
+      // Heartbeat details end up in history (the last ones with a timeout): scrub them like results.
+      onProgress: (progress) => {
+        latest = { progress: scrubResult(progress, scrubber.scrub) };
+        if (heartbeats) ctx.heartbeat(latest);
+      },
+      ...(input.inputReply ? { inputReply: input.inputReply } : {}),
+      askPerson: true,
+      onDeclinedInput: (asked) => declined.push(asked),
+      askLegacyInput: heartbeats
+        ? legacyInputAsker(kit, ctx, input, turnId, scrubber.scrub, (waiting) => {
           if (waiting) {
             beforeWait ??= latest;
             latest = waiting;
@@ -52,32 +76,35 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
             beforeWait = undefined;
           }
           ctx.heartbeat(latest);
-        }),
-      });
-      // The server asks a person: the call ends here and the turn waits, with nothing running.
-      // Recorded as the server sent it (the state is opaque and echoed byte for byte), scrubbed.
-      if (isNeedsInput(result)) {
-        const requests = scrubResult(result.requests, scrubber.scrub);
-        const own = result.ownResponses;
-        return {
-          status: 'input_required',
-          requests,
-          ...(result.requestState !== undefined ? { requestState: result.requestState } : {}),
-          ...(Object.keys(own).length > 0 ? { ownResponses: own } : {}),
-        };
-      }
-      const timing = { startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt };
-      return resultOutcome(input.name, result, scrubber.scrub, timing, () => declinedNotes(declined, scrubber.scrub));
-
-    } catch (err) {
-      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
-      if (err instanceof ApplicationFailure) throw err;
-      if (err instanceof UnservedInputRequestError) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: ${scrubber.scrub(err.message)}`, nonRetryable: true });
-      throw toFailure(err, input, scrubber.scrub);
-    } finally {
-      stop();
+        })
+        : async () => {
+          toRegularPath.abort();
+          return { action: 'cancel' };
+        },
+    });
+    // The server asks a person: the call ends here and the turn waits, with nothing running.
+    // Recorded as the server sent it (the state is opaque and echoed byte for byte), scrubbed.
+    if (isNeedsInput(result)) {
+      const requests = scrubResult(result.requests, scrubber.scrub);
+      const own = result.ownResponses;
+      return {
+        status: 'input_required',
+        requests,
+        ...(result.requestState !== undefined ? { requestState: result.requestState } : {}),
+        ...(Object.keys(own).length > 0 ? { ownResponses: own } : {}),
+      };
     }
-  };
+    const timing = { startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt };
+    return resultOutcome(input.name, result, scrubber.scrub, timing, () => declinedNotes(declined, scrubber.scrub));
+  } catch (err) {
+    if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
+    if (toRegularPath.signal.aborted) throw ApplicationFailure.create({ type: FailureType.FastPathAsksPerson, message: `${input.name} asked a person mid-call: the regular activity runs it again`, nonRetryable: true });
+    if (err instanceof ApplicationFailure) throw err;
+    if (err instanceof UnservedInputRequestError) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: ${scrubber.scrub(err.message)}`, nonRetryable: true });
+    throw toFailure(err, input, scrubber.scrub);
+  } finally {
+    stop();
+  }
 }
 
 /**

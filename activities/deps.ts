@@ -34,6 +34,11 @@ export interface ActivityDeps {
    * this process alone (such a call is then refused on the other worker, and says why).
    */
   turnKey?: Buffer;
+  /**
+   * Whether retry-safe calls may run as local activities on this worker (DMCP_FAST_PATH). Default
+   * true. Reported by reconcileServers, so each turn reads the choice from its own history.
+   */
+  fastPath?: boolean;
 }
 
 /** What every activity of one worker is built from: its deps and the parts they share. */

@@ -4,13 +4,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ActivityName } from '../contract/index.js';
-import { callToolActivity } from './callTool.js';
+import { callToolActivity, callToolLocalActivity } from './callTool.js';
 import { endSessionActivity } from './endSession.js';
 import { sealerFor } from './callChecks.js';
 import type { ActivityDeps, ActivityKit } from './deps.js';
 import { createGovernanceCache } from './governanceCache.js';
 import { postToolUseHooksActivity, preToolUseHooksActivity } from './hooks.js';
-import { listToolsActivity, reconcileServersActivity } from './servers.js';
+import { listToolsActivity, reconcileServersActivity, workerInfoActivity } from './servers.js';
 import { deliverInputAnswerActivity } from './legacyInput.js';
 import { LegacyInputWaits } from '../mcp/legacyInputs.js';
 import { cancelTaskActivity, createTaskActivity, pollTaskActivity, taskResultActivity } from './tasks.js';
@@ -25,6 +25,8 @@ export function createActivities(deps: ActivityDeps) {
     reconcileServers: reconcileServersActivity(kit),
     listTools: listToolsActivity(kit),
     callTool: callToolActivity(kit),
+    callToolLocal: callToolLocalActivity(kit),
+    workerInfo: workerInfoActivity(kit),
     preToolUseHooks: preToolUseHooksActivity(kit),
     postToolUseHooks: postToolUseHooksActivity(kit),
     endSession: endSessionActivity(kit),

@@ -1,7 +1,7 @@
 /** The activities that start a turn's servers and name their tools. */
 import type { LoadedConfig } from '../config/types.js';
 import { renderServersParagraph } from '../shaping/serversParagraph.js';
-import type { ListToolsInput, ReconcileInput, ReconcileResult, ToolInfo } from '../contract/index.js';
+import type { ListToolsInput, ReconcileInput, ReconcileResult, ToolInfo, WorkerInfo } from '../contract/index.js';
 import { currentTurnId, withHeartbeat } from './context.js';
 import type { ActivityKit } from './deps.js';
 import { configFailure, scrubResult } from './history.js';
@@ -34,7 +34,7 @@ export function reconcileServersActivity({ deps, governanceFor }: ActivityKit): 
       throw configFailure(err, scrub);
     }
     const forModel = shown ? { ...clean, servers: clean.servers.map((s) => ({ ...s, tools: s.tools.filter(shown) })) } : clean;
-    return { workerQueue: deps.workerQueue, status: clean, serversParagraph: renderServersParagraph(forModel) };
+    return { workerQueue: deps.workerQueue, status: clean, serversParagraph: renderServersParagraph(forModel), fastPath: deps.fastPath !== false };
   };
 }
 
@@ -49,5 +49,12 @@ export function listToolsActivity({ deps, governanceFor }: ActivityKit): (input:
     } catch (err) {
       throw configFailure(err, deps.scrub);
     }
+  };
+}
+
+/** `workerInfo`: this worker's own queue and its DMCP_FAST_PATH; run as a local activity, by the worker running the turn. */
+export function workerInfoActivity({ deps }: ActivityKit): () => Promise<WorkerInfo> {
+  return async function workerInfo() {
+    return { workerQueue: deps.workerQueue, fastPath: deps.fastPath !== false };
   };
 }

@@ -3,7 +3,7 @@
  * activity and returns its result. Same shape as a durable-mcp call (Update -> activity -> Update
  * result), without MCP, tool lists, failover or outcome shaping.
  */
-import { condition, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, defineUpdate, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 
 export interface BareActivities {
   noop(input: { id: string; arguments: Record<string, unknown> }): Promise<{ content: { type: 'text'; text: string }[]; isError: boolean }>;
@@ -11,6 +11,10 @@ export interface BareActivities {
 
 export const bareCallUpdate = defineUpdate<{ content: { type: 'text'; text: string }[]; isError: boolean }, [string, Record<string, unknown>]>('call');
 export const bareEndUpdate = defineUpdate<void>('end');
+/** The floor: an Update answered at once, with no activity (one durable acknowledgement). */
+export const bareFloorUpdate = defineUpdate<string, [string]>('floor');
+/** An Update that runs the same no-op as a local activity, in its workflow task. */
+export const bareLocalUpdate = defineUpdate<{ content: { type: 'text'; text: string }[]; isError: boolean }, [string, Record<string, unknown>]>('local');
 
 /**
  * `activityQueue`: run the activity on another task queue (as durable-mcp pins its calls to the
@@ -22,6 +26,13 @@ export async function bareTurn(activityQueue?: string): Promise<number> {
   let ended = false;
   setHandler(bareCallUpdate, async (id, args) => {
     const result = await noop({ id, arguments: args });
+    calls += 1;
+    return result;
+  });
+  const local = proxyLocalActivities<BareActivities>({ startToCloseTimeout: '5s', retry: { maximumAttempts: 1 } });
+  setHandler(bareFloorUpdate, (id) => id);
+  setHandler(bareLocalUpdate, async (id, args) => {
+    const result = await local.noop({ id, arguments: args });
     calls += 1;
     return result;
   });

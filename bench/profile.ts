@@ -5,8 +5,10 @@
  * (start-up is cut off by time window). Writes the top self-time functions and the split by
  * component into BENCHMARKS.md. Run on demand: `npm run build:bench && node dist/bench/profile.js`
  * (BENCH_PROFILE_CALLS, default 300; BENCH_PROFILE_DIR keeps the .cpuprofile files).
+ * BENCH_PROFILE_FAST=1 profiles the fast path instead: a retry-safe echo (a local activity) against
+ * a bare Update -> local activity, into its own section.
  */
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -15,9 +17,10 @@ import { tempDir } from '../test/support/harness.js';
 import { monotonicUs, summarizeDir, summarize, type CpuProfile, type ProfileSummary } from './cpuProfile.js';
 import { echoFixture, killStarted, runBench, stopProcess, treeCpuMs } from './procs.js';
 import { benchQueue, connectClient, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
-import { machineLine, writeSection } from './support.js';
+import { loadLine, machineLine, writeSection } from './support.js';
 
 const CALLS = Number(process.env.BENCH_PROFILE_CALLS ?? 300);
+const FAST = process.env.BENCH_PROFILE_FAST === '1';
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
 interface Measured {
@@ -64,7 +67,10 @@ async function main(): Promise<void> {
     });
 
     const turns = new TurnClient({ client, taskQueue: durableQueue });
-    const turn = await turns.startTurn({ sessionId: `prof-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] } });
+    const config = join(dir, 'fast.mcp.json');
+    await writeFile(config, JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [echoFixture], retry: 'safe' } } }));
+    const servers = FAST ? { mcpConfigFiles: [config] } : { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] };
+    const turn = await turns.startTurn({ sessionId: `prof-${Date.now()}`, workspace: dir, servers });
     log(`profiling ${CALLS} durable-mcp calls`);
     const durable = await drive(
       session,
@@ -81,7 +87,7 @@ async function main(): Promise<void> {
     const bare = await drive(
       session,
       async (i) => {
-        await handle.executeUpdate('call', { args: [`p${i}`, { text: `call ${i}` }], updateId: `p${i}` });
+        await handle.executeUpdate(FAST ? 'local' : 'call', { args: [`p${i}`, { text: `call ${i}` }], updateId: `p${i}` });
       },
       bareWorker.pid,
     );
@@ -128,9 +134,9 @@ async function writeReport(r: { durable: Measured; bare: Measured; durableWorker
     ...s.functions.map((f) => `| ${(f.selfMs / calls).toFixed(3)} | ${pct(f.selfMs, s.busyMs)} | \`${f.name}\` | ${f.component} |`),
   ];
   const lines = [
-    `Command: \`npm run build:bench && node dist/bench/profile.js\` (part of \`npm run bench\`). Machine: ${await machineLine()}.`,
+    `Command: \`npm run build:bench && ${FAST ? 'BENCH_PROFILE_FAST=1 ' : ''}node dist/bench/profile.js\`${FAST ? '' : ' (part of `npm run bench`)'}. Machine: ${await machineLine()}; ${loadLine()}.`,
     '',
-    `${CALLS} sequential echo calls (fixture server, stdio) through durable-mcp, then ${CALLS} Updates to the bare baseline (Update -> no-op activity), each worker in its own process under \`node --cpu-prof\`; this client process under the inspector's profiler. Only samples taken while the calls ran count. Aggregated by bench/cpuProfile.ts (\`node dist/bench/cpuProfile.js FILE.cpuprofile\` prints the same for any profile).`,
+    `${CALLS} sequential ${FAST ? 'retry-safe ' : ''}echo calls (fixture server, stdio${FAST ? ', `"retry": "safe"`: the fast path' : ''}) through durable-mcp, then ${CALLS} Updates to the bare baseline (Update -> no-op ${FAST ? 'local ' : ''}activity), each worker in its own process under \`node --cpu-prof\`; this client process under the inspector's profiler. Only samples taken while the calls ran count. Aggregated by bench/cpuProfile.ts (\`node dist/bench/cpuProfile.js FILE.cpuprofile\` prints the same for any profile).`,
     '',
     `Wall time per call: durable-mcp ${(r.durable.wallMs / CALLS).toFixed(1)} ms, bare ${(r.bare.wallMs / CALLS).toFixed(1)} ms. Worker process CPU per call (all threads, from /proc): durable-mcp ${(r.durable.workerCpuMs / CALLS).toFixed(2)} ms, bare ${(r.bare.workerCpuMs / CALLS).toFixed(2)} ms; of that, JavaScript sampled by V8 (main thread + workflow worker thread): durable-mcp ${(r.durableWorkerProfile.busyMs / CALLS).toFixed(2)} ms, bare ${(r.bareWorkerProfile.busyMs / CALLS).toFixed(2)} ms. The rest is the SDK's Rust core (its own threads: gRPC, history state machines), which V8 cannot sample.`,
     '',
@@ -155,7 +161,7 @@ async function writeReport(r: { durable: Measured; bare: Measured; durableWorker
   if (r.kept) lines.push('', `Profiles kept in ${r.kept}.`);
   const body = lines.join('\n');
   process.stdout.write(`${body}\n`);
-  await writeSection('Hot-path profile (durable-mcp vs bare Temporal)', body);
+  await writeSection(FAST ? 'Hot-path profile of the fast path (durable-mcp vs bare Update -> local activity)' : 'Hot-path profile (durable-mcp vs bare Temporal)', body);
 }
 
 runBench(main);

@@ -1,5 +1,5 @@
 import { readFile, writeFile } from 'node:fs/promises';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findTemporalCli, temporalCliVersion } from '../dev/temporalCli.js';
@@ -12,6 +12,12 @@ export async function machineLine(): Promise<string> {
   const temporal = cli ? await temporalCliVersion(cli.path).catch(() => 'unknown') : 'not found';
   const gib = (totalmem() / 2 ** 30).toFixed(0);
   return `${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), ${gib} GiB, Node ${process.version}, ${temporal}, ${new Date().toISOString().slice(0, 10)}`;
+}
+
+/** The machine's load when a run ended, so a reader can tell a quiet run from one that shared the cores. */
+export function loadLine(): string {
+  const [one, five] = loadavg();
+  return `load average ${one!.toFixed(1)} (1 min) / ${five!.toFixed(1)} (5 min) on ${cpus().length} cores when the run ended${one! > cpus().length ? ': the machine was loaded by other work' : ''}`;
 }
 
 export function percentile(values: number[], p: number): number {

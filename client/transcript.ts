@@ -6,7 +6,7 @@ import { defaultPayloadConverter, type PayloadConverter } from '@temporalio/comm
 import { describeContent } from '../shaping/content.js';
 import { sniffImageType } from '../shaping/images.js';
 import type { temporal } from '@temporalio/proto';
-import { ActivityName, UpdateName, type CallOutcome, type CallRequest, type CallToolInput, type ReconcileResult, type ToolInfo, type TurnInput, type TurnResult, type TurnStatus } from '../contract/index.js';
+import { ActivityName, UpdateName, type CallOutcome, type CallRequest, type CallToolInput, type LocalCallOutcome, type ReconcileResult, type ToolInfo, type TurnInput, type TurnResult, type TurnStatus } from '../contract/index.js';
 import { LEGACY_INPUT_KEY, inputRequestId, type DeliverInputAnswerInput, type InputAction, type InputRequestSpec, type InputRequiredOutcome, type LegacyInputReport, type PostToolUseHooksResult, type PreToolUseHooksResult, type TaskPoll, type TaskRef, type TaskStarted, type ToolHookInput } from '../contract/index.js';
 import { stripTerminalControls } from '../text/terminal.js';
 
@@ -109,6 +109,15 @@ function failureMessage(failure: temporal.api.failure.v1.IFailure | null | undef
   return parts.join(': ') || 'unknown failure';
 }
 
+/** The marker the SDK records for a local activity: its result, but not its input. */
+const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
+
+/** A local activity marker's metadata (the SDK writes it as JSON; the field spelling is the SDK's). */
+interface LocalActivityMarkerData {
+  activity_type?: string;
+  activityType?: string;
+}
+
 /** Builds a transcript from a turn's history events. Pure. */
 export function buildTranscript(turnId: string, history: History, converter: PayloadConverter = defaultPayloadConverter): Transcript {
   const t: Transcript = { turnId, tools: [], calls: [], state: 'running' };
@@ -201,6 +210,22 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
       } else if (entry?.type === ActivityName.taskResult && entry.callId) {
         callFor(entry.callId).outcome = decode<CallOutcome>(a.result, converter);
       }
+    } else if (e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) {
+      // A fast-path call: its marker carries the result with the call's ID. A failed one (a miss, a
+      // timeout) is followed by the regular activity, which the transcript shows as usual.
+      const m = e.markerRecordedEventAttributes;
+      const data = decode<LocalActivityMarkerData>(m.details?.data, converter);
+      if ((data?.activity_type ?? data?.activityType) !== ActivityName.callToolLocal) continue;
+      const local = decode<LocalCallOutcome>(m.details?.result, converter);
+      if (!local) continue;
+      const { callId, ...result } = local;
+      const call = callFor(callId);
+      const summary = e.userMetadata?.summary ? converter.fromPayload<string>(e.userMetadata.summary) : undefined;
+      if (summary) call.summary = summary;
+      if (result.status === 'input_required') {
+        const round = (call.inputs?.at(-1)?.round ?? 0) + 1;
+        call.inputs = [...(call.inputs ?? []), ...result.requests.map((r) => ({ ...r, round }))];
+      } else call.outcome = result;
     } else if (e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) {
       const a = e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes!;
       const entry = scheduled.get(String(a.scheduledEventId));

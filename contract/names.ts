@@ -18,6 +18,16 @@ export const ActivityName = {
   reconcileServers: 'reconcileServers',
   listTools: 'listTools',
   callTool: 'callTool',
+  /**
+   * A retry-safe call run as a local activity by the worker running the turn's workflow task, when
+   * that worker holds the session's servers (the fast path); recorded as a marker, not as events.
+   */
+  callToolLocal: 'callToolLocal',
+  /**
+   * The queue of the worker running a new session's first workflow task, as a local activity: its
+   * first reconcile goes there, so the servers are on the worker that runs the turn (the fast path).
+   */
+  workerInfo: 'workerInfo',
   /** The operator's PreToolUse hooks of one call; scheduled only for a tool that has some. */
   preToolUseHooks: 'preToolUseHooks',
   /** The operator's PostToolUse hooks of one call that ran; scheduled only for a tool that has some. */
@@ -118,6 +128,10 @@ export const FailureType = {
   ToolTimeout: 'ToolTimeout',
   /** The connection or process was lost during the call. */
   Transport: 'TransportFailure',
+  /** A fast-path call reached a worker that does not hold the session's servers: nothing ran, the regular path takes it. */
+  FastPathMiss: 'FastPathMiss',
+  /** A fast-path call's server asked a person mid-call, which a local activity cannot wait for: the regular path runs it again. */
+  FastPathAsksPerson: 'FastPathAsksPerson',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 

@@ -24,5 +24,9 @@ export const PatchId = {
   endSession: 'end-session',
   /** A tool that runs as an MCP task is created once and polled from durable timers, instead of called. */
   mcpTasks: 'mcp-tasks',
+  /** A retry-safe call runs first as a local activity on the worker running the turn, when it holds the session's servers. */
+  fastPath: 'fast-path',
+  /** A new session's first reconcile prefers the worker running the turn's workflow task. */
+  fastPathAffinity: 'fast-path-affinity',
 } as const;
 export type PatchId = (typeof PatchId)[keyof typeof PatchId];

@@ -4,7 +4,7 @@
  */
 import type { CallOutcome, ToolAnnotations, ToolInfo, TurnStatus } from './history.js';
 import type { RefusedTool } from './governance.js';
-import type { InputReply, InputRequest } from './inputs.js';
+import type { InputReply, InputRequest, InputRequiredOutcome } from './inputs.js';
 
 /**
  * References the worker resolves into server entries. Only references cross into history:
@@ -211,6 +211,11 @@ export interface ReconcileResult {
   status: TurnStatus;
   /** The servers paragraph for the model. */
   serversParagraph: string;
+  /**
+   * Whether the worker that reconciled lets retry-safe calls run as local activities (its
+   * DMCP_FAST_PATH). Recorded, so the workflow decides from history. Absent in turns recorded before.
+   */
+  fastPath?: boolean;
 }
 
 export interface ListToolsInput {
@@ -236,7 +241,21 @@ export interface CallToolInput {
   hookProof?: string;
   /** A later attempt of a call whose server asked for input: the answers and the server's state. */
   inputReply?: InputReply;
+  /**
+   * `callToolLocal` only: the queue of the worker the turn believes holds the session's servers. A
+   * worker with another queue refuses the call (`FastPathMiss`) without running anything.
+   */
+  workerQueue?: string;
 }
+
+/** What `workerInfo` returns: the worker's own queue, and whether it runs retry-safe calls locally. */
+export interface WorkerInfo {
+  workerQueue: string;
+  fastPath: boolean;
+}
+
+/** What `callToolLocal` returns: the outcome, and the call it belongs to (a local activity's marker records no input). */
+export type LocalCallOutcome = (CallOutcome | InputRequiredOutcome) & { callId: string };
 
 /** `endSession`: the session whose servers the worker stops. */
 export interface EndSessionInput {

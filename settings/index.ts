@@ -123,6 +123,11 @@ export interface Settings {
    * worker that holds the turn in its cache before another worker takes it and replays the turn.
    */
   stickyWaitMs: number;
+  /**
+   * DMCP_FAST_PATH, default true: a retry-safe call runs first as a local activity when the worker
+   * running the turn holds the session's servers; false: every call is a regular activity.
+   */
+  fastPath: boolean;
   /** DMCP_TOOL_PREFIX: `mcp` (default, `mcp__server__tool`) or `none` (`server__tool`). */
   toolPrefix: 'mcp' | 'none';
   /** DMCP_LOG_LEVEL, default `info` (pino levels). */
@@ -363,6 +368,7 @@ const envSchema = z.object({
     if (ms < 100 || ms > 60_000) throw new SettingsError(`DMCP_STICKY_WAIT must be from 100ms to 60s, got ${JSON.stringify(v)}`);
     return ms;
   }),
+  DMCP_FAST_PATH: flag('DMCP_FAST_PATH', true),
   DMCP_TOOL_PREFIX: oneOf('DMCP_TOOL_PREFIX', ['mcp', 'none'] as const, 'mcp', (v) => v.toLowerCase()),
   DMCP_LOG_LEVEL: oneOf('DMCP_LOG_LEVEL', LOG_LEVELS, 'info', (v) => v.toLowerCase()),
   DMCP_SDK_LOG_LEVEL: oneOf('DMCP_SDK_LOG_LEVEL', SDK_LOG_LEVELS, 'WARN', (v) => v.toUpperCase()),
@@ -506,6 +512,7 @@ export function loadSettings(env: Env): Settings {
     legacyInputTimeoutMs: e.DMCP_LEGACY_INPUT_TIMEOUT,
     shutdownGraceMs: e.DMCP_SHUTDOWN_GRACE,
     stickyWaitMs: e.DMCP_STICKY_WAIT,
+    fastPath: e.DMCP_FAST_PATH,
     toolPrefix: e.DMCP_TOOL_PREFIX,
     logLevel: e.DMCP_LOG_LEVEL,
     sdkLogLevel: e.DMCP_SDK_LOG_LEVEL,

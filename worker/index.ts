@@ -168,6 +168,7 @@ export async function createWorkerParts(options: StartWorkerOptions, settings: S
     scrub,
     governance,
     turnKey: boundary.turnKey,
+    fastPath: settings.fastPath,
   });
   metrics?.watchPool(pool);
   return { taskQueue, workerQueue, logger, pool, shelf, activities, ...(metrics ? { metrics } : {}) };

@@ -111,7 +111,8 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}):
   const interceptor: ActivityInterceptorsFactory = (ctx) => ({
     inbound: {
       async execute(input, next) {
-        if (ctx.info.activityType !== ActivityName.callTool) return next(input);
+        // A fast-path call (a local activity) is a call attempt like any other.
+        if (ctx.info.activityType !== ActivityName.callTool && ctx.info.activityType !== ActivityName.callToolLocal) return next(input);
         const call = input.args[0] as Pick<CallToolInput, 'server' | 'tool'>;
         const labels = { server: String(call.server), tool: String(call.tool) };
         if (ctx.info.attempt > 1) retries.inc(labels);
@@ -123,6 +124,8 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}):
           bytes.observe(labels, resultBytes(result));
           return result;
         } catch (err) {
+          // A fast-path miss ran nothing: the regular attempt that follows is the one counted.
+          if (err instanceof ApplicationFailure && err.type === FailureType.FastPathMiss) throw err;
           stop();
           calls.inc({ ...labels, outcome: outcomeOfFailure(err) });
           throw err;

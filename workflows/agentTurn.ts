@@ -18,6 +18,7 @@ import { checkLegacyReport, legacyInputAsked } from './legacyInputs.js';
 import { alreadyRanOutcome, isScheduleToStartTimeout, refusal } from './failures.js';
 import { waitWhileOpen } from './idle.js';
 import { checkAnswer, takeAnswer } from './inputs.js';
+import { ownWorkerQueue } from './fastPath.js';
 import { listTools, reconcile } from './servers.js';
 import { endTurnSession } from './session.js';
 import { RECENT_CALLS_KEPT, TurnState, type TurnContext } from './turnState.js';
@@ -179,7 +180,7 @@ function resumeTurn(ctx: TurnContext, continued: ContinuedTurn): void {
 /** Reconciles the session's servers and freezes their tool list: what turnStarted answers. */
 async function startTurn(ctx: TurnContext, turnId: string): Promise<void> {
   const { input, state } = ctx;
-  state.workerQueue = await reconcile(ctx, input.preferredWorkerQueue);
+  state.workerQueue = await reconcile(ctx, input.preferredWorkerQueue ?? (await ownWorkerQueue()));
   let frozen: ToolInfo[];
   try {
     frozen = await listTools(ctx, state.workerQueue);

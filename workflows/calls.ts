@@ -12,6 +12,7 @@ import {
 import { reconcile } from './servers.js';
 import { waitForAnswers, type InputRounds } from './inputs.js';
 import { runTask, runsAsTask } from './tasks.js';
+import { afterFastAttempt, fastCall, takesFastPath, withFastAttempt } from './fastPath.js';
 import type { TurnContext } from './turnState.js';
 
 /**
@@ -197,15 +198,27 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
   let lostWorkerMoves = 0;
   let input = callInput;
   const rounds: InputRounds = { round: 0, timedOut: false };
+  let fast = takesFastPath(ctx, tool, callInput);
+  let fastRanTool = false;
   for (;;) {
     const queue = state.workerQueue;
     const scope = new CancellationScope();
     state.running.set(request.id, scope);
     state.details.callAttempt(request.id);
     try {
-      const options = callOptions(queue, tool, limits, failoverOnLostWorker);
-      const result = await scope.run(() => proxyActivities<Activities>(input.inputReply ? { ...options, summary: `${tool.name} (with answers)` } : options).callTool(input));
-      if (result.status !== 'input_required') return result;
+      let result: Awaited<ReturnType<Activities['callTool']>> | undefined;
+      if (fast) {
+        fast = false;
+        const tried = await scope.run(() => fastCall(ctx, tool, input));
+        if ('outcome' in tried) return tried.outcome;
+        if ('result' in tried) result = tried.result;
+        else fastRanTool = tried.ranTool;
+      }
+      if (result === undefined) {
+        const options = afterFastAttempt(callOptions(queue, tool, limits, failoverOnLostWorker), fastRanTool);
+        result = await scope.run(() => proxyActivities<Activities>(input.inputReply ? { ...options, summary: `${tool.name} (with answers)` } : options).callTool(input));
+      }
+      if (result.status !== 'input_required') return withFastAttempt(result, fastRanTool);
       // No patch: no turn recorded before could see this result, so none replays differently.
       const next = await waitForAnswers(ctx, request, result, rounds, scope);
       if ('status' in next) return next;

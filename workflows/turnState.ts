@@ -42,6 +42,8 @@ export class TurnState {
   workerQueue = '';
   tools = new Map<string, ToolInfo>();
   lastReconcile: ReconcileResult | undefined;
+  /** The reconcile after which a fast-path call found its worker without the servers: no more tries until the next one. */
+  fastPathMissedOn: ReconcileResult | undefined;
   /** Input requests of running calls that wait for an answer, by request ID, in the order asked. */
   readonly pendingInputs = new Map<string, InputRequest>();
   /** Answers that arrived for {@link pendingInputs}, until the call's next attempt takes them. */

@@ -91,7 +91,10 @@ describe('a worker SIGKILLed in the middle of a turn', () => {
   test('completed calls never rerun; a read-only call is retried elsewhere; a side-effecting one is "unknown"; new calls fail over', async () => {
     const execLog = join(dir, 'executions.log');
     const taskQueue = uniqueQueue('crash');
-    const env = { TEMPORAL_ADDRESS: temporalAddress(), FIXTURE_LOG: execLog, DMCP_NO_USER_CONFIG: '1' };
+    // The regular path's failover (heartbeat timeout, then another worker): with the fast path on, the
+    // 6 s read-only call would first run as a local activity on whichever worker runs the workflow
+    // task, and fall back when it outlives that bound. fastPath.test.ts kills a worker during a fast call.
+    const env = { TEMPORAL_ADDRESS: temporalAddress(), FIXTURE_LOG: execLog, DMCP_NO_USER_CONFIG: '1', DMCP_FAST_PATH: 'false' };
     workers.push(await startWorkerProcess(taskQueue, bundleFile, env), await startWorkerProcess(taskQueue, bundleFile, env));
     const connection = await Connection.connect({ address: temporalAddress() });
     const client = new TurnClient({ client: new Client({ connection }), taskQueue });

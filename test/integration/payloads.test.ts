@@ -127,9 +127,11 @@ describe('encryption: with DMCP_ENCRYPTION_KEY the raw history holds no plaintex
       calls: [
         [{ id: 'e1', name: 'mcp__big__secret_echo', arguments: { text: marker } }],
         [{ id: 'e2', name: 'mcp__big__text', arguments: { bytes: 300 * 1024, seed: marker } }],
+        [{ id: 'e3', name: 'mcp__big__read_echo', arguments: { text: marker } }],
       ],
     });
     assert.equal(textOf(result.calls[0]?.outcome.content[0]), marker);
+    assert.equal(textOf(result.calls[2]?.outcome.content[0]), marker);
 
     const raw = await s.client.client.workflow.getHandle(result.turnId).fetchHistory();
     const paths: string[] = [];
@@ -146,6 +148,14 @@ describe('encryption: with DMCP_ENCRYPTION_KEY the raw history holds no plaintex
         assert.match(bytes.toString(), /^\{"id":"[a-z-]+","deprecated":(true|false)\}$/, `patch marker ${paths[i]}`);
         return;
       }
+      // A local activity marker's data (the fast path) is the SDK core's too: its sequence number,
+      // attempt, type and times. The call's arguments are not in the marker; its result is, encrypted.
+      if (paths[i]!.includes('markerRecordedEventAttributes.details.data')) {
+        const data = JSON.parse(bytes.toString()) as Record<string, unknown>;
+        assert.deepEqual(Object.keys(data).filter((k) => !['seq', 'attempt', 'activity_id', 'activity_type', 'complete_time', 'backoff', 'original_schedule_time'].includes(k)), [], `local activity marker ${paths[i]}`);
+        assert.ok(['callToolLocal', 'workerInfo'].includes(String(data.activity_type)), `local activity marker ${paths[i]}: ${String(data.activity_type)}`);
+        return;
+      }
       assert.ok(encoding === 'binary/dmcp-aes256gcm' || isReferencePayload(p), `payload at ${paths[i]} is ${encoding}`);
     });
     for (const file of await readdir(s.payloadDir)) {
@@ -154,6 +164,8 @@ describe('encryption: with DMCP_ENCRYPTION_KEY the raw history holds no plaintex
     }
     const transcript = await s.client.transcript(result.turnId);
     assert.equal(textOf(transcript.calls.find((c) => c.id === 'e1')?.outcome?.content[0]), marker);
+    assert.ok(paths.some((p) => p.includes('markerRecordedEventAttributes.details.result')), 'the read-only call\'s result is in a local activity marker');
+    assert.equal(textOf(transcript.calls.find((c) => c.id === 'e3')?.outcome?.content[0]), marker);
 
     const converter = s.client.client.options.loadedDataConverter;
     codec = await startCodecServer({ codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });

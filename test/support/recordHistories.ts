@@ -2,6 +2,7 @@
  * Records histories of real turns into test/histories/ for the replay test:
  * `npm run record:histories` (starts a dev server unless TEMPORAL_ADDRESS is set). Re-record only
  * after an intended, versioned workflow change: the point of the replay test is to catch the others.
+ * Names given (`... recordHistories.js interactive-turn-fast-path.json`) record only those files.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -45,7 +46,19 @@ async function main(): Promise<void> {
         ],
       ],
     });
-    for (const [file, id] of [['interactive-turn.json', turn.turnId], ['batch-turn.json', batch.turnId]] as const) {
+    // The fast path: a read-only call as a local activity marker, a side-effecting one as an activity.
+    const fast = await h.client.startTurn({ sessionId: 'replay-fast-path', workspace, servers });
+    const fastOutcomes = [
+      await fast.callTool({ id: 'toolu_11', name: 'mcp__fixture__read_slow', arguments: { ms: 0 } }),
+      await fast.callTool({ id: 'toolu_12', name: 'mcp__fixture__echo', arguments: { text: 'side effect' } }),
+      await fast.callTool({ id: 'toolu_13', name: 'mcp__fixture__read_slow', arguments: { ms: 0 } }),
+    ];
+    await fast.end();
+    if (fastOutcomes.some((o) => o.status !== 'ok')) throw new Error('unexpected fast-path outcomes: not recording');
+
+    const only = process.argv.slice(2);
+    const recorded = [['interactive-turn.json', turn.turnId], ['batch-turn.json', batch.turnId], ['interactive-turn-fast-path.json', fast.turnId]] as const;
+    for (const [file, id] of recorded.filter(([file]) => only.length === 0 || only.includes(file))) {
       const history = await h.client.client.workflow.getHandle(id).fetchHistory();
       await writeFile(join(outDir, file), `${neutralizePaths(historyToJSON(history), [[process.execPath, 'node'], [workspace, '/workspace'], [projectRoot, '/project/']])}\n`);
       process.stderr.write(`recorded ${id} -> test/histories/${file}\n`);

@@ -1,0 +1,281 @@
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Client, Connection } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { TurnClient } from '../../client/turnClient.js';
+import { ActivityName, FailureType, type CallToolInput, type LocalCallOutcome, type ReconcileResult } from '../../contract/index.js';
+import { decodeHistoryPayloads } from '../../payloads/decodeHistory.js';
+import { bundleWorkflows } from '../../worker/index.js';
+import { FAST_PATH_BOUND_MS } from '../../workflows/fastPath.js';
+import { textOf } from '../support/content.js';
+import {
+  fixtureServer, readLines, startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess,
+} from '../support/harness.js';
+
+type History = temporal.api.history.v1.IHistory;
+
+/** How each call of a turn ran, from its history alone. */
+interface CallPaths {
+  /** Call IDs with a successful local activity marker (the fast path), and the marker's UI label. */
+  local: Map<string, string | undefined>;
+  /** The failure types of local activities that failed (a miss, a timeout), in order. */
+  localFailures: string[];
+  /** Call IDs of regular `callTool` activities, in the order scheduled, with their queue. */
+  regular: { callId: string; queue: string }[];
+  /** Whether each reconcile said the fast path is on. */
+  reconciledFastPath: (boolean | undefined)[];
+  /** Queues each reconcile was scheduled on. */
+  reconcileQueues: string[];
+  /** `workerInfo` local activities (a new session's first turn asks where it runs). */
+  workerInfo: number;
+}
+
+async function historyOf(client: TurnClient, turnId: string): Promise<History> {
+  const converter = client.client.options.loadedDataConverter;
+  const history = await client.client.workflow.getHandle(turnId).fetchHistory();
+  await decodeHistoryPayloads(history, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
+  return history;
+}
+
+function callPaths(client: TurnClient, history: History): CallPaths {
+  const converter = client.client.options.loadedDataConverter.payloadConverter;
+  const paths: CallPaths = { local: new Map(), localFailures: [], regular: [], reconciledFastPath: [], reconcileQueues: [], workerInfo: 0 };
+  const reconciles = new Set<string>();
+  for (const e of history.events ?? []) {
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName === 'core_local_activity') {
+      const data = converter.fromPayload<{ activity_type?: string; activityType?: string }>(marker.details!.data!.payloads![0]!);
+      const type = data.activity_type ?? data.activityType;
+      if (type === ActivityName.workerInfo) {
+        paths.workerInfo += 1;
+        continue;
+      }
+      assert.equal(type, ActivityName.callToolLocal, 'the only other local activity a turn runs');
+      if (marker.failure) {
+        const f = marker.failure;
+        paths.localFailures.push(f.applicationFailureInfo?.type ?? f.cause?.applicationFailureInfo?.type ?? (f.timeoutFailureInfo || f.cause?.timeoutFailureInfo ? 'timeout' : f.message ?? ''));
+        continue;
+      }
+      const result = converter.fromPayload<LocalCallOutcome>(marker.details!.result!.payloads![0]!);
+      paths.local.set(result.callId, e.userMetadata?.summary ? converter.fromPayload<string>(e.userMetadata.summary) : undefined);
+    }
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name === ActivityName.callTool) {
+      const input = converter.fromPayload<CallToolInput>(scheduled.input!.payloads![0]!);
+      paths.regular.push({ callId: input.callId, queue: scheduled.taskQueue?.name ?? '' });
+    }
+    if (scheduled?.activityType?.name === ActivityName.reconcileServers) {
+      reconciles.add(String(e.eventId));
+      paths.reconcileQueues.push(scheduled.taskQueue?.name ?? '');
+    }
+    const completed = e.activityTaskCompletedEventAttributes;
+    if (completed && reconciles.has(String(completed.scheduledEventId))) {
+      paths.reconciledFastPath.push(converter.fromPayload<ReconcileResult>(completed.result!.payloads![0]!).fastPath);
+    }
+  }
+  return paths;
+}
+
+const spec = `fixture:${process.execPath} ${fixtureServer}`;
+
+describe('the fast path: retry-safe calls as local activities', () => {
+  let dir: string;
+  let execLog: string;
+  const harnesses: Harness[] = [];
+  let bundleFile: string;
+
+  before(async () => {
+    dir = await tempDir();
+    execLog = join(dir, 'executions.log');
+    bundleFile = join(dir, 'workflows.js');
+    await writeFile(bundleFile, (await bundleWorkflows()).code);
+  });
+  after(async () => {
+    for (const h of harnesses) await h.stop();
+  });
+  const executions = async (tool: string, tag?: string) =>
+    (await readLines(execLog)).map((l) => JSON.parse(l) as { tool: string; args: { tag?: string; text?: string } }).filter((e) => e.tool === tool && (tag === undefined || e.args.tag === tag));
+
+  test('a read-only call is a local activity marker with its UI label; a side-effecting call is a regular activity; both replay', async () => {
+    const h = await startHarness('fast', { FIXTURE_LOG: execLog });
+    harnesses.push(h);
+    const turn = await h.client.startTurn({ sessionId: `fast-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [spec] } });
+    const ro = await turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'fast-ro' } });
+    const se = await turn.callTool({ id: 'se', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'fast-se' } });
+    assert.equal(ro.status, 'ok', ro.errorMessage);
+    assert.equal(textOf(ro.content[0]), 'read after 0 ms');
+    assert.equal(ro.attempts, 1);
+    assert.equal(se.status, 'ok', se.errorMessage);
+    await turn.end();
+
+    const history = await historyOf(h.client, turn.turnId);
+    const paths = callPaths(h.client, history);
+    assert.deepEqual(paths.reconciledFastPath, [true]);
+    assert.equal(paths.workerInfo, 1, 'a new session asks which worker runs its turn');
+    assert.deepEqual(paths.reconcileQueues, [h.worker.workerQueue], 'and reconciles there first');
+    assert.deepEqual([...paths.local], [['ro', 'mcp__fixture__read_slow']], 'the read-only call ran as a local activity, labelled with its public name');
+    assert.deepEqual(paths.localFailures, []);
+    assert.deepEqual(paths.regular.map((r) => r.callId), ['se'], 'the side-effecting call never ran as a local activity');
+    assert.equal((await executions('read_slow', 'fast-ro')).length, 1);
+
+    const transcript = await h.client.transcript(turn.turnId);
+    const call = transcript.calls.find((c) => c.id === 'ro');
+    assert.equal(call?.summary, 'mcp__fixture__read_slow', 'the transcript shows the marker as the call');
+    assert.equal(call?.outcome?.status, 'ok');
+    assert.equal(textOf(call?.outcome?.content[0]), 'read after 0 ms');
+    await Worker.runReplayHistory({ workflowBundle: { codePath: bundleFile }, replayName: 'fast-replay' }, history, turn.turnId);
+  });
+
+  test('a read-only call that outlives the fast path\'s bound is run again as a regular activity', async () => {
+    const h = await startHarness('fast-slow', { FIXTURE_LOG: execLog });
+    harnesses.push(h);
+    const turn = await h.client.startTurn({ sessionId: `fast-slow-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [spec] } });
+    const slow = await turn.callTool({ id: 'slow', name: 'mcp__fixture__read_slow', arguments: { ms: FAST_PATH_BOUND_MS + 1000, tag: 'fast-slow' } });
+    assert.equal(slow.status, 'ok', slow.errorMessage);
+    assert.equal(textOf(slow.content[0]), `read after ${FAST_PATH_BOUND_MS + 1000} ms`);
+    assert.equal(slow.attempts, 2, 'the local attempt reached the tool, so it counts');
+    const next = await turn.callTool({ id: 'next', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'fast-next' } });
+    assert.equal(next.status, 'ok', next.errorMessage);
+    await turn.end();
+    const paths = callPaths(h.client, await historyOf(h.client, turn.turnId));
+    assert.deepEqual(paths.localFailures, ['timeout']);
+    assert.deepEqual(paths.regular.map((r) => r.callId), ['slow']);
+    assert.deepEqual([...paths.local.keys()], ['next'], 'a timeout is no miss: the next call takes the fast path again');
+    assert.equal((await executions('read_slow', 'fast-slow')).length, 2);
+  });
+
+  test('DMCP_FAST_PATH=false: the reconcile says so, and a read-only call is a regular activity', async () => {
+    const h = await startHarness('fast-off', { FIXTURE_LOG: execLog, DMCP_FAST_PATH: 'false' });
+    harnesses.push(h);
+    const turn = await h.client.startTurn({ sessionId: `fast-off-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [spec] } });
+    const ro = await turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'off-ro' } });
+    assert.equal(ro.status, 'ok', ro.errorMessage);
+    await turn.end();
+    const paths = callPaths(h.client, await historyOf(h.client, turn.turnId));
+    assert.deepEqual(paths.reconciledFastPath, [false]);
+    assert.deepEqual(paths.reconcileQueues, [h.taskQueue], 'a worker without the fast path reconciles a new session on the shared queue');
+    assert.equal(paths.local.size, 0);
+    assert.deepEqual(paths.localFailures, []);
+    assert.deepEqual(paths.regular.map((r) => r.callId), ['ro']);
+  });
+
+  test('a turn whose workflow tasks run on a worker without its servers misses once, falls back, and stops trying', async () => {
+    // Worker A holds the session's servers (turn 1); turn 2 runs on B's shared queue, which only B
+    // polls, and reconciles on A's own queue (the session's previous worker): every workflow task of
+    // turn 2 runs on B, every call on A.
+    const a = await startHarness('fast-a', { FIXTURE_LOG: execLog });
+    const b = await startHarness('fast-b', { FIXTURE_LOG: execLog });
+    harnesses.push(a, b);
+    const sessionId = `fast-miss-${Date.now()}`;
+    const first = await a.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec] } });
+    await first.end();
+    await waitUntil('turn 1 to be listed', async () => {
+      for await (const w of a.client.client.workflow.list({ query: `DmcpSessionId = '${sessionId}'` })) if (w.memo?.workerQueue === a.worker.workerQueue) return true;
+      return false;
+    });
+    const turn = await b.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec] } });
+    assert.equal(turn.workerQueue, a.worker.workerQueue, 'turn 2 reconciled on the worker holding the servers');
+    const one = await turn.callTool({ id: 'one', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'miss-1' } });
+    const two = await turn.callTool({ id: 'two', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'miss-2' } });
+    assert.equal(one.status, 'ok', one.errorMessage);
+    assert.equal(one.attempts, 1, 'a miss ran nothing, so it is no attempt');
+    assert.equal(two.status, 'ok', two.errorMessage);
+    await turn.end();
+
+    const paths = callPaths(b.client, await historyOf(b.client, turn.turnId));
+    assert.deepEqual(paths.localFailures, [FailureType.FastPathMiss], 'one miss, then no more tries');
+    assert.equal(paths.local.size, 0);
+    assert.deepEqual(paths.regular, [{ callId: 'one', queue: a.worker.workerQueue }, { callId: 'two', queue: a.worker.workerQueue }]);
+    assert.equal((await executions('read_slow', 'miss-1')).length, 1, 'the miss never reached the tool');
+  });
+});
+
+describe('a worker SIGKILLed during a fast call', () => {
+  let dir: string;
+  let bundleFile: string;
+  const workers: WorkerProcess[] = [];
+  const serverPids = new Set<number>();
+
+  before(async () => {
+    dir = await tempDir();
+    bundleFile = join(dir, 'workflows.js');
+    await writeFile(bundleFile, (await bundleWorkflows()).code);
+  });
+  after(async () => {
+    await Promise.all(workers.map(stopWorkerProcess));
+    for (const pid of serverPids) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+  });
+
+  test('loses nothing and runs no side effect twice', async () => {
+    const execLog = join(dir, 'executions.log');
+    const taskQueue = uniqueQueue('fast-crash');
+    const env = { TEMPORAL_ADDRESS: temporalAddress(), FIXTURE_LOG: execLog, DMCP_NO_USER_CONFIG: '1' };
+    // One worker at first: it reconciles and runs the turn's workflow tasks, so calls take the fast path.
+    const victim = await startWorkerProcess(taskQueue, bundleFile, env);
+    workers.push(victim);
+    const connection = await Connection.connect({ address: temporalAddress() });
+    const client = new TurnClient({ client: new Client({ connection }), taskQueue });
+    try {
+      const turn = await client.startTurn({
+        sessionId: `fast-crash-${Date.now()}`,
+        workspace: dir,
+        servers: { inlineSpecs: [spec] },
+        limits: { heartbeatTimeoutMs: 3000, scheduleToStartMs: 3000 },
+      });
+      for (const s of turn.status.servers) if (s.pid) serverPids.add(s.pid);
+      assert.equal(turn.workerQueue, victim.workerQueue);
+      const executions = async (tool: string, tag?: string) =>
+        (await readLines(execLog)).map((l) => JSON.parse(l) as { tool: string; args: { tag?: string } }).filter((e) => e.tool === tool && (tag === undefined || e.args.tag === tag));
+
+      const done = await turn.callTool({ id: 'done', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'done' } });
+      assert.equal(done.status, 'ok');
+      const warm = await turn.callTool({ id: 'warm', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'warm' } });
+      assert.equal(warm.status, 'ok');
+      assert.ok(callPaths(client, await historyOf(client, turn.turnId)).local.has('warm'), 'the victim runs read-only calls on the fast path');
+      const survivor = await startWorkerProcess(taskQueue, bundleFile, env);
+      workers.push(survivor);
+
+      const readOnly = turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: 4000, tag: 'ro' } });
+      await waitUntil('the fast call to start', async () => (await executions('read_slow', 'ro')).length === 1);
+      // Sent while the fast call holds the victim's workflow task: its command cannot leave the victim.
+      const sideEffect = turn.callTool({ id: 'se', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'se' } });
+      const before = callPaths(client, await historyOf(client, turn.turnId));
+      assert.ok(!before.regular.some((r) => r.callId === 'ro') && !before.local.has('ro'), 'the running call is in no event yet: it is a local activity');
+      const killedAt = Date.now();
+      process.kill(victim.pid, 'SIGKILL');
+
+      const [ro, se] = await Promise.all([readOnly, sideEffect]);
+      const recoveredMs = Date.now() - killedAt;
+      assert.equal(ro.status, 'ok', `read-only call: ${ro.errorMessage}`);
+      assert.equal(textOf(ro.content[0]), 'read after 4000 ms');
+      assert.equal(se.status, 'ok', `side-effecting call: ${se.errorMessage}`);
+      const later = await turn.callTool({ id: 'later', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'later' } });
+      assert.equal(later.status, 'ok', later.errorMessage);
+      const result = await turn.end();
+      assert.equal(result.workerQueue, survivor.workerQueue);
+
+      assert.equal((await executions('slow', 'done')).length, 1, 'a completed side-effecting call never ran again');
+      assert.equal((await executions('slow', 'se')).length, 1, 'the side-effecting call sent during the fast call ran once');
+      assert.equal((await executions('read_slow', 'ro')).length, 2, 'the read-only call ran again on the survivor');
+      assert.deepEqual(result.calls.map((c) => [c.id, c.outcome.status]).sort(), [['done', 'ok'], ['later', 'ok'], ['ro', 'ok'], ['se', 'ok'], ['warm', 'ok']]);
+
+      const history = await historyOf(client, turn.turnId);
+      const paths = callPaths(client, history);
+      assert.deepEqual(paths.regular.filter((r) => r.callId === 'ro').map((r) => r.queue).at(-1), survivor.workerQueue, 'the read-only call completed on the survivor');
+      assert.ok(paths.local.has('later'), 'after the move the survivor holds the servers and takes the fast path');
+      await Worker.runReplayHistory({ workflowBundle: { codePath: bundleFile }, replayName: 'fast-crash-replay' }, history, turn.turnId);
+      process.stderr.write(`worker crash during a fast call: both calls answered ${recoveredMs} ms after SIGKILL\n`);
+    } finally {
+      await client.close();
+    }
+  });
+});

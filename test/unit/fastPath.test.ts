@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
+import { buildTranscript, renderTranscript } from '../../client/transcript.js';
+import { FAST_PATH_BOUND_MS, afterFastAttempt, localCallOptions, withFastAttempt } from '../../workflows/fastPath.js';
+import { errorOutcome } from '../../workflows/failures.js';
+import type { CallOutcome } from '../../contract/index.js';
+
+const bounds: { timeoutMs?: number; toolTimeoutMs: number; expected: number }[] = [
+  { toolTimeoutMs: 60_000, expected: FAST_PATH_BOUND_MS },
+  { timeoutMs: 2000, toolTimeoutMs: 60_000, expected: 2000 },
+  { timeoutMs: 30_000, toolTimeoutMs: 1000, expected: FAST_PATH_BOUND_MS },
+  { toolTimeoutMs: 3000, expected: 3000 },
+];
+for (const row of bounds) {
+  void test(`a fast call with tool timeout ${row.timeoutMs ?? '-'} and turn timeout ${row.toolTimeoutMs} is bounded by ${row.expected} ms, one attempt, labelled`, () => {
+    const options = localCallOptions({ name: 'mcp__s__t', ...(row.timeoutMs !== undefined ? { timeoutMs: row.timeoutMs } : {}) }, { toolTimeoutMs: row.toolTimeoutMs });
+    assert.deepEqual(options, { summary: 'mcp__s__t', startToCloseTimeout: row.expected, retry: { maximumAttempts: 1 } });
+  });
+}
+
+const ok: CallOutcome = { status: 'ok', content: [], isError: false, startedAt: 't', durationMs: 1, attempts: 1 };
+const attempts: [string, CallOutcome, boolean, number][] = [
+  ['a fast attempt that reached the tool counts', ok, true, 2],
+  ['a miss does not', ok, false, 1],
+  ['an error outcome keeps its own count', errorOutcome('transport', 'gone', 0, 0), true, 0],
+];
+for (const [name, outcome, ranTool, expected] of attempts) {
+  void test(`attempts after a fallback: ${name}`, () => assert.equal(withFastAttempt(outcome, ranTool).attempts, expected));
+}
+
+const retries: [string, number | undefined, boolean, number | undefined][] = [
+  ['a safe call keeps 2 of its 3 attempts after a fast attempt that ran', 3, true, 2],
+  ['a miss leaves all 3', 3, false, 3],
+  ['one attempt stays one', 1, true, 1],
+  ['no policy stays none', undefined, true, undefined],
+];
+for (const [name, maximumAttempts, ranTool, expected] of retries) {
+  void test(`regular attempts after the fast path: ${name}`, () => {
+    const options = { startToCloseTimeout: 1000, ...(maximumAttempts !== undefined ? { retry: { maximumAttempts, initialInterval: '1s' } } : {}) };
+    const after = afterFastAttempt(options, ranTool);
+    assert.equal(after.retry?.maximumAttempts, expected);
+    if (after.retry) assert.equal(after.retry.initialInterval, '1s', 'the rest of the policy is kept');
+  });
+}
+
+void test('the transcript reads a recorded fast-path call from its local activity marker', async () => {
+  const file = fileURLToPath(new URL('../../../test/histories/interactive-turn-fast-path.json', import.meta.url));
+  const history = historyFromJSON(JSON.parse(await readFile(file, 'utf8')));
+  const t = buildTranscript('replay-fast-path/turn-1', history);
+  const byId = Object.fromEntries(t.calls.map((c) => [c.id, c]));
+  assert.deepEqual(Object.keys(byId), ['toolu_11', 'toolu_12', 'toolu_13']);
+  for (const id of ['toolu_11', 'toolu_13']) {
+    assert.equal(byId[id]!.summary, 'mcp__fixture__read_slow', `${id}: the marker's UI label`);
+    assert.equal(byId[id]!.outcome?.status, 'ok');
+    assert.deepEqual(byId[id]!.failures, []);
+  }
+  assert.equal(byId.toolu_12!.summary, 'mcp__fixture__echo', 'the side-effecting call, from its activity');
+  assert.match(renderTranscript(t), /\[toolu_11\] mcp__fixture__read_slow \{"ms":0\}[^\n]*\n\s+read after 0 ms/);
+});

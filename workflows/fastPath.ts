@@ -1,0 +1,108 @@
+/**
+ * The fast path: a call that is safe to run again goes first to a local activity, run by the worker
+ * that runs the turn's workflow task, in that same task. When that worker holds the session's
+ * servers this saves a round trip through the server's activity queue; when it does not, or the
+ * call outlives a short bound, the regular `callTool` activity takes the call. A call that may have
+ * an effect never runs here: a worker lost after it ran and before its workflow task completed would
+ * leave no record of it, and the next worker would run it again.
+ */
+import type { ActivityOptions, LocalActivityOptions } from '@temporalio/common';
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import { isCancellation, patched, proxyLocalActivities } from '@temporalio/workflow';
+import { FailureType, PatchId, type CallOutcome, type CallToolInput, type InputRequiredOutcome, type ToolInfo } from '../contract/index.js';
+import type { Activities } from '../activities/index.js';
+import { callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
+import { failureOutcome } from './failures.js';
+import type { TurnContext } from './turnState.js';
+
+/**
+ * The longest a fast-path call may run before the regular path takes it over. A local activity
+ * holds its workflow task open and sends no heartbeat: a lost worker is noticed only by the workflow
+ * task timeout, and every other command of the turn (other calls' activities, Update answers) waits
+ * until the local activity ends. Most read-only calls answer in milliseconds.
+ */
+export const FAST_PATH_BOUND_MS = 5000;
+
+/** The local activity's options: the tool's public name as the UI label, one attempt, at most {@link FAST_PATH_BOUND_MS}. */
+export function localCallOptions(tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, limits: Pick<Limits, 'toolTimeoutMs'>): LocalActivityOptions {
+  return {
+    summary: tool.name,
+    startToCloseTimeout: Math.min(FAST_PATH_BOUND_MS, callTimeoutMs(tool, limits)),
+    // The regular activity is the retry: it runs where the servers are, with heartbeats and backoff.
+    retry: { maximumAttempts: 1 },
+  };
+}
+
+/**
+ * Whether this call tries the fast path first: a retry-safe call, on a turn whose last reconcile
+ * said the worker allows it (DMCP_FAST_PATH, recorded in history), and that has not missed since.
+ */
+export function takesFastPath(ctx: TurnContext, tool: Pick<ToolInfo, 'annotations' | 'retry'>, input: CallToolInput): boolean {
+  const reconciled = ctx.state.lastReconcile;
+  if (reconciled?.fastPath !== true || ctx.state.fastPathMissedOn === reconciled) return false;
+  if (input.inputReply !== undefined || !isSafeToRetry(tool)) return false;
+  // Turns recorded before it scheduled every call as a regular activity.
+  return patched(PatchId.fastPath);
+}
+
+/**
+ * Where a new session's first reconcile goes: the worker running this workflow task, which keeps the
+ * turn's later tasks (sticky execution), so its retry-safe calls can take the fast path. Undefined
+ * (the shared queue, as before) when that worker has the fast path off or cannot say.
+ */
+export async function ownWorkerQueue(): Promise<string | undefined> {
+  // Turns recorded before reconciled on the shared queue first.
+  if (!patched(PatchId.fastPathAffinity)) return undefined;
+  try {
+    const info = await proxyLocalActivities<Activities>({ startToCloseTimeout: '5s', retry: { maximumAttempts: 1 } }).workerInfo();
+    return info.fastPath ? info.workerQueue : undefined;
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    return undefined;
+  }
+}
+
+/** How the fast path ended: with the call's result or outcome, or handing the call to the regular path. */
+export type FastCall =
+  | { result: CallOutcome | InputRequiredOutcome }
+  | { outcome: CallOutcome }
+  | { fallback: true; ranTool: boolean };
+
+/**
+ * Runs `input` as a local activity. A miss (this worker does not hold the servers) stops the turn
+ * trying until its next reconcile. A bad request fails the same way on any path, so it is the
+ * outcome; any other failure, a timeout included, hands the call to the regular activity, which
+ * may run it again: it is safe to. A cancellation is thrown, as from the regular activity.
+ */
+export async function fastCall(ctx: TurnContext, tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, input: CallToolInput): Promise<FastCall> {
+  try {
+    const { callId: _callId, ...result } = await proxyLocalActivities<Activities>(localCallOptions(tool, ctx.limits)).callToolLocal({ ...input, workerQueue: ctx.state.workerQueue });
+    return { result: result as CallOutcome | InputRequiredOutcome };
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    // A local activity's failure may come without the ActivityFailure wrapper a regular one has.
+    const cause = err instanceof ActivityFailure ? err.cause : err;
+    const type = cause instanceof ApplicationFailure ? cause.type : undefined;
+    if (type === FailureType.FastPathMiss) {
+      ctx.state.fastPathMissedOn = ctx.state.lastReconcile;
+      return { fallback: true, ranTool: false };
+    }
+    if (type === FailureType.BadRequest) return { outcome: failureOutcome(cause, true) };
+    return { fallback: true, ranTool: type !== FailureType.ServerUnavailable };
+  }
+}
+
+/**
+ * The regular activity's options after a fast-path attempt that reached the tool: that attempt was
+ * the call's first, so the call still gets no more attempts in all than its retry policy allows.
+ */
+export function afterFastAttempt(options: ActivityOptions, ranTool: boolean): ActivityOptions {
+  const attempts = options.retry?.maximumAttempts;
+  if (!ranTool || attempts === undefined || attempts <= 1) return options;
+  return { ...options, retry: { ...options.retry, maximumAttempts: attempts - 1 } };
+}
+
+/** A regular attempt's outcome after a fast-path attempt that reached the tool: that attempt counts too. */
+export function withFastAttempt(outcome: CallOutcome, ranTool: boolean): CallOutcome {
+  return ranTool && outcome.status === 'ok' ? { ...outcome, attempts: outcome.attempts + 1 } : outcome;
+}
