@@ -10,7 +10,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
-import { QueryName, RefusalType, UpdateName, type InputRequest, type TurnLimits, type TurnProgress } from '../../contract/index.js';
+import { ActivityName, FailureType, QueryName, RefusalType, UpdateName, type InputRequest, type TurnLimits, type TurnProgress } from '../../contract/index.js';
 import { applicationFailureOf, failureTypeOf } from '../../client/failures.js';
 import { TurnClient as Turns } from '../../client/turnClient.js';
 import { bundleWorkflows } from '../../worker/index.js';
@@ -75,6 +75,28 @@ describe('input requests of a 2025-era server (server-everything)', { timeout: 1
     assert.deepEqual(recorded.inputs?.map((i) => [i.round, i.key, i.kind, i.action]), [[1, 'elicitation', 'form', 'accept']], 'the transcript shows the question and how it was answered');
     assert.ok(!JSON.stringify(recorded.inputs).includes('Legacy-Secret-Answer'));
     await turn.end();
+  });
+
+  test('a call safe to retry tries the fast path first; its question sends it to the regular activity, which asks the person', async () => {
+    const file = join(dir, 'fast-mcp.json');
+    await writeFile(file, JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [everythingServer, 'stdio'], retry: 'safe' } } }));
+    const turn = await h.client.startTurn({ sessionId: `legacy-fast-${randomBytes(4).toString('hex')}`, workspace: dir, servers: { mcpConfigFiles: [file] } });
+    const call = turn.callTool({ id: 'f1', name: ELICIT, arguments: {} });
+    await waitUntil('the question', async () => (await turn.pendingInputs()).length === 1);
+    assert.deepEqual((await turn.pendingInputs()).map((r) => r.requestId), ['f1:1:elicitation'], 'the local attempt asked nobody');
+    await turn.answerInput('f1:1:elicitation', { action: 'accept', content: { name: 'from-the-regular-path' } });
+    const outcome = await call;
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.match(text(outcome), /from-the-regular-path/);
+    await turn.end();
+    const events = (await turn.handle.fetchHistory()).events ?? [];
+    const localFailures = events
+      .map((e) => e.markerRecordedEventAttributes)
+      .filter((m) => m?.markerName === 'core_local_activity' && m.failure)
+      .map((m) => m!.failure!.applicationFailureInfo?.type ?? m!.failure!.cause?.applicationFailureInfo?.type);
+    assert.deepEqual(localFailures, [FailureType.FastPathAsksPerson]);
+    const regular = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === ActivityName.callTool);
+    assert.equal(regular.length, 1, 'then one regular activity');
   });
 
   test('a bad answer is refused naming the field and the question stays open; decline and cancel reach the server', async () => {
