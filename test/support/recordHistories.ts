@@ -9,10 +9,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { startDevServer } from '../../dev/devServer.js';
-import { fixtureServer, startHarness, tempDir } from './harness.js';
+import { everythingServer, fixtureServer, startHarness, tempDir, waitUntil } from './harness.js';
+import { textOf } from './content.js';
 import { projectRoot } from '../../dev/temporalCli.js';
 import { neutralizePaths } from './historyFiles.js';
 
+const taskServer = fileURLToPath(new URL('../fixtures/taskServer.js', import.meta.url));
 const outDir = fileURLToPath(new URL('../../../test/histories/', import.meta.url));
 
 async function main(): Promise<void> {
@@ -56,8 +58,29 @@ async function main(): Promise<void> {
     await fast.end();
     if (fastOutcomes.some((o) => o.status !== 'ok')) throw new Error('unexpected fast-path outcomes: not recording');
 
+    // An MCP task: created once, polled from durable timers, its result fetched once.
+    const taskTurn = await h.client.startTurn({ sessionId: 'replay-task', workspace, servers: { inlineSpecs: [`jobs:${process.execPath} ${taskServer} stdio`] } });
+    const taskOutcome = await taskTurn.callTool({ id: 'toolu_21', name: 'mcp__jobs__long_job', arguments: { seconds: 2, tag: 'recorded' } });
+    await taskTurn.end();
+    if (taskOutcome.status !== 'ok' || !textOf(taskOutcome.content[0])?.includes('finished recorded')) throw new Error(`unexpected task outcome ${JSON.stringify(taskOutcome)}: not recording`);
+
+    // A 2025-era question mid-call: reported by the call's activity, answered, delivered back.
+    const legacy = await h.client.startTurn({ sessionId: 'replay-legacy-input', workspace, servers: { inlineSpecs: [`everything:${process.execPath} ${everythingServer} stdio`] } });
+    const asking = legacy.callTool({ id: 'toolu_31', name: 'mcp__everything__trigger-elicitation-request', arguments: {} });
+    await waitUntil('the question', async () => (await legacy.pendingInputs()).length === 1);
+    await legacy.answerInput('toolu_31:1:elicitation', { action: 'accept', content: { name: 'recorded' } });
+    const legacyOutcome = await asking;
+    await legacy.end();
+    if (legacyOutcome.status !== 'ok' || !textOf(legacyOutcome.content[1])?.includes('Name: recorded')) throw new Error(`unexpected legacy outcome ${JSON.stringify(legacyOutcome)}: not recording`);
+
     const only = process.argv.slice(2);
-    const recorded = [['interactive-turn.json', turn.turnId], ['batch-turn.json', batch.turnId], ['interactive-turn-fast-path.json', fast.turnId]] as const;
+    const recorded = [
+      ['interactive-turn.json', turn.turnId],
+      ['batch-turn.json', batch.turnId],
+      ['interactive-turn-fast-path.json', fast.turnId],
+      ['interactive-turn-task.json', taskTurn.turnId],
+      ['interactive-turn-legacy-input.json', legacy.turnId],
+    ] as const;
     for (const [file, id] of recorded.filter(([file]) => only.length === 0 || only.includes(file))) {
       const history = await h.client.client.workflow.getHandle(id).fetchHistory();
       await writeFile(join(outDir, file), `${neutralizePaths(historyToJSON(history), [[process.execPath, 'node'], [workspace, '/workspace'], [projectRoot, '/project/']])}\n`);
