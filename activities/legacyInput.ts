@@ -28,7 +28,7 @@ export function legacyInputAsker(kit: ActivityKit, ctx: Context, input: CallTool
     const began = Date.now();
     show({ waitingForInput: { kind: request.kind } });
     try {
-      const report: LegacyInputReport = { callId: input.callId, tool: input.name, request: scrubResult(request, scrub), waitedMs, taskQueue: ctx.info.taskQueue };
+      const report: LegacyInputReport = { callId: input.callId, tool: input.name, request: scrubResult(request, scrub), waitedMs };
       // This run of the turn: a turn continues as new only once no call is in flight.
       const handle = ctx.client.workflow.getHandle(turnId, ctx.info.workflowExecution?.runId);
       // The Update ID makes a retried send of the same question one question.

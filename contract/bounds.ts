@@ -56,7 +56,5 @@ export const MAX_BATCH_CALLS = 1000;
 export const MAX_CALL_ID_CHARS = 256;
 /** Length of a public tool name (`mcp__<server>__<tool>`; providers cap names at 64 to 128). */
 export const MAX_TOOL_NAME_CHARS = 256;
-/** Longest task queue name a call's activity may report (Temporal refuses names over 1000 bytes). */
-export const MAX_TASK_QUEUE_CHARS = 1000;
 /** Worker queues one end of a session asks at most: those of the session's newest turns. */
 export const MAX_END_SESSION_QUEUES = 16;

@@ -230,11 +230,6 @@ export interface LegacyInputReport {
   request: InputRequestSpec;
   /** How long this attempt of the call already waited for earlier questions (ms). */
   waitedMs: number;
-  /**
-   * The task queue of the activity that holds the call: the answer goes there, even when the turn
-   * has moved to another worker since (a parallel call failed over). Absent: the turn's worker queue.
-   */
-  taskQueue?: string;
 }
 
 /** The turn's answer to a {@link LegacyInputReport}: the question's ID and how long it is waited for. */

@@ -216,7 +216,12 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
       }
       if (result === undefined) {
         const options = afterFastAttempt(callOptions(queue, tool, limits, failoverOnLostWorker), fastRanTool);
-        result = await scope.run(() => proxyActivities<Activities>(input.inputReply ? { ...options, summary: `${tool.name} (with answers)` } : options).callTool(input));
+        state.askingAttempts.set(request.id, { scope, queue, tool: tool.name });
+        try {
+          result = await scope.run(() => proxyActivities<Activities>(input.inputReply ? { ...options, summary: `${tool.name} (with answers)` } : options).callTool(input));
+        } finally {
+          state.askingAttempts.delete(request.id);
+        }
       }
       if (result.status !== 'input_required') return withFastAttempt(result, fastRanTool);
       // No patch: no turn recorded before could see this result, so none replays differently.

@@ -88,7 +88,8 @@ export async function fastCall(ctx: TurnContext, tool: Pick<ToolInfo, 'name' | '
       return { fallback: true, ranTool: false };
     }
     if (type === FailureType.BadRequest) return { outcome: failureOutcome(cause, true) };
-    return { fallback: true, ranTool: type !== FailureType.ServerUnavailable };
+    // A question sent the call on before it could finish: the regular activity's tries are its own.
+    return { fallback: true, ranTool: type !== FailureType.ServerUnavailable && type !== FailureType.FastPathAsksPerson };
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import { condition, isCancellation, proxyActivities, type CancellationScope } from '@temporalio/workflow';
 import {
-  InputKind, LEGACY_INPUT_KEY, MAX_TASK_QUEUE_CHARS, MAX_INPUT_ROUNDS, MAX_INPUT_TEXT_CHARS, RefusalType, inputRequestId, type InputAnswer, type InputRequest, type LegacyInputReport, type LegacyInputTicket,
+  InputKind, LEGACY_INPUT_KEY, MAX_INPUT_ROUNDS, MAX_INPUT_TEXT_CHARS, RefusalType, inputRequestId, type InputAnswer, type InputRequest, type LegacyInputReport, type LegacyInputTicket,
 } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { deliverOptions } from './activityOptions.js';
@@ -21,11 +21,12 @@ export function checkLegacyReport(state: TurnState, report: unknown): void {
 
 function legacyReportProblem(state: TurnState, report: unknown): string | undefined {
   if (typeof report !== 'object' || report === null) return 'not an object';
-  const { callId, tool, request, waitedMs, taskQueue } = report as Partial<LegacyInputReport>;
-  if (typeof callId !== 'string' || !state.running.has(callId)) return `no call ${JSON.stringify(callId)} is running in this turn`;
-  if (typeof tool !== 'string' || !state.tools.has(tool)) return `no tool ${JSON.stringify(tool)} in this turn`;
+  const { callId, tool, request, waitedMs } = report as Partial<LegacyInputReport>;
+  if (typeof callId !== 'string') return '"callId" must be a string';
+  const attempt = state.askingAttempts.get(callId);
+  if (!attempt) return `no call ${JSON.stringify(callId)} of this turn is running a callTool activity`;
+  if (typeof tool !== 'string' || tool !== attempt.tool) return `call ${JSON.stringify(callId)} runs ${attempt.tool}, not ${JSON.stringify(tool)}`;
   if (typeof waitedMs !== 'number' || !Number.isFinite(waitedMs)) return '"waitedMs" must be a number';
-  if (taskQueue !== undefined && (typeof taskQueue !== 'string' || taskQueue.length === 0 || taskQueue.length > MAX_TASK_QUEUE_CHARS)) return `"taskQueue" must be a task queue name of at most ${MAX_TASK_QUEUE_CHARS} characters`;
   if ((state.legacyRounds.get(callId) ?? 0) >= MAX_INPUT_ROUNDS) return `the call asked ${MAX_INPUT_ROUNDS} times already`;
   if (typeof request !== 'object' || request === null) return '"request" must be an object';
   if (!(InputKind as readonly unknown[]).includes(request.kind)) return `"request.kind" must be one of ${InputKind.join(', ')}`;
@@ -41,7 +42,13 @@ function legacyReportProblem(state: TurnState, report: unknown): string | undefi
  */
 export function legacyInputAsked(ctx: TurnContext, report: LegacyInputReport): LegacyInputTicket {
   const { state, limits } = ctx;
-  const scope = state.running.get(report.callId)!;
+  const attempt = state.askingAttempts.get(report.callId)!;
+  // A question still open from an earlier try of the same activity (its worker was lost, Temporal
+  // retried it) has nobody waiting for it any more: this one replaces it.
+  for (const stale of [...state.pendingInputs.values()].filter((r) => r.callId === report.callId && r.key === LEGACY_INPUT_KEY)) {
+    state.pendingInputs.delete(stale.requestId);
+    state.answers.delete(stale.requestId);
+  }
   const round = (state.legacyRounds.get(report.callId) ?? 0) + 1;
   state.legacyRounds.set(report.callId, round);
   const { kind, message, requestedSchema, url, elicitationId } = report.request;
@@ -61,7 +68,7 @@ export function legacyInputAsked(ctx: TurnContext, report: LegacyInputReport): L
   const fields = kind === 'form' && requestedSchema && typeof requestedSchema.properties === 'object' ? Object.keys(requestedSchema.properties ?? {}) : undefined;
   state.details.callWaitsForInput(open.callId, { requestId: open.requestId, mode: kind, ...(fields ? { fields } : {}) });
   const timeoutMs = Math.max(0, limits.legacyInputTimeoutMs - Math.max(0, report.waitedMs));
-  void answerLegacyInput(ctx, open, scope, timeoutMs, report.taskQueue);
+  void answerLegacyInput(ctx, open, attempt.scope, timeoutMs, attempt.queue);
   return { requestId: open.requestId, timeoutMs };
 }
 
@@ -70,10 +77,11 @@ export function legacyInputAsked(ctx: TurnContext, report: LegacyInputReport): L
  * never answered) and delivers it to the activity, unless the call's attempt that asked has ended
  * meanwhile (finished, cancelled, its worker lost): then nobody waits for it any more.
  */
-async function answerLegacyInput(ctx: TurnContext, open: InputRequest, scope: CancellationScope, timeoutMs: number, queue: string | undefined): Promise<void> {
+async function answerLegacyInput(ctx: TurnContext, open: InputRequest, scope: CancellationScope, timeoutMs: number, queue: string): Promise<void> {
   const { state, limits } = ctx;
   const id = open.requestId;
-  const asked = () => state.running.get(open.callId) === scope;
+  // Still waited for: the attempt that asked runs, and no later question of it replaced this one.
+  const asked = () => state.askingAttempts.get(open.callId)?.scope === scope && state.pendingInputs.has(id);
   let answer: InputAnswer;
   try {
     if (timeoutMs > 0) await condition(() => state.answers.has(id) || !asked(), timeoutMs, { summary: `waiting for an answer to ${open.tool}` });
@@ -89,7 +97,7 @@ async function answerLegacyInput(ctx: TurnContext, open: InputRequest, scope: Ca
     state.details.callWaitsForInput(open.callId, undefined);
   }
   try {
-    await proxyActivities<Activities>(deliverOptions(queue ?? state.workerQueue, open.tool, limits)).deliverInputAnswer({ requestId: id, answer });
+    await proxyActivities<Activities>(deliverOptions(queue, open.tool, limits)).deliverInputAnswer({ requestId: id, answer });
   } catch {
     // Undelivered: the call's own wait ends with `cancel` shortly after the limit, or its worker is
     // gone and the call follows the retry rules.

@@ -48,6 +48,11 @@ export class TurnState {
   readonly pendingInputs = new Map<string, InputRequest>();
   /** Answers that arrived for {@link pendingInputs}, until the call's next attempt takes them. */
   readonly answers = new Map<string, InputAnswer>();
+  /**
+   * The regular `callTool` attempts running now, by call ID: only such an attempt may report a
+   * 2025-era question, and its answer goes to the queue it was scheduled on.
+   */
+  readonly askingAttempts = new Map<string, { scope: CancellationScope; queue: string; tool: string }>();
   /** The 2025-era questions each call asked so far, by call ID: the next one's round. */
   readonly legacyRounds = new Map<string, number>();
   /** The scope of each running call by its ID, so cancelCall and a cancelled turn can stop it. */

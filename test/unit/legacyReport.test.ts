@@ -12,7 +12,11 @@ const TOOL = 'mcp__everything__trigger-elicitation-request';
 function state(): TurnState {
   const s = new TurnState();
   s.tools.set(TOOL, { name: TOOL } as ToolInfo);
-  s.running.set('c1', {} as CancellationScope);
+  const scope = {} as CancellationScope;
+  s.running.set('c1', scope);
+  s.askingAttempts.set('c1', { scope, queue: 'q@worker', tool: TOOL });
+  // A call in its hooks or waiting on a task runs, but no callTool activity of it could ask.
+  s.running.set('h1', {} as CancellationScope);
   return s;
 }
 
@@ -23,11 +27,10 @@ const cases: [string, unknown, RegExp | undefined, ((s: TurnState) => void)?][] 
   ['a form question of a running call', good, undefined],
   ['a URL question', { ...good, request: { key: 'elicitation', kind: 'url', message: 'Open it', url: 'https://example.invalid/' } }, undefined],
   ['not an object', 'hi', /not an object/],
-  ['a call that is not running', { ...good, callId: 'c2' }, /no call "c2" is running/],
-  ['a tool the turn does not have', { ...good, tool: 'mcp__x__y' }, /no tool "mcp__x__y"/],
-  ['the task queue of the activity that holds the call', { ...good, taskQueue: 'durable-mcp@host-1-abc' }, undefined],
-  ['an empty task queue', { ...good, taskQueue: '' }, /"taskQueue" must be a task queue name/],
-  ['a task queue too long for Temporal', { ...good, taskQueue: 'q'.repeat(1001) }, /"taskQueue" must be a task queue name of at most 1000/],
+  ['a call that is not running', { ...good, callId: 'c2' }, /no call "c2" of this turn is running a callTool activity/],
+  ['a running call that is not in a callTool activity', { ...good, callId: 'h1' }, /no call "h1" of this turn is running a callTool activity/],
+  ['another tool than the call runs', { ...good, tool: 'mcp__x__y' }, /call "c1" runs mcp__everything__trigger-elicitation-request, not "mcp__x__y"/],
+  ['no call ID', { ...good, callId: 7 }, /"callId" must be a string/],
   ['no waitedMs', { ...good, waitedMs: undefined }, /"waitedMs" must be a number/],
   ['an unknown kind', { ...good, request: { ...form, kind: 'sampling' } }, /"request.kind" must be one of form, url/],
   ['a message too long', { ...good, request: { ...form, message: 'x'.repeat(9000) } }, /"request.message"/],
