@@ -28,6 +28,8 @@ export const TTL_GRACE_MS = 60_000;
  * noticed soon (these activities do not heartbeat).
  */
 export const TASK_REQUEST_TIMEOUT_MS = 30_000;
+/** The durable wait after a poll, result or cancel request failed in place; doubled each time. */
+export const TASK_RETRY_BASE_MS = 5000;
 /** Poll, result or cancel requests that failed in a row before the turn gives up on the task. */
 export const MAX_TASK_REQUEST_FAILURES = 5;
 
@@ -161,20 +163,39 @@ async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolI
     }
     await sleep(pollDelayMs(interval, polls));
     const polled = await taskRequest(ctx, tool, `poll task of ${tool.name}`, (a) => a.pollTask(ref));
-    if ('content' in polled) return polled;
+    if ('content' in polled) return lostTrack(ctx, tool, task, ref, polled);
     status = polled;
     interval = polled.pollIntervalMs ?? interval;
   }
   if (status.status === 'lost' || status.status === 'unknown') return endedTaskOutcome(tool.name, task, status);
   state.details.callWaitsOnTask(request.id, { taskId: task.taskId, status: status.status });
-  return taskRequest(ctx, tool, `${tool.name} (task result)`, (a) => a.taskResult(ref));
+  const result = await taskRequest(ctx, tool, `${tool.name} (task result)`, (a) => a.taskResult(ref));
+  return result.status === 'error' && result.errorKind === 'transport' ? lostTrack(ctx, tool, task, ref, result) : result;
+}
+
+/**
+ * The turn could not follow its task any more (polls or the result kept failing): the task may
+ * still run, or have had its effect. It is cancelled if the server still knows it, and the model
+ * reads that the result is unknown, naming the task, rather than a transport error it might take
+ * as "nothing happened" and call again.
+ */
+async function lostTrack(ctx: TurnContext, tool: ToolInfo, task: TaskStarted, ref: TaskRef, failed: CallOutcome): Promise<CallOutcome> {
+  if (failed.errorKind === 'bad_request') return failed;
+  await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
+  return lostTrackOutcome(tool.name, task, failed.errorMessage ?? 'it failed');
+}
+
+/** What the model reads when the turn lost track of its task (see {@link lostTrack}). */
+export function lostTrackOutcome(name: string, task: Pick<TaskStarted, 'taskId'>, why: string): CallOutcome {
+  return errorOutcome('unknown_result', `${name}: task ${task.taskId} could not be followed (${why}); it was cancelled if the server still knew it, and it may have had an effect: check before calling again`);
 }
 
 /**
  * One short task activity on the worker holding the session's servers. A worker that is gone
  * (never took it) or servers that are gone move the turn: the servers are reconciled again, on the
  * shared queue or the same worker, and the request is sent from there; a remote server's task is
- * still there. Requests that keep failing end the call with what went wrong.
+ * still there. Another failure is waited out on a durable timer and the request sent again.
+ * Requests that keep failing end the call with what went wrong.
  */
 async function taskRequest<T>(ctx: TurnContext, tool: ToolInfo, summary: string, run: (a: Activities) => Promise<T>): Promise<T | CallOutcome> {
   const { state, limits } = ctx;
@@ -184,9 +205,13 @@ async function taskRequest<T>(ctx: TurnContext, tool: ToolInfo, summary: string,
     } catch (err) {
       if (isCancellation(err)) throw err;
       const moved = isScheduleToStartTimeout(err) || isFailureType(err, FailureType.ServerUnavailable);
-      if (!moved || failures >= MAX_TASK_REQUEST_FAILURES) {
-        if (isFailureType(err, FailureType.BadRequest)) return errorOutcome('bad_request', messageOf(err));
-        return errorOutcome('transport', `${summary} failed: ${messageOf(err)}`);
+      if (isFailureType(err, FailureType.BadRequest)) return errorOutcome('bad_request', messageOf(err));
+      if (failures >= MAX_TASK_REQUEST_FAILURES) return errorOutcome('transport', `${summary} failed ${failures} times: ${messageOf(err)}`);
+      if (!moved) {
+        // A passing failure (the server's network, a restart): the task is still there, so the
+        // turn asks again after a durable wait instead of giving up on a task of hours.
+        await sleep(Math.min(TASK_RETRY_BASE_MS * 2 ** (failures - 1), MAX_POLL_MS));
+        continue;
       }
       try {
         state.workerQueue = await reconcile(ctx, isScheduleToStartTimeout(err) ? undefined : state.workerQueue);

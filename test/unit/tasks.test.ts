@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { buildTranscript, renderTranscript, taskLine, MAX_TASK_CHANGES } from '../../client/transcript.js';
 import { ActivityName, type CallToolInput, type TaskPoll, type TaskRef, type TaskStarted } from '../../contract/index.js';
-import { MAX_POLL_MS, endedTaskOutcome, pollDelayMs, runsAsTask } from '../../workflows/tasks.js';
+import { MAX_POLL_MS, endedTaskOutcome, lostTrackOutcome, pollDelayMs, runsAsTask } from '../../workflows/tasks.js';
 
 const cases: [title: string, suggested: number | undefined, polls: number, expected: number][] = [
   ['no suggestion: 1 s', undefined, 0, 1000],
@@ -91,4 +91,12 @@ void test('transcript: a task call shows its ID, its last state and each change 
   const many = buildTranscript('s/turn-1', taskHistory(Array.from({ length: MAX_TASK_CHANGES + 20 }, (_, i) => ({ status: 'working' as const, statusMessage: `step ${i}` }))));
   assert.equal(many.calls[0]!.task!.changes.length, MAX_TASK_CHANGES);
   assert.equal(many.calls[0]!.task!.changes.at(-1)!.statusMessage, `step ${MAX_TASK_CHANGES + 19}`);
+});
+
+test('a task the turn lost track of is an unknown result that names the task, never a plain transport error', () => {
+  const outcome = lostTrackOutcome('mcp__s__job', { taskId: 't9' }, 'poll task of mcp__s__job failed 5 times: connection refused');
+  assert.equal(outcome.status, 'error');
+  assert.equal(outcome.errorKind, 'unknown_result');
+  assert.match(outcome.errorMessage ?? '', /task t9 could not be followed \(poll task of mcp__s__job failed 5 times: connection refused\)/);
+  assert.match(outcome.errorMessage ?? '', /may have had an effect: check before calling again/);
 });
