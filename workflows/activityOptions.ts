@@ -108,12 +108,15 @@ export const MAX_LOST_WORKER_MOVES = 2;
  * `failoverOnLostWorker`, a heartbeat timeout is not retried by Temporal: the retry would be
  * scheduled on the same pinned queue, whose worker is presumed gone, and wait out a
  * schedule-to-start timeout there. The workflow moves the call to another worker instead.
+ * `mayAskMidCall`: the server may speak the 2025 protocol (its era is legacy or not known), whose
+ * questions hold the call while a person answers.
  */
 export function callOptions(
   queue: string,
   tool: Pick<ToolInfo, 'name' | 'timeoutMs' | 'annotations' | 'retry'>,
   limits: Limits,
   failoverOnLostWorker = false,
+  mayAskMidCall = true,
 ): ActivityOptions {
   const nonRetryableErrorTypes: string[] = [FailureType.BadRequest, FailureType.ServerUnavailable];
   if (failoverOnLostWorker) nonRetryableErrorTypes.push(HEARTBEAT_TIMEOUT_TYPE);
@@ -122,8 +125,8 @@ export function callOptions(
     // The Temporal UI shows the summary in the event list: the tool's public name.
     summary: tool.name,
     // A 2025-era server may ask a person mid-call; the wait stops the tool's own timeout, so the
-    // attempt may last that much longer.
-    startToCloseTimeout: callTimeoutMs(tool, limits) + limits.legacyInputTimeoutMs + LEGACY_INPUT_GRACE_MS,
+    // attempt may last that much longer. A 2026-era server asks between attempts instead.
+    startToCloseTimeout: callTimeoutMs(tool, limits) + (mayAskMidCall ? limits.legacyInputTimeoutMs + LEGACY_INPUT_GRACE_MS : 0),
     // A lost worker is noticed by its missing heartbeat long before the tool timeout.
     heartbeatTimeout: limits.heartbeatTimeoutMs,
     // A pinned worker that does not pick the call up is taken for gone: the turn fails over.

@@ -215,7 +215,8 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
         else fastRanTool = tried.ranTool;
       }
       if (result === undefined) {
-        const options = afterFastAttempt(callOptions(queue, tool, limits, failoverOnLostWorker), fastRanTool);
+        const modern = state.lastReconcile?.status.servers.find((s) => s.name === tool.server)?.era === 'modern';
+        const options = afterFastAttempt(callOptions(queue, tool, limits, failoverOnLostWorker, !modern), fastRanTool);
         state.askingAttempts.set(request.id, { scope, queue, tool: tool.name });
         try {
           result = await scope.run(() => proxyActivities<Activities>(input.inputReply ? { ...options, summary: `${tool.name} (with answers)` } : options).callTool(input));

@@ -128,7 +128,7 @@ async function createOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput
   for (let moved = false; ; moved = true) {
     state.details.callAttempt(input.callId);
     try {
-      const options = { ...callOptions(state.workerQueue, tool, limits, true), summary: `${tool.name} (create task)`, retry: { maximumAttempts: 1 } };
+      const options = { ...callOptions(state.workerQueue, tool, limits, true, false), summary: `${tool.name} (create task)`, retry: { maximumAttempts: 1 } };
       return await proxyActivities<Activities>(options).createTask(input);
     } catch (err) {
       if (isCancellation(err)) throw err;

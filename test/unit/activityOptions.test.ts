@@ -55,6 +55,8 @@ describe('callOptions', () => {
     });
     assert.equal(callOptions('worker-1', tool({ timeoutMs: 120_000 }), limits).startToCloseTimeout, 120_000 + 60_000 + LEGACY_INPUT_GRACE_MS);
     assert.equal(callOptions('worker-1', tool(), resolveLimits({ toolTimeoutMs: 5000 })).startToCloseTimeout, 5000 + 10 * 60_000 + LEGACY_INPUT_GRACE_MS);
+    // A server known to speak 2026-07-28 asks between attempts, never during one.
+    assert.equal(callOptions('worker-1', tool(), limits, true, false).startToCloseTimeout, 5000);
   });
 
   test('failing over on a lost worker: Temporal does not retry a heartbeat timeout on the pinned queue', () => {
