@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { auth, discoverOAuthServerInfo, extractWWWAuthenticateParams, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { sameServerUrl, shortReason, storedTokens } from './credentials.js';
+import { sameServerUrl, scopeUnion, shortReason, storedTokens } from './credentials.js';
 import { newLoginId, type LoginRecord, type PendingLogin, type TokenStore } from './tokenStore.js';
 
 /** A login that cannot go on: says what was wrong and what to do. */
@@ -227,6 +227,11 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
   const fetchFn = fetchOf(deps);
   const now = deps.now ?? Date.now;
   const hint = await probeUnauthorized(opts.serverUrl, fetchFn);
+  // After a 403 `insufficient_scope`, the new login asks for what the old one was granted and what
+  // the server asked for since, besides what it asks of a request without a token.
+  const current = await deps.store.read(opts.server).catch(() => undefined);
+  const earlier = current && sameServerUrl(current.serverUrl, opts.serverUrl) ? scopeUnion(current.tokens.scope, current.wantedScope) : undefined;
+  const scope = scopeUnion(hint?.scope, earlier);
   const provider = new LoginFlowProvider({ redirectUrl: opts.redirectUrl, state: randomBytes(24).toString('base64url'), ...(opts.client ? { client: clientOf(opts.client) } : {}) });
   try {
     // Discovery first and apart, so metadata naming another issuer is refused before any of its
@@ -246,7 +251,7 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
       ...(found.resourceMetadata ? { resourceMetadata: found.resourceMetadata } : {}),
       ...(found.authorizationServerMetadata ? { authorizationServerMetadata: found.authorizationServerMetadata } : {}),
     });
-    const result = await auth(provider, { serverUrl: opts.serverUrl, ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), ...(hint?.scope ? { scope: hint.scope } : {}), fetchFn });
+    const result = await auth(provider, { serverUrl: opts.serverUrl, ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), ...(scope ? { scope } : {}), fetchFn });
     if (result !== 'REDIRECT' || !provider.authorizationUrl) throw new LoginError('the authorization server issued tokens without asking the browser; this login flow needs an authorization code');
   } catch (err) {
     if (err instanceof LoginError) throw err;
@@ -255,8 +260,8 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
   const flow = provider.flow;
   const authorizationUrl = provider.authorizationUrl;
   if (!flow.client || !flow.discovery || !flow.codeVerifier || !flow.state) throw new LoginError(`${opts.server}: the SDK's authorization left no client, discovery or verifier`);
-  const scope = withOfflineAccess(authorizationUrl.searchParams.get('scope') ?? undefined, flow.discovery.authorizationServerMetadata?.scopes_supported);
-  if (scope !== undefined) authorizationUrl.searchParams.set('scope', scope);
+  const asked = withOfflineAccess(authorizationUrl.searchParams.get('scope') ?? undefined, flow.discovery.authorizationServerMetadata?.scopes_supported);
+  if (asked !== undefined) authorizationUrl.searchParams.set('scope', asked);
   checkTransport(opts.server, flow.discovery);
   const resource = authorizationUrl.searchParams.get('resource') ?? undefined;
   const startedAt = new Date(now());

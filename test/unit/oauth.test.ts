@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { InvalidGrantError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
-import { createCredentials, expiresWithin, loginProblemMessage, refreshDue, sameServerUrl, shortReason, storedTokens } from '../../plane/credentials.js';
+import { createCredentials, expiresWithin, loginProblemMessage, refreshDue, sameServerUrl, scopeUnion, shortReason, storedTokens } from '../../plane/credentials.js';
 import { LoginError, checkMetadataIssuer, finishLogin, withOfflineAccess, listenForCallback, logout, parseRedirectAddress, revocationOf, safeForTokens, startLogin, type CallbackOutcome } from '../../plane/oauth.js';
 import { logoutCommand } from '../../cli/login.js';
 import type { Settings } from '../../settings/index.js';
@@ -86,8 +86,20 @@ describe('login problems in the words of the status', () => {
       detail: { startedAt: new Date('2026-05-06T07:08:09.000Z') },
       text: "a login was started 2026-05-06T07:08:09.000Z and not finished: finish it in the browser, or paste the address it ends on: durable-mcp mcp login docs '<address>'",
     },
+    { kind: 'insufficient_scope' as const, detail: { scope: 'files:read files:write' }, text: 'wants more access (scope files:read files:write): durable-mcp mcp login docs' },
+    { kind: 'insufficient_scope' as const, text: 'wants more access (the server named no scope): durable-mcp mcp login docs' },
   ];
-  for (const c of cases) test(c.kind, () => assert.equal(loginProblemMessage(c.kind, 'docs', c.detail), c.text));
+  for (const c of cases) test(`${c.kind} ${c.detail ? JSON.stringify(c.detail) : ''}`, () => assert.equal(loginProblemMessage(c.kind, 'docs', c.detail), c.text));
+});
+
+describe('the union of scopes a new login asks for', () => {
+  const cases: { name: string; lists: (string | undefined)[]; want: string | undefined }[] = [
+    { name: 'granted and challenged, each once, in order', lists: ['a b', 'b c'], want: 'a b c' },
+    { name: 'extra spaces', lists: [' a  b ', undefined, ''], want: 'a b' },
+    { name: 'nothing', lists: [undefined, ''], want: undefined },
+    { name: 'challenge alone', lists: [undefined, 'mcp:write'], want: 'mcp:write' },
+  ];
+  for (const c of cases) test(c.name, () => assert.equal(scopeUnion(...c.lists), c.want));
 });
 
 describe('a token goes only to the address it was issued for', () => {
