@@ -76,10 +76,31 @@ function fetchOf(deps: LoginDeps): FetchLike {
 
 interface FlowState {
   redirectUrl: string;
+  /** The client's metadata document address: its ID where the authorization server accepts one. */
+  clientMetadataUrl?: string;
   state?: string;
   client?: OAuthClientInformationMixed;
   discovery?: OAuthDiscoveryState;
   codeVerifier?: string;
+}
+
+/**
+ * What durable-mcp says of itself as an OAuth client: sent at dynamic registration, and, with
+ * `client_id` set to its address, the client ID metadata document the operator hosts.
+ */
+export function clientMetadataFor(redirectUrl: string, clientId?: string): OAuthClientMetadata & { application_type: 'native'; client_id?: string } {
+  return {
+    ...(clientId !== undefined ? { client_id: clientId } : {}),
+    client_name: 'durable-mcp',
+    redirect_uris: [redirectUrl],
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    // A command-line client keeps no secret worth the name: a public client with PKCE.
+    token_endpoint_auth_method: 'none',
+    // Its redirect is a loopback address: an authorization server that checks redirect URIs
+    // against the application type would refuse it for a (default) web client.
+    application_type: 'native',
+  };
 }
 
 /**
@@ -97,19 +118,12 @@ export class LoginFlowProvider implements OAuthClientProvider {
     return this.flow.redirectUrl;
   }
 
+  get clientMetadataUrl(): string | undefined {
+    return this.flow.clientMetadataUrl;
+  }
+
   get clientMetadata(): OAuthClientMetadata {
-    const metadata: OAuthClientMetadata & { application_type: 'native' } = {
-      client_name: 'durable-mcp',
-      redirect_uris: [this.flow.redirectUrl],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      // A command-line client keeps no secret worth the name: a public client with PKCE.
-      token_endpoint_auth_method: 'none',
-      // Its redirect is a loopback address: an authorization server that checks redirect URIs
-      // against the application type would refuse it for a (default) web client.
-      application_type: 'native',
-    };
-    return metadata;
+    return clientMetadataFor(this.flow.redirectUrl);
   }
 
   state(): string {
@@ -222,7 +236,15 @@ export interface StartedLogin {
  * address (PKCE S256, state, resource), kept as the server's pending login (replacing an older
  * pending one). The current login, if any, stays in use until the new one is finished.
  */
-export async function startLogin(deps: LoginDeps, opts: { server: string; serverUrl: string; redirectUrl: string; /** A pre-registered client: no dynamic registration. */ client?: PreregisteredClient }): Promise<StartedLogin> {
+export async function startLogin(deps: LoginDeps, opts: {
+  server: string;
+  serverUrl: string;
+  redirectUrl: string;
+  /** A pre-registered client: no dynamic registration. */
+  client?: PreregisteredClient;
+  /** The client ID metadata document's address (https): the client ID where the authorization server accepts one. */
+  clientMetadataUrl?: string;
+}): Promise<StartedLogin> {
   checkTransport(opts.server, undefined, opts.serverUrl);
   const fetchFn = fetchOf(deps);
   const now = deps.now ?? Date.now;
@@ -232,13 +254,18 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
   const current = await deps.store.read(opts.server).catch(() => undefined);
   const earlier = current && sameServerUrl(current.serverUrl, opts.serverUrl) ? scopeUnion(current.tokens.scope, current.wantedScope) : undefined;
   const scope = scopeUnion(hint?.scope, earlier);
-  const provider = new LoginFlowProvider({ redirectUrl: opts.redirectUrl, state: randomBytes(24).toString('base64url'), ...(opts.client ? { client: clientOf(opts.client) } : {}) });
+  const provider = new LoginFlowProvider({
+    redirectUrl: opts.redirectUrl,
+    state: randomBytes(24).toString('base64url'),
+    ...(opts.client ? { client: clientOf(opts.client) } : opts.clientMetadataUrl !== undefined ? { clientMetadataUrl: opts.clientMetadataUrl } : {}),
+  });
   try {
     // Discovery first and apart, so metadata naming another issuer is refused before any of its
     // endpoints (registration included) is used; `auth()` then goes on from this discovery.
     const found = await discoverOAuthServerInfo(opts.serverUrl, { ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), fetchFn });
     if (found.resourceMetadata) checkMetadataIssuer(opts.server, found.authorizationServerUrl, found.authorizationServerMetadata?.issuer);
-    if (!opts.client && found.authorizationServerMetadata && !found.authorizationServerMetadata.registration_endpoint) {
+    const metadataDocument = opts.clientMetadataUrl !== undefined && found.authorizationServerMetadata?.client_id_metadata_document_supported === true;
+    if (!opts.client && !metadataDocument && found.authorizationServerMetadata && !found.authorizationServerMetadata.registration_endpoint) {
       throw new LoginError(
         `${opts.server}: the authorization server ${found.authorizationServerUrl} offers no dynamic client registration: register a client there ` +
           `(redirect address ${opts.redirectUrl}), then put the server back with its ID: durable-mcp mcp forget ${opts.server} && ` +

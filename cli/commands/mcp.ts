@@ -494,6 +494,23 @@ async function rekeyCli(): Promise<void> {
   process.exitCode = await rekeyCommand({ settings: commandSettings(), out: print, err: printError });
 }
 
+/**
+ * `mcp client-metadata`: the client ID metadata document to host at DMCP_OAUTH_CLIENT_METADATA_URL
+ * (its `client_id` is that address; its redirect is this machine's callback port). Exit 1 when the
+ * variable is not set.
+ */
+async function clientMetadataCli(): Promise<void> {
+  const settings = commandSettings();
+  const url = settings.oauth.clientMetadataUrl;
+  if (url === undefined) {
+    process.stderr.write('DMCP_OAUTH_CLIENT_METADATA_URL is not set: set it to the https address where you will host the document (https://example.com/durable-mcp/client.json), then run durable-mcp mcp client-metadata again\n');
+    process.exitCode = 1;
+    return;
+  }
+  const { callbackUrl, clientMetadataFor } = await import('../../plane/oauth.js');
+  process.stdout.write(`${JSON.stringify(clientMetadataFor(callbackUrl(settings.oauth.callbackPort), url), null, 2)}\n`);
+}
+
 /** Adds `durable-mcp mcp ...` to the program. */
 export function registerMcpCommand(program: Command): void {
   const mcp = program.command('mcp').description('the shelf: servers registered once and granted to agents by name, and their logins');
@@ -549,6 +566,10 @@ export function registerMcpCommand(program: Command): void {
     .description('revoke and delete the login of a server, for every worker')
     .argument('<name>')
     .action(logoutCli);
+  mcp
+    .command('client-metadata')
+    .description('print the client ID metadata document to host at DMCP_OAUTH_CLIENT_METADATA_URL (used as the client ID where the authorization server accepts it)')
+    .action(clientMetadataCli);
   mcp
     .command('rekey')
     .description('rewrite every login file with the current OAuth key (DMCP_OAUTH_KEY), after a rotation')

@@ -177,15 +177,26 @@ function durableMcp(args: string[], env: NodeJS.ProcessEnv = process.env): Promi
  * a browser on the worker's machine does: start the login without waiting, open the address (here
  * a GET whose redirect is not followed), paste back where it redirects. False when a step refused.
  */
-async function logIn(name: string, url: string, agent: string, context: ScenarioContext): Promise<boolean> {
+async function logIn(name: string, url: string, agent: string, context: ScenarioContext, scenario: string): Promise<boolean> {
   const client = context.client_id !== undefined ? ['--client-id', context.client_id, ...(context.client_secret !== undefined ? ['--client-secret-env', SECRET_VARIABLE] : [])] : [];
   if ((await durableMcp(['mcp', 'add', name, url, '--agent', agent, ...client])).code !== 0) return false;
-  return logInAgain(name, context);
+  return logInAgain(name, context, scenario);
 }
 
+/**
+ * The client ID metadata document address auth/basic-cimd expects. Set for that scenario alone:
+ * the others check dynamic registration itself, which an authorization server that accepts
+ * metadata documents would no longer see.
+ */
+const CIMD_URL = 'https://conformance-test.local/client-metadata.json';
+
 /** `mcp login` with paste-back for a server already on the shelf. */
-async function logInAgain(name: string, context: ScenarioContext): Promise<boolean> {
-  const env = context.client_secret !== undefined ? { ...process.env, [SECRET_VARIABLE]: context.client_secret } : process.env;
+async function logInAgain(name: string, context: ScenarioContext, scenario: string): Promise<boolean> {
+  const env = {
+    ...process.env,
+    ...(context.client_secret !== undefined ? { [SECRET_VARIABLE]: context.client_secret } : {}),
+    ...(scenario === 'auth/basic-cimd' ? { DMCP_OAUTH_CLIENT_METADATA_URL: CIMD_URL } : {}),
+  };
   const started = await durableMcp(['mcp', 'login', name, '--no-wait', '--no-browser'], env);
   const address = /^\s+(https?:\/\/\S+)$/m.exec(started.out)?.[1];
   if (started.code !== 0 || !address) return false;
@@ -219,14 +230,14 @@ async function main(): Promise<number> {
       const suffix = randomBytes(4).toString('hex');
       const name = `auth-${suffix}`;
       const agent = `conformance-${suffix}`;
-      if (!(await logIn(name, url, agent, context))) return 1;
+      if (!(await logIn(name, url, agent, context, scenario))) return 1;
       const notes: TurnNotes = { wantsMoreAccess: false };
       const code = await driveTurn(client, { name, agent }, scenario, context, workspace, notes);
       if (!notes.wantsMoreAccess) return code;
       // What the status told the operator to run, once: a server that still refuses after that
       // gets no further logins (auth/scope-retry-limit counts them).
       process.stderr.write(`${name} wants more access: logging in again, then a second turn\n`);
-      if (!(await logInAgain(name, context))) return 1;
+      if (!(await logInAgain(name, context, scenario))) return 1;
       return await driveTurn(client, { name, agent }, scenario, context, workspace);
     }
     return await driveTurn(client, { name: SERVER, servers: { inlineSpecs: [`${SERVER}:${url}`] } }, scenario, context, workspace);
