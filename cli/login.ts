@@ -131,10 +131,12 @@ export async function loginCommand(opts: LoginCommandOptions): Promise<number> {
       return 0;
     }
     const port = opts.settings.oauth.callbackPort;
+    const metadataUrl = opts.settings.oauth.clientMetadataUrl;
+    const metadataDocument = metadataUrl !== undefined ? { clientMetadataUrl: metadataUrl } : {};
     const redirectUrl = callbackUrl(port);
     const pasteBack = `durable-mcp mcp login ${opts.server} '<address>'`;
     if (opts.noWait) {
-      const started = await startLogin(deps, { server: opts.server, serverUrl: opts.serverUrl, redirectUrl, ...(client ? { client } : {}) });
+      const started = await startLogin(deps, { server: opts.server, serverUrl: opts.serverUrl, redirectUrl, ...(client ? { client } : {}), ...metadataDocument });
       opts.out(`Open this address in a browser to log in to ${opts.server}:`);
       opts.out(`  ${started.authorizationUrl}`);
       opts.out(`The browser ends on ${redirectUrl}?... (a page that may not load on that machine); paste that whole address back:`);
@@ -158,7 +160,7 @@ export async function loginCommand(opts: LoginCommandOptions): Promise<number> {
     const listener = await listenForCallback(port, opts.server, handle);
     let timer: NodeJS.Timeout | undefined;
     try {
-      const started = await startLogin(deps, { server: opts.server, serverUrl: opts.serverUrl, redirectUrl, ...(client ? { client } : {}) });
+      const started = await startLogin(deps, { server: opts.server, serverUrl: opts.serverUrl, redirectUrl, ...(client ? { client } : {}), ...metadataDocument });
       opts.out(`Open this address in a browser to log in to ${opts.server}:`);
       opts.out(`  ${started.authorizationUrl}`);
       opts.out(`Waiting for the browser to come back to ${redirectUrl} ... (if it runs on another machine, paste the address it ends on: ${pasteBack})`);

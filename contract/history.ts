@@ -49,13 +49,15 @@ export interface ServerStatus {
   /**
    * A shelf server that needs an OAuth login and has none that works: `wanted` (never logged in),
    * `expired` (the login expired or was revoked), `refresh_failed` (its refresh failed this time),
-   * `in_progress` (a login was started and not finished). `error` says what to do.
+   * `in_progress` (a login was started and not finished), or, on a server that is still connected,
+   * `insufficient_scope` (a request was refused with 403 `insufficient_scope`: the login wants more
+   * access, and a warning says which scope and what to run). `error` says what to do.
    */
   login?: LoginProblemKind;
 }
 
 /** Why a shelf server's OAuth login does not work (see {@link ServerStatus.login}). */
-export const LoginProblemKind = ['wanted', 'expired', 'refresh_failed', 'in_progress'] as const;
+export const LoginProblemKind = ['wanted', 'expired', 'refresh_failed', 'in_progress', 'insufficient_scope'] as const;
 export type LoginProblemKind = (typeof LoginProblemKind)[number];
 
 export interface TurnStatus {

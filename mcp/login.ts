@@ -4,6 +4,7 @@
  * without a (new) login. The tokens come from the worker's credentials (the token store); this room
  * never stores one.
  */
+import { extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { LoginProblemKind } from '../contract/index.js';
 
@@ -21,6 +22,11 @@ export interface LoginCredentials {
   accessToken(server: string, serverUrl: string): Promise<LoginToken>;
   /** After a 401 to `failedToken`: one refresh (or the token another process refreshed meanwhile). */
   afterUnauthorized(server: string, serverUrl: string, failedToken: string | undefined): Promise<LoginToken>;
+  /**
+   * The server refused `deniedToken` with 403 `insufficient_scope`, naming `scope`: noted with the
+   * login (for `mcp list` and the next login), and the problem in the status's words.
+   */
+  insufficientScope?(server: string, serverUrl: string, deniedToken: string, scope: string | undefined): Promise<LoginProblem>;
   /** Every token value this process has seen for the login (access and refresh): scrubbed wherever the server's text goes. */
   secretsOf?(server: string): string[];
 }
@@ -31,7 +37,7 @@ export interface LoginFetchEvents {
   onToken(token: string): void;
   /** The server refused the request and no login could fix it now. */
   onProblem(problem: LoginProblem): void;
-  /** A request went through with a login (clears an earlier problem). */
+  /** A request went through with a login (clears an earlier problem; not one of a token refused for its scope). */
   onAuthorized(): void;
 }
 
@@ -56,6 +62,21 @@ function withBearer(init: RequestInit | undefined, token: string | undefined): R
 export function loginFetch(inner: FetchLike, server: string, serverUrl: string, credentials: LoginCredentials, events: LoginFetchEvents): FetchLike {
   const url = new URL(serverUrl);
   const clear = url.protocol === 'http:' && !isLoopback(url.hostname);
+  // The token a server refused for want of scope: requests it still lets through do not clear
+  // that problem, since only a new login (another token) gives the access.
+  let scopeDenied: string | undefined;
+  const authorized = (token: string) => {
+    if (token !== scopeDenied) events.onAuthorized();
+  };
+  const checkScope = async (response: Response, token: string | undefined): Promise<void> => {
+    if (response.status !== 403 || token === undefined) return;
+    const { error, scope } = extractWWWAuthenticateParams(response);
+    if (error !== 'insufficient_scope') return;
+    scopeDenied = token;
+    events.onProblem(credentials.insufficientScope
+      ? await credentials.insufficientScope(server, serverUrl, token, scope)
+      : { kind: 'insufficient_scope', message: `wants more access (${scope ? `scope ${scope}` : 'the server named no scope'}): durable-mcp mcp login ${server}` });
+  };
   return async (target, init) => {
     // Over plain http to another machine no token is sent, so none is looked up (or refreshed).
     const first: LoginToken = clear ? { problem: { kind: 'wanted', message: '' } } : await credentials.accessToken(server, serverUrl);
@@ -63,7 +84,8 @@ export function loginFetch(inner: FetchLike, server: string, serverUrl: string, 
     if (token !== undefined) events.onToken(token);
     let response = await inner(target, withBearer(init, token));
     if (response.status !== 401) {
-      if (token !== undefined && response.ok) events.onAuthorized();
+      if (token !== undefined && response.ok) authorized(token);
+      await checkScope(response, token);
       return response;
     }
     if (clear) {
@@ -77,7 +99,8 @@ export function loginFetch(inner: FetchLike, server: string, serverUrl: string, 
       events.onToken(token);
       response = await inner(target, withBearer(init, token));
       if (response.status !== 401) {
-        if (response.ok) events.onAuthorized();
+        if (response.ok) authorized(token);
+        await checkScope(response, token);
         return response;
       }
     }

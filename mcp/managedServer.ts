@@ -1,4 +1,4 @@
-import { Client, SdkError, SdkErrorCode, isInputRequiredResult, type CallToolResult, type Root, type Tool, type Transport, type VersionNegotiationOptions } from '@modelcontextprotocol/client';
+import { Client, InsufficientScopeError, SdkError, SdkErrorCode, isInputRequiredResult, type CallToolResult, type Root, type Tool, type Transport, type VersionNegotiationOptions } from '@modelcontextprotocol/client';
 import { randomUUID } from 'node:crypto';
 import { createTaskSessionFromClient, type TaskEnabledSession } from '@modelcontextprotocol/ext-tasks/client';
 import type { Logger } from 'pino';
@@ -501,6 +501,14 @@ export class ManagedServer {
     if (listener) this.legacyInputListeners.add(listener);
     try {
       return await this.callRounds(client, tool, args, options, toolDefinition, retry, listener);
+    } catch (err) {
+      // The server refused the call for want of scope: it did not run, and only a person's new
+      // login can widen the access. The model reads that as the tool's error; nothing retries.
+      const problem = this.loginProblem;
+      if (err instanceof InsufficientScopeError && problem?.kind === 'insufficient_scope') {
+        return { content: [{ type: 'text', text: this.scrubText(`${this.entry.name} refused this call, so it did not run: its login ${problem.message}`) }], isError: true };
+      }
+      throw err;
     } finally {
       if (listener) this.legacyInputListeners.delete(listener);
     }

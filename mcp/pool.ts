@@ -354,6 +354,8 @@ export class ServerPool {
         if (!offered.has(wanted)) base.warnings.push(`tool "${wanted}" is listed in "tools" but the server does not offer it`);
       }
       for (const refused of server.refusedTools) base.warnings.push(`tool ${JSON.stringify(refused.name)} left out: ${refused.reason}`);
+      const scopeProblem = server.loginProblem?.kind === 'insufficient_scope' ? server.loginProblem : undefined;
+      if (scopeProblem) base.warnings.push(`its login ${scopeProblem.message}`);
       if (server.junkLines > 0) {
         base.warnings.push(`the server wrote ${server.junkLines} non-protocol line(s) to stdout, first: ${JSON.stringify(server.firstJunkLine)}; they were dropped`);
       }
@@ -363,6 +365,7 @@ export class ServerPool {
         tools: kept.map((t) => names.publicName(entry.name, t.name)!),
         pid: server.pid,
         ...(server.era ? { era: server.era } : {}),
+        ...(scopeProblem ? { login: scopeProblem.kind } : {}),
       });
     }
     for (const refused of config.refused) {

@@ -38,7 +38,7 @@ export interface CredentialsDeps {
 }
 
 /** What a login problem says, exactly as the status and the servers paragraph show it. */
-export function loginProblemMessage(kind: LoginProblemKind, name: string, detail: { startedAt?: Date; reason?: string } = {}): string {
+export function loginProblemMessage(kind: LoginProblemKind, name: string, detail: { startedAt?: Date; reason?: string; scope?: string } = {}): string {
   switch (kind) {
     case 'wanted':
       return `wants an account first: durable-mcp mcp login ${name}`;
@@ -48,15 +48,23 @@ export function loginProblemMessage(kind: LoginProblemKind, name: string, detail
       return `could not refresh its login (${detail.reason ?? 'no reason given'}); tried again next turn, or durable-mcp mcp login ${name}`;
     case 'in_progress':
       return `a login was started ${(detail.startedAt ?? new Date(0)).toISOString()} and not finished: finish it in the browser, or paste the address it ends on: durable-mcp mcp login ${name} '<address>'`;
+    case 'insufficient_scope':
+      return `wants more access (${detail.scope ? `scope ${detail.scope}` : 'the server named no scope'}): durable-mcp mcp login ${name}`;
   }
 }
 
-export function loginProblem(kind: LoginProblemKind, name: string, detail: { startedAt?: Date; reason?: string } = {}): LoginProblem {
+export function loginProblem(kind: LoginProblemKind, name: string, detail: { startedAt?: Date; reason?: string; scope?: string } = {}): LoginProblem {
   return { kind, message: loginProblemMessage(kind, name, detail) };
 }
 
 // A login's tokens go only to the address it was made for.
 export { sameServerUrl };
+
+/** The scopes of `lists` (space-separated), each once, in the order first seen. */
+export function scopeUnion(...lists: (string | undefined)[]): string | undefined {
+  const all = [...new Set(lists.flatMap((l) => (l ?? '').split(' ')).filter((s) => s !== ''))];
+  return all.length > 0 ? all.join(' ') : undefined;
+}
 
 /** True when the access token has expired or expires within `marginMs` of `now`; tokens without an expiry never do. */
 export function expiresWithin(tokens: Pick<StoredTokens, 'expiresAt'>, marginMs: number, now: number): boolean {
@@ -239,6 +247,21 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
     },
     afterUnauthorized(server, serverUrl, failedToken) {
       return guarded(server, () => refresh(server, serverUrl, failedToken, 'unauthorized'));
+    },
+    insufficientScope(server, serverUrl, deniedToken, scope) {
+      const problem = loginProblem('insufficient_scope', server, { ...(scope ? { scope } : {}) });
+      // Kept with the login, so `mcp list` shows it and the next `mcp login` asks for it too; a
+      // login made since (another token) is not marked for what its predecessor lacked.
+      return store.withLock(server, async () => {
+        const record = await store.read(server);
+        if (!record || record.tokens.access_token !== deniedToken || !sameServerUrl(record.serverUrl, serverUrl)) return problem;
+        const wanted = scopeUnion(record.wantedScope, scope);
+        if (wanted !== undefined && wanted !== record.wantedScope) await store.write({ ...record, wantedScope: wanted });
+        return problem;
+      }).catch((err: unknown) => {
+        logger.warn({ server, reason: shortReason(err, known.get(server) ?? []) }, 'could not note the scope the server wants');
+        return problem;
+      });
     },
     secretsOf(server) {
       return [...(known.get(server) ?? [])];

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { auth, discoverOAuthServerInfo, extractWWWAuthenticateParams, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { sameServerUrl, shortReason, storedTokens } from './credentials.js';
+import { sameServerUrl, scopeUnion, shortReason, storedTokens } from './credentials.js';
 import { newLoginId, type LoginRecord, type PendingLogin, type TokenStore } from './tokenStore.js';
 
 /** A login that cannot go on: says what was wrong and what to do. */
@@ -76,10 +76,31 @@ function fetchOf(deps: LoginDeps): FetchLike {
 
 interface FlowState {
   redirectUrl: string;
+  /** The client's metadata document address: its ID where the authorization server accepts one. */
+  clientMetadataUrl?: string;
   state?: string;
   client?: OAuthClientInformationMixed;
   discovery?: OAuthDiscoveryState;
   codeVerifier?: string;
+}
+
+/**
+ * What durable-mcp says of itself as an OAuth client: sent at dynamic registration, and, with
+ * `client_id` set to its address, the client ID metadata document the operator hosts.
+ */
+export function clientMetadataFor(redirectUrl: string, clientId?: string): OAuthClientMetadata & { application_type: 'native'; client_id?: string } {
+  return {
+    ...(clientId !== undefined ? { client_id: clientId } : {}),
+    client_name: 'durable-mcp',
+    redirect_uris: [redirectUrl],
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    // A command-line client keeps no secret worth the name: a public client with PKCE.
+    token_endpoint_auth_method: 'none',
+    // Its redirect is a loopback address: an authorization server that checks redirect URIs
+    // against the application type would refuse it for a (default) web client.
+    application_type: 'native',
+  };
 }
 
 /**
@@ -97,19 +118,12 @@ export class LoginFlowProvider implements OAuthClientProvider {
     return this.flow.redirectUrl;
   }
 
+  get clientMetadataUrl(): string | undefined {
+    return this.flow.clientMetadataUrl;
+  }
+
   get clientMetadata(): OAuthClientMetadata {
-    const metadata: OAuthClientMetadata & { application_type: 'native' } = {
-      client_name: 'durable-mcp',
-      redirect_uris: [this.flow.redirectUrl],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
-      // A command-line client keeps no secret worth the name: a public client with PKCE.
-      token_endpoint_auth_method: 'none',
-      // Its redirect is a loopback address: an authorization server that checks redirect URIs
-      // against the application type would refuse it for a (default) web client.
-      application_type: 'native',
-    };
-    return metadata;
+    return clientMetadataFor(this.flow.redirectUrl);
   }
 
   state(): string {
@@ -222,18 +236,36 @@ export interface StartedLogin {
  * address (PKCE S256, state, resource), kept as the server's pending login (replacing an older
  * pending one). The current login, if any, stays in use until the new one is finished.
  */
-export async function startLogin(deps: LoginDeps, opts: { server: string; serverUrl: string; redirectUrl: string; /** A pre-registered client: no dynamic registration. */ client?: PreregisteredClient }): Promise<StartedLogin> {
+export async function startLogin(deps: LoginDeps, opts: {
+  server: string;
+  serverUrl: string;
+  redirectUrl: string;
+  /** A pre-registered client: no dynamic registration. */
+  client?: PreregisteredClient;
+  /** The client ID metadata document's address (https): the client ID where the authorization server accepts one. */
+  clientMetadataUrl?: string;
+}): Promise<StartedLogin> {
   checkTransport(opts.server, undefined, opts.serverUrl);
   const fetchFn = fetchOf(deps);
   const now = deps.now ?? Date.now;
   const hint = await probeUnauthorized(opts.serverUrl, fetchFn);
-  const provider = new LoginFlowProvider({ redirectUrl: opts.redirectUrl, state: randomBytes(24).toString('base64url'), ...(opts.client ? { client: clientOf(opts.client) } : {}) });
+  // After a 403 `insufficient_scope`, the new login asks for what the old one was granted and what
+  // the server asked for since, besides what it asks of a request without a token.
+  const current = await deps.store.read(opts.server).catch(() => undefined);
+  const earlier = current && sameServerUrl(current.serverUrl, opts.serverUrl) ? scopeUnion(current.tokens.scope, current.wantedScope) : undefined;
+  const scope = scopeUnion(hint?.scope, earlier);
+  const provider = new LoginFlowProvider({
+    redirectUrl: opts.redirectUrl,
+    state: randomBytes(24).toString('base64url'),
+    ...(opts.client ? { client: clientOf(opts.client) } : opts.clientMetadataUrl !== undefined ? { clientMetadataUrl: opts.clientMetadataUrl } : {}),
+  });
   try {
     // Discovery first and apart, so metadata naming another issuer is refused before any of its
     // endpoints (registration included) is used; `auth()` then goes on from this discovery.
     const found = await discoverOAuthServerInfo(opts.serverUrl, { ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), fetchFn });
     if (found.resourceMetadata) checkMetadataIssuer(opts.server, found.authorizationServerUrl, found.authorizationServerMetadata?.issuer);
-    if (!opts.client && found.authorizationServerMetadata && !found.authorizationServerMetadata.registration_endpoint) {
+    const metadataDocument = opts.clientMetadataUrl !== undefined && found.authorizationServerMetadata?.client_id_metadata_document_supported === true;
+    if (!opts.client && !metadataDocument && found.authorizationServerMetadata && !found.authorizationServerMetadata.registration_endpoint) {
       throw new LoginError(
         `${opts.server}: the authorization server ${found.authorizationServerUrl} offers no dynamic client registration: register a client there ` +
           `(redirect address ${opts.redirectUrl}), then put the server back with its ID: durable-mcp mcp forget ${opts.server} && ` +
@@ -246,7 +278,7 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
       ...(found.resourceMetadata ? { resourceMetadata: found.resourceMetadata } : {}),
       ...(found.authorizationServerMetadata ? { authorizationServerMetadata: found.authorizationServerMetadata } : {}),
     });
-    const result = await auth(provider, { serverUrl: opts.serverUrl, ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), ...(hint?.scope ? { scope: hint.scope } : {}), fetchFn });
+    const result = await auth(provider, { serverUrl: opts.serverUrl, ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), ...(scope ? { scope } : {}), fetchFn });
     if (result !== 'REDIRECT' || !provider.authorizationUrl) throw new LoginError('the authorization server issued tokens without asking the browser; this login flow needs an authorization code');
   } catch (err) {
     if (err instanceof LoginError) throw err;
@@ -255,8 +287,8 @@ export async function startLogin(deps: LoginDeps, opts: { server: string; server
   const flow = provider.flow;
   const authorizationUrl = provider.authorizationUrl;
   if (!flow.client || !flow.discovery || !flow.codeVerifier || !flow.state) throw new LoginError(`${opts.server}: the SDK's authorization left no client, discovery or verifier`);
-  const scope = withOfflineAccess(authorizationUrl.searchParams.get('scope') ?? undefined, flow.discovery.authorizationServerMetadata?.scopes_supported);
-  if (scope !== undefined) authorizationUrl.searchParams.set('scope', scope);
+  const asked = withOfflineAccess(authorizationUrl.searchParams.get('scope') ?? undefined, flow.discovery.authorizationServerMetadata?.scopes_supported);
+  if (asked !== undefined) authorizationUrl.searchParams.set('scope', asked);
   checkTransport(opts.server, flow.discovery);
   const resource = authorizationUrl.searchParams.get('resource') ?? undefined;
   const startedAt = new Date(now());

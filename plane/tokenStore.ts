@@ -66,6 +66,11 @@ export interface LoginRecord {
   tokens: StoredTokens;
   /** Set when the authorization server refused the refresh token (expired or revoked): no further refresh is tried. */
   dead?: { at: string; reason: string };
+  /**
+   * Scopes the server asked for in a 403 `insufficient_scope` to this login's token: the next login
+   * asks for them besides those granted.
+   */
+  wantedScope?: string;
 }
 
 /** A login started by `mcp login` and not yet finished (the browser has not come back). */

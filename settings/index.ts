@@ -236,6 +236,12 @@ export interface Settings {
     previousKeys: string[];
     /** DMCP_OAUTH_CALLBACK_PORT, default 8788: the loopback port `mcp login` waits on for the browser's redirect. */
     callbackPort: number;
+    /**
+     * DMCP_OAUTH_CLIENT_METADATA_URL: an https address with a path where the operator hosts the
+     * client's metadata document (`durable-mcp mcp client-metadata` prints it); used as the client
+     * ID by authorization servers that accept metadata documents. Unset: dynamic registration.
+     */
+    clientMetadataUrl?: string;
   };
   /** Prometheus metrics of the worker (calls, servers, the Temporal SDK's own). */
   metrics: {
@@ -474,7 +480,31 @@ const envSchema = z.object({
     return keys;
   }),
   DMCP_OAUTH_CALLBACK_PORT: port('DMCP_OAUTH_CALLBACK_PORT', 8788),
+  DMCP_OAUTH_CLIENT_METADATA_URL: wrap('DMCP_OAUTH_CLIENT_METADATA_URL', (v) => {
+    if (v === undefined || v.trim() === '') return undefined;
+    const problem = clientMetadataUrlProblem(v.trim());
+    if (problem) throw new SettingsError(`DMCP_OAUTH_CLIENT_METADATA_URL ${problem}, got ${JSON.stringify(v.slice(0, 200))}`);
+    return v.trim();
+  }),
 });
+
+/**
+ * Why `value` cannot be a client ID metadata document's address: it must be https, with a path
+ * other than `/` (the document's address is the client's ID), and no fragment or credentials.
+ */
+export function clientMetadataUrlProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be an https:// address';
+  }
+  if (url.protocol !== 'https:') return 'must be an https:// address (authorization servers fetch it)';
+  if (url.pathname === '/' || url.pathname === '') return 'must have a path (https://host/client-metadata.json), not the bare host';
+  if (url.hash !== '' || value.includes('#')) return 'must have no #fragment';
+  if (url.username !== '' || url.password !== '') return 'must carry no user name or password';
+  return undefined;
+}
 
 /**
  * Reads every setting from `env`. Unset or empty variables take their defaults.
@@ -546,6 +576,7 @@ export function loadSettings(env: Env): Settings {
       ...(e.DMCP_OAUTH_KEY ? { key: e.DMCP_OAUTH_KEY } : {}),
       previousKeys: e.DMCP_OAUTH_KEYS_PREVIOUS,
       callbackPort: e.DMCP_OAUTH_CALLBACK_PORT,
+      ...(e.DMCP_OAUTH_CLIENT_METADATA_URL ? { clientMetadataUrl: e.DMCP_OAUTH_CLIENT_METADATA_URL } : {}),
     },
   };
 }

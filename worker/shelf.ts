@@ -73,6 +73,14 @@ export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
         return storeProblem(server, err);
       }
     },
+    insufficientScope: async (server, url, denied, scope) => {
+      const fallback = loginProblem('insufficient_scope', server, { ...(scope ? { scope } : {}) });
+      try {
+        return (await (opened = await openCredentials()).insufficientScope?.(server, url, denied, scope)) ?? fallback;
+      } catch {
+        return fallback;
+      }
+    },
     secretsOf: (server) => opened?.secretsOf?.(server) ?? [],
   };
   return {

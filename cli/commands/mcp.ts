@@ -28,6 +28,8 @@ export interface ServerFacts {
   loginUrl?: string;
   /** A login started and not finished. */
   pendingSince?: Date;
+  /** Scopes the server refused the login's token for (403 `insufficient_scope`): a new login asks for them. */
+  wantedScope?: string;
   /** The answer to one `initialize` request (remote servers that some agent has). */
   probe?: ProbeResult;
 }
@@ -53,7 +55,7 @@ export function commandLine(entry: ShelfEntry): string {
 
 /**
  * One server's state: `not granted` (no agent has it), `command` (a stdio server, not probed),
- * `logged in`, `login started <time>, not finished`, `wants an account`, `reachable`,
+ * `logged in`, `logged in, wants more access (scope ...)`, `login started <time>, not finished`, `wants an account`, `reachable`,
  * `unreachable: <why>`.
  */
 export function serverState(server: ShelfServer, agents: string[], facts: ServerFacts): string {
@@ -63,6 +65,7 @@ export function serverState(server: ShelfServer, agents: string[], facts: Server
     return `logged in for another address (${facts.loginUrl}), so not used: durable-mcp mcp login ${server.name}`;
   }
   if (facts.loginId !== undefined && facts.expiredAt) return `login expired or revoked ${facts.expiredAt.toISOString()}: durable-mcp mcp login ${server.name}`;
+  if (facts.loginId !== undefined && facts.wantedScope) return `logged in, wants more access (scope ${facts.wantedScope}): durable-mcp mcp login ${server.name}`;
   if (facts.loginId !== undefined) return 'logged in';
   if (facts.pendingSince) return `login started ${facts.pendingSince.toISOString()}, not finished: durable-mcp mcp login ${server.name}`;
   const probe = facts.probe;
@@ -188,7 +191,7 @@ function cliBy(): string {
 }
 
 /** What the token store says of one server's login (not secret: IDs and times). */
-export type LoginFacts = (server: string) => Promise<Pick<ServerFacts, 'loginId' | 'pendingSince' | 'expiredAt' | 'loginUrl'>>;
+export type LoginFacts = (server: string) => Promise<Pick<ServerFacts, 'loginId' | 'pendingSince' | 'expiredAt' | 'loginUrl' | 'wantedScope'>>;
 
 interface ShelfCommandContext {
   shelf: ShelfClient;
@@ -376,10 +379,11 @@ async function loginFacts(settings: Settings): Promise<{ facts: LoginFacts; warn
     return {
       facts: async (server) => {
         const { loginId, pendingSince, expiredAt } = await store.loginState(server);
-        const loginUrl = loginId !== undefined ? (await store.read(server).catch(() => undefined))?.serverUrl : undefined;
+        const record = loginId !== undefined ? await store.read(server).catch(() => undefined) : undefined;
+        const loginUrl = record?.serverUrl;
         return {
           ...(loginId !== undefined ? { loginId } : {}), ...(pendingSince ? { pendingSince } : {}), ...(expiredAt ? { expiredAt } : {}),
-          ...(loginUrl !== undefined ? { loginUrl } : {}),
+          ...(loginUrl !== undefined ? { loginUrl } : {}), ...(record?.wantedScope ? { wantedScope: record.wantedScope } : {}),
         };
       },
     };
@@ -490,6 +494,23 @@ async function rekeyCli(): Promise<void> {
   process.exitCode = await rekeyCommand({ settings: commandSettings(), out: print, err: printError });
 }
 
+/**
+ * `mcp client-metadata`: the client ID metadata document to host at DMCP_OAUTH_CLIENT_METADATA_URL
+ * (its `client_id` is that address; its redirect is this machine's callback port). Exit 1 when the
+ * variable is not set.
+ */
+async function clientMetadataCli(): Promise<void> {
+  const settings = commandSettings();
+  const url = settings.oauth.clientMetadataUrl;
+  if (url === undefined) {
+    process.stderr.write('DMCP_OAUTH_CLIENT_METADATA_URL is not set: set it to the https address where you will host the document (https://example.com/durable-mcp/client.json), then run durable-mcp mcp client-metadata again\n');
+    process.exitCode = 1;
+    return;
+  }
+  const { callbackUrl, clientMetadataFor } = await import('../../plane/oauth.js');
+  process.stdout.write(`${JSON.stringify(clientMetadataFor(callbackUrl(settings.oauth.callbackPort), url), null, 2)}\n`);
+}
+
 /** Adds `durable-mcp mcp ...` to the program. */
 export function registerMcpCommand(program: Command): void {
   const mcp = program.command('mcp').description('the shelf: servers registered once and granted to agents by name, and their logins');
@@ -545,6 +566,10 @@ export function registerMcpCommand(program: Command): void {
     .description('revoke and delete the login of a server, for every worker')
     .argument('<name>')
     .action(logoutCli);
+  mcp
+    .command('client-metadata')
+    .description('print the client ID metadata document to host at DMCP_OAUTH_CLIENT_METADATA_URL (used as the client ID where the authorization server accepts it)')
+    .action(clientMetadataCli);
   mcp
     .command('rekey')
     .description('rewrite every login file with the current OAuth key (DMCP_OAUTH_KEY), after a rotation')

@@ -10,8 +10,8 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, test } from 'node:test';
 import { InvalidGrantError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
-import { createCredentials, expiresWithin, loginProblemMessage, refreshDue, sameServerUrl, shortReason, storedTokens } from '../../plane/credentials.js';
-import { LoginError, checkMetadataIssuer, finishLogin, withOfflineAccess, listenForCallback, logout, parseRedirectAddress, revocationOf, safeForTokens, startLogin, type CallbackOutcome } from '../../plane/oauth.js';
+import { createCredentials, expiresWithin, loginProblemMessage, refreshDue, sameServerUrl, scopeUnion, shortReason, storedTokens } from '../../plane/credentials.js';
+import { LoginError, checkMetadataIssuer, clientMetadataFor, finishLogin, withOfflineAccess, listenForCallback, logout, parseRedirectAddress, revocationOf, safeForTokens, startLogin, type CallbackOutcome } from '../../plane/oauth.js';
 import { logoutCommand } from '../../cli/login.js';
 import type { Settings } from '../../settings/index.js';
 import { createTokenStore } from '../../plane/tokenStore.js';
@@ -86,8 +86,20 @@ describe('login problems in the words of the status', () => {
       detail: { startedAt: new Date('2026-05-06T07:08:09.000Z') },
       text: "a login was started 2026-05-06T07:08:09.000Z and not finished: finish it in the browser, or paste the address it ends on: durable-mcp mcp login docs '<address>'",
     },
+    { kind: 'insufficient_scope' as const, detail: { scope: 'files:read files:write' }, text: 'wants more access (scope files:read files:write): durable-mcp mcp login docs' },
+    { kind: 'insufficient_scope' as const, text: 'wants more access (the server named no scope): durable-mcp mcp login docs' },
   ];
-  for (const c of cases) test(c.kind, () => assert.equal(loginProblemMessage(c.kind, 'docs', c.detail), c.text));
+  for (const c of cases) test(`${c.kind} ${c.detail ? JSON.stringify(c.detail) : ''}`, () => assert.equal(loginProblemMessage(c.kind, 'docs', c.detail), c.text));
+});
+
+describe('the union of scopes a new login asks for', () => {
+  const cases: { name: string; lists: (string | undefined)[]; want: string | undefined }[] = [
+    { name: 'granted and challenged, each once, in order', lists: ['a b', 'b c'], want: 'a b c' },
+    { name: 'extra spaces', lists: [' a  b ', undefined, ''], want: 'a b' },
+    { name: 'nothing', lists: [undefined, ''], want: undefined },
+    { name: 'challenge alone', lists: [undefined, 'mcp:write'], want: 'mcp:write' },
+  ];
+  for (const c of cases) test(c.name, () => assert.equal(scopeUnion(...c.lists), c.want));
 });
 
 describe('a token goes only to the address it was issued for', () => {
@@ -229,7 +241,7 @@ describe('offline_access where the authorization server lists it', () => {
 });
 
 /** An MCP server and its authorization server, answered in memory; what registration was sent. */
-function fakeAuthorizationServer(issuer = 'https://auth.example.com'): { spy: typeof fetch; registered: Record<string, unknown>[] } {
+function fakeAuthorizationServer(issuer = 'https://auth.example.com', extra: Record<string, unknown> = {}): { spy: typeof fetch; registered: Record<string, unknown>[] } {
   const registered: Record<string, unknown>[] = [];
   const json = (body: unknown) => new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
   const spy = (async (url: string | URL, init?: RequestInit) => {
@@ -237,7 +249,7 @@ function fakeAuthorizationServer(issuer = 'https://auth.example.com'): { spy: ty
     if (u.href === 'https://mcp.example.com/mcp') return new Response('', { status: 401, headers: { 'www-authenticate': 'Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"' } });
     if (u.pathname.startsWith('/.well-known/oauth-protected-resource')) return json({ resource: 'https://mcp.example.com/mcp', authorization_servers: ['https://auth.example.com'], scopes_supported: ['mcp'] });
     if (u.host === 'auth.example.com' && u.pathname.startsWith('/.well-known/')) {
-      return json({ issuer, authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'https://auth.example.com/token', registration_endpoint: 'https://auth.example.com/register', response_types_supported: ['code'], code_challenge_methods_supported: ['S256'], scopes_supported: ['mcp', 'offline_access'] });
+      return json({ issuer, authorization_endpoint: 'https://auth.example.com/authorize', token_endpoint: 'https://auth.example.com/token', registration_endpoint: 'https://auth.example.com/register', response_types_supported: ['code'], code_challenge_methods_supported: ['S256'], scopes_supported: ['mcp', 'offline_access'], ...extra });
     }
     if (u.href === 'https://auth.example.com/register') {
       const body = JSON.parse(String(init?.body)) as Record<string, unknown>;
@@ -260,6 +272,35 @@ describe('what the login tells the authorization server', () => {
     assert.equal(new URL(started.authorizationUrl).searchParams.get('client_id'), 'c1');
     assert.equal(new URL(started.authorizationUrl).searchParams.get('scope'), 'mcp offline_access');
     assert.equal(new URL((await store.readPending('docs'))!.authorizationUrl).searchParams.get('scope'), 'mcp offline_access');
+  });
+
+  test('a client ID metadata document: its address is the client ID where the authorization server accepts one, else registration', async () => {
+    const metadataUrl = 'https://example.org/dmcp/client.json';
+    const cases = [
+      { name: 'accepted', extra: { client_id_metadata_document_supported: true }, clientId: metadataUrl, registrations: 0 },
+      { name: 'accepted without registration', extra: { client_id_metadata_document_supported: true, registration_endpoint: undefined }, clientId: metadataUrl, registrations: 0 },
+      { name: 'not advertised', extra: {}, clientId: 'c1', registrations: 1 },
+    ];
+    for (const c of cases) {
+      const store = createTokenStore({ dir: await tempDir(), key: randomBytes(32) });
+      const { spy, registered } = fakeAuthorizationServer('https://auth.example.com', c.extra);
+      const started = await startLogin({ store, fetch: spy }, { server: 'docs', serverUrl: 'https://mcp.example.com/mcp', redirectUrl: 'http://127.0.0.1:8788/callback', clientMetadataUrl: metadataUrl });
+      assert.equal(new URL(started.authorizationUrl).searchParams.get('client_id'), c.clientId, c.name);
+      assert.equal(registered.length, c.registrations, c.name);
+      assert.equal((await store.readPending('docs'))!.client.client_id, c.clientId, c.name);
+    }
+  });
+
+  test('the document the operator hosts names its own address and the callback', () => {
+    assert.deepEqual(clientMetadataFor('http://127.0.0.1:8788/callback', 'https://example.org/c.json'), {
+      client_id: 'https://example.org/c.json',
+      client_name: 'durable-mcp',
+      redirect_uris: ['http://127.0.0.1:8788/callback'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+      application_type: 'native',
+    });
   });
 
   test('metadata naming another issuer ends the login before any address is handed out', async () => {

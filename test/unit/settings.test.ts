@@ -61,6 +61,8 @@ const good: { env: Record<string, string>; check: (s: ReturnType<typeof loadSett
   { env: { DMCP_METRICS_PORT: '9464', DMCP_METRICS_HOST: '0.0.0.0' }, check: (s) => assert.deepEqual(s.metrics, { port: 9464, host: '0.0.0.0' }) },
   { env: { DMCP_METRICS_PORT: '0' }, check: (s) => assert.deepEqual(s.metrics, { port: 0, host: '127.0.0.1' }) },
   { env: { DMCP_TASK_QUEUE: '   ' }, check: (s) => assert.equal(s.taskQueue, 'durable-mcp', 'blank is unset') },
+  { env: { DMCP_OAUTH_CLIENT_METADATA_URL: ' https://example.org/dmcp/client.json ' }, check: (s) => assert.equal(s.oauth.clientMetadataUrl, 'https://example.org/dmcp/client.json') },
+  { env: {}, check: (s) => assert.equal(s.oauth.clientMetadataUrl, undefined) },
 ];
 for (const [i, row] of good.entries()) {
   void test(`reads ${Object.keys(row.env).join(', ')} (#${i + 1})`, () => row.check(loadSettings(row.env)));
@@ -85,6 +87,11 @@ const bad: [string, string][] = [
   ['DMCP_MAX_IMAGES_PER_MESSAGE', 'many'],
   ['DMCP_METRICS_PORT', '70000'],
   ['DMCP_METRICS_PORT', 'prom'],
+  ['DMCP_OAUTH_CLIENT_METADATA_URL', 'http://example.org/client.json'],
+  ['DMCP_OAUTH_CLIENT_METADATA_URL', 'https://example.org/'],
+  ['DMCP_OAUTH_CLIENT_METADATA_URL', 'https://example.org/c.json#x'],
+  ['DMCP_OAUTH_CLIENT_METADATA_URL', 'https://u:p@example.org/c.json'],
+  ['DMCP_OAUTH_CLIENT_METADATA_URL', 'client.json'],
 ];
 for (const [name, value] of bad) {
   void test(`refuses ${name}=${value}, naming the variable`, () => {
