@@ -105,6 +105,19 @@ export function shortReason(err: unknown, secrets: string[]): string {
   return text.length > 160 ? `${text.slice(0, 157)}...` : text;
 }
 
+/**
+ * The client a refresh presents: a pre-registered client's secret is read from the worker variable
+ * its login names, and only when the operator lists that variable in DMCP_MCP_ENV.
+ */
+function refreshClient(record: LoginRecord, env: NodeJS.ProcessEnv): { information: LoginRecord['client'] } | { reason: string } {
+  const secretEnv = record.clientSecretEnv;
+  if (secretEnv === undefined) return { information: record.client };
+  const listed = mcpEnvEntries(env).includes(secretEnv);
+  const secret = listed ? env[secretEnv] : undefined;
+  if (!secret) return { reason: `its client secret is read from ${secretEnv}, which this worker ${listed ? 'does not have' : 'may not read: list it in DMCP_MCP_ENV'}` };
+  return { information: { ...record.client, client_secret: secret } };
+}
+
 /** Credentials over a token store. */
 export function createCredentials(deps: CredentialsDeps): Credentials {
   const { store, logger } = deps;
@@ -175,19 +188,13 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
         return deadLogin(server);
       }
       const metadata = record.discovery.authorizationServerMetadata;
-      let clientInformation = record.client;
-      const secretEnv = record.clientSecretEnv;
-      if (secretEnv !== undefined) {
-        const env = deps.env ?? {};
-        const secret = mcpEnvEntries(env).includes(secretEnv) ? env[secretEnv] : undefined;
-        if (!secret) {
-          const reason = `its client secret is read from ${secretEnv}, which this worker ${mcpEnvEntries(env).includes(secretEnv) ? 'does not have' : 'may not read: list it in DMCP_MCP_ENV'}`;
-          logger.warn({ server, reason }, 'could not refresh the OAuth login');
-          if (stillValid) return answer(record);
-          return { problem: loginProblem('refresh_failed', server, { reason }) };
-        }
-        clientInformation = { ...record.client, client_secret: secret };
+      const client = refreshClient(record, deps.env ?? {});
+      if ('reason' in client) {
+        logger.warn({ server, reason: client.reason }, 'could not refresh the OAuth login');
+        if (stillValid) return answer(record);
+        return { problem: loginProblem('refresh_failed', server, { reason: client.reason }) };
       }
+      const clientInformation = client.information;
       let issued;
       try {
         issued = await refreshAuthorization(record.discovery.authorizationServerUrl, {
