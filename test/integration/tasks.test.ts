@@ -17,6 +17,7 @@ import {
   configFiles, everythingServer, readLines, startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess,
 } from '../support/harness.js';
 import { textOf } from '../support/content.js';
+import { printedPort } from '../support/printedPort.js';
 
 const taskServer = fileURLToPath(new URL('../fixtures/taskServer.js', import.meta.url));
 
@@ -28,23 +29,7 @@ async function startTaskServer(env: NodeJS.ProcessEnv): Promise<{ pid: number; u
   const child = spawn(process.execPath, [taskServer], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   if (child.pid === undefined) throw new Error('could not start the task fixture');
   startedPids.add(child.pid);
-  const port = await new Promise<number>((resolve, reject) => {
-    let buffered = '';
-    const timer = setTimeout(() => reject(new Error('no port from the task fixture within 10 s')), 10_000);
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      buffered += chunk;
-      const match = /^\{"port":(\d+)\}$/m.exec(buffered);
-      if (match) {
-        clearTimeout(timer);
-        resolve(Number(match[1]));
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the task fixture exited with ${code}`));
-    });
-  });
-  child.stdout.resume();
+  const port = await printedPort(child, 'the task fixture');
   return { pid: child.pid, url: `http://127.0.0.1:${port}/mcp` };
 }
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { configFiles, everythingServer, type Harness, readLines, serverStatus, startHarness, tempDir } from '../support/harness.js';
+import { printedPort } from '../support/printedPort.js';
 
 const httpFixture = fileURLToPath(new URL('../fixtures/httpFixtureServer.js', import.meta.url));
 const slowStdio = fileURLToPath(new URL('../fixtures/slowStdioServer.js', import.meta.url));
@@ -29,25 +30,7 @@ async function startListening(args: string[], env: NodeJS.ProcessEnv): Promise<S
   started.add(child.pid);
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr = (stderr + c).slice(-2000)));
-  child.stdout.setEncoding('utf8');
-  const port = await new Promise<number>((resolve, reject) => {
-    let buffered = '';
-    const timer = setTimeout(() => reject(new Error(`no port from ${args.join(' ')} within 10 s; stderr: ${stderr}`)), 10_000);
-    child.stdout.on('data', (chunk: string) => {
-      buffered += chunk;
-      const match = /^\{"port":(\d+)\}$/m.exec(buffered);
-      if (match) {
-        clearTimeout(timer);
-        resolve(Number(match[1]));
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${args.join(' ')} exited with ${code}; stderr: ${stderr}`));
-    });
-  });
-  // Keep draining stdout so a chatty server never blocks on a full pipe.
-  child.stdout.resume();
+  const port = await printedPort(child, args.join(' '), () => `; stderr: ${stderr}`);
   return { pid: child.pid, port };
 }
 
