@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
 import { TurnClient } from '../../client/turnClient.js';
 import { renderTranscript } from '../../client/transcript.js';
-import { ActivityName } from '../../contract/index.js';
+import { ActivityName, type InputAnswer, type InputRequest } from '../../contract/index.js';
 import { bundleWorkflows } from '../../worker/index.js';
 import {
   configFiles, everythingServer, readLines, startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess,
@@ -91,17 +91,58 @@ describe('calls that run as MCP tasks', () => {
     assert.match(renderTranscript(transcript), new RegExp(`task ${call.task.taskId}: completed`));
   });
 
-  test('server-everything: a task that stops to ask for input is cancelled, and the model reads why', async () => {
+  test('server-everything: a task that stops to ask for input asks a person through the turn; the answer reaches the task, which goes on and is polled to its result', async () => {
     const turn = await h.client.startTurn({
       sessionId: `tasks-ambiguous-${Date.now()}`,
       workspace: dir,
       servers: { inlineSpecs: [`everything:${process.execPath} ${everythingServer} stdio`] },
     });
-    const outcome = await turn.callTool({ id: 'amb', name: 'mcp__everything__simulate-research-query', arguments: { topic: 'python', ambiguous: true } });
+    const asked: InputRequest[] = [];
+    const outcome = await turn.callTool({ id: 'amb', name: 'mcp__everything__simulate-research-query', arguments: { topic: 'python', ambiguous: true } }, {
+      inputPollMs: 200,
+      onInput: (request): InputAnswer => {
+        asked.push(request);
+        return { action: 'accept', content: { interpretation: 'snake' } };
+      },
+    });
     await turn.end();
-    assert.equal(outcome.status, 'error');
-    assert.equal(outcome.errorKind, 'unknown_result');
-    assert.match(outcome.errorMessage ?? '', /task \w+ asked for input \("Found multiple interpretations for \\"python\\"\. Requesting clarification\.\.\."\), which durable-mcp cannot yet give to a task; the task was cancelled/);
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(outcome.isError, false);
+    const report = String(textOf(outcome.content[0]));
+    assert.match(report, /# Research Report: python \(snake\)/);
+    assert.match(report, /After receiving clarification \("snake"\), the task resumed processing and completed/);
+    assert.deepEqual(asked.map((r) => [r.requestId, r.kind, r.tool]), [['amb:1:elicitation', 'form', 'mcp__everything__simulate-research-query']]);
+    assert.match(asked[0]!.message, /could have multiple interpretations/);
+
+    const transcript = await h.client.transcript(turn.turnId);
+    const call = transcript.calls.find((c) => c.id === 'amb')!;
+    assert.deepEqual(call.inputs?.map((i) => [i.round, i.kind, i.action]), [[1, 'form', 'accept']]);
+    assert.equal(call.task?.status, 'completed');
+    assert.ok(call.task.changes.some((c) => c.status === 'input_required'), 'the wait for input is a change of the task');
+    assert.ok(call.task.changes.some((c) => c.status === 'working' && /Continuing with interpretation: "snake"/.test(c.statusMessage ?? '')), 'polled again after the answer');
+    const history = await h.client.client.workflow.getHandle(turn.turnId).fetchHistory();
+    const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+    assert.deepEqual(types.filter((t) => t === ActivityName.taskInput || t === ActivityName.deliverInputAnswer), [ActivityName.taskInput, ActivityName.deliverInputAnswer]);
+    assert.ok(types.lastIndexOf(ActivityName.pollTask) > types.indexOf(ActivityName.taskInput), 'the task is polled after its question');
+  });
+
+  test('server-everything: a task question declined with answerInput goes to the server as decline', async () => {
+    const turn = await h.client.startTurn({
+      sessionId: `tasks-ambiguous-decline-${Date.now()}`,
+      workspace: dir,
+      servers: { inlineSpecs: [`everything:${process.execPath} ${everythingServer} stdio`] },
+    });
+    const running = turn.callTool({ id: 'dec', name: 'mcp__everything__simulate-research-query', arguments: { topic: 'rust', ambiguous: true } });
+    await waitUntil('the task\'s question', async () => (await h.client.pendingInputs(turn.turnId)).length === 1, 30_000);
+    const [open] = await h.client.pendingInputs(turn.turnId);
+    assert.equal(open!.requestId, 'dec:1:elicitation');
+    assert.deepEqual(await h.client.answerInput(turn.turnId, open!.requestId, { action: 'decline' }), { requestId: 'dec:1:elicitation', action: 'decline' });
+    const outcome = await running;
+    await turn.end();
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.match(String(textOf(outcome.content[0])), /# Research Report: rust \(User declined - using default interpretation\)/);
+    const call = (await h.client.transcript(turn.turnId)).calls.find((c) => c.id === 'dec')!;
+    assert.deepEqual(call.inputs?.map((i) => i.action), ['decline']);
   });
 
   test('a task the server forgets (its TTL ran out) ends as a timeout the model can read', async () => {
