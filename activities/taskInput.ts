@@ -34,7 +34,8 @@ export function taskInputActivity(kit: ActivityKit): (input: TaskInputRef) => Pr
     const ctx = Context.current();
     const startedAt = new Date();
     const scrubber = callScrubber(kit.deps.scrub);
-    const idle = { task: { taskId: input.taskId, status: 'input_required' } };
+    // As a call's progress, so the API's pending-call `progress` shows it.
+    const idle = { progress: { taskId: input.taskId, status: 'input_required', message: `task ${input.taskId}: input_required` } };
     let latest: unknown = idle;
     const stop = startHeartbeat(ctx, () => latest);
     // Ends the request: the task went on, or the wait's limit passed.

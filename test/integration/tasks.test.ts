@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
 import { TurnClient } from '../../client/turnClient.js';
 import { renderTranscript } from '../../client/transcript.js';
+import { callProgress } from '../../api/progress.js';
 import { ActivityName, type InputAnswer, type InputRequest } from '../../contract/index.js';
 import { bundleWorkflows } from '../../worker/index.js';
 import {
@@ -136,6 +137,9 @@ describe('calls that run as MCP tasks', () => {
     await waitUntil('the task\'s question', async () => (await h.client.pendingInputs(turn.turnId)).length === 1, 30_000);
     const [open] = await h.client.pendingInputs(turn.turnId);
     assert.equal(open!.requestId, 'dec:1:elicitation');
+    const waiting = await callProgress(h.client.client, turn.turnId, 'dec');
+    assert.equal(waiting?.status, 'input_required', JSON.stringify(waiting));
+    assert.match(String(waiting?.message), /^task \w+: input_required, Found multiple interpretations/);
     assert.deepEqual(await h.client.answerInput(turn.turnId, open!.requestId, { action: 'decline' }), { requestId: 'dec:1:elicitation', action: 'decline' });
     const outcome = await running;
     await turn.end();
@@ -160,6 +164,15 @@ describe('calls that run as MCP tasks', () => {
     const running = turn.callTool({ id: 'cx', name: 'mcp__jobs__long_job', arguments: { seconds: 60, tag: 'cx' } });
     await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'cx'));
     const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'cx')!;
+    // Between polls nothing runs: the API's pending-call progress is what the newest poll found.
+    let progress: Record<string, unknown> | undefined;
+    await waitUntil('the task\'s progress', async () => {
+      progress = await callProgress(h.client.client, turn.turnId, 'cx');
+      return typeof progress?.statusMessage === 'string' && /^step [1-9]\d*\/60$/.test(progress.statusMessage);
+    }, 20_000);
+    assert.equal(progress!.taskId, created.taskId);
+    assert.equal(progress!.status, 'working');
+    assert.match(String(progress!.message), new RegExp(`^task ${created.taskId}: working, step \\d+/60$`));
     await turn.cancelCall('cx');
     const outcome = await running;
     assert.equal(outcome.status, 'error');

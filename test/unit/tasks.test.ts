@@ -4,6 +4,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { buildTranscript, renderTranscript, taskLine, MAX_TASK_CHANGES } from '../../client/transcript.js';
 import { ActivityName, type CallToolInput, type TaskPoll, type TaskRef, type TaskStarted } from '../../contract/index.js';
 import { relatedTaskId } from '../../mcp/managedServer.js';
+import { taskProgress } from '../../api/progress.js';
 import { MAX_POLL_MS, TASK_REQUEST_TIMEOUT_MS, endedTaskOutcome, lostTrackOutcome, pollDelayMs, runsAsTask, taskInputOptions, unansweredOutcome } from '../../workflows/tasks.js';
 
 const cases: [title: string, suggested: number | undefined, polls: number, expected: number][] = [
@@ -149,3 +150,15 @@ void test('taskInput options: held at most the legacy limit (plus margins), hear
   assert.equal(options.startToCloseTimeout, 60_000 + 30_000 + TASK_REQUEST_TIMEOUT_MS);
   assert.deepEqual([options.heartbeatTimeout, options.scheduleToStartTimeout, options.retry?.maximumAttempts, options.taskQueue], [10_000, 5000, 1, 'q']);
 });
+
+const progresses: [title: string, result: Parameters<typeof taskProgress>[0], taskId: string | undefined, expected: Record<string, unknown> | undefined][] = [
+  ['a poll with a status message', { status: 'working', statusMessage: 'step 3/5' }, 'tk', { taskId: 'tk', status: 'working', statusMessage: 'step 3/5', message: 'task tk: working, step 3/5' }],
+  ['a poll without one', { status: 'input_required' }, 'tk', { taskId: 'tk', status: 'input_required', message: 'task tk: input_required' }],
+  ['the created task names itself', { kind: 'task', taskId: 'new', status: 'working' }, undefined, { taskId: 'new', status: 'working', message: 'task new: working' }],
+  ['an outcome is no progress', { status: 'ok', content: [], isError: false, startedAt: '2026-01-01T00:00:00.000Z', durationMs: 1, attempts: 1 }, 'tk', undefined],
+  ['a poll of no known task', { status: 'working' }, undefined, undefined],
+  ['nothing', undefined, 'tk', undefined],
+];
+for (const [title, result, taskId, expected] of progresses) {
+  void test(`a task call's progress: ${title}`, () => assert.deepEqual(taskProgress(result, taskId), expected));
+}
