@@ -38,15 +38,28 @@ export function runsAsTask(tool: Pick<ToolInfo, 'taskSupport' | 'tasks'>): boole
   return tool.taskSupport === 'required' || (tool.taskSupport === 'optional' && tool.tasks === 'prefer');
 }
 
+/** A task older than this is polled less often: see {@link pollDelayMs}. */
+export const LONG_TASK_AFTER_MS = 24 * 60 * 60_000;
+/** The share of a long task's age each wait lasts at least, so its polls grow with the log of its age. */
+export const LONG_TASK_WAIT_SHARE = 0.01;
+/** The longest wait between polls of a long task. */
+export const MAX_LONG_TASK_WAIT_MS = 12 * 60 * 60_000;
+
 /**
  * The wait before poll number `polls + 1` (`polls` done so far): the server's suggested interval
  * (1 s if it gave none) kept between {@link MIN_POLL_MS} and {@link MAX_POLL_MS}, growing by
- * {@link POLL_BACKOFF} per poll after {@link STEADY_POLLS}.
+ * {@link POLL_BACKOFF} per poll after {@link STEADY_POLLS}. A task older than
+ * {@link LONG_TASK_AFTER_MS} (`ageMs`) waits at least {@link LONG_TASK_WAIT_SHARE} of its age (at
+ * most {@link MAX_LONG_TASK_WAIT_MS}, and at most half the TTL it has left), so the turn's history
+ * grows with the log of the task's age instead of with its age.
  */
-export function pollDelayMs(suggestedMs: number | undefined, polls: number): number {
+export function pollDelayMs(suggestedMs: number | undefined, polls: number, ageMs = 0, ttlMs?: number | null): number {
   const base = Math.min(Math.max(suggestedMs ?? MIN_POLL_MS, MIN_POLL_MS), MAX_POLL_MS);
   const grown = polls < STEADY_POLLS ? base : base * POLL_BACKOFF ** (polls - STEADY_POLLS + 1);
-  return Math.round(Math.min(grown, MAX_POLL_MS));
+  const wait = Math.min(grown, MAX_POLL_MS);
+  if (ageMs < LONG_TASK_AFTER_MS) return Math.round(wait);
+  const ttlLeft = typeof ttlMs === 'number' ? Math.max(ttlMs - ageMs, 0) / 2 : Infinity;
+  return Math.round(Math.max(wait, Math.min(ageMs * LONG_TASK_WAIT_SHARE, MAX_LONG_TASK_WAIT_MS, ttlLeft)));
 }
 
 /** What the model reads when its task ends without a result. */
@@ -228,7 +241,10 @@ async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolI
       await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
       return endedTaskOutcome(tool.name, task, { status: 'unknown', statusMessage: `its TTL passed while it was still ${status.status}` });
     }
-    await sleep(pollDelayMs(interval, polls));
+    // Past a day the waits grow with the task's age; turns recorded before kept 5 min.
+    const ageMs = Date.now() - createdAt;
+    const long = ageMs >= LONG_TASK_AFTER_MS && patched(PatchId.longTaskPolls);
+    await sleep(pollDelayMs(interval, polls, long ? ageMs : 0, task.ttlMs));
     const polled = await taskRequest(ctx, tool, `poll task of ${tool.name}`, (a) => a.pollTask(ref));
     if ('content' in polled) return lostTrack(ctx, tool, task, ref, polled);
     status = polled;

@@ -5,7 +5,7 @@ import { buildTranscript, renderTranscript, taskLine, MAX_TASK_CHANGES } from '.
 import { ActivityName, type CallToolInput, type TaskPoll, type TaskRef, type TaskStarted } from '../../contract/index.js';
 import { relatedTaskId } from '../../mcp/managedServer.js';
 import { taskProgress } from '../../api/progress.js';
-import { MAX_POLL_MS, TASK_REQUEST_TIMEOUT_MS, endedTaskOutcome, lostTrackOutcome, pollDelayMs, runsAsTask, taskInputOptions, unansweredOutcome } from '../../workflows/tasks.js';
+import { LONG_TASK_AFTER_MS, MAX_LONG_TASK_WAIT_MS, MAX_POLL_MS, TASK_REQUEST_TIMEOUT_MS, endedTaskOutcome, lostTrackOutcome, pollDelayMs, runsAsTask, taskInputOptions, unansweredOutcome } from '../../workflows/tasks.js';
 
 const cases: [title: string, suggested: number | undefined, polls: number, expected: number][] = [
   ['no suggestion: 1 s', undefined, 0, 1000],
@@ -22,6 +22,33 @@ const cases: [title: string, suggested: number | undefined, polls: number, expec
 for (const [title, suggested, polls, expected] of cases) {
   void test(`poll delay: ${title}`, () => assert.equal(pollDelayMs(suggested, polls), expected));
 }
+
+const DAY = 24 * 60 * 60_000;
+const longCases: [title: string, polls: number, ageMs: number, ttlMs: number | null | undefined, expected: number][] = [
+  ['just under a day: 5 min', 300, LONG_TASK_AFTER_MS - 1, undefined, MAX_POLL_MS],
+  ['a day: still 5 min (1% of a day is 14.4 min, more)', 300, DAY, undefined, 0.01 * DAY],
+  ['two days: 1% of its age', 400, 2 * DAY, null, 0.02 * DAY],
+  ['a long-running year: at most 12 h', 900, 365 * DAY, undefined, MAX_LONG_TASK_WAIT_MS],
+  ['TTL near: half of what is left', 400, 2 * DAY, 2 * DAY + 20 * 60_000, 10 * 60_000],
+  ['TTL almost gone: never below the usual wait', 400, 2 * DAY, 2 * DAY + 1000, MAX_POLL_MS],
+];
+for (const [title, polls, ageMs, ttlMs, expected] of longCases) {
+  void test(`poll delay of a long task: ${title}`, () => assert.equal(pollDelayMs(1000, polls, ageMs, ttlMs), Math.round(expected)));
+}
+
+void test('poll delay: a task\'s polls grow with the log of its age past a day (history stays far from Temporal\'s 51,200 events)', () => {
+  const pollsFor = (days: number) => {
+    let age = 0;
+    let polls = 0;
+    for (; age < days * DAY; polls += 1) age += pollDelayMs(1000, polls, age);
+    return polls;
+  };
+  const [day, month, year] = [pollsFor(1), pollsFor(30), pollsFor(365)];
+  assert.ok(day > 250 && day < 350, `a day: ${day} polls`);
+  // About 11 events a poll: a month is under 7,500 events, a year under 15,000.
+  assert.ok(month < 700, `a month: ${month} polls`);
+  assert.ok(year < 1400, `a year: ${year} polls`);
+});
 
 void test('poll delay: an hour-long task at 1 s costs tens of polls, not thousands', () => {
   let waited = 0;
