@@ -281,6 +281,33 @@ describe('a worker SIGKILLed while its call runs as a task', () => {
     }
   });
 
+  test('stdio server: a worker SIGKILLed while its task waits for an answer closes the question; the task is lost with it, and the outcome says so', async () => {
+    const dir = await tempDir();
+    const file = await configFiles(dir)({ everything: { command: process.execPath, args: [everythingServer, 'stdio'] } });
+    const { client, turn, victim } = await twoWorkers(dir, file);
+    try {
+      const running = turn.callTool({ id: 'ask', name: 'mcp__everything__simulate-research-query', arguments: { topic: 'python', ambiguous: true } });
+      await waitUntil('the task\'s question', async () => (await turn.pendingInputs()).length === 1, 30_000);
+      assert.equal((await turn.pendingInputs())[0]!.requestId, 'ask:1:elicitation');
+      process.kill(victim.pid, 'SIGKILL');
+
+      const outcome = await running;
+      assert.equal(outcome.status, 'error');
+      assert.equal(outcome.errorKind, 'unknown_result');
+      assert.match(outcome.errorMessage ?? '', /task .+ was lost: the server process that ran it is gone/);
+      assert.deepEqual(await turn.pendingInputs(), [], 'nobody waits for the question any more');
+      const late = await turn.answerInput('ask:1:elicitation', { action: 'decline' }).then(() => undefined, (err: unknown) => err);
+      assert.ok(late instanceof Error, 'an answer after the crash is refused');
+      const result = await turn.end();
+      assert.notEqual(result.workerQueue, victim.workerQueue, 'the turn finished on the surviving worker');
+      const history = await client.client.workflow.getHandle(turn.turnId).fetchHistory();
+      const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((t) => t !== undefined);
+      assert.deepEqual(types.filter((t) => t === ActivityName.createTask || t === ActivityName.taskInput), [ActivityName.createTask, ActivityName.taskInput], 'created once, asked once');
+    } finally {
+      await client.close();
+    }
+  });
+
   test('stdio server: the task died with the worker\'s server process, and the outcome says so without creating another', async () => {
     const dir = await tempDir();
     const log = join(dir, 'tasks.log');
