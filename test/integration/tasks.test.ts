@@ -194,6 +194,20 @@ describe('calls that run as MCP tasks', () => {
     assert.equal(transcript.state, 'cancelled');
   });
 
+  test('ending the turn while a task runs waits for the task by default: the call gets the task\'s result', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks-end-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const running = turn.callTool({ id: 'endw', name: 'mcp__jobs__long_job', arguments: { seconds: 4, tag: 'endw' } });
+    await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'endw'));
+    const result = await turn.end();
+    const outcome = await running;
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(textOf(outcome.content[0]), 'finished endw after 4 s');
+    assert.equal(result.endedBy, 'endTurn');
+    assert.equal(result.calls.find((c) => c.id === 'endw')?.outcome.status, 'ok', 'the turn ended with the task\'s result');
+    const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'endw')!;
+    assert.ok(!(await taskEvents(log)).some((e) => e.event === 'task-cancelled' && e.taskId === created.taskId), 'the task was not cancelled');
+  });
+
   test('"tasks": "prefer" runs a task-optional tool as a task', async () => {
     const file = await configFiles(join(dir))({ jobs: { type: 'http', url: (await startTaskServer({ FIXTURE_LOG: log })).url, tasks: 'prefer' } });
     const turn = await h.client.startTurn({ sessionId: `tasks-prefer-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [file] } });
