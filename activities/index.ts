@@ -14,6 +14,7 @@ import { listToolsActivity, reconcileServersActivity, workerInfoActivity } from 
 import { deliverInputAnswerActivity } from './legacyInput.js';
 import { LegacyInputWaits } from '../mcp/legacyInputs.js';
 import { cancelTaskActivity, createTaskActivity, pollTaskActivity, taskResultActivity } from './tasks.js';
+import { taskInputActivity } from './taskInput.js';
 
 export type { ActivityDeps, SessionServers } from './deps.js';
 export { scrubResult, toFailure } from './history.js';
@@ -35,6 +36,7 @@ export function createActivities(deps: ActivityDeps) {
     pollTask: pollTaskActivity(kit),
     taskResult: taskResultActivity(kit),
     cancelTask: cancelTaskActivity(kit),
+    taskInput: taskInputActivity(kit),
   } satisfies Record<ActivityName, (input: never) => Promise<unknown>>;
 }
 

@@ -20,7 +20,7 @@ export interface WaitingForInputDetails {
  * they were). The waits of one attempt share the turn's limit, which the turn counts down from
  * `waitedMs`. Throws when the turn does not take the question (it then is declined).
  */
-export function legacyInputAsker(kit: ActivityKit, ctx: Context, input: CallToolInput, turnId: string, scrub: (text: string) => string, show: (details: WaitingForInputDetails | undefined) => void): LegacyInputAsker {
+export function legacyInputAsker(kit: ActivityKit, ctx: Context, input: Pick<CallToolInput, 'callId' | 'name'>, turnId: string, scrub: (text: string) => string, show: (details: WaitingForInputDetails | undefined) => void): LegacyInputAsker {
   let waitedMs = 0;
   let asked = 0;
   return async (request, signal) => {

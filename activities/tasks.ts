@@ -18,7 +18,7 @@ import { toFailure } from './history.js';
 const INVALID_PARAMS = -32602;
 
 /** Runs `run` with the call's server, under the same checks as a call. */
-async function withTaskServer<T>(kit: ActivityKit, ref: Pick<TaskRef, 'sessionId' | 'server' | 'tool' | 'name'>, scrub: ReturnType<typeof callScrubber>, run: (server: ManagedServer, signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function withTaskServer<T>(kit: ActivityKit, ref: Pick<TaskRef, 'sessionId' | 'server' | 'tool' | 'name'>, scrub: ReturnType<typeof callScrubber>, run: (server: ManagedServer, signal: AbortSignal) => Promise<T>): Promise<T> {
   const { pool } = kit.deps;
   if (!pool.withServer) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${ref.name}: this worker runs no MCP tasks`, nonRetryable: true });
   const signal = Context.current().cancellationSignal;
@@ -26,7 +26,7 @@ async function withTaskServer<T>(kit: ActivityKit, ref: Pick<TaskRef, 'sessionId
 }
 
 /** An error of a task request as the failure the workflow reads (a JSON-RPC error answer as the SDK's own). */
-function taskFailure(err: unknown, ref: Pick<TaskRef, 'name' | 'server'>, scrub: (text: string) => string): unknown {
+export function taskFailure(err: unknown, ref: Pick<TaskRef, 'name' | 'server'>, scrub: (text: string) => string): unknown {
   if (Context.current().cancellationSignal.aborted) return new CancelledFailure('task request cancelled');
   if (err instanceof ApplicationFailure) return err;
   const cause = err instanceof JsonRpcResponseError ? new ProtocolError(err.code, err.message) : err instanceof DispatchError && err.cause instanceof Error ? err.cause : err;
@@ -34,7 +34,7 @@ function taskFailure(err: unknown, ref: Pick<TaskRef, 'name' | 'server'>, scrub:
 }
 
 /** A finished task's result as a tool result; a result of another shape (input_required) has no content the model could read. */
-function toolResult(result: object): { content?: unknown; isError?: unknown; structuredContent?: unknown } {
+export function toolResult(result: object): { content?: unknown; isError?: unknown; structuredContent?: unknown } {
   return 'content' in result ? result : { content: [{ type: 'text', text: 'the task ended without a tool result' }], isError: true };
 }
 

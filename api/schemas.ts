@@ -205,7 +205,7 @@ export const CallPendingSchema = z
     id: z.string(),
     state: z.literal('running'),
     poll: ApiLink.openapi({ description: 'GET this for the outcome.' }),
-    progress: JsonObject.optional().openapi({ description: "The latest progress the server reported (its notification's fields)." }),
+    progress: JsonObject.optional().openapi({ description: "The latest progress the server reported (its notification's fields); for a call that runs as an MCP task, where the task stood at the latest poll (taskId, status, statusMessage, message)." }),
   })
   .openapi('CallPending');
 

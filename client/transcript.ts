@@ -65,6 +65,25 @@ function observeTask(task: TranscriptTask, poll: TaskPoll | TaskStarted): void {
   if (task.changes.length > MAX_TASK_CHANGES) task.changes.shift();
 }
 
+/** Activities of a call that runs as a task whose results the transcript reads. */
+const TASK_ACTIVITIES = new Set<string>([ActivityName.createTask, ActivityName.pollTask, ActivityName.taskResult, ActivityName.taskInput]);
+
+/** What a completed task activity tells of its call. */
+function taskActivityCompleted(type: string, call: TranscriptCall, result: TaskStarted | TaskPoll | CallOutcome | undefined): void {
+  if (!result) return;
+  if ('content' in result) {
+    // createTask answered at once, the task's result, or the result taskInput fetched.
+    call.outcome = result;
+  } else if ('kind' in result) {
+    call.task = { taskId: result.taskId, status: result.status, polls: 0, changes: [] };
+    observeTask(call.task, result);
+  } else if (call.task && (type === ActivityName.pollTask || type === ActivityName.taskInput)) {
+    // taskInput counts as a poll: it looked with `tasks/get` where the task stood.
+    call.task.polls += 1;
+    observeTask(call.task, result);
+  }
+}
+
 /** One question of a call as history records it. */
 export interface TranscriptInput extends InputRequestSpec {
   round: number;
@@ -153,7 +172,7 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
         const asked = input ? legacyAsked.get(input.requestId) : undefined;
         if (asked && input) asked.action = input.answer.action;
       }
-      if (type === ActivityName.pollTask || type === ActivityName.taskResult || type === ActivityName.cancelTask) {
+      if (type === ActivityName.pollTask || type === ActivityName.taskResult || type === ActivityName.cancelTask || type === ActivityName.taskInput) {
         const input = decode<TaskRef>(a.input, converter);
         if (input) entry.callId = callFor(input.callId, input.name).id;
       }
@@ -193,22 +212,8 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
           const round = (call.inputs?.at(-1)?.round ?? 0) + 1;
           call.inputs = [...(call.inputs ?? []), ...result.requests.map((r) => ({ ...r, round }))];
         } else call.outcome = result;
-      } else if (entry?.type === ActivityName.createTask && entry.callId) {
-        const result = decode<TaskStarted | CallOutcome>(a.result, converter);
-        const call = callFor(entry.callId);
-        if (result && 'kind' in result) {
-          call.task = { taskId: result.taskId, status: result.status, polls: 0, changes: [] };
-          observeTask(call.task, result);
-        } else call.outcome = result;
-      } else if (entry?.type === ActivityName.pollTask && entry.callId) {
-        const task = callFor(entry.callId).task;
-        const poll = decode<TaskPoll>(a.result, converter);
-        if (task && poll) {
-          task.polls += 1;
-          observeTask(task, poll);
-        }
-      } else if (entry?.type === ActivityName.taskResult && entry.callId) {
-        callFor(entry.callId).outcome = decode<CallOutcome>(a.result, converter);
+      } else if (entry?.callId && TASK_ACTIVITIES.has(entry.type)) {
+        taskActivityCompleted(entry.type, callFor(entry.callId), decode<TaskStarted | TaskPoll | CallOutcome>(a.result, converter));
       }
     } else if (e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) {
       // A fast-path call: its marker carries the result with the call's ID. A failed one (a miss, a
@@ -229,7 +234,7 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
     } else if (e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) {
       const a = e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes!;
       const entry = scheduled.get(String(a.scheduledEventId));
-      if ((entry?.type === ActivityName.callTool || entry?.type === ActivityName.createTask || entry?.type === ActivityName.pollTask || entry?.type === ActivityName.taskResult) && entry.callId) {
+      if ((entry?.type === ActivityName.callTool || entry?.type === ActivityName.createTask || entry?.type === ActivityName.pollTask || entry?.type === ActivityName.taskResult || entry?.type === ActivityName.taskInput) && entry.callId) {
         callFor(entry.callId).failures.push(failureMessage(a.failure));
       }
     } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {

@@ -47,6 +47,11 @@ export const ActivityName = {
   taskResult: 'taskResult',
   /** Cancels an MCP task whose call or turn was cancelled (`tasks/cancel`). */
   cancelTask: 'cancelTask',
+  /**
+   * Holds a 2025-era task's `tasks/result` while the task waits for input: the server's questions
+   * come over it and go to a person through the turn; ends once the task goes on (or ends).
+   */
+  taskInput: 'taskInput',
 } as const;
 export type ActivityName = (typeof ActivityName)[keyof typeof ActivityName];
 

@@ -24,6 +24,10 @@ export const PatchId = {
   endSession: 'end-session',
   /** A tool that runs as an MCP task is created once and polled from durable timers, instead of called. */
   mcpTasks: 'mcp-tasks',
+  /** A 2025-era task that waits for input gets its questions asked of a person (`taskInput`), instead of being cancelled. */
+  mcpTaskInput: 'mcp-task-input',
+  /** The polls of a task older than a day wait a share of its age (up to 12 h) instead of at most 5 min. */
+  longTaskPolls: 'long-task-polls',
   /** A retry-safe call runs first as a local activity on the worker running the turn, when it holds the session's servers. */
   fastPath: 'fast-path',
   /** A new session's first reconcile prefers the worker running the turn's workflow task. */

@@ -47,3 +47,8 @@ export interface TaskPoll {
 
 /** `createTask` takes what `callTool` takes. */
 export type CreateTaskInput = CallToolInput;
+
+/** `taskInput`: the task whose questions to ask, and the longest the activity may hold its `tasks/result`. */
+export interface TaskInputRef extends TaskRef {
+  waitMs: number;
+}

@@ -2,6 +2,7 @@ import { Client, InsufficientScopeError, SdkError, SdkErrorCode, isInputRequired
 import { randomUUID } from 'node:crypto';
 import { createTaskSessionFromClient, type TaskEnabledSession } from '@modelcontextprotocol/ext-tasks/client';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { LEGACY_INPUT_KEY, MAX_INPUT_ROUNDS, MAX_NESTING_DEPTH, nestedDeeperThan, type InputReply, type InputRequestSpec, type ProtocolEra } from '../contract/index.js';
 import type { ServerEntry } from '../config/types.js';
 import { TailBuffer } from '../text/tailBuffer.js';
@@ -16,6 +17,16 @@ import { UnservedInputRequestError, elicitationSpec, readInputRequired, type Nee
 import { CallDeadline, MAX_TIMER_MS, elicitResult, type LegacyInputAsker } from './legacyInputs.js';
 import type { StdioCommand } from './sandbox.js';
 import { ProcessGroupStdioTransport } from './stdioTransport.js';
+
+/** A result taken as the server sent it (a task's result is the tool's, read by the caller). */
+const ANY_RESULT = z.record(z.string(), z.unknown());
+
+/** The task a server request belongs to (`_meta["io.modelcontextprotocol/related-task"].taskId`), if it names one. */
+export function relatedTaskId(params: unknown): string | undefined {
+  const meta = (params as { _meta?: Record<string, unknown> } | undefined)?._meta;
+  const related = meta?.['io.modelcontextprotocol/related-task'] as { taskId?: unknown } | undefined;
+  return typeof related?.taskId === 'string' ? related.taskId : undefined;
+}
 
 /** Lifecycle of one server inside a session. */
 export type ManagedState = 'idle' | 'starting' | 'ready' | 'failed' | 'stopped';
@@ -140,6 +151,8 @@ export class ManagedServer {
   legacyElicitations = 0;
   /** The calls in flight that listen for 2025-era questions. */
   private readonly legacyInputListeners = new Set<LegacyInputListener>();
+  /** Who asks a person the questions a 2025-era task sends over `tasks/result`, by task ID. */
+  private readonly taskInputAskers = new Map<string, LegacyInputAsker>();
   /** The wire era the server landed on, once connected. */
   era?: ProtocolEra;
   /** Set by `notifications/tools/list_changed`; the next {@link refresh} lists again. */
@@ -304,10 +317,13 @@ export class ManagedServer {
       this.legacyElicitations += 1;
       const params = request.params as { mode?: string; message?: unknown };
       const mode = params.mode === 'url' ? 'url' : 'form';
-      const only = this.legacyInputListeners.size === 1 ? [...this.legacyInputListeners][0] : undefined;
-      const ask = only?.options.askLegacyInput;
-      let reason = only ? 'this caller cannot ask a person' : 'several calls were in flight on this server, and a 2025-era request does not say which of them asks';
-      if (only && ask) {
+      // A question of a task names it: it belongs to whoever holds that task's `tasks/result`, never
+      // to a call that happens to be in flight.
+      const taskId = relatedTaskId(request.params);
+      const only = taskId === undefined && this.legacyInputListeners.size === 1 ? [...this.legacyInputListeners][0] : undefined;
+      const ask = taskId !== undefined ? this.taskInputAskers.get(taskId) : only?.options.askLegacyInput;
+      let reason = taskId !== undefined ? `nobody waits for the questions of task ${taskId}` : only ? 'this caller cannot ask a person' : 'several calls were in flight on this server, and a 2025-era request does not say which of them asks';
+      if (ask) {
         let spec: InputRequestSpec | undefined;
         try {
           spec = elicitationSpec(LEGACY_INPUT_KEY, params);
@@ -317,7 +333,7 @@ export class ManagedServer {
         }
         if (spec) {
           this.log.info({ mode }, 'a 2025-era elicitation request waits for a person');
-          only.deadline?.pause();
+          only?.deadline?.pause();
           try {
             return elicitResult(spec, await ask(spec, ctx.mcpReq.signal));
           } catch (err) {
@@ -326,7 +342,7 @@ export class ManagedServer {
             reason = `the turn did not take the question: ${why}`;
             this.log.warn({ mode, err: why }, 'declined a 2025-era elicitation request the turn did not take');
           } finally {
-            only.deadline?.resume();
+            only?.deadline?.resume();
           }
         }
       } else {
@@ -567,6 +583,22 @@ export class ManagedServer {
     if (this.taskSession?.client !== client) this.taskSession = { client, session: createTaskSessionFromClient(client, { endpointId: this.instance }) };
     const { session } = this.taskSession;
     return this.pending.run((inner) => request(session, (name) => this.tools.find((t) => t.name === name), inner), signal);
+  }
+
+  /**
+   * Sends one 2025-11-25 `tasks/result` for a task that waits for input: the server sends its
+   * questions (`elicitation/create` naming the task) over that request, and `ask` answers them.
+   * Resolves with the task's result once it ends; `signal` ends the request earlier (the task
+   * goes on), which rejects.
+   */
+  taskResultWithInput(taskId: string, ask: LegacyInputAsker, options: { signal: AbortSignal; timeoutMs: number }): Promise<Record<string, unknown>> {
+    const client = this.requireClient();
+    this.taskInputAskers.set(taskId, ask);
+    return this.pending
+      .run((inner) => client.request({ method: 'tasks/result', params: { taskId } }, ANY_RESULT, { signal: inner, timeout: options.timeoutMs }), options.signal)
+      .finally(() => {
+        if (this.taskInputAskers.get(taskId) === ask) this.taskInputAskers.delete(taskId);
+      });
   }
 
   /**

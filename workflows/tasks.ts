@@ -4,12 +4,12 @@
  * Nothing runs and no connection is held between polls, and the task ID is in history from the
  * moment it exists: a worker that dies at any point costs one poll, never a second task.
  */
-import { CancellationScope, isCancellation, proxyActivities, sleep } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, patched, proxyActivities, sleep } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/common';
-import { FailureType, type CallOutcome, type CallRequest, type CallToolInput, type TaskPoll, type TaskRef, type TaskStarted, type ToolInfo } from '../contract/index.js';
+import { FailureType, LEGACY_INPUT_GRACE_MS, PatchId, type CallOutcome, type CallRequest, type CallToolInput, type TaskPoll, type TaskRef, type TaskStarted, type ToolInfo } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { callOptions, callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
-import { cancelledCallOutcome, errorOutcome, failureOutcome, isFailureType, isScheduleToStartTimeout, messageOf } from './failures.js';
+import { cancelledCallOutcome, errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout, messageOf } from './failures.js';
 import { reconcile } from './servers.js';
 import type { TurnContext } from './turnState.js';
 
@@ -38,15 +38,28 @@ export function runsAsTask(tool: Pick<ToolInfo, 'taskSupport' | 'tasks'>): boole
   return tool.taskSupport === 'required' || (tool.taskSupport === 'optional' && tool.tasks === 'prefer');
 }
 
+/** A task older than this is polled less often: see {@link pollDelayMs}. */
+export const LONG_TASK_AFTER_MS = 24 * 60 * 60_000;
+/** The share of a long task's age each wait lasts at least, so its polls grow with the log of its age. */
+export const LONG_TASK_WAIT_SHARE = 0.01;
+/** The longest wait between polls of a long task. */
+export const MAX_LONG_TASK_WAIT_MS = 12 * 60 * 60_000;
+
 /**
  * The wait before poll number `polls + 1` (`polls` done so far): the server's suggested interval
  * (1 s if it gave none) kept between {@link MIN_POLL_MS} and {@link MAX_POLL_MS}, growing by
- * {@link POLL_BACKOFF} per poll after {@link STEADY_POLLS}.
+ * {@link POLL_BACKOFF} per poll after {@link STEADY_POLLS}. A task older than
+ * {@link LONG_TASK_AFTER_MS} (`ageMs`) waits at least {@link LONG_TASK_WAIT_SHARE} of its age (at
+ * most {@link MAX_LONG_TASK_WAIT_MS}, and at most half the TTL it has left), so the turn's history
+ * grows with the log of the task's age instead of with its age.
  */
-export function pollDelayMs(suggestedMs: number | undefined, polls: number): number {
+export function pollDelayMs(suggestedMs: number | undefined, polls: number, ageMs = 0, ttlMs?: number | null): number {
   const base = Math.min(Math.max(suggestedMs ?? MIN_POLL_MS, MIN_POLL_MS), MAX_POLL_MS);
   const grown = polls < STEADY_POLLS ? base : base * POLL_BACKOFF ** (polls - STEADY_POLLS + 1);
-  return Math.round(Math.min(grown, MAX_POLL_MS));
+  const wait = Math.min(grown, MAX_POLL_MS);
+  if (ageMs < LONG_TASK_AFTER_MS) return Math.round(wait);
+  const ttlLeft = typeof ttlMs === 'number' ? Math.max(ttlMs - ageMs, 0) / 2 : Infinity;
+  return Math.round(Math.max(wait, Math.min(ageMs * LONG_TASK_WAIT_SHARE, MAX_LONG_TASK_WAIT_MS, ttlLeft)));
 }
 
 /** What the model reads when its task ends without a result. */
@@ -64,6 +77,63 @@ export function needsInputOutcome(name: string, task: Pick<TaskStarted, 'taskId'
     'unknown_result',
     `${name}: task ${task.taskId} asked for input${poll.statusMessage ? ` (${JSON.stringify(poll.statusMessage.slice(0, 300))})` : ''}, which durable-mcp cannot yet give to a task; the task was cancelled, and it may have had an effect`,
   );
+}
+
+/** What the model reads when its task waited for input and no answer reached it in time. */
+export function unansweredOutcome(name: string, task: Pick<TaskStarted, 'taskId'>, limitMs: number): CallOutcome {
+  return errorOutcome('unknown_result', `${name}: task ${task.taskId} asked for input and got no answer within ${Math.round(limitMs / 1000)} s; the task was cancelled, and it may have had an effect`);
+}
+
+/**
+ * Options of `taskInput`: it holds `tasks/result` while a person answers, at most the turn's
+ * legacy limit, heartbeating so a lost worker is noticed. Run once: the turn decides what a
+ * failure means (the task lives on the server, which asks again).
+ */
+export function taskInputOptions(queue: string, tool: Pick<ToolInfo, 'name'>, limits: Pick<Limits, 'legacyInputTimeoutMs' | 'heartbeatTimeoutMs' | 'scheduleToStartMs'>): ActivityOptions {
+  return {
+    taskQueue: queue,
+    summary: `questions of the task of ${tool.name}`,
+    startToCloseTimeout: limits.legacyInputTimeoutMs + LEGACY_INPUT_GRACE_MS + TASK_REQUEST_TIMEOUT_MS,
+    heartbeatTimeout: limits.heartbeatTimeoutMs,
+    scheduleToStartTimeout: limits.scheduleToStartMs,
+    retry: { maximumAttempts: 1 },
+  };
+}
+
+/**
+ * A task waits for input: `taskInput` holds its `tasks/result`, over which the server asks, and
+ * the turn records each question as an input request of the call (`<callId>:<n>:elicitation`),
+ * answered like any. Returns the task's result, or its status once it went on. A worker lost
+ * meanwhile takes the question with it: the turn moves, polls again, and asks again if the task
+ * still waits (the server sends its question again, or the task goes on without an answer).
+ */
+async function askForTask(ctx: TurnContext, request: CallRequest, tool: ToolInfo, ref: TaskRef): Promise<TaskPoll | CallOutcome> {
+  const { state, limits } = ctx;
+  for (let failures = 1; ; failures += 1) {
+    const queue = state.workerQueue;
+    const scope = new CancellationScope();
+    state.askingAttempts.set(request.id, { scope, queue, tool: tool.name });
+    try {
+      return await scope.run(() => proxyActivities<Activities>(taskInputOptions(queue, tool, limits)).taskInput({ ...ref, waitMs: limits.legacyInputTimeoutMs }));
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      if (isFailureType(err, FailureType.BadRequest)) return errorOutcome('bad_request', messageOf(err));
+      if (failures >= MAX_TASK_REQUEST_FAILURES) return errorOutcome('transport', `asking the questions of the task failed ${failures} times: ${messageOf(err)}`);
+      if (isHeartbeatTimeout(err) || isScheduleToStartTimeout(err) || isFailureType(err, FailureType.ServerUnavailable)) {
+        try {
+          state.workerQueue = await reconcile(ctx, isFailureType(err, FailureType.ServerUnavailable) ? state.workerQueue : undefined);
+        } catch (reconcileErr) {
+          if (isCancellation(reconcileErr)) throw reconcileErr;
+        }
+      } else {
+        await sleep(Math.min(TASK_RETRY_BASE_MS * 2 ** (failures - 1), MAX_POLL_MS));
+      }
+    } finally {
+      state.askingAttempts.delete(request.id);
+    }
+    const polled = await taskRequest(ctx, tool, `poll task of ${tool.name}`, (a) => a.pollTask(ref));
+    if ('content' in polled || polled.status !== 'input_required') return polled;
+  }
 }
 
 /** Options of the short task activities (poll, result, cancel): read-only, so retried. */
@@ -152,16 +222,29 @@ async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolI
   for (let polls = 0; status.status === 'working' || status.status === 'input_required'; polls += 1) {
     state.details.callWaitsOnTask(request.id, { taskId: task.taskId, status: status.status });
     if (status.status === 'input_required') {
-      // A 2025-era task asks through tasks/result, which would hold a request open until a person
-      // answers: not done yet, so the task is cancelled rather than left to wait out its TTL.
-      await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
-      return needsInputOutcome(tool.name, task, status);
+      // Turns recorded before questions of tasks reached a person cancelled such a task.
+      if (!patched(PatchId.mcpTaskInput)) {
+        await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
+        return needsInputOutcome(tool.name, task, status);
+      }
+      const asked = await askForTask(ctx, request, tool, ref);
+      if ('content' in asked) return asked.status === 'error' && asked.errorKind === 'transport' ? lostTrack(ctx, tool, task, ref, asked) : asked;
+      if (asked.status === 'input_required') {
+        await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
+        return unansweredOutcome(tool.name, task, ctx.limits.legacyInputTimeoutMs);
+      }
+      status = asked;
+      interval = asked.pollIntervalMs ?? interval;
+      continue;
     }
     if (typeof task.ttlMs === 'number' && Date.now() - createdAt > task.ttlMs + TTL_GRACE_MS) {
       await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
       return endedTaskOutcome(tool.name, task, { status: 'unknown', statusMessage: `its TTL passed while it was still ${status.status}` });
     }
-    await sleep(pollDelayMs(interval, polls));
+    // Past a day the waits grow with the task's age; turns recorded before kept 5 min.
+    const ageMs = Date.now() - createdAt;
+    const long = ageMs >= LONG_TASK_AFTER_MS && patched(PatchId.longTaskPolls);
+    await sleep(pollDelayMs(interval, polls, long ? ageMs : 0, task.ttlMs));
     const polled = await taskRequest(ctx, tool, `poll task of ${tool.name}`, (a) => a.pollTask(ref));
     if ('content' in polled) return lostTrack(ctx, tool, task, ref, polled);
     status = polled;

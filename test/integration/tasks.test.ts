@@ -11,7 +11,8 @@ import { after, before, describe, test } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
 import { TurnClient } from '../../client/turnClient.js';
 import { renderTranscript } from '../../client/transcript.js';
-import { ActivityName } from '../../contract/index.js';
+import { callProgress } from '../../api/progress.js';
+import { ActivityName, type InputAnswer, type InputRequest } from '../../contract/index.js';
 import { bundleWorkflows } from '../../worker/index.js';
 import {
   configFiles, everythingServer, readLines, startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess,
@@ -91,17 +92,61 @@ describe('calls that run as MCP tasks', () => {
     assert.match(renderTranscript(transcript), new RegExp(`task ${call.task.taskId}: completed`));
   });
 
-  test('server-everything: a task that stops to ask for input is cancelled, and the model reads why', async () => {
+  test('server-everything: a task that stops to ask for input asks a person through the turn; the answer reaches the task, which goes on and is polled to its result', async () => {
     const turn = await h.client.startTurn({
       sessionId: `tasks-ambiguous-${Date.now()}`,
       workspace: dir,
       servers: { inlineSpecs: [`everything:${process.execPath} ${everythingServer} stdio`] },
     });
-    const outcome = await turn.callTool({ id: 'amb', name: 'mcp__everything__simulate-research-query', arguments: { topic: 'python', ambiguous: true } });
+    const asked: InputRequest[] = [];
+    const outcome = await turn.callTool({ id: 'amb', name: 'mcp__everything__simulate-research-query', arguments: { topic: 'python', ambiguous: true } }, {
+      inputPollMs: 200,
+      onInput: (request): InputAnswer => {
+        asked.push(request);
+        return { action: 'accept', content: { interpretation: 'snake' } };
+      },
+    });
     await turn.end();
-    assert.equal(outcome.status, 'error');
-    assert.equal(outcome.errorKind, 'unknown_result');
-    assert.match(outcome.errorMessage ?? '', /task \w+ asked for input \("Found multiple interpretations for \\"python\\"\. Requesting clarification\.\.\."\), which durable-mcp cannot yet give to a task; the task was cancelled/);
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(outcome.isError, false);
+    const report = String(textOf(outcome.content[0]));
+    assert.match(report, /# Research Report: python \(snake\)/);
+    assert.match(report, /After receiving clarification \("snake"\), the task resumed processing and completed/);
+    assert.deepEqual(asked.map((r) => [r.requestId, r.kind, r.tool]), [['amb:1:elicitation', 'form', 'mcp__everything__simulate-research-query']]);
+    assert.match(asked[0]!.message, /could have multiple interpretations/);
+
+    const transcript = await h.client.transcript(turn.turnId);
+    const call = transcript.calls.find((c) => c.id === 'amb')!;
+    assert.deepEqual(call.inputs?.map((i) => [i.round, i.kind, i.action]), [[1, 'form', 'accept']]);
+    assert.equal(call.task?.status, 'completed');
+    assert.ok(call.task.changes.some((c) => c.status === 'input_required'), 'the wait for input is a change of the task');
+    assert.ok(call.task.changes.some((c) => c.status === 'working' && /Continuing with interpretation: "snake"/.test(c.statusMessage ?? '')), 'polled again after the answer');
+    const history = await h.client.client.workflow.getHandle(turn.turnId).fetchHistory();
+    const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+    assert.deepEqual(types.filter((t) => t === ActivityName.taskInput || t === ActivityName.deliverInputAnswer), [ActivityName.taskInput, ActivityName.deliverInputAnswer]);
+    assert.ok(types.lastIndexOf(ActivityName.pollTask) > types.indexOf(ActivityName.taskInput), 'the task is polled after its question');
+  });
+
+  test('server-everything: a task question declined with answerInput goes to the server as decline', async () => {
+    const turn = await h.client.startTurn({
+      sessionId: `tasks-ambiguous-decline-${Date.now()}`,
+      workspace: dir,
+      servers: { inlineSpecs: [`everything:${process.execPath} ${everythingServer} stdio`] },
+    });
+    const running = turn.callTool({ id: 'dec', name: 'mcp__everything__simulate-research-query', arguments: { topic: 'rust', ambiguous: true } });
+    await waitUntil('the task\'s question', async () => (await h.client.pendingInputs(turn.turnId)).length === 1, 30_000);
+    const [open] = await h.client.pendingInputs(turn.turnId);
+    assert.equal(open!.requestId, 'dec:1:elicitation');
+    const waiting = await callProgress(h.client.client, turn.turnId, 'dec');
+    assert.equal(waiting?.status, 'input_required', JSON.stringify(waiting));
+    assert.match(String(waiting?.message), /^task \w+: input_required, Found multiple interpretations/);
+    assert.deepEqual(await h.client.answerInput(turn.turnId, open!.requestId, { action: 'decline' }), { requestId: 'dec:1:elicitation', action: 'decline' });
+    const outcome = await running;
+    await turn.end();
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.match(String(textOf(outcome.content[0])), /# Research Report: rust \(User declined - using default interpretation\)/);
+    const call = (await h.client.transcript(turn.turnId)).calls.find((c) => c.id === 'dec')!;
+    assert.deepEqual(call.inputs?.map((i) => i.action), ['decline']);
   });
 
   test('a task the server forgets (its TTL ran out) ends as a timeout the model can read', async () => {
@@ -119,6 +164,15 @@ describe('calls that run as MCP tasks', () => {
     const running = turn.callTool({ id: 'cx', name: 'mcp__jobs__long_job', arguments: { seconds: 60, tag: 'cx' } });
     await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'cx'));
     const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'cx')!;
+    // Between polls nothing runs: the API's pending-call progress is what the newest poll found.
+    let progress: Record<string, unknown> | undefined;
+    await waitUntil('the task\'s progress', async () => {
+      progress = await callProgress(h.client.client, turn.turnId, 'cx');
+      return typeof progress?.statusMessage === 'string' && /^step [1-9]\d*\/60$/.test(progress.statusMessage);
+    }, 20_000);
+    assert.equal(progress!.taskId, created.taskId);
+    assert.equal(progress!.status, 'working');
+    assert.match(String(progress!.message), new RegExp(`^task ${created.taskId}: working, step \\d+/60$`));
     await turn.cancelCall('cx');
     const outcome = await running;
     assert.equal(outcome.status, 'error');
@@ -138,6 +192,20 @@ describe('calls that run as MCP tasks', () => {
     await waitUntil('the cancel to reach the server', async () => (await taskEvents(log)).some((e) => e.event === 'task-cancelled' && e.taskId === created.taskId), 10_000);
     const transcript = await h.client.transcript(turn.turnId);
     assert.equal(transcript.state, 'cancelled');
+  });
+
+  test('ending the turn while a task runs waits for the task by default: the call gets the task\'s result', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks-end-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const running = turn.callTool({ id: 'endw', name: 'mcp__jobs__long_job', arguments: { seconds: 4, tag: 'endw' } });
+    await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'endw'));
+    const result = await turn.end();
+    const outcome = await running;
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(textOf(outcome.content[0]), 'finished endw after 4 s');
+    assert.equal(result.endedBy, 'endTurn');
+    assert.equal(result.calls.find((c) => c.id === 'endw')?.outcome.status, 'ok', 'the turn ended with the task\'s result');
+    const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'endw')!;
+    assert.ok(!(await taskEvents(log)).some((e) => e.event === 'task-cancelled' && e.taskId === created.taskId), 'the task was not cancelled');
   });
 
   test('"tasks": "prefer" runs a task-optional tool as a task', async () => {
@@ -222,6 +290,33 @@ describe('a worker SIGKILLed while its call runs as a task', () => {
       assert.equal(types.filter((t) => t === ActivityName.taskResult).length, 1, 'the result fetched once');
       const transcript = renderTranscript(await client.transcript(turn.turnId));
       assert.match(transcript, /task [\w-]+: completed, step 20\/20 \(\d+ polls\)/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('stdio server: a worker SIGKILLed while its task waits for an answer closes the question; the task is lost with it, and the outcome says so', async () => {
+    const dir = await tempDir();
+    const file = await configFiles(dir)({ everything: { command: process.execPath, args: [everythingServer, 'stdio'] } });
+    const { client, turn, victim } = await twoWorkers(dir, file);
+    try {
+      const running = turn.callTool({ id: 'ask', name: 'mcp__everything__simulate-research-query', arguments: { topic: 'python', ambiguous: true } });
+      await waitUntil('the task\'s question', async () => (await turn.pendingInputs()).length === 1, 30_000);
+      assert.equal((await turn.pendingInputs())[0]!.requestId, 'ask:1:elicitation');
+      process.kill(victim.pid, 'SIGKILL');
+
+      const outcome = await running;
+      assert.equal(outcome.status, 'error');
+      assert.equal(outcome.errorKind, 'unknown_result');
+      assert.match(outcome.errorMessage ?? '', /task .+ was lost: the server process that ran it is gone/);
+      assert.deepEqual(await turn.pendingInputs(), [], 'nobody waits for the question any more');
+      const late = await turn.answerInput('ask:1:elicitation', { action: 'decline' }).then(() => undefined, (err: unknown) => err);
+      assert.ok(late instanceof Error, 'an answer after the crash is refused');
+      const result = await turn.end();
+      assert.notEqual(result.workerQueue, victim.workerQueue, 'the turn finished on the surviving worker');
+      const history = await client.client.workflow.getHandle(turn.turnId).fetchHistory();
+      const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((t) => t !== undefined);
+      assert.deepEqual(types.filter((t) => t === ActivityName.createTask || t === ActivityName.taskInput), [ActivityName.createTask, ActivityName.taskInput], 'created once, asked once');
     } finally {
       await client.close();
     }

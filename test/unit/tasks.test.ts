@@ -3,7 +3,9 @@ import { test } from 'node:test';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { buildTranscript, renderTranscript, taskLine, MAX_TASK_CHANGES } from '../../client/transcript.js';
 import { ActivityName, type CallToolInput, type TaskPoll, type TaskRef, type TaskStarted } from '../../contract/index.js';
-import { MAX_POLL_MS, endedTaskOutcome, lostTrackOutcome, pollDelayMs, runsAsTask } from '../../workflows/tasks.js';
+import { relatedTaskId } from '../../mcp/managedServer.js';
+import { taskProgress } from '../../api/progress.js';
+import { LONG_TASK_AFTER_MS, MAX_LONG_TASK_WAIT_MS, MAX_POLL_MS, TASK_REQUEST_TIMEOUT_MS, endedTaskOutcome, lostTrackOutcome, pollDelayMs, runsAsTask, taskInputOptions, unansweredOutcome } from '../../workflows/tasks.js';
 
 const cases: [title: string, suggested: number | undefined, polls: number, expected: number][] = [
   ['no suggestion: 1 s', undefined, 0, 1000],
@@ -20,6 +22,33 @@ const cases: [title: string, suggested: number | undefined, polls: number, expec
 for (const [title, suggested, polls, expected] of cases) {
   void test(`poll delay: ${title}`, () => assert.equal(pollDelayMs(suggested, polls), expected));
 }
+
+const DAY = 24 * 60 * 60_000;
+const longCases: [title: string, polls: number, ageMs: number, ttlMs: number | null | undefined, expected: number][] = [
+  ['just under a day: 5 min', 300, LONG_TASK_AFTER_MS - 1, undefined, MAX_POLL_MS],
+  ['a day: still 5 min (1% of a day is 14.4 min, more)', 300, DAY, undefined, 0.01 * DAY],
+  ['two days: 1% of its age', 400, 2 * DAY, null, 0.02 * DAY],
+  ['a long-running year: at most 12 h', 900, 365 * DAY, undefined, MAX_LONG_TASK_WAIT_MS],
+  ['TTL near: half of what is left', 400, 2 * DAY, 2 * DAY + 20 * 60_000, 10 * 60_000],
+  ['TTL almost gone: never below the usual wait', 400, 2 * DAY, 2 * DAY + 1000, MAX_POLL_MS],
+];
+for (const [title, polls, ageMs, ttlMs, expected] of longCases) {
+  void test(`poll delay of a long task: ${title}`, () => assert.equal(pollDelayMs(1000, polls, ageMs, ttlMs), Math.round(expected)));
+}
+
+void test('poll delay: a task\'s polls grow with the log of its age past a day (history stays far from Temporal\'s 51,200 events)', () => {
+  const pollsFor = (days: number) => {
+    let age = 0;
+    let polls = 0;
+    for (; age < days * DAY; polls += 1) age += pollDelayMs(1000, polls, age);
+    return polls;
+  };
+  const [day, month, year] = [pollsFor(1), pollsFor(30), pollsFor(365)];
+  assert.ok(day > 250 && day < 350, `a day: ${day} polls`);
+  // About 11 events a poll: a month is under 7,500 events, a year under 15,000.
+  assert.ok(month < 700, `a month: ${month} polls`);
+  assert.ok(year < 1400, `a year: ${year} polls`);
+});
 
 void test('poll delay: an hour-long task at 1 s costs tens of polls, not thousands', () => {
   let waited = 0;
@@ -54,7 +83,7 @@ void test('ended task outcomes: a lost stdio task may have had an effect; a forg
 });
 
 /** A history of one call that ran as a task: scheduled and completed activity events, as Temporal records them. */
-function taskHistory(polls: TaskPoll[]) {
+function taskHistory(polls: (TaskPoll | [type: string, result: unknown])[]) {
   const payload = (value: unknown) => ({ payloads: [defaultPayloadConverter.toPayload(value)] });
   const events: object[] = [];
   let id = 0;
@@ -67,7 +96,10 @@ function taskHistory(polls: TaskPoll[]) {
   const ref: TaskRef = { sessionId: 's', callId: 'c1', name: 'mcp__s__job', server: 's', tool: 'job', taskId: 'tk', requestTimeoutMs: 1000 };
   const started: TaskStarted = { kind: 'task', taskId: 'tk', ttlMs: 60_000, pollIntervalMs: 1000, status: 'working' };
   activity(ActivityName.createTask, call, started);
-  for (const poll of polls) activity(ActivityName.pollTask, ref, poll);
+  for (const poll of polls) {
+    if (Array.isArray(poll)) activity(poll[0], poll[0] === ActivityName.taskInput ? { ...ref, waitMs: 600_000 } : ref, poll[1]);
+    else activity(ActivityName.pollTask, ref, poll);
+  }
   return { events };
 }
 
@@ -100,3 +132,60 @@ test('a task the turn lost track of is an unknown result that names the task, ne
   assert.match(outcome.errorMessage ?? '', /task t9 could not be followed \(poll task of mcp__s__job failed 5 times: connection refused\)/);
   assert.match(outcome.errorMessage ?? '', /may have had an effect: check before calling again/);
 });
+
+void test('transcript: the questions of a task: where taskInput left the task counts as a poll, and a result it fetched is the outcome', () => {
+  const answered = buildTranscript('s/turn-1', taskHistory([
+    { status: 'input_required', statusMessage: 'which one?' },
+    [ActivityName.taskInput, { status: 'working', statusMessage: 'going on with b' }],
+    { status: 'completed' },
+    [ActivityName.taskResult, { status: 'ok', content: [{ type: 'text', text: 'done' }], isError: false }],
+  ]));
+  const task = answered.calls[0]!.task!;
+  assert.equal(task.polls, 3);
+  assert.deepEqual(task.changes.map((c) => [c.poll, c.status, c.statusMessage]), [
+    [0, 'working', undefined], [1, 'input_required', 'which one?'], [2, 'working', 'going on with b'], [3, 'completed', undefined],
+  ]);
+  assert.equal(answered.calls[0]!.outcome?.status, 'ok');
+
+  const ended = buildTranscript('s/turn-1', taskHistory([
+    { status: 'input_required' },
+    [ActivityName.taskInput, { status: 'ok', content: [{ type: 'text', text: 'ended while asked' }], isError: false }],
+  ]));
+  assert.equal(ended.calls[0]!.task!.polls, 1);
+  assert.deepEqual(ended.calls[0]!.outcome?.content, [{ type: 'text', text: 'ended while asked' }]);
+});
+
+const related: [title: string, params: unknown, expected: string | undefined][] = [
+  ['a question of a task', { message: 'm', _meta: { 'io.modelcontextprotocol/related-task': { taskId: 'tk1' } } }, 'tk1'],
+  ['a question of no task', { message: 'm' }, undefined],
+  ['other metadata only', { _meta: { progressToken: 3 } }, undefined],
+  ['a task ID that is not a string', { _meta: { 'io.modelcontextprotocol/related-task': { taskId: 7 } } }, undefined],
+  ['no params', undefined, undefined],
+];
+for (const [title, params, expected] of related) {
+  void test(`related task of a server request: ${title}`, () => assert.equal(relatedTaskId(params), expected));
+}
+
+void test('a task whose question got no answer in time: unknown result naming the task and the limit', () => {
+  const outcome = unansweredOutcome('mcp__s__job', { taskId: 't4' }, 600_000);
+  assert.deepEqual([outcome.status, outcome.errorKind], ['error', 'unknown_result']);
+  assert.equal(outcome.errorMessage, 'mcp__s__job: task t4 asked for input and got no answer within 600 s; the task was cancelled, and it may have had an effect');
+});
+
+void test('taskInput options: held at most the legacy limit (plus margins), heartbeating, run once', () => {
+  const options = taskInputOptions('q', { name: 'mcp__s__job' }, { legacyInputTimeoutMs: 60_000, heartbeatTimeoutMs: 10_000, scheduleToStartMs: 5000 });
+  assert.equal(options.startToCloseTimeout, 60_000 + 30_000 + TASK_REQUEST_TIMEOUT_MS);
+  assert.deepEqual([options.heartbeatTimeout, options.scheduleToStartTimeout, options.retry?.maximumAttempts, options.taskQueue], [10_000, 5000, 1, 'q']);
+});
+
+const progresses: [title: string, result: Parameters<typeof taskProgress>[0], taskId: string | undefined, expected: Record<string, unknown> | undefined][] = [
+  ['a poll with a status message', { status: 'working', statusMessage: 'step 3/5' }, 'tk', { taskId: 'tk', status: 'working', statusMessage: 'step 3/5', message: 'task tk: working, step 3/5' }],
+  ['a poll without one', { status: 'input_required' }, 'tk', { taskId: 'tk', status: 'input_required', message: 'task tk: input_required' }],
+  ['the created task names itself', { kind: 'task', taskId: 'new', status: 'working' }, undefined, { taskId: 'new', status: 'working', message: 'task new: working' }],
+  ['an outcome is no progress', { status: 'ok', content: [], isError: false, startedAt: '2026-01-01T00:00:00.000Z', durationMs: 1, attempts: 1 }, 'tk', undefined],
+  ['a poll of no known task', { status: 'working' }, undefined, undefined],
+  ['nothing', undefined, 'tk', undefined],
+];
+for (const [title, result, taskId, expected] of progresses) {
+  void test(`a task call's progress: ${title}`, () => assert.deepEqual(taskProgress(result, taskId), expected));
+}
