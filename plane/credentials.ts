@@ -82,7 +82,8 @@ export function authorizationServerMove(recorded: string, authorizationServers: 
   if (typeof next !== 'string' || next.length > 2000) return undefined;
   try {
     const u = new URL(next);
-    return u.protocol === 'https:' || u.protocol === 'http:' ? next : undefined;
+    // It is shown in the status: an address carrying credentials is not taken for a server.
+    return (u.protocol === 'https:' || u.protocol === 'http:') && u.username === '' && u.password === '' ? next : undefined;
   } catch {
     return undefined;
   }

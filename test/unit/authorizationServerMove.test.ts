@@ -29,6 +29,7 @@ describe('whether the metadata names another authorization server', () => {
     { name: 'not an address', servers: ['as2'] },
     { name: 'not http(s)', servers: ['javascript:alert(1)'] },
     { name: 'not a string', servers: [{ url: 'https://as2.example.com' }] },
+    { name: 'an address with credentials in it', servers: ['https://user:pass@as2.example.com'] },
   ];
   for (const c of cases) test(c.name, () => assert.equal(authorizationServerMove(AS1, c.servers), c.moved));
 
