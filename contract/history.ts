@@ -51,13 +51,15 @@ export interface ServerStatus {
    * `expired` (the login expired or was revoked), `refresh_failed` (its refresh failed this time),
    * `in_progress` (a login was started and not finished), or, on a server that is still connected,
    * `insufficient_scope` (a request was refused with 403 `insufficient_scope`: the login wants more
-   * access, and a warning says which scope and what to run). `error` says what to do.
+   * access, and a warning says which scope and what to run), or `moved` (its protected resource
+   * metadata names another authorization server than the login's: a login there is needed).
+   * `error` says what to do.
    */
   login?: LoginProblemKind;
 }
 
 /** Why a shelf server's OAuth login does not work (see {@link ServerStatus.login}). */
-export const LoginProblemKind = ['wanted', 'expired', 'refresh_failed', 'in_progress', 'insufficient_scope'] as const;
+export const LoginProblemKind = ['wanted', 'expired', 'refresh_failed', 'in_progress', 'insufficient_scope', 'moved'] as const;
 export type LoginProblemKind = (typeof LoginProblemKind)[number];
 
 export interface TurnStatus {

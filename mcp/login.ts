@@ -27,6 +27,13 @@ export interface LoginCredentials {
    * login (for `mcp list` and the next login), and the problem in the status's words.
    */
   insufficientScope?(server: string, serverUrl: string, deniedToken: string, scope: string | undefined): Promise<LoginProblem>;
+  /**
+   * After a 401 to a server that has a login: whether its protected resource metadata (at
+   * `resourceMetadataUrl`, from the 401, when it named one) now names another authorization server
+   * than the login's. Noted with the login, and the problem in the status's words; undefined when
+   * it has not moved or that cannot be told.
+   */
+  authorizationServerMoved?(server: string, serverUrl: string, resourceMetadataUrl: string | undefined): Promise<LoginProblem | undefined>;
   /** Every token value this process has seen for the login (access and refresh): scrubbed wherever the server's text goes. */
   secretsOf?(server: string): string[];
 }
@@ -90,6 +97,14 @@ export function loginFetch(inner: FetchLike, server: string, serverUrl: string, 
     }
     if (clear) {
       events.onProblem({ kind: 'wanted', message: `wants an account, and its url is plain http to another machine: a token would cross the network readable; use an https:// url` });
+      return response;
+    }
+    // A server that moved to another authorization server refuses this login's tokens for good:
+    // none is refreshed at the old one, and only a person's login at the new one helps.
+    const challenge = extractWWWAuthenticateParams(response);
+    const moved = await credentials.authorizationServerMoved?.(server, serverUrl, challenge.resourceMetadataUrl?.href);
+    if (moved) {
+      events.onProblem(moved);
       return response;
     }
     const again = await credentials.afterUnauthorized(server, serverUrl, token);

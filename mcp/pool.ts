@@ -354,8 +354,9 @@ export class ServerPool {
         if (!offered.has(wanted)) base.warnings.push(`tool "${wanted}" is listed in "tools" but the server does not offer it`);
       }
       for (const refused of server.refusedTools) base.warnings.push(`tool ${JSON.stringify(refused.name)} left out: ${refused.reason}`);
-      const scopeProblem = server.loginProblem?.kind === 'insufficient_scope' ? server.loginProblem : undefined;
-      if (scopeProblem) base.warnings.push(`its login ${scopeProblem.message}`);
+      // A connected server whose login a request found wanting (more scope, or a new authorization server).
+      const scopeProblem = server.loginProblem?.kind === 'insufficient_scope' || server.loginProblem?.kind === 'moved' ? server.loginProblem : undefined;
+      if (scopeProblem) base.warnings.push(scopeProblem.kind === 'moved' ? scopeProblem.message : `its login ${scopeProblem.message}`);
       if (server.junkLines > 0) {
         base.warnings.push(`the server wrote ${server.junkLines} non-protocol line(s) to stdout, first: ${JSON.stringify(server.firstJunkLine)}; they were dropped`);
       }

@@ -4,7 +4,7 @@
  * folder (so a rotating refresh token is never spent twice), and the login problem in the words
  * the status and the servers paragraph show when there is no token to give.
  */
-import { refreshAuthorization } from '@modelcontextprotocol/sdk/client/auth.js';
+import { discoverOAuthProtectedResourceMetadata, refreshAuthorization } from '@modelcontextprotocol/sdk/client/auth.js';
 import { OAuthError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -38,7 +38,7 @@ export interface CredentialsDeps {
 }
 
 /** What a login problem says, exactly as the status and the servers paragraph show it. */
-export function loginProblemMessage(kind: LoginProblemKind, name: string, detail: { startedAt?: Date; reason?: string; scope?: string } = {}): string {
+export function loginProblemMessage(kind: LoginProblemKind, name: string, detail: { startedAt?: Date; reason?: string; scope?: string; to?: string } = {}): string {
   switch (kind) {
     case 'wanted':
       return `wants an account first: durable-mcp mcp login ${name}`;
@@ -50,10 +50,12 @@ export function loginProblemMessage(kind: LoginProblemKind, name: string, detail
       return `a login was started ${(detail.startedAt ?? new Date(0)).toISOString()} and not finished: finish it in the browser, or paste the address it ends on: durable-mcp mcp login ${name} '<address>'`;
     case 'insufficient_scope':
       return `wants more access (${detail.scope ? `scope ${detail.scope}` : 'the server named no scope'}): durable-mcp mcp login ${name}`;
+    case 'moved':
+      return `its authorization server moved to ${detail.to ?? '(not named)'}: durable-mcp mcp login ${name}`;
   }
 }
 
-export function loginProblem(kind: LoginProblemKind, name: string, detail: { startedAt?: Date; reason?: string; scope?: string } = {}): LoginProblem {
+export function loginProblem(kind: LoginProblemKind, name: string, detail: { startedAt?: Date; reason?: string; scope?: string; to?: string } = {}): LoginProblem {
   return { kind, message: loginProblemMessage(kind, name, detail) };
 }
 
@@ -64,6 +66,27 @@ export { sameServerUrl };
 export function scopeUnion(...lists: (string | undefined)[]): string | undefined {
   const all = [...new Set(lists.flatMap((l) => (l ?? '').split(' ')).filter((s) => s !== ''))];
   return all.length > 0 ? all.join(' ') : undefined;
+}
+
+/**
+ * The authorization server a login's server moved to, from its protected resource metadata's
+ * `authorization_servers` (as fetched now) against the one the login was made at: undefined while
+ * the metadata still names that one (compared exactly, as the login stored what the metadata
+ * said), and whenever the metadata is missing, failed, or names nothing usable, so that a server
+ * whose metadata cannot be read is never said to have moved.
+ */
+export function authorizationServerMove(recorded: string, authorizationServers: unknown): string | undefined {
+  if (!Array.isArray(authorizationServers) || authorizationServers.length === 0) return undefined;
+  if (authorizationServers.includes(recorded)) return undefined;
+  const next: unknown = authorizationServers[0];
+  if (typeof next !== 'string' || next.length > 2000) return undefined;
+  try {
+    const u = new URL(next);
+    // It is shown in the status: an address carrying credentials is not taken for a server.
+    return (u.protocol === 'https:' || u.protocol === 'http:') && u.username === '' && u.password === '' ? next : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** True when the access token has expired or expires within `marginMs` of `now`; tokens without an expiry never do. */
@@ -147,6 +170,26 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
     return { problem: since ? loginProblem('in_progress', server, { startedAt: since }) : loginProblem('expired', server) };
   }
 
+  async function movedProblem(server: string, to: string): Promise<LoginProblem> {
+    const since = await store.pendingSince(server);
+    return since ? loginProblem('in_progress', server, { startedAt: since }) : loginProblem('moved', server, { to });
+  }
+
+  /**
+   * The `authorization_servers` the server's protected resource metadata names now; undefined
+   * when it cannot be read. A `resource_metadata` address from a 401 is followed only on the
+   * server's own origin: the worker fetches nothing else a server names.
+   */
+  async function currentAuthorizationServers(serverUrl: string, resourceMetadataUrl: string | undefined): Promise<unknown> {
+    const own = resourceMetadataUrl !== undefined && URL.canParse(resourceMetadataUrl) && new URL(resourceMetadataUrl).origin === new URL(serverUrl).origin;
+    try {
+      const metadata = await discoverOAuthProtectedResourceMetadata(serverUrl, own ? { resourceMetadataUrl } : {}, fetchFn);
+      return metadata.authorization_servers;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The record, or the problem that stands in for it. */
   async function load(server: string, serverUrl: string): Promise<LoginRecord | TokenAnswer> {
     let record: LoginRecord | undefined;
@@ -162,6 +205,7 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
       logger.warn({ server, loginUrl: record.serverUrl, serverUrl }, 'the OAuth login was made for another address; its token is not sent');
       return noLogin(server);
     }
+    if (record.movedTo !== undefined) return { problem: await movedProblem(server, record.movedTo) };
     if (record.dead) return deadLogin(server);
     return record;
   }
@@ -269,6 +313,37 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
         logger.warn({ server, reason: shortReason(err, known.get(server) ?? []) }, 'could not note the scope the server wants');
         return problem;
       });
+    },
+    async authorizationServerMoved(server, serverUrl, resourceMetadataUrl) {
+      try {
+        const first = await store.read(server);
+        if (!first || !sameServerUrl(first.serverUrl, serverUrl)) return undefined;
+        // Fetched outside the lock, which refreshes in other processes wait for.
+        const servers = await currentAuthorizationServers(serverUrl, resourceMetadataUrl ?? first.discovery.resourceMetadataUrl);
+        if (servers === undefined) return undefined;
+        return await store.withLock(server, async () => {
+          // Compared with the login as it is now: one made since at the new server has not moved.
+          const record = await store.read(server);
+          if (!record || !sameServerUrl(record.serverUrl, serverUrl)) return undefined;
+          const to = authorizationServerMove(record.discovery.authorizationServerUrl, servers);
+          if (to === undefined) {
+            // The metadata names the login's server again: its tokens are worth sending again.
+            if (record.movedTo !== undefined) {
+              const { movedTo: _gone, ...rest } = record;
+              await store.write(rest);
+            }
+            return undefined;
+          }
+          if (record.movedTo !== to) {
+            logger.warn({ server, from: record.discovery.authorizationServerUrl, to }, 'the server names another authorization server: its login must be made again there');
+            await store.write({ ...record, movedTo: to });
+          }
+          return movedProblem(server, to);
+        });
+      } catch (err) {
+        logger.warn({ server, reason: shortReason(err, known.get(server) ?? []) }, 'could not check whether the server moved to another authorization server');
+        return undefined;
+      }
     },
     secretsOf(server) {
       return [...(known.get(server) ?? [])];

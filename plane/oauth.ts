@@ -252,8 +252,7 @@ export async function startLogin(deps: LoginDeps, opts: {
   // After a 403 `insufficient_scope`, the new login asks for what the old one was granted and what
   // the server asked for since, besides what it asks of a request without a token.
   const current = await deps.store.read(opts.server).catch(() => undefined);
-  const earlier = current && sameServerUrl(current.serverUrl, opts.serverUrl) ? scopeUnion(current.tokens.scope, current.wantedScope) : undefined;
-  const scope = scopeUnion(hint?.scope, earlier);
+  const previous = current && sameServerUrl(current.serverUrl, opts.serverUrl) ? current : undefined;
   const provider = new LoginFlowProvider({
     redirectUrl: opts.redirectUrl,
     state: randomBytes(24).toString('base64url'),
@@ -264,6 +263,17 @@ export async function startLogin(deps: LoginDeps, opts: {
     // endpoints (registration included) is used; `auth()` then goes on from this discovery.
     const found = await discoverOAuthServerInfo(opts.serverUrl, { ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), fetchFn });
     if (found.resourceMetadata) checkMetadataIssuer(opts.server, found.authorizationServerUrl, found.authorizationServerMetadata?.issuer);
+    // A login made at another authorization server carries nothing over (SEP-2352): its client
+    // was registered there, and what it was granted there means nothing here.
+    const moved = previous !== undefined && previous.discovery.authorizationServerUrl !== found.authorizationServerUrl;
+    if (moved && opts.client && previous.client.client_id === opts.client.clientId) {
+      throw new LoginError(
+        `${opts.server}: its authorization server moved from ${previous.discovery.authorizationServerUrl} to ${found.authorizationServerUrl}, and the client ${opts.client.clientId} ` +
+          `was registered at the old one: register a client at the new one (redirect address ${opts.redirectUrl}), then put the server back with its ID: ` +
+          `durable-mcp mcp forget ${opts.server} && durable-mcp mcp add ${opts.server} ${opts.serverUrl} --client-id <id> [--client-secret-env <VAR>]`,
+      );
+    }
+    const scope = scopeUnion(hint?.scope, moved ? undefined : scopeUnion(previous?.tokens.scope, previous?.wantedScope));
     const metadataDocument = opts.clientMetadataUrl !== undefined && found.authorizationServerMetadata?.client_id_metadata_document_supported === true;
     if (!opts.client && !metadataDocument && found.authorizationServerMetadata && !found.authorizationServerMetadata.registration_endpoint) {
       throw new LoginError(

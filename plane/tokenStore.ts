@@ -71,6 +71,12 @@ export interface LoginRecord {
    * asks for them besides those granted.
    */
   wantedScope?: string;
+  /**
+   * The authorization server the server's protected resource metadata names instead of this
+   * login's (seen after a 401): the login's tokens are not sent or refreshed any more, and the next
+   * login registers there.
+   */
+  movedTo?: string;
 }
 
 /** A login started by `mcp login` and not yet finished (the browser has not come back). */

@@ -81,6 +81,14 @@ export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
         return fallback;
       }
     },
+    authorizationServerMoved: async (server, url, resourceMetadataUrl) => {
+      try {
+        return await (opened = await openCredentials()).authorizationServerMoved?.(server, url, resourceMetadataUrl);
+      } catch {
+        // The token store's trouble is named by the refresh that comes next.
+        return undefined;
+      }
+    },
     secretsOf: (server) => opened?.secretsOf?.(server) ?? [],
   };
   return {

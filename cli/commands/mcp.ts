@@ -30,6 +30,8 @@ export interface ServerFacts {
   pendingSince?: Date;
   /** Scopes the server refused the login's token for (403 `insufficient_scope`): a new login asks for them. */
   wantedScope?: string;
+  /** The authorization server the server's metadata names instead of the login's: a new login registers there. */
+  movedTo?: string;
   /** The answer to one `initialize` request (remote servers that some agent has). */
   probe?: ProbeResult;
 }
@@ -55,7 +57,7 @@ export function commandLine(entry: ShelfEntry): string {
 
 /**
  * One server's state: `not granted` (no agent has it), `command` (a stdio server, not probed),
- * `logged in`, `logged in, wants more access (scope ...)`, `login started <time>, not finished`, `wants an account`, `reachable`,
+ * `logged in`, `logged in, wants more access (scope ...)`, `its authorization server moved to ...`, `login started <time>, not finished`, `wants an account`, `reachable`,
  * `unreachable: <why>`.
  */
 export function serverState(server: ShelfServer, agents: string[], facts: ServerFacts): string {
@@ -64,6 +66,7 @@ export function serverState(server: ShelfServer, agents: string[], facts: Server
   if (facts.loginId !== undefined && facts.loginUrl !== undefined && !sameServerUrl(facts.loginUrl, server.entry.url)) {
     return `logged in for another address (${facts.loginUrl}), so not used: durable-mcp mcp login ${server.name}`;
   }
+  if (facts.loginId !== undefined && facts.movedTo) return `its authorization server moved to ${facts.movedTo}: durable-mcp mcp login ${server.name}`;
   if (facts.loginId !== undefined && facts.expiredAt) return `login expired or revoked ${facts.expiredAt.toISOString()}: durable-mcp mcp login ${server.name}`;
   if (facts.loginId !== undefined && facts.wantedScope) return `logged in, wants more access (scope ${facts.wantedScope}): durable-mcp mcp login ${server.name}`;
   if (facts.loginId !== undefined) return 'logged in';
@@ -191,7 +194,7 @@ function cliBy(): string {
 }
 
 /** What the token store says of one server's login (not secret: IDs and times). */
-export type LoginFacts = (server: string) => Promise<Pick<ServerFacts, 'loginId' | 'pendingSince' | 'expiredAt' | 'loginUrl' | 'wantedScope'>>;
+export type LoginFacts = (server: string) => Promise<Pick<ServerFacts, 'loginId' | 'pendingSince' | 'expiredAt' | 'loginUrl' | 'wantedScope' | 'movedTo'>>;
 
 interface ShelfCommandContext {
   shelf: ShelfClient;
@@ -384,6 +387,7 @@ async function loginFacts(settings: Settings): Promise<{ facts: LoginFacts; warn
         return {
           ...(loginId !== undefined ? { loginId } : {}), ...(pendingSince ? { pendingSince } : {}), ...(expiredAt ? { expiredAt } : {}),
           ...(loginUrl !== undefined ? { loginUrl } : {}), ...(record?.wantedScope ? { wantedScope: record.wantedScope } : {}),
+          ...(record?.movedTo !== undefined ? { movedTo: record.movedTo } : {}),
         };
       },
     };

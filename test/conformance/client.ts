@@ -15,8 +15,9 @@
  * --no-wait`, the authorization address followed with a plain GET (the suite's authorization server
  * approves at once and redirects), the address it redirects to pasted back with `durable-mcp mcp
  * login <name> '<address>'`, then a turn of that agent, whose worker sends the login's token. When
- * that turn says the login wants more access (a 403 `insufficient_scope`), the driver logs in once
- * more, as the status says to, and drives a second turn.
+ * that turn says the login wants more access (a 403 `insufficient_scope`) or that the server's
+ * authorization server moved, the driver logs in once more, as the status says to, and drives a
+ * second turn.
  *
  * Exit code: 0 when the turn ran (whatever the calls returned: the suite judges those), 1 when no
  * turn could be driven (no server, no tools where the scenario has some, a login refused), 2 on bad
@@ -126,12 +127,18 @@ function describeServer(turn: Turn, name: string): string {
 /** Where the turn's one server comes from: inline (its name and URL), or the shelf through an agent. */
 type TurnSource = { name: string; servers: StartTurnOptions['servers'] } | { name: string; agent: string };
 
-/** What a turn tells the driver beyond its exit code: a login that wants more access (403 `insufficient_scope`). */
+/**
+ * What a turn tells the driver beyond its exit code: the status asks for a new login, since the
+ * login wants more access (403 `insufficient_scope`) or its authorization server moved.
+ */
 interface TurnNotes {
-  wantsMoreAccess: boolean;
+  logInAgain: boolean;
 }
 
-async function driveTurn(client: TurnClient, source: TurnSource, scenario: string, context: ScenarioContext, workspace: string, notes: TurnNotes = { wantsMoreAccess: false }): Promise<number> {
+/** The login problems a person's new `mcp login` resolves, as the status names them. */
+const LOG_IN_AGAIN = new Set(['insufficient_scope', 'moved']);
+
+async function driveTurn(client: TurnClient, source: TurnSource, scenario: string, context: ScenarioContext, workspace: string, notes: TurnNotes = { logInAgain: false }): Promise<number> {
   const name = source.name;
   const sessionId = `conformance-${scenario.replace(/[^A-Za-z0-9._:-]/g, '-')}-${randomBytes(4).toString('hex')}`;
   const turn = await client.startTurn({ sessionId, workspace, ...('agent' in source ? { agent: source.agent } : { servers: source.servers }) });
@@ -139,7 +146,7 @@ async function driveTurn(client: TurnClient, source: TurnSource, scenario: strin
   let exitCode = 0;
   try {
     const server = turn.status.servers.find((s) => s.name === name);
-    if (server?.login === 'insufficient_scope') notes.wantsMoreAccess = true;
+    if (server?.login !== undefined && LOG_IN_AGAIN.has(server.login)) notes.logInAgain = true;
     if (!server || server.state === 'failed' || server.state === 'disabled' || server.state === 'off') {
       exitCode = 1;
       return exitCode;
@@ -151,7 +158,7 @@ async function driveTurn(client: TurnClient, source: TurnSource, scenario: strin
       // A scenario that asks for input gets what an unattended run answers: the schema's defaults.
       const outcome = await turn.callTool(request, { inputPollMs: 200, onInput: (asked) => unattendedAnswer('accept-defaults', asked) });
       const text = outcome.content.map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join(' ').slice(0, 300);
-      if (outcome.isError && text.includes('wants more access')) notes.wantsMoreAccess = true;
+      if (outcome.isError && text.includes('wants more access')) notes.logInAgain = true;
       process.stderr.write(`${request.name}: ${outcome.status}${outcome.isError ? ' (tool error)' : ''}${outcome.errorKind ? ` ${outcome.errorKind}: ${outcome.errorMessage ?? ''}` : ''} ${text}\n`);
     }
   } finally {
@@ -231,12 +238,12 @@ async function main(): Promise<number> {
       const name = `auth-${suffix}`;
       const agent = `conformance-${suffix}`;
       if (!(await logIn(name, url, agent, context, scenario))) return 1;
-      const notes: TurnNotes = { wantsMoreAccess: false };
+      const notes: TurnNotes = { logInAgain: false };
       const code = await driveTurn(client, { name, agent }, scenario, context, workspace, notes);
-      if (!notes.wantsMoreAccess) return code;
+      if (!notes.logInAgain) return code;
       // What the status told the operator to run, once: a server that still refuses after that
       // gets no further logins (auth/scope-retry-limit counts them).
-      process.stderr.write(`${name} wants more access: logging in again, then a second turn\n`);
+      process.stderr.write(`${name} asks for a new login: logging in again, then a second turn\n`);
       if (!(await logInAgain(name, context, scenario))) return 1;
       return await driveTurn(client, { name, agent }, scenario, context, workspace);
     }

@@ -222,6 +222,8 @@ test('mcp list: state by grant, transport, login and probe; agents listed', () =
     [docs, ['a'], { loginId: 'l1', wantedScope: 'mcp:tools mcp:write' }, 'logged in, wants more access (scope mcp:tools mcp:write): durable-mcp mcp login docs'],
     [docs, ['a'], { loginId: 'l1', loginUrl: 'https://old.example/mcp' }, 'logged in for another address (https://old.example/mcp), so not used: durable-mcp mcp login docs'],
     [docs, ['a'], { loginId: 'l1', expiredAt: new Date('2026-01-02T03:04:05.000Z') }, 'login expired or revoked 2026-01-02T03:04:05.000Z: durable-mcp mcp login docs'],
+    [docs, ['a'], { loginId: 'l1', movedTo: 'https://as2.example' }, 'its authorization server moved to https://as2.example: durable-mcp mcp login docs'],
+    [docs, ['a'], { loginId: 'l1', movedTo: 'https://as2.example', expiredAt: new Date('2026-01-02T03:04:05.000Z') }, 'its authorization server moved to https://as2.example: durable-mcp mcp login docs'],
     [docs, ['a'], { pendingSince: new Date('2026-01-02T03:04:05.000Z') }, 'login started 2026-01-02T03:04:05.000Z, not finished: durable-mcp mcp login docs'],
     [docs, ['a'], { probe: { kind: 'unauthorized' } }, 'wants an account: durable-mcp mcp login docs'],
     [bearer, ['a'], { probe: { kind: 'unauthorized' } }, 'reachable (answers 401 without the bearer token the workers send)'],
