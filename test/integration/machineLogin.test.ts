@@ -17,7 +17,9 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { TurnClient } from '../../client/turnClient.js';
 import { ensureTurnKey } from '../../config/load.js';
 import { ShelfClient } from '../../plane/shelfClient.js';
-import { tokenStoreFromSettings, type TokenStore } from '../../plane/tokenStore.js';
+import { createTokenStore, tokenStoreFromSettings, type TokenStore } from '../../plane/tokenStore.js';
+import { machineLoginCommand } from '../../cli/machineLogin.js';
+import { randomBytes } from 'node:crypto';
 import { loadSettings } from '../../settings/index.js';
 import type { TurnStatus } from '../../contract/index.js';
 import { textOf } from '../support/content.js';
@@ -187,6 +189,46 @@ describe('machine logins (client credentials) in turns', { timeout: 180_000 }, (
       for (const [where, texts] of Object.entries(places)) {
         assert.ok(!texts.some((t) => t.includes(secret)), `a secret (${secret.slice(0, 6)}...) appears in ${where}`);
       }
+    }
+  });
+});
+
+describe('mcp login on a machine login', { timeout: 60_000 }, () => {
+  test('without the variable here: no login needed; with it: a test grant (client_secret_post where only that is offered), kept for the workers; refused: what to fix', async () => {
+    const fx = await startOAuthServer({ OAUTH_FIXTURE_CC_CLIENT: `fleet:${SECRET}`, OAUTH_FIXTURE_CC_METHODS: 'client_secret_post' });
+    try {
+      const dir = join(await tempDir('dmcp-machine-cli-'), 'oauth');
+      const store = createTokenStore({ dir, key: randomBytes(32) });
+      const settings = loadSettings({ DMCP_DATA_DIR: join(dir, '..', 'data') });
+      const client = { clientId: 'fleet', clientSecretEnv: 'FLEET_SECRET', grant: 'client_credentials' as const };
+      const run = async (env: NodeJS.ProcessEnv) => {
+        const out: string[] = [];
+        const err: string[] = [];
+        const code = await machineLoginCommand({ server: 'docs', serverUrl: fx.url, client, settings, env, store, out: (l) => out.push(l), err: (l) => err.push(l) });
+        return { code, out, err };
+      };
+      const unset = await run({});
+      assert.deepEqual(unset, { code: 0, err: [], out: [
+        'docs needs no login: the workers get its tokens by the client-credentials grant, as client fleet with the client secret in FLEET_SECRET (listed in their DMCP_MCP_ENV).',
+        'To test the grant from here, set FLEET_SECRET and run durable-mcp mcp login docs again.',
+      ] });
+      assert.equal(await store.read('docs'), undefined);
+
+      const granted = await run({ FLEET_SECRET: SECRET });
+      assert.equal(granted.code, 0, granted.err.join('\n'));
+      assert.match(granted.out[0]!, /^docs: the authorization server granted a token to client fleet \(scope mcp:tools\), expires \d{4}-.*Z; kept for the workers until then\.$/);
+      const record = (await store.read('docs'))!;
+      assert.equal(record.grant, 'client_credentials');
+      assert.equal(record.tokens.refresh_token, undefined);
+      assert.ok(!JSON.stringify(record).includes(SECRET), 'the login file holds no client secret');
+      assert.deepEqual((await fx.stats()).clientCredentials, [{ method: 'client_secret_post', scope: 'mcp:tools', resource: fx.url }]);
+
+      const wrong = await run({ FLEET_SECRET: WRONG });
+      assert.equal(wrong.code, 1);
+      assert.deepEqual(wrong.err, [`docs: the authorization server refused its client credentials (invalid_client: invalid client secret): check FLEET_SECRET on the workers, or put the server back with the right client: durable-mcp mcp forget docs, then durable-mcp mcp add docs ${fx.url} --client-credentials --client-id fleet --client-secret-env FLEET_SECRET`]);
+      assert.ok(![...granted.out, ...wrong.err].some((l) => l.includes(SECRET) || l.includes(WRONG) || l.includes(record.tokens.access_token)));
+    } finally {
+      fx.child.kill();
     }
   });
 });
