@@ -39,6 +39,10 @@ export async function machineLoginCommand(opts: MachineLoginOptions): Promise<nu
     return 1;
   }
   const base = opts.fetch ?? fetch;
+  const store = opts.store ?? (await tokenStoreFromSettings(opts.settings));
+  // What a 403 asked for since the last grant: this grant asks for it too.
+  const current = await store.read(opts.server).catch(() => undefined);
+  const wantedScope = current?.grant === 'client_credentials' ? current.wantedScope : undefined;
   try {
     const record = await grantMachineTokens({
       server: opts.server,
@@ -47,8 +51,8 @@ export async function machineLoginCommand(opts: MachineLoginOptions): Promise<nu
       credential,
       fetch: (url, init) => base(url, { ...init, signal: init?.signal ?? AbortSignal.timeout(15_000) }),
       now: Date.now(),
+      ...(wantedScope ? { wantedScope } : {}),
     });
-    const store = opts.store ?? (await tokenStoreFromSettings(opts.settings));
     await store.withLock(opts.server, () => store.write(record));
     const expires = record.tokens.expiresAt !== undefined ? `, expires ${new Date(record.tokens.expiresAt).toISOString()}` : '';
     opts.out(`${opts.server}: the authorization server granted a token to client ${opts.client.clientId}${record.tokens.scope ? ` (scope ${record.tokens.scope})` : ''}${expires}; kept for the workers until then.`);
@@ -56,7 +60,7 @@ export async function machineLoginCommand(opts: MachineLoginOptions): Promise<nu
     return 0;
   } catch (err) {
     if (!(err instanceof MachineGrantError)) throw err;
-    opts.err(`${opts.server}: ${machineProblemMessage(opts.server, opts.client, err.reason, err.refused).replace(/; tried again next turn$/, '').replace('<url>', opts.serverUrl)}`);
+    opts.err(`${opts.server}: ${machineProblemMessage(opts.server, opts.client, err.reason, err.refused, { variable: 'here and on the workers', url: opts.serverUrl }).replace(/; tried again next turn$/, '')}`);
     return 1;
   }
 }

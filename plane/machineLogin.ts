@@ -225,10 +225,10 @@ export async function grantMachineTokens(opts: {
 }
 
 /** What the status says when a machine login has no token to give, naming what to fix. */
-export function machineProblemMessage(server: string, client: MachineClient, reason: string, refused: boolean): string {
+export function machineProblemMessage(server: string, client: MachineClient, reason: string, refused: boolean, where = { variable: 'on the workers', url: '<url>' }): string {
   const variable = client.privateKeyEnv ?? client.clientSecretEnv;
   if (refused) {
-    return `the authorization server refused its client credentials (${reason}): check ${variable} on the workers, or put the server back with the right client: durable-mcp mcp forget ${server}, then ${machineAddCommand(server, '<url>', client)}; tried again next turn`;
+    return `the authorization server refused its client credentials (${reason}): check ${variable} ${where.variable}, or put the server back with the right client: durable-mcp mcp forget ${server}, then ${machineAddCommand(server, where.url, client)}; tried again next turn`;
   }
   return `could not get a token by the client-credentials grant (${reason}); tried again next turn`;
 }

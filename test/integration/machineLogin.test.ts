@@ -225,7 +225,7 @@ describe('mcp login on a machine login', { timeout: 60_000 }, () => {
 
       const wrong = await run({ FLEET_SECRET: WRONG });
       assert.equal(wrong.code, 1);
-      assert.deepEqual(wrong.err, [`docs: the authorization server refused its client credentials (invalid_client: invalid client secret): check FLEET_SECRET on the workers, or put the server back with the right client: durable-mcp mcp forget docs, then durable-mcp mcp add docs ${fx.url} --client-credentials --client-id fleet --client-secret-env FLEET_SECRET`]);
+      assert.deepEqual(wrong.err, [`docs: the authorization server refused its client credentials (invalid_client: invalid client secret): check FLEET_SECRET here and on the workers, or put the server back with the right client: durable-mcp mcp forget docs, then durable-mcp mcp add docs ${fx.url} --client-credentials --client-id fleet --client-secret-env FLEET_SECRET`]);
       assert.ok(![...granted.out, ...wrong.err].some((l) => l.includes(SECRET) || l.includes(WRONG) || l.includes(record.tokens.access_token)));
     } finally {
       fx.child.kill();
