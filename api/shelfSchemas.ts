@@ -56,11 +56,14 @@ const RemoteEntry = z
       .object({
         // eslint-disable-next-line no-control-regex
         clientId: z.string().max(1024).regex(/^[^\u0000-\u001f]*[^\s\u0000-\u001f][^\u0000-\u001f]*$/, 'one line, not blank'),
-        clientSecretEnv: z.string().max(256).regex(ENV_NAME, 'a variable name').optional().openapi({ description: 'The variable holding the client\'s secret: set where `mcp login` runs, and on the workers (listed in their DMCP_MCP_ENV) for refreshes. Never the secret itself.' }),
+        clientSecretEnv: z.string().max(256).regex(ENV_NAME, 'a variable name').optional().openapi({ description: 'The variable holding the client\'s secret: set where `mcp login` runs, and on the workers (listed in their DMCP_MCP_ENV) for refreshes and machine logins. Never the secret itself.' }),
+        grant: z.literal('client_credentials').optional().openapi({ description: 'A machine login: the workers get tokens by the client-credentials grant (no `mcp login`), authenticating with `clientSecretEnv` or `privateKeyEnv` (exactly one).' }),
+        privateKeyEnv: z.string().max(256).regex(ENV_NAME, 'a variable name').optional().openapi({ description: 'With `grant: client_credentials`: the worker variable (listed in DMCP_MCP_ENV) holding the client\'s private key in PEM, for `private_key_jwt`. Never the key itself.' }),
+        signingAlgorithm: z.string().regex(/^(RS|PS|ES)(256|384|512)$/, 'RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384 or ES512').optional().openapi({ description: 'With `privateKeyEnv`: the JWS algorithm of the client assertion; default from the key (RS256 for RSA, ES256/ES384/ES512 by curve).' }),
       })
       .strict()
       .optional()
-      .openapi({ description: 'A client registered with the server\'s authorization server beforehand, for servers without dynamic client registration.' }),
+      .openapi({ description: 'A client registered with the server\'s authorization server beforehand, for servers without dynamic client registration, or for machine logins (`grant`).' }),
   })
   .strict();
 const CommandEntry = z

@@ -18,6 +18,16 @@ export type ShelfEntry =
 export interface ShelfOAuthClient {
   clientId: string;
   clientSecretEnv?: string;
+  /**
+   * `client_credentials`: a machine login. The workers obtain tokens themselves with the
+   * client-credentials grant (no person, no `mcp login`), authenticating with the secret of
+   * `clientSecretEnv` or a JWT signed with the private key of `privateKeyEnv`.
+   */
+  grant?: 'client_credentials';
+  /** The worker variable holding the client's private key (PEM, PKCS#8) for `private_key_jwt`; never the key itself. */
+  privateKeyEnv?: string;
+  /** The JWS algorithm the client assertion is signed with (`RS256`, `ES256`...); default RS256. */
+  signingAlgorithm?: string;
 }
 
 /** One server on the shelf. */

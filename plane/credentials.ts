@@ -13,6 +13,7 @@ import type { LoginProblemKind } from '../contract/history.js';
 import type { LoginRecord, StoredTokens, TokenStore } from './tokenStore.js';
 import { sameServerUrl } from '../text/sameUrl.js';
 import { mcpEnvEntries } from '../settings/index.js';
+import { machineToken, type MachineClient, type MachineTokenDeps } from './machineLogin.js';
 
 // The pool's side of a login (mcp/login.ts) is what these credentials give it.
 import type { LoginCredentials as Credentials, LoginProblem, LoginToken as TokenAnswer } from '../mcp/login.js';
@@ -35,6 +36,11 @@ export interface CredentialsDeps {
    * names, and only when DMCP_MCP_ENV lists it. Default: none (such a login cannot be refreshed).
    */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The machine client of a shelf server whose workers log in by themselves (the client-credentials
+   * grant), if it is one; such a server's tokens come from {@link machineToken}, not a login.
+   */
+  machineClient?: (server: string) => MachineClient | undefined;
 }
 
 /** What a login problem says, exactly as the status and the servers paragraph show it. */
@@ -287,8 +293,12 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
     }
   }
 
+  const machine: MachineTokenDeps = { store, logger, env: deps.env ?? {}, fetch: fetchFn, now, marginMs: margin, remember };
+
   return {
     accessToken(server, serverUrl) {
+      const client = deps.machineClient?.(server);
+      if (client) return guarded(server, () => machineToken(machine, server, serverUrl, client));
       return guarded(server, async () => {
         const loaded = await load(server, serverUrl);
         if (!('tokens' in loaded)) return loaded;
@@ -297,6 +307,8 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
       });
     },
     afterUnauthorized(server, serverUrl, failedToken) {
+      const client = deps.machineClient?.(server);
+      if (client) return guarded(server, () => machineToken(machine, server, serverUrl, client, failedToken));
       return guarded(server, () => refresh(server, serverUrl, failedToken, 'unauthorized'));
     },
     insufficientScope(server, serverUrl, deniedToken, scope) {

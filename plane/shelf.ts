@@ -65,14 +65,45 @@ export interface AddArguments {
   clientId?: string;
   /** `--client-secret-env`: the variable holding that client's secret (where `mcp login` runs, and on the workers). */
   clientSecretEnv?: string;
+  /** `--client-credentials`: the workers obtain tokens with the client-credentials grant (no login). */
+  clientCredentials?: boolean;
+  /** `--private-key-env`: the worker variable holding the client's private key (PEM) for `private_key_jwt`. */
+  privateKeyEnv?: string;
+  /** `--signing-algorithm`: the JWS algorithm of the client assertion (default: from the key). */
+  signingAlgorithm?: string;
 }
 
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** The JWS algorithms a client assertion may be signed with (asymmetric keys in PEM). */
+export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512'] as const;
+
+/** Why the machine-login fields of a pre-registered client do not fit together, with the field to blame; undefined when they do. */
+export function machineClientProblem(client: ShelfOAuthClient, flags: boolean): { message: string; field: string } | undefined {
+  const say = (flag: string, field: string) => (flags ? flag : field);
+  if (client.grant !== 'client_credentials') {
+    if (client.privateKeyEnv !== undefined) return { message: `${say('--private-key-env', 'oauth.privateKeyEnv')} is for a machine login (${say('--client-credentials', 'oauth.grant: client_credentials')})`, field: 'oauth.privateKeyEnv' };
+    if (client.signingAlgorithm !== undefined) return { message: `${say('--signing-algorithm', 'oauth.signingAlgorithm')} is for a machine login with a private key (${say('--client-credentials --private-key-env <VAR>', 'oauth.grant: client_credentials, oauth.privateKeyEnv')})`, field: 'oauth.signingAlgorithm' };
+    return undefined;
+  }
+  if ((client.clientSecretEnv === undefined) === (client.privateKeyEnv === undefined)) {
+    return { message: `a machine login authenticates with either a secret (${say('--client-secret-env <VAR>', 'oauth.clientSecretEnv')}) or a private key (${say('--private-key-env <VAR>', 'oauth.privateKeyEnv')}): give one of them`, field: 'oauth' };
+  }
+  if (client.privateKeyEnv !== undefined && !VARIABLE_NAME.test(client.privateKeyEnv)) {
+    return { message: `${say('--private-key-env', 'oauth.privateKeyEnv')} takes the name of a variable holding the private key (PEM), not the key itself`, field: 'oauth.privateKeyEnv' };
+  }
+  if (client.signingAlgorithm !== undefined) {
+    if (client.privateKeyEnv === undefined) return { message: `${say('--signing-algorithm', 'oauth.signingAlgorithm')} applies to a private key (${say('--private-key-env', 'oauth.privateKeyEnv')}), not to a secret`, field: 'oauth.signingAlgorithm' };
+    if (!(SIGNING_ALGORITHMS as readonly string[]).includes(client.signingAlgorithm)) return { message: `${say('--signing-algorithm', 'oauth.signingAlgorithm')} ${JSON.stringify(client.signingAlgorithm.slice(0, 40))} is not one of ${SIGNING_ALGORITHMS.join(', ')}`, field: 'oauth.signingAlgorithm' };
+  }
+  return undefined;
+}
 
 /** The pre-registered client of `mcp add`, or why its flags are wrong. */
 function oauthClientOf(name: string, args: AddArguments): ShelfOAuthClient | undefined {
   if (args.clientId === undefined) {
     if (args.clientSecretEnv !== undefined) throw new ShelfInputError(`mcp add ${name}: --client-secret-env needs --client-id (the client the secret belongs to)`, 'oauth.clientSecretEnv');
+    if (args.clientCredentials || args.privateKeyEnv !== undefined) throw new ShelfInputError(`mcp add ${name}: a machine login (--client-credentials) needs --client-id (the client registered with the authorization server)`, 'oauth.clientId');
     return undefined;
   }
   const clientId = args.clientId.trim();
@@ -81,7 +112,17 @@ function oauthClientOf(name: string, args: AddArguments): ShelfOAuthClient | und
   if (secretEnv !== undefined && !VARIABLE_NAME.test(secretEnv)) {
     throw new ShelfInputError(`mcp add ${name}: --client-secret-env takes the name of a variable holding the secret (CLIENT_SECRET), not the secret itself`, 'oauth.clientSecretEnv');
   }
-  return { clientId, ...(secretEnv !== undefined ? { clientSecretEnv: secretEnv } : {}) };
+  const privateKeyEnv = args.privateKeyEnv?.replace(/^\$\{?|\}$/g, '');
+  const client: ShelfOAuthClient = {
+    clientId,
+    ...(secretEnv !== undefined ? { clientSecretEnv: secretEnv } : {}),
+    ...(args.clientCredentials ? { grant: 'client_credentials' as const } : {}),
+    ...(privateKeyEnv !== undefined ? { privateKeyEnv } : {}),
+    ...(args.signingAlgorithm !== undefined ? { signingAlgorithm: args.signingAlgorithm.trim().toUpperCase() } : {}),
+  };
+  const problem = machineClientProblem(client, true);
+  if (problem) throw new ShelfInputError(`mcp add ${name}: ${problem.message}`, problem.field);
+  return client;
 }
 
 const URL_START = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
@@ -113,7 +154,7 @@ export function parseAddArguments(name: string, args: AddArguments): { name: str
     const oauth = oauthClientOf(name, args);
     return { name, entry: { type, url, ...(Object.keys(headers).length > 0 ? { headers } : {}), ...(oauth ? { oauth } : {}) } };
   }
-  if (args.clientId !== undefined || args.clientSecretEnv !== undefined) throw new ShelfInputError(`mcp add ${name}: --client-id and --client-secret-env only apply to a remote server (a URL) that wants a login`, 'oauth');
+  if (args.clientId !== undefined || args.clientSecretEnv !== undefined || args.clientCredentials || args.privateKeyEnv !== undefined) throw new ShelfInputError(`mcp add ${name}: --client-id, --client-secret-env, --client-credentials and --private-key-env only apply to a remote server (a URL) that wants a login`, 'oauth');
   if (Object.keys(headers).length > 0) throw new ShelfInputError(`mcp add ${name}: --header only applies to a remote server (a URL); give a command values with --env NAME=value`, 'headers');
   const [command, ...commandArgs] = target as [string, ...string[]];
   if (command.trim() === '') throw new ShelfInputError(`mcp add ${name}: the command is empty`, 'command');
@@ -188,6 +229,7 @@ export function workerVariablesOf(entry: ShelfEntry, env: NodeJS.ProcessEnv = {}
       if (key.toLowerCase() === 'authorization') for (const v of referencedVariables(value)) out.add(v);
     }
     if (entry.oauth?.clientSecretEnv) out.add(entry.oauth.clientSecretEnv);
+    if (entry.oauth?.privateKeyEnv) out.add(entry.oauth.privateKeyEnv);
   }
   return [...out];
 }
@@ -256,6 +298,8 @@ export function shelfEntryProblem(name: string, entry: ShelfEntry, env: NodeJS.P
     if (secretEnv !== undefined && !VARIABLE_NAME.test(secretEnv)) {
       return new ShelfInputError(`server "${name}": oauth.clientSecretEnv must name a variable (CLIENT_SECRET), not hold the secret`, 'oauth.clientSecretEnv');
     }
+    const machine = entry.oauth ? machineClientProblem(entry.oauth, false) : undefined;
+    if (machine) return new ShelfInputError(`server "${name}": ${machine.message}`, machine.field);
     let query: URLSearchParams | undefined;
     try {
       query = new URL(entry.url).searchParams;
@@ -330,6 +374,28 @@ export function verifyShelfGrant(key: Buffer, grant: ShelfGrant, entry: ShelfEnt
 }
 
 // --- the worker's layer ---
+
+/** The client of a shelf server whose workers log in by themselves (the client-credentials grant). */
+export type MachineClient = ShelfOAuthClient & { grant: 'client_credentials' };
+
+/**
+ * The machine logins among the servers granted to `agent` whose server and grant proofs verify
+ * with the worker's turn key: only an entry the operator signed may have the workers send a
+ * client's secret anywhere. Pure.
+ */
+export function machineClientsOf(state: ShelfState, agent: string, key: Buffer | undefined): Map<string, MachineClient> {
+  const out = new Map<string, MachineClient>();
+  if (!key || agentIdProblem(agent)) return out;
+  const servers = new Map(state.servers.map((s) => [s.name, s]));
+  for (const grant of state.grants) {
+    const server = grant.agent === agent ? servers.get(grant.server) : undefined;
+    const entry = server?.entry;
+    if (!server || entry?.type === 'stdio' || entry?.oauth?.grant !== 'client_credentials') continue;
+    if (!verifyShelfServer(key, server) || !verifyShelfGrant(key, grant, server.entry)) continue;
+    out.set(server.name, { ...entry.oauth, grant: 'client_credentials' });
+  }
+  return out;
+}
 
 /**
  * The shelf layer of one agent's turn: the `mcp.json` text of the servers granted to `agent` whose

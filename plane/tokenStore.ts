@@ -63,6 +63,8 @@ export interface LoginRecord {
   clientSecretEnv?: string;
   /** The RFC 8707 resource indicator the tokens were requested for. */
   resource?: string;
+  /** `client_credentials`: a machine login's tokens, renewed by a new grant rather than a refresh token. */
+  grant?: 'client_credentials';
   tokens: StoredTokens;
   /** Set when the authorization server refused the refresh token (expired or revoked): no further refresh is tried. */
   dead?: { at: string; reason: string };

@@ -9,7 +9,8 @@ import { hashEntries } from '../config/load.js';
 import type { LoadedConfig } from '../config/types.js';
 import type { LoginCredentials, LoginToken } from '../mcp/login.js';
 import { createCredentials, loginProblem, type Credentials } from '../plane/credentials.js';
-import { shelfLayerText } from '../plane/shelf.js';
+import { machineLoginId } from '../plane/machineLogin.js';
+import { machineClientsOf, shelfLayerText, type MachineClient } from '../plane/shelf.js';
 import { ShelfClient } from '../plane/shelfClient.js';
 import { tokenStoreFromSettings, type TokenStore } from '../plane/tokenStore.js';
 import type { Settings } from '../settings/index.js';
@@ -49,12 +50,14 @@ export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
     throw err;
   }));
   const openCredentials = () => (credentials ??= openStore().then(
-    (s) => createCredentials({ store: s, logger: options.logger.child({ part: 'oauth' }), env: options.env }),
+    (s) => createCredentials({ store: s, logger: options.logger.child({ part: 'oauth' }), env: options.env, machineClient: (server) => machines.get(server) }),
     (err: unknown) => {
       credentials = undefined;
       throw err;
     },
   ));
+  // The machine logins of the shelf as last read: their workers get tokens by themselves.
+  const machines = new Map<string, MachineClient>();
   let opened: Credentials | undefined;
   // The token store failing is this server's problem, named in its status; the turn goes on.
   const storeProblem = (server: string, err: unknown): LoginToken => ({ problem: loginProblem('refresh_failed', server, { reason: `the token store: ${(err as Error)?.message ?? String(err)}` }) });
@@ -100,7 +103,16 @@ export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
       if (!shelf) throw new Error('the worker is not connected yet');
       let layer: { text?: string; warnings: string[] };
       try {
-        const read = shelfLayerText(await shelf.read(), agent, options.turnKey, options.env);
+        const state = await shelf.read();
+        const read = shelfLayerText(state, agent, options.turnKey, options.env);
+        const found = machineClientsOf(state, agent, options.turnKey);
+        const onShelf = new Set(state.servers.map((s) => s.name));
+        for (const name of machines.keys()) if (!onShelf.has(name)) machines.delete(name);
+        for (const s of state.servers) {
+          const client = found.get(s.name);
+          if (client) machines.set(s.name, client);
+          else if (s.entry.type === 'stdio' || s.entry.oauth?.grant !== 'client_credentials') machines.delete(s.name);
+        }
         layer = { ...(read.text !== undefined ? { text: read.text } : {}), warnings: read.warnings };
       } catch (err) {
         // A shelf that does not answer this once must not take the agent's servers away: the config
@@ -124,7 +136,11 @@ export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
         warnings.push(`logins of shelf servers not read: ${(err as Error)?.message ?? String(err)}`);
       }
       const servers = await Promise.all(config.servers.map(async (s) => {
-        if (s.login === undefined || !tokens) return s;
+        if (s.login === undefined) return s;
+        // Known before its first token, so that token does not restart the server.
+        const machine = machines.get(s.login);
+        if (machine) return { ...s, loginId: machineLoginId(s.login, machine) };
+        if (!tokens) return s;
         const loginId = await tokens.loginId(s.login).catch((err: unknown) => {
           warnings.push(`${s.name}: its login could not be read (${(err as Error)?.message ?? String(err)})`);
           return undefined;

@@ -63,6 +63,7 @@ export function commandLine(entry: ShelfEntry): string {
 export function serverState(server: ShelfServer, agents: string[], facts: ServerFacts): string {
   if (agents.length === 0) return 'not granted';
   if (server.entry.type === 'stdio') return 'command';
+  if (server.entry.oauth?.grant === 'client_credentials') return machineState(server.entry.oauth, facts);
   if (facts.loginId !== undefined && facts.loginUrl !== undefined && !sameServerUrl(facts.loginUrl, server.entry.url)) {
     return `logged in for another address (${facts.loginUrl}), so not used: durable-mcp mcp login ${server.name}`;
   }
@@ -85,6 +86,13 @@ export function serverState(server: ShelfServer, agents: string[], facts: Server
     case 'not_probed':
       return `not probed: ${probe.why}`;
   }
+}
+
+/** A machine login's state: it needs no login, whatever the token store holds. */
+function machineState(client: ShelfOAuthClient, facts: ServerFacts): string {
+  const variable = client.privateKeyEnv ?? client.clientSecretEnv;
+  const scope = facts.wantedScope ? `; wants more access (scope ${facts.wantedScope}), asked for at the next grant` : '';
+  return `client credentials (the workers get tokens with ${variable})${scope}`;
 }
 
 function hasAuthorizationHeader(entry: ShelfEntry): boolean {
@@ -290,6 +298,18 @@ interface AddOptions {
   env: string[];
   clientId?: string;
   clientSecretEnv?: string;
+  clientCredentials?: boolean;
+  privateKeyEnv?: string;
+  signingAlgorithm?: string;
+}
+
+/** The machine-login flags of `mcp add`, as {@link parseAddArguments} takes them. */
+function machineAddArguments(opts: AddOptions): { clientCredentials?: boolean; privateKeyEnv?: string; signingAlgorithm?: string } {
+  return {
+    ...(opts.clientCredentials ? { clientCredentials: true } : {}),
+    ...(opts.privateKeyEnv !== undefined ? { privateKeyEnv: opts.privateKeyEnv } : {}),
+    ...(opts.signingAlgorithm !== undefined ? { signingAlgorithm: opts.signingAlgorithm } : {}),
+  };
 }
 
 async function addCommand(program: Command, name: string, target: string[], opts: AddOptions): Promise<void> {
@@ -299,6 +319,7 @@ async function addCommand(program: Command, name: string, target: string[], opts
     const p = parseAddArguments(name, {
       target, headers: opts.header, env: opts.env, afterDashes: rawArgs(program).includes('--'),
       ...(opts.clientId !== undefined ? { clientId: opts.clientId } : {}), ...(opts.clientSecretEnv !== undefined ? { clientSecretEnv: opts.clientSecretEnv } : {}),
+      ...machineAddArguments(opts),
     });
     const problem = shelfEntryProblem(p.name, p.entry, process.env);
     if (problem) throw problem;
@@ -321,12 +342,14 @@ async function addCommand(program: Command, name: string, target: string[], opts
     if (!existed) print(`added ${describe(parsed.name, parsed.entry)}${granted.length > 0 ? `; granted to ${granted.join(', ')}` : ''} (shelf version ${version})`);
     else if (results.some((r) => r.changed)) print(`${parsed.name} is on the shelf already with this entry; granted to ${granted.join(', ')} (shelf version ${version})`);
     else print(`${parsed.name} is on the shelf already with this entry${granted.length > 0 ? ` and granted to ${granted.join(', ')}` : ''}; nothing changed`);
-    const secretEnv = parsed.entry.type !== 'stdio' ? parsed.entry.oauth?.clientSecretEnv : undefined;
+    const machine = parsed.entry.type !== 'stdio' && parsed.entry.oauth?.grant === 'client_credentials' ? parsed.entry.oauth : undefined;
+    const secretEnv = parsed.entry.type !== 'stdio' ? machine?.privateKeyEnv ?? parsed.entry.oauth?.clientSecretEnv : undefined;
     const variables = workerVariablesOf(parsed.entry, process.env).filter((v) => v !== secretEnv);
-    if (secretEnv !== undefined) print(`  the client secret is read from ${secretEnv}: set it where durable-mcp mcp login runs, and on the workers (listed in their DMCP_MCP_ENV) for refreshes`);
+    if (machine) print(`  a machine login: the workers get its tokens by the client-credentials grant, with the ${machine.privateKeyEnv !== undefined ? 'private key (PEM)' : 'client secret'} in ${secretEnv} (listed in their DMCP_MCP_ENV); no mcp login needed`);
+    else if (secretEnv !== undefined) print(`  the client secret is read from ${secretEnv}: set it where durable-mcp mcp login runs, and on the workers (listed in their DMCP_MCP_ENV) for refreshes`);
     if (variables.length > 0) print(`  workers hand ${variables.join(', ')} to it only when their DMCP_MCP_ENV lists ${variables.length > 1 ? 'them' : 'it'}`);
     if (granted.length === 0) print(`  no agent has it yet: durable-mcp mcp grant ${parsed.name} --agent <id>`);
-    if (parsed.entry.type !== 'stdio') print(`  if it wants an account: durable-mcp mcp login ${parsed.name}`);
+    if (parsed.entry.type !== 'stdio' && !machine) print(`  if it wants an account: durable-mcp mcp login ${parsed.name}`);
     return 0;
   });
 }
@@ -412,7 +435,7 @@ async function listCommand(opts: { json?: boolean; probeTimeout: string }): Prom
       state.servers.map(async (s) => {
         if (!granted.has(s.name) || s.entry.type === 'stdio') return;
         const login = await logins.facts(s.name);
-        const probe = login.loginId === undefined && !login.pendingSince ? await probeServer(s.entry, timeoutMs) : undefined;
+        const probe = login.loginId === undefined && !login.pendingSince && s.entry.oauth?.grant !== 'client_credentials' ? await probeServer(s.entry, timeoutMs) : undefined;
         facts.set(s.name, { ...login, ...(probe ? { probe } : {}) });
       }),
     );
@@ -477,6 +500,11 @@ async function loginCli(server: string, address: string | undefined, opts: { bro
     return 0;
   });
   if (!found) return;
+  if (found.oauth?.grant === 'client_credentials') {
+    const { machineLoginCommand } = await import('../machineLogin.js');
+    process.exitCode = await machineLoginCommand({ server, serverUrl: found.url, client: { ...found.oauth, grant: 'client_credentials' }, settings: found.settings, out: print, err: printError });
+    return;
+  }
   const { loginCommand } = await import('../login.js');
   process.exitCode = await loginCommand({
     server, serverUrl: found.url, settings: found.settings, out: print, err: printError, env: process.env,
@@ -528,6 +556,9 @@ export function registerMcpCommand(program: Command): void {
     .option('--env <pair>', 'a variable of a command, NAME=value (repeatable; ${VAR} is resolved on the workers)', collect, [])
     .option('--client-id <id>', 'log in as this client, registered with the authorization server beforehand (for servers without dynamic registration)')
     .option('--client-secret-env <VAR>', "the variable holding that client's secret (where mcp login runs, and on the workers, listed in DMCP_MCP_ENV)")
+    .option('--client-credentials', 'a machine login: the workers get tokens by the client-credentials grant as --client-id, no mcp login (with --client-secret-env or --private-key-env)')
+    .option('--private-key-env <VAR>', "with --client-credentials: the worker variable holding the client's private key (PEM), for private_key_jwt")
+    .option('--signing-algorithm <alg>', 'with --private-key-env: the JWS algorithm of the client assertion (RS256, PS256, ES256...; default from the key)')
     .action((name: string, target: string[], opts: AddOptions) => addCommand(program, name, target, opts));
   mcp
     .command('list')

@@ -17,13 +17,14 @@
  * login <name> '<address>'`, then a turn of that agent, whose worker sends the login's token. When
  * that turn says the login wants more access (a 403 `insufficient_scope`) or that the server's
  * authorization server moved, the driver logs in once more, as the status says to, and drives a
- * second turn.
+ * second turn. A machine login (`auth/client-credentials-*`) has no login step: a worker holding the
+ * client's secret or key, `mcp add ... --client-credentials`, then a turn.
  *
  * Exit code: 0 when the turn ran (whatever the calls returned: the suite judges those), 1 when no
  * turn could be driven (no server, no tools where the scenario has some, a login refused), 2 on bad
  * usage.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -46,6 +47,9 @@ interface ScenarioContext {
   /** A client registered beforehand (auth/pre-registration): given to `mcp add`, its secret through a variable. */
   client_id?: string;
   client_secret?: string;
+  /** A machine client's private key (auth/client-credentials-jwt): PEM, and the algorithm to sign with. */
+  private_key_pem?: string;
+  signing_algorithm?: string;
 }
 
 /** The variable the operator keeps a pre-registered client's secret in. */
@@ -218,6 +222,74 @@ async function logInAgain(name: string, context: ScenarioContext, scenario: stri
   return finished.code === 0;
 }
 
+/** The variable a machine client's private key is kept in, on the workers. */
+const KEY_VARIABLE = 'CONFORMANCE_PRIVATE_KEY';
+
+/**
+ * A worker of its own for a machine login, the way a fleet runs one: the client's secret or key
+ * in its environment, listed in DMCP_MCP_ENV, on a task queue (and so a shelf) of its own, since
+ * the suite makes a new key for each run. Resolves once it polls; `stop` ends it.
+ */
+async function machineWorker(queue: string, variables: Record<string, string>): Promise<{ stop(): Promise<void> }> {
+  const env = { ...process.env, DMCP_TASK_QUEUE: queue, DMCP_MCP_ENV: Object.keys(variables).join(','), ...variables };
+  const child = spawn(process.execPath, [cliScript, 'worker'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let seen = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the worker did not start in 40 s: ${seen.slice(-500)}`)), 40_000);
+    const look = (d: Buffer) => {
+      seen += String(d);
+      if (seen.includes('worker started')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on('data', look);
+    child.stderr.on('data', look);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the worker exited (${code}): ${seen.slice(-500)}`));
+    });
+  });
+  return {
+    stop: () => new Promise<void>((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    }),
+  };
+}
+
+/**
+ * A machine login (auth/client-credentials-*), as an operator of a worker fleet sets it up: the
+ * workers hold the client's secret or key, `mcp add ... --client-credentials`, then a turn, with
+ * no login step.
+ */
+async function machineScenario(url: string, scenario: string, context: ScenarioContext, workspace: string, address: string): Promise<number> {
+  const suffix = randomBytes(4).toString('hex');
+  const name = `auth-${suffix}`;
+  const agent = `conformance-${suffix}`;
+  const queue = `${loadSettings(process.env).taskQueue}-machine-${suffix}`;
+  const key = context.private_key_pem !== undefined;
+  const variables: Record<string, string> = key ? { [KEY_VARIABLE]: context.private_key_pem! } : { [SECRET_VARIABLE]: context.client_secret ?? '' };
+  const worker = await machineWorker(queue, variables);
+  const env = { ...process.env, DMCP_TASK_QUEUE: queue };
+  try {
+    const how = key
+      ? ['--private-key-env', KEY_VARIABLE, ...(context.signing_algorithm ? ['--signing-algorithm', context.signing_algorithm] : [])]
+      : ['--client-secret-env', SECRET_VARIABLE];
+    if ((await durableMcp(['mcp', 'add', name, url, '--agent', agent, '--client-credentials', '--client-id', context.client_id ?? '', ...how], env)).code !== 0) return 1;
+    const settings = loadSettings(env);
+    const client = await TurnClient.connect({ address, taskQueue: queue, dataDir: settings.dataDir, dataConverter: dataConverterFor(settings) });
+    try {
+      return await driveTurn(client, { name, agent }, scenario, context, workspace);
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await worker.stop();
+  }
+}
+
 async function main(): Promise<number> {
   const url = process.argv[process.argv.length - 1];
   const scenario = process.env.MCP_CONFORMANCE_SCENARIO;
@@ -232,6 +304,7 @@ async function main(): Promise<number> {
   // An empty workspace: the turn's servers are the scenario's alone, not a checkout's .mcp.json.
   const workspace = await mkdtemp(join(tmpdir(), 'dmcp-conformance-workspace-'));
   try {
+    if (scenario.startsWith('auth/client-credentials-')) return await machineScenario(url, scenario, context, workspace, address);
     if (scenario.startsWith('auth/')) {
       // Scenarios run side by side on one deployment: each gets its own shelf name and agent.
       const suffix = randomBytes(4).toString('hex');

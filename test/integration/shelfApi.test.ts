@@ -104,6 +104,9 @@ describe('the shelf over HTTP', { timeout: 120_000 }, () => {
       ['PUT', '/api/v1/shelf/servers/gh', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', clientSecretEnv: 'not a name' } } }, 400, 'bad_request', undefined, /body\.entry\.oauth\.clientSecretEnv/],
       ['PUT', '/api/v1/shelf/servers/gh', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', clientSecret: 'abc' } } }, 400, 'bad_request', undefined, /body\.entry\.oauth/],
       ['PUT', '/api/v1/shelf/servers/gh', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'docs-secret-value-42' } } }, 422, 'secret_in_input', 'body.entry.oauth.clientId', /value of the secret variable DOCS_TOKEN/],
+      ['PUT', '/api/v1/shelf/servers/m2m', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', grant: 'client_credentials' } } }, 422, 'entry_refused', 'body.entry.oauth', /either a secret \(oauth\.clientSecretEnv\) or a private key \(oauth\.privateKeyEnv\)/],
+      ['PUT', '/api/v1/shelf/servers/m2m', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', privateKeyEnv: 'KEY' } } }, 422, 'entry_refused', 'body.entry.oauth.privateKeyEnv', /is for a machine login \(oauth\.grant: client_credentials\)/],
+      ['PUT', '/api/v1/shelf/servers/m2m', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', grant: 'client_credentials', privateKeyEnv: 'KEY', signingAlgorithm: 'HS256' } } }, 400, 'bad_request', undefined, /body\.entry\.oauth\.signingAlgorithm/],
       ['PUT', '/api/v1/shelf/servers/nope/agents/team-a-bot', undefined, 404, 'not_found', 'path.name', /"nope" is not on the shelf/],
     ];
     for (const [method, path, body, status, code, field, message] of refusals) {
@@ -151,6 +154,11 @@ describe('the shelf over HTTP', { timeout: 120_000 }, () => {
     assert.equal((await call('PUT', '/api/v1/shelf/servers/gh', ADMIN, { entry: gh })).status, 201);
     assert.deepEqual((await call('GET', '/api/v1/shelf', ADMIN)).body.servers.map((s: Json) => s.entry), [gh]);
     assert.equal((await call('DELETE', '/api/v1/shelf/servers/gh', ADMIN)).status, 200);
+    // A machine login: the client's ID, the grant, and the name of the variable holding its key.
+    const fleet = { type: 'http', url: 'https://fleet.example/mcp', oauth: { clientId: 'fleet', grant: 'client_credentials', privateKeyEnv: 'FLEET_KEY', signingAlgorithm: 'ES256' } };
+    assert.equal((await call('PUT', '/api/v1/shelf/servers/fleet', ADMIN, { entry: fleet })).status, 201);
+    assert.deepEqual((await call('GET', '/api/v1/shelf', ADMIN)).body.servers.map((s: Json) => s.entry), [fleet]);
+    assert.equal((await call('DELETE', '/api/v1/shelf/servers/fleet', ADMIN)).status, 200);
   });
 
   test("a turn's agent must start with one of the token's prefixes, and is signed with the workspace", async () => {

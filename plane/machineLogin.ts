@@ -1,0 +1,297 @@
+/**
+ * Machine logins: a shelf server whose entry names a client with `grant: client_credentials` gets
+ * its tokens from the workers themselves, by the OAuth client-credentials grant (the MCP
+ * authorization extension for machine-to-machine clients), with no person and no `mcp login`.
+ * The client authenticates with a secret (`client_secret_basic`, or `client_secret_post` where the
+ * authorization server offers only that) or with a JWT signed with its private key
+ * (`private_key_jwt`, RFC 7523); both are read from worker variables, never stored. Discovery,
+ * client authentication and the JWT are the MCP SDK's; this file runs them and turns what comes
+ * back into a login record (sealed in the token store like any other) or a problem that says
+ * what to fix.
+ */
+import { createHash, createPrivateKey } from 'node:crypto';
+import { auth, discoverOAuthServerInfo, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+import { createPrivateKeyJwtAuth } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { Logger } from 'pino';
+import type { LoginToken } from '../mcp/login.js';
+import { mcpEnvEntries } from '../settings/index.js';
+import { sameServerUrl } from '../text/sameUrl.js';
+import { refreshDue, scopeUnion, shortReason, storedTokens } from './credentials.js';
+import { checkMetadataIssuer, LoginError, probeUnauthorized, safeForTokens } from './oauth.js';
+import type { MachineClient } from './shelf.js';
+import type { LoginRecord, StoredTokens, TokenStore } from './tokenStore.js';
+
+export type { MachineClient };
+
+/** What the client proves itself with: its secret, or its private key (PKCS#8 PEM) and the JWS algorithm. */
+export type MachineCredential = { clientSecret: string } | { privateKey: string; algorithm: string };
+
+/** The flags that put a machine login on the shelf, for messages that say how to fix one. */
+export function machineAddCommand(server: string, url: string, client: MachineClient): string {
+  const how = client.privateKeyEnv !== undefined
+    ? `--private-key-env ${client.privateKeyEnv}${client.signingAlgorithm ? ` --signing-algorithm ${client.signingAlgorithm}` : ''}`
+    : `--client-secret-env ${client.clientSecretEnv ?? '<VAR>'}`;
+  return `durable-mcp mcp add ${server} ${url} --client-credentials --client-id ${client.clientId} ${how}`;
+}
+
+/**
+ * The ID of a machine login: derived from the server and its client, so it stays the same across
+ * the new tokens each expiry brings (the pool restarts a server whose login ID changes) and is
+ * known before the first token is. Not secret.
+ */
+export function machineLoginId(server: string, client: Pick<MachineClient, 'clientId' | 'privateKeyEnv' | 'clientSecretEnv'>): string {
+  const how = client.privateKeyEnv !== undefined ? `key:${client.privateKeyEnv}` : `secret:${client.clientSecretEnv ?? ''}`;
+  return `m-${createHash('sha256').update(JSON.stringify([server, client.clientId, how])).digest('base64url').slice(0, 16)}`;
+}
+
+const CURVE_ALGORITHMS: Record<string, string> = { prime256v1: 'ES256', secp384r1: 'ES384', secp521r1: 'ES512' };
+
+/**
+ * The private key as PKCS#8 PEM (what the SDK's signer imports), and the algorithm to sign with:
+ * the one given, else the key's own (RS256 for RSA, PS256 for RSA-PSS, ES256/384/512 by curve).
+ * A key kept in a one-line variable with `\n` escapes is read too.
+ * @throws Error saying what is wrong with the key (never quoting it).
+ */
+export function privateKeyOf(text: string, algorithm: string | undefined): { privateKey: string; algorithm: string } {
+  const pem = text.includes('\n') ? text : text.replace(/\\n/g, '\n');
+  let key;
+  try {
+    key = createPrivateKey(pem);
+  } catch {
+    throw new Error('it does not hold a private key in PEM (-----BEGIN PRIVATE KEY----- ...)');
+  }
+  const type = key.asymmetricKeyType;
+  const own = type === 'rsa' ? 'RS256' : type === 'rsa-pss' ? 'PS256' : type === 'ec' ? CURVE_ALGORITHMS[key.asymmetricKeyDetails?.namedCurve ?? ''] : undefined;
+  const chosen = algorithm ?? own;
+  if (!chosen) throw new Error(`its ${type ?? 'unknown'} key has no signing algorithm here; use an RSA or EC (P-256, P-384, P-521) key`);
+  const family = chosen.startsWith('ES') ? 'ec' : 'rsa';
+  if (family !== (type === 'ec' ? 'ec' : 'rsa')) throw new Error(`it holds a ${type} key, which cannot sign ${chosen}`);
+  return { privateKey: key.export({ type: 'pkcs8', format: 'pem' }).toString(), algorithm: chosen };
+}
+
+/**
+ * The client's secret or key from `env`. On a worker (`listed`) the variable must be one its
+ * DMCP_MCP_ENV lists, like every secret a server gets from a worker.
+ */
+export function machineCredentialOf(client: MachineClient, env: NodeJS.ProcessEnv, listed: boolean): MachineCredential | { reason: string } {
+  const variable = client.privateKeyEnv ?? client.clientSecretEnv;
+  const what = client.privateKeyEnv !== undefined ? 'private key' : 'client secret';
+  if (variable === undefined) return { reason: 'its machine login names neither a secret nor a private key' };
+  const allowed = !listed || mcpEnvEntries(env).includes(variable);
+  const value = allowed ? env[variable] : undefined;
+  if (!value) return { reason: `its ${what} is read from ${variable}, which ${listed ? 'this worker' : 'this process'} ${allowed ? 'does not have: set it' : 'may not read: list it in DMCP_MCP_ENV'}` };
+  if (client.privateKeyEnv === undefined) return { clientSecret: value };
+  try {
+    return privateKeyOf(value, client.signingAlgorithm);
+  } catch (err) {
+    return { reason: `${variable}: ${(err as Error).message}` };
+  }
+}
+
+/** The SDK's client provider for one client-credentials grant, in memory. */
+class MachineGrantProvider implements OAuthClientProvider {
+  issued?: OAuthTokens;
+  discovery?: OAuthDiscoveryState;
+  private info: OAuthClientInformationMixed;
+  readonly addClientAuthentication?: OAuthClientProvider['addClientAuthentication'];
+
+  constructor(client: MachineClient, credential: MachineCredential, private readonly scope: string | undefined) {
+    this.info = { client_id: client.clientId, ...('clientSecret' in credential ? { client_secret: credential.clientSecret } : {}) };
+    if ('privateKey' in credential) {
+      // The assertion's audience is the authorization server's issuer (the SDK's choice, RFC 7523).
+      this.addClientAuthentication = createPrivateKeyJwtAuth({ issuer: client.clientId, subject: client.clientId, privateKey: credential.privateKey, alg: credential.algorithm });
+    }
+  }
+
+  get redirectUrl(): undefined {
+    return undefined;
+  }
+
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      client_name: 'durable-mcp',
+      redirect_uris: [],
+      grant_types: ['client_credentials'],
+      token_endpoint_auth_method: this.addClientAuthentication ? 'private_key_jwt' : 'client_secret_basic',
+      ...(this.scope ? { scope: this.scope } : {}),
+    };
+  }
+
+  clientInformation(): OAuthClientInformationMixed {
+    return this.info;
+  }
+
+  saveClientInformation(info: OAuthClientInformationMixed): void {
+    this.info = info;
+  }
+
+  tokens(): undefined {
+    return undefined;
+  }
+
+  saveTokens(tokens: OAuthTokens): void {
+    this.issued = tokens;
+  }
+
+  redirectToAuthorization(): void {
+    throw new LoginError('internal: a client-credentials grant has no browser step');
+  }
+
+  saveCodeVerifier(): void {}
+
+  codeVerifier(): string {
+    throw new LoginError('internal: a client-credentials grant has no code verifier');
+  }
+
+  prepareTokenRequest(scope?: string): URLSearchParams {
+    const params = new URLSearchParams({ grant_type: 'client_credentials' });
+    if (scope) params.set('scope', scope);
+    return params;
+  }
+
+  saveDiscoveryState(state: OAuthDiscoveryState): void {
+    this.discovery = state;
+  }
+
+  discoveryState(): OAuthDiscoveryState | undefined {
+    return this.discovery;
+  }
+}
+
+/** A grant the authorization server refused, or one that could not be made: `reason` holds no secret. */
+export class MachineGrantError extends Error {
+  override name = 'MachineGrantError';
+  constructor(readonly reason: string, readonly refused: boolean) {
+    super(reason);
+  }
+}
+
+/**
+ * Obtains tokens for `server` by the client-credentials grant: the server's 401 and protected
+ * resource metadata say where its authorization server is and which scope it wants (with
+ * `wantedScope`, what a 403 asked for since); the token request carries the resource indicator.
+ * @returns the login record to store (its tokens have no refresh token: the next ones come by a new grant).
+ * @throws MachineGrantError with a reason fit for the status.
+ */
+export async function grantMachineTokens(opts: {
+  server: string;
+  serverUrl: string;
+  client: MachineClient;
+  credential: MachineCredential;
+  fetch: FetchLike;
+  now: number;
+  wantedScope?: string;
+}): Promise<LoginRecord> {
+  const secrets = 'clientSecret' in opts.credential ? [opts.credential.clientSecret] : [];
+  if (!safeForTokens(opts.serverUrl)) throw new MachineGrantError(`${opts.serverUrl} is plain http to another machine: its tokens would cross the network readable; use an https:// address`, false);
+  let provider: MachineGrantProvider;
+  try {
+    const hint = await probeUnauthorized(opts.serverUrl, opts.fetch);
+    const found = await discoverOAuthServerInfo(opts.serverUrl, { ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), fetchFn: opts.fetch });
+    if (found.resourceMetadata) checkMetadataIssuer(opts.server, found.authorizationServerUrl, found.authorizationServerMetadata?.issuer);
+    const tokenEndpoint = found.authorizationServerMetadata?.token_endpoint ?? new URL('/token', found.authorizationServerUrl).href;
+    if (!safeForTokens(tokenEndpoint)) throw new MachineGrantError(`the token endpoint ${tokenEndpoint} is plain http to another machine: the client's credentials would cross the network readable`, false);
+    const scope = scopeUnion(hint?.scope ?? found.resourceMetadata?.scopes_supported?.join(' '), opts.wantedScope);
+    provider = new MachineGrantProvider(opts.client, opts.credential, scope);
+    provider.saveDiscoveryState({
+      authorizationServerUrl: found.authorizationServerUrl,
+      ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl.href } : {}),
+      ...(found.resourceMetadata ? { resourceMetadata: found.resourceMetadata } : {}),
+      ...(found.authorizationServerMetadata ? { authorizationServerMetadata: found.authorizationServerMetadata } : {}),
+    });
+    await auth(provider, { serverUrl: opts.serverUrl, ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), ...(scope ? { scope } : {}), fetchFn: opts.fetch });
+  } catch (err) {
+    if (err instanceof MachineGrantError) throw err;
+    const code = (err as { errorCode?: unknown }).errorCode;
+    const refused = typeof code === 'string' && ['invalid_client', 'unauthorized_client', 'invalid_grant', 'invalid_scope', 'unsupported_grant_type'].includes(code);
+    throw new MachineGrantError(err instanceof LoginError ? err.message : shortReason(err, secrets), refused);
+  }
+  if (!provider.issued || !provider.discovery) throw new MachineGrantError('the authorization server answered without tokens', false);
+  const { issuer: _issuer, ...tokens } = provider.issued as OAuthTokens & { issuer?: string };
+  return {
+    server: opts.server,
+    serverUrl: opts.serverUrl,
+    loginId: machineLoginId(opts.server, opts.client),
+    createdAt: new Date(opts.now).toISOString(),
+    discovery: provider.discovery,
+    client: { client_id: opts.client.clientId },
+    ...(opts.client.clientSecretEnv !== undefined ? { clientSecretEnv: opts.client.clientSecretEnv } : {}),
+    grant: 'client_credentials',
+    tokens: storedTokens(tokens, opts.now),
+    ...(opts.wantedScope ? { wantedScope: opts.wantedScope } : {}),
+  };
+}
+
+/** What the status says when a machine login has no token to give, naming what to fix. */
+export function machineProblemMessage(server: string, client: MachineClient, reason: string, refused: boolean, where = { variable: 'on the workers', url: '<url>' }): string {
+  const variable = client.privateKeyEnv ?? client.clientSecretEnv;
+  if (refused) {
+    return `the authorization server refused its client credentials (${reason}): check ${variable} ${where.variable}, or put the server back with the right client: durable-mcp mcp forget ${server}, then ${machineAddCommand(server, where.url, client)}; tried again next turn`;
+  }
+  return `could not get a token by the client-credentials grant (${reason}); tried again next turn`;
+}
+
+export interface MachineTokenDeps {
+  store: TokenStore;
+  logger: Logger;
+  /** The worker's environment: the client's secret or key, from a variable DMCP_MCP_ENV lists. */
+  env: NodeJS.ProcessEnv;
+  fetch: FetchLike;
+  now: () => number;
+  /** Renew when the access token expires within this many milliseconds. */
+  marginMs: number;
+  /** Every token value seen, for scrubbing. */
+  remember(server: string, tokens: StoredTokens): void;
+}
+
+/** Whether `record` holds tokens of this machine client for this address (and not some earlier login). */
+function machineRecordFits(record: LoginRecord | undefined, server: string, serverUrl: string, client: MachineClient): record is LoginRecord {
+  return record !== undefined && record.grant === 'client_credentials' && record.loginId === machineLoginId(server, client) && sameServerUrl(record.serverUrl, serverUrl) && !record.dead;
+}
+
+/**
+ * A machine login's access token: the stored one while it is good, else a new grant. `stale` is a
+ * token the server refused (a 401): it is not given again. The grant runs under the server's lock
+ * and the record is read again inside it, so workers sharing the token folder make one grant, not
+ * one each.
+ */
+export async function machineToken(deps: MachineTokenDeps, server: string, serverUrl: string, client: MachineClient, stale?: string): Promise<LoginToken> {
+  const answer = (r: LoginRecord): LoginToken => ({ token: r.tokens.access_token, loginId: r.loginId });
+  const problem = (reason: string, refused: boolean): LoginToken => ({ problem: { kind: 'refresh_failed', message: machineProblemMessage(server, client, reason, refused) } });
+  const usable = (r: LoginRecord, margin: number) => r.tokens.access_token !== stale && !refreshDue(r.tokens, margin, deps.now());
+  // Without the lock first: a good token needs none.
+  const current = await deps.store.read(server);
+  if (machineRecordFits(current, server, serverUrl, client) && usable(current, deps.marginMs)) {
+    deps.remember(server, current.tokens);
+    return answer(current);
+  }
+  return deps.store.withLock(server, async () => {
+    const record = await deps.store.read(server);
+    const fits = machineRecordFits(record, server, serverUrl, client);
+    if (fits) {
+      deps.remember(server, record.tokens);
+      if (usable(record, deps.marginMs)) return answer(record);
+    }
+    // A token not yet expired still serves while a new one cannot be had.
+    const fallback = fits && usable(record, 0) ? record : undefined;
+    const credential = machineCredentialOf(client, deps.env, true);
+    if ('reason' in credential) {
+      deps.logger.warn({ server, reason: credential.reason }, 'cannot make the client-credentials grant');
+      return fallback ? answer(fallback) : problem(credential.reason, false);
+    }
+    let next: LoginRecord;
+    try {
+      next = await grantMachineTokens({ server, serverUrl, client, credential, fetch: deps.fetch, now: deps.now(), ...(fits && record.wantedScope ? { wantedScope: record.wantedScope } : {}) });
+    } catch (err) {
+      const reason = err instanceof MachineGrantError ? err.reason : shortReason(err, 'clientSecret' in credential ? [credential.clientSecret] : []);
+      deps.logger.warn({ server, reason }, 'the client-credentials grant failed');
+      return fallback ? answer(fallback) : problem(reason, err instanceof MachineGrantError && err.refused);
+    }
+    deps.remember(server, next.tokens);
+    await deps.store.write(next);
+    deps.logger.info({ server, loginId: next.loginId, expiresAt: next.tokens.expiresAt }, 'obtained a token by the client-credentials grant');
+    return answer(next);
+  });
+}
