@@ -4,6 +4,7 @@ import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from '@model
 import { scrubDeep } from '../config/secrets.js';
 import { ConfigError } from '../config/types.js';
 import { RefusedCallError, ServerUnavailableError } from '../mcp/managedServer.js';
+import { needsTasksExtension } from '../mcp/taskRequests.js';
 import { FailureType, type CallToolInput } from '../contract/index.js';
 
 /**
@@ -37,6 +38,12 @@ export function toFailure(err: unknown, input: Pick<CallToolInput, 'name' | 'ser
   }
   if (err instanceof ProtocolError) {
     // -32021: the tool needs something this client does not offer (sampling): retrying cannot help.
+    if (needsTasksExtension(err.code, err.data)) {
+      // A 2026-07-28 server decides per call whether it answers with a task; this tool it runs
+      // only as one, and an ordinary call does not declare the tasks extension. It did not run.
+      const hint = `${input.name}: the server runs this tool only as an MCP task, and this call was not sent as one (the call did not run); calls of server "${input.server}" run as tasks with "tasks": "prefer" in its entry`;
+      return ApplicationFailure.create({ type: FailureType.BadRequest, message: `${hint} (${message})`, nonRetryable: true });
+    }
     if (err.code === ProtocolErrorCode.InvalidParams || err.code === ProtocolErrorCode.MethodNotFound || err.code === ProtocolErrorCode.InvalidRequest || err.code === ProtocolErrorCode.MissingRequiredClientCapability) {
       return ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: ${message}`, nonRetryable: true });
     }

@@ -45,6 +45,8 @@ export function taskInputActivity(kit: ActivityKit): (input: TaskInputRef) => Pr
       const turnId = currentTurnId();
       return await withTaskServer(kit, input, scrubber, async (server, signal) => {
         if (input.serverInstance !== undefined && input.serverInstance !== server.instance) return { status: 'lost' };
+        // A 2026-07-28 task asks in `inputRequests`, answered with `tasks/update`, not over `tasks/result`.
+        if (server.era === 'modern') return { status: 'input_required', cannotAsk: true };
         const poll: Poll = (s, sig) => s.withTasks(async (session, _listed, inner) => {
           const view = await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).snapshot(inner);
           return {

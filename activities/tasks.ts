@@ -5,9 +5,9 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { ProtocolError } from '@modelcontextprotocol/client';
 import { DispatchError, JsonRpcResponseError, TaskCancelledError, toolDeclarationFromMcpTool, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
-import { taskId as asTaskId, type JsonValue } from '@modelcontextprotocol/ext-tasks/core';
+import { ProtocolDecodeError, taskId as asTaskId, type JsonValue, type RuntimeCodec } from '@modelcontextprotocol/ext-tasks/core';
 import { FailureType, type CallOutcome, type CreateTaskInput, type TaskPoll, type TaskRef, type TaskStarted } from '../contract/index.js';
-import { RefusedCallError, type ManagedServer } from '../mcp/managedServer.js';
+import type { ManagedServer } from '../mcp/managedServer.js';
 import { checkCall } from './callChecks.js';
 import { callScrubber, resultOutcome } from './callTool.js';
 import { currentTurnId, startHeartbeat } from './context.js';
@@ -33,6 +33,14 @@ export function taskFailure(err: unknown, ref: Pick<TaskRef, 'name' | 'server'>,
   return toFailure(cause, ref, scrub);
 }
 
+/**
+ * A 2026-07-28 task's result as the server stored it: the extension's own example leaves out the
+ * `resultType` that ext-tasks' schema requires, and {@link toolResult} shapes what the model reads.
+ */
+const anyResult: RuntimeCodec<object> = {
+  parse: (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? { success: true, value } : { success: false, error: new ProtocolDecodeError('the task result is not an object', {}) }),
+};
+
 /** A finished task's result as a tool result; a result of another shape (input_required) has no content the model could read. */
 export function toolResult(result: object): { content?: unknown; isError?: unknown; structuredContent?: unknown } {
   return 'content' in result ? result : { content: [{ type: 'text', text: 'the task ended without a tool result' }], isError: true };
@@ -42,7 +50,8 @@ function started(view: TaskView, serverInstance: string | undefined): TaskStarte
   return {
     kind: 'task',
     taskId: view.taskId,
-    ...(view.retentionMs !== undefined ? { ttlMs: view.retentionMs } : {}),
+    // A 2026-07-28 server's `null` TTL means the task is kept for good.
+    ...(typeof view.retentionMs === 'number' ? { ttlMs: view.retentionMs } : {}),
     ...(view.suggestedPollIntervalMs !== undefined ? { pollIntervalMs: view.suggestedPollIntervalMs } : {}),
     status: view.status,
     ...(view.statusMessage !== undefined ? { statusMessage: view.statusMessage } : {}),
@@ -64,11 +73,12 @@ export function createTaskActivity(kit: ActivityKit): (input: CreateTaskInput) =
     try {
       await checkCall(kit, input, currentTurnId());
       return await withTaskServer(kit, input, scrubber, (server, signal) => {
-        if (server.era === 'modern') throw new RefusedCallError(`${input.name} runs as a task, and tasks of 2026-07-28 servers (the io.modelcontextprotocol/tasks extension) are not supported yet`);
         return server.withTasks(async (session, listed, inner) => {
           const tool = listed(input.tool);
           const execution = await session.callTool(input.tool, input.arguments as Record<string, JsonValue>, {
-            task: { preference: 'require' },
+            // A 2025-era call asks for a task; a 2026-07-28 server decides itself (the call declares
+            // the extension), and its answer at once is the outcome.
+            task: { preference: server.era === 'modern' ? 'allow' : 'require' },
             signal: inner,
             requestTimeoutMs: input.requestTimeoutMs,
             ...(tool ? { declaration: toolDeclarationFromMcpTool(tool) } : {}),
@@ -135,7 +145,7 @@ export function taskResultActivity(kit: ActivityKit): (input: TaskRef) => Promis
     try {
       return await withTaskServer(kit, input, scrubber, (server, signal) =>
         server.withTasks(async (session, _listed, inner) => {
-          const outcome = await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).result({ signal: inner });
+          const outcome = await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).result({ signal: inner, ...(server.era === 'modern' ? { resultCodec: anyResult } : {}) });
           if (outcome.status === 'completed') return resultOutcome(input.name, toolResult(outcome.result), scrubber.scrub, timing());
           if (outcome.status === 'cancelled') return { status: 'error', errorKind: 'cancelled', errorMessage: `${input.name}: task ${input.taskId} was cancelled by its server`, content: [], isError: false, ...timing() };
           const text = `${input.name}: task ${input.taskId} failed: ${scrubber.scrub(outcome.error.message).slice(0, 2000)}`;

@@ -159,7 +159,7 @@ export const ToolSchema = z
     annotations: JsonObject.optional(),
     timeoutMs: z.number().optional(),
     retry: z.enum(['safe', 'never']).optional(),
-    taskSupport: z.enum(['optional', 'required']).optional().openapi({ description: 'The tool may run as an MCP task (its listing\'s `execution.taskSupport`).' }),
+    taskSupport: z.enum(['optional', 'required']).optional().openapi({ description: 'The tool may run as an MCP task (its listing\'s `execution.taskSupport`; `optional` for every tool of a 2026-07-28 server that offers the tasks extension).' }),
     tasks: z.literal('prefer').optional().openapi({ description: 'The server entry\'s `"tasks": "prefer"`: a task-optional tool runs as a task.' }),
   })
   .openapi('Tool');

@@ -39,7 +39,8 @@ export interface ServerEntry {
   protocol?: ProtocolMode;
   /**
    * Which tools are called as MCP tasks: `auto` (the default, also when absent) only those whose
-   * listing says `execution.taskSupport: "required"`; `prefer` also those that say `"optional"`.
+   * listing says `execution.taskSupport: "required"`; `prefer` also those that say `"optional"`,
+   * and every tool of a 2026-07-28 server that offers the tasks extension.
    */
   tasks?: 'auto' | 'prefer';
   /**

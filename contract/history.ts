@@ -105,7 +105,10 @@ export interface ToolInfo {
   refusedBy?: string;
   /** The operator's hooks that apply to this tool; absent when none do. */
   hooks?: ToolHooks;
-  /** The listing's `execution.taskSupport`, when the tool may run as an MCP task (absent: it may not). */
+  /**
+   * The listing's `execution.taskSupport`, when the tool may run as an MCP task (absent: it may
+   * not). `optional` for every tool of a 2026-07-28 server that offers the tasks extension.
+   */
   taskSupport?: 'optional' | 'required';
   /** The server config's `"tasks": "prefer"`: a tool whose task support is optional runs as a task too. */
   tasks?: 'prefer';

@@ -43,6 +43,8 @@ export interface TaskPoll {
   status: TaskState | 'lost' | 'unknown';
   statusMessage?: string;
   pollIntervalMs?: number;
+  /** Set by `taskInput` when the task's server cannot be asked through it (a 2026-07-28 task's questions are not routed to a person yet). */
+  cannotAsk?: true;
 }
 
 /** `createTask` takes what `callTool` takes. */

@@ -38,14 +38,14 @@ export function negotiationFor(entry: ServerEntry, remote: boolean, timeoutMs: n
   return { mode, probe: { timeoutMs: probeMs, maxRetries: 0 } };
 }
 
-export interface ConnectWithEraOptions {
+export interface ConnectWithEraOptions<C extends Client = Client> {
   entry: ServerEntry;
   remote: boolean;
   verdicts?: EraVerdicts;
   /** What is left of the start deadline, in ms. */
   timeoutMs: () => number;
   createTransport: () => Promise<Transport>;
-  createClient: (negotiation: VersionNegotiationOptions) => Client;
+  createClient: (negotiation: VersionNegotiationOptions) => C;
   log: Logger;
 }
 
@@ -54,7 +54,7 @@ export interface ConnectWithEraOptions {
  * known skips the probe; one that exits on the probe (some servers end on any request that comes
  * before `initialize`) is started again and spoken to in the legacy era.
  */
-export async function connectWithEra(options: ConnectWithEraOptions): Promise<Client> {
+export async function connectWithEra<C extends Client>(options: ConnectWithEraOptions<C>): Promise<C> {
   const { entry, remote, verdicts } = options;
   const key = !remote && (entry.protocol ?? 'auto') === 'auto' && verdicts ? eraVerdictKey(entry) : undefined;
   const prior = key !== undefined ? verdicts?.get(key) : undefined;

@@ -1,6 +1,7 @@
 import { Client, InsufficientScopeError, SdkError, SdkErrorCode, isInputRequiredResult, type CallToolResult, type Root, type Tool, type Transport, type VersionNegotiationOptions } from '@modelcontextprotocol/client';
 import { randomUUID } from 'node:crypto';
-import { createTaskSessionFromClient, type TaskEnabledSession } from '@modelcontextprotocol/ext-tasks/client';
+import { createTaskSessionFromClient, type DispatchOptions, type TaskEnabledSession } from '@modelcontextprotocol/ext-tasks/client';
+import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { LEGACY_INPUT_KEY, MAX_INPUT_ROUNDS, MAX_NESTING_DEPTH, nestedDeeperThan, type InputReply, type InputRequestSpec, type ProtocolEra } from '../contract/index.js';
@@ -17,6 +18,7 @@ import { UnservedInputRequestError, elicitationSpec, readInputRequired, type Nee
 import { CallDeadline, MAX_TIMER_MS, elicitResult, type LegacyInputAsker } from './legacyInputs.js';
 import type { StdioCommand } from './sandbox.js';
 import { ProcessGroupStdioTransport } from './stdioTransport.js';
+import { TaskRequestClient, offersModernTasks } from './taskRequests.js';
 
 /** A result taken as the server sent it (a task's result is the tool's, read by the caller). */
 const ANY_RESULT = z.record(z.string(), z.unknown());
@@ -169,12 +171,12 @@ export class ManagedServer {
   junkLines = 0;
   /** The first non-protocol stdout line (scrubbed, cut), so the status can show what it was. */
   firstJunkLine?: string;
-  private client?: Client;
+  private client?: TaskRequestClient;
   private transport?: Transport;
   /** This server run's identity: a stdio server's MCP tasks live only as long as its process. */
   readonly instance = randomUUID();
   /** The MCP task session over the current connection, made on first use. */
-  private taskSession?: { client: Client; session: TaskEnabledSession };
+  private taskSession?: { client: TaskRequestClient; session: TaskEnabledSession };
   private readonly stderrTail = new ScrubbedStderr(
     (text) => this.deps.scrub(text),
     (line) => this.log.info({ stderr: line }, 'server stderr'),
@@ -214,6 +216,14 @@ export class ManagedServer {
   /** Streamable HTTP or SSE (no process of ours), as opposed to stdio. */
   get remote(): boolean {
     return this.entry.type === 'http' || this.entry.type === 'sse';
+  }
+
+  /**
+   * A 2026-07-28 server that offers the tasks extension: it may answer any call that declares the
+   * extension with a task (its tools list no task support of their own in that era).
+   */
+  get offersModernTasks(): boolean {
+    return this.era === 'modern' && offersModernTasks(this.client?.getServerCapabilities());
   }
 
   get pid(): number | undefined {
@@ -297,13 +307,16 @@ export class ManagedServer {
    * A client for one connection attempt. Sampling is never declared (deprecated in 2026-07-28, and
    * the worker holds no model): a server that asks anyway is refused in words the model can read.
    */
-  private createClient(versionNegotiation: VersionNegotiationOptions): Client {
+  private createClient(versionNegotiation: VersionNegotiationOptions): TaskRequestClient {
     const roots = this.deps.roots;
     // Elicitation is declared in both modes; a 2026-07-28 `input_required` is never fulfilled in
     // memory (autoFulfill: false): the call returns it, and the turn waits for a person durably.
     // `tasks`: the client knows 2025-11-25 tasks (it sends task-augmented calls); it runs none itself.
+    // The 2026-07-28 tasks extension is declared per request, only on the requests of a call that
+    // runs as a task (see withTasks): an ordinary call must not be answered with a task.
     const capabilities = { elicitation: { form: {}, url: {} }, tasks: {}, ...(roots ? { roots: { listChanged: true } } : {}) };
-    const client = new Client({ name: 'durable-mcp', version: this.deps.clientVersion }, { capabilities, versionNegotiation, inputRequired: { autoFulfill: false } });
+    const info = { name: 'durable-mcp', version: this.deps.clientVersion };
+    const client = new TaskRequestClient(info, capabilities, { capabilities, versionNegotiation, inputRequired: { autoFulfill: false } });
     client.fallbackRequestHandler = (request) => Promise.reject(refuseServerRequest(request.method));
     client.onclose = () => {
       if (client === this.client) this.onClosed();
@@ -576,11 +589,18 @@ export class ManagedServer {
   /**
    * Runs `request` on the server's MCP task session (tasks/get, tasks/result, tasks/cancel and
    * task-augmented calls, which the SDK client does not send itself). Like a call, it fails at
-   * once when the server is known to be gone.
+   * once when the server is known to be gone. On a 2026-07-28 server that offers the tasks
+   * extension, the session's requests declare it and go out as they are (see {@link TaskRequestClient}).
    */
   withTasks<T>(request: (session: TaskEnabledSession, tool: (name: string) => Tool | undefined, signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
     const client = this.requireClient();
-    if (this.taskSession?.client !== client) this.taskSession = { client, session: createTaskSessionFromClient(client, { endpointId: this.instance }) };
+    if (this.taskSession?.client !== client) {
+      const modern = client.getProtocolEra() === 'modern' && offersModernTasks(client.getServerCapabilities());
+      const session = modern
+        ? createTaskSessionFromClient(client, { endpointId: this.instance, rawDispatch: (req: JsonValue, options?: DispatchOptions) => client.rawRequest(req, options), v2RequestFraming: client.taskFraming() })
+        : createTaskSessionFromClient(client, { endpointId: this.instance });
+      this.taskSession = { client, session };
+    }
     const { session } = this.taskSession;
     return this.pending.run((inner) => request(session, (name) => this.tools.find((t) => t.name === name), inner), signal);
   }
@@ -667,7 +687,7 @@ export class ManagedServer {
     if (this.remote) void this.closeQuietly({ lost: true });
   }
 
-  private requireClient(): Client {
+  private requireClient(): TaskRequestClient {
     if (this.state !== 'ready' && this.state !== 'starting') {
       throw new ServerUnavailableError(this.entry.name, this.error ?? `server is ${this.state}`);
     }

@@ -396,7 +396,7 @@ export class ServerPool {
           ...(server.entry.toolTimeoutMs ? { timeoutMs: server.entry.toolTimeoutMs } : {}),
           // 'auto' (or nothing) leaves the decision to the annotations.
           ...(server.entry.retry === 'safe' || server.entry.retry === 'never' ? { retry: server.entry.retry } : {}),
-          ...taskFields(tool.execution?.taskSupport, server.entry.tasks),
+          ...taskFields(server.offersModernTasks ? 'optional' : tool.execution?.taskSupport, server.entry.tasks),
         });
       }
     }

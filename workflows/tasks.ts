@@ -231,7 +231,7 @@ async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolI
       if ('content' in asked) return asked.status === 'error' && asked.errorKind === 'transport' ? lostTrack(ctx, tool, task, ref, asked) : asked;
       if (asked.status === 'input_required') {
         await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
-        return unansweredOutcome(tool.name, task, ctx.limits.legacyInputTimeoutMs);
+        return asked.cannotAsk ? needsInputOutcome(tool.name, task, status) : unansweredOutcome(tool.name, task, ctx.limits.legacyInputTimeoutMs);
       }
       status = asked;
       interval = asked.pollIntervalMs ?? interval;

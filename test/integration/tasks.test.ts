@@ -25,9 +25,9 @@ const taskServer = fileURLToPath(new URL('../fixtures/taskServer.js', import.met
 /** Fixture processes this file started, killed by PID in after(). */
 const startedPids = new Set<number>();
 
-/** Starts the task fixture server and waits for the port it prints. */
-async function startTaskServer(env: NodeJS.ProcessEnv): Promise<{ pid: number; url: string }> {
-  const child = spawn(process.execPath, [taskServer], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+/** Starts the task fixture server (2025-11-25, or `modern`: 2026-07-28) and waits for the port it prints. */
+async function startTaskServer(env: NodeJS.ProcessEnv, mode?: 'modern'): Promise<{ pid: number; url: string }> {
+  const child = spawn(process.execPath, mode ? [taskServer, mode] : [taskServer], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   if (child.pid === undefined) throw new Error('could not start the task fixture');
   startedPids.add(child.pid);
   const port = await printedPort(child, 'the task fixture');
@@ -36,6 +36,7 @@ async function startTaskServer(env: NodeJS.ProcessEnv): Promise<{ pid: number; u
 
 interface TaskEvent {
   event: string;
+  pid?: number;
   tag?: string;
   taskId: string;
 }
@@ -222,6 +223,103 @@ describe('calls that run as MCP tasks', () => {
   });
 });
 
+describe('tasks of 2026-07-28 servers (the io.modelcontextprotocol/tasks extension)', () => {
+  let h: Harness;
+  let dir: string;
+  let log: string;
+  let fixtureFile: string;
+  let url: string;
+  before(async () => {
+    dir = await tempDir();
+    log = join(dir, 'tasks.log');
+    h = await startHarness('tasks-2026');
+    url = (await startTaskServer({ FIXTURE_LOG: log }, 'modern')).url;
+    fixtureFile = await configFiles(dir)({ jobs: { type: 'http', url, protocol: '2026-07-28', tasks: 'prefer' } });
+  });
+  after(async () => {
+    await h?.stop();
+  });
+
+  test('a task runs end to end: created once, polled on timers, its result fetched once', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks26-e2e-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    assert.equal(turn.status.servers.find((s) => s.name === 'jobs')?.era, 'modern');
+    const tool = turn.tools.find((t) => t.name === 'mcp__jobs__long_job');
+    assert.deepEqual([tool?.taskSupport, tool?.tasks], ['optional', 'prefer'], 'a server offering the extension may answer any call with a task');
+    const outcome = await turn.callTool({ id: 'e2e', name: 'mcp__jobs__long_job', arguments: { seconds: 3, tag: 'e2e' } });
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(outcome.isError, false);
+    assert.equal(textOf(outcome.content[0]), 'finished e2e after 3 s');
+    await turn.end();
+
+    assert.equal((await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'e2e').length, 1);
+    const history = await h.client.client.workflow.getHandle(turn.turnId).fetchHistory();
+    const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((t) => t !== undefined);
+    assert.equal(types.filter((t) => t === ActivityName.createTask).length, 1);
+    assert.ok(types.filter((t) => t === ActivityName.pollTask).length >= 2, 'polled');
+    assert.equal(types.filter((t) => t === ActivityName.taskResult).length, 1);
+    const transcript = await h.client.transcript(turn.turnId);
+    const call = transcript.calls.find((c) => c.id === 'e2e');
+    assert.equal(call?.task?.status, 'completed');
+    assert.match(renderTranscript(transcript), new RegExp(`task ${call.task.taskId}: completed, step 3/3 \\(\\d+ polls\\)`));
+  });
+
+  test('an ordinary call (no "tasks": "prefer") of a tool the server runs only as a task is refused in words that say what to change', async () => {
+    // Its own dir: a config file written into `dir` would replace the one the other tests use.
+    const file = await configFiles(await tempDir())({ plain: { type: 'http', url, protocol: '2026-07-28' } });
+    const turn = await h.client.startTurn({ sessionId: `tasks26-plain-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [file] } });
+    const tool = turn.tools.find((t) => t.name === 'mcp__plain__long_job');
+    assert.deepEqual([tool?.taskSupport, tool?.tasks], ['optional', undefined]);
+    const outcome = await turn.callTool({ id: 'plain', name: 'mcp__plain__long_job', arguments: { seconds: 1, tag: 'plain' } });
+    const ordinary = await turn.callTool({ id: 'ord', name: 'mcp__plain__long_call', arguments: { seconds: 0 } });
+    await turn.end();
+    assert.equal(outcome.status, 'error');
+    assert.equal(outcome.errorKind, 'bad_request');
+    assert.match(outcome.errorMessage ?? '', /the server runs this tool only as an MCP task, and this call was not sent as one \(the call did not run\); calls of server "plain" run as tasks with "tasks": "prefer" in its entry/);
+    assert.equal((await taskEvents(log)).filter((e) => e.tag === 'plain').length, 0, 'no task was created');
+    assert.equal(ordinary.status, 'ok', ordinary.errorMessage);
+    assert.equal(textOf(ordinary.content[0]), 'answered after 0 s');
+  });
+
+  test('a task the server forgets (its TTL ran out) ends as a timeout the model can read', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks26-expire-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const outcome = await turn.callTool({ id: 'exp', name: 'mcp__jobs__expiring_job', arguments: { tag: 'exp26' } });
+    await turn.end();
+    assert.equal(outcome.status, 'error');
+    assert.equal(outcome.errorKind, 'timeout');
+    assert.match(outcome.errorMessage ?? '', /task .+ expired before it finished: the server no longer knows it \(it was kept for 3 s\)/);
+    assert.equal((await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'exp26').length, 1);
+  });
+
+  test('cancelling the call mid-task sends tasks/cancel to the server', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks26-cancel-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const running = turn.callTool({ id: 'cx', name: 'mcp__jobs__long_job', arguments: { seconds: 60, tag: 'cx26' } });
+    await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'cx26'));
+    const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'cx26')!;
+    await turn.cancelCall('cx');
+    const outcome = await running;
+    assert.equal(outcome.status, 'error');
+    assert.equal(outcome.errorKind, 'cancelled');
+    assert.match(outcome.errorMessage ?? '', new RegExp(`task ${created.taskId} was cancelled on the server`));
+    await waitUntil('the cancel to reach the server', async () => (await taskEvents(log)).some((e) => e.event === 'task-cancelled' && e.taskId === created.taskId), 10_000);
+    await turn.end();
+  });
+
+  test('a task that fails (a JSON-RPC error) is the tool\'s error; one that asks for input is cancelled with an outcome that says why', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks26-fail-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const failed = await turn.callTool({ id: 'fail', name: 'mcp__jobs__failing_job', arguments: { tag: 'fail26' } });
+    const asking = await turn.callTool({ id: 'ask', name: 'mcp__jobs__asking_job', arguments: { tag: 'colour' } });
+    await turn.end();
+    assert.equal(failed.status, 'ok', failed.errorMessage);
+    assert.equal(failed.isError, true);
+    assert.match(String(textOf(failed.content[0])), /task \w+ failed: the job broke/);
+    assert.equal(asking.status, 'error');
+    assert.equal(asking.errorKind, 'unknown_result');
+    assert.match(asking.errorMessage ?? '', /task (\w+) asked for input \("Which colour\?"\), which durable-mcp cannot yet give to a task; the task was cancelled/);
+    const askedId = /task (\w+) asked/.exec(asking.errorMessage ?? '')?.[1];
+    assert.ok((await taskEvents(log)).some((e) => e.event === 'task-cancelled' && e.taskId === askedId), 'the asking task was cancelled on the server');
+  });
+});
+
 describe('a worker SIGKILLed while its call runs as a task', () => {
   const workers: WorkerProcess[] = [];
   const serverPids = new Set<number>();
@@ -317,6 +415,39 @@ describe('a worker SIGKILLed while its call runs as a task', () => {
       const history = await client.client.workflow.getHandle(turn.turnId).fetchHistory();
       const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((t) => t !== undefined);
       assert.deepEqual(types.filter((t) => t === ActivityName.createTask || t === ActivityName.taskInput), [ActivityName.createTask, ActivityName.taskInput], 'created once, asked once');
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('2026-07-28 remote server: the survivor resumes polling the same task; created once, and the outcome is the task\'s result', async () => {
+    const dir = await tempDir();
+    const log = join(dir, 'tasks.log');
+    const fixture = await startTaskServer({ FIXTURE_LOG: log }, 'modern');
+    const file = await configFiles(dir)({ jobs: { type: 'http', url: fixture.url, protocol: '2026-07-28', tasks: 'prefer' } });
+    const { client, turn, victim } = await twoWorkers(dir, file);
+    try {
+      const running = turn.callTool({ id: 'long26', name: 'mcp__jobs__long_job', arguments: { seconds: 30, tag: 'long26' } });
+      await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'long26'));
+      // Well under way: the worker dies between polls of a 30 s task.
+      await new Promise((resolve) => setTimeout(resolve, 8000));
+      process.kill(victim.pid, 'SIGKILL');
+
+      const outcome = await running;
+      assert.equal(outcome.status, 'ok', outcome.errorMessage);
+      assert.equal(textOf(outcome.content[0]), 'finished long26 after 30 s');
+      assert.equal((await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'long26').length, 1, 'the task was created exactly once');
+      const result = await turn.end();
+      assert.notEqual(result.workerQueue, victim.workerQueue, 'the turn finished on the surviving worker');
+
+      const history = await client.client.workflow.getHandle(turn.turnId).fetchHistory();
+      const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((t) => t !== undefined);
+      assert.equal(types.filter((t) => t === ActivityName.createTask).length, 1, 'one createTask activity');
+      assert.equal(types.filter((t) => t === ActivityName.callTool).length, 0, 'no plain call');
+      assert.ok(types.filter((t) => t === ActivityName.pollTask).length >= 10, 'polled, before and after the crash');
+      assert.equal(types.filter((t) => t === ActivityName.taskResult).length, 1, 'the result fetched once');
+      const transcript = renderTranscript(await client.transcript(turn.turnId));
+      assert.match(transcript, /task \w+: completed, step 30\/30 \(\d+ polls\)/);
     } finally {
       await client.close();
     }
