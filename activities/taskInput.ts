@@ -60,12 +60,20 @@ export function taskInputActivity(kit: ActivityKit): (input: TaskInputRef) => Pr
           ctx.heartbeat(latest);
         });
         const questions = { open: 0 };
+        // One at a time: the turn takes a newer question of a call as replacing an open one (left
+        // from an earlier try), and a server may send a task's queued questions together.
+        let turnTaken: Promise<unknown> = Promise.resolve();
         const ask: LegacyInputAsker = async (request, withdrawn) => {
           questions.open += 1;
+          const previous = turnTaken;
+          let release = (): void => undefined;
+          turnTaken = new Promise<void>((resolve) => (release = resolve));
           try {
+            await previous;
             return await asker(request, AbortSignal.any([withdrawn, done.signal]));
           } finally {
             questions.open -= 1;
+            release();
           }
         };
         const live = AbortSignal.any([signal, done.signal]);

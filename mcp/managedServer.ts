@@ -362,7 +362,9 @@ export class ManagedServer {
         this.log.info({ mode }, 'declined a 2025-era elicitation request');
       }
       only?.options.onDeclinedInput?.({ mode, message: typeof params.message === 'string' ? params.message : '', reason });
-      return { action: 'decline' };
+      // Nobody refused a task's question that reached no person (it came as its holder let go):
+      // `cancel` says so, where `decline` would read as a person's refusal.
+      return { action: taskId !== undefined ? 'cancel' : 'decline' };
     });
     if (roots) {
       this.announcedRoots = rootsKey(roots());

@@ -81,7 +81,10 @@ export function needsInputOutcome(name: string, task: Pick<TaskStarted, 'taskId'
 
 /** What the model reads when its task waited for input and no answer reached it in time. */
 export function unansweredOutcome(name: string, task: Pick<TaskStarted, 'taskId'>, limitMs: number): CallOutcome {
-  return errorOutcome('unknown_result', `${name}: task ${task.taskId} asked for input and got no answer within ${Math.round(limitMs / 1000)} s; the task was cancelled, and it may have had an effect`);
+  return errorOutcome(
+    'unknown_result',
+    `${name}: task ${task.taskId} asked for input and got no answer within ${Math.round(limitMs / 1000)} s (DMCP_LEGACY_INPUT_TIMEOUT); it was cancelled if the server still knew it, and it may have had an effect: check before calling again`,
+  );
 }
 
 /**

@@ -169,7 +169,7 @@ for (const [title, params, expected] of related) {
 void test('a task whose question got no answer in time: unknown result naming the task and the limit', () => {
   const outcome = unansweredOutcome('mcp__s__job', { taskId: 't4' }, 600_000);
   assert.deepEqual([outcome.status, outcome.errorKind], ['error', 'unknown_result']);
-  assert.equal(outcome.errorMessage, 'mcp__s__job: task t4 asked for input and got no answer within 600 s; the task was cancelled, and it may have had an effect');
+  assert.equal(outcome.errorMessage, 'mcp__s__job: task t4 asked for input and got no answer within 600 s (DMCP_LEGACY_INPUT_TIMEOUT); it was cancelled if the server still knew it, and it may have had an effect: check before calling again');
 });
 
 void test('taskInput options: held at most the legacy limit (plus margins), heartbeating, run once', () => {
