@@ -71,7 +71,12 @@ function bareCall(handle: WorkflowHandle, update: 'floor' | 'local' | 'call'): C
 
 const p50 = (v: number[]) => percentile(v, 50);
 const fmt = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : '-');
-const median = (v: number[]) => percentile(v, 50);
+/** The median; of an even count, the mean of the middle two (the 50th percentile alone would report the lower). */
+const median = (v: number[]) => {
+  const sorted = [...v].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
 
 /** Calls per second of `lanes` calling back to back for `ms`. */
 async function throughput(lanes: Call[], ms: number): Promise<number> {
