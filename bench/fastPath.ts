@@ -23,7 +23,7 @@ import { TUNED_MAX_IN_FLIGHT_UPDATES } from '../dev/devServer.js';
 import { tempDir } from '../test/support/harness.js';
 import { echoFixture, runBench, stopProcess, type Started } from './procs.js';
 import { benchQueue, connectClient, endBench, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
-import { loadLine, machineLine, percentile, writeSection } from './support.js';
+import { cpuShare, machineLine, percentile, writeSection } from './support.js';
 
 const env = process.env;
 const CALLS = Number(env.BENCH_FAST_CALLS ?? 40);
@@ -71,7 +71,12 @@ function bareCall(handle: WorkflowHandle, update: 'floor' | 'local' | 'call'): C
 
 const p50 = (v: number[]) => percentile(v, 50);
 const fmt = (v: number, digits = 1) => (Number.isFinite(v) ? v.toFixed(digits) : '-');
-const median = (v: number[]) => percentile(v, 50);
+/** The median; of an even count, the mean of the middle two (the 50th percentile alone would report the lower). */
+const median = (v: number[]) => {
+  const sorted = [...v].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
 
 /** Calls per second of `lanes` calling back to back for `ms`. */
 async function throughput(lanes: Call[], ms: number): Promise<number> {
@@ -105,7 +110,14 @@ async function pathsTaken(client: Client, turnId: string): Promise<{ local: numb
   return { local, regular, misses };
 }
 
+/**
+ * Where the run goes: the embedded dev server it starts, or (TEMPORAL_ADDRESS set) a server already
+ * running, such as the multi-service cluster of `npm run test:cluster`, named by BENCH_FAST_TARGET.
+ */
+const target = env.TEMPORAL_ADDRESS ? (env.BENCH_FAST_TARGET ?? `the Temporal server at ${env.TEMPORAL_ADDRESS}`) : undefined;
+
 async function main(): Promise<void> {
+  const share = cpuShare();
   const dir = await tempDir('dmcp-bench-fast-');
   const temporal = await startTemporal();
   const client = await connectClient(temporal.address);
@@ -222,10 +234,16 @@ async function main(): Promise<void> {
       const v = variants.find((x) => x.key === key)!;
       return `| ${v.label} | ${fmt(p50(s.all))} | ${fmt(percentile(s.all, 95))} | ${s.rounds.map((r) => fmt(r)).join(' / ')} | ${key === 'floor' ? '1.00' : fmt(ratio(key), 2)} |`;
     };
-    const body = `Machine: ${await machineLine()}; ${loadLine()}. Absolute figures move with the load; the ratios,
+    const knobs = Object.entries(env).filter(([k]) => k.startsWith('BENCH_FAST_') && !['BENCH_FAST_TARGET', 'BENCH_FAST_SERVER', 'BENCH_FAST_COMMAND'].includes(k)).map(([k, v]) => `${k}=${v} `).join('');
+    const server = env.BENCH_FAST_SERVER ?? target ?? 'embedded tuned dev server as `dev` starts it';
+    // The cluster's driver (bench/fastPathCluster.ts) names itself; a run against a server of one's own names it.
+    const command = env.BENCH_FAST_COMMAND
+      ? env.BENCH_FAST_COMMAND.replace('node ', `${knobs}node `)
+      : `${target ? `TEMPORAL_ADDRESS=${env.TEMPORAL_ADDRESS} ` : ''}${knobs}node dist/bench/fastPath.js`;
+    const body = `Machine: ${await machineLine()}; ${share()}. Absolute figures move with the load; the ratios,
 measured interleaved in the same run, are the result.
-Command: \`npm run build:bench && node dist/bench/fastPath.js\` (${ROUNDS} rounds of ${CALLS} sequential calls per variant,
-interleaved call by call, order rotated each round; embedded tuned dev server as \`dev\` starts it; one durable-mcp
+Command: \`npm run build:bench && ${command}\` (${ROUNDS} rounds of ${CALLS} sequential calls per variant,
+interleaved call by call, order rotated each round; ${server}; one durable-mcp
 worker per variant family, the fixture echo server over stdio).
 
 | variant | p50 (ms) | p95 (ms) | p50 per round | p50 / floor (median of rounds) |
@@ -245,7 +263,7 @@ How often the fast path is taken (${TAKE_TURNS} sessions of two turns per worker
 ${take.map((r) => `| ${r.workers} | ${r.turn} | ${r.local} | ${r.regular} | ${r.misses} | ${r.turnsAllLocal} of ${r.turns} |`).join('\n')}
 `;
     process.stdout.write(`${body}\n`);
-    await writeSection('The fast path: retry-safe calls as local activities', body);
+    await writeSection(target ? `The fast path on ${target}` : 'The fast path: retry-safe calls as local activities', body);
   } finally {
     for (const end of ends) await end().catch(() => undefined);
     for (const p of started) await stopProcess(p).catch(() => undefined);

@@ -8,9 +8,12 @@
  * worker is counted the same way, side by side; and the bare baseline (bench/bareWorkflow.ts: an
  * Update that runs one no-op activity) as the floor.
  * Run on demand: `npm run build:bench && node dist/bench/promises.js` (part of `npm run bench`).
+ * BENCH_PROMISE_FAST=1 counts the fast path instead: the echo server's entry marked `"retry": "safe"`
+ * (a local activity per call), against a bare Update that runs one no-op local activity.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TurnClient } from '../client/turnClient.js';
 import { tempDir } from '../test/support/harness.js';
@@ -19,6 +22,7 @@ import { benchQueue, connectClient, endBench, startBareWorker, startDurableWorke
 import { machineLine, writeSection } from './support.js';
 
 const CALLS = Number(process.env.BENCH_PROMISE_CALLS ?? 100);
+const FAST = process.env.BENCH_PROMISE_FAST === '1';
 const counter = fileURLToPath(new URL('./promiseCounter.js', import.meta.url));
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
@@ -71,7 +75,10 @@ async function main(): Promise<void> {
         label,
         (execArgv, env) => startDurableWorker(temporal.address, turns.taskQueue, bundle, { execArgv, env, ...(script ? { script } : {}) }),
         async () => {
-          const turn = await turns.startTurn({ sessionId: `promises-${Date.now()}-${n}`, workspace: dir, servers: { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] } });
+          const config = join(dir, 'fast.mcp.json');
+          await writeFile(config, JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [echoFixture], retry: 'safe' } } }));
+          const servers = FAST ? { mcpConfigFiles: [config] } : { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] };
+          const turn = await turns.startTurn({ sessionId: `promises-${Date.now()}-${n}`, workspace: dir, servers });
           return {
             call: async () => {
               const outcome = await turn.callTool({ id: `c${(n += 1)}`, name: 'mcp__fixture__echo', arguments: { text: 'count' } });
@@ -92,24 +99,24 @@ async function main(): Promise<void> {
         return {
           call: async () => {
             const id = `b${(n += 1)}`;
-            await handle.executeUpdate('call', { args: [id, { text: 'count' }], updateId: id });
+            await handle.executeUpdate(FAST ? 'local' : 'call', { args: [id, { text: 'count' }], updateId: id });
           },
           close: () => handle.executeUpdate('end', { updateId: 'end' }).then(() => undefined),
         };
       },
     );
-    rows.push(`| bare Temporal (Update -> no-op activity), the floor | ${bare.toFixed(2)} |`);
+    rows.push(`| bare Temporal (Update -> no-op ${FAST ? 'local ' : ''}activity), the floor | ${bare.toFixed(2)} |`);
     const body = [
-      `Command: \`npm run build:bench && node dist/bench/promises.js\` (part of \`npm run bench\`${builds.length > 1 ? `; here with \`BENCH_ALT_WORKER\` for the "${builds[1]![0]}" row` : ''}). Machine: ${await machineLine()}.`,
+      `Command: \`npm run build:bench && ${FAST ? 'BENCH_PROMISE_FAST=1 ' : ''}node dist/bench/promises.js\`${FAST ? '' : ' (part of `npm run bench`)'}${builds.length > 1 ? `; here with \`BENCH_ALT_WORKER\` for the "${builds[1]![0]}" row` : ''}. Machine: ${await machineLine()}.`,
       '',
-      `Promises created by workflow code (the turn's workflow and the SDK's workflow runtime, in the workflow's vm context) per sequential \`callTool\` of the fixture echo server over stdio, over ${CALLS} calls after 20 to warm up, counted by a promise hook preloaded into the worker (bench/promiseCounter.ts). The SDK's own hook captures and source-maps a stack trace for each of them: the count is the part of the worker's CPU per call that the workflow code decides, measured without the noise of CPU time.`,
+      `Promises created by workflow code (the turn's workflow and the SDK's workflow runtime, in the workflow's vm context) per sequential \`callTool\` of the fixture echo server over stdio${FAST ? ' (its entry marked `"retry": "safe"`: the fast path, a local activity)' : ''}, over ${CALLS} calls after 20 to warm up, counted by a promise hook preloaded into the worker (bench/promiseCounter.ts). The SDK's own hook captures and source-maps a stack trace for each of them: the count is the part of the worker's CPU per call that the workflow code decides, measured without the noise of CPU time.`,
       '',
       '| worker | workflow promises per call |',
       '|---|---|',
       ...rows,
     ].join('\n');
     process.stdout.write(`${body}\n`);
-    await writeSection('Workflow promises per call', body);
+    await writeSection(FAST ? 'Workflow promises per call on the fast path' : 'Workflow promises per call', body);
   } finally {
     await endBench({ client, temporal, dir });
   }

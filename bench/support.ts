@@ -1,8 +1,10 @@
+import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findTemporalCli, temporalCliVersion } from '../dev/temporalCli.js';
+import { treeCpuMs } from './procs.js';
 
 export const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -14,10 +16,53 @@ export async function machineLine(): Promise<string> {
   return `${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'}), ${gib} GiB, Node ${process.version}, ${temporal}, ${new Date().toISOString().slice(0, 10)}`;
 }
 
-/** The machine's load when a run ended, so a reader can tell a quiet run from one that shared the cores. */
+/**
+ * The machine's load when a run ended. The load average counts the run's own processes (its
+ * Temporal server, workers, MCP servers) as much as anyone else's, so it cannot say the load came
+ * from other work: {@link cpuShare} can.
+ */
 export function loadLine(): string {
   const [one, five] = loadavg();
-  return `load average ${one!.toFixed(1)} (1 min) / ${five!.toFixed(1)} (5 min) on ${cpus().length} cores when the run ended${one! > cpus().length ? ': the machine was loaded by other work' : ''}`;
+  return `load average ${one!.toFixed(1)} (1 min) / ${five!.toFixed(1)} (5 min) on ${cpus().length} cores when the run ended, its own processes included`;
+}
+
+/** Busy and total CPU ticks of the whole machine, from the first line of /proc/stat. */
+function machineTicks(): { busy: number; total: number } | undefined {
+  try {
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const busy = user! + nice! + system! + irq! + softirq! + (steal ?? 0);
+    return { busy, total: busy + idle! + iowait! };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * How busy the machine's cores were while a run went, and how much of that was the run itself (this
+ * process and every process it started, from /proc) against other work. Call at the start; the
+ * returned function, at the end, gives the sentence for BENCHMARKS.md.
+ */
+export function cpuShare(): () => string {
+  const t0 = machineTicks();
+  const own0 = ownCpuMs();
+  const wall0 = performance.now();
+  return () => {
+    const t1 = machineTicks();
+    const wallMs = performance.now() - wall0;
+    if (!t0 || !t1 || wallMs <= 0) return loadLine();
+    const cores = cpus().length;
+    const busyCores = ((t1.busy - t0.busy) / (t1.total - t0.total)) * cores;
+    const ownCores = Math.min(busyCores, (ownCpuMs() - own0) / wallMs);
+    const other = busyCores - ownCores;
+    const verdict = other >= 0.5 ? 'other work shared the machine' : 'the machine was otherwise quiet';
+    return `while it ran, ${busyCores.toFixed(2)} of ${cores} cores were busy on average: ${ownCores.toFixed(2)} by the run itself (this process and every process it started: servers, workers, MCP servers), ${other.toFixed(2)} by other work (${verdict}); ${loadLine()}`;
+  };
+}
+
+/** CPU ms of this process and of every process it started, live or reaped. */
+function ownCpuMs(): number {
+  const tree = treeCpuMs(process.pid);
+  return tree.self + tree.children;
 }
 
 export function percentile(values: number[], p: number): number {

@@ -13,6 +13,7 @@ import type { agentTurn } from '../workflows/agentTurn.js';
 import type { dmcpEndSession } from '../workflows/session.js';
 import { callToolUpdate as callToolDef, cancelCallUpdate as cancelCallDef, endTurnUpdate as endTurnDef, endTurnWithOptionsUpdate as endTurnWithOptionsDef, turnStartedUpdate as turnStartedDef } from '../workflows/definitions.js';
 import { cancelledBeforeSentOutcome } from '../workflows/failures.js';
+import { turnTaskTimeoutMs } from '../workflows/activityOptions.js';
 import { turnStaticDetails, turnSummary } from '../workflows/details.js';
 import { findCause } from './failures.js';
 import { answerWhileRunning, pendingInputsOf, sendAnswer, type CallInputOptions } from './inputs.js';
@@ -328,6 +329,7 @@ export class TurnClient {
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
+      workflowTaskTimeout: turnTaskTimeoutMs(input.limits),
       ...turnMetadata(input),
     });
     try {
@@ -353,6 +355,7 @@ export class TurnClient {
       args: [{ ...input, batch: options.calls }],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
+      workflowTaskTimeout: turnTaskTimeoutMs(input.limits),
       ...turnMetadata(input, options.calls),
     });
     const result = handle.result();

@@ -32,5 +32,7 @@ export const PatchId = {
   fastPath: 'fast-path',
   /** A new session's first reconcile prefers the worker running the turn's workflow task. */
   fastPathAffinity: 'fast-path-affinity',
+  /** A call whose queue timed out after another call had moved the turn follows it, without reconciling again. */
+  followMovedTurn: 'follow-moved-turn',
 } as const;
 export type PatchId = (typeof PatchId)[keyof typeof PatchId];

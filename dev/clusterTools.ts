@@ -42,12 +42,16 @@ export function required(env: Record<string, string>, name: string): string {
   return v;
 }
 
-/** Where each tool lands for the versions in `.env`. */
+/**
+ * Where each tool lands for the versions in `.env`: under the project's `.tools/`, or under
+ * DMCP_CLUSTER_TOOLS_DIR when set (a private build, where `.tools/` is shared and read-only).
+ */
 export function clusterToolPaths(env: Record<string, string>) {
   const server = required(env, 'TEMPORAL_VERSION').replace(/^v/, '');
   const versity = required(env, 'VERSITYGW_VERSION').replace(/^v/, '');
-  const serverDir = join(projectRoot, '.tools', 'temporal-server', server);
-  const versityDir = join(projectRoot, '.tools', 'versitygw', versity);
+  const tools = process.env.DMCP_CLUSTER_TOOLS_DIR || join(projectRoot, '.tools');
+  const serverDir = join(tools, 'temporal-server', server);
+  const versityDir = join(tools, 'versitygw', versity);
   return {
     serverVersion: server,
     versityVersion: versity,

@@ -25,8 +25,12 @@ const ENCODING_ENCRYPTED = 'binary/dmcp-aes256gcm';
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array | null | undefined) => (b ? new TextDecoder().decode(b) : '');
 
-/** Payloads smaller than this are not worth a compression header. */
-const MIN_COMPRESS_BYTES = 256;
+/**
+ * Payloads smaller than this are left as they are. An interactive call's input and result are a
+ * few hundred bytes, which brotli shrinks by a few dozen, for about 0.1 ms of CPU and a thread-pool
+ * round trip each way, on every payload of every call (BENCHMARKS.md, "Compressing small payloads").
+ */
+export const MIN_COMPRESS_BYTES = 1024;
 
 /**
  * Largest payload a compressed payload may inflate to. Brotli packs 64 MiB of zeros into about a
@@ -48,16 +52,19 @@ export class PayloadTooLargeError extends Error {
  */
 export class CompressionCodec implements PayloadCodec {
   private readonly maxDecompressedBytes: number;
+  private readonly minBytes: number;
 
-  constructor(options: { maxDecompressedBytes?: number } = {}) {
+  /** @param options.minBytes smallest payload compressed (default {@link MIN_COMPRESS_BYTES}). */
+  constructor(options: { maxDecompressedBytes?: number; minBytes?: number } = {}) {
     this.maxDecompressedBytes = options.maxDecompressedBytes ?? MAX_DECOMPRESSED_BYTES;
+    this.minBytes = options.minBytes ?? MIN_COMPRESS_BYTES;
   }
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return Promise.all(
       payloads.map(async (payload) => {
         const raw = ProtoPayload.encode(payload).finish();
-        if (raw.byteLength < MIN_COMPRESS_BYTES) return payload;
+        if (raw.byteLength < this.minBytes) return payload;
         // Quality 4: most of brotli's gain on JSON at a fraction of the CPU of the default (11).
         const packed = await compress(raw, { params: { [zlib.BROTLI_PARAM_QUALITY]: 4, [zlib.BROTLI_PARAM_SIZE_HINT]: raw.byteLength } });
         if (packed.byteLength >= raw.byteLength) return payload;

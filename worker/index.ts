@@ -189,6 +189,10 @@ async function createPollers(options: StartWorkerOptions, settings: Settings, pa
   const namespace = options.namespace ?? settings.temporal.namespace;
   const dataConverter = options.dataConverter;
   const shutdownGraceTime = settings.shutdownGraceMs;
+  // Both pollers name themselves by the worker's own queue (it holds host and PID): a turn's history
+  // then says which worker ran each task, and a fast-path miss can tell that the worker holding the
+  // session's servers let a workflow task time out (activities/callTool.ts).
+  const identity = parts.workerQueue;
   const shared = await Worker.create({
     connection: options.connection,
     namespace,
@@ -202,13 +206,14 @@ async function createPollers(options: StartWorkerOptions, settings: Settings, pa
     // live worker stalled this long hands the turn to another, which replays it.
     stickyQueueScheduleToStartTimeout: settings.stickyWaitMs,
     shutdownGraceTime,
+    identity,
     ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
   });
   // The worker's own client (over its connection) reads the shelf for turns that name an agent.
   if (shared.client) parts.shelf.attach(shared.client);
   // Running calls get this long to finish on shutdown before they are cancelled (SDK default: 0,
   // which would abort side-effecting calls mid-flight on every deploy).
-  const pinned = await Worker.create({ connection: options.connection, namespace, taskQueue: parts.workerQueue, activities, dataConverter, shutdownGraceTime, ...(interceptors ? { interceptors } : {}) });
+  const pinned = await Worker.create({ connection: options.connection, namespace, taskQueue: parts.workerQueue, identity, activities, dataConverter, shutdownGraceTime, ...(interceptors ? { interceptors } : {}) });
   return { shared, pinned };
 }
 

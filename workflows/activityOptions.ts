@@ -34,6 +34,17 @@ export function resolveLimits(limits: TurnLimits | undefined, refuses: () => boo
 }
 
 /**
+ * The turn's workflow task timeout: its heartbeat timeout, between 2 s and Temporal's default 10 s.
+ * A worker that dies while it holds a workflow task (a fast-path call runs inside one) is noticed
+ * only when that task times out, so with a short heartbeat timeout the task timeout follows it: the
+ * SDK keeps a task with a longer local activity alive by completing it at 80 % of the timeout. The
+ * 2 s floor is for replay: a task that replays a long turn on a loaded worker must finish within it.
+ */
+export function turnTaskTimeoutMs(limits: Pick<TurnLimits, 'heartbeatTimeoutMs'> | undefined): number {
+  return Math.min(10_000, Math.max(2_000, limits?.heartbeatTimeoutMs ?? DEFAULT_LIMITS.heartbeatTimeoutMs));
+}
+
+/**
  * How long a reconcile waits for the session's previous worker before trying the shared queue:
  * short, because a worker that is gone would otherwise delay the start of every turn.
  */

@@ -212,7 +212,12 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
         const tried = await scope.run(() => fastCall(ctx, tool, input));
         if ('outcome' in tried) return tried.outcome;
         if ('result' in tried) result = tried.result;
-        else fastRanTool = tried.ranTool;
+        else if ('ownerLost' in tried) {
+          // Its queue would hold the call until a schedule-to-start timeout: move first.
+          const problem = await leaveLostWorker(ctx, queue);
+          if (problem) return errorOutcome('transport', `the worker holding the servers was lost, and they could not be reconciled on another: ${problem} (the call did not run)`);
+          continue;
+        } else fastRanTool = tried.ranTool;
       }
       if (result === undefined) {
         const modern = state.lastReconcile?.status.servers.find((s) => s.name === tool.server)?.era === 'modern';
@@ -241,6 +246,9 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
       const neverStarted = isScheduleToStartTimeout(err) || isFailureType(err, FailureType.ServerUnavailable);
       if (neverStarted && !failedOverUnstarted) {
         failedOverUnstarted = true;
+        // Another call already moved the turn off the queue this one waited on: follow it there
+        // instead of reconciling once more (which could move the servers again, mid-call).
+        if (isScheduleToStartTimeout(err) && state.workerQueue !== queue && patched(PatchId.followMovedTurn)) continue;
         try {
           // A gone worker: the shared queue. Gone servers: the same worker, if it still answers.
           state.workerQueue = await reconcile(ctx, isScheduleToStartTimeout(err) ? undefined : state.workerQueue);

@@ -9,7 +9,7 @@
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { isCancellation, patched, proxyLocalActivities } from '@temporalio/workflow';
-import { FailureType, PatchId, type CallOutcome, type CallToolInput, type InputRequiredOutcome, type ToolInfo } from '../contract/index.js';
+import { FailureType, PatchId, type CallOutcome, type FastPathMissDetails, type CallToolInput, type InputRequiredOutcome, type ToolInfo } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
 import { failureOutcome } from './failures.js';
@@ -66,11 +66,12 @@ export async function ownWorkerQueue(): Promise<string | undefined> {
 export type FastCall =
   | { result: CallOutcome | InputRequiredOutcome }
   | { outcome: CallOutcome }
-  | { fallback: true; ranTool: boolean };
+  | { fallback: true; ranTool: boolean; ownerLost?: true };
 
 /**
  * Runs `input` as a local activity. A miss (this worker does not hold the servers) stops the turn
- * trying until its next reconcile. A bad request fails the same way on any path, so it is the
+ * trying until its next reconcile; `ownerLost` says the worker that does hold them died in the middle
+ * of the turn's previous workflow task, so the turn should move before the call runs. A bad request fails the same way on any path, so it is the
  * outcome; any other failure, a timeout included, hands the call to the regular activity, which
  * may run it again: it is safe to. A cancellation is thrown, as from the regular activity.
  */
@@ -85,7 +86,9 @@ export async function fastCall(ctx: TurnContext, tool: Pick<ToolInfo, 'name' | '
     const type = cause instanceof ApplicationFailure ? cause.type : undefined;
     if (type === FailureType.FastPathMiss) {
       ctx.state.fastPathMissedOn = ctx.state.lastReconcile;
-      return { fallback: true, ranTool: false };
+      // Recorded in the marker, so a replay takes the same way.
+      const details = (cause as ApplicationFailure).details?.[0] as Partial<FastPathMissDetails> | undefined;
+      return details?.ownerLost === true ? { fallback: true, ranTool: false, ownerLost: true } : { fallback: true, ranTool: false };
     }
     if (type === FailureType.BadRequest) return { outcome: failureOutcome(cause, true) };
     // A question sent the call on before it could finish: the regular activity's tries are its own.

@@ -21,7 +21,7 @@ interface ActivityTrace {
   queue: string;
   callId?: string;
   scheduledEventId: number;
-  /** The attempt of the Started event, and the identity (`pid@host`) of the worker that ran it. */
+  /** The attempt of the Started event, and the identity (its own queue) of the worker that ran it. */
   attempt?: number;
   identity?: string;
   timeoutType?: temporal.api.enums.v1.TimeoutType;
@@ -154,7 +154,7 @@ describe('a worker SIGKILLed in the middle of a turn', () => {
       assert.equal(lost.timeoutType, TimeoutType.TIMEOUT_TYPE_HEARTBEAT, 'the first attempt ended with the heartbeat timeout');
       assert.equal(lost.retryState, RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE, 'Temporal did not retry it on the dead queue');
       assert.equal(lost.attempt, 1, 'one attempt on the dead worker');
-      assert.ok(retried.identity?.startsWith(`${survivor.pid}@`), `the retry ran on the survivor (${retried.identity})`);
+      assert.equal(retried.identity, survivor.workerQueue, "the retry ran on the survivor (a worker's identity is its own queue)");
       assert.equal(retried.attempt, 1);
       const afterLoss = traces.filter((t) => t.scheduledEventId > lost.closedEventId!);
       assert.deepEqual(afterLoss.filter((t) => t.queue === victim.workerQueue), [], 'nothing scheduled on the dead worker\'s queue after its heartbeat timed out');

@@ -12,7 +12,7 @@ import { bundleWorkflows } from '../../worker/index.js';
 import { FAST_PATH_BOUND_MS } from '../../workflows/fastPath.js';
 import { textOf } from '../support/content.js';
 import {
-  fixtureServer, readLines, startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess,
+  fixtureServer, readLines, runtimeLogs, startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess,
 } from '../support/harness.js';
 
 type History = temporal.api.history.v1.IHistory;
@@ -166,6 +166,7 @@ describe('the fast path: retry-safe calls as local activities', () => {
     // Worker A holds the session's servers (turn 1); turn 2 runs on B's shared queue, which only B
     // polls, and reconciles on A's own queue (the session's previous worker): every workflow task of
     // turn 2 runs on B, every call on A.
+    const logsBefore = runtimeLogs.length;
     const a = await startHarness('fast-a', { FIXTURE_LOG: execLog });
     const b = await startHarness('fast-b', { FIXTURE_LOG: execLog });
     harnesses.push(a, b);
@@ -190,10 +191,84 @@ describe('the fast path: retry-safe calls as local activities', () => {
     assert.equal(paths.local.size, 0);
     assert.deepEqual(paths.regular, [{ callId: 'one', queue: a.worker.workerQueue }, { callId: 'two', queue: a.worker.workerQueue }]);
     assert.equal((await executions('read_slow', 'miss-1')).length, 1, 'the miss never reached the tool');
+    assert.deepEqual(runtimeLogs.slice(logsBefore).filter((l) => l.includes('Activity failed') && l.includes('callToolLocal')), [], 'a miss is no warning: nothing went wrong');
+  });
+
+  /** A turn on `h` whose fixture server is retry-safe by its entry, so `slow` (not read-only) takes the fast path. */
+  async function retrySafeTurn(h: Harness, name: string, limits?: { heartbeatTimeoutMs: number }) {
+    const file = join(dir, `${name}-mcp.json`);
+    await writeFile(file, JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [fixtureServer], retry: 'safe' } } }));
+    return h.client.startTurn({ sessionId: `${name}-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [file] }, ...(limits ? { limits } : {}) });
+  }
+
+  // A fast call holds its workflow task, and Temporal hands a cancel (an Update, or the turn's
+  // cancellation) to the workflow only in the next task: when the call ends, at the bound, or when
+  // the SDK extends the task at 80 % of its timeout, whichever is first.
+  test('a cancel sent during a fast call reaches it when the SDK extends its workflow task, and the turn goes on', async () => {
+    const h = await startHarness('fast-cancel', { FIXTURE_LOG: execLog });
+    harnesses.push(h);
+    // Workflow task timeout 2 s: extended at 1.6 s, well before the 5 s bound.
+    const turn = await retrySafeTurn(h, 'fast-cancel', { heartbeatTimeoutMs: 2000 });
+    const pending = turn.callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 60_000, tag: 'fast-cancel' } });
+    await waitUntil('the fast call to start', async () => (await executions('slow', 'fast-cancel')).length === 1);
+    const sent = Date.now();
+    assert.equal(await turn.cancelCall('c1'), true, 'the call was still running');
+    const answeredMs = Date.now() - sent;
+    const outcome = await pending;
+    assert.equal(outcome.status, 'error');
+    assert.equal(outcome.errorKind, 'cancelled', outcome.errorMessage);
+    assert.ok(answeredMs < FAST_PATH_BOUND_MS, `the cancel was answered after ${answeredMs} ms, not only at the bound`);
+    await waitUntil('the server to receive notifications/cancelled', async () => (await executions('cancelled', 'fast-cancel')).length === 1);
+    const next = await turn.callTool({ id: 'c2', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'fast-cancel-next' } });
+    assert.equal(next.status, 'ok', next.errorMessage);
+    await turn.end();
+    const paths = callPaths(h.client, await historyOf(h.client, turn.turnId));
+    assert.deepEqual([...paths.local.keys()], ['c2']);
+    assert.deepEqual(paths.regular, [], 'the cancelled call was not handed to the regular path');
+    assert.equal((await executions('slow', 'fast-cancel')).length, 1, 'it ran once');
+  });
+
+  test('with the default limits a cancel waits for a fast call that ends first: the call keeps its result and the cancel says so', async () => {
+    const h = await startHarness('fast-cancel-late', { FIXTURE_LOG: execLog });
+    harnesses.push(h);
+    const turn = await retrySafeTurn(h, 'fast-cancel-late');
+    let resultAt = 0;
+    const pending = turn.callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 1500, tag: 'fast-cancel-late' } }).then((o) => {
+      resultAt = Date.now();
+      return o;
+    });
+    await waitUntil('the fast call to start', async () => (await executions('slow', 'fast-cancel-late')).length === 1);
+    assert.equal(await turn.cancelCall('c1'), false, 'the call had ended when the cancel reached the turn');
+    const cancelAnsweredAt = Date.now();
+    const outcome = await pending;
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.ok(resultAt <= cancelAnsweredAt, 'the cancel was answered after the call');
+    assert.deepEqual(await executions('cancelled', 'fast-cancel-late'), []);
+    await turn.end();
+  });
+
+  test('cancelling the turn during a fast call cancels the call on the server', async () => {
+    const h = await startHarness('fast-cancel-turn', { FIXTURE_LOG: execLog });
+    harnesses.push(h);
+    const turn = await retrySafeTurn(h, 'fast-cancel-turn', { heartbeatTimeoutMs: 2000 });
+    const pending = turn.callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 60_000, tag: 'fast-cancel-turn' } }).catch((err: unknown) => err);
+    await waitUntil('the fast call to start', async () => (await executions('slow', 'fast-cancel-turn')).length === 1);
+    const sent = Date.now();
+    await turn.handle.cancel();
+    await waitUntil('the server to receive notifications/cancelled', async () => (await executions('cancelled', 'fast-cancel-turn')).length === 1);
+    await pending;
+    const description = await turn.handle.describe();
+    assert.equal(description.status.name, 'CANCELLED');
+    assert.ok(Date.now() - sent < FAST_PATH_BOUND_MS, 'the call was cancelled before the fast path\'s bound');
+    const paths = callPaths(h.client, await historyOf(h.client, turn.turnId));
+    assert.deepEqual(paths.regular, [], 'nothing was handed to the regular path');
+    assert.equal((await executions('slow', 'fast-cancel-turn')).length, 1);
   });
 });
 
 describe('a worker SIGKILLed during a fast call', () => {
+  const HEARTBEAT_MS = 3000;
+  const RERUN_MS = 4000;
   let dir: string;
   let bundleFile: string;
   const workers: WorkerProcess[] = [];
@@ -215,7 +290,7 @@ describe('a worker SIGKILLed during a fast call', () => {
     }
   });
 
-  test('loses nothing and runs no side effect twice', async () => {
+  test('loses nothing, runs no side effect twice, and fails over within the heartbeat timeout + 3 s', async () => {
     const execLog = join(dir, 'executions.log');
     const taskQueue = uniqueQueue('fast-crash');
     const env = { TEMPORAL_ADDRESS: temporalAddress(), FIXTURE_LOG: execLog, DMCP_NO_USER_CONFIG: '1' };
@@ -229,7 +304,7 @@ describe('a worker SIGKILLed during a fast call', () => {
         sessionId: `fast-crash-${Date.now()}`,
         workspace: dir,
         servers: { inlineSpecs: [spec] },
-        limits: { heartbeatTimeoutMs: 3000, scheduleToStartMs: 3000 },
+        limits: { heartbeatTimeoutMs: HEARTBEAT_MS, scheduleToStartMs: 3000 },
       });
       for (const s of turn.status.servers) if (s.pid) serverPids.add(s.pid);
       assert.equal(turn.workerQueue, victim.workerQueue);
@@ -244,7 +319,7 @@ describe('a worker SIGKILLed during a fast call', () => {
       const survivor = await startWorkerProcess(taskQueue, bundleFile, env);
       workers.push(survivor);
 
-      const readOnly = turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: 4000, tag: 'ro' } });
+      const readOnly = turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: RERUN_MS, tag: 'ro' } });
       await waitUntil('the fast call to start', async () => (await executions('read_slow', 'ro')).length === 1);
       // Sent while the fast call holds the victim's workflow task: its command cannot leave the victim.
       const sideEffect = turn.callTool({ id: 'se', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'se' } });
@@ -256,7 +331,7 @@ describe('a worker SIGKILLed during a fast call', () => {
       const [ro, se] = await Promise.all([readOnly, sideEffect]);
       const recoveredMs = Date.now() - killedAt;
       assert.equal(ro.status, 'ok', `read-only call: ${ro.errorMessage}`);
-      assert.equal(textOf(ro.content[0]), 'read after 4000 ms');
+      assert.equal(textOf(ro.content[0]), `read after ${RERUN_MS} ms`);
       assert.equal(se.status, 'ok', `side-effecting call: ${se.errorMessage}`);
       const later = await turn.callTool({ id: 'later', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'later' } });
       assert.equal(later.status, 'ok', later.errorMessage);
@@ -270,7 +345,17 @@ describe('a worker SIGKILLed during a fast call', () => {
 
       const history = await historyOf(client, turn.turnId);
       const paths = callPaths(client, history);
-      assert.deepEqual(paths.regular.filter((r) => r.callId === 'ro').map((r) => r.queue).at(-1), survivor.workerQueue, 'the read-only call completed on the survivor');
+      // The dead worker is noticed when the workflow task holding the fast call times out, which
+      // follows the turn's heartbeat timeout; the survivor's miss then sees that and moves the turn
+      // before the call runs again, instead of sending it to the dead worker's queue first.
+      const started = history.events![0]!.workflowExecutionStartedEventAttributes!;
+      assert.equal(Number(started.workflowTaskTimeout!.seconds) * 1000, HEARTBEAT_MS, 'the turn\'s workflow task timeout follows its heartbeat timeout');
+      assert.deepEqual(paths.localFailures.slice(-1), [FailureType.FastPathMiss], 'the survivor missed');
+      assert.deepEqual(paths.regular.filter((r) => r.callId === 'ro').map((r) => r.queue), [survivor.workerQueue], 'the read-only call never went to the dead worker\'s queue');
+      assert.ok(
+        recoveredMs <= HEARTBEAT_MS + 3000 + RERUN_MS,
+        `both calls answered ${recoveredMs} ms after SIGKILL: more than the heartbeat timeout + 3 s, plus the ${RERUN_MS} ms the call takes to run again`,
+      );
       assert.ok(paths.local.has('later'), 'after the move the survivor holds the servers and takes the fast path');
       await Worker.runReplayHistory({ workflowBundle: { codePath: bundleFile }, replayName: 'fast-crash-replay' }, history, turn.turnId);
       process.stderr.write(`worker crash during a fast call: both calls answered ${recoveredMs} ms after SIGKILL\n`);
