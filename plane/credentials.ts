@@ -147,6 +147,85 @@ function refreshClient(record: LoginRecord, env: NodeJS.ProcessEnv): { informati
   return { information: { ...record.client, client_secret: secret } };
 }
 
+/**
+ * The `authorization_servers` the server's protected resource metadata names now; undefined when
+ * it cannot be read. A `resource_metadata` address from a 401 is followed only on the server's own
+ * origin: the worker fetches nothing else a server names.
+ */
+async function currentAuthorizationServers(fetchFn: FetchLike, serverUrl: string, resourceMetadataUrl: string | undefined): Promise<unknown> {
+  const own = resourceMetadataUrl !== undefined && URL.canParse(resourceMetadataUrl) && new URL(resourceMetadataUrl).origin === new URL(serverUrl).origin;
+  try {
+    const metadata = await discoverOAuthProtectedResourceMetadata(serverUrl, own ? { resourceMetadataUrl } : {}, fetchFn);
+    return metadata.authorization_servers;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What the login-record updates outside the token path share. */
+interface RecordNotes {
+  store: TokenStore;
+  logger: Logger;
+  fetchFn: FetchLike;
+  secrets: (server: string) => string[];
+  movedProblem: (server: string, to: string) => Promise<LoginProblem>;
+}
+
+/**
+ * Notes the scope a 403 wanted on the login, so `mcp list` shows it and the next `mcp login` asks
+ * for it too; a login made since (another token) is not marked for what its predecessor lacked.
+ */
+function recordWantedScope(notes: RecordNotes, server: string, serverUrl: string, deniedToken: string, scope: string | undefined): Promise<LoginProblem> {
+  const { store, logger } = notes;
+  const problem = loginProblem('insufficient_scope', server, { ...(scope ? { scope } : {}) });
+  return store
+    .withLock(server, async () => {
+      const record = await store.read(server);
+      if (!record || record.tokens.access_token !== deniedToken || !sameServerUrl(record.serverUrl, serverUrl)) return problem;
+      const wanted = scopeUnion(record.wantedScope, scope);
+      if (wanted !== undefined && wanted !== record.wantedScope) await store.write({ ...record, wantedScope: wanted });
+      return problem;
+    })
+    .catch((err: unknown) => {
+      logger.warn({ server, reason: shortReason(err, notes.secrets(server)) }, 'could not note the scope the server wants');
+      return problem;
+    });
+}
+
+/** Whether the server now names another authorization server than its login's, noted on the login (or cleared when it names the login's again). */
+async function recordAuthorizationServerMove(notes: RecordNotes, server: string, serverUrl: string, resourceMetadataUrl: string | undefined): Promise<LoginProblem | undefined> {
+  const { store, logger } = notes;
+  try {
+    const first = await store.read(server);
+    if (!first || !sameServerUrl(first.serverUrl, serverUrl)) return undefined;
+    // Fetched outside the lock, which refreshes in other processes wait for.
+    const servers = await currentAuthorizationServers(notes.fetchFn, serverUrl, resourceMetadataUrl ?? first.discovery.resourceMetadataUrl);
+    if (servers === undefined) return undefined;
+    return await store.withLock(server, async () => {
+      // Compared with the login as it is now: one made since at the new server has not moved.
+      const record = await store.read(server);
+      if (!record || !sameServerUrl(record.serverUrl, serverUrl)) return undefined;
+      const to = authorizationServerMove(record.discovery.authorizationServerUrl, servers);
+      if (to === undefined) {
+        // The metadata names the login's server again: its tokens are worth sending again.
+        if (record.movedTo !== undefined) {
+          const { movedTo: _gone, ...rest } = record;
+          await store.write(rest);
+        }
+        return undefined;
+      }
+      if (record.movedTo !== to) {
+        logger.warn({ server, from: record.discovery.authorizationServerUrl, to }, 'the server names another authorization server: its login must be made again there');
+        await store.write({ ...record, movedTo: to });
+      }
+      return notes.movedProblem(server, to);
+    });
+  } catch (err) {
+    logger.warn({ server, reason: shortReason(err, notes.secrets(server)) }, 'could not check whether the server moved to another authorization server');
+    return undefined;
+  }
+}
+
 /** Credentials over a token store. */
 export function createCredentials(deps: CredentialsDeps): Credentials {
   const { store, logger } = deps;
@@ -179,21 +258,6 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
   async function movedProblem(server: string, to: string): Promise<LoginProblem> {
     const since = await store.pendingSince(server);
     return since ? loginProblem('in_progress', server, { startedAt: since }) : loginProblem('moved', server, { to });
-  }
-
-  /**
-   * The `authorization_servers` the server's protected resource metadata names now; undefined
-   * when it cannot be read. A `resource_metadata` address from a 401 is followed only on the
-   * server's own origin: the worker fetches nothing else a server names.
-   */
-  async function currentAuthorizationServers(serverUrl: string, resourceMetadataUrl: string | undefined): Promise<unknown> {
-    const own = resourceMetadataUrl !== undefined && URL.canParse(resourceMetadataUrl) && new URL(resourceMetadataUrl).origin === new URL(serverUrl).origin;
-    try {
-      const metadata = await discoverOAuthProtectedResourceMetadata(serverUrl, own ? { resourceMetadataUrl } : {}, fetchFn);
-      return metadata.authorization_servers;
-    } catch {
-      return undefined;
-    }
   }
 
   /** The record, or the problem that stands in for it. */
@@ -293,6 +357,7 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
     }
   }
 
+  const notes: RecordNotes = { store, logger, fetchFn, secrets: (server) => known.get(server) ?? [], movedProblem };
   const machine: MachineTokenDeps = { store, logger, env: deps.env ?? {}, fetch: fetchFn, now, marginMs: margin, remember };
 
   return {
@@ -312,50 +377,10 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
       return guarded(server, () => refresh(server, serverUrl, failedToken, 'unauthorized'));
     },
     insufficientScope(server, serverUrl, deniedToken, scope) {
-      const problem = loginProblem('insufficient_scope', server, { ...(scope ? { scope } : {}) });
-      // Kept with the login, so `mcp list` shows it and the next `mcp login` asks for it too; a
-      // login made since (another token) is not marked for what its predecessor lacked.
-      return store.withLock(server, async () => {
-        const record = await store.read(server);
-        if (!record || record.tokens.access_token !== deniedToken || !sameServerUrl(record.serverUrl, serverUrl)) return problem;
-        const wanted = scopeUnion(record.wantedScope, scope);
-        if (wanted !== undefined && wanted !== record.wantedScope) await store.write({ ...record, wantedScope: wanted });
-        return problem;
-      }).catch((err: unknown) => {
-        logger.warn({ server, reason: shortReason(err, known.get(server) ?? []) }, 'could not note the scope the server wants');
-        return problem;
-      });
+      return recordWantedScope(notes, server, serverUrl, deniedToken, scope);
     },
-    async authorizationServerMoved(server, serverUrl, resourceMetadataUrl) {
-      try {
-        const first = await store.read(server);
-        if (!first || !sameServerUrl(first.serverUrl, serverUrl)) return undefined;
-        // Fetched outside the lock, which refreshes in other processes wait for.
-        const servers = await currentAuthorizationServers(serverUrl, resourceMetadataUrl ?? first.discovery.resourceMetadataUrl);
-        if (servers === undefined) return undefined;
-        return await store.withLock(server, async () => {
-          // Compared with the login as it is now: one made since at the new server has not moved.
-          const record = await store.read(server);
-          if (!record || !sameServerUrl(record.serverUrl, serverUrl)) return undefined;
-          const to = authorizationServerMove(record.discovery.authorizationServerUrl, servers);
-          if (to === undefined) {
-            // The metadata names the login's server again: its tokens are worth sending again.
-            if (record.movedTo !== undefined) {
-              const { movedTo: _gone, ...rest } = record;
-              await store.write(rest);
-            }
-            return undefined;
-          }
-          if (record.movedTo !== to) {
-            logger.warn({ server, from: record.discovery.authorizationServerUrl, to }, 'the server names another authorization server: its login must be made again there');
-            await store.write({ ...record, movedTo: to });
-          }
-          return movedProblem(server, to);
-        });
-      } catch (err) {
-        logger.warn({ server, reason: shortReason(err, known.get(server) ?? []) }, 'could not check whether the server moved to another authorization server');
-        return undefined;
-      }
+    authorizationServerMoved(server, serverUrl, resourceMetadataUrl) {
+      return recordAuthorizationServerMove(notes, server, serverUrl, resourceMetadataUrl);
     },
     secretsOf(server) {
       return [...(known.get(server) ?? [])];

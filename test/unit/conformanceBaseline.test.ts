@@ -12,7 +12,6 @@ const sourceDir = fileURLToPath(new URL('../../../test/conformance/', import.met
 test('each committed conformance baseline parses, and every entry names the issue that removes it', async () => {
   for (const line of CONFORMANCE_LINES) {
     const baseline = await readBaseline(join(sourceDir, `baseline-${line.line}.yml`));
-    assert.ok(baseline.entries.size > 0, `${baseline.file} lists the failures measured today`);
     for (const [scenario, issue] of baseline.entries) assert.ok(BASELINE_ISSUES.includes(issue), `${scenario}: ${issue}`);
   }
 });
