@@ -8,18 +8,15 @@
  */
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { TurnClient } from '../../client/turnClient.js';
 import { ensureTurnKey } from '../../config/load.js';
 import { dataConverterFor } from '../../payloads/dataConverter.js';
 import { tokenStoreFromSettings, type TokenStore } from '../../plane/tokenStore.js';
 import { loadSettings } from '../../settings/index.js';
-import type { TurnStatus } from '../../contract/index.js';
 import { textOf } from '../support/content.js';
-import { runCli, startHarness, temporalAddress, tempDir, within, type Harness } from '../support/harness.js';
-
-const oauthFixture = fileURLToPath(new URL('../fixtures/oauthServer.js', import.meta.url));
+import { runCli, startHarness, temporalAddress, tempDir, type Harness } from '../support/harness.js';
+import { startOAuthFixture, serverIn } from '../support/oauthFixture.js';
 
 interface Stats {
   registrations: number;
@@ -40,33 +37,15 @@ interface Fixture {
 }
 
 async function startOAuthServer(): Promise<Fixture> {
-  const child = spawn(process.execPath, [oauthFixture], { env: { ...process.env, OAUTH_FIXTURE_SECOND_AS: '1' }, stdio: ['ignore', 'pipe', 'inherit'] });
-  let buffer = '';
-  const line = await within(20_000, 'the OAuth fixture to listen', new Promise<Record<string, string>>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      buffer += String(d);
-      const l = buffer.split('\n').find((x) => x.startsWith('{') && x.includes('"url"'));
-      if (l) resolve(JSON.parse(l) as Record<string, string>);
-    });
-    child.once('exit', (code) => reject(new Error(`OAuth fixture exited (${code})`)));
-  }));
+  const fx = await startOAuthFixture<Stats>({ OAUTH_FIXTURE_SECOND_AS: '1' });
   return {
-    url: line.url!,
-    issuer: line.issuer!,
-    as2: line.as2!,
-    child,
-    stats: async () => (await (await fetch(line.stats!)).json()) as Stats,
+    ...fx,
+    as2: fx.printed.as2!,
     moveToSecond: async () => {
-      const res = await fetch(new URL('/admin/move-as', line.issuer), { method: 'POST' });
+      const res = await fetch(new URL('/admin/move-as', fx.issuer), { method: 'POST' });
       assert.deepEqual(await res.json(), { moved: true });
     },
   };
-}
-
-function serverIn(status: TurnStatus, name: string) {
-  const s = status.servers.find((x) => x.name === name);
-  assert.ok(s, `no server "${name}" in ${JSON.stringify(status.servers.map((x) => x.name))}`);
-  return s;
 }
 
 describe('a server that moves to another authorization server', { timeout: 240_000 }, () => {

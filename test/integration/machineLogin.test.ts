@@ -8,10 +8,9 @@
  */
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { TurnClient } from '../../client/turnClient.js';
@@ -21,11 +20,9 @@ import { createTokenStore, tokenStoreFromSettings, type TokenStore } from '../..
 import { machineLoginCommand } from '../../cli/machineLogin.js';
 import { randomBytes } from 'node:crypto';
 import { loadSettings } from '../../settings/index.js';
-import type { TurnStatus } from '../../contract/index.js';
 import { textOf } from '../support/content.js';
-import { runtimeLogs, startHarness, tempDir, within, type Harness } from '../support/harness.js';
-
-const oauthFixture = fileURLToPath(new URL('../fixtures/oauthServer.js', import.meta.url));
+import { runtimeLogs, startHarness, tempDir, type Harness } from '../support/harness.js';
+import { startOAuthFixture, serverIn, decodedData } from '../support/oauthFixture.js';
 
 interface Stats {
   clientCredentials: { method: string; scope: string | null; resource: string | null }[];
@@ -36,35 +33,7 @@ interface Stats {
 }
 
 async function startOAuthServer(env: NodeJS.ProcessEnv): Promise<{ url: string; issuer: string; child: ChildProcess; stats(): Promise<Stats> }> {
-  const child = spawn(process.execPath, [oauthFixture], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  let buffer = '';
-  const line = await within(20_000, 'the OAuth fixture to listen', new Promise<Record<string, string>>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      buffer += String(d);
-      const l = buffer.split('\n').find((x) => x.startsWith('{') && x.includes('"url"'));
-      if (l) resolve(JSON.parse(l) as Record<string, string>);
-    });
-    child.once('exit', (code) => reject(new Error(`OAuth fixture exited (${code})`)));
-  }));
-  return { url: line.url!, issuer: line.issuer!, child, stats: async () => (await (await fetch(line.stats!)).json()) as Stats };
-}
-
-function serverIn(status: TurnStatus, name: string) {
-  const s = status.servers.find((x) => x.name === name);
-  assert.ok(s, `no server "${name}" in ${JSON.stringify(status.servers.map((x) => x.name))}`);
-  return s;
-}
-
-/** Every `data` field of history's JSON form, base64-decoded (payloads are plain JSON in this harness). */
-function decodedData(node: unknown, out: string[] = []): string[] {
-  if (Array.isArray(node)) for (const item of node) decodedData(item, out);
-  else if (node && typeof node === 'object') {
-    for (const [key, value] of Object.entries(node)) {
-      if (key === 'data' && typeof value === 'string') out.push(Buffer.from(value, 'base64').toString('utf8'));
-      else decodedData(value, out);
-    }
-  }
-  return out;
+  return startOAuthFixture<Stats>(env);
 }
 
 const SECRET = 'fleet-secret-4711-abcdef';

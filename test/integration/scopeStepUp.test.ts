@@ -7,20 +7,17 @@
  */
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { TurnClient } from '../../client/turnClient.js';
 import { ensureTurnKey } from '../../config/load.js';
 import { ShelfClient } from '../../plane/shelfClient.js';
 import { callbackUrl, finishLogin, startLogin } from '../../plane/oauth.js';
 import { tokenStoreFromSettings, type TokenStore } from '../../plane/tokenStore.js';
 import { loadSettings } from '../../settings/index.js';
-import type { TurnStatus } from '../../contract/index.js';
 import { textOf } from '../support/content.js';
-import { startHarness, tempDir, within, type Harness } from '../support/harness.js';
-
-const oauthFixture = fileURLToPath(new URL('../fixtures/oauthServer.js', import.meta.url));
+import { startHarness, tempDir, type Harness } from '../support/harness.js';
+import { startOAuthFixture, serverIn } from '../support/oauthFixture.js';
 
 interface Fixture {
   url: string;
@@ -29,17 +26,7 @@ interface Fixture {
 }
 
 async function startOAuthServer(env: NodeJS.ProcessEnv): Promise<Fixture> {
-  const child = spawn(process.execPath, [oauthFixture], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  let buffer = '';
-  const line = await within(20_000, 'the OAuth fixture to listen', new Promise<Record<string, string>>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      buffer += String(d);
-      const l = buffer.split('\n').find((x) => x.startsWith('{') && x.includes('"url"'));
-      if (l) resolve(JSON.parse(l) as Record<string, string>);
-    });
-    child.once('exit', (code) => reject(new Error(`OAuth fixture exited (${code})`)));
-  }));
-  return { url: line.url!, child, stats: async () => (await (await fetch(line.stats!)).json()) as Awaited<ReturnType<Fixture['stats']>> };
+  return startOAuthFixture<Awaited<ReturnType<Fixture['stats']>>>(env);
 }
 
 /** A paste-back login; the scope the authorization address asked for. */
@@ -49,12 +36,6 @@ async function logIn(store: TokenStore, server: string, serverUrl: string): Prom
   assert.equal(consent.status, 302);
   await finishLogin({ store }, { server, redirectAddress: consent.headers.get('location')! });
   return new URL(started.authorizationUrl).searchParams.get('scope');
-}
-
-function serverIn(status: TurnStatus, name: string) {
-  const s = status.servers.find((x) => x.name === name);
-  assert.ok(s, `no server "${name}" in ${JSON.stringify(status.servers.map((x) => x.name))}`);
-  return s;
 }
 
 const WANTS = 'wants more access (scope mcp:tools mcp:write): durable-mcp mcp login docs';

@@ -8,9 +8,8 @@
  */
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { TurnClient } from '../../client/turnClient.js';
@@ -19,14 +18,12 @@ import { ShelfClient } from '../../plane/shelfClient.js';
 import { callbackUrl, finishLogin, logout, startLogin } from '../../plane/oauth.js';
 import { tokenStoreFromSettings, type TokenStore } from '../../plane/tokenStore.js';
 import { loadSettings } from '../../settings/index.js';
-import type { TurnStatus } from '../../contract/index.js';
 import { textOf } from '../support/content.js';
+import { startOAuthFixture, serverIn, decodedData } from '../support/oauthFixture.js';
 import {
-  lifecycleEntry, runtimeLogs, startHarness, temporalAddress, startWorkerProcess, stopWorkerProcess, tempDir, within, workflowBundleFile,
+  lifecycleEntry, runtimeLogs, startHarness, temporalAddress, startWorkerProcess, stopWorkerProcess, tempDir, workflowBundleFile,
   type Harness, type WorkerProcess,
 } from '../support/harness.js';
-
-const oauthFixture = fileURLToPath(new URL('../fixtures/oauthServer.js', import.meta.url));
 
 interface Fixture {
   url: string;
@@ -36,22 +33,7 @@ interface Fixture {
 }
 
 async function startOAuthServer(env: NodeJS.ProcessEnv): Promise<Fixture> {
-  const child = spawn(process.execPath, [oauthFixture], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  let buffer = '';
-  const line = await within(20_000, 'the OAuth fixture to listen', new Promise<Record<string, string>>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      buffer += String(d);
-      const l = buffer.split('\n').find((x) => x.startsWith('{') && x.includes('"url"'));
-      if (l) resolve(JSON.parse(l) as Record<string, string>);
-    });
-    child.once('exit', (code) => reject(new Error(`OAuth fixture exited (${code})`)));
-  }));
-  return {
-    url: line.url!,
-    issuer: line.issuer!,
-    child,
-    stats: async () => (await (await fetch(line.stats!)).json()) as Awaited<ReturnType<Fixture['stats']>>,
-  };
+  return startOAuthFixture<Awaited<ReturnType<Fixture['stats']>>>(env);
 }
 
 /** A login as the operator makes it without a browser: start, follow the consent address, paste back where it ended. */
@@ -60,24 +42,6 @@ async function logIn(store: TokenStore, server: string, serverUrl: string): Prom
   const consent = await fetch(started.authorizationUrl, { redirect: 'manual' });
   assert.equal(consent.status, 302);
   await finishLogin({ store }, { server, redirectAddress: consent.headers.get('location')! });
-}
-
-function serverIn(status: TurnStatus, name: string) {
-  const s = status.servers.find((x) => x.name === name);
-  assert.ok(s, `no server "${name}" in ${JSON.stringify(status.servers.map((x) => x.name))}`);
-  return s;
-}
-
-/** Every `data` field of history's JSON form, base64-decoded (payloads are plain JSON in this harness). */
-function decodedData(node: unknown, out: string[] = []): string[] {
-  if (Array.isArray(node)) for (const item of node) decodedData(item, out);
-  else if (node && typeof node === 'object') {
-    for (const [key, value] of Object.entries(node)) {
-      if (key === 'data' && typeof value === 'string') out.push(Buffer.from(value, 'base64').toString('utf8'));
-      else decodedData(value, out);
-    }
-  }
-  return out;
 }
 
 describe('the shelf in turns: grants, logins, refresh, logout, forget', { timeout: 240_000 }, () => {
