@@ -57,7 +57,10 @@ const RemoteEntry = z
         // eslint-disable-next-line no-control-regex
         clientId: z.string().max(1024).regex(/^[^\u0000-\u001f]*[^\s\u0000-\u001f][^\u0000-\u001f]*$/, 'one line, not blank'),
         clientSecretEnv: z.string().max(256).regex(ENV_NAME, 'a variable name').optional().openapi({ description: 'The variable holding the client\'s secret: set where `mcp login` runs, and on the workers (listed in their DMCP_MCP_ENV) for refreshes and machine logins. Never the secret itself.' }),
-        grant: z.literal('client_credentials').optional().openapi({ description: 'A machine login: the workers get tokens by the client-credentials grant (no `mcp login`), authenticating with `clientSecretEnv` or `privateKeyEnv` (exactly one).' }),
+        grant: z.enum(['client_credentials', 'id_jag']).optional().openapi({ description: 'A machine login: `client_credentials`, the workers get tokens by the client-credentials grant (no `mcp login`), authenticating with `clientSecretEnv` or `privateKeyEnv` (exactly one); `id_jag`, cross-app access: the workers exchange the ID token of `idTokenEnv` at `idpTokenEndpoint` for an ID-JAG and present it with `clientSecretEnv`.' }),
+        idpTokenEndpoint: z.string().max(4096).regex(URL_RE, 'an http:// or https:// URL').optional().openapi({ description: 'With `grant: id_jag`: the identity provider\'s token endpoint.' }),
+        idpClientId: z.string().max(1024).optional().openapi({ description: 'With `grant: id_jag`: the client\'s ID at the identity provider.' }),
+        idTokenEnv: z.string().max(256).regex(ENV_NAME, 'a variable name').optional().openapi({ description: 'With `grant: id_jag`: the worker variable (listed in DMCP_MCP_ENV) holding the user\'s ID token. Never the token itself.' }),
         privateKeyEnv: z.string().max(256).regex(ENV_NAME, 'a variable name').optional().openapi({ description: 'With `grant: client_credentials`: the worker variable (listed in DMCP_MCP_ENV) holding the client\'s private key in PEM, for `private_key_jwt`. Never the key itself.' }),
         signingAlgorithm: z.string().regex(/^(RS|PS|ES)(256|384|512)$/, 'RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384 or ES512').optional().openapi({ description: 'With `privateKeyEnv`: the JWS algorithm of the client assertion; default from the key (RS256 for RSA, ES256/ES384/ES512 by curve).' }),
       })

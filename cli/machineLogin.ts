@@ -42,7 +42,7 @@ export async function machineLoginCommand(opts: MachineLoginOptions): Promise<nu
   const store = opts.store ?? (await tokenStoreFromSettings(opts.settings));
   // What a 403 asked for since the last grant: this grant asks for it too.
   const current = await store.read(opts.server).catch(() => undefined);
-  const wantedScope = current?.grant === 'client_credentials' ? current.wantedScope : undefined;
+  const wantedScope = current?.grant === opts.client.grant ? current.wantedScope : undefined;
   try {
     const record = await grantMachineTokens({
       server: opts.server,

@@ -21,13 +21,33 @@ export interface ShelfOAuthClient {
   /**
    * `client_credentials`: a machine login. The workers obtain tokens themselves with the
    * client-credentials grant (no person, no `mcp login`), authenticating with the secret of
-   * `clientSecretEnv` or a JWT signed with the private key of `privateKeyEnv`.
+   * `clientSecretEnv` or a JWT signed with the private key of `privateKeyEnv`. `id_jag`: the workers
+   * exchange the ID token of `idTokenEnv` at `idpTokenEndpoint` and present the ID-JAG with the
+   * secret of `clientSecretEnv`.
    */
-  grant?: 'client_credentials';
+  grant?: MachineGrant;
   /** The worker variable holding the client's private key (PEM, PKCS#8) for `private_key_jwt`; never the key itself. */
   privateKeyEnv?: string;
   /** The JWS algorithm the client assertion is signed with (`RS256`, `ES256`...); default RS256. */
   signingAlgorithm?: string;
+  /** With `grant: id_jag`: the enterprise identity provider's token endpoint, where the ID token is exchanged for an ID-JAG (RFC 8693). */
+  idpTokenEndpoint?: string;
+  /** With `grant: id_jag`: the client ID this client has at the identity provider. */
+  idpClientId?: string;
+  /** With `grant: id_jag`: the worker variable holding the user's ID token from the identity provider; never the token itself. */
+  idTokenEnv?: string;
+}
+
+/**
+ * How a machine login gets its tokens: `client_credentials` (the client alone), or `id_jag`
+ * (enterprise-managed authorization: a user's ID token exchanged at the identity provider for an
+ * ID-JAG, presented to the server's authorization server as a JWT-bearer grant).
+ */
+export type MachineGrant = 'client_credentials' | 'id_jag';
+
+/** Whether `grant` is one the workers make by themselves. */
+export function isMachineGrant(grant: string | undefined): grant is MachineGrant {
+  return grant === 'client_credentials' || grant === 'id_jag';
 }
 
 /** One server on the shelf. */

@@ -15,21 +15,26 @@ import { createPrivateKeyJwtAuth } from '@modelcontextprotocol/sdk/client/auth-e
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Logger } from 'pino';
+import { requestJwtAuthorizationGrant } from '@modelcontextprotocol/client';
 import type { LoginToken } from '../mcp/login.js';
 import { mcpEnvEntries } from '../settings/index.js';
 import { sameServerUrl } from '../text/sameUrl.js';
 import { refreshDue, scopeUnion, shortReason, storedTokens } from './credentials.js';
 import { checkMetadataIssuer, LoginError, probeUnauthorized, safeForTokens } from './oauth.js';
+import type { ShelfOAuthClient } from '../contract/shelf.js';
 import type { MachineClient } from './shelf.js';
 import type { LoginRecord, StoredTokens, TokenStore } from './tokenStore.js';
 
 export type { MachineClient };
 
 /** What the client proves itself with: its secret, or its private key (PKCS#8 PEM) and the JWS algorithm. */
-export type MachineCredential = { clientSecret: string } | { privateKey: string; algorithm: string };
+export type MachineCredential = { clientSecret: string; idToken?: string } | { privateKey: string; algorithm: string };
 
 /** The flags that put a machine login on the shelf, for messages that say how to fix one. */
 export function machineAddCommand(server: string, url: string, client: MachineClient): string {
+  if (client.grant === 'id_jag') {
+    return `durable-mcp mcp add ${server} ${url} --id-jag --client-id ${client.clientId} --client-secret-env ${client.clientSecretEnv ?? '<VAR>'} --idp-token-endpoint ${client.idpTokenEndpoint ?? '<URL>'} --idp-client-id ${client.idpClientId ?? '<ID>'} --id-token-env ${client.idTokenEnv ?? '<VAR>'}`;
+  }
   const how = client.privateKeyEnv !== undefined
     ? `--private-key-env ${client.privateKeyEnv}${client.signingAlgorithm ? ` --signing-algorithm ${client.signingAlgorithm}` : ''}`
     : `--client-secret-env ${client.clientSecretEnv ?? '<VAR>'}`;
@@ -41,9 +46,11 @@ export function machineAddCommand(server: string, url: string, client: MachineCl
  * the new tokens each expiry brings (the pool restarts a server whose login ID changes) and is
  * known before the first token is. Not secret.
  */
-export function machineLoginId(server: string, client: Pick<MachineClient, 'clientId' | 'privateKeyEnv' | 'clientSecretEnv'>): string {
+export function machineLoginId(server: string, client: Pick<ShelfOAuthClient, 'clientId' | 'privateKeyEnv' | 'clientSecretEnv' | 'grant' | 'idpTokenEndpoint' | 'idpClientId' | 'idTokenEnv'>): string {
   const how = client.privateKeyEnv !== undefined ? `key:${client.privateKeyEnv}` : `secret:${client.clientSecretEnv ?? ''}`;
-  return `m-${createHash('sha256').update(JSON.stringify([server, client.clientId, how])).digest('base64url').slice(0, 16)}`;
+  const parts: unknown[] = [server, client.clientId, how];
+  if (client.grant === 'id_jag') parts.push(['id_jag', client.idpTokenEndpoint, client.idpClientId, client.idTokenEnv]);
+  return `m-${createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 16)}`;
 }
 
 const CURVE_ALGORITHMS: Record<string, string> = { prime256v1: 'ES256', secp384r1: 'ES384', secp521r1: 'ES512' };
@@ -82,7 +89,14 @@ export function machineCredentialOf(client: MachineClient, env: NodeJS.ProcessEn
   const allowed = !listed || mcpEnvEntries(env).includes(variable);
   const value = allowed ? env[variable] : undefined;
   if (!value) return { reason: `its ${what} is read from ${variable}, which ${listed ? 'this worker' : 'this process'} ${allowed ? 'does not have: set it' : 'may not read: list it in DMCP_MCP_ENV'}` };
-  if (client.privateKeyEnv === undefined) return { clientSecret: value };
+  if (client.privateKeyEnv === undefined) {
+    if (client.grant !== 'id_jag') return { clientSecret: value };
+    const idVariable = client.idTokenEnv ?? '';
+    const idAllowed = !listed || mcpEnvEntries(env).includes(idVariable);
+    const idToken = idAllowed ? env[idVariable] : undefined;
+    if (!idToken) return { reason: `its ID token is read from ${idVariable}, which ${listed ? 'this worker' : 'this process'} ${idAllowed ? 'does not have: set it to the user\'s ID token from the identity provider' : 'may not read: list it in DMCP_MCP_ENV'}` };
+    return { clientSecret: value, idToken: idToken.trim() };
+  }
   try {
     return privateKeyOf(value, client.signingAlgorithm);
   } catch (err) {
@@ -96,6 +110,9 @@ class MachineGrantProvider implements OAuthClientProvider {
   discovery?: OAuthDiscoveryState;
   private info: OAuthClientInformationMixed;
   readonly addClientAuthentication?: OAuthClientProvider['addClientAuthentication'];
+
+  /** The ID-JAG of a cross-app access grant: the token request is a JWT-bearer grant with it. */
+  assertion?: string;
 
   constructor(client: MachineClient, credential: MachineCredential, private readonly scope: string | undefined) {
     this.info = { client_id: client.clientId, ...('clientSecret' in credential ? { client_secret: credential.clientSecret } : {}) };
@@ -113,7 +130,7 @@ class MachineGrantProvider implements OAuthClientProvider {
     return {
       client_name: 'durable-mcp',
       redirect_uris: [],
-      grant_types: ['client_credentials'],
+      grant_types: [this.assertion !== undefined ? 'urn:ietf:params:oauth:grant-type:jwt-bearer' : 'client_credentials'],
       token_endpoint_auth_method: this.addClientAuthentication ? 'private_key_jwt' : 'client_secret_basic',
       ...(this.scope ? { scope: this.scope } : {}),
     };
@@ -146,7 +163,9 @@ class MachineGrantProvider implements OAuthClientProvider {
   }
 
   prepareTokenRequest(scope?: string): URLSearchParams {
-    const params = new URLSearchParams({ grant_type: 'client_credentials' });
+    const params = this.assertion !== undefined
+      ? new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion: this.assertion })
+      : new URLSearchParams({ grant_type: 'client_credentials' });
     if (scope) params.set('scope', scope);
     return params;
   }
@@ -184,7 +203,7 @@ export async function grantMachineTokens(opts: {
   now: number;
   wantedScope?: string;
 }): Promise<LoginRecord> {
-  const secrets = 'clientSecret' in opts.credential ? [opts.credential.clientSecret] : [];
+  const secrets = 'clientSecret' in opts.credential ? [opts.credential.clientSecret, ...(opts.credential.idToken ? [opts.credential.idToken] : [])] : [];
   if (!safeForTokens(opts.serverUrl)) throw new MachineGrantError(`${opts.serverUrl} is plain http to another machine: its tokens would cross the network readable; use an https:// address`, false);
   let provider: MachineGrantProvider;
   try {
@@ -195,6 +214,7 @@ export async function grantMachineTokens(opts: {
     if (!safeForTokens(tokenEndpoint)) throw new MachineGrantError(`the token endpoint ${tokenEndpoint} is plain http to another machine: the client's credentials would cross the network readable`, false);
     const scope = scopeUnion(hint?.scope ?? found.resourceMetadata?.scopes_supported?.join(' '), opts.wantedScope);
     provider = new MachineGrantProvider(opts.client, opts.credential, scope);
+    if (opts.client.grant === 'id_jag') provider.assertion = await idJagOf(opts, found.authorizationServerMetadata?.issuer ?? found.authorizationServerUrl, found.resourceMetadata?.resource ?? opts.serverUrl, scope);
     provider.saveDiscoveryState({
       authorizationServerUrl: found.authorizationServerUrl,
       ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl.href } : {}),
@@ -218,15 +238,33 @@ export async function grantMachineTokens(opts: {
     discovery: provider.discovery,
     client: { client_id: opts.client.clientId },
     ...(opts.client.clientSecretEnv !== undefined ? { clientSecretEnv: opts.client.clientSecretEnv } : {}),
-    grant: 'client_credentials',
+    grant: opts.client.grant,
     tokens: storedTokens(tokens, opts.now),
     ...(opts.wantedScope ? { wantedScope: opts.wantedScope } : {}),
   };
 }
 
+/**
+ * The ID-JAG for one grant: the user's ID token exchanged at the identity provider (RFC 8693), for
+ * the server's authorization server (`audience`, its issuer) and the server itself (`resource`).
+ * @throws MachineGrantError saying the identity provider refused the ID token (`refused`).
+ */
+async function idJagOf(opts: { client: MachineClient; credential: MachineCredential; fetch: FetchLike }, audience: string, resource: string, scope: string | undefined): Promise<string> {
+  const endpoint = opts.client.idpTokenEndpoint ?? '';
+  if (!safeForTokens(endpoint)) throw new MachineGrantError(`the identity provider's token endpoint ${endpoint} is plain http to another machine: the ID token would cross the network readable`, false);
+  const idToken = 'idToken' in opts.credential ? opts.credential.idToken ?? '' : '';
+  try {
+    const result = await requestJwtAuthorizationGrant({ tokenEndpoint: endpoint, audience, resource, idToken, clientId: opts.client.idpClientId ?? '', ...(scope ? { scope } : {}), fetchFn: opts.fetch });
+    return result.jwtAuthGrant;
+  } catch (err) {
+    throw new MachineGrantError(`the identity provider refused the ID token in ${opts.client.idTokenEnv} (${shortReason(err, [idToken])}): it may have expired; set ${opts.client.idTokenEnv} to a fresh one on the workers`, true);
+  }
+}
+
 /** What the status says when a machine login has no token to give, naming what to fix. */
 export function machineProblemMessage(server: string, client: MachineClient, reason: string, refused: boolean, where = { variable: 'on the workers', url: '<url>' }): string {
   const variable = client.privateKeyEnv ?? client.clientSecretEnv;
+  if (client.grant === 'id_jag' && reason.startsWith('the identity provider refused')) return `${reason}; tried again next turn`;
   if (refused) {
     return `the authorization server refused its client credentials (${reason}): check ${variable} ${where.variable}, or put the server back with the right client: durable-mcp mcp forget ${server}, then ${machineAddCommand(server, where.url, client)}; tried again next turn`;
   }
@@ -248,7 +286,7 @@ export interface MachineTokenDeps {
 
 /** Whether `record` holds tokens of this machine client for this address (and not some earlier login). */
 function machineRecordFits(record: LoginRecord | undefined, server: string, serverUrl: string, client: MachineClient): record is LoginRecord {
-  return record !== undefined && record.grant === 'client_credentials' && record.loginId === machineLoginId(server, client) && sameServerUrl(record.serverUrl, serverUrl) && !record.dead;
+  return record !== undefined && record.grant === client.grant && record.loginId === machineLoginId(server, client) && sameServerUrl(record.serverUrl, serverUrl) && !record.dead;
 }
 
 /**
@@ -285,7 +323,7 @@ export async function machineToken(deps: MachineTokenDeps, server: string, serve
     try {
       next = await grantMachineTokens({ server, serverUrl, client, credential, fetch: deps.fetch, now: deps.now(), ...(fits && record.wantedScope ? { wantedScope: record.wantedScope } : {}) });
     } catch (err) {
-      const reason = err instanceof MachineGrantError ? err.reason : shortReason(err, 'clientSecret' in credential ? [credential.clientSecret] : []);
+      const reason = err instanceof MachineGrantError ? err.reason : shortReason(err, 'clientSecret' in credential ? [credential.clientSecret, ...(credential.idToken ? [credential.idToken] : [])] : []);
       deps.logger.warn({ server, reason }, 'the client-credentials grant failed');
       return fallback ? answer(fallback) : problem(reason, err instanceof MachineGrantError && err.refused);
     }

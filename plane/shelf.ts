@@ -8,6 +8,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import {
   agentIdProblem,
   DEFAULT_TASK_QUEUE,
+  isMachineGrant,
+  type MachineGrant,
   SHELF_WORKFLOW_ID,
   shelfGrantProofText,
   shelfServerProofText,
@@ -71,6 +73,14 @@ export interface AddArguments {
   privateKeyEnv?: string;
   /** `--signing-algorithm`: the JWS algorithm of the client assertion (default: from the key). */
   signingAlgorithm?: string;
+  /** `--id-jag`: the workers exchange a user's ID token at the identity provider and present the ID-JAG (no login). */
+  idJag?: boolean;
+  /** `--idp-token-endpoint`: the identity provider's token endpoint (with `--id-jag`). */
+  idpTokenEndpoint?: string;
+  /** `--idp-client-id`: this client's ID at the identity provider (with `--id-jag`). */
+  idpClientId?: string;
+  /** `--id-token-env`: the worker variable holding the user's ID token (with `--id-jag`). */
+  idTokenEnv?: string;
 }
 
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -81,6 +91,8 @@ export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 
 /** Why the machine-login fields of a pre-registered client do not fit together, with the field to blame; undefined when they do. */
 export function machineClientProblem(client: ShelfOAuthClient, flags: boolean): { message: string; field: string } | undefined {
   const say = (flag: string, field: string) => (flags ? flag : field);
+  const idJag = idJagClientProblem(client, say);
+  if (idJag !== null) return idJag;
   if (client.grant !== 'client_credentials') {
     if (client.privateKeyEnv !== undefined) return { message: `${say('--private-key-env', 'oauth.privateKeyEnv')} is for a machine login (${say('--client-credentials', 'oauth.grant: client_credentials')})`, field: 'oauth.privateKeyEnv' };
     if (client.signingAlgorithm !== undefined) return { message: `${say('--signing-algorithm', 'oauth.signingAlgorithm')} is for a machine login with a private key (${say('--client-credentials --private-key-env <VAR>', 'oauth.grant: client_credentials, oauth.privateKeyEnv')})`, field: 'oauth.signingAlgorithm' };
@@ -99,11 +111,39 @@ export function machineClientProblem(client: ShelfOAuthClient, flags: boolean): 
   return undefined;
 }
 
+const ID_JAG_FIELDS = [['idpTokenEndpoint', '--idp-token-endpoint'], ['idpClientId', '--idp-client-id'], ['idTokenEnv', '--id-token-env']] as const;
+
+/**
+ * The cross-app access (`id_jag`) part of {@link machineClientProblem}: null when the entry is not
+ * about it (neither the grant nor its fields), else its problem or undefined.
+ */
+function idJagClientProblem(client: ShelfOAuthClient, say: (flag: string, field: string) => string): { message: string; field: string } | undefined | null {
+  if (client.grant !== 'id_jag') {
+    const stray = ID_JAG_FIELDS.find(([field]) => client[field] !== undefined);
+    return stray ? { message: `${say(stray[1], `oauth.${stray[0]}`)} is for a cross-app access login (${say('--id-jag', 'oauth.grant: id_jag')})`, field: `oauth.${stray[0]}` } : null;
+  }
+  const missing = ID_JAG_FIELDS.find(([field]) => client[field] === undefined);
+  if (missing) return { message: `a cross-app access login (${say('--id-jag', 'oauth.grant: id_jag')}) needs ${say(`${missing[1]} <${missing[0] === 'idTokenEnv' ? 'VAR' : missing[0] === 'idpClientId' ? 'ID' : 'URL'}>`, `oauth.${missing[0]}`)}`, field: `oauth.${missing[0]}` };
+  if (client.clientSecretEnv === undefined) return { message: `a cross-app access login authenticates to the server's authorization server with a secret: give ${say('--client-secret-env <VAR>', 'oauth.clientSecretEnv')}`, field: 'oauth.clientSecretEnv' };
+  if (client.privateKeyEnv !== undefined || client.signingAlgorithm !== undefined) return { message: `a cross-app access login authenticates with a secret, not a private key: drop ${say('--private-key-env', 'oauth.privateKeyEnv')}`, field: 'oauth.privateKeyEnv' };
+  if (!VARIABLE_NAME.test(client.idTokenEnv!)) return { message: `${say('--id-token-env', 'oauth.idTokenEnv')} takes the name of a variable holding the ID token, not the token itself`, field: 'oauth.idTokenEnv' };
+  let endpoint: URL | undefined;
+  try {
+    endpoint = new URL(client.idpTokenEndpoint!);
+  } catch {
+    endpoint = undefined;
+  }
+  if (!endpoint || !['http:', 'https:'].includes(endpoint.protocol) || endpoint.username || endpoint.password) return { message: `${say('--idp-token-endpoint', 'oauth.idpTokenEndpoint')} must be the identity provider's http(s) token endpoint, without a user name or password`, field: 'oauth.idpTokenEndpoint' };
+  const id = client.idpClientId!;
+  if (id.trim() === '' || id.length > 1024 || [...id].some((c) => c.charCodeAt(0) < 0x20)) return { message: `${say('--idp-client-id', 'oauth.idpClientId')} must be the client ID the identity provider gave (one line, at most 1024 characters)`, field: 'oauth.idpClientId' };
+  return undefined;
+}
+
 /** The pre-registered client of `mcp add`, or why its flags are wrong. */
 function oauthClientOf(name: string, args: AddArguments): ShelfOAuthClient | undefined {
   if (args.clientId === undefined) {
     if (args.clientSecretEnv !== undefined) throw new ShelfInputError(`mcp add ${name}: --client-secret-env needs --client-id (the client the secret belongs to)`, 'oauth.clientSecretEnv');
-    if (args.clientCredentials || args.privateKeyEnv !== undefined) throw new ShelfInputError(`mcp add ${name}: a machine login (--client-credentials) needs --client-id (the client registered with the authorization server)`, 'oauth.clientId');
+    if (args.clientCredentials || args.idJag || args.privateKeyEnv !== undefined) throw new ShelfInputError(`mcp add ${name}: a machine login (--client-credentials) needs --client-id (the client registered with the authorization server)`, 'oauth.clientId');
     return undefined;
   }
   const clientId = args.clientId.trim();
@@ -119,7 +159,12 @@ function oauthClientOf(name: string, args: AddArguments): ShelfOAuthClient | und
     ...(args.clientCredentials ? { grant: 'client_credentials' as const } : {}),
     ...(privateKeyEnv !== undefined ? { privateKeyEnv } : {}),
     ...(args.signingAlgorithm !== undefined ? { signingAlgorithm: args.signingAlgorithm.trim().toUpperCase() } : {}),
+    ...(args.idJag ? { grant: 'id_jag' as const } : {}),
+    ...(args.idpTokenEndpoint !== undefined ? { idpTokenEndpoint: args.idpTokenEndpoint.trim() } : {}),
+    ...(args.idpClientId !== undefined ? { idpClientId: args.idpClientId.trim() } : {}),
+    ...(args.idTokenEnv !== undefined ? { idTokenEnv: args.idTokenEnv.replace(/^\$\{?|\}$/g, '') } : {}),
   };
+  if (args.idJag && args.clientCredentials) throw new ShelfInputError(`mcp add ${name}: --id-jag and --client-credentials are two different machine logins: give one`, 'oauth.grant');
   const problem = machineClientProblem(client, true);
   if (problem) throw new ShelfInputError(`mcp add ${name}: ${problem.message}`, problem.field);
   return client;
@@ -230,6 +275,7 @@ export function workerVariablesOf(entry: ShelfEntry, env: NodeJS.ProcessEnv = {}
     }
     if (entry.oauth?.clientSecretEnv) out.add(entry.oauth.clientSecretEnv);
     if (entry.oauth?.privateKeyEnv) out.add(entry.oauth.privateKeyEnv);
+    if (entry.oauth?.idTokenEnv) out.add(entry.oauth.idTokenEnv);
   }
   return [...out];
 }
@@ -375,8 +421,8 @@ export function verifyShelfGrant(key: Buffer, grant: ShelfGrant, entry: ShelfEnt
 
 // --- the worker's layer ---
 
-/** The client of a shelf server whose workers log in by themselves (the client-credentials grant). */
-export type MachineClient = ShelfOAuthClient & { grant: 'client_credentials' };
+/** The client of a shelf server whose workers log in by themselves (client credentials, or cross-app access). */
+export type MachineClient = ShelfOAuthClient & { grant: MachineGrant };
 
 /**
  * The machine logins among the servers granted to `agent` whose server and grant proofs verify
@@ -390,9 +436,9 @@ export function machineClientsOf(state: ShelfState, agent: string, key: Buffer |
   for (const grant of state.grants) {
     const server = grant.agent === agent ? servers.get(grant.server) : undefined;
     const entry = server?.entry;
-    if (!server || entry?.type === 'stdio' || entry?.oauth?.grant !== 'client_credentials') continue;
+    if (!server || entry?.type === 'stdio' || !isMachineGrant(entry?.oauth?.grant)) continue;
     if (!verifyShelfServer(key, server) || !verifyShelfGrant(key, grant, server.entry)) continue;
-    out.set(server.name, { ...entry.oauth, grant: 'client_credentials' });
+    out.set(server.name, { ...entry.oauth!, grant: entry.oauth!.grant! as MachineGrant });
   }
   return out;
 }

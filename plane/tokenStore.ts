@@ -19,6 +19,7 @@ import { checkServer, keyId, seal, TokenStoreError, unseal } from './loginEnvelo
 import { createLoginFolder, errno, readIfExists, type LoginFolder } from './loginFolder.js';
 import { createLoginLocks } from './loginLock.js';
 import { createPrivateFileOnce } from '../config/privateFile.js';
+import type { MachineGrant } from '../contract/shelf.js';
 import { DataDirEntry } from '../contract/index.js';
 
 export { keyId, seal, TokenStoreError, unseal };
@@ -63,8 +64,8 @@ export interface LoginRecord {
   clientSecretEnv?: string;
   /** The RFC 8707 resource indicator the tokens were requested for. */
   resource?: string;
-  /** `client_credentials`: a machine login's tokens, renewed by a new grant rather than a refresh token. */
-  grant?: 'client_credentials';
+  /** A machine login's tokens (`client_credentials`, `id_jag`), renewed by a new grant rather than a refresh token. */
+  grant?: MachineGrant;
   tokens: StoredTokens;
   /** Set when the authorization server refused the refresh token (expired or revoked): no further refresh is tried. */
   dead?: { at: string; reason: string };

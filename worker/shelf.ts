@@ -10,6 +10,7 @@ import type { LoadedConfig } from '../config/types.js';
 import type { LoginCredentials, LoginToken } from '../mcp/login.js';
 import { createCredentials, loginProblem, type Credentials } from '../plane/credentials.js';
 import { machineLoginId } from '../plane/machineLogin.js';
+import { isMachineGrant } from '../contract/shelf.js';
 import { machineClientsOf, shelfLayerText, type MachineClient } from '../plane/shelf.js';
 import { ShelfClient } from '../plane/shelfClient.js';
 import { tokenStoreFromSettings, type TokenStore } from '../plane/tokenStore.js';
@@ -111,7 +112,7 @@ export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
         for (const s of state.servers) {
           const client = found.get(s.name);
           if (client) machines.set(s.name, client);
-          else if (s.entry.type === 'stdio' || s.entry.oauth?.grant !== 'client_credentials') machines.delete(s.name);
+          else if (s.entry.type === 'stdio' || !isMachineGrant(s.entry.oauth?.grant)) machines.delete(s.name);
         }
         layer = { ...(read.text !== undefined ? { text: read.text } : {}), warnings: read.warnings };
       } catch (err) {

@@ -8,6 +8,7 @@ import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { ProtocolEra, ShelfEntry, ShelfOAuthClient, ShelfServer, ShelfState } from '../../contract/index.js';
+import { isMachineGrant } from '../../contract/shelf.js';
 import type { ShelfClient } from '../../plane/shelfClient.js';
 import type { Settings } from '../../settings/index.js';
 import { stripTerminalControls } from '../../text/terminal.js';
@@ -63,7 +64,7 @@ export function commandLine(entry: ShelfEntry): string {
 export function serverState(server: ShelfServer, agents: string[], facts: ServerFacts): string {
   if (agents.length === 0) return 'not granted';
   if (server.entry.type === 'stdio') return 'command';
-  if (server.entry.oauth?.grant === 'client_credentials') return machineState(server.entry.oauth, facts);
+  if (isMachineGrant(server.entry.oauth?.grant)) return machineState(server.entry.oauth, facts);
   if (facts.loginId !== undefined && facts.loginUrl !== undefined && !sameServerUrl(facts.loginUrl, server.entry.url)) {
     return `logged in for another address (${facts.loginUrl}), so not used: durable-mcp mcp login ${server.name}`;
   }
@@ -92,6 +93,7 @@ export function serverState(server: ShelfServer, agents: string[], facts: Server
 function machineState(client: ShelfOAuthClient, facts: ServerFacts): string {
   const variable = client.privateKeyEnv ?? client.clientSecretEnv;
   const scope = facts.wantedScope ? `; wants more access (scope ${facts.wantedScope}), asked for at the next grant` : '';
+  if (client.grant === 'id_jag') return `cross-app access (the workers exchange the ID token in ${client.idTokenEnv} at the identity provider, then present it with ${variable})${scope}`;
   return `client credentials (the workers get tokens with ${variable})${scope}`;
 }
 
@@ -301,11 +303,19 @@ interface AddOptions {
   clientCredentials?: boolean;
   privateKeyEnv?: string;
   signingAlgorithm?: string;
+  idJag?: boolean;
+  idpTokenEndpoint?: string;
+  idpClientId?: string;
+  idTokenEnv?: string;
 }
 
 /** The machine-login flags of `mcp add`, as {@link parseAddArguments} takes them. */
-function machineAddArguments(opts: AddOptions): { clientCredentials?: boolean; privateKeyEnv?: string; signingAlgorithm?: string } {
+function machineAddArguments(opts: AddOptions): Pick<AddOptions, 'clientCredentials' | 'privateKeyEnv' | 'signingAlgorithm' | 'idJag' | 'idpTokenEndpoint' | 'idpClientId' | 'idTokenEnv'> {
   return {
+    ...(opts.idJag ? { idJag: true } : {}),
+    ...(opts.idpTokenEndpoint !== undefined ? { idpTokenEndpoint: opts.idpTokenEndpoint } : {}),
+    ...(opts.idpClientId !== undefined ? { idpClientId: opts.idpClientId } : {}),
+    ...(opts.idTokenEnv !== undefined ? { idTokenEnv: opts.idTokenEnv } : {}),
     ...(opts.clientCredentials ? { clientCredentials: true } : {}),
     ...(opts.privateKeyEnv !== undefined ? { privateKeyEnv: opts.privateKeyEnv } : {}),
     ...(opts.signingAlgorithm !== undefined ? { signingAlgorithm: opts.signingAlgorithm } : {}),
@@ -342,10 +352,11 @@ async function addCommand(program: Command, name: string, target: string[], opts
     if (!existed) print(`added ${describe(parsed.name, parsed.entry)}${granted.length > 0 ? `; granted to ${granted.join(', ')}` : ''} (shelf version ${version})`);
     else if (results.some((r) => r.changed)) print(`${parsed.name} is on the shelf already with this entry; granted to ${granted.join(', ')} (shelf version ${version})`);
     else print(`${parsed.name} is on the shelf already with this entry${granted.length > 0 ? ` and granted to ${granted.join(', ')}` : ''}; nothing changed`);
-    const machine = parsed.entry.type !== 'stdio' && parsed.entry.oauth?.grant === 'client_credentials' ? parsed.entry.oauth : undefined;
+    const machine = parsed.entry.type !== 'stdio' && isMachineGrant(parsed.entry.oauth?.grant) ? parsed.entry.oauth : undefined;
     const secretEnv = parsed.entry.type !== 'stdio' ? machine?.privateKeyEnv ?? parsed.entry.oauth?.clientSecretEnv : undefined;
-    const variables = workerVariablesOf(parsed.entry, process.env).filter((v) => v !== secretEnv);
-    if (machine) print(`  a machine login: the workers get its tokens by the client-credentials grant, with the ${machine.privateKeyEnv !== undefined ? 'private key (PEM)' : 'client secret'} in ${secretEnv} (listed in their DMCP_MCP_ENV); no mcp login needed`);
+    const variables = workerVariablesOf(parsed.entry, process.env).filter((v) => v !== secretEnv && v !== machine?.idTokenEnv);
+    if (machine?.grant === 'id_jag') print(`  a cross-app access login: the workers exchange the user's ID token in ${machine.idTokenEnv} at ${machine.idpTokenEndpoint} and present the grant with the client secret in ${secretEnv} (both listed in their DMCP_MCP_ENV); no mcp login needed`);
+    else if (machine) print(`  a machine login: the workers get its tokens by the client-credentials grant, with the ${machine.privateKeyEnv !== undefined ? 'private key (PEM)' : 'client secret'} in ${secretEnv} (listed in their DMCP_MCP_ENV); no mcp login needed`);
     else if (secretEnv !== undefined) print(`  the client secret is read from ${secretEnv}: set it where durable-mcp mcp login runs, and on the workers (listed in their DMCP_MCP_ENV) for refreshes`);
     if (variables.length > 0) print(`  workers hand ${variables.join(', ')} to it only when their DMCP_MCP_ENV lists ${variables.length > 1 ? 'them' : 'it'}`);
     if (granted.length === 0) print(`  no agent has it yet: durable-mcp mcp grant ${parsed.name} --agent <id>`);
@@ -435,7 +446,7 @@ async function listCommand(opts: { json?: boolean; probeTimeout: string }): Prom
       state.servers.map(async (s) => {
         if (!granted.has(s.name) || s.entry.type === 'stdio') return;
         const login = await logins.facts(s.name);
-        const probe = login.loginId === undefined && !login.pendingSince && s.entry.oauth?.grant !== 'client_credentials' ? await probeServer(s.entry, timeoutMs) : undefined;
+        const probe = login.loginId === undefined && !login.pendingSince && !isMachineGrant(s.entry.oauth?.grant) ? await probeServer(s.entry, timeoutMs) : undefined;
         facts.set(s.name, { ...login, ...(probe ? { probe } : {}) });
       }),
     );
@@ -500,9 +511,9 @@ async function loginCli(server: string, address: string | undefined, opts: { bro
     return 0;
   });
   if (!found) return;
-  if (found.oauth?.grant === 'client_credentials') {
+  if (isMachineGrant(found.oauth?.grant)) {
     const { machineLoginCommand } = await import('../machineLogin.js');
-    process.exitCode = await machineLoginCommand({ server, serverUrl: found.url, client: { ...found.oauth, grant: 'client_credentials' }, settings: found.settings, out: print, err: printError });
+    process.exitCode = await machineLoginCommand({ server, serverUrl: found.url, client: { ...found.oauth, grant: found.oauth.grant }, settings: found.settings, out: print, err: printError });
     return;
   }
   const { loginCommand } = await import('../login.js');
@@ -558,6 +569,10 @@ export function registerMcpCommand(program: Command): void {
     .option('--client-secret-env <VAR>', "the variable holding that client's secret (where mcp login runs, and on the workers, listed in DMCP_MCP_ENV)")
     .option('--client-credentials', 'a machine login: the workers get tokens by the client-credentials grant as --client-id, no mcp login (with --client-secret-env or --private-key-env)')
     .option('--private-key-env <VAR>', "with --client-credentials: the worker variable holding the client's private key (PEM), for private_key_jwt")
+    .option('--id-jag', "a cross-app access login (enterprise-managed authorization): the workers exchange a user's ID token at the identity provider for an ID-JAG and present it as --client-id (with --client-secret-env, --idp-token-endpoint, --idp-client-id, --id-token-env)")
+    .option('--idp-token-endpoint <url>', "with --id-jag: the identity provider's token endpoint (token exchange)")
+    .option('--idp-client-id <id>', 'with --id-jag: this client\'s ID at the identity provider')
+    .option('--id-token-env <VAR>', "with --id-jag: the worker variable holding the user's ID token from the identity provider")
     .option('--signing-algorithm <alg>', 'with --private-key-env: the JWS algorithm of the client assertion (RS256, PS256, ES256...; default from the key)')
     .action((name: string, target: string[], opts: AddOptions) => addCommand(program, name, target, opts));
   mcp

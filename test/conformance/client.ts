@@ -50,6 +50,11 @@ interface ScenarioContext {
   /** A machine client's private key (auth/client-credentials-jwt): PEM, and the algorithm to sign with. */
   private_key_pem?: string;
   signing_algorithm?: string;
+  /** Cross-app access (auth/cross-app-access-complete-flow): the user's ID token and the identity provider it is exchanged at. */
+  idp_client_id?: string;
+  idp_id_token?: string;
+  idp_issuer?: string;
+  idp_token_endpoint?: string;
 }
 
 /** The variable the operator keeps a pre-registered client's secret in. */
@@ -222,6 +227,9 @@ async function logInAgain(name: string, context: ScenarioContext, scenario: stri
   return finished.code === 0;
 }
 
+/** The variable the user's ID token (cross-app access) is kept in, on the workers. */
+const ID_TOKEN_VARIABLE = 'CONFORMANCE_ID_TOKEN';
+
 /** The variable a machine client's private key is kept in, on the workers. */
 const KEY_VARIABLE = 'CONFORMANCE_PRIVATE_KEY';
 
@@ -260,9 +268,9 @@ async function machineWorker(queue: string, variables: Record<string, string>): 
 }
 
 /**
- * A machine login (auth/client-credentials-*), as an operator of a worker fleet sets it up: the
- * workers hold the client's secret or key, `mcp add ... --client-credentials`, then a turn, with
- * no login step.
+ * A machine login (auth/client-credentials-*, auth/cross-app-access-*), as an operator of a worker
+ * fleet sets it up: the workers hold the client's secret or key (and for cross-app access the
+ * user's ID token), `mcp add ... --client-credentials` or `--id-jag`, then a turn, with no login step.
  */
 async function machineScenario(url: string, scenario: string, context: ScenarioContext, workspace: string, address: string): Promise<number> {
   const suffix = randomBytes(4).toString('hex');
@@ -270,14 +278,18 @@ async function machineScenario(url: string, scenario: string, context: ScenarioC
   const agent = `conformance-${suffix}`;
   const queue = `${loadSettings(process.env).taskQueue}-machine-${suffix}`;
   const key = context.private_key_pem !== undefined;
+  const idJag = context.idp_id_token !== undefined;
   const variables: Record<string, string> = key ? { [KEY_VARIABLE]: context.private_key_pem! } : { [SECRET_VARIABLE]: context.client_secret ?? '' };
+  if (idJag) variables[ID_TOKEN_VARIABLE] = context.idp_id_token!;
   const worker = await machineWorker(queue, variables);
   const env = { ...process.env, DMCP_TASK_QUEUE: queue };
   try {
-    const how = key
-      ? ['--private-key-env', KEY_VARIABLE, ...(context.signing_algorithm ? ['--signing-algorithm', context.signing_algorithm] : [])]
-      : ['--client-secret-env', SECRET_VARIABLE];
-    if ((await durableMcp(['mcp', 'add', name, url, '--agent', agent, '--client-credentials', '--client-id', context.client_id ?? '', ...how], env)).code !== 0) return 1;
+    const how = idJag
+      ? ['--id-jag', '--client-secret-env', SECRET_VARIABLE, '--idp-token-endpoint', context.idp_token_endpoint ?? '', '--idp-client-id', context.idp_client_id ?? '', '--id-token-env', ID_TOKEN_VARIABLE]
+      : key
+        ? ['--client-credentials', '--private-key-env', KEY_VARIABLE, ...(context.signing_algorithm ? ['--signing-algorithm', context.signing_algorithm] : [])]
+        : ['--client-credentials', '--client-secret-env', SECRET_VARIABLE];
+    if ((await durableMcp(['mcp', 'add', name, url, '--agent', agent, '--client-id', context.client_id ?? '', ...how], env)).code !== 0) return 1;
     const settings = loadSettings(env);
     const client = await TurnClient.connect({ address, taskQueue: queue, dataDir: settings.dataDir, dataConverter: dataConverterFor(settings) });
     try {
@@ -304,7 +316,7 @@ async function main(): Promise<number> {
   // An empty workspace: the turn's servers are the scenario's alone, not a checkout's .mcp.json.
   const workspace = await mkdtemp(join(tmpdir(), 'dmcp-conformance-workspace-'));
   try {
-    if (scenario.startsWith('auth/client-credentials-')) return await machineScenario(url, scenario, context, workspace, address);
+    if (scenario.startsWith('auth/client-credentials-') || scenario.startsWith('auth/cross-app-access-')) return await machineScenario(url, scenario, context, workspace, address);
     if (scenario.startsWith('auth/')) {
       // Scenarios run side by side on one deployment: each gets its own shelf name and agent.
       const suffix = randomBytes(4).toString('hex');
