@@ -27,10 +27,14 @@ export async function machineLoginCommand(opts: MachineLoginOptions): Promise<nu
   const variable = opts.client.privateKeyEnv ?? opts.client.clientSecretEnv ?? '<VAR>';
   const what = opts.client.privateKeyEnv !== undefined ? 'private key' : 'client secret';
   const env = opts.env ?? process.env;
-  const how = `the workers get its tokens by the client-credentials grant, as client ${opts.client.clientId} with the ${what} in ${variable} (listed in their DMCP_MCP_ENV)`;
-  if (!env[variable]) {
+  const idJag = opts.client.grant === 'id_jag';
+  const how = idJag
+    ? `the workers exchange the user's ID token in ${opts.client.idTokenEnv} at ${opts.client.idpTokenEndpoint} for an ID-JAG and present it as client ${opts.client.clientId} with the client secret in ${variable} (both listed in their DMCP_MCP_ENV)`
+    : `the workers get its tokens by the client-credentials grant, as client ${opts.client.clientId} with the ${what} in ${variable} (listed in their DMCP_MCP_ENV)`;
+  const needed = idJag ? [variable, opts.client.idTokenEnv ?? '<VAR>'] : [variable];
+  if (needed.some((v) => !env[v])) {
     opts.out(`${opts.server} needs no login: ${how}.`);
-    opts.out(`To test the grant from here, set ${variable} and run durable-mcp mcp login ${opts.server} again.`);
+    opts.out(`To test the grant from here, set ${needed.join(' and ')} and run durable-mcp mcp login ${opts.server} again.`);
     return 0;
   }
   const credential = machineCredentialOf(opts.client, env, false);

@@ -257,6 +257,8 @@ async function idJagOf(opts: { client: MachineClient; credential: MachineCredent
     const result = await requestJwtAuthorizationGrant({ tokenEndpoint: endpoint, audience, resource, idToken, clientId: opts.client.idpClientId ?? '', ...(scope ? { scope } : {}), fetchFn: opts.fetch });
     return result.jwtAuthGrant;
   } catch (err) {
+    // fetch throws a TypeError when the identity provider cannot be reached: that is no refusal.
+    if (err instanceof TypeError) throw new MachineGrantError(`the identity provider at ${endpoint} did not answer (${shortReason(err, [idToken])})`, false);
     throw new MachineGrantError(`the identity provider refused the ID token in ${opts.client.idTokenEnv} (${shortReason(err, [idToken])}): it may have expired; set ${opts.client.idTokenEnv} to a fresh one on the workers`, true);
   }
 }
@@ -268,7 +270,7 @@ export function machineProblemMessage(server: string, client: MachineClient, rea
   if (refused) {
     return `the authorization server refused its client credentials (${reason}): check ${variable} ${where.variable}, or put the server back with the right client: durable-mcp mcp forget ${server}, then ${machineAddCommand(server, where.url, client)}; tried again next turn`;
   }
-  return `could not get a token by the client-credentials grant (${reason}); tried again next turn`;
+  return `could not get a token by the ${client.grant === 'id_jag' ? 'cross-app access (ID-JAG)' : 'client-credentials'} grant (${reason}); tried again next turn`;
 }
 
 export interface MachineTokenDeps {
