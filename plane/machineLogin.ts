@@ -318,7 +318,7 @@ export async function machineToken(deps: MachineTokenDeps, server: string, serve
     const fallback = fits && usable(record, 0) ? record : undefined;
     const credential = machineCredentialOf(client, deps.env, true);
     if ('reason' in credential) {
-      deps.logger.warn({ server, reason: credential.reason }, 'cannot make the client-credentials grant');
+      deps.logger.warn({ server, grant: client.grant, reason: credential.reason }, 'cannot make the machine grant');
       return fallback ? answer(fallback) : problem(credential.reason, false);
     }
     let next: LoginRecord;
@@ -326,12 +326,12 @@ export async function machineToken(deps: MachineTokenDeps, server: string, serve
       next = await grantMachineTokens({ server, serverUrl, client, credential, fetch: deps.fetch, now: deps.now(), ...(fits && record.wantedScope ? { wantedScope: record.wantedScope } : {}) });
     } catch (err) {
       const reason = err instanceof MachineGrantError ? err.reason : shortReason(err, 'clientSecret' in credential ? [credential.clientSecret, ...(credential.idToken ? [credential.idToken] : [])] : []);
-      deps.logger.warn({ server, reason }, 'the client-credentials grant failed');
+      deps.logger.warn({ server, grant: client.grant, reason }, 'the machine grant failed');
       return fallback ? answer(fallback) : problem(reason, err instanceof MachineGrantError && err.refused);
     }
     deps.remember(server, next.tokens);
     await deps.store.write(next);
-    deps.logger.info({ server, loginId: next.loginId, expiresAt: next.tokens.expiresAt }, 'obtained a token by the client-credentials grant');
+    deps.logger.info({ server, grant: client.grant, loginId: next.loginId, expiresAt: next.tokens.expiresAt }, 'obtained a token by the machine grant');
     return answer(next);
   });
 }
