@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { ProtocolEra, ShelfEntry, ShelfOAuthClient, ShelfServer, ShelfState } from '../../contract/index.js';
 import { isMachineGrant } from '../../contract/shelf.js';
+import type { AddArguments } from '../../plane/shelf.js';
 import type { ShelfClient } from '../../plane/shelfClient.js';
 import type { Settings } from '../../settings/index.js';
 import { stripTerminalControls } from '../../text/terminal.js';
@@ -294,23 +295,17 @@ function describe(name: string, entry: ShelfEntry): string {
   return `${name} (${entry.type} ${commandLine(entry)})`;
 }
 
-interface AddOptions {
+/** The machine-login flags of `mcp add`, which parseAddArguments takes as commander gives them. */
+type MachineAddFlags = Pick<AddArguments, 'clientCredentials' | 'privateKeyEnv' | 'signingAlgorithm' | 'idJag' | 'idpTokenEndpoint' | 'idpClientId' | 'idTokenEnv'>;
+
+interface AddOptions extends MachineAddFlags, Pick<AddArguments, 'clientId' | 'clientSecretEnv'> {
   agent: string[];
   header: string[];
   env: string[];
-  clientId?: string;
-  clientSecretEnv?: string;
-  clientCredentials?: boolean;
-  privateKeyEnv?: string;
-  signingAlgorithm?: string;
-  idJag?: boolean;
-  idpTokenEndpoint?: string;
-  idpClientId?: string;
-  idTokenEnv?: string;
 }
 
 /** The machine-login flags of `mcp add`, as {@link parseAddArguments} takes them. */
-function machineAddArguments(opts: AddOptions): Pick<AddOptions, 'clientCredentials' | 'privateKeyEnv' | 'signingAlgorithm' | 'idJag' | 'idpTokenEndpoint' | 'idpClientId' | 'idTokenEnv'> {
+function machineAddArguments(opts: AddOptions): MachineAddFlags {
   return {
     ...(opts.idJag ? { idJag: true } : {}),
     ...(opts.idpTokenEndpoint !== undefined ? { idpTokenEndpoint: opts.idpTokenEndpoint } : {}),
