@@ -14,7 +14,7 @@ import { callScrubber, resultOutcome } from './callTool.js';
 import { currentTurnId, startHeartbeat } from './context.js';
 import type { ActivityKit } from './deps.js';
 import { legacyInputAsker } from './legacyInput.js';
-import { taskFailure, toolResult, withTaskServer } from './tasks.js';
+import { taskFailure, taskPoll, toolResult, withTaskServer } from './tasks.js';
 
 /** How often, once a question is answered, the activity looks whether the task went on. */
 export const RESUME_CHECK_MS = 1000;
@@ -45,16 +45,10 @@ export function taskInputActivity(kit: ActivityKit): (input: TaskInputRef) => Pr
       const turnId = currentTurnId();
       return await withTaskServer(kit, input, scrubber, async (server, signal) => {
         if (input.serverInstance !== undefined && input.serverInstance !== server.instance) return { status: 'lost' };
-        // A 2026-07-28 task asks in `inputRequests`, answered with `tasks/update`, not over `tasks/result`.
-        if (server.era === 'modern') return { status: 'input_required', cannotAsk: true };
-        const poll: Poll = (s, sig) => s.withTasks(async (session, _listed, inner) => {
-          const view = await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).snapshot(inner);
-          return {
-            status: view.status,
-            ...(view.statusMessage !== undefined ? { statusMessage: scrubber.scrub(view.statusMessage).slice(0, 1000) } : {}),
-            ...(view.suggestedPollIntervalMs !== undefined ? { pollIntervalMs: view.suggestedPollIntervalMs } : {}),
-          };
-        }, sig);
+        const poll: Poll = (s, sig) => s.withTasks(async (session, _listed, inner) => taskPoll(await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).snapshot(inner), s, scrubber.scrub), sig);
+        // A 2026-07-28 task asks in `inputRequests` (answered with `tasks/update`), not over
+        // `tasks/result`: where it stands, with its questions, is what the turn needs to ask them.
+        if (server.era === 'modern') return await poll(server, signal);
         const asker = legacyInputAsker(kit, ctx, input, turnId, scrubber.scrub, (waiting) => {
           latest = waiting ?? idle;
           ctx.heartbeat(latest);

@@ -6,13 +6,14 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { ProtocolError } from '@modelcontextprotocol/client';
 import { DispatchError, JsonRpcResponseError, TaskCancelledError, toolDeclarationFromMcpTool, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
 import { ProtocolDecodeError, taskId as asTaskId, type JsonValue, type RuntimeCodec } from '@modelcontextprotocol/ext-tasks/core';
-import { FailureType, type CallOutcome, type CreateTaskInput, type TaskPoll, type TaskRef, type TaskStarted } from '../contract/index.js';
+import { FailureType, type CallOutcome, type CreateTaskInput, type TaskPoll, type TaskQuestions, type TaskRef, type TaskStarted, type UpdateTaskInput } from '../contract/index.js';
+import { UnservedInputRequestError } from '../mcp/inputRequests.js';
 import type { ManagedServer } from '../mcp/managedServer.js';
 import { checkCall } from './callChecks.js';
 import { callScrubber, resultOutcome } from './callTool.js';
 import { currentTurnId, startHeartbeat } from './context.js';
 import type { ActivityKit } from './deps.js';
-import { toFailure } from './history.js';
+import { scrubResult, toFailure } from './history.js';
 
 /** JSON-RPC "invalid params": what a 2025-11-25 server answers for a task it does not know. */
 const INVALID_PARAMS = -32602;
@@ -46,7 +47,7 @@ export function toolResult(result: object): { content?: unknown; isError?: unkno
   return 'content' in result ? result : { content: [{ type: 'text', text: 'the task ended without a tool result' }], isError: true };
 }
 
-function started(view: TaskView, serverInstance: string | undefined): TaskStarted {
+function started(view: TaskView, serverInstance: string | undefined, questions: TaskQuestions): TaskStarted {
   return {
     kind: 'task',
     taskId: view.taskId,
@@ -56,6 +57,36 @@ function started(view: TaskView, serverInstance: string | undefined): TaskStarte
     status: view.status,
     ...(view.statusMessage !== undefined ? { statusMessage: view.statusMessage } : {}),
     ...(serverInstance !== undefined ? { serverInstance } : {}),
+    ...questions,
+  };
+}
+
+/**
+ * A 2026-07-28 task's questions, when it waits for input: they come with its status (the
+ * extension's `inputRequests`), scrubbed like a call's, and the turn asks a person and answers with
+ * `updateTask`. A 2025-era task has none here: its questions come over `tasks/result` (`taskInput`).
+ */
+export function taskQuestions(view: TaskView, server: ManagedServer, scrub: (text: string) => string): TaskQuestions {
+  if (view.status !== 'input_required' || server.era !== 'modern') return {};
+  try {
+    const needs = server.readTaskInput(view.raw.inputRequests);
+    return {
+      inputRequests: scrubResult(needs.requests, scrub),
+      ...(Object.keys(needs.ownResponses).length > 0 ? { ownResponses: needs.ownResponses } : {}),
+    };
+  } catch (err) {
+    if (err instanceof UnservedInputRequestError) return { inputRequests: [], refused: scrub(err.message).slice(0, 1000) };
+    throw err;
+  }
+}
+
+/** One `tasks/get` as the turn records it: status, message, interval, and a 2026-07-28 task's questions. */
+export function taskPoll(view: TaskView, server: ManagedServer, scrub: (text: string) => string): TaskPoll {
+  return {
+    status: view.status,
+    ...(view.statusMessage !== undefined ? { statusMessage: scrub(view.statusMessage).slice(0, 1000) } : {}),
+    ...(view.suggestedPollIntervalMs !== undefined ? { pollIntervalMs: view.suggestedPollIntervalMs } : {}),
+    ...taskQuestions(view, server, scrub),
   };
 }
 
@@ -92,12 +123,14 @@ export function createTaskActivity(kit: ActivityKit): (input: CreateTaskInput) =
           const taskId = execution.handle.taskId;
           // Released at once: the turn polls with activities of its own, from any worker.
           await execution.detach();
+          let view: TaskView;
           try {
-            return started(await session.task(taskId).snapshot(inner), instance);
+            view = await session.task(taskId).snapshot(inner);
           } catch {
             // The task exists: its ID is what must be recorded, whatever its first status said.
             return { kind: 'task', taskId, status: 'working', ...(instance !== undefined ? { serverInstance: instance } : {}) };
           }
+          return started(view, instance, taskQuestions(view, server, scrubber.scrub));
         }, signal);
       });
     } catch (err) {
@@ -117,12 +150,7 @@ export function pollTaskActivity(kit: ActivityKit): (input: TaskRef) => Promise<
         if (input.serverInstance !== undefined && input.serverInstance !== server.instance) return Promise.resolve<TaskPoll>({ status: 'lost' });
         return server.withTasks(async (session, _listed, inner) => {
           try {
-            const view = await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).snapshot(inner);
-            return {
-              status: view.status,
-              ...(view.statusMessage !== undefined ? { statusMessage: scrubber.scrub(view.statusMessage).slice(0, 1000) } : {}),
-              ...(view.suggestedPollIntervalMs !== undefined ? { pollIntervalMs: view.suggestedPollIntervalMs } : {}),
-            };
+            return taskPoll(await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).snapshot(inner), server, scrubber.scrub);
           } catch (err) {
             if (err instanceof JsonRpcResponseError && err.code === INVALID_PARAMS) return { status: 'unknown', statusMessage: scrubber.scrub(err.message).slice(0, 1000) };
             throw err;
@@ -171,6 +199,33 @@ export function cancelTaskActivity(kit: ActivityKit): (input: TaskRef) => Promis
             await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).cancel(inner);
           } catch (err) {
             if (err instanceof JsonRpcResponseError && err.code === INVALID_PARAMS) return;
+            throw err;
+          }
+        }, signal);
+      });
+    } catch (err) {
+      throw taskFailure(err, input, scrubber.scrub);
+    }
+  };
+}
+
+/**
+ * `updateTask`: a 2026-07-28 task's answers (`tasks/update` with `inputResponses` by the server's
+ * key). Sent again after a lost answer, it says the same; a task the server no longer knows is
+ * left to the next poll, which tells.
+ */
+export function updateTaskActivity(kit: ActivityKit): (input: UpdateTaskInput) => Promise<void> {
+  return async function updateTask(input) {
+    const scrubber = callScrubber(kit.deps.scrub);
+    try {
+      await withTaskServer(kit, input, scrubber, (server, signal) => {
+        if (input.serverInstance !== undefined && input.serverInstance !== server.instance) return Promise.resolve();
+        return server.withTasks(async (session, _listed, inner) => {
+          try {
+            await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).updateJson(input.inputResponses, inner);
+          } catch (err) {
+            if (err instanceof JsonRpcResponseError && err.code === INVALID_PARAMS) return;
+            if (err instanceof ProtocolDecodeError) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: the answers to task ${input.taskId} cannot be sent: ${err.message}`, nonRetryable: true });
             throw err;
           }
         }, signal);

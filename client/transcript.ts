@@ -7,7 +7,7 @@ import { describeContent } from '../shaping/content.js';
 import { sniffImageType } from '../shaping/images.js';
 import type { temporal } from '@temporalio/proto';
 import { ActivityName, UpdateName, type CallOutcome, type CallRequest, type CallToolInput, type LocalCallOutcome, type ReconcileResult, type ToolInfo, type TurnInput, type TurnResult, type TurnStatus } from '../contract/index.js';
-import { LEGACY_INPUT_KEY, inputRequestId, type DeliverInputAnswerInput, type InputAction, type InputRequestSpec, type InputRequiredOutcome, type LegacyInputReport, type PostToolUseHooksResult, type PreToolUseHooksResult, type TaskPoll, type TaskRef, type TaskStarted, type ToolHookInput } from '../contract/index.js';
+import { LEGACY_INPUT_KEY, inputRequestId, type DeliverInputAnswerInput, type InputAction, type InputRequestSpec, type InputRequiredOutcome, type LegacyInputReport, type PostToolUseHooksResult, type PreToolUseHooksResult, type TaskPoll, type TaskRef, type TaskStarted, type ToolHookInput, type UpdateTaskInput } from '../contract/index.js';
 import { stripTerminalControls } from '../text/terminal.js';
 
 type History = temporal.api.history.v1.IHistory;
@@ -68,9 +68,22 @@ function observeTask(task: TranscriptTask, poll: TaskPoll | TaskStarted): void {
 /** Activities of a call that runs as a task whose results the transcript reads. */
 const TASK_ACTIVITIES = new Set<string>([ActivityName.createTask, ActivityName.pollTask, ActivityName.taskResult, ActivityName.taskInput]);
 
+/**
+ * A 2026-07-28 task's questions, read with its status: those with a key the call was not asked
+ * under yet are the next round, as the turn numbers them.
+ */
+function taskQuestionsAsked(call: TranscriptCall, result: TaskStarted | TaskPoll): void {
+  if (result.status !== 'input_required' || !result.inputRequests) return;
+  const fresh = result.inputRequests.filter((r) => !call.inputs?.some((i) => i.key === r.key));
+  if (fresh.length === 0) return;
+  const round = (call.inputs?.at(-1)?.round ?? 0) + 1;
+  call.inputs = [...(call.inputs ?? []), ...fresh.map((r) => ({ ...r, round }))];
+}
+
 /** What a completed task activity tells of its call. */
 function taskActivityCompleted(type: string, call: TranscriptCall, result: TaskStarted | TaskPoll | CallOutcome | undefined): void {
   if (!result) return;
+  if (!('content' in result)) taskQuestionsAsked(call, result);
   if ('content' in result) {
     // createTask answered at once, the task's result, or the result taskInput fetched.
     call.outcome = result;
@@ -175,6 +188,15 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
       if (type === ActivityName.pollTask || type === ActivityName.taskResult || type === ActivityName.cancelTask || type === ActivityName.taskInput) {
         const input = decode<TaskRef>(a.input, converter);
         if (input) entry.callId = callFor(input.callId, input.name).id;
+      }
+      if (type === ActivityName.updateTask) {
+        // A 2026-07-28 task's answers: only how each was answered is shown.
+        const input = decode<UpdateTaskInput>(a.input, converter);
+        const call = input ? callFor(input.callId, input.name) : undefined;
+        for (const asked of call?.inputs ?? []) {
+          const answer = input?.inputResponses[asked.key] as { action?: InputAction } | undefined;
+          if (asked.action === undefined && answer?.action) asked.action = answer.action;
+        }
       }
       if (type === ActivityName.callTool || type === ActivityName.createTask) {
         const input = decode<CallToolInput>(a.input, converter);

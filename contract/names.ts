@@ -52,6 +52,8 @@ export const ActivityName = {
    * come over it and go to a person through the turn; ends once the task goes on (or ends).
    */
   taskInput: 'taskInput',
+  /** Sends the answers to a 2026-07-28 task's questions (`tasks/update`); the turn waited for them with nothing running. */
+  updateTask: 'updateTask',
 } as const;
 export type ActivityName = (typeof ActivityName)[keyof typeof ActivityName];
 

@@ -26,6 +26,8 @@ export const PatchId = {
   mcpTasks: 'mcp-tasks',
   /** A 2025-era task that waits for input gets its questions asked of a person (`taskInput`), instead of being cancelled. */
   mcpTaskInput: 'mcp-task-input',
+  /** A 2026-07-28 task's questions (`inputRequests`) go to a person and its answers to the server (`updateTask`), instead of the task being cancelled. */
+  mcpTaskUpdates: 'mcp-task-updates',
   /** The polls of a task older than a day wait a share of its age (up to 12 h) instead of at most 5 min. */
   longTaskPolls: 'long-task-polls',
   /** A retry-safe call runs first as a local activity on the worker running the turn, when it holds the session's servers. */

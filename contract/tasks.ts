@@ -1,11 +1,26 @@
 /** What the MCP task activities take and return: recorded in history, so a durable contract. */
+import type { InputRequestSpec } from './inputs.js';
 import type { CallToolInput } from './turn.js';
 
 /** An MCP task's status as its server reports it (2025-11-25 `tasks/get`). */
 export type TaskState = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 
+/**
+ * A 2026-07-28 task's questions, read with its status when it is `input_required` (the extension's
+ * `inputRequests`, answered with `tasks/update`). Absent for a 2025-era task, whose questions come
+ * over `tasks/result` instead (see `taskInput`).
+ */
+export interface TaskQuestions {
+  /** What a person must answer, by the server's key (elicitations; scrubbed). */
+  inputRequests?: InputRequestSpec[];
+  /** Answers the worker gave itself (roots), sent along with the person's, by key. */
+  ownResponses?: Record<string, unknown>;
+  /** Set instead when the task asks what no person can answer here (sampling), saying what. */
+  refused?: string;
+}
+
 /** `createTask`: the task the server created for a call, as recorded. */
-export interface TaskStarted {
+export interface TaskStarted extends TaskQuestions {
   kind: 'task';
   taskId: string;
   /** How long the server keeps the task after it was created (ms); null: unlimited; absent: not said. */
@@ -39,11 +54,14 @@ export interface TaskRef {
  * `pollTask`: what one poll found. `lost`: the stdio process that ran the task is gone; `unknown`:
  * the server no longer knows the task (its TTL ran out, or it was dropped).
  */
-export interface TaskPoll {
+export interface TaskPoll extends TaskQuestions {
   status: TaskState | 'lost' | 'unknown';
   statusMessage?: string;
   pollIntervalMs?: number;
-  /** Set by `taskInput` when the task's server cannot be asked through it (a 2026-07-28 task's questions are not routed to a person yet). */
+  /**
+   * Set by `taskInput` of workers that did not yet route a 2026-07-28 task's questions (which come
+   * in `inputRequests`, not over `tasks/result`); read only so that turns recorded then replay.
+   */
   cannotAsk?: true;
 }
 
@@ -53,4 +71,9 @@ export type CreateTaskInput = CallToolInput;
 /** `taskInput`: the task whose questions to ask, and the longest the activity may hold its `tasks/result`. */
 export interface TaskInputRef extends TaskRef {
   waitMs: number;
+}
+
+/** `updateTask`: the answers to a 2026-07-28 task's questions (`tasks/update`), by the server's key. */
+export interface UpdateTaskInput extends TaskRef {
+  inputResponses: Record<string, unknown>;
 }

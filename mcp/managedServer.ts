@@ -608,6 +608,16 @@ export class ManagedServer {
   }
 
   /**
+   * A 2026-07-28 task's `inputRequests` (from `tasks/get`) read as a call's are: elicitations for a
+   * person, `roots/list` answered here with the roots offered now. Throws
+   * {@link UnservedInputRequestError} for what no person can answer (sampling) or cannot read.
+   */
+  readTaskInput(inputRequests: unknown): NeedsInput {
+    const requests = typeof inputRequests === 'object' && inputRequests !== null && !Array.isArray(inputRequests) ? (inputRequests as Record<string, unknown>) : {};
+    return readInputRequired({ resultType: 'input_required', inputRequests: requests } as Parameters<typeof readInputRequired>[0], this.deps.roots);
+  }
+
+  /**
    * Sends one 2025-11-25 `tasks/result` for a task that waits for input: the server sends its
    * questions (`elicitation/create` naming the task) over that request, and `ask` answers them.
    * Resolves with the task's result once it ends; `signal` ends the request earlier (the task

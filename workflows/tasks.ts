@@ -6,10 +6,11 @@
  */
 import { CancellationScope, isCancellation, patched, proxyActivities, sleep } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/common';
-import { FailureType, LEGACY_INPUT_GRACE_MS, PatchId, type CallOutcome, type CallRequest, type CallToolInput, type TaskPoll, type TaskRef, type TaskStarted, type ToolInfo } from '../contract/index.js';
+import { FailureType, LEGACY_INPUT_GRACE_MS, PatchId, type CallOutcome, type CallRequest, type CallToolInput, type InputAnswer, type TaskPoll, type TaskRef, type TaskStarted, type ToolInfo } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { callOptions, callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
 import { cancelledCallOutcome, errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout, messageOf } from './failures.js';
+import { waitForAnswers, type InputRounds } from './inputs.js';
 import { reconcile } from './servers.js';
 import type { TurnContext } from './turnState.js';
 
@@ -79,12 +80,67 @@ export function needsInputOutcome(name: string, task: Pick<TaskStarted, 'taskId'
   );
 }
 
-/** What the model reads when its task waited for input and no answer reached it in time. */
-export function unansweredOutcome(name: string, task: Pick<TaskStarted, 'taskId'>, limitMs: number): CallOutcome {
+/**
+ * What the model reads when its task waited for input and no answer reached it in time: within
+ * the legacy limit while `taskInput` held a 2025-era task's request, or within the input limit
+ * while the turn waited for a 2026-07-28 task's answers.
+ */
+export function unansweredOutcome(name: string, task: Pick<TaskStarted, 'taskId'>, limitMs: number, setting = 'DMCP_LEGACY_INPUT_TIMEOUT'): CallOutcome {
   return errorOutcome(
     'unknown_result',
-    `${name}: task ${task.taskId} asked for input and got no answer within ${Math.round(limitMs / 1000)} s (DMCP_LEGACY_INPUT_TIMEOUT); it was cancelled if the server still knew it, and it may have had an effect: check before calling again`,
+    `${name}: task ${task.taskId} asked for input and got no answer within ${Math.round(limitMs / 1000)} s (${setting}); it was cancelled if the server still knew it, and it may have had an effect: check before calling again`,
   );
+}
+
+/** What the model reads when its task asked what no person can answer here (sampling). */
+export function refusedInputOutcome(name: string, task: Pick<TaskStarted, 'taskId'>, why: string): CallOutcome {
+  return errorOutcome('bad_request', `${name}: task ${task.taskId} asked for input that cannot be given (${why}); the task was cancelled, and it may have had an effect`);
+}
+
+/** Where a 2026-07-28 task is in its questions: the rounds asked, and the keys the server was sent answers for. */
+interface TaskAnswers {
+  rounds: InputRounds;
+  sent: Set<string>;
+}
+
+/**
+ * A 2026-07-28 task waits for input: its questions came with its status. Each one not answered yet
+ * becomes an input request of the call (`<callId>:<round>:<key>`, as a 2026-07-28 call's), and the
+ * turn waits for the answers on a durable timer with nothing running: the server holds the task,
+ * so a worker lost meanwhile loses nothing. Then one short `updateTask` sends them (`tasks/update`)
+ * and the turn goes back to polling. Returns the call's outcome when it ends here instead.
+ */
+async function answerTask(ctx: TurnContext, request: CallRequest, tool: ToolInfo, task: TaskStarted, ref: TaskRef, status: TaskPoll, answers: TaskAnswers): Promise<CallOutcome | undefined> {
+  const { limits } = ctx;
+  const cancelTask = () => CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
+  if (status.refused !== undefined) {
+    await cancelTask();
+    return refusedInputOutcome(tool.name, task, status.refused);
+  }
+  // Still waiting after its questions went unanswered (the server was told `cancel`): as for a
+  // 2025-era task, it is cancelled.
+  if (answers.rounds.timedOut) {
+    await cancelTask();
+    return unansweredOutcome(tool.name, task, limits.inputTimeoutMs, 'DMCP_INPUT_TIMEOUT');
+  }
+  const fresh = (status.inputRequests ?? []).filter((r) => !answers.sent.has(r.key));
+  const own = Object.entries(status.ownResponses ?? {}).filter(([key]) => !answers.sent.has(key));
+  // Answered already: the server has not gone on yet, and the next poll tells.
+  if (fresh.length === 0 && own.length === 0) return undefined;
+  let given: Record<string, InputAnswer> = {};
+  if (fresh.length > 0) {
+    const reply = await waitForAnswers(ctx, request, { status: 'input_required', requests: fresh }, answers.rounds, CancellationScope.current());
+    if ('status' in reply) {
+      await cancelTask();
+      return reply;
+    }
+    given = reply.inputResponses;
+  }
+  const inputResponses = { ...Object.fromEntries(own), ...given };
+  const sent = await taskRequest(ctx, tool, `answers to the task of ${tool.name}`, (a) => a.updateTask({ ...ref, inputResponses }));
+  if (sent !== undefined && 'content' in sent) return lostTrack(ctx, tool, task, ref, sent);
+  for (const key of Object.keys(inputResponses)) answers.sent.add(key);
+  return undefined;
 }
 
 /**
@@ -220,11 +276,17 @@ async function createOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput
 async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolInfo, task: TaskStarted, ref: TaskRef): Promise<CallOutcome> {
   const { state } = ctx;
   const createdAt = Date.now();
-  let status: TaskPoll = { status: task.status, ...(task.statusMessage !== undefined ? { statusMessage: task.statusMessage } : {}) };
+  const { kind: _kind, taskId: _taskId, ttlMs: _ttlMs, serverInstance: _instance, pollIntervalMs: _interval, ...first } = task;
+  let status: TaskPoll = first;
   let interval = task.pollIntervalMs;
+  const answers: TaskAnswers = { rounds: { round: 0, timedOut: false }, sent: new Set() };
   for (let polls = 0; status.status === 'working' || status.status === 'input_required'; polls += 1) {
     state.details.callWaitsOnTask(request.id, { taskId: task.taskId, status: status.status });
-    if (status.status === 'input_required') {
+    // A 2026-07-28 task's questions came with its status; after the answers, the turn polls on.
+    if (status.status === 'input_required' && status.inputRequests !== undefined && patched(PatchId.mcpTaskUpdates)) {
+      const ended = await answerTask(ctx, request, tool, task, ref, status, answers);
+      if (ended) return ended;
+    } else if (status.status === 'input_required') {
       // Turns recorded before questions of tasks reached a person cancelled such a task.
       if (!patched(PatchId.mcpTaskInput)) {
         await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
@@ -232,6 +294,12 @@ async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolI
       }
       const asked = await askForTask(ctx, request, tool, ref);
       if ('content' in asked) return asked.status === 'error' && asked.errorKind === 'transport' ? lostTrack(ctx, tool, task, ref, asked) : asked;
+      // A 2026-07-28 task whose questions were not read with its status (a turn that polled it
+      // before they were): taskInput read them, and they are asked above.
+      if (asked.status === 'input_required' && asked.inputRequests !== undefined && patched(PatchId.mcpTaskUpdates)) {
+        status = asked;
+        continue;
+      }
       if (asked.status === 'input_required') {
         await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
         return asked.cannotAsk ? needsInputOutcome(tool.name, task, status) : unansweredOutcome(tool.name, task, ctx.limits.legacyInputTimeoutMs);

@@ -304,19 +304,80 @@ describe('tasks of 2026-07-28 servers (the io.modelcontextprotocol/tasks extensi
     await turn.end();
   });
 
-  test('a task that fails (a JSON-RPC error) is the tool\'s error; one that asks for input is cancelled with an outcome that says why', async () => {
+  test('a task that fails (a JSON-RPC error) is the tool\'s error', async () => {
     const turn = await h.client.startTurn({ sessionId: `tasks26-fail-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
     const failed = await turn.callTool({ id: 'fail', name: 'mcp__jobs__failing_job', arguments: { tag: 'fail26' } });
-    const asking = await turn.callTool({ id: 'ask', name: 'mcp__jobs__asking_job', arguments: { tag: 'colour' } });
     await turn.end();
     assert.equal(failed.status, 'ok', failed.errorMessage);
     assert.equal(failed.isError, true);
     assert.match(String(textOf(failed.content[0])), /task \w+ failed: the job broke/);
-    assert.equal(asking.status, 'error');
-    assert.equal(asking.errorKind, 'unknown_result');
-    assert.match(asking.errorMessage ?? '', /task (\w+) asked for input \("Which colour\?"\), which durable-mcp cannot yet give to a task; the task was cancelled/);
-    const askedId = /task (\w+) asked/.exec(asking.errorMessage ?? '')?.[1];
-    assert.ok((await taskEvents(log)).some((e) => e.event === 'task-cancelled' && e.taskId === askedId), 'the asking task was cancelled on the server');
+  });
+
+  test('a task that asks for input (inputRequests) asks a person through the turn; the answer goes back with tasks/update, once, and the task finishes with it', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks26-ask-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const asked: InputRequest[] = [];
+    const outcome = await turn.callTool({ id: 'ask', name: 'mcp__jobs__asking_job', arguments: { tag: 'colour' } }, {
+      inputPollMs: 200,
+      onInput: (request): InputAnswer => {
+        asked.push(request);
+        return { action: 'accept', content: { choice: 'teal' } };
+      },
+    });
+    await turn.end();
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(outcome.isError, false);
+    assert.equal(textOf(outcome.content[0]), 'colour: teal');
+    assert.deepEqual(asked.map((r) => [r.requestId, r.kind, r.tool, r.message]), [['ask:1:choice', 'form', 'mcp__jobs__asking_job', 'Which colour?']]);
+
+    const events = await taskEvents(log);
+    const created = events.filter((e) => e.event === 'task-created' && e.tag === 'colour');
+    assert.equal(created.length, 1);
+    const updates = events.filter((e) => e.event === 'task-updated' && e.taskId === created[0]!.taskId) as (TaskEvent & { keys: string[]; actions: string[] })[];
+    assert.deepEqual(updates.map((u) => [u.keys, u.actions]), [[['choice'], ['accept']]], 'one tasks/update with the answer');
+    assert.ok(!events.some((e) => e.event === 'task-cancelled' && e.taskId === created[0]!.taskId), 'not cancelled');
+
+    const history = await h.client.client.workflow.getHandle(turn.turnId).fetchHistory();
+    const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((t) => t !== undefined);
+    assert.equal(types.filter((t) => t === ActivityName.updateTask).length, 1);
+    assert.equal(types.filter((t) => t === ActivityName.taskInput).length, 0, 'nothing held while a person answers');
+    assert.ok(types.lastIndexOf(ActivityName.pollTask) > types.indexOf(ActivityName.updateTask), 'polled again after the answer');
+    const transcript = await h.client.transcript(turn.turnId);
+    const call = transcript.calls.find((c) => c.id === 'ask')!;
+    assert.deepEqual(call.inputs?.map((i) => [i.round, i.key, i.kind, i.action]), [[1, 'choice', 'form', 'accept']]);
+    assert.equal(call.task?.status, 'completed');
+    assert.ok(call.task.changes.some((c) => c.status === 'input_required' && c.statusMessage === 'Which colour?'));
+    const rendered = renderTranscript(transcript);
+    assert.match(rendered, /asked \(round 1, form\): Which colour\? -> accept/);
+    assert.doesNotMatch(rendered, /asked .* teal/, 'the answer\'s content is never shown');
+  });
+
+  test('a task\'s question declined with answerInput reaches the server as decline; the API shows the task waiting meanwhile', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks26-decline-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const running = turn.callTool({ id: 'dec', name: 'mcp__jobs__asking_job', arguments: { tag: 'shape' } });
+    await waitUntil('the task\'s question', async () => (await h.client.pendingInputs(turn.turnId)).length === 1, 30_000);
+    const [open] = await h.client.pendingInputs(turn.turnId);
+    assert.deepEqual([open!.requestId, open!.key, open!.round, open!.message], ['dec:1:choice', 'choice', 1, 'Which shape?']);
+    const waiting = await callProgress(h.client.client, turn.turnId, 'dec');
+    assert.equal(waiting?.status, 'input_required', JSON.stringify(waiting));
+    assert.match(String(waiting?.message), /^task \w+: input_required, Which shape\?$/);
+    assert.deepEqual(await h.client.answerInput(turn.turnId, open!.requestId, { action: 'decline' }), { requestId: 'dec:1:choice', action: 'decline' });
+    const outcome = await running;
+    await turn.end();
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(textOf(outcome.content[0]), 'shape: no answer (decline)');
+    const call = (await h.client.transcript(turn.turnId)).calls.find((c) => c.id === 'dec')!;
+    assert.deepEqual(call.inputs?.map((i) => i.action), ['decline']);
+  });
+
+  test('a task\'s question unanswered within the input limit is answered cancel, as a 2025-era task\'s is; the task goes on', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks26-unanswered-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] }, limits: { inputTimeoutMs: 1000 } });
+    const outcome = await turn.callTool({ id: 'late', name: 'mcp__jobs__asking_job', arguments: { tag: 'size' } });
+    await turn.end();
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(textOf(outcome.content[0]), 'size: no answer (cancel)');
+    const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'size')!;
+    const updates = (await taskEvents(log)).filter((e) => e.event === 'task-updated' && e.taskId === created.taskId) as (TaskEvent & { actions: string[] })[];
+    assert.deepEqual(updates.map((u) => u.actions), [['cancel']]);
   });
 });
 
@@ -448,6 +509,39 @@ describe('a worker SIGKILLed while its call runs as a task', () => {
       assert.equal(types.filter((t) => t === ActivityName.taskResult).length, 1, 'the result fetched once');
       const transcript = renderTranscript(await client.transcript(turn.turnId));
       assert.match(transcript, /task \w+: completed, step 30\/30 \(\d+ polls\)/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('2026-07-28 remote server: a worker SIGKILLed while a task\'s question waits for a person loses nothing; the survivor sends the answer to the same task', async () => {
+    const dir = await tempDir();
+    const log = join(dir, 'tasks.log');
+    const fixture = await startTaskServer({ FIXTURE_LOG: log }, 'modern');
+    const file = await configFiles(dir)({ jobs: { type: 'http', url: fixture.url, protocol: '2026-07-28', tasks: 'prefer' } });
+    const { client, turn, victim } = await twoWorkers(dir, file);
+    try {
+      const running = turn.callTool({ id: 'ask26', name: 'mcp__jobs__asking_job', arguments: { tag: 'colour' } });
+      await waitUntil('the task\'s question', async () => (await turn.pendingInputs()).length === 1, 30_000);
+      assert.equal((await turn.pendingInputs())[0]!.requestId, 'ask26:1:choice');
+      process.kill(victim.pid, 'SIGKILL');
+      // The question is in history, not in the dead worker: it is still open, and the answer is taken.
+      assert.deepEqual((await turn.pendingInputs()).map((r) => r.requestId), ['ask26:1:choice']);
+      await turn.answerInput('ask26:1:choice', { action: 'accept', content: { choice: 'red' } });
+
+      const outcome = await running;
+      assert.equal(outcome.status, 'ok', outcome.errorMessage);
+      assert.equal(textOf(outcome.content[0]), 'colour: red');
+      const events = await taskEvents(log);
+      const created = events.filter((e) => e.event === 'task-created' && e.tag === 'colour');
+      assert.equal(created.length, 1, 'the task was created exactly once');
+      assert.equal(events.filter((e) => e.event === 'task-updated' && e.taskId === created[0]!.taskId).length, 1, 'the answer reached the same task once');
+      const result = await turn.end();
+      assert.notEqual(result.workerQueue, victim.workerQueue, 'the turn finished on the surviving worker');
+      const history = await client.client.workflow.getHandle(turn.turnId).fetchHistory();
+      const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((t) => t !== undefined);
+      assert.equal(types.filter((t) => t === ActivityName.createTask).length, 1, 'one createTask activity');
+      assert.equal(types.filter((t) => t === ActivityName.taskInput).length, 0, 'nothing held while the question waited');
     } finally {
       await client.close();
     }

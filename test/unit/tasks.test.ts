@@ -5,7 +5,7 @@ import { buildTranscript, renderTranscript, taskLine, MAX_TASK_CHANGES } from '.
 import { ActivityName, type CallToolInput, type TaskPoll, type TaskRef, type TaskStarted } from '../../contract/index.js';
 import { relatedTaskId } from '../../mcp/managedServer.js';
 import { taskProgress } from '../../api/progress.js';
-import { LONG_TASK_AFTER_MS, MAX_LONG_TASK_WAIT_MS, MAX_POLL_MS, TASK_REQUEST_TIMEOUT_MS, endedTaskOutcome, lostTrackOutcome, pollDelayMs, runsAsTask, taskInputOptions, unansweredOutcome } from '../../workflows/tasks.js';
+import { LONG_TASK_AFTER_MS, MAX_LONG_TASK_WAIT_MS, MAX_POLL_MS, TASK_REQUEST_TIMEOUT_MS, endedTaskOutcome, lostTrackOutcome, pollDelayMs, refusedInputOutcome, runsAsTask, taskInputOptions, unansweredOutcome } from '../../workflows/tasks.js';
 
 const cases: [title: string, suggested: number | undefined, polls: number, expected: number][] = [
   ['no suggestion: 1 s', undefined, 0, 1000],
@@ -83,7 +83,7 @@ void test('ended task outcomes: a lost stdio task may have had an effect; a forg
 });
 
 /** A history of one call that ran as a task: scheduled and completed activity events, as Temporal records them. */
-function taskHistory(polls: (TaskPoll | [type: string, result: unknown])[]) {
+function taskHistory(polls: (TaskPoll | [type: string, result: unknown, input?: object])[]) {
   const payload = (value: unknown) => ({ payloads: [defaultPayloadConverter.toPayload(value)] });
   const events: object[] = [];
   let id = 0;
@@ -97,7 +97,7 @@ function taskHistory(polls: (TaskPoll | [type: string, result: unknown])[]) {
   const started: TaskStarted = { kind: 'task', taskId: 'tk', ttlMs: 60_000, pollIntervalMs: 1000, status: 'working' };
   activity(ActivityName.createTask, call, started);
   for (const poll of polls) {
-    if (Array.isArray(poll)) activity(poll[0], poll[0] === ActivityName.taskInput ? { ...ref, waitMs: 600_000 } : ref, poll[1]);
+    if (Array.isArray(poll)) activity(poll[0], poll[0] === ActivityName.taskInput ? { ...ref, waitMs: 600_000 } : { ...ref, ...poll[2] }, poll[1]);
     else activity(ActivityName.pollTask, ref, poll);
   }
   return { events };
@@ -170,6 +170,34 @@ void test('a task whose question got no answer in time: unknown result naming th
   const outcome = unansweredOutcome('mcp__s__job', { taskId: 't4' }, 600_000);
   assert.deepEqual([outcome.status, outcome.errorKind], ['error', 'unknown_result']);
   assert.equal(outcome.errorMessage, 'mcp__s__job: task t4 asked for input and got no answer within 600 s (DMCP_LEGACY_INPUT_TIMEOUT); it was cancelled if the server still knew it, and it may have had an effect: check before calling again');
+});
+
+void test('a 2026-07-28 task\'s unanswered question names the input limit; one no person can answer is a bad request that says the task was cancelled', () => {
+  const outcome = unansweredOutcome('mcp__s__job', { taskId: 't5' }, 86_400_000, 'DMCP_INPUT_TIMEOUT');
+  assert.equal(outcome.errorKind, 'unknown_result');
+  assert.match(outcome.errorMessage ?? '', /^mcp__s__job: task t5 asked for input and got no answer within 86400 s \(DMCP_INPUT_TIMEOUT\); it was cancelled/);
+  const refused = refusedInputOutcome('mcp__s__job', { taskId: 't6' }, 'durable-mcp does not answer sampling/createMessage');
+  assert.deepEqual([refused.status, refused.errorKind], ['error', 'bad_request']);
+  assert.equal(refused.errorMessage, 'mcp__s__job: task t6 asked for input that cannot be given (durable-mcp does not answer sampling/createMessage); the task was cancelled, and it may have had an effect');
+});
+
+void test('transcript: a 2026-07-28 task\'s questions come with its polls, one round per new key, and the answers sent with updateTask say how each was answered', () => {
+  const ask = (key: string, message: string) => ({ key, kind: 'form' as const, message, requestedSchema: { type: 'object', properties: { [key]: { type: 'string' } } } });
+  const t = buildTranscript('s/turn-1', taskHistory([
+    { status: 'input_required', statusMessage: 'Which colour?', inputRequests: [ask('colour', 'Which colour?')] },
+    [ActivityName.updateTask, null, { inputResponses: { colour: { action: 'accept', content: { colour: 'vermilion' } } } }],
+    // Not gone on yet: the same key again is no new question.
+    { status: 'input_required', statusMessage: 'Which colour?', inputRequests: [ask('colour', 'Which colour?')] },
+    { status: 'input_required', statusMessage: 'Which size?', inputRequests: [ask('size', 'Which size?')] },
+    { status: 'completed' },
+  ]));
+  const call = t.calls[0]!;
+  assert.deepEqual(call.inputs?.map((i) => [i.round, i.key, i.message, i.action]), [[1, 'colour', 'Which colour?', 'accept'], [2, 'size', 'Which size?', undefined]]);
+  assert.equal(call.task?.polls, 4, 'updateTask is no poll');
+  const rendered = renderTranscript(t);
+  assert.match(rendered, /asked \(round 1, form\): Which colour\? -> accept/);
+  assert.match(rendered, /asked \(round 2, form\): Which size\? -> not answered yet/);
+  assert.doesNotMatch(rendered, /vermilion/, 'never the content of an answer');
 });
 
 void test('taskInput options: held at most the legacy limit (plus margins), heartbeating, run once', () => {
