@@ -369,6 +369,18 @@ describe('tasks of 2026-07-28 servers (the io.modelcontextprotocol/tasks extensi
     assert.deepEqual(call.inputs?.map((i) => i.action), ['decline']);
   });
 
+  test('a task that asks what no person can give (sampling) is cancelled, and the model reads why', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks26-sampling-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const outcome = await turn.callTool({ id: 'smp', name: 'mcp__jobs__sampling_job', arguments: { tag: 'smp26' } });
+    await turn.end();
+    assert.equal(outcome.status, 'error');
+    assert.equal(outcome.errorKind, 'bad_request');
+    assert.match(outcome.errorMessage ?? '', /^mcp__jobs__sampling_job: task (\w+) asked for input that cannot be given \(sampling \(sampling\/createMessage\) is not supported by this client/);
+    const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'smp26')!;
+    assert.ok((await taskEvents(log)).some((e) => e.event === 'task-cancelled' && e.taskId === created.taskId), 'the task was cancelled on the server');
+    assert.deepEqual(await turn.pendingInputs(), [], 'nobody was asked');
+  });
+
   test('a task\'s question unanswered within the input limit is answered cancel, as a 2025-era task\'s is; the task goes on', async () => {
     const turn = await h.client.startTurn({ sessionId: `tasks26-unanswered-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] }, limits: { inputTimeoutMs: 1000 } });
     const outcome = await turn.callTool({ id: 'late', name: 'mcp__jobs__asking_job', arguments: { tag: 'size' } });
