@@ -138,7 +138,12 @@ async function answerTask(ctx: TurnContext, request: CallRequest, tool: ToolInfo
   }
   const inputResponses = { ...Object.fromEntries(own), ...given };
   const sent = await taskRequest(ctx, tool, `answers to the task of ${tool.name}`, (a) => a.updateTask({ ...ref, inputResponses }));
-  if (sent !== undefined && 'content' in sent) return lostTrack(ctx, tool, task, ref, sent);
+  if (sent !== undefined && 'content' in sent) {
+    if (sent.errorKind !== 'bad_request') return lostTrack(ctx, tool, task, ref, sent);
+    // The answers cannot be sent: the task would wait for them until its TTL.
+    await cancelTask();
+    return sent;
+  }
   for (const key of Object.keys(inputResponses)) answers.sent.add(key);
   return undefined;
 }
@@ -282,6 +287,8 @@ async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolI
   const answers: TaskAnswers = { rounds: { round: 0, timedOut: false }, sent: new Set() };
   for (let polls = 0; status.status === 'working' || status.status === 'input_required'; polls += 1) {
     state.details.callWaitsOnTask(request.id, { taskId: task.taskId, status: status.status });
+    // A task that went on after its questions went unanswered may ask again later, with the full limit.
+    if (status.status !== 'input_required') answers.rounds.timedOut = false;
     // A 2026-07-28 task's questions came with its status; after the answers, the turn polls on.
     if (status.status === 'input_required' && status.inputRequests !== undefined && patched(PatchId.mcpTaskUpdates)) {
       const ended = await answerTask(ctx, request, tool, task, ref, status, answers);

@@ -369,6 +369,21 @@ describe('tasks of 2026-07-28 servers (the io.modelcontextprotocol/tasks extensi
     assert.deepEqual(call.inputs?.map((i) => i.action), ['decline']);
   });
 
+  test('cancelling the call while its task\'s question waits closes the question and cancels the task on the server', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks26-cancel-ask-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const running = turn.callTool({ id: 'cxa', name: 'mcp__jobs__asking_job', arguments: { tag: 'cxa26' } });
+    await waitUntil('the task\'s question', async () => (await turn.pendingInputs()).length === 1, 30_000);
+    const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'cxa26')!;
+    await turn.cancelCall('cxa');
+    const outcome = await running;
+    assert.equal(outcome.errorKind, 'cancelled');
+    assert.match(outcome.errorMessage ?? '', new RegExp(`task ${created.taskId} was cancelled on the server`));
+    assert.deepEqual(await turn.pendingInputs(), [], 'the question is closed');
+    await waitUntil('the cancel to reach the server', async () => (await taskEvents(log)).some((e) => e.event === 'task-cancelled' && e.taskId === created.taskId), 10_000);
+    assert.ok(!(await taskEvents(log)).some((e) => e.event === 'task-updated' && e.taskId === created.taskId), 'no answer was sent');
+    await turn.end();
+  });
+
   test('a task that asks what no person can give (sampling) is cancelled, and the model reads why', async () => {
     const turn = await h.client.startTurn({ sessionId: `tasks26-sampling-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
     const outcome = await turn.callTool({ id: 'smp', name: 'mcp__jobs__sampling_job', arguments: { tag: 'smp26' } });
