@@ -4,6 +4,7 @@
  * after an intended, versioned workflow change: the point of the replay test is to catch the others.
  * Names given (`... recordHistories.js interactive-turn-fast-path.json`) record only those files.
  */
+import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +12,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { startDevServer } from '../../dev/devServer.js';
 import { everythingServer, fixtureServer, startHarness, tempDir, waitUntil } from './harness.js';
 import { textOf } from './content.js';
+import { printedPort } from './printedPort.js';
 import { projectRoot } from '../../dev/temporalCli.js';
 import { neutralizePaths } from './historyFiles.js';
 
@@ -73,6 +75,25 @@ async function main(): Promise<void> {
     await legacy.end();
     if (legacyOutcome.status !== 'ok' || !textOf(legacyOutcome.content[1])?.includes('Name: recorded')) throw new Error(`unexpected legacy outcome ${JSON.stringify(legacyOutcome)}: not recording`);
 
+    // A 2026-07-28 task's question: recorded with its status, answered, sent back with tasks/update.
+    const modern = spawn(process.execPath, [taskServer, 'modern'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let modernTurnId: string;
+    try {
+      const modernConfig = join(workspace, 'mcp-2026.json');
+      const port = await printedPort(modern, 'the 2026-07-28 task fixture');
+      await writeFile(modernConfig, JSON.stringify({ mcpServers: { jobs: { type: 'http', url: `http://127.0.0.1:${port}/mcp`, protocol: '2026-07-28', tasks: 'prefer' } } }));
+      const modernTurn = await h.client.startTurn({ sessionId: 'replay-task-question', workspace, servers: { mcpConfigFiles: [modernConfig] } });
+      modernTurnId = modernTurn.turnId;
+      const question = modernTurn.callTool({ id: 'toolu_41', name: 'mcp__jobs__asking_job', arguments: { tag: 'colour' } });
+      await waitUntil('the task\'s question', async () => (await modernTurn.pendingInputs()).length === 1);
+      await modernTurn.answerInput('toolu_41:1:choice', { action: 'accept', content: { choice: 'recorded' } });
+      const questionOutcome = await question;
+      await modernTurn.end();
+      if (questionOutcome.status !== 'ok' || textOf(questionOutcome.content[0]) !== 'colour: recorded') throw new Error(`unexpected task question outcome ${JSON.stringify(questionOutcome)}: not recording`);
+    } finally {
+      modern.kill('SIGKILL');
+    }
+
     const only = process.argv.slice(2);
     const recorded = [
       ['interactive-turn.json', turn.turnId],
@@ -80,6 +101,7 @@ async function main(): Promise<void> {
       ['interactive-turn-fast-path.json', fast.turnId],
       ['interactive-turn-task.json', taskTurn.turnId],
       ['interactive-turn-legacy-input.json', legacy.turnId],
+      ['interactive-turn-task-question.json', modernTurnId],
     ] as const;
     for (const [file, id] of recorded.filter(([file]) => only.length === 0 || only.includes(file))) {
       const history = await h.client.client.workflow.getHandle(id).fetchHistory();
