@@ -396,6 +396,30 @@ describe('tasks of 2026-07-28 servers (the io.modelcontextprotocol/tasks extensi
     assert.deepEqual(await turn.pendingInputs(), [], 'nobody was asked');
   });
 
+  test('over stdio: a task runs end to end, and a task\'s question is asked and answered, as over HTTP', async () => {
+    const file = await configFiles(await tempDir())({ local: { command: process.execPath, args: [taskServer, 'modern', 'stdio'], env: { FIXTURE_LOG: log }, protocol: '2026-07-28', tasks: 'prefer' } });
+    const turn = await h.client.startTurn({ sessionId: `tasks26-stdio-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [file] } });
+    const status = turn.status.servers.find((s) => s.name === 'local');
+    assert.deepEqual([status?.transport, status?.era], ['stdio', 'modern']);
+    const long = await turn.callTool({ id: 'std', name: 'mcp__local__long_job', arguments: { seconds: 2, tag: 'std26' } });
+    const asked = await turn.callTool({ id: 'stdask', name: 'mcp__local__asking_job', arguments: { tag: 'colour' } }, {
+      inputPollMs: 200,
+      onInput: (): InputAnswer => ({ action: 'accept', content: { choice: 'mauve' } }),
+    });
+    await turn.end();
+    assert.equal(long.status, 'ok', long.errorMessage);
+    assert.equal(textOf(long.content[0]), 'finished std26 after 2 s');
+    assert.equal(asked.status, 'ok', asked.errorMessage);
+    assert.equal(textOf(asked.content[0]), 'colour: mauve');
+    const events = await taskEvents(log);
+    assert.equal(events.filter((e) => e.event === 'task-created' && e.tag === 'std26').length, 1);
+    const history = await h.client.client.workflow.getHandle(turn.turnId).fetchHistory();
+    const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((t) => t !== undefined);
+    assert.deepEqual([ActivityName.createTask, ActivityName.updateTask, ActivityName.taskResult, ActivityName.callTool].map((t) => types.filter((x) => x === t).length), [2, 1, 2, 0]);
+    const transcript = await h.client.transcript(turn.turnId);
+    assert.deepEqual(transcript.calls.find((c) => c.id === 'stdask')?.inputs?.map((i) => [i.round, i.key, i.action]), [[1, 'choice', 'accept']]);
+  });
+
   test('a task\'s question unanswered within the input limit is answered cancel, as a 2025-era task\'s is; the task goes on', async () => {
     const turn = await h.client.startTurn({ sessionId: `tasks26-unanswered-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] }, limits: { inputTimeoutMs: 1000 } });
     const outcome = await turn.callTool({ id: 'late', name: 'mcp__jobs__asking_job', arguments: { tag: 'size' } });
