@@ -72,7 +72,11 @@ export function endedTaskOutcome(name: string, task: Pick<TaskStarted, 'taskId' 
   return errorOutcome('timeout', `${name}: task ${task.taskId} expired before it finished: the server no longer knows it${ttl}${poll.statusMessage ? `: ${poll.statusMessage}` : ''}`);
 }
 
-/** What the model reads when its task stopped to ask for input, which a task cannot be given yet. */
+/**
+ * What the model read when its task stopped to ask for input and was cancelled: turns recorded
+ * before 2025-era task questions reached a person, or before 2026-07-28 ones did (`taskInput`
+ * then answered `cannotAsk`). Kept so that those turns replay as they ran.
+ */
 export function needsInputOutcome(name: string, task: Pick<TaskStarted, 'taskId'>, poll: Pick<TaskPoll, 'statusMessage'>): CallOutcome {
   return errorOutcome(
     'unknown_result',
