@@ -5,6 +5,7 @@ import { buildTranscript, renderTranscript, taskLine, MAX_TASK_CHANGES } from '.
 import { ActivityName, type CallToolInput, type TaskPoll, type TaskRef, type TaskStarted } from '../../contract/index.js';
 import { relatedTaskId } from '../../mcp/managedServer.js';
 import { taskProgress } from '../../api/progress.js';
+import { newEvents } from '../../api/events.js';
 import { LONG_TASK_AFTER_MS, MAX_LONG_TASK_WAIT_MS, MAX_POLL_MS, TASK_REQUEST_TIMEOUT_MS, endedTaskOutcome, lostTrackOutcome, pollDelayMs, refusedInputOutcome, runsAsTask, taskInputOptions, unansweredOutcome } from '../../workflows/tasks.js';
 
 const cases: [title: string, suggested: number | undefined, polls: number, expected: number][] = [
@@ -198,6 +199,9 @@ void test('transcript: a 2026-07-28 task\'s questions come with its polls, one r
   assert.match(rendered, /asked \(round 1, form\): Which colour\? -> accept/);
   assert.match(rendered, /asked \(round 2, form\): Which size\? -> not answered yet/);
   assert.doesNotMatch(rendered, /vermilion/, 'never the content of an answer');
+  // The event stream sends each question once, under the request ID the turn gave it.
+  const asked = newEvents(t, { status: true, started: new Set(), asked: new Set(), finished: new Set(), ended: true }).filter((e) => e.event === 'call.input_required');
+  assert.deepEqual(asked.map((e) => [e.id, e.data.requestId, e.data.message]), [['s/turn-1|c1:1:colour|input_required', 'c1:1:colour', 'Which colour?'], ['s/turn-1|c1:2:size|input_required', 'c1:2:size', 'Which size?']]);
 });
 
 void test('taskInput options: held at most the legacy limit (plus margins), heartbeating, run once', () => {
