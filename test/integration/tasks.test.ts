@@ -396,6 +396,18 @@ describe('tasks of 2026-07-28 servers (the io.modelcontextprotocol/tasks extensi
     assert.deepEqual(await turn.pendingInputs(), [], 'nobody was asked');
   });
 
+  test('a task still asking after its unanswered question was answered cancel is cancelled, and the model reads that nobody answered in time', async () => {
+    const turn = await h.client.startTurn({ sessionId: `tasks26-stubborn-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] }, limits: { inputTimeoutMs: 1000 } });
+    const outcome = await turn.callTool({ id: 'stb', name: 'mcp__jobs__asking_job', arguments: { tag: 'stubborn' } });
+    await turn.end();
+    assert.equal(outcome.status, 'error');
+    assert.equal(outcome.errorKind, 'unknown_result');
+    assert.match(outcome.errorMessage ?? '', /^mcp__jobs__asking_job: task (\w+) asked for input and got no answer within 1 s \(DMCP_INPUT_TIMEOUT\); it was cancelled/);
+    const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'stubborn')!;
+    const events = (await taskEvents(log)).filter((e) => e.taskId === created.taskId) as (TaskEvent & { actions?: string[] })[];
+    assert.deepEqual(events.map((e) => [e.event, e.actions]), [['task-created', undefined], ['task-updated', ['cancel']], ['task-cancelled', undefined]], 'told cancel once, then cancelled');
+  });
+
   test('over stdio: a task runs end to end, and a task\'s question is asked and answered, as over HTTP', async () => {
     const file = await configFiles(await tempDir())({ local: { command: process.execPath, args: [taskServer, 'modern', 'stdio'], env: { FIXTURE_LOG: log }, protocol: '2026-07-28', tasks: 'prefer' } });
     const turn = await h.client.startTurn({ sessionId: `tasks26-stdio-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [file] } });
