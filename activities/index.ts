@@ -13,7 +13,7 @@ import { postToolUseHooksActivity, preToolUseHooksActivity } from './hooks.js';
 import { listToolsActivity, reconcileServersActivity, workerInfoActivity } from './servers.js';
 import { deliverInputAnswerActivity } from './legacyInput.js';
 import { LegacyInputWaits } from '../mcp/legacyInputs.js';
-import { cancelTaskActivity, createTaskActivity, pollTaskActivity, taskResultActivity } from './tasks.js';
+import { cancelTaskActivity, createTaskActivity, pollTaskActivity, takeTaskActivity, taskResultActivity } from './tasks.js';
 import { taskInputActivity } from './taskInput.js';
 
 export type { ActivityDeps, SessionServers } from './deps.js';
@@ -37,6 +37,7 @@ export function createActivities(deps: ActivityDeps) {
     taskResult: taskResultActivity(kit),
     cancelTask: cancelTaskActivity(kit),
     taskInput: taskInputActivity(kit),
+    takeTask: takeTaskActivity(kit),
   } satisfies Record<ActivityName, (input: never) => Promise<unknown>>;
 }
 
