@@ -7,10 +7,19 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { realpath } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
+import pino from 'pino';
+import { hashToken, parseTokens } from '../../api/auth.js';
+import { startApiServer, type RunningApi } from '../../api/server.js';
 import { renderTranscript } from '../../client/transcript.js';
-import { ActivityName, type CallOutcome } from '../../contract/index.js';
-import { configFiles, everythingServer, readLines, startHarness, tempDir, waitUntil, type Harness } from '../support/harness.js';
+import { TurnClient } from '../../client/turnClient.js';
+import { ensureTurnKey } from '../../config/load.js';
+import { ActivityName, type CallOutcome, type TurnResult } from '../../contract/index.js';
+import { dataConverterFor } from '../../payloads/dataConverter.js';
+import { loadSettings } from '../../settings/index.js';
+import { DEFAULT_SHAPE_LIMITS } from '../../shaping/index.js';
+import { configFiles, everythingServer, readLines, runCli, startHarness, tempDir, temporalAddress, waitUntil, type Harness } from '../support/harness.js';
 import { textOf } from '../support/content.js';
 import { printedPort } from '../support/printedPort.js';
 
@@ -82,6 +91,8 @@ describe('endTurn with detach, and a later turn that takes the task up (2026-07-
     await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'det1'));
     const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'det1')!;
     const plain = turn.callTool({ id: 'plain', name: 'mcp__plain__long_call', arguments: { seconds: 3 } });
+    // Both calls accepted by the turn before it is asked to end: an Update sent later would be refused.
+    await waitUntil('the ordinary call to be running', async () => (await h.client.transcript(turn.turnId)).calls.some((c) => c.id === 'plain'));
 
     const endedAt = Date.now();
     const result = await turn.end({ detach: true });
@@ -192,5 +203,103 @@ describe('endTurn with detach on a stdio server (server-everything, 2025-11-25 t
     await later.end();
     assert.equal(fetched.status, 'ok', fetched.errorMessage);
     assert.match(String(textOf(fetched.content[0])), /# Research Report: detached work/);
+  });
+});
+
+describe('detach and take up through the CLI and the HTTP API (2026-07-28 fixture)', () => {
+  const TOKEN = 'task-detach-test-token-0123456789';
+  let h: Harness;
+  let client: TurnClient;
+  let api: RunningApi;
+  let dir: string;
+  let log: string;
+  let fixtureFile: string;
+  let cliEnv: NodeJS.ProcessEnv;
+  before(async () => {
+    dir = await realpath(await tempDir());
+    log = join(dir, 'tasks.log');
+    const turnKey = await ensureTurnKey(dir);
+    // The worker, the CLI and the client share the data dir: its turn key signs what a turn names.
+    h = await startHarness('task-detach-cli', { DMCP_DATA_DIR: dir }, { dataConverter: dataConverterFor(loadSettings({ DMCP_DATA_DIR: dir })) });
+    client = new TurnClient({ client: h.client.client, taskQueue: h.taskQueue, turnKey });
+    cliEnv = { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: temporalAddress(), DMCP_TASK_QUEUE: h.taskQueue, DMCP_DATA_DIR: dir, DMCP_NO_USER_CONFIG: '1' };
+    const url = await startModernTaskServer(log);
+    fixtureFile = await configFiles(dir)({ jobs: { type: 'http', url, protocol: '2026-07-28', tasks: 'prefer' } });
+    api = await startApiServer({
+      host: '127.0.0.1',
+      port: 0,
+      logger: pino({ level: 'silent' }),
+      turns: client,
+      tokens: parseTokens(`${hashToken(TOKEN)} detach-api-`, 'DMCP_API_TOKENS'),
+      boundary: { allowInline: false, allowedConfigDirs: [dir], workspaceRoots: [dir] },
+      maxBodyBytes: 64 * 1024,
+      callWaitMs: 30_000,
+      shapeLimits: DEFAULT_SHAPE_LIMITS,
+    });
+  });
+  after(async () => {
+    await api?.close();
+    await h?.stop();
+  });
+
+  test('durable-mcp turn end --detach prints the detached outcome; durable-mcp run --take-task fetches the result', async () => {
+    const sessionId = `detach-cli-${Date.now()}`;
+    const turn = await client.startTurn({ sessionId, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const job = turn.callTool({ id: 'cli', name: 'mcp__jobs__long_job', arguments: { seconds: 8, tag: 'det-cli' } });
+    await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'det-cli'));
+    const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'det-cli')!;
+    const end = await runCli(['turn', 'end', turn.turnId, '--detach'], cliEnv);
+    assert.equal(end.code, 0, end.stdout + end.stderr);
+    assert.match(end.stdout, new RegExp(`^\\[cli\\] mcp__jobs__long_job: detached: mcp__jobs__long_job: the turn ended without waiting for this call \\(detached\\): its task ${created.taskId} goes on .*\\(CLI: durable-mcp run --session ${sessionId} --take-task 'mcp__jobs__long_job ${created.taskId}' with the same servers\\)\\.$`, 'm'));
+    assert.equal((await job).errorKind, 'detached');
+
+    const run = await runCli(['run', '--json', '--session', sessionId, '--mcp-config', fixtureFile, '--take-task', `mcp__jobs__long_job ${created.taskId}`], cliEnv);
+    assert.equal(run.code, 0, run.stdout + run.stderr);
+    const printed = JSON.parse(run.stdout) as TurnResult;
+    assert.deepEqual(printed.calls.map((c) => [c.id, c.taskId, c.outcome.status, textOf(c.outcome.content[0])]), [['take-task-1', created.taskId, 'ok', 'finished det-cli after 8 s']]);
+    assert.equal((await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'det-cli').length, 1);
+
+    const bad = await runCli(['run', '--session', sessionId, '--mcp-config', fixtureFile, '--take-task', 'mcp__jobs__long_job'], cliEnv);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--take-task #1: expected 'TOOL TASK_ID'/);
+    const badTurn = await runCli(['turn', 'end', 'not-a-turn'], cliEnv);
+    assert.equal(badTurn.code, 2);
+    assert.match(badTurn.stderr, /invalid turn ID "not-a-turn": expected <sessionId>\/turn-<n>/);
+  });
+
+  test('the API: POST .../end with {"detach": true} answers the running task call as detached; a call with taskId in a later turn gets its result', async () => {
+    const sessionId = `detach-api-${Date.now()}`;
+    const post = async (path: string, body?: unknown) => {
+      const res = await fetch(`${api.url}/api/v1/sessions/${sessionId}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    const started = await post('/turns', { workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    assert.equal(started.status, 201, JSON.stringify(started.body));
+    const turn = started.body.turn as string;
+    const pending = await post(`/turns/${turn}/calls?wait=0`, { id: 'apijob', name: 'mcp__jobs__long_job', arguments: { seconds: 6, tag: 'det-api' } });
+    assert.equal(pending.status, 202, JSON.stringify(pending.body));
+    await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'det-api'));
+    const refused = await post(`/turns/${turn}/end`, { detach: 'yes' });
+    assert.equal(refused.status, 400, JSON.stringify(refused.body));
+    const ended = await post(`/turns/${turn}/end`, { detach: true });
+    assert.equal(ended.status, 200, JSON.stringify(ended.body));
+    const outcome = (ended.body.calls as { id: string; outcome: CallOutcome }[]).find((c) => c.id === 'apijob')!.outcome;
+    const detached = detachedOf(outcome);
+
+    const later = await post('/turns', { workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    assert.equal(later.status, 201, JSON.stringify(later.body));
+    const fetched = await post(`/turns/${later.body.turn as string}/calls`, { id: 'apifetch', ...detached.takeUp });
+    assert.equal(fetched.status, 200, JSON.stringify(fetched.body));
+    const result = fetched.body.outcome as CallOutcome;
+    assert.equal(result.status, 'ok', result.errorMessage);
+    assert.equal(textOf(result.content[0]), 'finished det-api after 6 s');
+    // The same call ID naming another task is another call: 409, never the recorded outcome.
+    const conflict = await post(`/turns/${later.body.turn as string}/calls`, { id: 'apifetch', name: detached.takeUp.name, taskId: 'another-task' });
+    assert.equal(conflict.status, 409, JSON.stringify(conflict.body));
+    assert.equal((await post(`/turns/${later.body.turn as string}/end`)).status, 200, 'an end without a body still ends the turn');
   });
 });
