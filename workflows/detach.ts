@@ -30,9 +30,14 @@ export function takeUpProblem(request: Pick<CallRequest, 'id' | 'taskId'>): stri
   return problem ? `call ${request.id}: ${problem}` : undefined;
 }
 
+/** How the turn reaches `server`, from its latest reconcile (a continued run has only its start's status). */
+export function transportOf(ctx: TurnContext, server: string): string | undefined {
+  return (ctx.state.lastReconcile?.status ?? ctx.state.start?.status)?.servers.find((s) => s.name === server)?.transport;
+}
+
 /** Where a detached task lives and when its server forgets it: the parts of its outcome. */
 export function detachedTask(ctx: TurnContext, tool: Pick<ToolInfo, 'name' | 'server'>, task: Pick<TaskStarted, 'taskId' | 'ttlMs'>, createdAtMs: number): DetachedTask {
-  const transport = ctx.state.lastReconcile?.status.servers.find((s) => s.name === tool.server)?.transport;
+  const transport = transportOf(ctx, tool.server);
   return {
     taskId: task.taskId,
     server: tool.server,

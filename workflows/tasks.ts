@@ -10,7 +10,7 @@ import { FailureType, LEGACY_INPUT_GRACE_MS, PatchId, taskIdProblem, type CallOu
 import type { Activities } from '../activities/index.js';
 import { callOptions, callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
 import { cancelledCallOutcome, errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout, messageOf } from './failures.js';
-import { detachedOutcome, detachedTask, unknownTaskOutcome } from './detach.js';
+import { detachedOutcome, detachedTask, transportOf, unknownTaskOutcome } from './detach.js';
 import { reconcile } from './servers.js';
 import type { TurnContext } from './turnState.js';
 
@@ -241,7 +241,7 @@ async function takeOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput, 
   ctx.state.details.callAttempt(input.callId);
   const taken = await taskRequest(ctx, tool, `${tool.name} (take up task)`, (a) => a.takeTask({ ...input, taskId }));
   if ('kind' in taken || 'content' in taken) return taken;
-  const remote = ctx.state.lastReconcile?.status.servers.find((s) => s.name === tool.server)?.transport !== 'stdio';
+  const remote = transportOf(ctx, tool.server) !== 'stdio';
   return unknownTaskOutcome(tool.name, tool.server, remote, taskId, taken.statusMessage);
 }
 
