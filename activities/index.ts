@@ -13,7 +13,7 @@ import { postToolUseHooksActivity, preToolUseHooksActivity } from './hooks.js';
 import { listToolsActivity, reconcileServersActivity, workerInfoActivity } from './servers.js';
 import { deliverInputAnswerActivity } from './legacyInput.js';
 import { LegacyInputWaits } from '../mcp/legacyInputs.js';
-import { cancelTaskActivity, createTaskActivity, pollTaskActivity, taskResultActivity, updateTaskActivity } from './tasks.js';
+import { cancelTaskActivity, createTaskActivity, pollTaskActivity, takeTaskActivity, taskResultActivity, updateTaskActivity } from './tasks.js';
 import { taskInputActivity } from './taskInput.js';
 
 export type { ActivityDeps, SessionServers } from './deps.js';
@@ -38,6 +38,7 @@ export function createActivities(deps: ActivityDeps) {
     cancelTask: cancelTaskActivity(kit),
     taskInput: taskInputActivity(kit),
     updateTask: updateTaskActivity(kit),
+    takeTask: takeTaskActivity(kit),
   } satisfies Record<ActivityName, (input: never) => Promise<unknown>>;
 }
 

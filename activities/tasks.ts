@@ -6,7 +6,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { ProtocolError } from '@modelcontextprotocol/client';
 import { DispatchError, JsonRpcResponseError, TaskCancelledError, toolDeclarationFromMcpTool, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
 import { ProtocolDecodeError, taskId as asTaskId, type JsonValue, type RuntimeCodec } from '@modelcontextprotocol/ext-tasks/core';
-import { FailureType, type CallOutcome, type CreateTaskInput, type TaskPoll, type TaskQuestions, type TaskRef, type TaskStarted, type UpdateTaskInput } from '../contract/index.js';
+import { FailureType, type CallOutcome, type CreateTaskInput, type TakeTaskInput, type TaskPoll, type TaskQuestions, type TaskRef, type TaskStarted, type UpdateTaskInput } from '../contract/index.js';
 import { UnservedInputRequestError } from '../mcp/inputRequests.js';
 import type { ManagedServer } from '../mcp/managedServer.js';
 import { checkCall } from './callChecks.js';
@@ -137,6 +137,42 @@ export function createTaskActivity(kit: ActivityKit): (input: CreateTaskInput) =
       throw taskFailure(err, input, scrubber.scrub);
     } finally {
       stop();
+    }
+  };
+}
+
+/**
+ * `takeTask`: takes up a task an earlier call left running. The call is checked as `callTool`
+ * checks it (the operator's rules, the PreToolUse seal), then one `tasks/get` reads the task: what
+ * the turn records as its start, with the server's process run for a stdio server, so a restart
+ * later is noticed as a lost task. A task the server does not know is `unknown`; nothing is created.
+ */
+export function takeTaskActivity(kit: ActivityKit): (input: TakeTaskInput) => Promise<TaskStarted | TaskPoll> {
+  return async function takeTask(input) {
+    const scrubber = callScrubber(kit.deps.scrub);
+    try {
+      await checkCall(kit, input, currentTurnId());
+      return await withTaskServer(kit, input, scrubber, (server, signal) =>
+        server.withTasks(async (session, _listed, inner) => {
+          try {
+            const view = await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).snapshot(inner);
+            const task = started(view, server.remote ? undefined : server.instance);
+            // A server's own words: kept only as a time, bounded, since they go into history.
+            const createdAt = typeof view.createdAt === 'string' && view.createdAt.length <= 64 && Number.isFinite(Date.parse(view.createdAt)) ? view.createdAt : undefined;
+            return {
+              ...task,
+              taskId: input.taskId,
+              ...(task.statusMessage !== undefined ? { statusMessage: scrubber.scrub(task.statusMessage).slice(0, 1000) } : {}),
+              ...(createdAt !== undefined ? { createdAt } : {}),
+            };
+          } catch (err) {
+            if (err instanceof JsonRpcResponseError && err.code === INVALID_PARAMS) return { status: 'unknown' as const, statusMessage: scrubber.scrub(err.message).slice(0, 1000) };
+            throw err;
+          }
+        }, signal),
+      );
+    } catch (err) {
+      throw taskFailure(err, input, scrubber.scrub);
     }
   };
 }

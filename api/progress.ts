@@ -17,7 +17,7 @@ const MAX_EVENTS = 1024;
 /** Activities whose heartbeat details carry a call's progress. */
 const HEARTBEATING = new Set<string>([ActivityName.callTool, ActivityName.taskInput]);
 /** Activities whose result says where a call's task stands. */
-const TASK_STATE = new Set<string>([ActivityName.createTask, ActivityName.pollTask, ActivityName.taskInput]);
+const TASK_STATE = new Set<string>([ActivityName.createTask, ActivityName.takeTask, ActivityName.pollTask, ActivityName.taskInput]);
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 

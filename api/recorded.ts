@@ -24,9 +24,14 @@ export function canonicalJson(value: unknown): string {
   );
 }
 
-/** A call's identity besides its ID: its tool and arguments (absent arguments are `{}`), whatever the key order. */
-export function callFingerprint(request: Pick<CallRequest, 'name' | 'arguments'>): string {
-  return createHash('sha256').update(canonicalJson([request.name, request.arguments ?? {}])).digest('hex');
+/**
+ * A call's identity besides its ID: its tool and arguments (absent arguments are `{}`), whatever the
+ * key order, and the task it takes up, if any (a call without one hashes as it always did).
+ */
+export function callFingerprint(request: Pick<CallRequest, 'name' | 'arguments' | 'taskId'>): string {
+  const parts: unknown[] = [request.name, request.arguments ?? {}];
+  if (request.taskId !== undefined) parts.push(request.taskId);
+  return createHash('sha256').update(canonicalJson(parts)).digest('hex');
 }
 
 /** What a run carried over from the runs before it (continue-as-new). */

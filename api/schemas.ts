@@ -7,6 +7,7 @@ import { z } from '@hono/zod-openapi';
 import {
   AGENT_ID_PATTERN,
   CallErrorKind,
+  END_TURN_DETACH_UPDATE_ID,
   END_TURN_UPDATE_ID,
   InputAction,
   InputKind,
@@ -18,6 +19,7 @@ import {
   MAX_BATCH_CALLS,
   MAX_BATCH_GROUP_CALLS,
   MAX_CALL_ID_CHARS,
+  MAX_TASK_ID_CHARS,
   MAX_TOOL_NAME_CHARS,
   SESSION_ID_PATTERN,
   ServerState,
@@ -63,13 +65,35 @@ export const CallRequestSchema = z
       .string()
       .min(1)
       .max(MAX_CALL_ID_CHARS)
-      .refine((id) => id !== END_TURN_UPDATE_ID, `"${END_TURN_UPDATE_ID}" is reserved for ending the turn`)
+      .refine((id) => id !== END_TURN_UPDATE_ID && id !== END_TURN_DETACH_UPDATE_ID, `"${END_TURN_UPDATE_ID}" and "${END_TURN_DETACH_UPDATE_ID}" are reserved for ending the turn`)
       .openapi({ description: "The model's tool-call ID; the call's identity: sending it again returns the recorded outcome.", example: 'toolu_01' }),
     name: z.string().min(1).max(MAX_TOOL_NAME_CHARS).openapi({ description: 'Public tool name, as listed in the turn\'s tools.', example: 'mcp__everything__echo' }),
     arguments: JsonObject.optional().openapi({ description: 'The tool arguments (a JSON object).', example: { message: 'hi' } }),
+    taskId: z
+      .string()
+      .min(1)
+      .max(MAX_TASK_ID_CHARS)
+      .regex(/^[\x21-\x7e]+$/, 'visible ASCII characters only')
+      .optional()
+      .openapi({
+        description:
+          "Take up this MCP task instead of calling the tool: one that a call of the same tool left running when its turn ended with `detach` (its outcome's `detached.takeUp`). The turn polls it and fetches its result, which becomes this call's outcome; nothing is created.",
+        example: '56c1a4b35ea4422a0409aaff14c790cd',
+      }),
   })
   .strict()
   .openapi('CallRequest');
+
+export const EndTurnSchema = z
+  .object({
+    detach: z
+      .boolean()
+      .optional()
+      .openapi({ description: "Do not wait for calls that run as MCP tasks: each is answered as `detached` (its task goes on; its outcome's `detached` says how a later turn takes it up). Other calls are still waited for (default false)." }),
+    endSession: z.boolean().optional().openapi({ description: "End the session too, once the turn's calls are done (default false)." }),
+  })
+  .strict()
+  .openapi('EndTurn');
 
 /**
  * A turn's limits, each in the range the workflow accepts: a limit the workflow would refuse is a
@@ -178,6 +202,17 @@ export const OutcomeSchema = z
     startedAt: z.string(),
     durationMs: z.number(),
     attempts: z.number().int(),
+    detached: z
+      .object({
+        taskId: z.string(),
+        server: z.string(),
+        sessionId: z.string(),
+        remote: z.boolean(),
+        expiresAt: z.string().optional(),
+        takeUp: z.object({ name: z.string(), taskId: z.string() }),
+      })
+      .optional()
+      .openapi({ description: 'With errorKind `detached`: the MCP task the call left running when its turn ended with `detach`, and the call request (`takeUp`, with a new `id`) that fetches its result in a later turn.' }),
   })
   .openapi('Outcome');
 
@@ -257,7 +292,7 @@ export const TurnResultSchema = z
     turnId: z.string(),
     turn: z.string(),
     endedBy: z.enum(TurnEndedBy),
-    calls: z.array(z.object({ id: z.string(), name: z.string(), arguments: JsonObject, outcome: OutcomeSchema })),
+    calls: z.array(z.object({ id: z.string(), name: z.string(), arguments: JsonObject, taskId: z.string().optional(), outcome: OutcomeSchema })),
     callsBefore: z.number().int().optional(),
   })
   .openapi('TurnResult');

@@ -77,13 +77,17 @@ export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
   app.openapi(
     createRoute({
       method: 'post', path: `${API}/sessions/{sessionId}/turns/{turn}/end`, tags: ['turns'], summary: 'End an interactive turn',
-      request: { params: S.TurnParams },
+      description:
+        'Waits for the calls in flight, MCP tasks included. With `{"detach": true}` calls that run as MCP tasks are answered at once as `detached` (their tasks go on, and a later turn takes one up with a call naming its `taskId`); other calls are still waited for. The body is optional.',
+      request: { params: S.TurnParams, body: { required: false, content: { 'application/json': { schema: S.EndTurnSchema } } } },
       responses: { 200: ok(S.TurnResultSchema, 'The turn ended; its calls'), ...errors(404, 409) },
     }),
     async (c) => {
       const { sessionId, turn } = c.req.valid('param');
+      const body = c.req.valid('json');
       const turnId = turnIdOf(sessionId, turn);
-      const result = await answerWithin(sentToTurn(turns, turnId, turns.endTurn(turnId)), deps.callWaitMs, 'the turn did not end');
+      const options = { ...(body.detach === true ? { detach: true } : {}), ...(body.endSession === true ? { endSession: true } : {}) };
+      const result = await answerWithin(sentToTurn(turns, turnId, turns.endTurn(turnId, Object.keys(options).length > 0 ? options : undefined)), deps.callWaitMs, 'the turn did not end');
       return c.json(resultBody(sessionId, result), 200);
     },
   );

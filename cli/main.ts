@@ -18,6 +18,7 @@ import { registerSessionCommand } from './commands/session.js';
 import { registerSetupCommand } from './commands/setup.js';
 import { registerStatusCommand } from './commands/status.js';
 import { registerTranscriptCommand } from './commands/transcript.js';
+import { registerTurnCommand } from './commands/turn.js';
 import { registerWorkerCommand } from './commands/worker.js';
 
 /** The program with every command; `exitOverride` hands commander's own exits to {@link main}. */
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   registerTranscriptCommand(program);
   registerStatusCommand(program);
   registerSessionCommand(program);
+  registerTurnCommand(program);
   registerApiCommand(program);
   registerMcpCommand(program);
   registerSetupCommand(program);

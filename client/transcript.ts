@@ -46,14 +46,17 @@ export interface TranscriptTask {
   polls: number;
   /** Each change of status or message, with the poll that saw it (the first is the task's creation, poll 0); the newest {@link MAX_TASK_CHANGES}. */
   changes: { poll: number; status: TaskPoll['status']; statusMessage?: string }[];
+  /** The call took up a task an earlier turn's call left running, instead of creating one. */
+  takenUp?: true;
 }
 
 /** Task state changes a transcript keeps per call: a task of hours may report thousands. */
 export const MAX_TASK_CHANGES = 50;
 
 /** The transcript's line for a task's last known state: `task <id>: working, step 3/5 (7 polls)`. */
-export function taskLine(task: TranscriptTask): string {
-  return `task ${task.taskId}: ${task.status}${task.statusMessage ? `, ${task.statusMessage}` : ''} (${task.polls} poll${task.polls === 1 ? '' : 's'})`;
+export function taskLine(task: TranscriptTask, detached = false): string {
+  const line = `task ${task.taskId}${task.takenUp ? ' (taken up)' : ''}: ${task.status}${task.statusMessage ? `, ${task.statusMessage}` : ''} (${task.polls} poll${task.polls === 1 ? '' : 's'})`;
+  return detached ? `${line}; detached: the turn ended without it, and the task goes on on its server` : line;
 }
 
 function observeTask(task: TranscriptTask, poll: TaskPoll | TaskStarted): void {
@@ -66,7 +69,7 @@ function observeTask(task: TranscriptTask, poll: TaskPoll | TaskStarted): void {
 }
 
 /** Activities of a call that runs as a task whose results the transcript reads. */
-const TASK_ACTIVITIES = new Set<string>([ActivityName.createTask, ActivityName.pollTask, ActivityName.taskResult, ActivityName.taskInput]);
+const TASK_ACTIVITIES = new Set<string>([ActivityName.createTask, ActivityName.takeTask, ActivityName.pollTask, ActivityName.taskResult, ActivityName.taskInput]);
 
 /**
  * A 2026-07-28 task's questions, read with its status: those with a key the call was not asked
@@ -88,7 +91,7 @@ function taskActivityCompleted(type: string, call: TranscriptCall, result: TaskS
     // createTask answered at once, the task's result, or the result taskInput fetched.
     call.outcome = result;
   } else if ('kind' in result) {
-    call.task = { taskId: result.taskId, status: result.status, polls: 0, changes: [] };
+    call.task = { taskId: result.taskId, status: result.status, polls: 0, changes: [], ...(type === ActivityName.takeTask ? { takenUp: true as const } : {}) };
     observeTask(call.task, result);
   } else if (call.task && (type === ActivityName.pollTask || type === ActivityName.taskInput)) {
     // taskInput counts as a poll: it looked with `tasks/get` where the task stood.
@@ -198,7 +201,7 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
           if (asked.action === undefined && answer?.action) asked.action = answer.action;
         }
       }
-      if (type === ActivityName.callTool || type === ActivityName.createTask) {
+      if (type === ActivityName.callTool || type === ActivityName.createTask || type === ActivityName.takeTask) {
         const input = decode<CallToolInput>(a.input, converter);
         if (input) {
           entry.callId = input.callId;
@@ -256,7 +259,7 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
     } else if (e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) {
       const a = e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes!;
       const entry = scheduled.get(String(a.scheduledEventId));
-      if ((entry?.type === ActivityName.callTool || entry?.type === ActivityName.createTask || entry?.type === ActivityName.pollTask || entry?.type === ActivityName.taskResult || entry?.type === ActivityName.taskInput) && entry.callId) {
+      if ((entry?.type === ActivityName.callTool || entry?.type === ActivityName.createTask || entry?.type === ActivityName.takeTask || entry?.type === ActivityName.pollTask || entry?.type === ActivityName.taskResult || entry?.type === ActivityName.taskInput) && entry.callId) {
         callFor(entry.callId).failures.push(failureMessage(a.failure));
       }
     } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {
@@ -313,6 +316,8 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
  * resource and malformed blocks as the note the model got).
  */
 export function outcomeText(outcome: CallOutcome): string {
+  // Not a failure: the call's task goes on, and the message says how to take it up.
+  if (outcome.errorKind === 'detached') return `detached: ${outcome.errorMessage}`;
   if (outcome.status === 'error') return `error (${outcome.errorKind}): ${outcome.errorMessage}`;
   const blocks = describeContent(outcome.content);
   const lines = blocks.map((view) => (view.kind === 'text' ? view.text : `[${view.kind === 'note' ? view.note : view.label}]`));
@@ -346,7 +351,7 @@ export function renderTranscript(t: Transcript): string {
     for (const asked of call.inputs ?? []) {
       out.push(`    asked (round ${asked.round}, ${asked.kind}): ${asked.message}${asked.url ? ` <${asked.url}>` : ''} -> ${asked.action ?? 'not answered yet'}`);
     }
-    if (call.task) out.push(`    ${taskLine(call.task)}`);
+    if (call.task) out.push(`    ${taskLine(call.task, o?.errorKind === 'detached')}`);
     const text = o ? outcomeText(o) : '(no outcome yet)';
     for (const line of text.split('\n')) out.push(`    ${line}`);
   }

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import type { Client, Connection, ConnectionOptions as TemporalConnectionOptions, WorkflowHandle, WorkflowUpdateHandle } from '@temporalio/client';
 import { SearchAttributeType, WorkflowNotFoundError, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
 import {
-  DEFAULT_DATA_DIR, DEFAULT_TASK_QUEUE, DataDirEntry, END_TURN_UPDATE_ID, MAX_END_SESSION_QUEUES, SESSION_ID_PATTERN, SESSION_ID_SEARCH_ATTRIBUTE, WorkflowType, agentIdProblem, endSessionWorkflowId, refsProofText, type CallOutcome,
+  DEFAULT_DATA_DIR, DEFAULT_TASK_QUEUE, DataDirEntry, END_TURN_DETACH_UPDATE_ID, END_TURN_UPDATE_ID, MAX_END_SESSION_QUEUES, SESSION_ID_PATTERN, SESSION_ID_SEARCH_ATTRIBUTE, WorkflowType, agentIdProblem, endSessionWorkflowId, refsProofText, type CallOutcome,
   type ConfigRefs, type CallRequest, type EndTurnOptions, type InputAnswer, type InputAnswerReceipt, type InputRequest, type SessionEnd, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus,
 } from '../contract/index.js';
 // Types only: the workflow code (and @temporalio/workflow) is not loaded by clients, which start
@@ -745,6 +745,8 @@ export class Turn implements TurnStart {
   /**
    * Ends the turn and returns its result. With `{ endSession: true }` the session ends too: once
    * the turn's calls are done its worker stops the session's servers (see {@link TurnClient.endSession}).
+   * With `{ detach: true }` calls that run as MCP tasks are not waited for: each is answered as
+   * `detached` (its task goes on; a later turn takes it up with a call naming its `taskId`).
    */
   async end(options?: EndTurnOptions): Promise<TurnResult> {
     await sendEndTurn(this.handle, options);
@@ -752,9 +754,14 @@ export class Turn implements TurnStart {
   }
 }
 
-/** The `endTurn` Update; without options exactly as before they existed. */
+/**
+ * The `endTurn` Update; without options exactly as before they existed. A detaching end has an
+ * Update ID of its own: sent while a plain end waits for a task, it must not be taken for a retry.
+ */
 async function sendEndTurn(handle: WorkflowHandle<typeof agentTurn>, options: EndTurnOptions | undefined): Promise<void> {
-  if (options?.endSession === true) await handle.executeUpdate(endTurnWithOptionsDef, { updateId: END_TURN_UPDATE_ID, args: [{ endSession: true }] });
+  const endSession = options?.endSession === true ? { endSession: true } : {};
+  if (options?.detach === true) await handle.executeUpdate(endTurnWithOptionsDef, { updateId: END_TURN_DETACH_UPDATE_ID, args: [{ ...endSession, detach: true }] });
+  else if (options?.endSession === true) await handle.executeUpdate(endTurnWithOptionsDef, { updateId: END_TURN_UPDATE_ID, args: [endSession] });
   else await handle.executeUpdate(endTurnDef, { updateId: END_TURN_UPDATE_ID });
 }
 

@@ -146,8 +146,12 @@ export type ContentBlock =
   | (ContentBase & { type: 'resource_link'; uri: string; name: string; title?: string; description?: string; mimeType?: string; size?: number })
   | (ContentBase & { type: 'resource'; resource: ResourceContents });
 
-/** Why a call has an error outcome: refused, its transport failed, its result is unknown, it timed out, it was cancelled. */
-export const CallErrorKind = ['bad_request', 'transport', 'unknown_result', 'timeout', 'cancelled'] as const;
+/**
+ * Why a call has an error outcome: refused, its transport failed, its result is unknown, it timed
+ * out, it was cancelled, or its turn ended without waiting for its MCP task (`detached`: the task
+ * goes on, and {@link CallOutcome.detached} says where its result can be fetched).
+ */
+export const CallErrorKind = ['bad_request', 'transport', 'unknown_result', 'timeout', 'cancelled', 'detached'] as const;
 export type CallErrorKind = (typeof CallErrorKind)[number];
 
 /** What a call produced, as recorded in history. */
@@ -166,4 +170,24 @@ export interface CallOutcome {
   attempts: number;
   /** What the operator's hooks decided and said about this call; absent when none ran. */
   hooks?: CallHooks;
+  /** Set with `errorKind: "detached"`: the MCP task the call left running, and how to take it up. */
+  detached?: DetachedTask;
+}
+
+/**
+ * A call's MCP task that its turn stopped waiting for (`endTurn` with `detach`). The task goes on
+ * on its server; a later turn takes it up with the call request in {@link DetachedTask.takeUp}.
+ */
+export interface DetachedTask {
+  taskId: string;
+  /** The server entry that runs the task. */
+  server: string;
+  /** The session the call ran in: a stdio server's task is reachable only from that session's later turns. */
+  sessionId: string;
+  /** Whether the server is remote (`http`, `sse`): its task is reachable from any session with the same server entry. */
+  remote: boolean;
+  /** When the server forgets the task (its creation plus its TTL), ISO; absent when it gave no TTL or keeps the task for good. */
+  expiresAt?: string;
+  /** The call request that takes the task up in a later turn (give it a new `id`). */
+  takeUp: { name: string; taskId: string };
 }

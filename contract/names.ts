@@ -54,6 +54,11 @@ export const ActivityName = {
   taskInput: 'taskInput',
   /** Sends the answers to a 2026-07-28 task's questions (`tasks/update`); the turn waited for them with nothing running. */
   updateTask: 'updateTask',
+  /**
+   * Takes up an MCP task that a call of an earlier turn left running (detached): checks the call as
+   * `callTool` would and reads the task's status once (`tasks/get`); never creates a task.
+   */
+  takeTask: 'takeTask',
 } as const;
 export type ActivityName = (typeof ActivityName)[keyof typeof ActivityName];
 
@@ -76,6 +81,11 @@ export const UpdateName = {
 
 /** The Update ID `Turn.end()` uses, so a retried end is de-duplicated; no call may take it. */
 export const END_TURN_UPDATE_ID = 'endTurn';
+/**
+ * The Update ID of `endTurn` with `detach`: its own, so a detach sent while a plain end waits for a
+ * task is not taken for a retry of that end. No call may take it either.
+ */
+export const END_TURN_DETACH_UPDATE_ID = 'endTurn:detach';
 
 /** The workflow ID of the workflow that ends a session: no turn ID (`<sessionId>/turn-<n>`) can be it. */
 export function endSessionWorkflowId(sessionId: string): string {

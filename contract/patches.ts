@@ -36,5 +36,9 @@ export const PatchId = {
   fastPathAffinity: 'fast-path-affinity',
   /** A call whose queue timed out after another call had moved the turn follows it, without reconciling again. */
   followMovedTurn: 'follow-moved-turn',
+  /** `endTurn` with `detach` ends the turn without waiting for calls that run as MCP tasks; each is answered as detached. */
+  detachTasks: 'detach-tasks',
+  /** A call that names a `taskId` takes up that existing MCP task (poll and result) instead of calling the tool. */
+  takeTask: 'take-task',
 } as const;
 export type PatchId = (typeof PatchId)[keyof typeof PatchId];

@@ -34,6 +34,8 @@ export interface TaskStarted extends TaskQuestions {
    * so a poll that finds another process reports the task lost. Absent for remote servers.
    */
   serverInstance?: string;
+  /** When the server created the task (its own clock, ISO), when it said; set only by `takeTask`. */
+  createdAt?: string;
 }
 
 /** `pollTask`, `taskResult`, `cancelTask`: one task of one call. */
@@ -76,4 +78,23 @@ export interface TaskInputRef extends TaskRef {
 /** `updateTask`: the answers to a 2026-07-28 task's questions (`tasks/update`), by the server's key. */
 export interface UpdateTaskInput extends TaskRef {
   inputResponses: Record<string, unknown>;
+}
+
+/** `takeTask`: the call that takes the task up (checked like any call) and the task's ID. */
+export interface TakeTaskInput extends CallToolInput {
+  taskId: string;
+}
+
+/** Length of a task ID a call may name (servers use UUIDs or hex of a few dozen characters). */
+export const MAX_TASK_ID_CHARS = 256;
+
+/**
+ * Why `taskId` cannot name a task, or undefined when it can. Visible ASCII only: a task ID travels in
+ * JSON-RPC and, to a 2026-07-28 server over HTTP, in the `Mcp-Name` header.
+ */
+export function taskIdProblem(taskId: unknown): string | undefined {
+  if (typeof taskId !== 'string' || taskId === '') return 'taskId must be a non-empty string';
+  if (taskId.length > MAX_TASK_ID_CHARS) return `taskId is ${taskId.length} characters; at most ${MAX_TASK_ID_CHARS}`;
+  if (!/^[\x21-\x7e]+$/.test(taskId)) return 'taskId may hold only visible ASCII characters (no spaces or control characters)';
+  return undefined;
 }

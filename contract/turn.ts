@@ -60,6 +60,12 @@ export interface CallRequest {
   /** Public tool name (`mcp__<server>__<tool>`). */
   name: string;
   arguments?: Record<string, unknown>;
+  /**
+   * Take up this MCP task instead of calling the tool: a task an earlier call of `name` left running
+   * when its turn ended with `detach`. The turn polls it and fetches its result, which becomes this
+   * call's outcome; nothing is created. `arguments` are only shown to the hooks (the task has its own).
+   */
+  taskId?: string;
 }
 
 /** Timeouts and limits of a turn; every field has a default. */
@@ -138,6 +144,12 @@ export interface TurnInput {
 export interface EndTurnOptions {
   /** End the session too, once the turn's calls are done (see {@link TurnInput.endSession}). */
   endSession?: boolean;
+  /**
+   * Do not wait for calls that run as MCP tasks: each is answered at once as `detached` (its task
+   * goes on, not cancelled; the outcome says how a later turn takes it up). Other calls are still
+   * waited for: a plain call holds its request open, and cannot outlive its turn.
+   */
+  detach?: boolean;
 }
 
 /** What the caller gets when a turn has started (update-with-start). */
@@ -155,6 +167,8 @@ export interface CallRecord {
   id: string;
   name: string;
   arguments: Record<string, unknown>;
+  /** The task the call took up ({@link CallRequest.taskId}); absent for every other call. */
+  taskId?: string;
   outcome: CallOutcome;
 }
 

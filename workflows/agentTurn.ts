@@ -21,6 +21,7 @@ import { checkAnswer, takeAnswer } from './inputs.js';
 import { ownWorkerQueue } from './fastPath.js';
 import { listTools, reconcile } from './servers.js';
 import { endTurnSession } from './session.js';
+import { detachTasks, takeUpProblem } from './detach.js';
 import { RECENT_CALLS_KEPT, TurnState, type TurnContext } from './turnState.js';
 
 
@@ -141,7 +142,7 @@ function installHandlers(ctx: TurnContext): void {
       // A rejected Update leaves no trace in history, so these checks need no patch.
       validator: (request) => {
         if (state.ended) throw refusal(RefusalType.turnEnded, 'the turn has ended');
-        const problem = callRequestProblem(request);
+        const problem = callRequestProblem(request) ?? takeUpProblem(request);
         if (problem) throw refusal(RefusalType.callRequest, problem);
       },
     },
@@ -159,6 +160,9 @@ function installHandlers(ctx: TurnContext): void {
   setHandler(endTurnUpdate, (options?: EndTurnOptions) => {
     state.ended ??= 'endTurn';
     if (options?.endSession === true) state.endSession = true;
+    // Behind a patch: an older worker ignored the argument and waited for the tasks, and a turn
+    // recorded so must replay that way.
+    if (options?.detach === true && patched(PatchId.detachTasks)) detachTasks(state);
   });
 }
 

@@ -31,7 +31,7 @@ export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOut
   return running.then(
     (outcome) => {
       try {
-        state.record({ id: request.id, name: request.name, arguments: args, outcome }, ctx.input.batch !== undefined);
+        state.record({ id: request.id, name: request.name, arguments: args, ...(request.taskId !== undefined ? { taskId: request.taskId } : {}), outcome }, ctx.input.batch !== undefined);
       } finally {
         state.inFlight -= 1;
         state.touch();
@@ -57,7 +57,7 @@ export async function runCallAwaited(ctx: TurnContext, request: CallRequest): Pr
   let outcome: CallOutcome | undefined;
   try {
     outcome = await executeCall(ctx, request, args);
-    state.record({ id: request.id, name: request.name, arguments: args, outcome }, ctx.input.batch !== undefined);
+    state.record({ id: request.id, name: request.name, arguments: args, ...(request.taskId !== undefined ? { taskId: request.taskId } : {}), outcome }, ctx.input.batch !== undefined);
     return outcome;
   } finally {
     state.inFlight -= 1;
@@ -189,6 +189,8 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
     requestTimeoutMs: requestTimeoutMs(tool, limits),
     ...(hookProof !== undefined ? { hookProof } : {}),
   };
+  // Only calls that name a task ask: no other call records the marker.
+  if (request.taskId !== undefined && patched(PatchId.takeTask)) return runTask(ctx, request, tool, callInput, request.taskId);
   // Only tools that run as tasks ask: no other call records the marker.
   if (runsAsTask(tool) && patched(PatchId.mcpTasks)) return runTask(ctx, request, tool, callInput);
   // Behind a patch: turns recorded before it let Temporal retry a lost heartbeat on the same

@@ -6,10 +6,11 @@
  */
 import { CancellationScope, isCancellation, patched, proxyActivities, sleep } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/common';
-import { FailureType, LEGACY_INPUT_GRACE_MS, PatchId, type CallOutcome, type CallRequest, type CallToolInput, type InputAnswer, type TaskPoll, type TaskRef, type TaskStarted, type ToolInfo } from '../contract/index.js';
+import { FailureType, LEGACY_INPUT_GRACE_MS, PatchId, taskIdProblem, type CallOutcome, type CallRequest, type CallToolInput, type InputAnswer, type TaskPoll, type TaskRef, type TaskStarted, type ToolInfo } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { callOptions, callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
 import { cancelledCallOutcome, errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout, messageOf } from './failures.js';
+import { detachedOutcome, detachedTask, transportOf, unknownTaskOutcome } from './detach.js';
 import { waitForAnswers, type InputRounds } from './inputs.js';
 import { reconcile } from './servers.js';
 import type { TurnContext } from './turnState.js';
@@ -216,14 +217,17 @@ function taskRequestOptions(queue: string, tool: ToolInfo, limits: Limits, summa
 }
 
 /**
- * Runs one call as an MCP task, from creation to result. Cancelling the call (or the turn) cancels
- * the task on its server before the cancellation is reported.
+ * Runs one call as an MCP task, from creation to result; with `takeUp`, takes up that existing task
+ * instead of creating one. Cancelling the call (or the turn) cancels the task on its server before
+ * the cancellation is reported; detaching it (`endTurn` with `detach`) leaves the task running.
  */
-export async function runTask(ctx: TurnContext, request: CallRequest, tool: ToolInfo, input: CallToolInput): Promise<CallOutcome> {
+export async function runTask(ctx: TurnContext, request: CallRequest, tool: ToolInfo, input: CallToolInput, takeUp?: string): Promise<CallOutcome> {
   const { state } = ctx;
   const scope = new CancellationScope();
   state.running.set(request.id, scope);
   let task: TaskStarted | undefined;
+  const startedAt = Date.now();
+  const detached = (t: TaskStarted) => detachedOutcome(tool.name, detachedTask(ctx, tool, t, state.followedTasks.get(request.id)?.createdAtMs ?? startedAt), ctx.input.endSession === true || state.endSession, startedAt, Date.now());
   const refOf = (t: TaskStarted): TaskRef => ({
     sessionId: input.sessionId,
     callId: input.callId,
@@ -235,17 +239,21 @@ export async function runTask(ctx: TurnContext, request: CallRequest, tool: Tool
     ...(t.serverInstance !== undefined ? { serverInstance: t.serverInstance } : {}),
   });
   try {
-    const startedAt = Date.now();
     return await scope.run(async () => {
-      const created = await createOnce(ctx, tool, input);
+      const created = takeUp === undefined ? await createOnce(ctx, tool, input) : await takeOnce(ctx, tool, input, takeUp);
       if (!('kind' in created)) return created;
       task = created;
+      const serverCreatedAt = created.createdAt !== undefined ? Date.parse(created.createdAt) : NaN;
+      state.followedTasks.set(request.id, { createdAtMs: Number.isFinite(serverCreatedAt) ? serverCreatedAt : Date.now() });
+      // Set only behind the detach patch: a turn ended that way answers a task created after the end at once.
+      if (state.detachTasks) return detached(task);
       const outcome = await pollUntilDone(ctx, request, tool, task, refOf(task));
       // The call took as long as its task, not as long as the request that fetched the result.
       return outcome.status === 'ok' ? { ...outcome, startedAt: new Date(startedAt).toISOString(), durationMs: Date.now() - startedAt } : outcome;
     });
   } catch (err) {
     if (!isCancellation(err)) throw err;
+    if (task && state.detached.has(request.id) && !CancellationScope.current().consideredCancelled) return detached(task);
     if (task) {
       const ref = refOf(task);
       state.details.callWaitsOnTask(request.id, { taskId: task.taskId, status: 'cancelling' });
@@ -257,6 +265,8 @@ export async function runTask(ctx: TurnContext, request: CallRequest, tool: Tool
   } finally {
     state.details.callWaitsOnTask(request.id, undefined);
     state.running.delete(request.id);
+    state.followedTasks.delete(request.id);
+    state.detached.delete(request.id);
   }
 }
 
@@ -280,6 +290,24 @@ async function createOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput
       }
     }
   }
+}
+
+/**
+ * Takes up a task an earlier call left running: `takeTask` checks the call as `callTool` would and
+ * reads the task once. A task the server does not know is an outcome that says so; nothing is created.
+ */
+async function takeOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput, taskId: string): Promise<TaskStarted | CallOutcome> {
+  const problem = taskIdProblem(taskId);
+  if (problem) return errorOutcome('bad_request', `${tool.name}: ${problem}`);
+  if (!runsAsTask(tool)) {
+    const why = tool.taskSupport === undefined ? 'its server lists no task support for it' : `its server runs it as a task only when asked, and the entry of server "${tool.server}" does not say "tasks": "prefer"`;
+    return errorOutcome('bad_request', `${tool.name}: its calls do not run as MCP tasks here (${why}), so it has no task to take up (the call did not run)`);
+  }
+  ctx.state.details.callAttempt(input.callId);
+  const taken = await taskRequest(ctx, tool, `${tool.name} (take up task)`, (a) => a.takeTask({ ...input, taskId }));
+  if ('kind' in taken || 'content' in taken) return taken;
+  const remote = transportOf(ctx, tool.server) !== 'stdio';
+  return unknownTaskOutcome(tool.name, tool.server, remote, taskId, taken.statusMessage);
 }
 
 async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolInfo, task: TaskStarted, ref: TaskRef): Promise<CallOutcome> {

@@ -57,6 +57,15 @@ export class TurnState {
   readonly legacyRounds = new Map<string, number>();
   /** The scope of each running call by its ID, so cancelCall and a cancelled turn can stop it. */
   readonly running = new Map<string, CancellationScope>();
+  /**
+   * Calls following an MCP task now (created or taken up, not yet ended), by call ID, with when the
+   * task was created (workflow time, or the server's own for a task taken up).
+   */
+  readonly followedTasks = new Map<string, { createdAtMs: number }>();
+  /** `endTurn` asked to detach the turn's tasks: each call following one is answered as detached. */
+  detachTasks = false;
+  /** Calls whose scope was cancelled to detach them, not to cancel their task. */
+  readonly detached = new Set<string>();
   /** What the Temporal UI shows as the turn's current details. */
   readonly details = new DetailsBoard();
 

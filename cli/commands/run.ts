@@ -5,7 +5,7 @@ import { outcomeText } from '../../client/transcript.js';
 import { SecretInInputError, type TurnClient } from '../../client/turnClient.js';
 import { loadConfig } from '../../config/load.js';
 import { ConfigError } from '../../config/types.js';
-import { agentIdProblem, type CallRequest, type TurnResult } from '../../contract/index.js';
+import { agentIdProblem, taskIdProblem, type CallRequest, type TurnResult } from '../../contract/index.js';
 import { listProblem } from '../../governance/toolRules.js';
 import { stripTerminalControls } from '../../text/terminal.js';
 import { UsageError, cliLogger, collect, collectOptional, commandSettings, progress } from '../common.js';
@@ -19,6 +19,7 @@ interface RunOptions {
   mcp: string[];
   plugin: string[];
   call: string[];
+  takeTask: string[];
   parallel?: boolean;
   json?: boolean;
   allowedTools?: string[];
@@ -46,6 +47,19 @@ export function parseCallSpec(spec: string, index: number): CallRequest {
     throw new UsageError(`--call #${index + 1} (${name}): arguments must be a JSON object, got ${JSON.stringify(args)}`);
   }
   return { id: `call-${index + 1}`, name, arguments: args as Record<string, unknown> };
+}
+
+/**
+ * `--take-task 'TOOL TASK_ID'`: a call that takes up the MCP task a call of TOOL left running when
+ * its turn ended with detach (the ID its outcome names), instead of calling the tool.
+ */
+export function parseTakeTaskSpec(spec: string, index: number): CallRequest {
+  const parts = spec.trim().split(/\s+/);
+  const [name, taskId] = parts;
+  if (parts.length !== 2 || !name || !taskId) throw new UsageError(`--take-task #${index + 1}: expected 'TOOL TASK_ID', got ${JSON.stringify(spec)}`);
+  const problem = taskIdProblem(taskId);
+  if (problem) throw new UsageError(`--take-task #${index + 1} (${name}): ${problem}`);
+  return { id: `take-task-${index + 1}`, name, taskId };
 }
 
 /** `--allowed-tools a,b --allowed-tools c`: every matcher, split on commas and spaces as Claude Code does. */
@@ -87,8 +101,8 @@ async function reportUnknownTools(client: TurnClient, result: TurnResult, failed
 
 /** Exit code 0 when every call succeeded, 1 when one failed. */
 async function runCommand(opts: RunOptions): Promise<number> {
-  const calls = opts.call.map(parseCallSpec);
-  if (calls.length === 0) throw new UsageError("run needs at least one --call 'TOOL JSON'");
+  const calls = [...opts.call.map(parseCallSpec), ...opts.takeTask.map(parseTakeTaskSpec)];
+  if (calls.length === 0) throw new UsageError("run needs at least one --call 'TOOL JSON' (or --take-task 'TOOL TASK_ID')");
   const allowedTools = toolMatchers(opts.allowedTools, '--allowed-tools');
   const disallowedTools = toolMatchers(opts.disallowedTools, '--disallowed-tools');
   const agentProblem = opts.agent !== undefined ? agentIdProblem(opts.agent) : undefined;
@@ -144,6 +158,7 @@ export function registerRunCommand(program: Command): void {
     .option('--mcp <spec>', "an inline server 'name:command arg1 arg2' (repeatable)", collect, [])
     .option('--plugin <dir>', 'a plugin folder with .mcp.json and/or plugin.json (repeatable; untrusted)', collect, [])
     .option('--call <call>', "a call 'TOOL JSON', e.g. 'mcp__x__echo {\"text\":\"hi\"}' (repeatable)", collect, [])
+    .option('--take-task <call>', "take up an MCP task a detached call left running, 'TOOL TASK_ID' (repeatable; after the --call calls): its result is this call's outcome", collect, [])
     .option('--parallel', 'run the calls in parallel (default: one after another)')
     .option('--json', 'print one JSON object: { turnId, calls: [{ id, name, arguments, outcome }] }')
     .option('--allowed-tools <matchers>', 'only these tools, e.g. "mcp__github__*,mcp__docs__search" (repeatable; narrows the worker\'s rules)', collectOptional)

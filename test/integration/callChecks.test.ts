@@ -117,4 +117,16 @@ describe('the call activity re-checks every call against the operator and the tu
     assert.equal(sealed.status, 'ok');
     assert.equal((await executed()).filter((e) => e.tool === 'fail').length, 1);
   });
+
+  test('taking up a task is checked as a call is: a denied tool, a hooked tool without its seal and another turn are refused before any request', async () => {
+    const denied = await failureOf(envFor(turnId).run(activities.takeTask, { ...call('mcp__s__env', 'env', {}), taskId: 'tk1' }));
+    assert.equal(denied.type, FailureType.BadRequest);
+    assert.match(denied.message, /^mcp__s__env is not allowed: .*settings\.json/);
+    const unsealed = await failureOf(envFor(turnId).run(activities.takeTask, { ...call('mcp__s__fail', 'fail', {}), taskId: 'tk1' }));
+    assert.equal(unsealed.type, FailureType.BadRequest);
+    assert.match(unsealed.message, /has PreToolUse hooks, and this call carries no decision of theirs/);
+    const forged = await failureOf(envFor(`${sessionId}/turn-forged`).run(activities.takeTask, { ...call('mcp__s__echo', 'echo', {}), taskId: 'tk1' }));
+    assert.equal(forged.type, FailureType.ServerUnavailable);
+    assert.deepEqual((await executed()).filter((e) => e.tool === 'env'), []);
+  });
 });

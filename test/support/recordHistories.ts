@@ -66,6 +66,19 @@ async function main(): Promise<void> {
     await taskTurn.end();
     if (taskOutcome.status !== 'ok' || !textOf(taskOutcome.content[0])?.includes('finished recorded')) throw new Error(`unexpected task outcome ${JSON.stringify(taskOutcome)}: not recording`);
 
+    // A task left running by a turn ended with detach, and taken up by the session's next turn.
+    const jobs = { inlineSpecs: [`jobs:${process.execPath} ${taskServer} stdio`] };
+    const detaching = await h.client.startTurn({ sessionId: 'replay-task-detach', workspace, servers: jobs });
+    const leftRunning = detaching.callTool({ id: 'toolu_41', name: 'mcp__jobs__long_job', arguments: { seconds: 4, tag: 'detached' } });
+    await waitUntil('the task', async () => (await h.client.transcript(detaching.turnId)).calls.some((c) => c.task !== undefined));
+    await detaching.end({ detach: true });
+    const detached = (await leftRunning).detached;
+    if (!detached) throw new Error(`unexpected detached outcome ${JSON.stringify(await leftRunning)}: not recording`);
+    const takingUp = await h.client.startTurn({ sessionId: 'replay-task-detach', workspace, servers: jobs });
+    const takenUp = await takingUp.callTool({ id: 'toolu_42', name: detached.takeUp.name, taskId: detached.takeUp.taskId });
+    await takingUp.end();
+    if (takenUp.status !== 'ok' || !textOf(takenUp.content[0])?.includes('finished detached')) throw new Error(`unexpected taken-up outcome ${JSON.stringify(takenUp)}: not recording`);
+
     // A 2025-era question mid-call: reported by the call's activity, answered, delivered back.
     const legacy = await h.client.startTurn({ sessionId: 'replay-legacy-input', workspace, servers: { inlineSpecs: [`everything:${process.execPath} ${everythingServer} stdio`] } });
     const asking = legacy.callTool({ id: 'toolu_31', name: 'mcp__everything__trigger-elicitation-request', arguments: {} });
@@ -102,6 +115,8 @@ async function main(): Promise<void> {
       ['interactive-turn-task.json', taskTurn.turnId],
       ['interactive-turn-legacy-input.json', legacy.turnId],
       ['interactive-turn-task-question.json', modernTurnId],
+      ['interactive-turn-task-detached.json', detaching.turnId],
+      ['interactive-turn-task-taken-up.json', takingUp.turnId],
     ] as const;
     for (const [file, id] of recorded.filter(([file]) => only.length === 0 || only.includes(file))) {
       const history = await h.client.client.workflow.getHandle(id).fetchHistory();

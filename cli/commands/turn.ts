@@ -1,0 +1,54 @@
+/** `durable-mcp turn end <turnId>`: ends an interactive turn, optionally without waiting for its MCP tasks. */
+import type { Command } from 'commander';
+import { outcomeText } from '../../client/transcript.js';
+import { stripTerminalControls } from '../../text/terminal.js';
+import { UsageError, cliLogger, commandSettings, progress } from '../common.js';
+import { connect } from '../embedded.js';
+
+/** A turn's workflow ID: `<sessionId>/turn-<n>`, the session ID as the API and CLI accept it. */
+const TURN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}\/turn-[1-9]\d{0,8}$/;
+
+interface EndOptions {
+  detach?: boolean;
+  endSession?: boolean;
+  json?: boolean;
+}
+
+async function endTurnCommand(turnId: string, opts: EndOptions): Promise<number> {
+  if (!TURN_ID_PATTERN.test(turnId)) throw new UsageError(`invalid turn ID ${JSON.stringify(turnId)}: expected <sessionId>/turn-<n>, as \`durable-mcp transcript\` and the API name it`);
+  const settings = commandSettings();
+  const session = await connect({ logger: cliLogger(settings, 'warn'), withWorker: false, settings, env: process.env, progress });
+  try {
+    if (session.mode === 'embedded') {
+      process.stderr.write(`no worker is running (no durable-mcp dev, no TEMPORAL_ADDRESS): turn "${turnId}" is not open\n`);
+      return 1;
+    }
+    const options = { ...(opts.detach ? { detach: true } : {}), ...(opts.endSession ? { endSession: true } : {}) };
+    const result = await session.client.endTurn(turnId, Object.keys(options).length > 0 ? options : undefined);
+    if (opts.json) {
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      return 0;
+    }
+    // Tool output goes to a terminal: it must not be able to drive it.
+    for (const call of result.calls) process.stdout.write(`[${call.id}] ${call.name}: ${stripTerminalControls(outcomeText(call.outcome))}\n`);
+    process.stderr.write(`turn ${result.turnId} ended (${result.endedBy}); see it again: durable-mcp transcript ${result.turnId}\n`);
+    return 0;
+  } finally {
+    await session.close();
+  }
+}
+
+/** Adds `durable-mcp turn end` to the program. */
+export function registerTurnCommand(program: Command): void {
+  const turn = program.command('turn').description('the interactive turns of the workers');
+  turn
+    .command('end')
+    .description('end an interactive turn once its calls are done, and print their outcomes')
+    .argument('<turnId>', '<sessionId>/turn-<n>')
+    .option('--detach', 'do not wait for calls that run as MCP tasks: each is answered as detached, its task goes on, and its outcome says how a later turn takes it up (--take-task)')
+    .option('--end-session', "end the session too: its servers stop once the turn's calls are done (a stdio server's detached task with them)")
+    .option('--json', 'print the turn result { turnId, endedBy, calls } as JSON')
+    .action(async (turnId: string, opts: EndOptions) => {
+      process.exitCode = await endTurnCommand(turnId, opts);
+    });
+}
