@@ -34,5 +34,7 @@ export const PatchId = {
   fastPathAffinity: 'fast-path-affinity',
   /** A call whose queue timed out after another call had moved the turn follows it, without reconciling again. */
   followMovedTurn: 'follow-moved-turn',
+  /** A side-effecting call is sent to the shared queue for eager dispatch to the worker running the turn, when it holds the session's servers. */
+  eagerCalls: 'eager-calls',
 } as const;
 export type PatchId = (typeof PatchId)[keyof typeof PatchId];

@@ -46,6 +46,31 @@ export function takesFastPath(ctx: TurnContext, tool: Pick<ToolInfo, 'annotation
 }
 
 /**
+ * Whether a call that does not take the fast path is sent to the shared queue for eager dispatch:
+ * the server hands the activity task back in the answer to the workflow task that schedules it, to
+ * the worker that ran that task, instead of through the holder's own queue (a round trip through
+ * matching less). Only side-effecting calls, which run at most once: a retry of the activity would
+ * go to the shared queue without eager dispatch, to any worker. Asked under the same belief as the
+ * fast path: the worker running the turn holds its servers, until a refusal says otherwise.
+ */
+export function takesEagerDispatch(ctx: TurnContext, tool: Pick<ToolInfo, 'annotations' | 'retry'>, input: CallToolInput): boolean {
+  const reconciled = ctx.state.lastReconcile;
+  if (reconciled?.eagerCalls !== true || ctx.state.fastPathMissedOn === reconciled) return false;
+  if (input.inputReply !== undefined || isSafeToRetry(tool)) return false;
+  // Turns recorded before sent every call to the holder's own queue.
+  return patched(PatchId.eagerCalls);
+}
+
+/**
+ * The regular activity sent to the turn's own (shared) queue, the one task queue whose activities
+ * the SDK lets the server dispatch eagerly, naming the holder: a worker that is not the holder
+ * refuses it unrun.
+ */
+export function eagerDispatch(ctx: Pick<TurnContext, 'sharedQueue'>, options: ActivityOptions, input: CallToolInput, holderQueue: string): { options: ActivityOptions; input: CallToolInput } {
+  return { options: { ...options, taskQueue: ctx.sharedQueue, allowEagerDispatch: true }, input: { ...input, workerQueue: holderQueue } };
+}
+
+/**
  * Where a new session's first reconcile goes: the worker running this workflow task, which keeps the
  * turn's later tasks (sticky execution), so its retry-safe calls can take the fast path. Undefined
  * (the shared queue, as before) when that worker has the fast path off or cannot say.
