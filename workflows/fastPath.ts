@@ -19,9 +19,12 @@ import type { TurnContext } from './turnState.js';
  * The longest a fast-path call may run before the regular path takes it over. A local activity
  * holds its workflow task open and sends no heartbeat: a lost worker is noticed only by the workflow
  * task timeout, and every other command of the turn (other calls' activities, Update answers) waits
- * until the local activity ends. Most read-only calls answer in milliseconds.
+ * until the local activity ends. Most read-only calls answer in milliseconds. Under 5 s: the SDK's
+ * core warns of every workflow task that lasts longer than that (TEMPORAL_WORKFLOW_TASK_DURATION_WARN_SECONDS),
+ * and with the default 10 s workflow task timeout a call that reaches the bound holds its task that
+ * long, so a 5 s bound made each such call a warning.
  */
-export const FAST_PATH_BOUND_MS = 5000;
+export const FAST_PATH_BOUND_MS = 4500;
 
 /** The local activity's options: the tool's public name as the UI label, one attempt, at most {@link FAST_PATH_BOUND_MS}. */
 export function localCallOptions(tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, limits: Pick<Limits, 'toolTimeoutMs'>): LocalActivityOptions {

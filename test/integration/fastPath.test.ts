@@ -261,7 +261,7 @@ describe('the fast path: retry-safe calls as local activities', () => {
   test('a cancel sent during a fast call reaches it when the SDK extends its workflow task, and the turn goes on', async () => {
     const h = await startHarness('fast-cancel', { FIXTURE_LOG: execLog });
     harnesses.push(h);
-    // Workflow task timeout 2 s: extended at 1.6 s, well before the 5 s bound.
+    // Workflow task timeout 2 s: extended at 1.6 s, well before the 4.5 s bound.
     const turn = await retrySafeTurn(h, 'fast-cancel', { heartbeatTimeoutMs: 2000 });
     const pending = turn.callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 60_000, tag: 'fast-cancel' } });
     await waitUntil('the fast call to start', async () => (await executions('slow', 'fast-cancel')).length === 1);
