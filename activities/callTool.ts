@@ -16,12 +16,25 @@ import { scrubResult, toFailure } from './history.js';
 /**
  * `callTool`: checks the call against the operator's rules and its sealed PreToolUse decision, then
  * sends it to the server for the turn Temporal names (never one the input names), heartbeating its
- * progress; the result and any failure are scrubbed of the server's secrets too.
+ * progress; the result and any failure are scrubbed of the server's secrets too. A call that names
+ * the worker holding its servers was sent to the shared queue for eager dispatch: when the server
+ * did not hand it straight back to that worker, any worker may take it, and the others refuse it
+ * before anything runs.
  */
 export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Promise<CallOutcome | InputRequiredOutcome> {
   return async function callTool(input) {
+    if (input.workerQueue !== undefined && input.workerQueue !== kit.deps.workerQueue) throw notHolder(false);
     return runCall(kit, input, true);
   };
+}
+
+/** The refusal of a worker that does not hold the session's servers: nothing ran. */
+function notHolder(ownerLost: boolean): ApplicationFailure {
+  const details: FastPathMissDetails = { ownerLost };
+  // Benign: the SDK logs it at debug, not as a warning with a stack; nothing went wrong.
+  return ApplicationFailure.create({
+    type: FailureType.FastPathMiss, message: 'this worker does not hold the session\'s servers', nonRetryable: true, details: [details], category: ApplicationFailureCategory.BENIGN,
+  });
 }
 
 /**
@@ -32,13 +45,7 @@ export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Pr
  */
 export function callToolLocalActivity(kit: ActivityKit): (input: CallToolInput) => Promise<LocalCallOutcome> {
   return async function callToolLocal(input) {
-    if (kit.deps.fastPath === false || input.workerQueue !== kit.deps.workerQueue) {
-      const details: FastPathMissDetails = { ownerLost: await ownerLostMidTask(Context.current(), input.workerQueue) };
-      // Benign: the SDK logs it at debug, not as a warning with a stack; nothing went wrong.
-      throw ApplicationFailure.create({
-        type: FailureType.FastPathMiss, message: 'this worker does not hold the session\'s servers', nonRetryable: true, details: [details], category: ApplicationFailureCategory.BENIGN,
-      });
-    }
+    if (kit.deps.fastPath === false || input.workerQueue !== kit.deps.workerQueue) throw notHolder(await ownerLostMidTask(Context.current(), input.workerQueue));
     return { ...(await runCall(kit, input, false)), callId: input.callId };
   };
 }

@@ -39,6 +39,11 @@ export interface ActivityDeps {
    * true. Reported by reconcileServers, so each turn reads the choice from its own history.
    */
   fastPath?: boolean;
+  /**
+   * Whether a side-effecting call may be sent to the shared queue for eager dispatch to this worker
+   * (DMCP_EAGER_CALLS). Default true. Reported by reconcileServers, like {@link fastPath}.
+   */
+  eagerCalls?: boolean;
 }
 
 /** What every activity of one worker is built from: its deps and the parts they share. */

@@ -34,7 +34,7 @@ export function reconcileServersActivity({ deps, governanceFor }: ActivityKit): 
       throw configFailure(err, scrub);
     }
     const forModel = shown ? { ...clean, servers: clean.servers.map((s) => ({ ...s, tools: s.tools.filter(shown) })) } : clean;
-    return { workerQueue: deps.workerQueue, status: clean, serversParagraph: renderServersParagraph(forModel), fastPath: deps.fastPath !== false };
+    return { workerQueue: deps.workerQueue, status: clean, serversParagraph: renderServersParagraph(forModel), fastPath: deps.fastPath !== false, eagerCalls: deps.eagerCalls !== false };
   };
 }
 

@@ -20,8 +20,12 @@ export const bareLocalUpdate = defineUpdate<{ content: { type: 'text'; text: str
  * `activityQueue`: run the activity on another task queue (as durable-mcp pins its calls to the
  * worker queue that holds the servers); default: the workflow's own queue.
  */
-export async function bareTurn(activityQueue?: string): Promise<number> {
-  const { noop } = proxyActivities<BareActivities>({ startToCloseTimeout: '1m', ...(activityQueue ? { taskQueue: activityQueue } : {}) });
+export async function bareTurn(activityQueue?: string, asDurable?: boolean): Promise<number> {
+  // `asDurable`: the options a durable-mcp side-effecting call is scheduled with (timeouts that fail a lost worker over, the UI label, one attempt).
+  const durableLike = asDurable
+    ? { heartbeatTimeout: '10s', scheduleToStartTimeout: '10s', summary: 'mcp__plain__echo', retry: { maximumAttempts: 1, nonRetryableErrorTypes: ['BadRequest', 'ServerUnavailable', 'TemporalTimeout:Heartbeat'] } }
+    : {};
+  const { noop } = proxyActivities<BareActivities>({ startToCloseTimeout: '1m', ...durableLike, ...(activityQueue ? { taskQueue: activityQueue } : {}) });
   let calls = 0;
   let ended = false;
   setHandler(bareCallUpdate, async (id, args) => {

@@ -1,9 +1,11 @@
 /**
  * The fast path side by side, in one run on one embedded tuned dev server (as `dev` starts it):
  *   - floor: an Update answered with no activity (bare Temporal, bench/bareWorkflow.ts),
- *   - bare Update -> local activity, and bare Update -> activity on a worker's own queue,
+ *   - bare Update -> local activity, bare Update -> activity on a worker's own queue, and on the
+ *     workflow's own queue (dispatched eagerly by the tuned server),
  *   - durable-mcp `Turn.callTool` of a retry-safe echo (the fast path), of the same echo with
- *     DMCP_FAST_PATH=false, and of a side-effecting echo (always the regular path),
+ *     DMCP_FAST_PATH=false, and of a side-effecting echo (a regular activity, dispatched eagerly;
+ *     and with DMCP_EAGER_CALLS=false, on the worker's own queue),
  * sequential calls interleaved round robin (order rotated each round), so a noisy machine hits them
  * alike; then throughput of 16 turns calling at once, retry-safe durable calls against bare
  * Update -> activity; then how often the fast path is taken with 1 and with 3 workers.
@@ -92,11 +94,12 @@ async function throughput(lanes: Call[], ms: number): Promise<number> {
 }
 
 /** Of the calls of `turnId`, how many ran as a local activity and how many as a regular one. */
-async function pathsTaken(client: Client, turnId: string): Promise<{ local: number; regular: number; misses: number }> {
+async function pathsTaken(client: Client, turnId: string): Promise<{ local: number; regular: number; misses: number; eager: number }> {
   const history = await client.workflow.getHandle(turnId).fetchHistory();
   let local = 0;
   let regular = 0;
   let misses = 0;
+  let eager = 0;
   for (const e of history.events ?? []) {
     const marker = e.markerRecordedEventAttributes;
     if (marker?.markerName === 'core_local_activity') {
@@ -105,9 +108,13 @@ async function pathsTaken(client: Client, turnId: string): Promise<{ local: numb
       if (marker.failure) misses += 1;
       else local += 1;
     }
-    if (e.activityTaskScheduledEventAttributes?.activityType?.name === ActivityName.callTool) regular += 1;
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name === ActivityName.callTool) {
+      regular += 1;
+      if (scheduled.taskQueue?.name === history.events?.[0]?.workflowExecutionStartedEventAttributes?.taskQueue?.name) eager += 1;
+    }
   }
-  return { local, regular, misses };
+  return { local, regular, misses, eager };
 }
 
 /**
@@ -131,7 +138,7 @@ async function main(): Promise<void> {
     const bareQueue = benchQueue('fast-bare');
     const [worker, offWorker, bareWorker] = await Promise.all([
       startDurableWorker(temporal.address, queue, bundle),
-      startDurableWorker(temporal.address, offQueue, bundle, { env: { DMCP_FAST_PATH: 'false' } }),
+      startDurableWorker(temporal.address, offQueue, bundle, { env: { DMCP_FAST_PATH: 'false', DMCP_EAGER_CALLS: 'false' } }),
       startBareWorker(temporal.address, bareQueue),
     ]);
     started.push(worker, offWorker, bareWorker);
@@ -143,14 +150,19 @@ async function main(): Promise<void> {
     // Activities on the bare worker's own queue, as durable-mcp pins its calls to the worker holding the servers.
     const bare = await client.workflow.start('bareTurn', { taskQueue: bareQueue, workflowId: uniqueId('fast-bare'), args: [bareWorker.info.pinnedQueue] });
     ends.push(() => bare.executeUpdate('end', { updateId: 'end' }));
+    // Activities on the workflow's own queue: the tuned server dispatches them eagerly, as a durable-mcp side-effecting call on the worker holding its servers.
+    const bareEager = await client.workflow.start('bareTurn', { taskQueue: bareQueue, workflowId: uniqueId('fast-bare-eager'), args: [] });
+    ends.push(() => bareEager.executeUpdate('end', { updateId: 'end' }));
 
     const variants: { key: string; label: string; call: Call }[] = [
       { key: 'floor', label: 'floor: bare Update, no activity', call: bareCall(bare, 'floor') },
       { key: 'bareLocal', label: 'bare Update -> local activity', call: bareCall(bare, 'local') },
       { key: 'bare', label: 'bare Update -> activity (worker queue)', call: bareCall(bare, 'call') },
+      { key: 'bareEager', label: 'bare Update -> activity (workflow\'s queue, eager dispatch)', call: bareCall(bareEager, 'call') },
       { key: 'fast', label: 'durable-mcp, retry-safe echo (fast path)', call: durableCall(turn, 'mcp__safe__echo') },
       { key: 'safeOff', label: 'durable-mcp, retry-safe echo, DMCP_FAST_PATH=false', call: durableCall(offTurn, 'mcp__safe__echo') },
-      { key: 'sideEffect', label: 'durable-mcp, side-effecting echo (regular path)', call: durableCall(turn, 'mcp__plain__echo') },
+      { key: 'sideEffect', label: 'durable-mcp, side-effecting echo (eager dispatch)', call: durableCall(turn, 'mcp__plain__echo') },
+      { key: 'sideEffectPinned', label: 'durable-mcp, side-effecting echo, DMCP_EAGER_CALLS=false (worker queue)', call: durableCall(offTurn, 'mcp__plain__echo') },
     ];
     for (const v of variants) for (let i = 0; i < WARMUP; i += 1) await v.call(i);
     const samples = new Map(variants.map((v) => [v.key, { all: [] as number[], rounds: [] as number[] }]));
@@ -250,7 +262,7 @@ worker per variant family, the fixture echo server over stdio).
 |---|---|---|---|---|
 ${variants.map((v) => row(v.key)).join('\n')}
 
-The fast-path turn ran ${fast.local} calls as local activities and ${fast.regular} as regular activities (its side-effecting calls), ${fast.misses} misses.
+The fast-path turn ran ${fast.local} calls as local activities and ${fast.regular} as regular activities (its side-effecting calls, ${fast.eager} of them sent for eager dispatch), ${fast.misses} misses.
 
 Throughput, ${TPUT_LANES} turns calling back to back (${TPUT_ROUNDS} rounds of ${TPUT_MS / 1000} s, alternating order):
 durable-mcp retry-safe echo ${tput.fast.map((v) => fmt(v)).join(' / ')} calls/s, bare Update -> activity ${tput.bare.map((v) => fmt(v)).join(' / ')} calls/s:

@@ -40,5 +40,7 @@ export const PatchId = {
   detachTasks: 'detach-tasks',
   /** A call that names a `taskId` takes up that existing MCP task (poll and result) instead of calling the tool. */
   takeTask: 'take-task',
+  /** A side-effecting call is sent to the shared queue for eager dispatch to the worker running the turn, when it holds the session's servers. */
+  eagerCalls: 'eager-calls',
 } as const;
 export type PatchId = (typeof PatchId)[keyof typeof PatchId];

@@ -230,6 +230,11 @@ export interface ReconcileResult {
    * DMCP_FAST_PATH). Recorded, so the workflow decides from history. Absent in turns recorded before.
    */
   fastPath?: boolean;
+  /**
+   * Whether the worker that reconciled lets a side-effecting call be sent for eager dispatch on the
+   * shared queue (its DMCP_EAGER_CALLS). Recorded, like {@link fastPath}. Absent in turns recorded before.
+   */
+  eagerCalls?: boolean;
 }
 
 export interface ListToolsInput {
@@ -256,8 +261,10 @@ export interface CallToolInput {
   /** A later attempt of a call whose server asked for input: the answers and the server's state. */
   inputReply?: InputReply;
   /**
-   * `callToolLocal` only: the queue of the worker the turn believes holds the session's servers. A
-   * worker with another queue refuses the call (`FastPathMiss`) without running anything.
+   * The queue of the worker the turn believes holds the session's servers, given to `callToolLocal`
+   * and to a `callTool` sent to the shared queue for eager dispatch (any worker may take it there
+   * when the server does not hand it back at once). A worker with another queue refuses the call
+   * (`FastPathMiss`) without running anything.
    */
   workerQueue?: string;
 }

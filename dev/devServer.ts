@@ -34,6 +34,9 @@ export const TUNED_MAX_IN_FLIGHT_UPDATES = 200;
 export const TUNED_DYNAMIC_CONFIG: Readonly<Record<string, number | string | boolean>> = {
   'history.transferProcessorMaxPollRPS': 1000,
   'history.maxInFlightUpdates': TUNED_MAX_IN_FLIGHT_UPDATES,
+  // A side-effecting call sent to the turn's own queue comes back to the worker in the answer to
+  // the workflow task that scheduled it, without a trip through matching (DMCP_EAGER_CALLS).
+  'system.enableActivityEagerExecution': true,
 };
 
 /**

@@ -128,6 +128,12 @@ export interface Settings {
    * running the turn holds the session's servers; false: every call is a regular activity.
    */
   fastPath: boolean;
+  /**
+   * DMCP_EAGER_CALLS, default true: a side-effecting call goes to the shared queue for eager
+   * dispatch to the worker running the turn when that worker holds the session's servers (the
+   * Temporal server needs `system.enableActivityEagerExecution`); false: to the holder's own queue.
+   */
+  eagerCalls: boolean;
   /** DMCP_TOOL_PREFIX: `mcp` (default, `mcp__server__tool`) or `none` (`server__tool`). */
   toolPrefix: 'mcp' | 'none';
   /** DMCP_LOG_LEVEL, default `info` (pino levels). */
@@ -375,6 +381,7 @@ const envSchema = z.object({
     return ms;
   }),
   DMCP_FAST_PATH: flag('DMCP_FAST_PATH', true),
+  DMCP_EAGER_CALLS: flag('DMCP_EAGER_CALLS', true),
   DMCP_TOOL_PREFIX: oneOf('DMCP_TOOL_PREFIX', ['mcp', 'none'] as const, 'mcp', (v) => v.toLowerCase()),
   DMCP_LOG_LEVEL: oneOf('DMCP_LOG_LEVEL', LOG_LEVELS, 'info', (v) => v.toLowerCase()),
   DMCP_SDK_LOG_LEVEL: oneOf('DMCP_SDK_LOG_LEVEL', SDK_LOG_LEVELS, 'WARN', (v) => v.toUpperCase()),
@@ -543,6 +550,7 @@ export function loadSettings(env: Env): Settings {
     shutdownGraceMs: e.DMCP_SHUTDOWN_GRACE,
     stickyWaitMs: e.DMCP_STICKY_WAIT,
     fastPath: e.DMCP_FAST_PATH,
+    eagerCalls: e.DMCP_EAGER_CALLS,
     toolPrefix: e.DMCP_TOOL_PREFIX,
     logLevel: e.DMCP_LOG_LEVEL,
     sdkLogLevel: e.DMCP_SDK_LOG_LEVEL,

@@ -169,6 +169,7 @@ export async function createWorkerParts(options: StartWorkerOptions, settings: S
     governance,
     turnKey: boundary.turnKey,
     fastPath: settings.fastPath,
+    eagerCalls: settings.eagerCalls,
   });
   metrics?.watchPool(pool);
   return { taskQueue, workerQueue, logger, pool, shelf, activities, ...(metrics ? { metrics } : {}) };

@@ -12,7 +12,7 @@ import {
 import { reconcile } from './servers.js';
 import { waitForAnswers, type InputRounds } from './inputs.js';
 import { runTask, runsAsTask } from './tasks.js';
-import { afterFastAttempt, fastCall, takesFastPath, withFastAttempt } from './fastPath.js';
+import { afterFastAttempt, eagerDispatch, fastCall, takesEagerDispatch, takesFastPath, withFastAttempt } from './fastPath.js';
 import type { TurnContext } from './turnState.js';
 
 /**
@@ -201,7 +201,9 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
   let input = callInput;
   const rounds: InputRounds = { round: 0, timedOut: false };
   let fast = takesFastPath(ctx, tool, callInput);
+  let eager = !fast && takesEagerDispatch(ctx, tool, callInput);
   let fastRanTool = false;
+  let eagerTried = false;
   for (;;) {
     const queue = state.workerQueue;
     const scope = new CancellationScope();
@@ -224,9 +226,13 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
       if (result === undefined) {
         const modern = state.lastReconcile?.status.servers.find((s) => s.name === tool.server)?.era === 'modern';
         const options = afterFastAttempt(callOptions(queue, tool, limits, failoverOnLostWorker, !modern), fastRanTool);
+        // Answers to a question asked mid-call go to the holder's own queue, wherever the attempt was sent.
         state.askingAttempts.set(request.id, { scope, queue, tool: tool.name });
+        const sent = eager ? eagerDispatch(ctx, options, input, queue) : { options, input };
+        eagerTried = eager;
+        eager = false;
         try {
-          result = await scope.run(() => proxyActivities<Activities>(input.inputReply ? { ...options, summary: `${tool.name} (with answers)` } : options).callTool(input));
+          result = await scope.run(() => proxyActivities<Activities>(input.inputReply ? { ...sent.options, summary: `${tool.name} (with answers)` } : sent.options).callTool(sent.input));
         } finally {
           state.askingAttempts.delete(request.id);
         }
@@ -243,6 +249,13 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
       // The whole turn was cancelled: let the cancellation end the workflow.
       if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;
       if (isCancellation(err)) return cancelledCallOutcome();
+      // Sent for eager dispatch, it reached a worker without the servers, which ran nothing: the
+      // holder's own queue takes it, and the turn stops trying until its next reconcile.
+      if (eagerTried && isFailureType(err, FailureType.FastPathMiss)) {
+        eagerTried = false;
+        state.fastPathMissedOn = state.lastReconcile;
+        continue;
+      }
       // The call never started, so it is always safe to try once more: either the
       // pinned worker is gone (schedule-to-start), or its servers are (stopped idle, crashed).
       const neverStarted = isScheduleToStartTimeout(err) || isFailureType(err, FailureType.ServerUnavailable);

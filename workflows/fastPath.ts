@@ -19,9 +19,12 @@ import type { TurnContext } from './turnState.js';
  * The longest a fast-path call may run before the regular path takes it over. A local activity
  * holds its workflow task open and sends no heartbeat: a lost worker is noticed only by the workflow
  * task timeout, and every other command of the turn (other calls' activities, Update answers) waits
- * until the local activity ends. Most read-only calls answer in milliseconds.
+ * until the local activity ends. Most read-only calls answer in milliseconds. Under 5 s: the SDK's
+ * core warns of every workflow task that lasts longer than that (TEMPORAL_WORKFLOW_TASK_DURATION_WARN_SECONDS),
+ * and with the default 10 s workflow task timeout a call that reaches the bound holds its task that
+ * long, so a 5 s bound made each such call a warning.
  */
-export const FAST_PATH_BOUND_MS = 5000;
+export const FAST_PATH_BOUND_MS = 4500;
 
 /** The local activity's options: the tool's public name as the UI label, one attempt, at most {@link FAST_PATH_BOUND_MS}. */
 export function localCallOptions(tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, limits: Pick<Limits, 'toolTimeoutMs'>): LocalActivityOptions {
@@ -43,6 +46,31 @@ export function takesFastPath(ctx: TurnContext, tool: Pick<ToolInfo, 'annotation
   if (input.inputReply !== undefined || !isSafeToRetry(tool)) return false;
   // Turns recorded before it scheduled every call as a regular activity.
   return patched(PatchId.fastPath);
+}
+
+/**
+ * Whether a call that does not take the fast path is sent to the shared queue for eager dispatch:
+ * the server hands the activity task back in the answer to the workflow task that schedules it, to
+ * the worker that ran that task, instead of through the holder's own queue (a round trip through
+ * matching less). Only side-effecting calls, which run at most once: a retry of the activity would
+ * go to the shared queue without eager dispatch, to any worker. Asked under the same belief as the
+ * fast path: the worker running the turn holds its servers, until a refusal says otherwise.
+ */
+export function takesEagerDispatch(ctx: TurnContext, tool: Pick<ToolInfo, 'annotations' | 'retry'>, input: CallToolInput): boolean {
+  const reconciled = ctx.state.lastReconcile;
+  if (reconciled?.eagerCalls !== true || ctx.state.fastPathMissedOn === reconciled) return false;
+  if (input.inputReply !== undefined || isSafeToRetry(tool)) return false;
+  // Turns recorded before sent every call to the holder's own queue.
+  return patched(PatchId.eagerCalls);
+}
+
+/**
+ * The regular activity sent to the turn's own (shared) queue, the one task queue whose activities
+ * the SDK lets the server dispatch eagerly, naming the holder: a worker that is not the holder
+ * refuses it unrun.
+ */
+export function eagerDispatch(ctx: Pick<TurnContext, 'sharedQueue'>, options: ActivityOptions, input: CallToolInput, holderQueue: string): { options: ActivityOptions; input: CallToolInput } {
+  return { options: { ...options, taskQueue: ctx.sharedQueue, allowEagerDispatch: true }, input: { ...input, workerQueue: holderQueue } };
 }
 
 /**

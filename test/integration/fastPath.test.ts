@@ -27,6 +27,10 @@ interface CallPaths {
   regular: { callId: string; queue: string }[];
   /** Whether each reconcile said the fast path is on. */
   reconciledFastPath: (boolean | undefined)[];
+  /** Whether each reconcile let side-effecting calls be sent for eager dispatch. */
+  reconciledEager: (boolean | undefined)[];
+  /** The failure types of regular `callTool` attempts that failed, in order. */
+  regularFailures: string[];
   /** Queues each reconcile was scheduled on. */
   reconcileQueues: string[];
   /** `workerInfo` local activities (a new session's first turn asks where it runs). */
@@ -42,7 +46,8 @@ async function historyOf(client: TurnClient, turnId: string): Promise<History> {
 
 function callPaths(client: TurnClient, history: History): CallPaths {
   const converter = client.client.options.loadedDataConverter.payloadConverter;
-  const paths: CallPaths = { local: new Map(), localFailures: [], regular: [], reconciledFastPath: [], reconcileQueues: [], workerInfo: 0 };
+  const paths: CallPaths = { local: new Map(), localFailures: [], regular: [], reconciledFastPath: [], reconciledEager: [], regularFailures: [], reconcileQueues: [], workerInfo: 0 };
+  const calls = new Set<string>();
   const reconciles = new Set<string>();
   for (const e of history.events ?? []) {
     const marker = e.markerRecordedEventAttributes;
@@ -66,14 +71,19 @@ function callPaths(client: TurnClient, history: History): CallPaths {
     if (scheduled?.activityType?.name === ActivityName.callTool) {
       const input = converter.fromPayload<CallToolInput>(scheduled.input!.payloads![0]!);
       paths.regular.push({ callId: input.callId, queue: scheduled.taskQueue?.name ?? '' });
+      calls.add(String(e.eventId));
     }
+    const failed = e.activityTaskFailedEventAttributes;
+    if (failed && calls.has(String(failed.scheduledEventId))) paths.regularFailures.push(failed.failure?.applicationFailureInfo?.type ?? failed.failure?.message ?? '');
     if (scheduled?.activityType?.name === ActivityName.reconcileServers) {
       reconciles.add(String(e.eventId));
       paths.reconcileQueues.push(scheduled.taskQueue?.name ?? '');
     }
     const completed = e.activityTaskCompletedEventAttributes;
     if (completed && reconciles.has(String(completed.scheduledEventId))) {
-      paths.reconciledFastPath.push(converter.fromPayload<ReconcileResult>(completed.result!.payloads![0]!).fastPath);
+      const reconciled = converter.fromPayload<ReconcileResult>(completed.result!.payloads![0]!);
+      paths.reconciledFastPath.push(reconciled.fastPath);
+      paths.reconciledEager.push(reconciled.eagerCalls);
     }
   }
   return paths;
@@ -118,7 +128,9 @@ describe('the fast path: retry-safe calls as local activities', () => {
     assert.deepEqual(paths.reconcileQueues, [h.worker.workerQueue], 'and reconciles there first');
     assert.deepEqual([...paths.local], [['ro', 'mcp__fixture__read_slow']], 'the read-only call ran as a local activity, labelled with its public name');
     assert.deepEqual(paths.localFailures, []);
-    assert.deepEqual(paths.regular.map((r) => r.callId), ['se'], 'the side-effecting call never ran as a local activity');
+    assert.deepEqual(paths.regular, [{ callId: 'se', queue: h.taskQueue }], 'the side-effecting call never ran as a local activity: it was sent to the shared queue for eager dispatch');
+    assert.deepEqual(paths.regularFailures, []);
+    assert.equal((await executions('slow', 'fast-se')).length, 1);
     assert.equal((await executions('read_slow', 'fast-ro')).length, 1);
 
     const transcript = await h.client.transcript(turn.turnId);
@@ -148,18 +160,21 @@ describe('the fast path: retry-safe calls as local activities', () => {
   });
 
   test('DMCP_FAST_PATH=false: the reconcile says so, and a read-only call is a regular activity', async () => {
-    const h = await startHarness('fast-off', { FIXTURE_LOG: execLog, DMCP_FAST_PATH: 'false' });
+    const h = await startHarness('fast-off', { FIXTURE_LOG: execLog, DMCP_FAST_PATH: 'false', DMCP_EAGER_CALLS: 'false' });
     harnesses.push(h);
     const turn = await h.client.startTurn({ sessionId: `fast-off-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [spec] } });
     const ro = await turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'off-ro' } });
     assert.equal(ro.status, 'ok', ro.errorMessage);
+    const se = await turn.callTool({ id: 'se', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'off-se' } });
+    assert.equal(se.status, 'ok', se.errorMessage);
     await turn.end();
     const paths = callPaths(h.client, await historyOf(h.client, turn.turnId));
     assert.deepEqual(paths.reconciledFastPath, [false]);
+    assert.deepEqual(paths.reconciledEager, [false], 'DMCP_EAGER_CALLS=false is recorded too');
     assert.deepEqual(paths.reconcileQueues, [h.taskQueue], 'a worker without the fast path reconciles a new session on the shared queue');
     assert.equal(paths.local.size, 0);
     assert.deepEqual(paths.localFailures, []);
-    assert.deepEqual(paths.regular.map((r) => r.callId), ['ro']);
+    assert.deepEqual(paths.regular, [{ callId: 'ro', queue: h.worker.workerQueue }, { callId: 'se', queue: h.worker.workerQueue }], 'both on the worker\'s own queue');
   });
 
   test('a turn whose workflow tasks run on a worker without its servers misses once, falls back, and stops trying', async () => {
@@ -194,6 +209,45 @@ describe('the fast path: retry-safe calls as local activities', () => {
     assert.deepEqual(runtimeLogs.slice(logsBefore).filter((l) => l.includes('Activity failed') && l.includes('callToolLocal')), [], 'a miss is no warning: nothing went wrong');
   });
 
+  test('a side-effecting call sent for eager dispatch to a worker without the servers is refused unrun, runs once on the holder, and the turn stops trying', async () => {
+    // As above: A holds the session's servers, every workflow task of turn 2 runs on B, so the server
+    // hands the eagerly dispatched call to B, which refuses it.
+    const logsBefore = runtimeLogs.length;
+    const a = await startHarness('eager-a', { FIXTURE_LOG: execLog });
+    const b = await startHarness('eager-b', { FIXTURE_LOG: execLog });
+    harnesses.push(a, b);
+    const sessionId = `eager-miss-${Date.now()}`;
+    const first = await a.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec] } });
+    await first.end();
+    await waitUntil('turn 1 to be listed', async () => {
+      for await (const w of a.client.client.workflow.list({ query: `DmcpSessionId = '${sessionId}'` })) if (w.memo?.workerQueue === a.worker.workerQueue) return true;
+      return false;
+    });
+    const turn = await b.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec] } });
+    assert.equal(turn.workerQueue, a.worker.workerQueue);
+    const one = await turn.callTool({ id: 'se1', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'eager-1' } });
+    const ro = await turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'eager-ro' } });
+    const two = await turn.callTool({ id: 'se2', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'eager-2' } });
+    for (const o of [one, ro, two]) assert.equal(o.status, 'ok', o.errorMessage);
+    assert.equal(one.attempts, 1, 'the refusal ran nothing, so it is no attempt');
+    await turn.end();
+
+    const history = await historyOf(b.client, turn.turnId);
+    const paths = callPaths(b.client, history);
+    assert.deepEqual(paths.regular, [
+      { callId: 'se1', queue: b.taskQueue },
+      { callId: 'se1', queue: a.worker.workerQueue },
+      { callId: 'ro', queue: a.worker.workerQueue },
+      { callId: 'se2', queue: a.worker.workerQueue },
+    ], 'one refusal, then the holder\'s own queue, and no more tries: not even the fast path');
+    assert.deepEqual(paths.regularFailures, [FailureType.FastPathMiss]);
+    assert.deepEqual(paths.localFailures, []);
+    assert.equal((await executions('slow', 'eager-1')).length, 1, 'the side-effecting call ran once');
+    assert.equal((await executions('slow', 'eager-2')).length, 1);
+    assert.deepEqual(runtimeLogs.slice(logsBefore).filter((l) => l.includes('Activity failed') && l.includes('callTool')), [], 'a refusal is no warning: nothing went wrong');
+    await Worker.runReplayHistory({ workflowBundle: { codePath: bundleFile }, replayName: 'eager-replay' }, history, turn.turnId);
+  });
+
   /** A turn on `h` whose fixture server is retry-safe by its entry, so `slow` (not read-only) takes the fast path. */
   async function retrySafeTurn(h: Harness, name: string, limits?: { heartbeatTimeoutMs: number }) {
     const file = join(dir, `${name}-mcp.json`);
@@ -207,7 +261,7 @@ describe('the fast path: retry-safe calls as local activities', () => {
   test('a cancel sent during a fast call reaches it when the SDK extends its workflow task, and the turn goes on', async () => {
     const h = await startHarness('fast-cancel', { FIXTURE_LOG: execLog });
     harnesses.push(h);
-    // Workflow task timeout 2 s: extended at 1.6 s, well before the 5 s bound.
+    // Workflow task timeout 2 s: extended at 1.6 s, well before the 4.5 s bound.
     const turn = await retrySafeTurn(h, 'fast-cancel', { heartbeatTimeoutMs: 2000 });
     const pending = turn.callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 60_000, tag: 'fast-cancel' } });
     await waitUntil('the fast call to start', async () => (await executions('slow', 'fast-cancel')).length === 1);

@@ -116,7 +116,8 @@ describe('metrics on DMCP_METRICS_PORT', () => {
     // The Temporal SDK's own worker metrics are on the same scrape.
     const own = { task_queue: h.worker.workerQueue };
     assert.equal(sample(text, 'temporal_worker_task_slots_available', { ...own, worker_type: 'ActivityWorker' }), 100, 'SDK task slots of the call poller');
-    assert.ok((sample(text, 'temporal_activity_schedule_to_start_latency_seconds_count', own) ?? 0) >= 4, 'SDK activity schedule-to-start latency: listTools and the 4 calls');
+    // The side-effecting calls were dispatched eagerly through the shared queue: listTools is the one sure to use the worker's own.
+    assert.ok((sample(text, 'temporal_activity_schedule_to_start_latency_seconds_count', own) ?? 0) >= 1, 'SDK activity schedule-to-start latency: listTools');
     assert.ok((sample(text, 'temporal_workflow_task_schedule_to_start_latency_seconds_count', { task_queue: h.taskQueue }) ?? 0) >= 1, 'SDK workflow task schedule-to-start latency');
     assert.ok(sample(text, 'dmcp_nodejs_eventloop_lag_seconds') !== undefined, 'process metrics');
   });

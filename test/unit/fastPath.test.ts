@@ -4,12 +4,12 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { buildTranscript, renderTranscript } from '../../client/transcript.js';
-import { FAST_PATH_BOUND_MS, afterFastAttempt, localCallOptions, withFastAttempt } from '../../workflows/fastPath.js';
+import { FAST_PATH_BOUND_MS, afterFastAttempt, eagerDispatch, localCallOptions, withFastAttempt } from '../../workflows/fastPath.js';
 import { errorOutcome } from '../../workflows/failures.js';
 import type { CallOutcome } from '../../contract/index.js';
 import proto, { type temporal } from '@temporalio/proto';
 import { lostMidTask } from '../../activities/callTool.js';
-import { turnTaskTimeoutMs } from '../../workflows/activityOptions.js';
+import { DEFAULT_LIMITS, callOptions, turnTaskTimeoutMs } from '../../workflows/activityOptions.js';
 
 const bounds: { timeoutMs?: number; toolTimeoutMs: number; expected: number }[] = [
   { toolTimeoutMs: 60_000, expected: FAST_PATH_BOUND_MS },
@@ -104,3 +104,14 @@ const lost: [string, Event[], boolean][] = [
 for (const [name, events, expected] of lost) {
   void test(`a fast-path miss presumes the owner lost when ${name}: ${expected}`, () => assert.equal(lostMidTask(events, owner), expected));
 }
+
+void test('a call sent for eager dispatch goes to the turn\'s own queue, naming the holder, with the rest of its options unchanged', () => {
+  const tool = { name: 'mcp__fixture__slow', annotations: {} };
+  const options = callOptions('dmcp@host-1-ab', tool, DEFAULT_LIMITS, true, false);
+  const input = { sessionId: 's', callId: 'c', name: tool.name, server: 'fixture', tool: 'slow', arguments: { a: 1 }, requestTimeoutMs: 59_000 };
+  const sent = eagerDispatch({ sharedQueue: 'dmcp' }, options, input, 'dmcp@host-1-ab');
+  assert.deepEqual(sent.options, { ...options, taskQueue: 'dmcp', allowEagerDispatch: true });
+  assert.equal(sent.options.retry?.maximumAttempts, 1, 'a side-effecting call: one attempt, never retried on the shared queue');
+  assert.deepEqual(sent.input, { ...input, workerQueue: 'dmcp@host-1-ab' });
+  assert.equal(options.taskQueue, 'dmcp@host-1-ab', 'the options it was given are not changed');
+});
