@@ -156,7 +156,7 @@ export function takeTaskActivity(kit: ActivityKit): (input: TakeTaskInput) => Pr
         server.withTasks(async (session, _listed, inner) => {
           try {
             const view = await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).snapshot(inner);
-            const task = started(view, server.remote ? undefined : server.instance);
+            const task = started(view, server.remote ? undefined : server.instance, taskQuestions(view, server, scrubber.scrub));
             // A server's own words: kept only as a time, bounded, since they go into history.
             const createdAt = typeof view.createdAt === 'string' && view.createdAt.length <= 64 && Number.isFinite(Date.parse(view.createdAt)) ? view.createdAt : undefined;
             return {
