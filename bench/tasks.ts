@@ -3,8 +3,8 @@
  * ordinary calls that answer after S seconds, and N concurrent calls that run as MCP tasks of S
  * seconds, on the task fixture over Streamable HTTP in both protocol eras (2025-11-25 experimental
  * tasks; 2026-07-28 tasks extension). Each row gets a fresh worker in its own process
- * (bench/tasksWorker.ts), which writes its main thread's heap used (after a full GC; the workflows
- * run in another thread, whose heap is not in it) and its RSS every second; the row's memory is that minus the same worker's, sampled after its turns started and before the calls
+ * (bench/tasksWorker.ts), which writes every second its main thread's heap used and its workflow
+ * threads' (each after a full GC of that thread) and its RSS; the row's memory is that minus the same worker's, sampled after its turns started and before the calls
  * did. Every 500 ms the bench counts the activities the turns have started and not finished (each
  * holds one of the worker's activity slots) and the MCP requests open at the server (through a
  * counting proxy in the bench process); afterwards it reads the history bytes each task's polls add.
@@ -98,10 +98,12 @@ interface Sample {
   requests: number;
 }
 
+/** A line of the worker's memory log: the main thread's (with `rss`) or a workflow thread's (with `thread`). */
 interface MemorySample {
   t: number;
   heapUsed: number;
-  rss: number;
+  rss?: number;
+  thread?: number;
 }
 
 interface Held {
@@ -115,8 +117,9 @@ interface RowResult {
   steadySlots: number;
   requests: Held;
   heap: Held;
+  workflowHeap: Held;
   rss: Held;
-  baseline: { heapUsed: number; rss: number };
+  baseline: { heapUsed: number; workflowHeapUsed: number; rss: number };
   memorySamples: number;
   wallMs: number;
   polls?: { min: number; max: number; bytesPerPoll: number };
@@ -209,23 +212,34 @@ async function runRow(spec: RowSpec, k: number, parts: { address: string; tempor
   }
   log(`${spec.label}: done in ${(run.wallMs / 1000).toFixed(1)} s`);
 
-  const memory = (await readFile(memoryLog, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as MemorySample);
+  const lines = (await readFile(memoryLog, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as MemorySample);
+  const memory = lines.filter((m) => m.thread === undefined);
+  const threadIds = [...new Set(lines.flatMap((m) => (m.thread === undefined ? [] : [m.thread])))];
+  if (threadIds.length === 0) throw new Error(`${spec.label}: no workflow thread wrote its heap`);
   const base = memory.filter((m) => m.t >= baseFrom && m.t <= baseTo);
   const steadyFrom = run.t0 + STEADY_FROM * SECONDS * 1000;
   const steadyTo = Math.min(run.t0 + SECONDS * 1000, run.firstEnd);
   const steady = memory.filter((m) => m.t >= steadyFrom && m.t <= steadyTo);
   if (base.length === 0 || steady.length === 0) throw new Error(`${spec.label}: ${base.length} baseline and ${steady.length} steady memory samples (S too short?)`);
   const series = (pick: (m: MemorySample) => number) => memory.map((m) => `${((m.t - run.t0) / 1000).toFixed(0)}:${(pick(m) / MiB).toFixed(0)}`).join(' ');
-  log(`${spec.label}: RSS MiB by s from the calls' start ${series((m) => m.rss)}`);
+  log(`${spec.label}: RSS MiB by s from the calls' start ${series((m) => m.rss!)}`);
   log(`${spec.label}: heap MiB by s from the calls' start ${series((m) => m.heapUsed)}`);
-  const baseline = { heapUsed: mean(base.map((m) => m.heapUsed)), rss: mean(base.map((m) => m.rss)) };
+  // Workflow threads (one unless the SDK is told otherwise): each against its own baseline, summed.
+  const perThread = threadIds.map((id) => {
+    const own = lines.filter((m) => m.thread === id);
+    const b = mean(own.filter((m) => m.t >= baseFrom && m.t <= baseTo).map((m) => m.heapUsed));
+    return { base: b, steady: held(own.filter((m) => m.t >= steadyFrom && m.t <= steadyTo).map((m) => m.heapUsed - b)) };
+  });
+  const baseline = { heapUsed: mean(base.map((m) => m.heapUsed)), workflowHeapUsed: perThread.reduce((n, p) => n + p.base, 0), rss: mean(base.map((m) => m.rss!)) };
+  if (!Number.isFinite(baseline.workflowHeapUsed)) throw new Error(`${spec.label}: a workflow thread wrote no baseline sample`);
   return {
     spec,
     slots: held(run.samples.map((s) => s.slots)),
     steadySlots: mean(run.samples.filter((s) => s.t >= steadyFrom && s.t <= steadyTo).map((s) => s.slots)),
     requests: held(run.samples.map((s) => s.requests)),
     heap: held(steady.map((m) => m.heapUsed - baseline.heapUsed)),
-    rss: held(steady.map((m) => m.rss - baseline.rss)),
+    workflowHeap: { mean: perThread.reduce((n, p) => n + p.steady.mean, 0), max: perThread.reduce((n, p) => n + p.steady.max, 0) },
+    rss: held(steady.map((m) => m.rss! - baseline.rss)),
     baseline,
     memorySamples: steady.length,
     wallMs: run.wallMs,
@@ -273,7 +287,7 @@ async function main(): Promise<void> {
   const slotRow = (r: RowResult) =>
     `| ${r.spec.label} | ${r.slots.mean.toFixed(2)} | ${r.slots.max} | ${(r.slots.mean / TASKS).toFixed(2)} | ${r.steadySlots.toFixed(2)} | ${r.requests.mean.toFixed(2)} | ${r.requests.max} | ${(r.wallMs / 1000).toFixed(1)} |`;
   const memoryRow = (r: RowResult) =>
-    `| ${r.spec.label} | ${mib(r.heap.mean)} | ${mib(r.heap.max)} | ${kib(r.heap.mean / TASKS)} | ${mib(r.rss.mean)} | ${mib(r.rss.max)} | ${kib(r.rss.mean / TASKS)} | ${mib(r.baseline.heapUsed)} / ${mib(r.baseline.rss)} | ${r.memorySamples} |`;
+    `| ${r.spec.label} | ${mib(r.heap.mean)} | ${kib(r.heap.mean / TASKS)} | ${mib(r.workflowHeap.mean)} | ${kib(r.workflowHeap.mean / TASKS)} | ${mib(r.rss.mean)} | ${mib(r.rss.max)} | ${kib(r.rss.mean / TASKS)} | ${mib(r.baseline.heapUsed)} / ${mib(r.baseline.workflowHeapUsed)} / ${mib(r.baseline.rss)} | ${r.memorySamples} |`;
   const taskRows = results.filter((r) => r.polls);
   const body = [
     `Command: \`npm run build:bench && node dist/bench/tasks.js\` (BENCH_TASKS=${TASKS}, BENCH_SECONDS=${SECONDS}). Machine: ${await machineLine()}; ${share()}. The machine was shared with other work while it ran: read the ratios, not the seconds.`,
@@ -285,11 +299,11 @@ async function main(): Promise<void> {
     '|---|---|---|---|---|---|---|---|',
     ...results.map(slotRow),
     '',
-    `Memory held by the waiting calls: every ${MEMORY_SAMPLE_MS} ms the worker sampled its main thread's heap used, after a full GC of that thread, so only what is still reachable (activities, MCP clients and their open requests; the turns' workflows run in the SDK's workflow thread, whose heap this leaves out), ` +
-      `and the process's RSS (every thread, the workflow thread's uncollected garbage and the SDK's native core included). The table gives those minus the same worker's baseline (the mean over ${BASELINE_MS / 1000} s after its ${TASKS} turns had started and before any call did), over the steady part of the row (from ${STEADY_FROM * SECONDS} s after the calls started until the first call ended: every call in flight, none ending).`,
+    `Memory held by the waiting calls: every ${MEMORY_SAMPLE_MS} ms the worker sampled the heap used of its main thread (activities, MCP clients and their open requests) and of the SDK's workflow thread (the turns' workflows, their timers and state), each after a full GC of that thread, so only what is still reachable, ` +
+      `and the process's RSS (every thread, and the SDK's native core). The table gives those minus the same worker's baseline (the mean over ${BASELINE_MS / 1000} s after its ${TASKS} turns had started and before any call did), over the steady part of the row (from ${STEADY_FROM * SECONDS} s after the calls started until the first call ended: every call in flight, none ending).`,
     '',
-    '| calls | heap held, mean MiB | max MiB | per call, KiB | RSS held, mean MiB | max MiB | per call, KiB | baseline heap / RSS, MiB | samples |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| calls | main-thread heap held, mean MiB | per call, KiB | workflow-thread heap held, mean MiB | per call, KiB | RSS held, mean MiB | max MiB | per call, KiB | baseline main heap / workflow heap / RSS, MiB | samples |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     ...results.map(memoryRow),
     '',
     ...taskRows.map(
