@@ -297,6 +297,23 @@ describe('tasks of 2026-07-28 servers (the io.modelcontextprotocol/tasks extensi
     assert.match(renderTranscript(transcript), /\[plain\] mcp__plain__long_job .* \d+ ms, 2 attempts\n {4}attempt failed: .*the call did not run.*\n {4}task \w+: completed/);
   });
 
+  test('a retry-safe call refused on the fast path (a local activity) is sent again as a task too', async () => {
+    const file = await configFiles(await tempDir())({ fast: { type: 'http', url, protocol: '2026-07-28', retry: 'safe' } });
+    const turn = await h.client.startTurn({ sessionId: `tasks26-fast-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [file] } });
+    const outcome = await turn.callTool({ id: 'fastsw', name: 'mcp__fast__long_job', arguments: { seconds: 1, tag: 'fastsw' } });
+    await turn.end();
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(textOf(outcome.content[0]), 'finished fastsw after 1 s');
+    assert.equal(outcome.attempts, 2);
+    assert.deepEqual((await taskEvents(log)).filter((e) => e.tag === 'fastsw').map((e) => e.event), ['call-refused', 'task-created']);
+    const history = await h.client.client.workflow.getHandle(turn.turnId).fetchHistory();
+    const localFailures = (history.events ?? []).map((e) => e.markerRecordedEventAttributes).filter((m) => m?.markerName === 'core_local_activity' && m.failure);
+    assert.equal(localFailures.length, 1, 'the fast-path attempt was refused');
+    assert.match(localFailures[0]?.failure?.message ?? localFailures[0]?.failure?.cause?.message ?? '', /runs this tool only as an MCP task/);
+    const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((t) => t !== undefined);
+    assert.deepEqual([types.filter((t) => t === ActivityName.callTool).length, types.filter((t) => t === ActivityName.createTask).length], [0, 1], 'no regular attempt: the task came next');
+  });
+
   test('a task the server forgets (its TTL ran out) ends as a timeout the model can read', async () => {
     const turn = await h.client.startTurn({ sessionId: `tasks26-expire-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
     const outcome = await turn.callTool({ id: 'exp', name: 'mcp__jobs__expiring_job', arguments: { tag: 'exp26' } });
