@@ -5,7 +5,7 @@ import { scrubDeep } from '../config/secrets.js';
 import { ConfigError } from '../config/types.js';
 import { RefusedCallError, ServerUnavailableError } from '../mcp/managedServer.js';
 import { needsTasksExtension } from '../mcp/taskRequests.js';
-import { FailureType, type CallToolInput } from '../contract/index.js';
+import { FailureType, type BadRequestDetails, type CallToolInput } from '../contract/index.js';
 
 /**
  * A server that was given a secret may echo it back; history must never hold it. Each string of the
@@ -42,7 +42,9 @@ export function toFailure(err: unknown, input: Pick<CallToolInput, 'name' | 'ser
       // A 2026-07-28 server decides per call whether it answers with a task; this tool it runs
       // only as one, and an ordinary call does not declare the tasks extension. It did not run.
       const hint = `${input.name}: the server runs this tool only as an MCP task, and this call was not sent as one (the call did not run); calls of server "${input.server}" run as tasks with "tasks": "prefer" in its entry`;
-      return ApplicationFailure.create({ type: FailureType.BadRequest, message: `${hint} (${message})`, nonRetryable: true });
+      // Still a BadRequest for workflow code that does not read the mark; newer code sends the call again as a task.
+      const details: BadRequestDetails = { taskOnly: true };
+      return ApplicationFailure.create({ type: FailureType.BadRequest, message: `${hint} (${message})`, nonRetryable: true, details: [details] });
     }
     if (err.code === ProtocolErrorCode.InvalidParams || err.code === ProtocolErrorCode.MethodNotFound || err.code === ProtocolErrorCode.InvalidRequest || err.code === ProtocolErrorCode.MissingRequiredClientCapability) {
       return ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: ${message}`, nonRetryable: true });

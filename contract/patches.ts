@@ -42,5 +42,7 @@ export const PatchId = {
   takeTask: 'take-task',
   /** A side-effecting call is sent to the shared queue for eager dispatch to the worker running the turn, when it holds the session's servers. */
   eagerCalls: 'eager-calls',
+  /** A call a 2026-07-28 server refused because it runs the tool only as a task is sent again as a task, and the turn's later calls of that tool go straight to one. */
+  taskOnRefusal: 'task-on-refusal',
 } as const;
 export type PatchId = (typeof PatchId)[keyof typeof PatchId];

@@ -19,6 +19,19 @@ export interface TaskQuestions {
   refused?: string;
 }
 
+/**
+ * The details of a `BadRequest` failure (`ApplicationFailure.details[0]`) that says more than its
+ * type. The type stays `BadRequest`, so workflow code that does not read the details still ends the
+ * call as a bad request.
+ */
+export interface BadRequestDetails {
+  /**
+   * A 2026-07-28 server runs the tool only as an MCP task, and refused an ordinary call (`-32021`
+   * naming the tasks extension): the call did not run, so it may be sent again as a task.
+   */
+  taskOnly?: boolean;
+}
+
 /** `createTask`: the task the server created for a call, as recorded. */
 export interface TaskStarted extends TaskQuestions {
   kind: 'task';

@@ -7,7 +7,7 @@ import type { Activities } from '../activities/index.js';
 import { MAX_LOST_WORKER_MOVES, callOptions, hookOptions, isSafeToRetry, requestTimeoutMs } from './activityOptions.js';
 import {
   cancelledCallOutcome, cancelledInHooksOutcome, errorOutcome, failureOutcome, hookDeniedOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout,
-  messageOf, notAllowedOutcome, unknownToolOutcome,
+  isTaskOnlyRefusal, messageOf, notAllowedOutcome, unknownToolOutcome,
 } from './failures.js';
 import { reconcile } from './servers.js';
 import { waitForAnswers, type InputRounds } from './inputs.js';
@@ -193,6 +193,8 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
   if (request.taskId !== undefined && patched(PatchId.takeTask)) return runTask(ctx, request, tool, callInput, request.taskId);
   // Only tools that run as tasks ask: no other call records the marker.
   if (runsAsTask(tool) && patched(PatchId.mcpTasks)) return runTask(ctx, request, tool, callInput);
+  // Filled only behind PatchId.taskOnRefusal, so empty in every turn recorded before it.
+  if (state.taskOnlyTools.has(tool.name)) return runTask(ctx, request, tool, callInput);
   // Behind a patch: turns recorded before it let Temporal retry a lost heartbeat on the same
   // pinned queue, and must replay that way.
   const failoverOnLostWorker = patched(PatchId.lostWorkerFailover);
@@ -214,7 +216,10 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
       if (fast) {
         fast = false;
         const tried = await scope.run(() => fastCall(ctx, tool, input));
-        if ('outcome' in tried) return tried.outcome;
+        if ('outcome' in tried) {
+          if (tried.taskOnly === true && patched(PatchId.taskOnRefusal)) break;
+          return tried.outcome;
+        }
         if ('result' in tried) result = tried.result;
         else if ('ownerLost' in tried) {
           // Its queue would hold the call until a schedule-to-start timeout: move first.
@@ -281,11 +286,26 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
         if (problem) return errorOutcome('transport', `the worker running the call was lost, and the servers could not be reconciled on another: ${problem}`);
         continue;
       }
+      // Refused unrun because the server runs the tool only as a task: sent again as one below.
+      // Turns recorded before it kept the refusal as the call's outcome.
+      if (isTaskOnlyRefusal(err) && patched(PatchId.taskOnRefusal)) break;
       return failureOutcome(err, safeToRetry);
     } finally {
       state.running.delete(request.id);
     }
   }
+  // After the loop, so the attempt's scope is gone before the task's takes its place.
+  return taskAfterRefusal(ctx, request, tool, callInput);
+}
+
+/**
+ * A call its 2026-07-28 server refused because it runs the tool only as an MCP task: nothing ran,
+ * so the call is sent again as a task, its second attempt, and the turn's later calls of the tool
+ * go straight to one.
+ */
+function taskAfterRefusal(ctx: TurnContext, request: CallRequest, tool: ToolInfo, input: CallToolInput): Promise<CallOutcome> {
+  ctx.state.taskOnlyTools.add(tool.name);
+  return runTask(ctx, request, tool, input).then((outcome) => (outcome.status === 'ok' ? { ...outcome, attempts: outcome.attempts + 1 } : outcome));
 }
 
 /**

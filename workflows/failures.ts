@@ -3,7 +3,7 @@
  * so the whole mapping can be tested outside a workflow.
  */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
-import { FailureType, type CallHooks, type CallOutcome, type RefusalDetail, type RefusalType } from '../contract/index.js';
+import { FailureType, type BadRequestDetails, type CallHooks, type CallOutcome, type RefusalDetail, type RefusalType } from '../contract/index.js';
 
 export type ErrorKind = NonNullable<CallOutcome['errorKind']>;
 
@@ -59,6 +59,18 @@ export function cancelledBeforeSentOutcome(now: string): CallOutcome {
 /** Whether an activity failed with an `ApplicationFailure` of `type` (a FailureType). */
 export function isFailureType(err: unknown, type: string): boolean {
   return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === type;
+}
+
+/**
+ * Whether a call failed because its 2026-07-28 server runs the tool only as an MCP task (a
+ * `BadRequest` marked {@link BadRequestDetails.taskOnly}): it did not run. `err` is a regular
+ * activity's failure or, from a local activity, the `ApplicationFailure` itself.
+ */
+export function isTaskOnlyRefusal(err: unknown): boolean {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== FailureType.BadRequest) return false;
+  const details = cause.details?.[0] as BadRequestDetails | null | undefined;
+  return typeof details === 'object' && details !== null && details.taskOnly === true;
 }
 
 /** No worker picked the activity up in time: it never started, and its queue may have no worker. */

@@ -12,7 +12,7 @@ import { isCancellation, patched, proxyLocalActivities } from '@temporalio/workf
 import { FailureType, PatchId, type CallOutcome, type FastPathMissDetails, type CallToolInput, type InputRequiredOutcome, type ToolInfo } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
-import { failureOutcome } from './failures.js';
+import { failureOutcome, isTaskOnlyRefusal } from './failures.js';
 import type { TurnContext } from './turnState.js';
 
 /**
@@ -93,14 +93,14 @@ export async function ownWorkerQueue(): Promise<string | undefined> {
 /** How the fast path ended: with the call's result or outcome, or handing the call to the regular path. */
 export type FastCall =
   | { result: CallOutcome | InputRequiredOutcome }
-  | { outcome: CallOutcome }
+  | { outcome: CallOutcome; taskOnly?: true }
   | { fallback: true; ranTool: boolean; ownerLost?: true };
 
 /**
  * Runs `input` as a local activity. A miss (this worker does not hold the servers) stops the turn
  * trying until its next reconcile; `ownerLost` says the worker that does hold them died in the middle
  * of the turn's previous workflow task, so the turn should move before the call runs. A bad request fails the same way on any path, so it is the
- * outcome; any other failure, a timeout included, hands the call to the regular activity, which
+ * outcome (`taskOnly`: one the regular path would not fix either, but a task may); any other failure, a timeout included, hands the call to the regular activity, which
  * may run it again: it is safe to. A cancellation is thrown, as from the regular activity.
  */
 export async function fastCall(ctx: TurnContext, tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, input: CallToolInput): Promise<FastCall> {
@@ -118,7 +118,7 @@ export async function fastCall(ctx: TurnContext, tool: Pick<ToolInfo, 'name' | '
       const details = (cause as ApplicationFailure).details?.[0] as Partial<FastPathMissDetails> | undefined;
       return details?.ownerLost === true ? { fallback: true, ranTool: false, ownerLost: true } : { fallback: true, ranTool: false };
     }
-    if (type === FailureType.BadRequest) return { outcome: failureOutcome(cause, true) };
+    if (type === FailureType.BadRequest) return isTaskOnlyRefusal(cause) ? { outcome: failureOutcome(cause, true), taskOnly: true } : { outcome: failureOutcome(cause, true) };
     // A question sent the call on before it could finish: the regular activity's tries are its own.
     return { fallback: true, ranTool: type !== FailureType.ServerUnavailable && type !== FailureType.FastPathAsksPerson };
   }

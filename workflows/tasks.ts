@@ -299,7 +299,8 @@ async function createOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput
 async function takeOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput, taskId: string): Promise<TaskStarted | CallOutcome> {
   const problem = taskIdProblem(taskId);
   if (problem) return errorOutcome('bad_request', `${tool.name}: ${problem}`);
-  if (!runsAsTask(tool)) {
+  // A tool this turn found to run only as a task (a refused call) has tasks too.
+  if (!runsAsTask(tool) && !ctx.state.taskOnlyTools.has(tool.name)) {
     const why = tool.taskSupport === undefined ? 'its server lists no task support for it' : `its server runs it as a task only when asked, and the entry of server "${tool.server}" does not say "tasks": "prefer"`;
     return errorOutcome('bad_request', `${tool.name}: its calls do not run as MCP tasks here (${why}), so it has no task to take up (the call did not run)`);
   }

@@ -62,6 +62,12 @@ export class TurnState {
    * task was created (workflow time, or the server's own for a task taken up).
    */
   readonly followedTasks = new Map<string, { createdAtMs: number }>();
+  /**
+   * Tools (public names) whose 2026-07-28 server refused an ordinary call because it runs them only
+   * as tasks: the turn's later calls of them go straight to a task. Kept for this run of the turn
+   * only: after a continue-as-new the first call is refused once more (nothing runs) and switches again.
+   */
+  readonly taskOnlyTools = new Set<string>();
   /** `endTurn` asked to detach the turn's tasks: each call following one is answered as detached. */
   detachTasks = false;
   /** Calls whose scope was cancelled to detach them, not to cancel their task. */

@@ -263,21 +263,55 @@ describe('tasks of 2026-07-28 servers (the io.modelcontextprotocol/tasks extensi
     assert.match(renderTranscript(transcript), new RegExp(`task ${call.task.taskId}: completed, step 3/3 \\(\\d+ polls\\)`));
   });
 
-  test('an ordinary call (no "tasks": "prefer") of a tool the server runs only as a task is refused in words that say what to change', async () => {
+  test('a call (no "tasks": "prefer") of a tool the server runs only as a task is refused unrun, then sent again as a task; the next call goes straight to one', async () => {
     // Its own dir: a config file written into `dir` would replace the one the other tests use.
     const file = await configFiles(await tempDir())({ plain: { type: 'http', url, protocol: '2026-07-28' } });
     const turn = await h.client.startTurn({ sessionId: `tasks26-plain-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [file] } });
     const tool = turn.tools.find((t) => t.name === 'mcp__plain__long_job');
     assert.deepEqual([tool?.taskSupport, tool?.tasks], ['optional', undefined]);
     const outcome = await turn.callTool({ id: 'plain', name: 'mcp__plain__long_job', arguments: { seconds: 1, tag: 'plain' } });
+    const again = await turn.callTool({ id: 'plain2', name: 'mcp__plain__long_job', arguments: { seconds: 1, tag: 'plain2' } });
     const ordinary = await turn.callTool({ id: 'ord', name: 'mcp__plain__long_call', arguments: { seconds: 0 } });
     await turn.end();
-    assert.equal(outcome.status, 'error');
-    assert.equal(outcome.errorKind, 'bad_request');
-    assert.match(outcome.errorMessage ?? '', /the server runs this tool only as an MCP task, and this call was not sent as one \(the call did not run\); calls of server "plain" run as tasks with "tasks": "prefer" in its entry/);
-    assert.equal((await taskEvents(log)).filter((e) => e.tag === 'plain').length, 0, 'no task was created');
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(textOf(outcome.content[0]), 'finished plain after 1 s');
+    assert.equal(outcome.attempts, 2, 'the refused call was the first attempt, the task the second');
+    assert.equal(again.status, 'ok', again.errorMessage);
+    assert.equal(textOf(again.content[0]), 'finished plain2 after 1 s');
+    assert.equal(again.attempts, 1);
+    const events = await taskEvents(log);
+    assert.deepEqual(events.filter((e) => e.tag === 'plain').map((e) => e.event), ['call-refused', 'task-created'], 'refused once, then one task');
+    assert.deepEqual(events.filter((e) => e.tag === 'plain2').map((e) => e.event), ['task-created'], 'the second call went straight to a task');
     assert.equal(ordinary.status, 'ok', ordinary.errorMessage);
     assert.equal(textOf(ordinary.content[0]), 'answered after 0 s');
+
+    const history = await h.client.client.workflow.getHandle(turn.turnId).fetchHistory();
+    const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((t) => t !== undefined);
+    assert.equal(types.filter((t) => t === ActivityName.callTool).length, 2, 'the refused attempt and the ordinary tool');
+    assert.equal(types.filter((t) => t === ActivityName.createTask).length, 2, 'one task per call');
+    const transcript = await h.client.transcript(turn.turnId);
+    const call = transcript.calls.find((c) => c.id === 'plain');
+    assert.equal(call?.task?.status, 'completed');
+    assert.equal(call.failures.length, 1);
+    assert.match(call.failures[0] ?? '', /the server runs this tool only as an MCP task, and this call was not sent as one \(the call did not run\)/);
+    assert.match(renderTranscript(transcript), /\[plain\] mcp__plain__long_job .* \d+ ms, 2 attempts\n {4}attempt failed: .*the call did not run.*\n {4}task \w+: completed/);
+  });
+
+  test('a retry-safe call refused on the fast path (a local activity) is sent again as a task too', async () => {
+    const file = await configFiles(await tempDir())({ fast: { type: 'http', url, protocol: '2026-07-28', retry: 'safe' } });
+    const turn = await h.client.startTurn({ sessionId: `tasks26-fast-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [file] } });
+    const outcome = await turn.callTool({ id: 'fastsw', name: 'mcp__fast__long_job', arguments: { seconds: 1, tag: 'fastsw' } });
+    await turn.end();
+    assert.equal(outcome.status, 'ok', outcome.errorMessage);
+    assert.equal(textOf(outcome.content[0]), 'finished fastsw after 1 s');
+    assert.equal(outcome.attempts, 2);
+    assert.deepEqual((await taskEvents(log)).filter((e) => e.tag === 'fastsw').map((e) => e.event), ['call-refused', 'task-created']);
+    const history = await h.client.client.workflow.getHandle(turn.turnId).fetchHistory();
+    const localFailures = (history.events ?? []).map((e) => e.markerRecordedEventAttributes).filter((m) => m?.markerName === 'core_local_activity' && m.failure);
+    assert.equal(localFailures.length, 1, 'the fast-path attempt was refused');
+    assert.match(localFailures[0]?.failure?.message ?? localFailures[0]?.failure?.cause?.message ?? '', /runs this tool only as an MCP task/);
+    const types = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((t) => t !== undefined);
+    assert.deepEqual([types.filter((t) => t === ActivityName.callTool).length, types.filter((t) => t === ActivityName.createTask).length], [0, 1], 'no regular attempt: the task came next');
   });
 
   test('a task the server forgets (its TTL ran out) ends as a timeout the model can read', async () => {

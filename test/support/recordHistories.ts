@@ -91,6 +91,7 @@ async function main(): Promise<void> {
     // A 2026-07-28 task's question: recorded with its status, answered, sent back with tasks/update.
     const modern = spawn(process.execPath, [taskServer, 'modern'], { stdio: ['ignore', 'pipe', 'inherit'] });
     let modernTurnId: string;
+    let refusedTurnId: string;
     try {
       const modernConfig = join(workspace, 'mcp-2026.json');
       const port = await printedPort(modern, 'the 2026-07-28 task fixture');
@@ -103,6 +104,19 @@ async function main(): Promise<void> {
       const questionOutcome = await question;
       await modernTurn.end();
       if (questionOutcome.status !== 'ok' || textOf(questionOutcome.content[0]) !== 'colour: recorded') throw new Error(`unexpected task question outcome ${JSON.stringify(questionOutcome)}: not recording`);
+
+      // Without "tasks": "prefer": the task-only tool refuses the ordinary call (-32021), which is
+      // sent again as a task; the next call of the tool goes straight to one.
+      const plainConfig = join(workspace, 'mcp-2026-plain.json');
+      await writeFile(plainConfig, JSON.stringify({ mcpServers: { jobs: { type: 'http', url: `http://127.0.0.1:${port}/mcp`, protocol: '2026-07-28' } } }));
+      const refusedTurn = await h.client.startTurn({ sessionId: 'replay-task-on-refusal', workspace, servers: { mcpConfigFiles: [plainConfig] } });
+      refusedTurnId = refusedTurn.turnId;
+      const refusedOutcomes = [
+        await refusedTurn.callTool({ id: 'toolu_51', name: 'mcp__jobs__long_job', arguments: { seconds: 1, tag: 'refused' } }),
+        await refusedTurn.callTool({ id: 'toolu_52', name: 'mcp__jobs__long_job', arguments: { seconds: 1, tag: 'straight' } }),
+      ];
+      await refusedTurn.end();
+      if (refusedOutcomes.some((o) => o.status !== 'ok')) throw new Error(`unexpected outcomes after a refusal ${JSON.stringify(refusedOutcomes)}: not recording`);
     } finally {
       modern.kill('SIGKILL');
     }
@@ -117,6 +131,7 @@ async function main(): Promise<void> {
       ['interactive-turn-task-question.json', modernTurnId],
       ['interactive-turn-task-detached.json', detaching.turnId],
       ['interactive-turn-task-taken-up.json', takingUp.turnId],
+      ['interactive-turn-task-on-refusal.json', refusedTurnId],
     ] as const;
     for (const [file, id] of recorded.filter(([file]) => only.length === 0 || only.includes(file))) {
       const history = await h.client.client.workflow.getHandle(id).fetchHistory();

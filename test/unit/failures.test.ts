@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ActivityFailure, ApplicationFailure, DefaultFailureConverter, RetryState, TimeoutFailure, TimeoutType, defaultPayloadConverter } from '@temporalio/common';
-import { SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
+import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { toFailure } from '../../activities/index.js';
 import { FailureType, RefusalType, type CallOutcome } from '../../contract/index.js';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { applicationFailureOf, failureTypeOf } from '../../client/failures.js';
-import { errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout, messageOf, refusal } from '../../workflows/failures.js';
+import { errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout, isTaskOnlyRefusal, messageOf, refusal } from '../../workflows/failures.js';
+import { TASKS_EXTENSION } from '../../mcp/taskRequests.js';
 
 /** What the workflow catches when a callTool activity fails: Temporal's wrapper around the cause. */
 function activityFailure(cause: Error): ActivityFailure {
@@ -152,5 +153,35 @@ describe('refusals are typed, and one cause-walker reads the type wherever Tempo
     const b = new Error('b', { cause: a });
     a.cause = b;
     assert.equal(failureTypeOf(a), undefined);
+  });
+});
+
+describe('a call refused because its server runs the tool only as a task', () => {
+  const refused = toFailure(
+    new ProtocolError(ProtocolErrorCode.MissingRequiredClientCapability, 'Missing required client capability', { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } }),
+    { name: 'mcp__s__job', server: 's' },
+    (t) => t,
+  );
+  test('the activity keeps the type BadRequest, marked taskOnly', () => {
+    assert.equal(refused.type, FailureType.BadRequest);
+    assert.equal(refused.nonRetryable, true);
+    assert.deepEqual(refused.details, [{ taskOnly: true }]);
+  });
+  const marked = (details: unknown[]) => ApplicationFailure.create({ type: FailureType.BadRequest, message: 'refused', details });
+  const cases: Array<[string, unknown, boolean]> = [
+    ['the activity\'s refusal, through history', throughHistory(activityFailure(refused)), true],
+    ['the refusal from a local activity, unwrapped', refused, true],
+    ['a BadRequest without details', activityFailure(app(FailureType.BadRequest, 'invalid params')), false],
+    ['a BadRequest with other details', activityFailure(marked([{ field: 'x' }])), false],
+    ['a BadRequest marked with a string', activityFailure(marked(['taskOnly'])), false],
+    ['a BadRequest with null details', activityFailure(marked([null])), false],
+    ['another type marked taskOnly', activityFailure(ApplicationFailure.create({ type: FailureType.Transport, message: 'x', details: [{ taskOnly: true }] })), false],
+    ['any other -32021 (sampling)', throughHistory(activityFailure(toFailure(new ProtocolError(ProtocolErrorCode.MissingRequiredClientCapability, 'Missing', { requiredCapabilities: { sampling: {} } }), { name: 'n', server: 's' }, (t) => t))), false],
+    ['a timeout', activityFailure(timeout(TimeoutType.START_TO_CLOSE)), false],
+    ['not an error', 'refused', false],
+  ];
+  for (const [name, err, expected] of cases) test(`isTaskOnlyRefusal: ${name}`, () => assert.equal(isTaskOnlyRefusal(err), expected));
+  test('the refusal still reads as a bad request to workflow code that ignores the mark', () => {
+    assert.equal(failureOutcome(throughHistory(activityFailure(refused)), false).errorKind, 'bad_request');
   });
 });
