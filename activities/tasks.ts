@@ -4,7 +4,7 @@
  */
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { ProtocolError } from '@modelcontextprotocol/client';
-import { DispatchError, JsonRpcResponseError, TaskCancelledError, toolDeclarationFromMcpTool, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
+import { DispatchError, JsonRpcResponseError, TaskCancelledError, toolDeclarationFromMcpTool, type TaskEnabledSession, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
 import { ProtocolDecodeError, taskId as asTaskId, type JsonValue, type RuntimeCodec } from '@modelcontextprotocol/ext-tasks/core';
 import { FailureType, type CallOutcome, type CreateTaskInput, type TakeTaskInput, type TaskPoll, type TaskQuestions, type TaskRef, type TaskStarted, type UpdateTaskInput } from '../contract/index.js';
 import { UnservedInputRequestError } from '../mcp/inputRequests.js';
@@ -226,22 +226,7 @@ export function taskResultActivity(kit: ActivityKit): (input: TaskRef) => Promis
 /** `cancelTask`: `tasks/cancel`. A task that already ended or is unknown counts as cancelled. */
 export function cancelTaskActivity(kit: ActivityKit): (input: TaskRef) => Promise<void> {
   return async function cancelTask(input) {
-    const scrubber = callScrubber(kit.deps.scrub);
-    try {
-      await withTaskServer(kit, input, scrubber, (server, signal) => {
-        if (input.serverInstance !== undefined && input.serverInstance !== server.instance) return Promise.resolve();
-        return server.withTasks(async (session, _listed, inner) => {
-          try {
-            await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).cancel(inner);
-          } catch (err) {
-            if (err instanceof JsonRpcResponseError && err.code === INVALID_PARAMS) return;
-            throw err;
-          }
-        }, signal);
-      });
-    } catch (err) {
-      throw taskFailure(err, input, scrubber.scrub);
-    }
+    await sendToTask(kit, input, (task, signal) => task.cancel(signal));
   };
 }
 
@@ -252,22 +237,37 @@ export function cancelTaskActivity(kit: ActivityKit): (input: TaskRef) => Promis
  */
 export function updateTaskActivity(kit: ActivityKit): (input: UpdateTaskInput) => Promise<void> {
   return async function updateTask(input) {
-    const scrubber = callScrubber(kit.deps.scrub);
-    try {
-      await withTaskServer(kit, input, scrubber, (server, signal) => {
-        if (input.serverInstance !== undefined && input.serverInstance !== server.instance) return Promise.resolve();
-        return server.withTasks(async (session, _listed, inner) => {
-          try {
-            await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).updateJson(input.inputResponses, inner);
-          } catch (err) {
-            if (err instanceof JsonRpcResponseError && err.code === INVALID_PARAMS) return;
-            if (err instanceof ProtocolDecodeError) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: the answers to task ${input.taskId} cannot be sent: ${err.message}`, nonRetryable: true });
-            throw err;
-          }
-        }, signal);
-      });
-    } catch (err) {
-      throw taskFailure(err, input, scrubber.scrub);
-    }
+    await sendToTask(kit, input, async (task, signal) => {
+      try {
+        await task.updateJson(input.inputResponses, signal);
+      } catch (err) {
+        if (err instanceof ProtocolDecodeError) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: the answers to task ${input.taskId} cannot be sent: ${err.message}`, nonRetryable: true });
+        throw err;
+      }
+    });
   };
+}
+
+/**
+ * One request about an existing task whose answer is only its acceptance. A task of an earlier
+ * process of a stdio server is gone with it, and one the server does not know (`-32602`) has ended
+ * or expired: both need nothing sent, and the next poll tells what became of it.
+ */
+async function sendToTask(kit: ActivityKit, input: TaskRef, send: (task: ReturnType<TaskEnabledSession['task']>, signal: AbortSignal) => Promise<unknown>): Promise<void> {
+  const scrubber = callScrubber(kit.deps.scrub);
+  try {
+    await withTaskServer(kit, input, scrubber, (server, signal) => {
+      if (input.serverInstance !== undefined && input.serverInstance !== server.instance) return Promise.resolve();
+      return server.withTasks(async (session, _listed, inner) => {
+        try {
+          await send(session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }), inner);
+        } catch (err) {
+          if (err instanceof JsonRpcResponseError && err.code === INVALID_PARAMS) return;
+          throw err;
+        }
+      }, signal);
+    });
+  } catch (err) {
+    throw taskFailure(err, input, scrubber.scrub);
+  }
 }

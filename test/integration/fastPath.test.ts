@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { TurnClient } from '../../client/turnClient.js';
+import { TurnClient, type Turn } from '../../client/turnClient.js';
 import { ActivityName, FailureType, type CallToolInput, type LocalCallOutcome, type ReconcileResult } from '../../contract/index.js';
 import { decodeHistoryPayloads } from '../../payloads/decodeHistory.js';
 import { bundleWorkflows } from '../../worker/index.js';
@@ -177,22 +177,28 @@ describe('the fast path: retry-safe calls as local activities', () => {
     assert.deepEqual(paths.regular, [{ callId: 'ro', queue: h.worker.workerQueue }, { callId: 'se', queue: h.worker.workerQueue }], 'both on the worker\'s own queue');
   });
 
-  test('a turn whose workflow tasks run on a worker without its servers misses once, falls back, and stops trying', async () => {
-    // Worker A holds the session's servers (turn 1); turn 2 runs on B's shared queue, which only B
-    // polls, and reconciles on A's own queue (the session's previous worker): every workflow task of
-    // turn 2 runs on B, every call on A.
-    const logsBefore = runtimeLogs.length;
-    const a = await startHarness('fast-a', { FIXTURE_LOG: execLog });
-    const b = await startHarness('fast-b', { FIXTURE_LOG: execLog });
+  /**
+   * Worker A holds a session's servers (its first turn); the second turn is started through B's
+   * shared queue, which only B polls, and reconciles on A's own queue: every workflow task of the
+   * second turn runs on B, every call on A.
+   */
+  async function secondTurnAwayFromServers(prefix: string): Promise<{ a: Harness; b: Harness; turn: Turn }> {
+    const a = await startHarness(`${prefix}-a`, { FIXTURE_LOG: execLog });
+    const b = await startHarness(`${prefix}-b`, { FIXTURE_LOG: execLog });
     harnesses.push(a, b);
-    const sessionId = `fast-miss-${Date.now()}`;
+    const sessionId = `${prefix}-miss-${Date.now()}`;
     const first = await a.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec] } });
     await first.end();
     await waitUntil('turn 1 to be listed', async () => {
       for await (const w of a.client.client.workflow.list({ query: `DmcpSessionId = '${sessionId}'` })) if (w.memo?.workerQueue === a.worker.workerQueue) return true;
       return false;
     });
-    const turn = await b.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec] } });
+    return { a, b, turn: await b.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec] } }) };
+  }
+
+  test('a turn whose workflow tasks run on a worker without its servers misses once, falls back, and stops trying', async () => {
+    const logsBefore = runtimeLogs.length;
+    const { a, b, turn } = await secondTurnAwayFromServers('fast');
     assert.equal(turn.workerQueue, a.worker.workerQueue, 'turn 2 reconciled on the worker holding the servers');
     const one = await turn.callTool({ id: 'one', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'miss-1' } });
     const two = await turn.callTool({ id: 'two', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'miss-2' } });
@@ -213,17 +219,7 @@ describe('the fast path: retry-safe calls as local activities', () => {
     // As above: A holds the session's servers, every workflow task of turn 2 runs on B, so the server
     // hands the eagerly dispatched call to B, which refuses it.
     const logsBefore = runtimeLogs.length;
-    const a = await startHarness('eager-a', { FIXTURE_LOG: execLog });
-    const b = await startHarness('eager-b', { FIXTURE_LOG: execLog });
-    harnesses.push(a, b);
-    const sessionId = `eager-miss-${Date.now()}`;
-    const first = await a.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec] } });
-    await first.end();
-    await waitUntil('turn 1 to be listed', async () => {
-      for await (const w of a.client.client.workflow.list({ query: `DmcpSessionId = '${sessionId}'` })) if (w.memo?.workerQueue === a.worker.workerQueue) return true;
-      return false;
-    });
-    const turn = await b.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec] } });
+    const { a, b, turn } = await secondTurnAwayFromServers('eager');
     assert.equal(turn.workerQueue, a.worker.workerQueue);
     const one = await turn.callTool({ id: 'se1', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'eager-1' } });
     const ro = await turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'eager-ro' } });
