@@ -44,5 +44,7 @@ export const PatchId = {
   eagerCalls: 'eager-calls',
   /** A call a 2026-07-28 server refused because it runs the tool only as a task is sent again as a task, and the turn's later calls of that tool go straight to one. */
   taskOnRefusal: 'task-on-refusal',
+  /** A fast call that ends before anything could cancel it runs without a cancellation scope of its own (fewer workflow promises per call). */
+  unscopedFastCall: 'unscoped-fast-call',
 } as const;
 export type PatchId = (typeof PatchId)[keyof typeof PatchId];

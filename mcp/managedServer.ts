@@ -109,6 +109,11 @@ export interface CallOptions {
    * Absent: such a question is declined at once ({@link onDeclinedInput}).
    */
   askLegacyInput?: LegacyInputAsker;
+  /**
+   * False when {@link askLegacyInput} never waits for a person (it ends the call instead, as a local
+   * activity's does): the call keeps the SDK's own timeout, with no pausable deadline of its own.
+   */
+  legacyInputWaits?: boolean;
 }
 
 /** What one call in flight listens for: a 2025-era question, asked or declined. */
@@ -559,7 +564,7 @@ export class ManagedServer {
       const params = { name: tool, arguments: args, ...retry } as { name: string; arguments: Record<string, unknown> };
       // A call that may wait for a person keeps its own timeout, which stands still during the wait;
       // the SDK's cannot.
-      const deadline = options.askLegacyInput ? new CallDeadline(options.timeoutMs) : undefined;
+      const deadline = options.askLegacyInput && options.legacyInputWaits !== false ? new CallDeadline(options.timeoutMs) : undefined;
       if (listener) listener.deadline = deadline;
       const onprogress = deadline && options.onProgress ? (p: Parameters<NonNullable<CallOptions['onProgress']>>[0]) => {
         deadline.reset();

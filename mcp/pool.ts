@@ -144,6 +144,7 @@ const TURNS_KEPT = 32;
  */
 export class ServerPool {
   private readonly sessions = new Map<string, Session>();
+  private readonly nameMaps = new WeakMap<Session, { key: unknown[]; map: ToolNameMap }>();
   private readonly scrub: (text: string) => string;
   private readonly callsInFlight = new Map<ManagedServer, number>();
   /** Servers replaced by a config change while a call was running: stopped when their calls end. */
@@ -412,10 +413,20 @@ export class ServerPool {
     return filter ? server.tools.filter((t) => filter.includes(t.name)) : server.tools;
   }
 
-  /** One map per listing, so public names are unique across all of the session's servers. */
+  /**
+   * One map per listing, so public names are unique across all of the session's servers. Kept while
+   * the ready servers, their entries and their listings are the same objects (a new listing or
+   * entry is a new object): every call checks its public name against it.
+   */
   private nameMap(session: Session): ToolNameMap {
-    const refs = this.readyServers(session).flatMap((s) => this.keptTools(s).map((t) => ({ server: s.entry.name, tool: t.name })));
-    return new ToolNameMap(refs, this.options.toolPrefix);
+    const ready = this.readyServers(session);
+    const key = ready.flatMap((s) => [s, s.entry, s.tools]);
+    const kept = this.nameMaps.get(session);
+    if (kept && kept.key.length === key.length && kept.key.every((k, i) => k === key[i])) return kept.map;
+    const refs = ready.flatMap((s) => this.keptTools(s).map((t) => ({ server: s.entry.name, tool: t.name })));
+    const map = new ToolNameMap(refs, this.options.toolPrefix);
+    this.nameMaps.set(session, { key, map });
+    return map;
   }
 
   /** Calls a tool on the session's server. Throws {@link ServerUnavailableError} when it is not running. */

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { deserializeMessage, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import { parseJSONRPCMessage, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 
 /** Options for {@link ProcessGroupStdioTransport}. */
 export interface StdioLaunch {
@@ -103,6 +103,30 @@ export class LineReader {
 }
 
 /**
+ * A JSON-RPC message from one line, as the SDK's `deserializeMessage` reads it (its schema tries
+ * each kind of message in turn), except for the commonest line, a plain result (`jsonrpc`, `id` and a `result`
+ * object without `_meta`, nothing else), which that schema would accept as it is. The request's own
+ * result schema checks the result after this, as for any message.
+ */
+export function readMessage(line: string): JSONRPCMessage {
+  const value: unknown = JSON.parse(line);
+  return isPlainResult(value) ? (value as JSONRPCMessage) : parseJSONRPCMessage(value);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isPlainResult(value: unknown): boolean {
+  if (!isPlainObject(value) || value.jsonrpc !== '2.0' || !isPlainObject(value.result) || '_meta' in value.result) return false;
+  const { id } = value;
+  if (typeof id !== 'string' && !(typeof id === 'number' && Number.isInteger(id))) return false;
+  let keys = 0;
+  for (const _ in value) keys += 1;
+  return keys === 3;
+}
+
+/**
  * A stdio client transport that starts the server in its own process group, so stopping it also
  * stops whatever it spawned (`npx` wrappers, shells, grandchildren). The MCP SDK's transport
  * signals only the direct child.
@@ -184,7 +208,7 @@ export class ProcessGroupStdioTransport implements Transport {
     if (line.trim() === '') return;
     let message: JSONRPCMessage;
     try {
-      message = deserializeMessage(line);
+      message = readMessage(line);
     } catch {
       this.launch.onJunk?.(line);
       return;

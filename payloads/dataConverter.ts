@@ -22,8 +22,22 @@ const ProtoPayload = proto.temporal.api.common.v1.Payload;
 
 const ENCODING_COMPRESSED = 'binary/dmcp-brotli';
 const ENCODING_ENCRYPTED = 'binary/dmcp-aes256gcm';
-const enc = (s: string) => new TextEncoder().encode(s);
-const dec = (b: Uint8Array | null | undefined) => (b ? new TextDecoder().decode(b) : '');
+const textEncoder = new TextEncoder();
+const textDecoder = new TextDecoder();
+const enc = (s: string) => textEncoder.encode(s);
+const dec = (b: Uint8Array | null | undefined) => (b ? textDecoder.decode(b) : '');
+
+/**
+ * At most the encoded size of `payload` (of less than 2 MiB: each field's tag and length take at
+ * most 12 bytes). Every payload of every workflow task passes the codec, and nearly all are far
+ * below {@link MIN_COMPRESS_BYTES}, so the exact size, an encoding of the whole payload, is taken
+ * only near that bound.
+ */
+export function encodedSizeAtMost(payload: Payload): number {
+  let size = 12 + (payload.data?.byteLength ?? 0);
+  for (const [key, value] of Object.entries(payload.metadata ?? {})) size += 12 + Buffer.byteLength(key) + (value?.byteLength ?? 0);
+  return size;
+}
 
 /**
  * Payloads smaller than this are left as they are. An interactive call's input and result are a
@@ -63,6 +77,7 @@ export class CompressionCodec implements PayloadCodec {
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return Promise.all(
       payloads.map(async (payload) => {
+        if (encodedSizeAtMost(payload) < this.minBytes) return payload;
         const raw = ProtoPayload.encode(payload).finish();
         if (raw.byteLength < this.minBytes) return payload;
         // Quality 4: most of brotli's gain on JSON at a fraction of the CPU of the default (11).

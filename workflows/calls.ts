@@ -1,4 +1,4 @@
-import { CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import {
   FailureType, PatchId, type CallHooks, type CallOutcome, type CallRequest, type CallToolInput, type HookRunRecord, type PostToolUseHooksResult,
   type PreToolUseHooksResult, type ToolInfo,
@@ -12,7 +12,9 @@ import {
 import { reconcile } from './servers.js';
 import { waitForAnswers, type InputRounds } from './inputs.js';
 import { runTask, runsAsTask } from './tasks.js';
-import { afterFastAttempt, eagerDispatch, fastCall, takesEagerDispatch, takesFastPath, withFastAttempt } from './fastPath.js';
+import {
+  afterFastAttempt, eagerDispatch, endsBeforeTaskRenewal, fastCall, fastCallFailed, localCall, takesEagerDispatch, takesFastPath, withFastAttempt, type FastCall,
+} from './fastPath.js';
 import type { TurnContext } from './turnState.js';
 
 /**
@@ -27,7 +29,7 @@ export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOut
   state.details.callStarted(request.id, request.name);
   const args = request.arguments ?? {};
   const tool = state.tools.get(request.name);
-  const running = tool && tool.refusedBy === undefined && tool.hooks === undefined ? callActivity(ctx, request, tool, args) : executeCall(ctx, request, args);
+  const running = tool && tool.refusedBy === undefined && tool.hooks === undefined ? (unscopedFastCall(ctx, request, tool, args) ?? callActivity(ctx, request, tool, args)) : executeCall(ctx, request, args);
   return running.then(
     (outcome) => {
       try {
@@ -45,6 +47,30 @@ export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOut
       state.touch();
       throw err;
     },
+  );
+}
+
+/**
+ * A fast-path call that cannot be cancelled while it runs (see `endsBeforeTaskRenewal`): its local
+ * activity, without the call's own cancellation scope and its async frames, whose promises the SDK
+ * captures a stack trace for each (a third of the turn's workflow promises per call). Whatever
+ * does not end it (a miss, a question, a failure) goes on through {@link callActivity}. Undefined
+ * when the call does not take this way.
+ */
+function unscopedFastCall(ctx: TurnContext, request: CallRequest, tool: ToolInfo, args: Record<string, unknown>): Promise<CallOutcome> | undefined {
+  // Interactive turns only: there each workflow task's local activities all start with the task (one
+  // per Update it brings), while a batch's next group may start in the task of the last, later.
+  if (ctx.input.batch !== undefined || request.taskId !== undefined || runsAsTask(tool) || ctx.state.taskOnlyTools.has(tool.name)) return undefined;
+  // Turns recorded before ran every fast call in a scope of its own, whose promises order its
+  // commands. Asked first: replay matches patch markers in the order they were recorded, and
+  // callActivity asks its own (lostWorkerFailover) before the fast path's.
+  if (!patched(PatchId.unscopedFastCall)) return undefined;
+  const input = callInputFor(ctx, request, tool, args);
+  if (!takesFastPath(ctx, tool, input) || !endsBeforeTaskRenewal(tool, ctx.limits, workflowInfo().taskTimeoutMs)) return undefined;
+  ctx.state.details.callAttempt(request.id);
+  return localCall(ctx, tool, input).then(
+    ({ callId: _callId, ...result }) => (result.status === 'input_required' ? callActivity(ctx, request, tool, args, undefined, { result }) : result),
+    (err: unknown) => callActivity(ctx, request, tool, args, undefined, fastCallFailed(ctx, err)),
   );
 }
 
@@ -174,11 +200,9 @@ async function hookActivity<T>(
   }
 }
 
-/** Runs the call's `callTool` activity, with its one failover. */
-async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolInfo, args: Record<string, unknown>, hookProof?: string): Promise<CallOutcome> {
-  const { state, limits } = ctx;
-  const safeToRetry = isSafeToRetry(tool);
-  const callInput: CallToolInput = {
+/** The `callTool` input of a call. */
+function callInputFor(ctx: TurnContext, request: CallRequest, tool: ToolInfo, args: Record<string, unknown>, hookProof?: string): CallToolInput {
+  return {
     sessionId: ctx.input.sessionId,
     callId: request.id,
     name: tool.name,
@@ -186,9 +210,19 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
     tool: tool.tool,
     arguments: args,
     annotations: tool.annotations,
-    requestTimeoutMs: requestTimeoutMs(tool, limits),
+    requestTimeoutMs: requestTimeoutMs(tool, ctx.limits),
     ...(hookProof !== undefined ? { hookProof } : {}),
   };
+}
+
+/**
+ * Runs the call's `callTool` activity, with its one failover. `tried`: how a fast-path attempt made
+ * before (by {@link unscopedFastCall}) ended, taken as this call's first.
+ */
+async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolInfo, args: Record<string, unknown>, hookProof?: string, tried?: FastCall): Promise<CallOutcome> {
+  const { state, limits } = ctx;
+  const safeToRetry = isSafeToRetry(tool);
+  const callInput = callInputFor(ctx, request, tool, args, hookProof);
   // Only calls that name a task ask: no other call records the marker.
   if (request.taskId !== undefined && patched(PatchId.takeTask)) return runTask(ctx, request, tool, callInput, request.taskId);
   // Only tools that run as tasks ask: no other call records the marker.
@@ -202,7 +236,8 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
   let lostWorkerMoves = 0;
   let input = callInput;
   const rounds: InputRounds = { round: 0, timedOut: false };
-  let fast = takesFastPath(ctx, tool, callInput);
+  let earlier = tried;
+  let fast = earlier === undefined && takesFastPath(ctx, tool, callInput);
   let eager = !fast && takesEagerDispatch(ctx, tool, callInput);
   let fastRanTool = false;
   let eagerTried = false;
@@ -210,12 +245,14 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
     const queue = state.workerQueue;
     const scope = new CancellationScope();
     state.running.set(request.id, scope);
-    state.details.callAttempt(request.id);
+    // The attempt made before counted itself.
+    if (earlier === undefined) state.details.callAttempt(request.id);
     try {
       let result: Awaited<ReturnType<Activities['callTool']>> | undefined;
-      if (fast) {
+      if (fast || earlier !== undefined) {
         fast = false;
-        const tried = await scope.run(() => fastCall(ctx, tool, input));
+        const tried = earlier ?? (await scope.run(() => fastCall(ctx, tool, input)));
+        earlier = undefined;
         if ('outcome' in tried) {
           if (tried.taskOnly === true && patched(PatchId.taskOnRefusal)) break;
           return tried.outcome;

@@ -9,7 +9,7 @@
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { isCancellation, patched, proxyLocalActivities } from '@temporalio/workflow';
-import { FailureType, PatchId, type CallOutcome, type FastPathMissDetails, type CallToolInput, type InputRequiredOutcome, type ToolInfo } from '../contract/index.js';
+import { FailureType, PatchId, type CallOutcome, type FastPathMissDetails, type CallToolInput, type InputRequiredOutcome, type LocalCallOutcome, type ToolInfo } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
 import { failureOutcome, isTaskOnlyRefusal } from './failures.js';
@@ -105,23 +105,46 @@ export type FastCall =
  */
 export async function fastCall(ctx: TurnContext, tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, input: CallToolInput): Promise<FastCall> {
   try {
-    const { callId: _callId, ...result } = await proxyLocalActivities<Activities>(localCallOptions(tool, ctx.limits)).callToolLocal({ ...input, workerQueue: ctx.state.workerQueue });
+    const { callId: _callId, ...result } = await localCall(ctx, tool, input);
     return { result: result as CallOutcome | InputRequiredOutcome };
   } catch (err) {
-    if (isCancellation(err)) throw err;
-    // A local activity's failure may come without the ActivityFailure wrapper a regular one has.
-    const cause = err instanceof ActivityFailure ? err.cause : err;
-    const type = cause instanceof ApplicationFailure ? cause.type : undefined;
-    if (type === FailureType.FastPathMiss) {
-      ctx.state.fastPathMissedOn = ctx.state.lastReconcile;
-      // Recorded in the marker, so a replay takes the same way.
-      const details = (cause as ApplicationFailure).details?.[0] as Partial<FastPathMissDetails> | undefined;
-      return details?.ownerLost === true ? { fallback: true, ranTool: false, ownerLost: true } : { fallback: true, ranTool: false };
-    }
-    if (type === FailureType.BadRequest) return isTaskOnlyRefusal(cause) ? { outcome: failureOutcome(cause, true), taskOnly: true } : { outcome: failureOutcome(cause, true) };
-    // A question sent the call on before it could finish: the regular activity's tries are its own.
-    return { fallback: true, ranTool: type !== FailureType.ServerUnavailable && type !== FailureType.FastPathAsksPerson };
+    return fastCallFailed(ctx, err);
   }
+}
+
+/** The fast path's local activity for `input`, scheduled in the current cancellation scope. */
+export function localCall(ctx: TurnContext, tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, input: CallToolInput): Promise<LocalCallOutcome> {
+  return proxyLocalActivities<Activities>(localCallOptions(tool, ctx.limits)).callToolLocal({ ...input, workerQueue: ctx.state.workerQueue });
+}
+
+/** How a fast-path attempt that failed with `err` ends (see {@link fastCall}); a cancellation is thrown. */
+export function fastCallFailed(ctx: TurnContext, err: unknown): FastCall {
+  if (isCancellation(err)) throw err;
+  // A local activity's failure may come without the ActivityFailure wrapper a regular one has.
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const type = cause instanceof ApplicationFailure ? cause.type : undefined;
+  if (type === FailureType.FastPathMiss) {
+    ctx.state.fastPathMissedOn = ctx.state.lastReconcile;
+    // Recorded in the marker, so a replay takes the same way.
+    const details = (cause as ApplicationFailure).details?.[0] as Partial<FastPathMissDetails> | undefined;
+    return details?.ownerLost === true ? { fallback: true, ranTool: false, ownerLost: true } : { fallback: true, ranTool: false };
+  }
+  if (type === FailureType.BadRequest) return isTaskOnlyRefusal(cause) ? { outcome: failureOutcome(cause, true), taskOnly: true } : { outcome: failureOutcome(cause, true) };
+  // A question sent the call on before it could finish: the regular activity's tries are its own.
+  return { fallback: true, ranTool: type !== FailureType.ServerUnavailable && type !== FailureType.FastPathAsksPerson };
+}
+
+/**
+ * Whether a fast call of `tool` ends before anything else can reach the turn, so that it needs no
+ * cancellation scope of its own. While a local activity runs, its workflow task stays open and the
+ * server holds back every Update, cancellation and signal; the SDK completes the task early, letting
+ * them in, only at 80 % of the task timeout. A call bounded below that is over before a cancel of it
+ * could arrive. (A turn with a short heartbeat timeout has a short task timeout, and its fast calls
+ * keep their own scope.)
+ */
+export function endsBeforeTaskRenewal(tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, limits: Pick<Limits, 'toolTimeoutMs'>, taskTimeoutMs: number): boolean {
+  // A second of margin for the time between the task's start and the call's.
+  return Number(localCallOptions(tool, limits).startToCloseTimeout) + 1000 <= 0.8 * taskTimeoutMs;
 }
 
 /**

@@ -12,7 +12,9 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zlib } from 'node:zlib';
 import { startCodecServer, type CodecServer } from '../../payloads/codecServer.js';
-import { CompressionCodec, FilesystemStorageDriver, MAX_DECOMPRESSED_BYTES, createPayloadCodecs } from '../../payloads/dataConverter.js';
+import type { Payload } from '@temporalio/common';
+import proto from '@temporalio/proto';
+import { CompressionCodec, FilesystemStorageDriver, MAX_DECOMPRESSED_BYTES, MIN_COMPRESS_BYTES, createPayloadCodecs, encodedSizeAtMost } from '../../payloads/dataConverter.js';
 
 const brotli = promisify(brotliCompress);
 const compress = (b: Buffer) => brotli(b, { params: { [zlib.BROTLI_PARAM_QUALITY]: 1 } });
@@ -142,4 +144,28 @@ test('the payload store is private to its user: directory 0700, files 0600', { t
     process.umask(prevMask);
     await rm(root, { recursive: true, force: true });
   }
+});
+
+test('the codec\'s size bound is never below a payload\'s encoded size, so it skips compressing only what is too small', async () => {
+  const Payload = proto.temporal.api.common.v1.Payload;
+  const json = new TextEncoder().encode('json/plain');
+  const rows: Payload[] = [
+    { metadata: {}, data: new Uint8Array(0) },
+    { metadata: { encoding: json }, data: Buffer.alloc(10, 0x61) },
+    { metadata: { encoding: json, 'ünïcode-key': Buffer.alloc(200, 0x62) }, data: Buffer.alloc(127, 0x61) },
+    { metadata: { encoding: json, a: Buffer.alloc(128), b: Buffer.alloc(16_383) }, data: Buffer.alloc(16_384, 0x61) },
+    { metadata: { encoding: json }, data: Buffer.alloc(2 * 1024 * 1024 - 1, 0x61) },
+  ];
+  for (const payload of rows) {
+    assert.ok(encodedSizeAtMost(payload) >= Payload.encode(payload).finish().byteLength, `bound for ${payload.data?.byteLength} bytes of data`);
+  }
+  const codec = new CompressionCodec();
+  // Both sides of the bound, by the exact encoded size (data of 128 bytes to 16 KiB: the same framing).
+  const framing = Payload.encode({ metadata: { encoding: json }, data: Buffer.alloc(500) }).finish().byteLength - 500;
+  const near = (size: number): Payload => ({ metadata: { encoding: json }, data: Buffer.alloc(size - framing, 0x61) });
+  assert.equal(Payload.encode(near(MIN_COMPRESS_BYTES)).finish().byteLength, MIN_COMPRESS_BYTES);
+  const [under] = await codec.encode([near(MIN_COMPRESS_BYTES - 1)]);
+  assert.equal(new TextDecoder().decode(under!.metadata!.encoding!), 'json/plain', 'one byte under the bound: left as it is');
+  const [at] = await codec.encode([near(MIN_COMPRESS_BYTES)]);
+  assert.equal(new TextDecoder().decode(at!.metadata!.encoding!), 'binary/dmcp-brotli', 'at the bound: compressed');
 });

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { buildTranscript, renderTranscript } from '../../client/transcript.js';
-import { FAST_PATH_BOUND_MS, afterFastAttempt, eagerDispatch, localCallOptions, withFastAttempt } from '../../workflows/fastPath.js';
+import { FAST_PATH_BOUND_MS, afterFastAttempt, eagerDispatch, endsBeforeTaskRenewal, localCallOptions, withFastAttempt } from '../../workflows/fastPath.js';
 import { errorOutcome } from '../../workflows/failures.js';
 import type { CallOutcome } from '../../contract/index.js';
 import proto, { type temporal } from '@temporalio/proto';
@@ -21,6 +21,25 @@ for (const row of bounds) {
   void test(`a fast call with tool timeout ${row.timeoutMs ?? '-'} and turn timeout ${row.toolTimeoutMs} is bounded by ${row.expected} ms, one attempt, labelled`, () => {
     const options = localCallOptions({ name: 'mcp__s__t', ...(row.timeoutMs !== undefined ? { timeoutMs: row.timeoutMs } : {}) }, { toolTimeoutMs: row.toolTimeoutMs });
     assert.deepEqual(options, { summary: 'mcp__s__t', startToCloseTimeout: row.expected, retry: { maximumAttempts: 1 } });
+  });
+}
+
+// The SDK completes a task a local activity holds open at 80 % of its timeout; a call that ends (its
+// bound, and a second of margin) before that cannot be cancelled mid-way and needs no scope of its own.
+const renewals: { timeoutMs?: number; heartbeatTimeoutMs?: number; expected: boolean }[] = [
+  { expected: true },
+  { heartbeatTimeoutMs: 7000, expected: true },
+  { heartbeatTimeoutMs: 6000, expected: false },
+  { heartbeatTimeoutMs: 6000, timeoutMs: 3800, expected: true },
+  { heartbeatTimeoutMs: 6000, timeoutMs: 3801, expected: false },
+  { heartbeatTimeoutMs: 1000, timeoutMs: 100, expected: true },
+  { heartbeatTimeoutMs: 1000, timeoutMs: 700, expected: false },
+];
+for (const row of renewals) {
+  void test(`a fast call with tool timeout ${row.timeoutMs ?? '-'} in a turn with heartbeat timeout ${row.heartbeatTimeoutMs ?? 'default'} ${row.expected ? 'ends' : 'may not end'} before its workflow task is renewed`, () => {
+    const taskTimeoutMs = turnTaskTimeoutMs(row.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: row.heartbeatTimeoutMs } : undefined);
+    const tool = { name: 'mcp__s__t', ...(row.timeoutMs !== undefined ? { timeoutMs: row.timeoutMs } : {}) };
+    assert.equal(endsBeforeTaskRenewal(tool, { toolTimeoutMs: DEFAULT_LIMITS.toolTimeoutMs }, taskTimeoutMs), row.expected);
   });
 }
 

@@ -233,3 +233,19 @@ test('reconcile after shutdown is refused and starts nothing', async () => {
   assert.deepEqual(pool.pids('s'), {});
   assert.equal(servers.started.length, 0);
 });
+
+test('a call is checked against the public name of a tool listed after the session\'s earlier calls', async () => {
+  const servers = new InMemoryServers();
+  const pool = newPool(servers);
+  const cfg = config('v1', entry('a'));
+  await pool.reconcile('s', cfg, { turnId: 't' });
+  await pool.callTool('s', 'a', 'whoami', {}, { timeoutMs: 10_000, turnId: 't', publicName: 'mcp__a__whoami' });
+  await assert.rejects(pool.callTool('s', 'a', 'whoami', {}, { timeoutMs: 10_000, turnId: 't', publicName: 'mcp__a__add_tool' }), /is not the name of tool "whoami" of server "a" \(that is mcp__a__whoami\)/);
+  await pool.callTool('s', 'a', 'add_tool', {}, { timeoutMs: 10_000, turnId: 't', publicName: 'mcp__a__add_tool' });
+  await pool.reconcile('s', cfg, { turnId: 't' });
+  assert.ok(pool.tools('s').some((t) => t.name === 'mcp__a__added_1'), 'listed again');
+  // The names of the first listing would not know added_1, and let any name through for it.
+  await assert.rejects(pool.callTool('s', 'a', 'added_1', {}, { timeoutMs: 10_000, turnId: 't', publicName: 'mcp__a__whoami' }), /that is mcp__a__added_1/);
+  const result = await pool.callTool('s', 'a', 'added_1', {}, { timeoutMs: 10_000, turnId: 't', publicName: 'mcp__a__added_1' });
+  assert.match(JSON.stringify(result.content), /added_1/);
+});

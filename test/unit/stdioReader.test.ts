@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LineReader } from '../../mcp/stdioTransport.js';
+import { LineReader, readMessage } from '../../mcp/stdioTransport.js';
 
 /** A reader that records its lines and counts the bytes it searched and copied. */
 function counting(maxLineBytes = 128 * 1024 * 1024) {
@@ -66,3 +66,27 @@ test('a line over the limit that ends inside one chunk is refused too', () => {
   assert.equal(work.overflows, 1);
   assert.deepEqual(lines, ['short']);
 });
+
+const messages: [string, string, unknown][] = [
+  ['a plain result, taken as it is', '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}', { jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: 'hi' }] } }],
+  ['a result with a string id', '{"jsonrpc":"2.0","id":"a","result":{}}', { jsonrpc: '2.0', id: 'a', result: {} }],
+  ['a result with _meta, through the schema', '{"jsonrpc":"2.0","id":1,"result":{"_meta":{"k":1},"x":2}}', { jsonrpc: '2.0', id: 1, result: { _meta: { k: 1 }, x: 2 } }],
+  ['a notification', '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}', { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 2 } }],
+  ['a request from the server', '{"jsonrpc":"2.0","id":3,"method":"roots/list"}', { jsonrpc: '2.0', id: 3, method: 'roots/list' }],
+  ['an error', '{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"no"}}', { jsonrpc: '2.0', id: 4, error: { code: -32601, message: 'no' } }],
+];
+for (const [name, line, expected] of messages) {
+  test(`readMessage: ${name}`, () => assert.deepEqual(readMessage(line), expected));
+}
+
+const refused: [string, string][] = [
+  ['not JSON', 'Starting server...'],
+  ['a fractional id', '{"jsonrpc":"2.0","id":1.5,"result":{}}'],
+  ['a result that is not an object', '{"jsonrpc":"2.0","id":1,"result":"done"}'],
+  ['another JSON-RPC version', '{"jsonrpc":"1.0","id":1,"result":{}}'],
+  ['an extra key beside the result', '{"jsonrpc":"2.0","id":1,"result":{},"extra":true}'],
+  ['an array', '[{"jsonrpc":"2.0","id":1,"result":{}}]'],
+];
+for (const [name, line] of refused) {
+  test(`readMessage refuses ${name}, as the SDK's schema does`, () => assert.throws(() => readMessage(line)));
+}
