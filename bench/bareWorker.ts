@@ -6,6 +6,8 @@
  * SIGTERM shuts it down.
  */
 import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { stopOnSigterm } from '../test/support/standalone.js';
 import type { BareActivities } from './bareWorkflow.js';
@@ -19,9 +21,25 @@ if (!address || !taskQueue) {
 }
 
 Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+/** The echo server (BENCH_ECHO_SERVER, a script run with this Node), connected on the first `mcpEcho`. */
+let echo: Promise<Client> | undefined;
+function echoClient(): Promise<Client> {
+  const script = process.env.BENCH_ECHO_SERVER;
+  if (!script) throw new Error('mcpEcho needs BENCH_ECHO_SERVER, the echo server script');
+  echo ??= (async () => {
+    const client = new Client({ name: 'bare-bench', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [script] }));
+    return client;
+  })();
+  return echo;
+}
 const activities: BareActivities = {
   async noop(input) {
     return { content: [{ type: 'text', text: input.id }], isError: false };
+  },
+  async mcpEcho(input) {
+    const result = await (await echoClient()).callTool({ name: 'echo', arguments: input.arguments });
+    return { content: result.content as { type: 'text'; text: string }[], isError: result.isError === true };
   },
 };
 const workflowBundle = await bundleWorkflowCode({
@@ -34,6 +52,7 @@ const worker = await Worker.create({ connection, taskQueue, workflowBundle, acti
 const pinned = await Worker.create({ connection, taskQueue: pinnedQueue, activities });
 const running = Promise.all([worker.run(), pinned.run()]);
 stopOnSigterm(async () => {
+  await (await echo?.catch(() => undefined))?.close();
   worker.shutdown();
   pinned.shutdown();
   await running;

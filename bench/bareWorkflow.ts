@@ -7,6 +7,8 @@ import { condition, defineUpdate, proxyActivities, proxyLocalActivities, setHand
 
 export interface BareActivities {
   noop(input: { id: string; arguments: Record<string, unknown> }): Promise<{ content: { type: 'text'; text: string }[]; isError: boolean }>;
+  /** The fixture's echo over stdio, through the MCP SDK's own client and transport: no durable-mcp code. */
+  mcpEcho(input: { id: string; arguments: Record<string, unknown> }): Promise<{ content: { type: 'text'; text: string }[]; isError: boolean }>;
 }
 
 export const bareCallUpdate = defineUpdate<{ content: { type: 'text'; text: string }[]; isError: boolean }, [string, Record<string, unknown>]>('call');
@@ -15,6 +17,8 @@ export const bareEndUpdate = defineUpdate<void>('end');
 export const bareFloorUpdate = defineUpdate<string, [string]>('floor');
 /** An Update that runs the same no-op as a local activity, in its workflow task. */
 export const bareLocalUpdate = defineUpdate<{ content: { type: 'text'; text: string }[]; isError: boolean }, [string, Record<string, unknown>]>('local');
+/** An Update that runs a real MCP call (the echo over stdio, the SDK's client) as a local activity. */
+export const bareLocalEchoUpdate = defineUpdate<{ content: { type: 'text'; text: string }[]; isError: boolean }, [string, Record<string, unknown>]>('localEcho');
 
 /**
  * `activityQueue`: run the activity on another task queue (as durable-mcp pins its calls to the
@@ -37,6 +41,11 @@ export async function bareTurn(activityQueue?: string, asDurable?: boolean): Pro
   setHandler(bareFloorUpdate, (id) => id);
   setHandler(bareLocalUpdate, async (id, args) => {
     const result = await local.noop({ id, arguments: args });
+    calls += 1;
+    return result;
+  });
+  setHandler(bareLocalEchoUpdate, async (id, args) => {
+    const result = await local.mcpEcho({ id, arguments: args });
     calls += 1;
     return result;
   });

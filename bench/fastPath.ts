@@ -1,6 +1,7 @@
 /**
  * The fast path side by side, in one run on one embedded tuned dev server (as `dev` starts it):
  *   - floor: an Update answered with no activity (bare Temporal, bench/bareWorkflow.ts),
+ *   - the same MCP call as the fast path's, made by a bare local activity with the MCP SDK's client,
  *   - bare Update -> local activity, bare Update -> activity on a worker's own queue, and on the
  *     workflow's own queue (dispatched eagerly by the tuned server),
  *   - durable-mcp `Turn.callTool` of a retry-safe echo (the fast path), of the same echo with
@@ -64,7 +65,7 @@ function durableCall(turn: Turn, name: string): Call {
   };
 }
 
-function bareCall(handle: WorkflowHandle, update: 'floor' | 'local' | 'call'): Call {
+function bareCall(handle: WorkflowHandle, update: 'floor' | 'local' | 'localEcho' | 'call'): Call {
   return async (i) => {
     const id = uniqueId('b');
     await handle.executeUpdate(update, { args: update === 'floor' ? [id] : [id, { text: `call ${i}` }], updateId: id });
@@ -157,6 +158,7 @@ async function main(): Promise<void> {
     const variants: { key: string; label: string; call: Call }[] = [
       { key: 'floor', label: 'floor: bare Update, no activity', call: bareCall(bare, 'floor') },
       { key: 'bareLocal', label: 'bare Update -> local activity', call: bareCall(bare, 'local') },
+      { key: 'bareLocalEcho', label: 'bare Update -> local activity calling the echo (MCP SDK client, stdio)', call: bareCall(bare, 'localEcho') },
       { key: 'bare', label: 'bare Update -> activity (worker queue)', call: bareCall(bare, 'call') },
       { key: 'bareEager', label: 'bare Update -> activity (workflow\'s queue, eager dispatch)', call: bareCall(bareEager, 'call') },
       { key: 'fast', label: 'durable-mcp, retry-safe echo (fast path)', call: durableCall(turn, 'mcp__safe__echo') },
@@ -261,6 +263,10 @@ worker per variant family, the fixture echo server over stdio).
 | variant | p50 (ms) | p95 (ms) | p50 per round | p50 / floor (median of rounds) |
 |---|---|---|---|---|
 ${variants.map((v) => row(v.key)).join('\n')}
+
+The same MCP call made from a bare local activity (the echo through the MCP SDK's own client, no
+durable-mcp code) is ${fmt(ratio('bareLocalEcho') / ratio('bareLocal'), 2)}x the no-op local activity; durable-mcp's fast call is
+${fmt(ratio('fast') / ratio('bareLocalEcho'), 2)}x that bare MCP call (ratios of the medians above).
 
 The fast-path turn ran ${fast.local} calls as local activities and ${fast.regular} as regular activities (its side-effecting calls, ${fast.eager} of them sent for eager dispatch), ${fast.misses} misses.
 

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { startDevServer, type DevServerOptions } from '../dev/devServer.js';
 import { bundleWorkflows } from '../worker/index.js';
-import { killStarted, startNode, workerProcessScript, type Started } from './procs.js';
+import { echoFixture, killStarted, startNode, workerProcessScript, type Started } from './procs.js';
 
 export interface Temporal {
   address: string;
@@ -85,7 +85,7 @@ export function startDurableWorker(
 /** The bare-Temporal baseline worker (bench/bareWorker.ts) in its own process. */
 export function startBareWorker(address: string, taskQueue: string, options: { execArgv?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<Started<{ pid: number; pinnedQueue: string }>> {
   return startNode(fileURLToPath(new URL('./bareWorker.js', import.meta.url)), ['--task-queue', taskQueue], {
-    env: { PATH: process.env.PATH, TEMPORAL_ADDRESS: address, ...options.env },
+    env: { PATH: process.env.PATH, TEMPORAL_ADDRESS: address, BENCH_ECHO_SERVER: echoFixture, ...options.env },
     execArgv: options.execArgv,
   });
 }
