@@ -4,7 +4,7 @@ import { ApplicationFailureCategory } from '@temporalio/common';
 import proto, { type temporal } from '@temporalio/proto';
 import { FailureType, type FastPathMissDetails, type LocalCallOutcome } from '../contract/index.js';
 import { scrubberFor } from '../config/secrets.js';
-import { MAX_NESTING_DEPTH, nestedDeeperThan, type CallOutcome, type CallToolInput, type ContentBlock, type InputRequiredOutcome } from '../contract/index.js';
+import { MAX_NESTING_DEPTH, isJsonObject, nestedDeeperThan, type CallOutcome, type CallToolInput, type ContentBlock, type InputRequiredOutcome } from '../contract/index.js';
 import { UnservedInputRequestError, isNeedsInput } from '../mcp/inputRequests.js';
 import type { DeclinedInput } from '../mcp/managedServer.js';
 import { checkCall } from './callChecks.js';
@@ -223,8 +223,4 @@ function declinedNotes(declined: DeclinedInput[], scrub: (text: string) => strin
     type: 'text',
     text: `[durable-mcp] the server asked for ${d.mode === 'url' ? 'a page to be opened' : 'input'} (${JSON.stringify(scrub(d.message).slice(0, 500))}); it was declined without asking a person: ${scrub(d.reason)}`,
   }));
-}
-
-function isJsonObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -7,6 +7,11 @@ import type { TurnLimits } from './turn.js';
  */
 export const MAX_NESTING_DEPTH = 64;
 
+/** Whether `value` is a JSON object: not null, not an array. */
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /** Whether `value` nests objects or arrays deeper than `max` levels. Iterative: no stack to exhaust. */
 export function nestedDeeperThan(value: unknown, max: number): boolean {
   const stack: [unknown, number][] = [[value, 1]];

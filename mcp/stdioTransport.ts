@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { parseJSONRPCMessage, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import { isJsonObject } from '../contract/index.js';
 
 /** Options for {@link ProcessGroupStdioTransport}. */
 export interface StdioLaunch {
@@ -113,12 +114,8 @@ export function readMessage(line: string): JSONRPCMessage {
   return isPlainResult(value) ? (value as JSONRPCMessage) : parseJSONRPCMessage(value);
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function isPlainResult(value: unknown): boolean {
-  if (!isPlainObject(value) || value.jsonrpc !== '2.0' || !isPlainObject(value.result) || '_meta' in value.result) return false;
+  if (!isJsonObject(value) || value.jsonrpc !== '2.0' || !isJsonObject(value.result) || '_meta' in value.result) return false;
   const { id } = value;
   if (typeof id !== 'string' && !(typeof id === 'number' && Number.isInteger(id))) return false;
   let keys = 0;

@@ -6,6 +6,7 @@
  */
 import type { Client, RequestOptions } from '@modelcontextprotocol/client';
 import { z } from 'zod';
+import { isJsonObject } from '../contract/index.js';
 
 /** A listing page as it came: tools unchecked, plus the revision's freshness hints. */
 export interface ToolListingPage {
@@ -30,19 +31,16 @@ export async function toolListingPage(client: Client, params: { cursor: string }
   return { tools: page.tools, nextCursor: page.nextCursor, ttlMs: page.ttlMs, cacheScope: page.cacheScope };
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** Why a listed tool cannot be offered, or `undefined` when it can. */
 export function invalidToolReason(tool: unknown): string | undefined {
-  if (!isObject(tool)) return 'the listed tool is not an object';
+  if (!isJsonObject(tool)) return 'the listed tool is not an object';
   if (typeof tool.name !== 'string' || tool.name.trim() === '') return 'its "name" is missing, empty or not a string';
-  if (!isObject(tool.inputSchema)) return 'its "inputSchema" is missing or not a JSON object';
-  if (tool.outputSchema !== undefined && !isObject(tool.outputSchema)) return 'its "outputSchema" is not a JSON object';
+  if (!isJsonObject(tool.inputSchema)) return 'its "inputSchema" is missing or not a JSON object';
+  if (tool.outputSchema !== undefined && !isJsonObject(tool.outputSchema)) return 'its "outputSchema" is not a JSON object';
   if (tool.description !== undefined && typeof tool.description !== 'string') return 'its "description" is not a string';
   if (tool.title !== undefined && typeof tool.title !== 'string') return 'its "title" is not a string';
-  if (tool.annotations !== undefined && !isObject(tool.annotations)) return 'its "annotations" is not an object';
+  if (tool.annotations !== undefined && !isJsonObject(tool.annotations)) return 'its "annotations" is not an object';
   return undefined;
 }
 
@@ -68,7 +66,7 @@ const NAMED_SUBSCHEMAS = new Set(['patternProperties', 'dependentSchemas', '$def
 export function headerDeclarationProblem(inputSchema: unknown): string | undefined {
   const seen = new Map<string, string>();
   const visit = (node: unknown, path: string[], reachable: boolean): string | undefined => {
-    if (!isObject(node)) return undefined;
+    if (!isJsonObject(node)) return undefined;
     const at = path.length > 0 ? `property ${path.join('.')}` : 'the schema root';
     if ('x-mcp-header' in node) {
       const name = node['x-mcp-header'];
@@ -80,7 +78,7 @@ export function headerDeclarationProblem(inputSchema: unknown): string | undefin
       if (prior !== undefined) return `${at}: "x-mcp-header" ${JSON.stringify(name)} is declared twice (also as ${JSON.stringify(prior)})`;
       seen.set(name.toLowerCase(), name);
     }
-    if (isObject(node.properties)) {
+    if (isJsonObject(node.properties)) {
       for (const [key, child] of Object.entries(node.properties)) {
         const problem = visit(child, [...path, key], reachable);
         if (problem) return problem;
@@ -89,7 +87,7 @@ export function headerDeclarationProblem(inputSchema: unknown): string | undefin
     for (const keyword of UNREACHABLE_KEYWORDS) {
       const sub = node[keyword];
       if (sub === undefined) continue;
-      const branches = Array.isArray(sub) ? sub : NAMED_SUBSCHEMAS.has(keyword) && isObject(sub) ? Object.values(sub) : [sub];
+      const branches = Array.isArray(sub) ? sub : NAMED_SUBSCHEMAS.has(keyword) && isJsonObject(sub) ? Object.values(sub) : [sub];
       for (const branch of branches) {
         const problem = visit(branch, [...path, `(${keyword})`], false);
         if (problem) return problem;

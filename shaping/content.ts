@@ -4,6 +4,7 @@
  * the model and another way in the transcript. Pure and synchronous: images are only described
  * here; fetching their bytes into the model's limits is images.ts's job.
  */
+import { isJsonObject } from '../contract/index.js';
 import { oneLine } from '../text/oneLine.js';
 
 /** What one content block shows as. `index` is the block's position in `content`. */
@@ -74,9 +75,8 @@ export function neutralize(s: string): string {
   return s.replace(/<\/(toolOutput)/gi, '<\\/$1');
 }
 
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+/** Whether `v` is a JSON object (the contract's `isJsonObject`, under the name shaping uses). */
+export const isRecord = isJsonObject;
 
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;
