@@ -13,7 +13,7 @@ import { reconcile } from './servers.js';
 import { waitForAnswers, type InputRounds } from './inputs.js';
 import { runTask, runsAsTask } from './tasks.js';
 import {
-  afterFastAttempt, eagerDispatch, endsBeforeTaskRenewal, fastCall, fastCallFailed, localCall, takesEagerDispatch, takesFastPath, withFastAttempt, type FastCall,
+  afterFastAttempt, eagerDispatch, endsBeforeTaskRenewal, fastCall, fastCallFailed, localCall, localCallOptions, takesEagerDispatch, takesFastPath, withFastAttempt, type FastCall,
 } from './fastPath.js';
 import type { TurnContext } from './turnState.js';
 
@@ -66,9 +66,11 @@ function unscopedFastCall(ctx: TurnContext, request: CallRequest, tool: ToolInfo
   // callActivity asks its own (lostWorkerFailover) before the fast path's.
   if (!patched(PatchId.unscopedFastCall)) return undefined;
   const input = callInputFor(ctx, request, tool, args);
-  if (!takesFastPath(ctx, tool, input) || !endsBeforeTaskRenewal(tool, ctx.limits, workflowInfo().taskTimeoutMs)) return undefined;
+  if (!takesFastPath(ctx, tool, input)) return undefined;
+  const options = localCallOptions(tool, ctx.limits);
+  if (!endsBeforeTaskRenewal(options, workflowInfo().taskTimeoutMs)) return undefined;
   ctx.state.details.callAttempt(request.id);
-  return localCall(ctx, tool, input).then(
+  return localCall(ctx, options, input).then(
     ({ callId: _callId, ...result }) => (result.status === 'input_required' ? callActivity(ctx, request, tool, args, undefined, { result }) : result),
     (err: unknown) => callActivity(ctx, request, tool, args, undefined, fastCallFailed(ctx, err)),
   );

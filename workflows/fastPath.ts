@@ -105,16 +105,16 @@ export type FastCall =
  */
 export async function fastCall(ctx: TurnContext, tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, input: CallToolInput): Promise<FastCall> {
   try {
-    const { callId: _callId, ...result } = await localCall(ctx, tool, input);
+    const { callId: _callId, ...result } = await localCall(ctx, localCallOptions(tool, ctx.limits), input);
     return { result: result as CallOutcome | InputRequiredOutcome };
   } catch (err) {
     return fastCallFailed(ctx, err);
   }
 }
 
-/** The fast path's local activity for `input`, scheduled in the current cancellation scope. */
-export function localCall(ctx: TurnContext, tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, input: CallToolInput): Promise<LocalCallOutcome> {
-  return proxyLocalActivities<Activities>(localCallOptions(tool, ctx.limits)).callToolLocal({ ...input, workerQueue: ctx.state.workerQueue });
+/** The fast path's local activity for `input` ({@link localCallOptions}), scheduled in the current cancellation scope. */
+export function localCall(ctx: TurnContext, options: LocalActivityOptions, input: CallToolInput): Promise<LocalCallOutcome> {
+  return proxyLocalActivities<Activities>(options).callToolLocal({ ...input, workerQueue: ctx.state.workerQueue });
 }
 
 /** How a fast-path attempt that failed with `err` ends (see {@link fastCall}); a cancellation is thrown. */
@@ -135,16 +135,16 @@ export function fastCallFailed(ctx: TurnContext, err: unknown): FastCall {
 }
 
 /**
- * Whether a fast call of `tool` ends before anything else can reach the turn, so that it needs no
+ * Whether a fast call with these local-activity `options` ends before anything else can reach the turn, so that it needs no
  * cancellation scope of its own. While a local activity runs, its workflow task stays open and the
  * server holds back every Update, cancellation and signal; the SDK completes the task early, letting
  * them in, only at 80 % of the task timeout. A call bounded below that is over before a cancel of it
  * could arrive. (A turn with a short heartbeat timeout has a short task timeout, and its fast calls
  * keep their own scope.)
  */
-export function endsBeforeTaskRenewal(tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, limits: Pick<Limits, 'toolTimeoutMs'>, taskTimeoutMs: number): boolean {
+export function endsBeforeTaskRenewal(options: LocalActivityOptions, taskTimeoutMs: number): boolean {
   // A second of margin for the time between the task's start and the call's.
-  return Number(localCallOptions(tool, limits).startToCloseTimeout) + 1000 <= 0.8 * taskTimeoutMs;
+  return Number(options.startToCloseTimeout) + 1000 <= 0.8 * taskTimeoutMs;
 }
 
 /**

@@ -39,7 +39,7 @@ for (const row of renewals) {
   void test(`a fast call with tool timeout ${row.timeoutMs ?? '-'} in a turn with heartbeat timeout ${row.heartbeatTimeoutMs ?? 'default'} ${row.expected ? 'ends' : 'may not end'} before its workflow task is renewed`, () => {
     const taskTimeoutMs = turnTaskTimeoutMs(row.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: row.heartbeatTimeoutMs } : undefined);
     const tool = { name: 'mcp__s__t', ...(row.timeoutMs !== undefined ? { timeoutMs: row.timeoutMs } : {}) };
-    assert.equal(endsBeforeTaskRenewal(tool, { toolTimeoutMs: DEFAULT_LIMITS.toolTimeoutMs }, taskTimeoutMs), row.expected);
+    assert.equal(endsBeforeTaskRenewal(localCallOptions(tool, { toolTimeoutMs: DEFAULT_LIMITS.toolTimeoutMs }), taskTimeoutMs), row.expected);
   });
 }
 
