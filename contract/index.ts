@@ -5,7 +5,6 @@ export * from './names.js';
 export * from './bounds.js';
 export * from './governance.js';
 export * from './shelf.js';
-export * from './patches.js';
 export * from './defaults.js';
 export * from './inputs.js';
 export * from './tasks.js';

@@ -22,12 +22,11 @@ export const DEFAULT_LIMITS: Limits = {
 /**
  * The turn's limits with every default filled in. A limit out of range is refused, as a failure
  * that is never retried (`TURN_INPUT_FAILURE_TYPE`), naming the field: it would fail the same way
- * every time. `refuses` is asked only then; the workflow answers with its patch, since a turn
- * recorded before the check ran with such limits and must replay that way.
+ * every time.
  */
-export function resolveLimits(limits: TurnLimits | undefined, refuses: () => boolean = () => true): Limits {
+export function resolveLimits(limits: TurnLimits | undefined): Limits {
   const problem = limitsRefusal(limits);
-  if (problem !== undefined && refuses()) {
+  if (problem !== undefined) {
     throw refusal(RefusalType.turnInput, `limits refused: ${problem.message}`, { field: problem.field });
   }
   return { ...DEFAULT_LIMITS, ...limits };
@@ -115,8 +114,8 @@ export const HEARTBEAT_TIMEOUT_TYPE = 'TemporalTimeout:Heartbeat';
 export const MAX_LOST_WORKER_MOVES = 2;
 
 /**
- * callTool of `tool` on `queue`, the worker that holds the session's servers. With
- * `failoverOnLostWorker`, a heartbeat timeout is not retried by Temporal: the retry would be
+ * callTool of `tool` on `queue`, the worker that holds the session's servers. A heartbeat timeout
+ * is not retried by Temporal: the retry would be
  * scheduled on the same pinned queue, whose worker is presumed gone, and wait out a
  * schedule-to-start timeout there. The workflow moves the call to another worker instead.
  * `mayAskMidCall`: the server may speak the 2025 protocol (its era is legacy or not known), whose
@@ -126,11 +125,9 @@ export function callOptions(
   queue: string,
   tool: Pick<ToolInfo, 'name' | 'timeoutMs' | 'annotations' | 'retry'>,
   limits: Limits,
-  failoverOnLostWorker = false,
   mayAskMidCall = true,
 ): ActivityOptions {
-  const nonRetryableErrorTypes: string[] = [FailureType.BadRequest, FailureType.ServerUnavailable];
-  if (failoverOnLostWorker) nonRetryableErrorTypes.push(HEARTBEAT_TIMEOUT_TYPE);
+  const nonRetryableErrorTypes: string[] = [FailureType.BadRequest, FailureType.ServerUnavailable, HEARTBEAT_TIMEOUT_TYPE];
   return {
     taskQueue: queue,
     // The Temporal UI shows the summary in the event list: the tool's public name.

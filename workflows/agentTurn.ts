@@ -4,15 +4,14 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  patched,
   setHandler,
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
-import { PatchId, RefusalType, type CallOutcome, type EndTurnOptions, type CallRequest, type ContinuedTurn, type TurnInput, type TurnResult, type ToolInfo } from '../contract/index.js';
+import { RefusalType, type CallOutcome, type EndTurnOptions, type CallRequest, type ContinuedTurn, type TurnInput, type TurnResult, type ToolInfo } from '../contract/index.js';
 import { resolveLimits } from './activityOptions.js';
 import { batchProblem, callRequestProblem } from './bounds.js';
-import { runCall, runCallAwaited } from './calls.js';
+import { runCall } from './calls.js';
 import { answerInputUpdate, callToolUpdate, cancelCallUpdate, endTurnUpdate, legacyInputAskedUpdate, statusQuery, turnStartedUpdate } from './definitions.js';
 import { checkLegacyReport, legacyInputAsked } from './legacyInputs.js';
 import { alreadyRanOutcome, isScheduleToStartTimeout, refusal } from './failures.js';
@@ -28,16 +27,14 @@ import { RECENT_CALLS_KEPT, TurnState, type TurnContext } from './turnState.js';
 /** One agent turn: reconcile, freeze the tool list, run the calls. */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   const info = workflowInfo();
-  // Limits out of range are refused before anything runs; behind a patch, because a turn that
-  // started with such limits before the check existed ran with them, and must replay the same way.
-  const limits = resolveLimits(input.limits, () => patched(PatchId.boundedLimits));
+  // Limits out of range are refused before anything runs.
+  const limits = resolveLimits(input.limits);
   const ctx: TurnContext = { input, limits, sharedQueue: info.taskQueue, state: new TurnState() };
   const { state } = ctx;
 
-  // Refused before anything runs. Behind a patch: a turn that started with such a batch before
-  // the check existed ran it, and must replay the same way.
+  // Refused before anything runs.
   const inputProblem = input.batch ? batchProblem(input.batch) : undefined;
-  if (inputProblem && patched(PatchId.boundedBatch)) {
+  if (inputProblem) {
     throw refusal(RefusalType.turnInput, `batch refused: ${inputProblem}`, { field: 'calls' });
   }
 
@@ -57,16 +54,13 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
 
   try {
     if (input.batch) {
-      const run = patched(PatchId.leanCallPath) ? runCall : runCallAwaited;
       for (const group of input.batch) {
-        await Promise.all(group.map((request) => run(ctx, request)));
+        await Promise.all(group.map((request) => runCall(ctx, request)));
       }
       state.ended = 'batch';
-    } else if (patched(PatchId.leanCallPath)) {
+    } else {
       // The loop wakes after a burst of calls only when the run is due to continue as new.
       await waitWhileOpen(state, ctx.limits.idleMs, () => continueIfLong(ctx), () => mayContinue(ctx));
-    } else {
-      await waitWhileOpen(state, ctx.limits.idleMs, () => continueIfLong(ctx));
     }
   } catch (err) {
     if (isCancellation(err)) {
@@ -81,9 +75,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     throw err;
   }
   await condition(allHandlersFinished);
-  // Behind a patch: a turn recorded before it took an end-session request (an Update argument an
-  // older worker ignored) without scheduling anything, and must replay that way.
-  if ((input.endSession === true || state.endSession) && patched(PatchId.endSession)) await endTurnSession(state.workerQueue, input.sessionId);
+  if (input.endSession === true || state.endSession) await endTurnSession(state.workerQueue, input.sessionId);
   const callsBefore = input.continued?.callsBefore;
   state.details.ended(state.ended!);
   return {
@@ -112,23 +104,14 @@ function installHandlers(ctx: TurnContext): void {
     await condition(() => state.start !== undefined);
     return state.start!;
   });
-  const callHandlerAwaited = async (request: CallRequest): Promise<CallOutcome> => {
-    const earlier = carried.get(request.id);
-    if (earlier) return earlier;
-    if (ranBefore.has(request.id)) return alreadyRan(request);
-    // A condition that already holds still costs the SDK a stack capture per promise: skip it.
-    if (state.start === undefined) await condition(() => state.start !== undefined);
-    state.touch();
-    return runCallAwaited(ctx, request);
-  };
   setHandler(
     callToolUpdate,
     // Not async: the call's own promise is the Update's (one promise fewer per call and layer).
     (request) => {
-      if (!patched(PatchId.leanCallPath)) return callHandlerAwaited(request);
       const earlier = carried.get(request.id);
       if (earlier) return earlier;
       if (ranBefore.has(request.id)) return alreadyRan(request);
+      // A condition that already holds still costs the SDK a stack capture per promise: skip it.
       if (state.start === undefined) {
         return condition(() => state.start !== undefined).then(() => {
           state.touch();
@@ -139,7 +122,7 @@ function installHandlers(ctx: TurnContext): void {
       return runCall(ctx, request);
     },
     {
-      // A rejected Update leaves no trace in history, so these checks need no patch.
+      // A rejected Update leaves no trace in history.
       validator: (request) => {
         if (state.ended) throw refusal(RefusalType.turnEnded, 'the turn has ended');
         const problem = callRequestProblem(request) ?? takeUpProblem(request);
@@ -160,9 +143,7 @@ function installHandlers(ctx: TurnContext): void {
   setHandler(endTurnUpdate, (options?: EndTurnOptions) => {
     state.ended ??= 'endTurn';
     if (options?.endSession === true) state.endSession = true;
-    // Behind a patch: an older worker ignored the argument and waited for the tasks, and a turn
-    // recorded so must replay that way.
-    if (options?.detach === true && patched(PatchId.detachTasks)) detachTasks(state);
+    if (options?.detach === true) detachTasks(state);
   });
 }
 
@@ -191,8 +172,7 @@ async function startTurn(ctx: TurnContext, turnId: string): Promise<void> {
   } catch (err) {
     // The worker that reconciled was lost before it listed the tools (nobody took the task from its
     // queue): the session's servers go to whichever worker takes a reconcile from the shared queue.
-    // Behind a patch: turns recorded before failed here, and must replay that way.
-    if (!isScheduleToStartTimeout(err) || !patched(PatchId.listToolsFailover)) throw err;
+    if (!isScheduleToStartTimeout(err)) throw err;
     state.workerQueue = await reconcile(ctx);
     frozen = await listTools(ctx, state.workerQueue);
   }

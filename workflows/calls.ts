@@ -1,6 +1,6 @@
-import { CancellationScope, isCancellation, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import {
-  FailureType, PatchId, type CallHooks, type CallOutcome, type CallRequest, type CallToolInput, type HookRunRecord, type PostToolUseHooksResult,
+  FailureType, type CallHooks, type CallOutcome, type CallRequest, type CallToolInput, type HookRunRecord, type PostToolUseHooksResult,
   type PreToolUseHooksResult, type ToolInfo,
 } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
@@ -20,8 +20,7 @@ import type { TurnContext } from './turnState.js';
 /**
  * Runs one call and records its outcome; every call of the turn, batch or interactive, goes here.
  * Without async frames of its own: the SDK captures a stack trace for each promise a workflow
- * creates (a visible part of the worker's CPU profile per call). Turns recorded before `PatchId.leanCallPath`
- * replay {@link runCallAwaited}, whose extra promises order their commands.
+ * creates (a visible part of the worker's CPU profile per call).
  */
 export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOutcome> {
   const { state } = ctx;
@@ -61,10 +60,6 @@ function unscopedFastCall(ctx: TurnContext, request: CallRequest, tool: ToolInfo
   // Interactive turns only: there each workflow task's local activities all start with the task (one
   // per Update it brings), while a batch's next group may start in the task of the last, later.
   if (ctx.input.batch !== undefined || request.taskId !== undefined || runsAsTask(tool) || ctx.state.taskOnlyTools.has(tool.name)) return undefined;
-  // Turns recorded before ran every fast call in a scope of its own, whose promises order its
-  // commands. Asked first: replay matches patch markers in the order they were recorded, and
-  // callActivity asks its own (lostWorkerFailover) before the fast path's.
-  if (!patched(PatchId.unscopedFastCall)) return undefined;
   const input = callInputFor(ctx, request, tool, args);
   if (!takesFastPath(ctx, tool, input)) return undefined;
   const options = localCallOptions(tool, ctx.limits);
@@ -74,24 +69,6 @@ function unscopedFastCall(ctx: TurnContext, request: CallRequest, tool: ToolInfo
     ({ callId: _callId, ...result }) => (result.status === 'input_required' ? callActivity(ctx, request, tool, args, undefined, { result }) : result),
     (err: unknown) => callActivity(ctx, request, tool, args, undefined, fastCallFailed(ctx, err)),
   );
-}
-
-/** {@link runCall} as turns recorded before `PatchId.leanCallPath` ran it. */
-export async function runCallAwaited(ctx: TurnContext, request: CallRequest): Promise<CallOutcome> {
-  const { state } = ctx;
-  state.inFlight += 1;
-  state.details.callStarted(request.id, request.name);
-  const args = request.arguments ?? {};
-  let outcome: CallOutcome | undefined;
-  try {
-    outcome = await executeCall(ctx, request, args);
-    state.record({ id: request.id, name: request.name, arguments: args, ...(request.taskId !== undefined ? { taskId: request.taskId } : {}), outcome }, ctx.input.batch !== undefined);
-    return outcome;
-  } finally {
-    state.inFlight -= 1;
-    state.touch();
-    state.details.callEnded(request.id, request.name, outcome);
-  }
 }
 
 async function executeCall(ctx: TurnContext, request: CallRequest, args: Record<string, unknown>): Promise<CallOutcome> {
@@ -225,15 +202,8 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
   const { state, limits } = ctx;
   const safeToRetry = isSafeToRetry(tool);
   const callInput = callInputFor(ctx, request, tool, args, hookProof);
-  // Only calls that name a task ask: no other call records the marker.
-  if (request.taskId !== undefined && patched(PatchId.takeTask)) return runTask(ctx, request, tool, callInput, request.taskId);
-  // Only tools that run as tasks ask: no other call records the marker.
-  if (runsAsTask(tool) && patched(PatchId.mcpTasks)) return runTask(ctx, request, tool, callInput);
-  // Filled only behind PatchId.taskOnRefusal, so empty in every turn recorded before it.
-  if (state.taskOnlyTools.has(tool.name)) return runTask(ctx, request, tool, callInput);
-  // Behind a patch: turns recorded before it let Temporal retry a lost heartbeat on the same
-  // pinned queue, and must replay that way.
-  const failoverOnLostWorker = patched(PatchId.lostWorkerFailover);
+  if (request.taskId !== undefined) return runTask(ctx, request, tool, callInput, request.taskId);
+  if (runsAsTask(tool) || state.taskOnlyTools.has(tool.name)) return runTask(ctx, request, tool, callInput);
   let failedOverUnstarted = false;
   let lostWorkerMoves = 0;
   let input = callInput;
@@ -256,7 +226,7 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
         const tried = earlier ?? (await scope.run(() => fastCall(ctx, tool, input)));
         earlier = undefined;
         if ('outcome' in tried) {
-          if (tried.taskOnly === true && patched(PatchId.taskOnRefusal)) break;
+          if (tried.taskOnly === true) break;
           return tried.outcome;
         }
         if ('result' in tried) result = tried.result;
@@ -269,7 +239,7 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
       }
       if (result === undefined) {
         const modern = state.lastReconcile?.status.servers.find((s) => s.name === tool.server)?.era === 'modern';
-        const options = afterFastAttempt(callOptions(queue, tool, limits, failoverOnLostWorker, !modern), fastRanTool);
+        const options = afterFastAttempt(callOptions(queue, tool, limits, !modern), fastRanTool);
         // Answers to a question asked mid-call go to the holder's own queue, wherever the attempt was sent.
         state.askingAttempts.set(request.id, { scope, queue, tool: tool.name });
         const sent = eager ? eagerDispatch(ctx, options, input, queue) : { options, input };
@@ -307,7 +277,7 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
         failedOverUnstarted = true;
         // Another call already moved the turn off the queue this one waited on: follow it there
         // instead of reconciling once more (which could move the servers again, mid-call).
-        if (isScheduleToStartTimeout(err) && state.workerQueue !== queue && patched(PatchId.followMovedTurn)) continue;
+        if (isScheduleToStartTimeout(err) && state.workerQueue !== queue) continue;
         try {
           // A gone worker: the shared queue. Gone servers: the same worker, if it still answers.
           state.workerQueue = await reconcile(ctx, isScheduleToStartTimeout(err) ? undefined : state.workerQueue);
@@ -319,15 +289,14 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
       // The worker running the call is presumed gone. A call that is safe to run again follows the
       // servers to another worker; one that may have had an effect ends as unknown_result at once,
       // without waiting for a reconcile that may find no worker for a while.
-      if (failoverOnLostWorker && safeToRetry && isHeartbeatTimeout(err) && lostWorkerMoves < MAX_LOST_WORKER_MOVES) {
+      if (safeToRetry && isHeartbeatTimeout(err) && lostWorkerMoves < MAX_LOST_WORKER_MOVES) {
         lostWorkerMoves += 1;
         const problem = await leaveLostWorker(ctx, queue);
         if (problem) return errorOutcome('transport', `the worker running the call was lost, and the servers could not be reconciled on another: ${problem}`);
         continue;
       }
       // Refused unrun because the server runs the tool only as a task: sent again as one below.
-      // Turns recorded before it kept the refusal as the call's outcome.
-      if (isTaskOnlyRefusal(err) && patched(PatchId.taskOnRefusal)) break;
+      if (isTaskOnlyRefusal(err)) break;
       return failureOutcome(err, safeToRetry);
     } finally {
       state.running.delete(request.id);

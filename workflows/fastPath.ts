@@ -8,8 +8,8 @@
  */
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
-import { isCancellation, patched, proxyLocalActivities } from '@temporalio/workflow';
-import { FailureType, PatchId, type CallOutcome, type FastPathMissDetails, type CallToolInput, type InputRequiredOutcome, type LocalCallOutcome, type ToolInfo } from '../contract/index.js';
+import { isCancellation, proxyLocalActivities } from '@temporalio/workflow';
+import { FailureType, type CallOutcome, type FastPathMissDetails, type CallToolInput, type InputRequiredOutcome, type LocalCallOutcome, type ToolInfo } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
 import { failureOutcome, isTaskOnlyRefusal } from './failures.js';
@@ -43,9 +43,7 @@ export function localCallOptions(tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, lim
 export function takesFastPath(ctx: TurnContext, tool: Pick<ToolInfo, 'annotations' | 'retry'>, input: CallToolInput): boolean {
   const reconciled = ctx.state.lastReconcile;
   if (reconciled?.fastPath !== true || ctx.state.fastPathMissedOn === reconciled) return false;
-  if (input.inputReply !== undefined || !isSafeToRetry(tool)) return false;
-  // Turns recorded before it scheduled every call as a regular activity.
-  return patched(PatchId.fastPath);
+  return input.inputReply === undefined && isSafeToRetry(tool);
 }
 
 /**
@@ -59,9 +57,7 @@ export function takesFastPath(ctx: TurnContext, tool: Pick<ToolInfo, 'annotation
 export function takesEagerDispatch(ctx: TurnContext, tool: Pick<ToolInfo, 'annotations' | 'retry'>, input: CallToolInput): boolean {
   const reconciled = ctx.state.lastReconcile;
   if (reconciled?.eagerCalls !== true || ctx.state.fastPathMissedOn === reconciled) return false;
-  if (input.inputReply !== undefined || isSafeToRetry(tool)) return false;
-  // Turns recorded before sent every call to the holder's own queue.
-  return patched(PatchId.eagerCalls);
+  return input.inputReply === undefined && !isSafeToRetry(tool);
 }
 
 /**
@@ -79,8 +75,6 @@ export function eagerDispatch(ctx: Pick<TurnContext, 'sharedQueue'>, options: Ac
  * (the shared queue, as before) when that worker has the fast path off or cannot say.
  */
 export async function ownWorkerQueue(): Promise<string | undefined> {
-  // Turns recorded before reconciled on the shared queue first.
-  if (!patched(PatchId.fastPathAffinity)) return undefined;
   try {
     const info = await proxyLocalActivities<Activities>({ startToCloseTimeout: '5s', retry: { maximumAttempts: 1 } }).workerInfo();
     return info.fastPath ? info.workerQueue : undefined;

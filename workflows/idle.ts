@@ -1,5 +1,4 @@
-import { condition, patched, sleep } from '@temporalio/workflow';
-import { PatchId } from '../contract/index.js';
+import { condition, sleep } from '@temporalio/workflow';
 import type { TurnState } from './turnState.js';
 
 /**
@@ -8,16 +7,11 @@ import type { TurnState } from './turnState.js';
  * With `wakeWhen`, a finished burst of calls wakes the loop only when it holds: each wake-up costs
  * promises, and most find nothing to do.
  */
-export async function waitWhileOpen(state: TurnState, idleMs: number, afterWake: () => Promise<void>, wakeWhen?: () => boolean): Promise<void> {
-  if (patched(PatchId.oneIdleTimer)) await oneIdleTimer(state, idleMs, afterWake, wakeWhen);
-  else await timerPerWake(state, idleMs, afterWake);
-}
-
 /**
  * One idle timer per idle period rather than a condition-with-timeout per wake-up, which started
  * and cancelled a timer for every call: two history events and measurable workflow CPU per call.
  */
-async function oneIdleTimer(state: TurnState, idleMs: number, afterWake: () => Promise<void>, wakeWhen?: () => boolean): Promise<void> {
+export async function waitWhileOpen(state: TurnState, idleMs: number, afterWake: () => Promise<void>, wakeWhen?: () => boolean): Promise<void> {
   let idleFired = false;
   const armIdle = () => {
     // While a call runs the turn is not idle; the timer is re-armed when it fires.
@@ -41,17 +35,6 @@ async function oneIdleTimer(state: TurnState, idleMs: number, afterWake: () => P
       }
       armIdle();
     }
-    await afterWake();
-  }
-}
-
-/** The loop of turns recorded before `PatchId.oneIdleTimer`: they must replay the same timers. */
-async function timerPerWake(state: TurnState, idleMs: number, afterWake: () => Promise<void>): Promise<void> {
-  while (!state.ended) {
-    const seen = state.lastActivity;
-    const woke = await condition(() => state.ended !== undefined || state.lastActivity !== seen || state.inFlight > 0, idleMs);
-    if (!woke) state.ended = 'idle';
-    else if (state.inFlight > 0) await condition(() => state.inFlight === 0 || state.ended !== undefined);
     await afterWake();
   }
 }

@@ -4,9 +4,9 @@
  * Nothing runs and no connection is held between polls, and the task ID is in history from the
  * moment it exists: a worker that dies at any point costs one poll, never a second task.
  */
-import { CancellationScope, isCancellation, patched, proxyActivities, sleep } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, proxyActivities, sleep } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/common';
-import { FailureType, LEGACY_INPUT_GRACE_MS, PatchId, taskIdProblem, type CallOutcome, type CallRequest, type CallToolInput, type InputAnswer, type TaskPoll, type TaskRef, type TaskStarted, type ToolInfo } from '../contract/index.js';
+import { FailureType, LEGACY_INPUT_GRACE_MS, taskIdProblem, type CallOutcome, type CallRequest, type CallToolInput, type InputAnswer, type TaskPoll, type TaskRef, type TaskStarted, type ToolInfo } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { callOptions, callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
 import { cancelledCallOutcome, errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout, messageOf } from './failures.js';
@@ -276,7 +276,7 @@ async function createOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput
   for (let moved = false; ; moved = true) {
     state.details.callAttempt(input.callId);
     try {
-      const options = { ...callOptions(state.workerQueue, tool, limits, true, false), summary: `${tool.name} (create task)`, retry: { maximumAttempts: 1 } };
+      const options = { ...callOptions(state.workerQueue, tool, limits, false), summary: `${tool.name} (create task)`, retry: { maximumAttempts: 1 } };
       return await proxyActivities<Activities>(options).createTask(input);
     } catch (err) {
       if (isCancellation(err)) throw err;
@@ -323,20 +323,15 @@ async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolI
     // A task that went on after its questions went unanswered may ask again later, with the full limit.
     if (status.status !== 'input_required') answers.rounds.timedOut = false;
     // A 2026-07-28 task's questions came with its status; after the answers, the turn polls on.
-    if (status.status === 'input_required' && status.inputRequests !== undefined && patched(PatchId.mcpTaskUpdates)) {
+    if (status.status === 'input_required' && status.inputRequests !== undefined) {
       const ended = await answerTask(ctx, request, tool, task, ref, status, answers);
       if (ended) return ended;
     } else if (status.status === 'input_required') {
-      // Turns recorded before questions of tasks reached a person cancelled such a task.
-      if (!patched(PatchId.mcpTaskInput)) {
-        await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
-        return needsInputOutcome(tool.name, task, status);
-      }
       const asked = await askForTask(ctx, request, tool, ref);
       if ('content' in asked) return asked.status === 'error' && asked.errorKind === 'transport' ? lostTrack(ctx, tool, task, ref, asked) : asked;
       // A 2026-07-28 task whose questions were not read with its status (a turn that polled it
       // before they were): taskInput read them, and they are asked above.
-      if (asked.status === 'input_required' && asked.inputRequests !== undefined && patched(PatchId.mcpTaskUpdates)) {
+      if (asked.status === 'input_required' && asked.inputRequests !== undefined) {
         status = asked;
         continue;
       }
@@ -352,9 +347,9 @@ async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolI
       await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
       return endedTaskOutcome(tool.name, task, { status: 'unknown', statusMessage: `its TTL passed while it was still ${status.status}` });
     }
-    // Past a day the waits grow with the task's age; turns recorded before kept 5 min.
+    // Past a day the waits grow with the task's age.
     const ageMs = Date.now() - createdAt;
-    const long = ageMs >= LONG_TASK_AFTER_MS && patched(PatchId.longTaskPolls);
+    const long = ageMs >= LONG_TASK_AFTER_MS;
     await sleep(pollDelayMs(interval, polls, long ? ageMs : 0, task.ttlMs));
     const polled = await taskRequest(ctx, tool, `poll task of ${tool.name}`, (a) => a.pollTask(ref));
     if ('content' in polled) return lostTrack(ctx, tool, task, ref, polled);

@@ -1,5 +1,5 @@
-import { patched, type CancellationScope } from '@temporalio/workflow';
-import { PatchId, type CallRecord, type InputAnswer, type InputRequest, type ReconcileResult, type ToolInfo, type TurnInput, type TurnProgress, type TurnResult, type TurnStart } from '../contract/index.js';
+import type { CancellationScope } from '@temporalio/workflow';
+import type { CallRecord, InputAnswer, InputRequest, ReconcileResult, ToolInfo, TurnInput, TurnProgress, TurnResult, TurnStart } from '../contract/index.js';
 import type { Limits } from './activityOptions.js';
 import { DetailsBoard } from './detailsBoard.js';
 
@@ -26,8 +26,6 @@ export class TurnState {
   callsDone = 0;
   /** IDs of the calls dropped from {@link calls}: continue-as-new refuses a retry of one. */
   readonly droppedIds: string[] = [];
-  /** Whether this run drops old records (decided once, at the first drop, for replay). */
-  private dropsOld: boolean | undefined;
   inFlight = 0;
   /** Bumped when a call starts or ends: the idle loop wakes on a change. */
   lastActivity = 0;
@@ -79,8 +77,7 @@ export class TurnState {
   record(call: CallRecord, keepAll: boolean): void {
     this.calls.push(call);
     this.callsDone += 1;
-    // Behind a patch: runs recorded before it kept every record and returned them all.
-    if (keepAll || this.calls.length <= RECENT_CALLS_KEPT || !(this.dropsOld ??= patched(PatchId.leanCallRecords))) return;
+    if (keepAll || this.calls.length <= RECENT_CALLS_KEPT) return;
     this.droppedIds.push(this.calls.shift()!.id);
   }
 

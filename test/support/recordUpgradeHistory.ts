@@ -2,7 +2,8 @@
  * Records a turn that starts on another build's worker and ends on this build's, into
  * test/histories/<name>.json, for the replay test: a turn in flight while its workers are upgraded
  * must replay, the part the old code ran and the part the new code ran. Run after a workflow change
- * behind `patched()`, with the build before it checked out and built elsewhere:
+ * (after the first release, when a rolling deploy must keep running turns safe), with the build
+ * before it checked out and built elsewhere:
  * `npm run build && node dist/test/support/recordUpgradeHistory.js <other checkout>/dist <name>`
  * (starts a dev server unless TEMPORAL_ADDRESS is set).
  */
