@@ -87,6 +87,9 @@ describe('input requests of a 2026-07-28 server', { timeout: 120_000 }, () => {
     assert.deepEqual(applicationFailureOf(refused)!.details, [{ field: 'content.name' }]);
     const wrongType = await turn.answerInput(open!.requestId, { action: 'accept', content: { name: 'ok', region: 'mars' } }).then(() => undefined, (err: unknown) => err);
     assert.deepEqual(applicationFailureOf(wrongType)!.details, [{ field: 'content.region' }]);
+    const protoNamed = await turn.answerInput(open!.requestId, { action: 'accept', content: { name: 'ok', constructor: 'x'.repeat(20_000) } }).then(() => undefined, (err: unknown) => err);
+    assert.equal(failureTypeOf(protoNamed), RefusalType.inputAnswer, 'a field named like an Object.prototype member is no field of the schema');
+    assert.deepEqual(applicationFailureOf(protoNamed)!.details, [{ field: 'content.constructor' }]);
     assert.equal((await turn.pendingInputs()).length, 1, 'still open');
     const receipt = await turn.answerInput(open!.requestId, { action: 'decline' });
     assert.deepEqual(receipt, { requestId: 'b1:1:name', action: 'decline' });
