@@ -6,7 +6,7 @@
 import { createInterface } from 'node:readline/promises';
 import { UnattendedAnswer, unattendedAnswer, type InputAnswer, type InputRequest } from '../contract/index.js';
 import type { InputContext, InputHandler } from '../client/inputs.js';
-import { stripTerminalControls } from '../text/terminal.js';
+import { inertLine, stripTerminalControls } from '../text/terminal.js';
 import { UsageError } from './common.js';
 
 /** `--answer-input`, checked. */
@@ -16,11 +16,14 @@ export function parseAnswerMode(value: string | undefined): UnattendedAnswer | u
   return value as UnattendedAnswer;
 }
 
-/** What a person reads of one request; everything in it comes from a server, so it is stripped of terminal controls. */
+/**
+ * What a person reads of one request. The message and URL were made plain when the question was
+ * recorded; the line is made plain again because the request ID carries the server's key.
+ */
 export function describeRequest(request: InputRequest): string {
-  const head = `${request.tool} asks (${request.requestId}): ${request.message}`;
-  if (request.kind === 'url') return stripTerminalControls(`${head}\n  open this page yourself: ${request.url}`);
-  return stripTerminalControls(head);
+  const head = inertLine(`${request.tool} asks (${request.requestId}): ${request.message}`);
+  if (request.kind === 'url') return `${head}\n  open this page yourself: ${inertLine(request.url ?? '')}`;
+  return head;
 }
 
 /** The handler `run` uses: `mode` when given, a terminal prompt on a TTY, else a hint on stderr. */
@@ -33,7 +36,7 @@ export function cliInputHandler(mode: UnattendedAnswer | undefined): InputHandle
   }
   if (process.stdin.isTTY && process.stderr.isTTY) return promptOnTerminal;
   return (request, { turnId }) => {
-    process.stderr.write(`${describeRequest(request)}\n  waiting; answer from another shell: durable-mcp answer ${turnId} ${request.requestId} '<json>' (or --decline, --cancel)\n`);
+    process.stderr.write(`${describeRequest(request)}\n  waiting; answer from another shell: durable-mcp answer ${turnId} ${request.requestId} (the answer JSON on stdin, or --decline, --cancel)\n`);
     return undefined;
   };
 }
@@ -41,7 +44,7 @@ export function cliInputHandler(mode: UnattendedAnswer | undefined): InputHandle
 type Field = { type?: string; title?: string; description?: string; default?: unknown; enum?: unknown[]; oneOf?: { const?: unknown }[] };
 
 /** Asks for each field of a form (or for the action of a URL request) on the terminal. */
-async function promptOnTerminal(request: InputRequest, { refused }: InputContext): Promise<InputAnswer | undefined> {
+export async function promptOnTerminal(request: InputRequest, { refused }: InputContext): Promise<InputAnswer | undefined> {
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   try {
     process.stderr.write(`${refused ? `refused: ${stripTerminalControls(refused)}\n` : ''}${describeRequest(request)}\n`);
@@ -58,7 +61,7 @@ async function promptOnTerminal(request: InputRequest, { refused }: InputContext
       const choices = field.enum ?? field.oneOf?.map((o) => o.const);
       const hint = [field.type, choices ? `one of ${choices.join('|')}` : undefined, required.has(name) ? 'required' : undefined].filter(Boolean).join(', ');
       const shownDefault = field.default !== undefined ? ` [${String(field.default)}]` : '';
-      const raw = (await rl.question(stripTerminalControls(`  ${field.title ?? name} (${hint})${shownDefault}: `))).trim();
+      const raw = (await rl.question(`  ${inertLine(`${field.title ?? name} (${hint})${shownDefault}`)}: `)).trim();
       const value = raw === '' ? field.default : fieldValue(field, raw);
       if (value !== undefined) content[name] = value as string | number | boolean | string[];
     }

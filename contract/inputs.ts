@@ -87,6 +87,10 @@ export interface InputReply {
 
 /** Longest an input request's message, key or URL may be before the request is refused. */
 export const MAX_INPUT_TEXT_CHARS = 8192;
+/** Longest answer (its `content` as JSON) a person may send, whatever the schema allows. */
+export const MAX_INPUT_ANSWER_CHARS = 65_536;
+/** Most items a list field of an answer may hold, whatever the schema allows. */
+export const MAX_INPUT_ANSWER_ITEMS = 256;
 /** Rounds of questions one call may ask before it ends as an error (the SDK's own default). */
 export const MAX_INPUT_ROUNDS = 10;
 
@@ -111,10 +115,14 @@ export interface InputAnswerProblem {
 
 type FieldSchema = Record<string, unknown>;
 
-/** The schema's field definitions (an unusable schema has none). */
-function fieldsOf(schema: Record<string, unknown> | undefined): Record<string, FieldSchema> {
+/**
+ * The schema's own field definitions (an unusable schema has none). Only own properties count: a
+ * name such as `constructor` must not find a member of `Object.prototype`.
+ */
+function fieldsOf(schema: Record<string, unknown> | undefined): Map<string, FieldSchema | undefined> {
   const props = schema?.properties;
-  return typeof props === 'object' && props !== null && !Array.isArray(props) ? (props as Record<string, FieldSchema>) : {};
+  if (typeof props !== 'object' || props === null || Array.isArray(props)) return new Map();
+  return new Map(Object.entries(props).map(([name, field]) => [name, typeof field === 'object' && field !== null && !Array.isArray(field) ? (field as FieldSchema) : undefined]));
 }
 
 function requiredOf(schema: Record<string, unknown> | undefined): string[] {
@@ -132,7 +140,9 @@ function enumValues(field: FieldSchema): unknown[] | undefined {
 /**
  * Checks an answer against its request: the action is one of the three, `content` comes only with
  * `accept` of a form, and an accepted form carries every required field, each of the type and
- * within the bounds its schema gives, and no field the schema does not name.
+ * within the bounds its schema gives (and ours: {@link MAX_INPUT_TEXT_CHARS} per string,
+ * {@link MAX_INPUT_ANSWER_ITEMS} per list, {@link MAX_INPUT_ANSWER_CHARS} in all), and no field the
+ * schema does not define as its own.
  */
 export function inputAnswerProblem(request: Pick<InputRequest, 'kind' | 'requestedSchema'>, answer: unknown): InputAnswerProblem | undefined {
   if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return { field: 'answer', message: 'the answer must be an object with "action"' };
@@ -148,14 +158,17 @@ export function inputAnswerProblem(request: Pick<InputRequest, 'kind' | 'request
   const fields = fieldsOf(request.requestedSchema);
   const given = content as Record<string, unknown>;
   for (const name of requiredOf(request.requestedSchema)) {
-    if (given[name] === undefined) return { field: `content.${name}`, message: `the required field ${JSON.stringify(name)} is missing` };
+    if (!Object.hasOwn(given, name) || given[name] === undefined) return { field: `content.${name}`, message: `the required field ${JSON.stringify(name)} is missing` };
   }
   for (const [name, value] of Object.entries(given)) {
-    const field = fields[name];
-    if (!field) return { field: `content.${name}`, message: `${JSON.stringify(name)} is not a field of the requested schema` };
+    if (!fields.has(name)) return { field: `content.${name}`, message: `${JSON.stringify(name)} is not a field of the requested schema` };
+    const field = fields.get(name);
+    if (!field) return { field: `content.${name}`, message: `${JSON.stringify(name)} has no usable definition in the requested schema` };
     const problem = fieldValueProblem(field, value);
     if (problem) return { field: `content.${name}`, message: `${JSON.stringify(name)} ${problem}` };
   }
+  const size = JSON.stringify(given).length;
+  if (size > MAX_INPUT_ANSWER_CHARS) return { field: 'content', message: `the answer is ${size} characters long as JSON; at most ${MAX_INPUT_ANSWER_CHARS}` };
   return undefined;
 }
 
@@ -172,6 +185,9 @@ function fieldValueProblem(field: FieldSchema, value: unknown): string | undefin
   }
   if (type === 'array') {
     if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) return 'must be a list of strings';
+    if (value.length > MAX_INPUT_ANSWER_ITEMS) return `must hold at most ${MAX_INPUT_ANSWER_ITEMS} items`;
+    const long = (value as string[]).find((v) => v.length > MAX_INPUT_TEXT_CHARS);
+    if (long !== undefined) return `may hold items of at most ${MAX_INPUT_TEXT_CHARS} characters`;
     const allowed = typeof field.items === 'object' && field.items !== null ? enumValues(field.items as FieldSchema) : undefined;
     const bad = allowed ? value.find((v) => !allowed.includes(v)) : undefined;
     if (bad !== undefined) return `may not hold ${JSON.stringify(bad)}; allowed: ${allowed!.map((a) => JSON.stringify(a)).join(', ')}`;
@@ -180,6 +196,7 @@ function fieldValueProblem(field: FieldSchema, value: unknown): string | undefin
     return undefined;
   }
   if (typeof value !== 'string') return 'must be a string';
+  if (value.length > MAX_INPUT_TEXT_CHARS) return `must be at most ${MAX_INPUT_TEXT_CHARS} characters long`;
   const allowed = enumValues(field);
   if (allowed && !allowed.includes(value)) return `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`;
   if (typeof field.minLength === 'number' && value.length < field.minLength) return `must be at least ${field.minLength} characters long`;
@@ -201,12 +218,14 @@ function formatProblem(format: unknown, value: string): string | undefined {
  */
 export function defaultsAnswer(request: Pick<InputRequest, 'kind' | 'requestedSchema'>): { answer: InputAnswer; missing?: string } {
   if (request.kind === 'url') return { answer: { action: 'decline' }, missing: 'url' };
-  const content: Record<string, string | number | boolean | string[]> = {};
-  for (const [name, field] of Object.entries(fieldsOf(request.requestedSchema))) {
-    const value = field.default;
-    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || (Array.isArray(value) && value.every((v) => typeof v === 'string'))) content[name] = value as string | number | boolean | string[];
+  const defaults: [string, string | number | boolean | string[]][] = [];
+  for (const [name, field] of fieldsOf(request.requestedSchema)) {
+    const value = field?.default;
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || (Array.isArray(value) && value.every((v) => typeof v === 'string'))) defaults.push([name, value as string | number | boolean | string[]]);
   }
-  const missing = requiredOf(request.requestedSchema).find((name) => content[name] === undefined);
+  // fromEntries defines own fields: assigning one named `__proto__` would set the prototype instead.
+  const content = Object.fromEntries(defaults);
+  const missing = requiredOf(request.requestedSchema).find((name) => !Object.hasOwn(content, name));
   if (missing !== undefined) return { answer: { action: 'decline' }, missing };
   return { answer: { action: 'accept', content } };
 }

@@ -6,6 +6,7 @@
  */
 import type { InputRequiredResult } from '@modelcontextprotocol/client';
 import { MAX_INPUT_KEY_CHARS, MAX_INPUT_TEXT_CHARS, type InputRequestSpec } from '../contract/index.js';
+import { inertLine } from '../text/terminal.js';
 import { refuseServerRequest } from './era.js';
 
 /** What a call answered when its server asks for input that only a person can give. */
@@ -37,6 +38,9 @@ export function readInputRequired(result: InputRequiredResult, roots: (() => { u
   const ownResponses: Record<string, unknown> = {};
   for (const [key, entry] of Object.entries(result.inputRequests ?? {})) {
     if (key.length > MAX_INPUT_KEY_CHARS) throw new UnservedInputRequestError(`the server asked for input under a key of ${key.length} characters; at most ${MAX_INPUT_KEY_CHARS}`);
+    // The key is part of the request ID a person reads and types: it is refused, not rewritten,
+    // because the server reads its answers back under it.
+    if (inertLine(key) !== key) throw new UnservedInputRequestError(`the server asked for input under a key with control or bidi characters: ${JSON.stringify(key)}`);
     const method = (entry as { method?: unknown }).method;
     if (method === 'roots/list') {
       ownResponses[key] = { roots: roots?.() ?? [] };
@@ -48,17 +52,69 @@ export function readInputRequired(result: InputRequiredResult, roots: (() => { u
   return { resultType: 'input_required', requests, ...(result.requestState !== undefined ? { requestState: result.requestState } : {}), ownResponses };
 }
 
-/** One elicitation's params as the turn records them: message and schema, or message and URL. */
+/**
+ * One elicitation's params as the turn records them: message and schema, or message and URL. What
+ * a person is shown is made plain here, once, for every caller: the message and the form's titles
+ * and descriptions become one line without control or bidi characters ({@link inertLine}), and a
+ * URL must be one a person may be sent to ({@link personPageUrl}).
+ */
 export function elicitationSpec(key: string, raw: unknown): InputRequestSpec {
   const params = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
-  const message = typeof params.message === 'string' ? params.message : '';
-  if (message.length > MAX_INPUT_TEXT_CHARS) throw new UnservedInputRequestError(`the server's question is ${message.length} characters long; at most ${MAX_INPUT_TEXT_CHARS}`);
+  const sent = typeof params.message === 'string' ? params.message : '';
+  if (sent.length > MAX_INPUT_TEXT_CHARS) throw new UnservedInputRequestError(`the server's question is ${sent.length} characters long; at most ${MAX_INPUT_TEXT_CHARS}`);
+  const message = inertLine(sent);
   if (params.mode === 'url') {
     const url = typeof params.url === 'string' ? params.url : '';
     if (url === '' || url.length > MAX_INPUT_TEXT_CHARS) throw new UnservedInputRequestError('the server asked for a URL-mode answer without a usable URL');
-    return { key, kind: 'url', message, url, ...(typeof params.elicitationId === 'string' ? { elicitationId: params.elicitationId } : {}) };
+    return { key, kind: 'url', message, url: personPageUrl(url), ...(typeof params.elicitationId === 'string' ? { elicitationId: params.elicitationId } : {}) };
   }
   const schema = params.requestedSchema;
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new UnservedInputRequestError('the server asked for a form answer without a requestedSchema object');
-  return { key, kind: 'form', message, requestedSchema: schema as Record<string, unknown> };
+  return { key, kind: 'form', message, requestedSchema: shownSchema(schema as Record<string, unknown>) };
+}
+
+const LOOPBACK_HOST = /^(?:localhost|127\.\d{1,3}\.\d{1,3}\.\d{1,3}|\[::1\])$/;
+
+/**
+ * The URL of a URL-mode question as a person is shown it: `https:`, or `http:` to a loopback host
+ * (a local sign-in callback), without a user name or password (`https://bank.example@evil.example/`
+ * reads as the bank's). Recorded as parsed, so what is shown is ASCII with nothing to reorder it.
+ * Throws {@link UnservedInputRequestError} for anything else (`javascript:`, `file:`, `data:`, ...).
+ */
+export function personPageUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UnservedInputRequestError(`the server asked a person to open something that is not a URL: ${JSON.stringify(inertLine(raw).slice(0, 200))}`);
+  }
+  const allowed = url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOST.test(url.hostname));
+  if (!allowed) throw new UnservedInputRequestError(`the server asked a person to open a ${url.protocol} URL; a person is sent to https: pages, and to http: only to a loopback host`);
+  if (url.username !== '' || url.password !== '') throw new UnservedInputRequestError('the server asked a person to open a URL with a user name or password in it, which hides the host it goes to');
+  return url.href;
+}
+
+/** The schema with the text a form shows (titles, descriptions) made plain; names and values stay as sent, since the server reads them back. */
+function shownSchema(schema: Record<string, unknown>): Record<string, unknown> {
+  const shown = plainTexts(schema);
+  const props = schema.properties;
+  if (typeof props !== 'object' || props === null || Array.isArray(props)) return shown;
+  const fields = Object.entries(props).map(([name, field]): [string, unknown] => {
+    if (typeof field !== 'object' || field === null || Array.isArray(field)) return [name, field];
+    const out = plainTexts(field as Record<string, unknown>);
+    for (const list of ['oneOf', 'anyOf'] as const) {
+      const alternatives = out[list];
+      if (Array.isArray(alternatives)) out[list] = alternatives.map((a: unknown) => (typeof a === 'object' && a !== null && !Array.isArray(a) ? plainTexts(a as Record<string, unknown>) : a));
+    }
+    if (Array.isArray(out.enumNames)) out.enumNames = out.enumNames.map((n: unknown) => (typeof n === 'string' ? inertLine(n) : n));
+    return [name, out];
+  });
+  // fromEntries keeps a field named `__proto__` an own field.
+  return { ...shown, properties: Object.fromEntries(fields) };
+}
+
+function plainTexts(object: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...object };
+  for (const key of ['title', 'description'] as const) if (typeof out[key] === 'string') out[key] = inertLine(out[key]);
+  return out;
 }

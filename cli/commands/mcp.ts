@@ -12,7 +12,7 @@ import { isMachineGrant } from '../../contract/shelf.js';
 import type { AddArguments } from '../../plane/shelf.js';
 import type { ShelfClient } from '../../plane/shelfClient.js';
 import type { Settings } from '../../settings/index.js';
-import { stripTerminalControls } from '../../text/terminal.js';
+import { stripTerminalControls, terminalJson } from '../../text/terminal.js';
 import { sameServerUrl } from '../../text/sameUrl.js';
 import { cliLogger, collect, commandSettings, packageVersion, progress } from '../common.js';
 
@@ -448,7 +448,7 @@ async function listCommand(opts: { json?: boolean; probeTimeout: string }): Prom
     const rows = listRows(state, facts);
     if (opts.json) {
       const entries = new Map(state.servers.map((s) => [s.name, s.entry]));
-      process.stdout.write(`${JSON.stringify({ version: state.version, servers: rows.map((r) => ({ ...r, entry: entries.get(r.name) })) }, null, 2)}\n`);
+      process.stdout.write(`${terminalJson({ version: state.version, servers: rows.map((r) => ({ ...r, entry: entries.get(r.name) })) }, 2)}\n`);
       return 0;
     }
     if (logins.warning) process.stderr.write(`warning: ${stripTerminalControls(logins.warning)}\n`);
@@ -465,7 +465,7 @@ async function logCommand(opts: { json?: boolean }): Promise<void> {
   await shelfCommand(false, async ({ shelf }) => {
     const state = await shelf.read();
     if (opts.json) {
-      process.stdout.write(`${JSON.stringify({ version: state.version, workflowId: shelf.workflowId, log: state.log }, null, 2)}\n`);
+      process.stdout.write(`${terminalJson({ version: state.version, workflowId: shelf.workflowId, log: state.log }, 2)}\n`);
       return 0;
     }
     if (state.log.length === 0) {

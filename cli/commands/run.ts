@@ -7,7 +7,7 @@ import { loadConfig } from '../../config/load.js';
 import { ConfigError } from '../../config/types.js';
 import { agentIdProblem, taskIdProblem, type CallRequest, type TurnResult } from '../../contract/index.js';
 import { listProblem } from '../../governance/toolRules.js';
-import { stripTerminalControls } from '../../text/terminal.js';
+import { stripTerminalControls, terminalJson } from '../../text/terminal.js';
 import { UsageError, cliLogger, collect, collectOptional, commandSettings, progress } from '../common.js';
 import { connect, stopOnSignals } from '../embedded.js';
 import { cliInputHandler, parseAnswerMode } from '../inputPrompt.js';
@@ -134,7 +134,7 @@ async function runCommand(opts: RunOptions): Promise<number> {
     });
     const failed = result.calls.filter((c) => c.outcome.status === 'error' || c.outcome.isError);
     if (opts.json) {
-      process.stdout.write(`${JSON.stringify({ turnId: result.turnId, sessionId, endedBy: result.endedBy, calls: result.calls }, null, 2)}\n`);
+      process.stdout.write(`${terminalJson({ turnId: result.turnId, sessionId, endedBy: result.endedBy, calls: result.calls }, 2)}\n`);
     } else {
       // Tool output goes to a terminal: it must not be able to drive it.
       for (const call of result.calls) process.stdout.write(`${call.name}: ${stripTerminalControls(outcomeText(call.outcome))}\n`);

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { SESSION_ID_PATTERN } from '../../contract/index.js';
 import { UsageError, cliLogger, commandSettings, progress } from '../common.js';
 import { connect } from '../embedded.js';
+import { terminalJson } from '../../text/terminal.js';
 
 async function endSessionCommand(sessionId: string, opts: { json?: boolean }): Promise<number> {
   if (!SESSION_ID_PATTERN.test(sessionId)) throw new UsageError(`invalid session ID ${JSON.stringify(sessionId)}: use letters, digits, ".", "_", ":" or "-" (at most 128)`);
@@ -15,7 +16,7 @@ async function endSessionCommand(sessionId: string, opts: { json?: boolean }): P
       return 0;
     }
     const ended = await session.client.endSession(sessionId);
-    if (opts.json) process.stdout.write(`${JSON.stringify(ended, null, 2)}\n`);
+    if (opts.json) process.stdout.write(`${terminalJson(ended, 2)}\n`);
     else {
       const turns = ended.turnsEnded.length > 0 ? `; open turns ended: ${ended.turnsEnded.join(', ')}` : '';
       process.stdout.write(`session ${sessionId} ended: ${ended.servers} server(s) stopped on ${ended.workers} worker(s)${turns}\n`);

@@ -5,6 +5,7 @@ import { findCause } from '../../client/failures.js';
 import { renderTranscript, saveImages } from '../../client/transcript.js';
 import { GrpcStatus, UsageError, cliLogger, commandSettings, grpcStatusOf, progress } from '../common.js';
 import { connect } from '../embedded.js';
+import { terminalJson } from '../../text/terminal.js';
 
 /** Whether Temporal answered that the turn (or its namespace) is not there. */
 function notFound(err: unknown): boolean {
@@ -18,7 +19,7 @@ async function transcriptCommand(turnId: string, opts: { json?: boolean; saveIma
   const session = await connect({ logger: cliLogger(settings, 'warn'), withWorker: false, settings, env: process.env, progress });
   try {
     const t = await session.client.transcript(turnId);
-    process.stdout.write(opts.json ? `${JSON.stringify(t, null, 2)}\n` : `${renderTranscript(t)}\n`);
+    process.stdout.write(opts.json ? `${terminalJson(t, 2)}\n` : `${renderTranscript(t)}\n`);
     if (opts.saveImages) {
       const saved = await saveImages(t, opts.saveImages);
       process.stderr.write(`saved ${saved.written.length} image(s) to ${opts.saveImages}\n`);

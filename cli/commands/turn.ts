@@ -1,7 +1,7 @@
 /** `durable-mcp turn end <turnId>`: ends an interactive turn, optionally without waiting for its MCP tasks. */
 import type { Command } from 'commander';
 import { outcomeText } from '../../client/transcript.js';
-import { stripTerminalControls } from '../../text/terminal.js';
+import { stripTerminalControls, terminalJson } from '../../text/terminal.js';
 import { UsageError, cliLogger, commandSettings, progress } from '../common.js';
 import { connect } from '../embedded.js';
 
@@ -26,7 +26,7 @@ async function endTurnCommand(turnId: string, opts: EndOptions): Promise<number>
     const options = { ...(opts.detach ? { detach: true } : {}), ...(opts.endSession ? { endSession: true } : {}) };
     const result = await session.client.endTurn(turnId, Object.keys(options).length > 0 ? options : undefined);
     if (opts.json) {
-      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      process.stdout.write(`${terminalJson(result, 2)}\n`);
       return 0;
     }
     // Tool output goes to a terminal: it must not be able to drive it.

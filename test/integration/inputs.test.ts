@@ -87,6 +87,9 @@ describe('input requests of a 2026-07-28 server', { timeout: 120_000 }, () => {
     assert.deepEqual(applicationFailureOf(refused)!.details, [{ field: 'content.name' }]);
     const wrongType = await turn.answerInput(open!.requestId, { action: 'accept', content: { name: 'ok', region: 'mars' } }).then(() => undefined, (err: unknown) => err);
     assert.deepEqual(applicationFailureOf(wrongType)!.details, [{ field: 'content.region' }]);
+    const protoNamed = await turn.answerInput(open!.requestId, { action: 'accept', content: { name: 'ok', constructor: 'x'.repeat(20_000) } }).then(() => undefined, (err: unknown) => err);
+    assert.equal(failureTypeOf(protoNamed), RefusalType.inputAnswer, 'a field named like an Object.prototype member is no field of the schema');
+    assert.deepEqual(applicationFailureOf(protoNamed)!.details, [{ field: 'content.constructor' }]);
     assert.equal((await turn.pendingInputs()).length, 1, 'still open');
     const receipt = await turn.answerInput(open!.requestId, { action: 'decline' });
     assert.deepEqual(receipt, { requestId: 'b1:1:name', action: 'decline' });
@@ -123,6 +126,27 @@ describe('input requests of a 2026-07-28 server', { timeout: 120_000 }, () => {
     assert.equal(text(outcome), 'page: accept');
     const inputs = await callInputs(h.client, turn.turnId);
     assert.deepEqual(inputs[1]!.inputReply?.inputResponses, { page: { action: 'accept' } });
+    await turn.end();
+  });
+
+  test('URL mode: a page a person must not be sent to ends the call, saying why; a message is shown as one plain line', async () => {
+    const turn = await startTurn('bad-url');
+    for (const url of ['javascript:alert(1)', 'file:///etc/passwd', 'data:text/html,<script>alert(1)</script>']) {
+      const outcome = await turn.callTool({ id: `bad-${url.slice(0, 4)}`, name: 'mcp__db__open_page', arguments: { url } }, { inputPollMs: 200, onInput: () => ({ action: 'accept' }) });
+      assert.notEqual(outcome.status, 'ok', url);
+      assert.match(outcome.errorMessage ?? '', new RegExp(`a ${url.slice(0, url.indexOf(':') + 1)} URL`), url);
+    }
+    assert.deepEqual(await turn.pendingInputs(), [], 'nothing was asked');
+    const asked: InputRequest[] = [];
+    const outcome = await turn.callTool({ id: 'fake-line', name: 'mcp__db__open_page', arguments: { message: 'Sign in\n  open this page yourself: https://evil.example/\u202e' } }, {
+      inputPollMs: 200,
+      onInput: (request) => {
+        asked.push(request);
+        return { action: 'decline' };
+      },
+    });
+    assert.equal(text(outcome), 'page: decline');
+    assert.equal(asked[0]!.message, 'Sign in open this page yourself: https://evil.example/');
     await turn.end();
   });
 });

@@ -39,6 +39,21 @@ describe('input requests from the CLI', { timeout: 120_000 }, () => {
     killStartedServers();
   });
 
+  /** `durable-mcp answer ARGS` with `input` on its stdin, as `durable-mcp answer ... < answer.json` runs it. */
+  function answerCli(args: string[], input: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const child = spawn(process.execPath, [cliScript, 'answer', ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    child.stdin.end(input);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+    return new Promise((resolve) => child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    }));
+  }
+
   test('run --answer-input decline and accept-defaults answer unattended; the server says what that meant', async () => {
     const declined = await runCli(['run', '--mcp-config', configFile, '--call', 'mcp__db__provision {}', '--answer-input', 'decline'], env);
     assert.equal(declined.code, 1, declined.stderr);
@@ -67,15 +82,20 @@ describe('input requests from the CLI', { timeout: 120_000 }, () => {
       const listed = await runCli(['answer', turnId!], env);
       assert.equal(listed.code, 0, listed.stderr);
       assert.match(listed.stdout, /mcp__db__provision asks \(.+:1:name\): Name the new database\n {2}schema: \{"type":"object"/);
-      const refused = await runCli(['answer', turnId!, requestId!, '{"name":"x"}'], env);
+      // An answer on the command line would be visible to every local user and kept in shell history.
+      const onCommandLine = await runCli(['answer', turnId!, requestId!, '{"name":"cli-db"}'], env);
+      assert.equal(onCommandLine.code, 2, onCommandLine.stderr);
+      assert.match(onCommandLine.stderr, /the answer is read from stdin, never from the command line/);
+      const refused = await answerCli([turnId!, requestId!], '{"name":"x"}');
       assert.equal(refused.code, 1);
       assert.match(refused.stderr, /error: answer to .+:1:name refused: "name" must be at least 2 characters long/);
-      const answered = await runCli(['answer', turnId!, requestId!, '{"name":"cli-db"}'], env);
+      const answered = await answerCli([turnId!, requestId!], '{"name":"cli-db"}\n');
       assert.equal(answered.code, 0, answered.stderr);
       assert.equal(answered.stdout, `${requestId}: accept\n`);
       await waitUntil('the second question', async () => /:2:confirm/.test(stderr), 30_000);
-      const confirm = await runCli(['answer', turnId!, requestId!.replace(':1:name', ':2:confirm'), '{"confirm":true}'], env);
+      const confirm = await answerCli([turnId!, requestId!.replace(':1:name', ':2:confirm'), '--json'], '{"confirm":true}');
       assert.equal(confirm.code, 0, confirm.stderr);
+      assert.deepEqual(JSON.parse(confirm.stdout), { requestId: requestId!.replace(':1:name', ':2:confirm'), action: 'accept' });
       assert.equal(await exited, 0, stderr);
       assert.match(stdout, /mcp__db__provision: Provisioned cli-db/);
     } finally {

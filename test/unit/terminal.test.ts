@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { stripTerminalControls } from '../../text/terminal.js';
+import { stripTerminalControls, terminalJson } from '../../text/terminal.js';
 import { renderTranscript, type Transcript } from '../../client/transcript.js';
 
 /** ESC, BEL or the 8-bit CSI: any of them in printed output could drive a terminal. */
@@ -50,4 +50,13 @@ test('a rendered transcript carries no escape sequence from a server', () => {
   const out = renderTranscript(t);
   assert.ok(out.includes('good'), out);
   assert.ok(!hasTerminalControl(out), out);
+});
+
+test('terminalJson: JSON for a terminal escapes what JSON.stringify lets through (DEL, C1, bidi, line separators)', () => {
+  const value = { text: 'a\u009b2Jb\u0085c\u007f\u202eevil\u2066\u2069\u200e\u061c\u2028\u2029', plain: 'héllo → 世界 🙂', n: 1 };
+  const out = terminalJson(value, 2);
+  assert.ok(!/[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(out), out);
+  assert.ok(out.includes('\\u009b2J') && out.includes('\\u202e'), out);
+  assert.deepEqual(JSON.parse(out), value, 'the same JSON');
+  assert.equal(terminalJson({ a: [1] }), JSON.stringify({ a: [1] }));
 });
