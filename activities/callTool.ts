@@ -5,7 +5,7 @@ import proto, { type temporal } from '@temporalio/proto';
 import { FailureType, type FastPathMissDetails, type LocalCallOutcome } from '../contract/index.js';
 import { scrubberFor } from '../config/secrets.js';
 import { MAX_NESTING_DEPTH, isJsonObject, nestedDeeperThan, type CallOutcome, type CallToolInput, type ContentBlock, type InputRequiredOutcome } from '../contract/index.js';
-import { UnservedInputRequestError, isNeedsInput } from '../mcp/inputRequests.js';
+import { UnservedInputRequestError, isNeedsInput, requestStateProblem } from '../mcp/inputRequests.js';
 import type { DeclinedInput } from '../mcp/managedServer.js';
 import { checkCall } from './callChecks.js';
 import { legacyInputAsker } from './legacyInput.js';
@@ -139,8 +139,10 @@ async function runCall(kit: ActivityKit, input: CallToolInput, heartbeats: boole
         },
     });
     // The server asks a person: the call ends here and the turn waits, with nothing running.
-    // Recorded as the server sent it (the state is opaque and echoed byte for byte), scrubbed.
+    // The questions are scrubbed; the state is echoed byte for byte, so it is recorded as sent or not at all.
     if (isNeedsInput(result)) {
+      const stateProblem = result.requestState !== undefined ? requestStateProblem(result.requestState, scrubber.scrub) : undefined;
+      if (stateProblem !== undefined) throw new UnservedInputRequestError(stateProblem);
       const requests = scrubResult(result.requests, scrubber.scrub);
       const own = result.ownResponses;
       return {

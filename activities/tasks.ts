@@ -6,7 +6,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { ProtocolError } from '@modelcontextprotocol/client';
 import { DispatchError, JsonRpcResponseError, TaskCancelledError, toolDeclarationFromMcpTool, type TaskEnabledSession, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
 import { ProtocolDecodeError, taskId as asTaskId, type JsonValue, type RuntimeCodec } from '@modelcontextprotocol/ext-tasks/core';
-import { FailureType, type CallOutcome, type CreateTaskInput, type TakeTaskInput, type TaskPoll, type TaskQuestions, type TaskRef, type TaskStarted, type UpdateTaskInput } from '../contract/index.js';
+import { FailureType, taskIdProblem, type CallOutcome, type CreateTaskInput, type TakeTaskInput, type TaskPoll, type TaskQuestions, type TaskRef, type TaskStarted, type UpdateTaskInput } from '../contract/index.js';
 import { UnservedInputRequestError } from '../mcp/inputRequests.js';
 import type { ManagedServer } from '../mcp/managedServer.js';
 import { checkCall } from './callChecks.js';
@@ -47,10 +47,11 @@ export function toolResult(result: object): { content?: unknown; isError?: unkno
   return 'content' in result ? result : { content: [{ type: 'text', text: 'the task ended without a tool result' }], isError: true };
 }
 
-function started(view: TaskView, serverInstance: string | undefined, questions: TaskQuestions): TaskStarted {
+/** The task as recorded, under `taskId` (already checked), never the ID the view itself names. */
+function started(view: TaskView, taskId: string, serverInstance: string | undefined, questions: TaskQuestions): TaskStarted {
   return {
     kind: 'task',
-    taskId: view.taskId,
+    taskId,
     // A 2026-07-28 server's `null` TTL means the task is kept for good.
     ...(typeof view.retentionMs === 'number' ? { ttlMs: view.retentionMs } : {}),
     ...(view.suggestedPollIntervalMs !== undefined ? { pollIntervalMs: view.suggestedPollIntervalMs } : {}),
@@ -123,6 +124,14 @@ export function createTaskActivity(kit: ActivityKit): (input: CreateTaskInput) =
           const taskId = execution.handle.taskId;
           // Released at once: the turn polls with activities of its own, from any worker.
           await execution.detach();
+          const badId = taskIdProblem(taskId);
+          if (badId !== undefined) {
+            // An ID that cannot be recorded cannot be followed or taken up by any turn: the task
+            // would run unwatched, so it is cancelled while its ID is still in hand.
+            const cancelled = await session.task(taskId, { requestTimeoutMs: input.requestTimeoutMs }).cancel(inner).then(() => true, () => false);
+            const after = cancelled ? 'the task was cancelled on the server' : 'cancelling the task failed, so it may still run';
+            throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: the server gave its task an ID that cannot be recorded (${badId}); ${after}, and it may have had an effect`, nonRetryable: true });
+          }
           let view: TaskView;
           try {
             view = await session.task(taskId).snapshot(inner);
@@ -130,7 +139,7 @@ export function createTaskActivity(kit: ActivityKit): (input: CreateTaskInput) =
             // The task exists: its ID is what must be recorded, whatever its first status said.
             return { kind: 'task', taskId, status: 'working', ...(instance !== undefined ? { serverInstance: instance } : {}) };
           }
-          return started(view, instance, taskQuestions(view, server, scrubber.scrub));
+          return started(view, taskId, instance, taskQuestions(view, server, scrubber.scrub));
         }, signal);
       });
     } catch (err) {
@@ -156,12 +165,11 @@ export function takeTaskActivity(kit: ActivityKit): (input: TakeTaskInput) => Pr
         server.withTasks(async (session, _listed, inner) => {
           try {
             const view = await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).snapshot(inner);
-            const task = started(view, server.remote ? undefined : server.instance, taskQuestions(view, server, scrubber.scrub));
+            const task = started(view, input.taskId, server.remote ? undefined : server.instance, taskQuestions(view, server, scrubber.scrub));
             // A server's own words: kept only as a time, bounded, since they go into history.
             const createdAt = typeof view.createdAt === 'string' && view.createdAt.length <= 64 && Number.isFinite(Date.parse(view.createdAt)) ? view.createdAt : undefined;
             return {
               ...task,
-              taskId: input.taskId,
               ...(task.statusMessage !== undefined ? { statusMessage: scrubber.scrub(task.statusMessage).slice(0, 1000) } : {}),
               ...(createdAt !== undefined ? { createdAt } : {}),
             };

@@ -93,6 +93,13 @@ export const MAX_INPUT_ANSWER_CHARS = 65_536;
 export const MAX_INPUT_ANSWER_ITEMS = 256;
 /** Rounds of questions one call may ask before it ends as an error (the SDK's own default). */
 export const MAX_INPUT_ROUNDS = 10;
+/**
+ * Largest `requestState` (UTF-8 bytes) a call may record. The state is kept twice a round (the
+ * activity's result and the next attempt's input) for up to {@link MAX_INPUT_ROUNDS} rounds, so one
+ * call stores at most about 1.3 MiB of it; a continuation token of a few fields, or a signed blob of
+ * a few KiB, fits with room to spare.
+ */
+export const MAX_REQUEST_STATE_BYTES = 64 * 1024;
 
 /** The request ID of `key` in `round` of call `callId`. */
 /**

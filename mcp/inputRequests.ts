@@ -5,7 +5,7 @@
  * answers.
  */
 import type { InputRequiredResult } from '@modelcontextprotocol/client';
-import { MAX_INPUT_KEY_CHARS, MAX_INPUT_TEXT_CHARS, type InputRequestSpec } from '../contract/index.js';
+import { MAX_INPUT_KEY_CHARS, MAX_INPUT_TEXT_CHARS, MAX_REQUEST_STATE_BYTES, type InputRequestSpec } from '../contract/index.js';
 import { inertLine } from '../text/terminal.js';
 import { refuseServerRequest } from './era.js';
 
@@ -50,6 +50,23 @@ export function readInputRequired(result: InputRequiredResult, roots: (() => { u
     requests.push(elicitationSpec(key, (entry as { params?: unknown }).params));
   }
   return { resultType: 'input_required', requests, ...(result.requestState !== undefined ? { requestState: result.requestState } : {}), ownResponses };
+}
+
+/**
+ * Why a server's `requestState` may not be recorded, or undefined when it may. The next attempt
+ * must send it back byte for byte, so it cannot be scrubbed like the rest of a result: one that holds
+ * a secret `scrub` finds (plain or encoded) is refused instead, and so is one past
+ * {@link MAX_REQUEST_STATE_BYTES}. The message never quotes the state.
+ */
+export function requestStateProblem(state: unknown, scrub: (text: string) => string): string | undefined {
+  if (typeof state !== 'string') return 'the server sent a request state that is not a string';
+  // Measured before it is scrubbed: scrubbing an unbounded string is work the bound should spare.
+  const bytes = Buffer.byteLength(state, 'utf8');
+  if (bytes > MAX_REQUEST_STATE_BYTES) return `the server's request state is ${bytes} bytes, past the ${MAX_REQUEST_STATE_BYTES} bytes (64 KiB) a call may record; it was not recorded, and the call ends here`;
+  if (scrub(state) !== state) {
+    return 'the server put a credential it was given into its request state (the opaque state it wants back on the next attempt); scrubbing it would change what the server gets back, so it was not recorded, and the call ends here';
+  }
+  return undefined;
 }
 
 /**

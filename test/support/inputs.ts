@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { ActivityName, type CallToolInput } from '../../contract/index.js';
 import type { TurnClient } from '../../client/turnClient.js';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { decodeHistoryPayloads } from '../../payloads/decodeHistory.js';
 import { readLines } from './harness.js';
 
@@ -47,6 +48,27 @@ export async function callInputs(client: TurnClient, turnId: string): Promise<Ca
     if (scheduled?.activityType?.name !== ActivityName.callTool || !scheduled.input?.payloads?.[0]) return [];
     return [converter.payloadConverter.fromPayload<CallToolInput>(scheduled.input.payloads[0])];
   });
+}
+
+/**
+ * A turn's whole history as searchable text: the history as recorded (JSON) and every payload's
+ * plain text, external storage and codecs undone.
+ */
+export async function historyTexts(client: TurnClient, turnId: string): Promise<{ raw: string; payloads: string[] }> {
+  const converter = client.client.options.loadedDataConverter;
+  const history = await client.client.workflow.getHandle(turnId).fetchHistory();
+  const raw = historyToJSON(history);
+  await decodeHistoryPayloads(history, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
+  const payloads: string[] = [];
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(walk);
+    if (typeof node !== 'object' || node === null || node instanceof Uint8Array) return;
+    const p = node as { data?: unknown; metadata?: unknown };
+    if (p.data instanceof Uint8Array && typeof p.metadata === 'object' && p.metadata !== null) payloads.push(Buffer.from(p.data).toString('utf8'));
+    else Object.values(node).forEach(walk);
+  };
+  walk(history);
+  return { raw, payloads };
 }
 
 interface ProvisionLine {
