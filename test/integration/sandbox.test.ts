@@ -180,6 +180,8 @@ describe('the sandbox hides the files the worker\'s settings name, and its home'
       await writeFile(file, `${name}-secret\n`);
     }
     await writeFile(join(workspace, 'notes.txt'), 'workspace notes\n');
+    await mkdir(join(home, '.agents'), { recursive: true });
+    await writeFile(join(home, '.agents', 'mcp.json'), JSON.stringify({ mcpServers: { homeprobe: probe } }));
     s = await setUp('hide', {
       HOME: home,
       TEMPORAL_TLS_CLIENT_KEY_PATH: secrets.tlsKey,
@@ -216,6 +218,18 @@ describe('the sandbox hides the files the worker\'s settings name, and its home'
       const planted = join(home, '.bashrc');
       await ask(turn, 'wsprobe', 'write', { path: planted });
       assert.equal(existsSync(planted), false, 'a write into the home next to the workspace never reaches the host');
+    } finally {
+      await turn.end();
+    }
+  });
+
+  test('the home itself as the workspace is refused, saying why', async () => {
+    const turn = await s.h.client.startTurn({ sessionId: `sandbox-home-${Date.now()}`, workspace: home });
+    try {
+      const byName = Object.fromEntries(turn.status.servers.map((x) => [x.name, x]));
+      assert.equal(byName.trusted?.state, 'ready', JSON.stringify(turn.status));
+      assert.equal(byName.homeprobe?.state, 'failed', JSON.stringify(byName.homeprobe));
+      assert.match(byName.homeprobe?.error ?? '', /the workspace .* is the worker's home, which the sandbox hides/);
     } finally {
       await turn.end();
     }
