@@ -8,8 +8,8 @@
  * an mTLS cluster and Temporal Cloud.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { isAbsolute, join } from 'node:path';
-import { loadClientConfigProfile, type ClientConfigProfile, type ConfigDataSource } from '@temporalio/envconfig';
+import { isAbsolute, join, resolve } from 'node:path';
+import { loadClientConfig, loadClientConfigProfile, type ClientConfigProfile, type ConfigDataSource } from '@temporalio/envconfig';
 import type { Env } from '../settings/index.js';
 
 /** A connection setting that cannot be used: names the variable or the file and field. */
@@ -56,6 +56,25 @@ export function configFilePath(env: Env): string | undefined {
   if (env.TEMPORAL_CONFIG_FILE) return env.TEMPORAL_CONFIG_FILE;
   const base = env.XDG_CONFIG_HOME && isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : env.HOME ? join(env.HOME, '.config') : undefined;
   return base ? join(base, 'temporalio', 'temporal.toml') : undefined;
+}
+
+/**
+ * The files the connection settings of `env` name (absolute): the TOML config file, the TLS files of
+ * the TEMPORAL_TLS_*_PATH variables, and those of every profile in the file (not only the one in
+ * use: each is a credential of this host). A file that cannot be parsed names no more paths;
+ * {@link resolveTemporalTarget} is what reports it.
+ */
+export function connectionFilePaths(env: Env): string[] {
+  const paths = [configFilePath(env), env.TEMPORAL_TLS_CLIENT_CERT_PATH, env.TEMPORAL_TLS_CLIENT_KEY_PATH, env.TEMPORAL_TLS_SERVER_CA_CERT_PATH];
+  try {
+    const { profiles } = loadClientConfig({ overrideEnvVars: stringsOnly(env) });
+    for (const { tls } of Object.values(profiles)) {
+      for (const source of [tls?.clientCert, tls?.clientKey, tls?.serverCACert]) if (source && 'path' in source) paths.push(source.path);
+    }
+  } catch {
+    // No file, or one resolveTemporalTarget refuses: the paths above are all it names.
+  }
+  return [...new Set(paths.filter((p): p is string => Boolean(p?.trim())).map((p) => resolve(p.trim())))];
 }
 
 /** Only string values: envconfig walks the whole map (TEMPORAL_GRPC_META_*). */

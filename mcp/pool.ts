@@ -28,7 +28,7 @@ export interface ServerPoolOptions {
   clientVersion?: string;
   /**
    * How stdio servers of untrusted layers (workspace, plugins) run: DMCP_UNTRUSTED_STDIO, the
-   * bwrap binary, the folders they must not see. Default: sandboxed, hiding nothing extra.
+   * bwrap binary, the paths they must not see. Default: sandboxed, hiding nothing extra.
    */
   untrustedStdio?: UntrustedStdioOptions;
   /**
@@ -41,7 +41,7 @@ export interface ServerPoolOptions {
   /**
    * DMCP_WORKSPACE_ROOTS: the folders a turn's workspace must lie in to be offered to servers as
    * their MCP root. Undefined: anywhere; empty: never. A workspace inside the data or config dir
-   * (`untrustedStdio.hiddenPaths`) or `/` is never offered.
+   * or another path the sandbox hides (`untrustedStdio.hiddenPaths`, not its home) or `/` is never offered.
    */
   rootsWithin?: string[];
   /** Told about server starts and restarts (metrics); called synchronously, must not throw. */

@@ -13,7 +13,7 @@ import type { Root } from '@modelcontextprotocol/client';
 export interface RootRules {
   /** DMCP_WORKSPACE_ROOTS: the folders it must lie in. Undefined: anywhere; empty: nowhere. */
   within?: readonly string[];
-  /** Folders no root may lie in: the data dir (turn key, payload store) and the config dir. */
+  /** Paths no root may lie in: the data dir (turn key, payload store), the config dir, and the other files and folders the worker's settings name. */
   protected: readonly string[];
 }
 
@@ -31,7 +31,7 @@ export function rootProblem(workspace: string, rules: RootRules): string | undef
   if (!isAbsolute(workspace)) return 'it is not an absolute path';
   if (resolve(workspace) === sep) return 'it is the root of the file system';
   const guarded = rules.protected.find((p) => inside(workspace, p));
-  if (guarded !== undefined) return `it lies in ${guarded}, which servers must not see (data or config dir)`;
+  if (guarded !== undefined) return `it lies in ${guarded}, which servers must not see (data or config dir, or a credential the worker's settings name)`;
   if (rules.within && !rules.within.some((w) => inside(workspace, w))) {
     return rules.within.length === 0 ? 'this worker offers none (its operator lists folders in DMCP_WORKSPACE_ROOTS)' : `it lies outside DMCP_WORKSPACE_ROOTS (${rules.within.join(', ')})`;
   }
@@ -39,7 +39,7 @@ export function rootProblem(workspace: string, rules: RootRules): string | undef
   // config dir would hand those over too. Without limits (run/dev) a project with ./.data inside is
   // the common case, and its caller is the operator.
   const held = rules.within ? rules.protected.find((p) => inside(p, workspace)) : undefined;
-  if (held !== undefined) return `it contains ${held}, which servers must not see (data or config dir)`;
+  if (held !== undefined) return `it contains ${held}, which servers must not see (data or config dir, or a credential the worker's settings name)`;
   return undefined;
 }
 

@@ -1,15 +1,15 @@
 /**
  * Stdio servers from untrusted layers (the workspace's `.agents/mcp.json`, plugins) run whatever
  * command the agent or a plugin wrote. Outside a sandbox such a process could read the worker's
- * secrets: `/proc/<worker pid>/environ`, the data dir (payload store, dev database), the config
- * dir. So they run under bubblewrap (`bwrap`): their own PID namespace and `/proc`, a cleared
- * environment, the root file system read-only, a private `/tmp`, the workspace as the only
- * writable host folder, and the data and config dirs covered by empty tmpfs mounts. What an entry
- * says never widens that: its `cwd` must lie in what the sandbox shows, and the paths its command
- * line names are not bound in.
+ * secrets: `/proc/<worker pid>/environ`, the data dir (payload store, dev database, turn key), the
+ * config dir, the TLS key, the files in the worker's home. So they run under bubblewrap (`bwrap`):
+ * their own PID namespace and `/proc`, a cleared environment, the root file system read-only, a
+ * private `/tmp`, the workspace as the only writable host folder, and every file and folder the
+ * worker's settings name, and its home, covered. What an entry says never widens that: its `cwd`
+ * must lie in what the sandbox shows, and the paths its command line names are not bound in.
  */
 import { spawn } from 'node:child_process';
-import { access, constants, stat } from 'node:fs/promises';
+import { access, constants, realpath, stat } from 'node:fs/promises';
 import { delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ServerEntry } from '../config/types.js';
@@ -27,10 +27,19 @@ export interface UntrustedStdioOptions {
   /** DMCP_BWRAP: the bubblewrap binary, a path or a name looked up on `path` (default `bwrap`). */
   bwrap?: string;
   /**
-   * Folders a sandboxed server must not see, whatever else is shown: the data dir and the config
-   * dir. Each is covered by an empty tmpfs (those that do not exist are skipped).
+   * Files and folders a sandboxed server must not see, whatever else is shown, also inside its
+   * workspace: those the worker's settings name (data dir, config dir, OAuth dir, TLS files, Temporal
+   * profile, API tokens file, DMCP_SANDBOX_HIDE). Symlinks are followed; a folder is covered by an
+   * empty tmpfs, a file by `/dev/null` bound without device access (it cannot be opened); paths that
+   * do not exist are skipped.
    */
   hiddenPaths: string[];
+  /**
+   * The worker's home (HOME), covered by an empty tmpfs too. Unlike {@link hiddenPaths} the turn's
+   * workspace may lie in it and is shown again, as are the folders the worker runs from inside it
+   * (durable-mcp's, Node's, those on `path`). Ignored when it is `/`.
+   */
+  home?: string;
   /** The worker's PATH: the only worker variable a sandboxed server gets (besides `lang`); also where `bwrap` is looked up. */
   path?: string;
   /** The worker's LANG (default `C.UTF-8`). */
@@ -53,10 +62,20 @@ export interface SandboxPaths {
   workspace?: string;
   /** Its working directory inside the sandbox. */
   cwd: string;
-  /** Folders shown read-only again over the private `/tmp` (its plugin folder, durable-mcp's own folder). */
+  /** Folders shown read-only again over the private `/tmp` or the hidden home (its plugin folder, the folders the worker runs from). */
   readable: string[];
-  /** Folders covered by an empty tmpfs; they win over everything above. */
+  /** Folders covered by an empty tmpfs; each wins over what is shown around it (not over a folder shown inside it). */
   hidden: string[];
+  /** Files covered by `/dev/null`, wherever they are shown. */
+  hiddenFiles?: string[];
+}
+
+/** The existing paths a sandbox covers, symlinks resolved, for {@link sandboxPathsFor}. */
+export interface HiddenPaths {
+  folders: string[];
+  files: string[];
+  /** The worker's home (one of `folders`): the workspace and runtime folders inside it are shown again. */
+  home?: string;
 }
 
 /** PATH when the worker has none: where bwrap and system tools live on Linux. */
@@ -78,24 +97,37 @@ function within(path: string, folder: string): boolean {
   return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
 }
 
+function depth(path: string): number {
+  return path.split(sep).filter(Boolean).length;
+}
+
 /**
- * The bwrap argument vector (without `bwrap` itself) that runs `command args` with `paths`. Mount
- * order matters, since a later mount covers an earlier one: the root read-only, a fresh `/dev`,
- * `/proc` and `/tmp`; then the readable folders; then hidden folders that contain the workspace;
- * then the workspace read-write; then every other hidden folder (also one inside the workspace).
+ * The bwrap argument vector (without `bwrap` itself) that runs `command args` with `paths`. A later
+ * mount covers an earlier one, so after the root read-only, a fresh `/dev`, `/proc` and `/tmp`,
+ * mounts go outer folders first: a folder shown inside a hidden one (the workspace in the home)
+ * shows through, a hidden one inside a shown one (the data dir in the workspace) stays hidden, and at
+ * the same folder hidden wins over writable, writable over read-only. Hidden files come last, each
+ * only where something shows it.
  */
 export function sandboxArgs(launch: { command: string; args: string[] }, paths: SandboxPaths): string[] {
   const { workspace } = paths;
   const out = [...ISOLATION, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--dir', SANDBOX_HOME];
+  const folders: { path: string; rank: number; shown: boolean; args: string[] }[] = [];
   for (const folder of paths.readable) {
-    // Inside the workspace it is shown read-write below; a read-only mount over it would hide that.
+    // Inside the workspace it is shown read-write; a read-only mount over it would hide that.
     if (workspace && within(folder, workspace)) continue;
-    out.push('--ro-bind', folder, folder);
+    folders.push({ path: folder, rank: 0, shown: true, args: ['--ro-bind', folder, folder] });
   }
-  const aboveWorkspace = (h: string) => workspace !== undefined && h !== workspace && within(workspace, h);
-  for (const h of paths.hidden.filter(aboveWorkspace)) out.push('--tmpfs', h);
-  if (workspace) out.push('--bind', workspace, workspace);
-  for (const h of paths.hidden.filter((h) => !aboveWorkspace(h))) out.push('--tmpfs', h);
+  if (workspace) folders.push({ path: workspace, rank: 1, shown: true, args: ['--bind', workspace, workspace] });
+  for (const h of paths.hidden) folders.push({ path: h, rank: 2, shown: false, args: ['--tmpfs', h] });
+  folders.sort((a, b) => depth(a.path) - depth(b.path) || a.rank - b.rank);
+  for (const f of folders) out.push(...f.args);
+  const base = [{ path: sep, shown: true }, { path: join(sep, 'tmp'), shown: false }];
+  for (const file of paths.hiddenFiles ?? []) {
+    // The last mount that holds the file decides whether the sandbox shows it.
+    const holder = [...base, ...folders].filter((f) => within(file, f.path)).reduce((a, b) => (depth(b.path) >= depth(a.path) ? b : a));
+    if (holder.shown) out.push('--ro-bind', '/dev/null', file);
+  }
   out.push('--chdir', paths.cwd, '--', launch.command, ...launch.args);
   return out;
 }
@@ -154,15 +186,25 @@ export class UntrustedStdioRefused extends Error {
 
 /**
  * What the sandbox of an untrusted `entry` shows of the host, with `workspace` the turn's
- * workspace (default: the one its source names) and `hidden` the existing folders to cover.
- * @throws UntrustedStdioRefused when the entry names folders the sandbox may not show.
+ * workspace (default: the one its source names), `hidden` the existing paths to cover, and
+ * `runtime` the folders the worker runs from (durable-mcp's, Node's, its PATH): those inside the
+ * hidden home are shown again read-only, or a server could not even start `node`.
+ * @throws UntrustedStdioRefused when the entry names folders the sandbox may not show, or the
+ * workspace is a folder it hides.
  */
-export function sandboxPathsFor(entry: Pick<ServerEntry, 'layer' | 'source' | 'cwd'>, workspace: string | undefined, hidden: string[]): SandboxPaths {
+export function sandboxPathsFor(entry: Pick<ServerEntry, 'layer' | 'source' | 'cwd'>, workspace: string | undefined, hidden: HiddenPaths, runtime: string[] = []): SandboxPaths {
   const ws = workspace ?? workspaceFromSource(entry);
   if (ws !== undefined && (!isAbsolute(ws) || resolve(ws) === sep)) {
     throw new UntrustedStdioRefused(`not started: the workspace ${JSON.stringify(ws)} cannot be the sandbox's writable folder`);
   }
   const root = ws === undefined ? undefined : resolve(ws);
+  if (root !== undefined && hidden.folders.includes(root)) {
+    const what = root === hidden.home ? "the worker's home, which the sandbox hides" : 'a folder the sandbox hides (a data, config or credential folder of the worker)';
+    throw new UntrustedStdioRefused(
+      `not started: the workspace ${root} is ${what}, so a sandboxed server could neither see nor write it; ` +
+        'name a project folder inside it as the workspace, or move the entry to a trusted layer (the config dir or a --mcp-config file)',
+    );
+  }
   const plugin = pluginFolder(entry);
   let cwd = root ?? SANDBOX_HOME;
   if (entry.cwd !== undefined) {
@@ -178,7 +220,10 @@ export function sandboxPathsFor(entry: Pick<ServerEntry, 'layer' | 'source' | 'c
       );
     }
   }
-  return { ...(root !== undefined ? { workspace: root } : {}), cwd, readable: operatorFolders(plugin), hidden };
+  const { home } = hidden;
+  const shownAgain = home === undefined ? [] : runtime.filter((r) => r !== home && within(r, home) && !hidden.folders.some((h) => h !== home && within(r, h)));
+  const readable = [...new Set([...operatorFolders(plugin), ...shownAgain])];
+  return { ...(root !== undefined ? { workspace: root } : {}), cwd, readable, hidden: hidden.folders, hiddenFiles: hidden.files };
 }
 
 type Probe = { ok: true; bwrap: string } | { ok: false; reason: string };
@@ -219,7 +264,7 @@ export class StdioSandbox {
           'or set DMCP_UNTRUSTED_STDIO=allow to run untrusted stdio servers unsandboxed',
       );
     }
-    const paths = sandboxPathsFor(entry, workspace, await existing(this.options.hiddenPaths.map((p) => resolve(p))));
+    const paths = sandboxPathsFor(entry, workspace, await existingHiddenPaths(this.options), await runtimeFolders(this.options.path));
     const args = sandboxArgs(plain, paths);
     // bwrap itself gets the cleared environment too: it is PID 1 of the sandbox, and its
     // /proc/1/environ is readable from inside.
@@ -227,10 +272,37 @@ export class StdioSandbox {
   }
 }
 
-async function existing(paths: string[]): Promise<string[]> {
+/**
+ * The existing paths of `options` to cover, symlinks resolved (bwrap mounts onto the real file),
+ * the home among the folders unless it is `/`.
+ */
+export async function existingHiddenPaths(options: Pick<UntrustedStdioOptions, 'hiddenPaths' | 'home'>): Promise<HiddenPaths> {
+  const found: HiddenPaths = { folders: [], files: [] };
+  const home = options.home === undefined ? undefined : await realpath(resolve(options.home)).catch(() => undefined);
+  for (const p of options.hiddenPaths) {
+    const real = await realpath(resolve(p)).catch(() => undefined);
+    // Covering / would leave nothing to run; settings refuse it, this guards other callers.
+    if (real === sep) continue;
+    const kind = real === undefined ? undefined : await stat(real).then((s) => (s.isDirectory() ? 'folders' : 'files'), () => undefined);
+    if (real !== undefined && kind !== undefined && !found[kind].includes(real)) found[kind].push(real);
+  }
+  if (home !== undefined && home !== sep && (await stat(home).then((s) => s.isDirectory(), () => false))) {
+    if (!found.folders.includes(home)) found.folders.push(home);
+    found.home = home;
+  }
+  return found;
+}
+
+/**
+ * The folders the worker runs from: durable-mcp's, Node's installation, and those on its `path`
+ * that exist (bwrap refuses to bind a missing one), absolute, symlinks resolved.
+ */
+export async function runtimeFolders(path: string | undefined): Promise<string[]> {
+  const folders = [INSTALL_ROOT, dirname(dirname(process.execPath)), ...(path || DEFAULT_PATH).split(delimiter).filter((d) => isAbsolute(d))];
   const found: string[] = [];
-  for (const p of [...new Set(paths)]) {
-    if (await stat(p).then((s) => s.isDirectory(), () => false)) found.push(p);
+  for (const folder of folders) {
+    const real = await realpath(folder).catch(() => undefined);
+    if (real !== undefined && !found.includes(real) && (await stat(real).then((s) => s.isDirectory(), () => false))) found.push(real);
   }
   return found;
 }

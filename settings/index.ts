@@ -8,7 +8,7 @@
  * `dev/` finds the `temporal` binary from DMCP_TEMPORAL_CLI and PATH itself, because it also runs
  * at install time, before any setting matters.
  */
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { delimiter, isAbsolute, join, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { shapeLimitsFromEnv } from './shapeLimits.js';
 import type { ShapeLimits } from '../shaping/index.js';
@@ -231,6 +231,11 @@ export interface Settings {
     mode: 'sandbox' | 'refuse' | 'allow';
     /** DMCP_BWRAP, default `bwrap` (looked up on PATH): the bubblewrap binary. */
     bwrap: string;
+    /**
+     * DMCP_SANDBOX_HIDE: `:`-separated absolute files and folders the sandbox hides besides those the
+     * worker's own settings name and its home; empty by default.
+     */
+    hide: string[];
   };
   /** OAuth logins of shelf servers (`durable-mcp mcp login`): where the tokens live and their key. */
   oauth: {
@@ -342,6 +347,13 @@ const pathList = (variable: string) => wrap(variable, (v) => {
   if (relative.length > 0) throw new SettingsError(`${variable} must list absolute folders separated by "${delimiter}", got ${relative.map((d) => JSON.stringify(d)).join(', ')}`);
   return dirs.map((d) => resolve(d));
 });
+/** A `:`-separated list of absolute files or folders; unset or empty is `[]`. */
+function absolutePaths(v: string | undefined, variable: string): string[] {
+  const paths = (v ?? '').split(delimiter).map((p) => p.trim()).filter(Boolean);
+  const relative = paths.filter((p) => !isAbsolute(p));
+  if (relative.length > 0) throw new SettingsError(`${variable} must list absolute paths separated by "${delimiter}", got ${relative.map((p) => JSON.stringify(p)).join(', ')}`);
+  return paths.map((p) => resolve(p));
+}
 const optionalFlag = (variable: string) => wrap(variable, (v) => parseFlag(v, variable));
 
 /** The environment schema: one entry per variable, named as it is written. */
@@ -468,6 +480,11 @@ const envSchema = z.object({
   DMCP_DEBUG: flag('DMCP_DEBUG', false),
   DMCP_UNTRUSTED_STDIO: oneOf('DMCP_UNTRUSTED_STDIO', ['sandbox', 'refuse', 'allow'] as const, 'sandbox', (v) => v.toLowerCase()),
   DMCP_BWRAP: text('bwrap'),
+  DMCP_SANDBOX_HIDE: wrap('DMCP_SANDBOX_HIDE', (v) => {
+    const paths = absolutePaths(v, 'DMCP_SANDBOX_HIDE');
+    if (paths.includes(sep)) throw new SettingsError(`DMCP_SANDBOX_HIDE cannot hide / (a sandbox needs the root to run anything), got ${JSON.stringify(v)}`);
+    return paths;
+  }),
   DMCP_METRICS_PORT: wrap('DMCP_METRICS_PORT', (v) => {
     if (v === undefined || v.trim() === '') return undefined;
     const n = Number(v);
@@ -577,7 +594,7 @@ export function loadSettings(env: Env): Settings {
     },
     debug: e.DMCP_DEBUG,
     given: new Set(Object.keys(env).filter((k) => k.startsWith('DMCP_') && (env[k] ?? '').trim() !== '')),
-    untrustedStdio: { mode: e.DMCP_UNTRUSTED_STDIO, bwrap: e.DMCP_BWRAP },
+    untrustedStdio: { mode: e.DMCP_UNTRUSTED_STDIO, bwrap: e.DMCP_BWRAP, hide: e.DMCP_SANDBOX_HIDE },
     metrics: { ...(e.DMCP_METRICS_PORT !== undefined ? { port: e.DMCP_METRICS_PORT } : {}), host: e.DMCP_METRICS_HOST },
     oauth: {
       dir: e.DMCP_OAUTH_DIR ? resolve(e.DMCP_OAUTH_DIR.trim()) : resolve(e.DMCP_DATA_DIR, DataDirEntry.oauthDir),

@@ -5,13 +5,14 @@ import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption
 import type { DataConverter } from '@temporalio/common';
 import type { Logger } from 'pino';
 import { createActivities, type Activities } from '../activities/index.js';
-import { configDirPath, ensureTurnKey, loadConfig } from '../config/load.js';
+import { ensureTurnKey, loadConfig } from '../config/load.js';
 import type { Boundary } from '../config/types.js';
 import { requestHeaders, scrubSecrets, serverEnvironment } from '../config/secrets.js';
 import { ServerPool } from '../mcp/pool.js';
 import { loadSettings, type Settings } from '../settings/index.js';
 import { createGovernance } from '../governance/index.js';
 import { createWorkerShelf, type WorkerShelf } from './shelf.js';
+import { sandboxHiddenPaths, sandboxHome } from './sandboxPaths.js';
 import { createWorkerMetrics, startMetricsServer, type MetricsServer, type WorkerMetrics } from './metrics.js';
 import { runtimeMetricsUrl } from './runtimeLogger.js';
 
@@ -150,10 +151,13 @@ export async function createWorkerParts(options: StartWorkerOptions, settings: S
     startTimeoutMs: settings.startTimeoutMs,
     toolPrefix: settings.toolPrefix,
     warmSpares: settings.warmSpares,
-    // Untrusted servers must not see the payload store and dev database, nor the trusted config.
+    // Untrusted servers must not see the turn key, the payload store, the trusted config, the
+    // worker's credentials, nor its home.
     untrustedStdio: {
-      ...settings.untrustedStdio,
-      hiddenPaths: [settings.dataDir, configDirPath(env)].filter((p): p is string => p !== undefined),
+      mode: settings.untrustedStdio.mode,
+      bwrap: settings.untrustedStdio.bwrap,
+      hiddenPaths: sandboxHiddenPaths(settings, env),
+      ...(sandboxHome(env) !== undefined ? { home: sandboxHome(env) } : {}),
       path: env.PATH,
       lang: env.LANG,
     },

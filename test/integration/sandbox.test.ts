@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import type { Turn } from '../../client/turnClient.js';
@@ -35,13 +35,13 @@ async function ask(turn: Turn, server: string, tool: string, args: Record<string
  * the workspace layer) both run the probe, so every sandbox assertion has a control that shows
  * what the same server can do outside the sandbox.
  */
-async function setUp(name: string, env: NodeJS.ProcessEnv, moreWorkspaceServers: Record<string, unknown> = {}) {
+async function setUp(name: string, env: NodeJS.ProcessEnv, moreWorkspaceServers: Record<string, unknown> = {}, workspaceAt?: string) {
   const root = await tempDir(`dmcp-sandbox-${name}-`);
   const configDir = join(root, 'config');
   // The default data dir (./.data): the client signs the turn's references with the turn key there.
   const dataDir = resolve('.data');
   const secretName = `probe-secret-${randomBytes(4).toString('hex')}.txt`;
-  const workspace = join(root, 'ws');
+  const workspace = workspaceAt ?? join(root, 'ws');
   const config = await writeConfigDir(configDir, { trusted: probe });
   await mkdir(dataDir, { recursive: true });
   await mkdir(join(workspace, '.agents'), { recursive: true });
@@ -151,6 +151,85 @@ describe('untrusted stdio servers run in a sandbox', () => {
       dataFiles.push(dataWrite);
       await ask(turn, 'wsprobe', 'write', { path: dataWrite });
       assert.equal(existsSync(dataWrite), false, 'nothing lands in the data dir');
+    } finally {
+      await turn.end();
+    }
+  });
+});
+
+describe('the sandbox hides the files the worker\'s settings name, and its home', () => {
+  // Outside the host's /tmp, which the private /tmp hides anyway: under the working directory.
+  const base = resolve(`.dmcp-sandbox-secrets-${randomBytes(4).toString('hex')}`);
+  const home = join(base, 'home');
+  // Most workspaces lie under the user's home.
+  const workspace = join(home, 'proj');
+  const secrets = {
+    tlsKey: join(base, 'tls', 'client.key'),
+    tlsCert: join(base, 'tls', 'client.pem'),
+    profile: join(base, 'temporal.toml'),
+    homeCredentials: join(home, '.aws', 'credentials'),
+    otherTurnKey: join(home, 'other-instance', '.data', 'turn.key'),
+    // Named by a setting and inside the workspace: still hidden.
+    tokensFile: join(workspace, 'api-tokens.txt'),
+    extra: join(base, 'extra', 'secret.txt'),
+  };
+  let s: Awaited<ReturnType<typeof setUp>>;
+  before(async () => {
+    for (const [name, file] of Object.entries(secrets)) {
+      await mkdir(dirname(file), { recursive: true });
+      await writeFile(file, `${name}-secret\n`);
+    }
+    await writeFile(join(workspace, 'notes.txt'), 'workspace notes\n');
+    await mkdir(join(home, '.agents'), { recursive: true });
+    await writeFile(join(home, '.agents', 'mcp.json'), JSON.stringify({ mcpServers: { homeprobe: probe } }));
+    s = await setUp('hide', {
+      HOME: home,
+      TEMPORAL_TLS_CLIENT_KEY_PATH: secrets.tlsKey,
+      TEMPORAL_TLS_CLIENT_CERT_PATH: secrets.tlsCert,
+      TEMPORAL_CONFIG_FILE: secrets.profile,
+      DMCP_API_TOKENS_FILE: secrets.tokensFile,
+      DMCP_SANDBOX_HIDE: join(base, 'extra'),
+    }, {}, workspace);
+  });
+  after(async () => {
+    await s?.h.stop();
+    rmSync(base, { force: true, recursive: true });
+  });
+
+  test('a workspace server reads none of them, and still reads and writes its workspace under the home', async () => {
+    const turn = await s.h.client.startTurn({ sessionId: `sandbox-hide-${Date.now()}`, workspace });
+    try {
+      const byName = Object.fromEntries(turn.status.servers.map((x) => [x.name, x]));
+      assert.equal(byName.wsprobe?.state, 'ready', JSON.stringify(byName.wsprobe));
+      const readable: string[] = [];
+      for (const [name, file] of Object.entries(secrets)) {
+        // The control: outside the sandbox each file is there.
+        assert.equal((await ask(turn, 'trusted', 'read', { path: file })).value, `${name}-secret\n`, name);
+        if ((await ask(turn, 'wsprobe', 'read', { path: file })).ok) readable.push(name);
+      }
+      assert.deepEqual(readable, [], 'secrets readable in the sandbox');
+      assert.equal((await ask(turn, 'wsprobe', 'read', { path: join(workspace, 'notes.txt') })).value, 'workspace notes\n');
+      const made = join(workspace, 'made-by-probe.txt');
+      assert.deepEqual(await ask(turn, 'wsprobe', 'write', { path: made }), { ok: true, value: 'written' });
+      assert.equal(await readFile(made, 'utf8'), 'written by the probe server\n');
+      // The hidden file inside the workspace cannot be replaced either.
+      assert.equal((await ask(turn, 'wsprobe', 'write', { path: secrets.tokensFile })).ok, false);
+      assert.equal(await readFile(secrets.tokensFile, 'utf8'), 'tokensFile-secret\n');
+      const planted = join(home, '.bashrc');
+      await ask(turn, 'wsprobe', 'write', { path: planted });
+      assert.equal(existsSync(planted), false, 'a write into the home next to the workspace never reaches the host');
+    } finally {
+      await turn.end();
+    }
+  });
+
+  test('the home itself as the workspace is refused, saying why', async () => {
+    const turn = await s.h.client.startTurn({ sessionId: `sandbox-home-${Date.now()}`, workspace: home });
+    try {
+      const byName = Object.fromEntries(turn.status.servers.map((x) => [x.name, x]));
+      assert.equal(byName.trusted?.state, 'ready', JSON.stringify(turn.status));
+      assert.equal(byName.homeprobe?.state, 'failed', JSON.stringify(byName.homeprobe));
+      assert.match(byName.homeprobe?.error ?? '', /the workspace .* is the worker's home, which the sandbox hides/);
     } finally {
       await turn.end();
     }

@@ -30,7 +30,7 @@ test('an empty environment gives the documented defaults', () => {
     governance: { allowedTools: undefined, disallowedTools: [] },
     boundary: { allowInline: undefined, allowedConfigDirs: undefined, workspaceRoots: undefined },
     api: { host: '127.0.0.1', port: 8235, maxBodyBytes: 2 * 1024 * 1024, callWaitMs: 30_000 },
-    untrustedStdio: { mode: 'sandbox', bwrap: 'bwrap' },
+    untrustedStdio: { mode: 'sandbox', bwrap: 'bwrap', hide: [] },
     metrics: { host: '127.0.0.1' },
     oauth: { dir: resolve('.data', 'oauth'), previousKeys: [], callbackPort: 8788 },
     debug: false,
@@ -65,6 +65,7 @@ const good: { env: Record<string, string>; check: (s: ReturnType<typeof loadSett
   { env: { DMCP_TASK_QUEUE: '   ' }, check: (s) => assert.equal(s.taskQueue, 'durable-mcp', 'blank is unset') },
   { env: { DMCP_OAUTH_CLIENT_METADATA_URL: ' https://example.org/dmcp/client.json ' }, check: (s) => assert.equal(s.oauth.clientMetadataUrl, 'https://example.org/dmcp/client.json') },
   { env: {}, check: (s) => assert.equal(s.oauth.clientMetadataUrl, undefined) },
+  { env: { DMCP_SANDBOX_HIDE: '/etc/ssl/private/agent.key: /srv/other-dmcp/.data/' }, check: (s) => assert.deepEqual(s.untrustedStdio.hide, ['/etc/ssl/private/agent.key', '/srv/other-dmcp/.data']) },
 ];
 for (const [i, row] of good.entries()) {
   void test(`reads ${Object.keys(row.env).join(', ')} (#${i + 1})`, () => row.check(loadSettings(row.env)));
@@ -95,6 +96,8 @@ const bad: [string, string][] = [
   ['DMCP_OAUTH_CLIENT_METADATA_URL', 'https://example.org/c.json#x'],
   ['DMCP_OAUTH_CLIENT_METADATA_URL', 'https://u:p@example.org/c.json'],
   ['DMCP_OAUTH_CLIENT_METADATA_URL', 'client.json'],
+  ['DMCP_SANDBOX_HIDE', 'secrets/agent.key'],
+  ['DMCP_SANDBOX_HIDE', '/etc/agent.key:/'],
 ];
 for (const [name, value] of bad) {
   void test(`refuses ${name}=${value}, naming the variable`, () => {
