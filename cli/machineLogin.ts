@@ -5,7 +5,7 @@
  * kept in the token store (the workers use it until it expires); without it, the command says how
  * the workers get their tokens. Nothing here prints a secret or a token.
  */
-import { grantMachineTokens, machineCredentialOf, MachineGrantError, machineProblemMessage, type MachineClient } from '../plane/machineLogin.js';
+import { grantMachineTokens, machineCredentialOf, MachineGrantError, machineMovedMessage, machinePinOf, machineProblemMessage, type MachineClient } from '../plane/machineLogin.js';
 import { tokenStoreFromSettings, type TokenStore } from '../plane/tokenStore.js';
 import type { Settings } from '../settings/index.js';
 
@@ -22,7 +22,7 @@ export interface MachineLoginOptions {
   store?: TokenStore;
 }
 
-/** Exit code 0 when the grant worked or was not tried (the variable is not set here), 1 when it was refused. */
+/** Exit code 0 when the grant worked or was not tried (the variable is not set here), 1 when it was refused or not made (the server names another authorization server than the pinned one). */
 export async function machineLoginCommand(opts: MachineLoginOptions): Promise<number> {
   const variable = opts.client.privateKeyEnv ?? opts.client.clientSecretEnv ?? '<VAR>';
   const what = opts.client.privateKeyEnv !== undefined ? 'private key' : 'client secret';
@@ -47,6 +47,8 @@ export async function machineLoginCommand(opts: MachineLoginOptions): Promise<nu
   // What a 403 asked for since the last grant: this grant asks for it too.
   const current = await store.read(opts.server).catch(() => undefined);
   const wantedScope = current?.grant === opts.client.grant ? current.wantedScope : undefined;
+  // A test grant from here is held to the workers' pin as well: only `mcp logout` lets go of it.
+  const pinned = machinePinOf(current, opts.server, opts.serverUrl, opts.client);
   try {
     const record = await grantMachineTokens({
       server: opts.server,
@@ -56,6 +58,7 @@ export async function machineLoginCommand(opts: MachineLoginOptions): Promise<nu
       fetch: (url, init) => base(url, { ...init, signal: init?.signal ?? AbortSignal.timeout(15_000) }),
       now: Date.now(),
       ...(wantedScope ? { wantedScope } : {}),
+      ...(pinned ? { pinned } : {}),
     });
     await store.withLock(opts.server, () => store.write(record));
     const expires = record.tokens.expiresAt !== undefined ? `, expires ${new Date(record.tokens.expiresAt).toISOString()}` : '';
@@ -64,6 +67,10 @@ export async function machineLoginCommand(opts: MachineLoginOptions): Promise<nu
     return 0;
   } catch (err) {
     if (!(err instanceof MachineGrantError)) throw err;
+    if (err.moved) {
+      opts.err(`${opts.server}: ${machineMovedMessage(opts.server, err.moved)}`);
+      return 1;
+    }
     opts.err(`${opts.server}: ${machineProblemMessage(opts.server, opts.client, err.reason, err.refused, { variable: 'here and on the workers', url: opts.serverUrl }).replace(/; tried again next turn$/, '')}`);
     return 1;
   }

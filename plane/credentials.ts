@@ -13,7 +13,7 @@ import type { LoginProblemKind } from '../contract/history.js';
 import type { LoginRecord, StoredTokens, TokenStore } from './tokenStore.js';
 import { sameServerUrl } from '../text/sameUrl.js';
 import { mcpEnvEntries } from '../settings/index.js';
-import { machineToken, type MachineClient, type MachineTokenDeps } from './machineLogin.js';
+import { machineMovedMessage, machineToken, type MachineClient, type MachineTokenDeps } from './machineLogin.js';
 
 // The pool's side of a login (mcp/login.ts) is what these credentials give it.
 import type { LoginCredentials as Credentials, LoginProblem, LoginToken as TokenAnswer } from '../mcp/login.js';
@@ -168,7 +168,7 @@ interface RecordNotes {
   logger: Logger;
   fetchFn: FetchLike;
   secrets: (server: string) => string[];
-  movedProblem: (server: string, to: string) => Promise<LoginProblem>;
+  movedProblem: (server: string, from: string, to: string) => Promise<LoginProblem>;
 }
 
 /**
@@ -218,7 +218,7 @@ async function recordAuthorizationServerMove(notes: RecordNotes, server: string,
         logger.warn({ server, from: record.discovery.authorizationServerUrl, to }, 'the server names another authorization server: its login must be made again there');
         await store.write({ ...record, movedTo: to });
       }
-      return notes.movedProblem(server, to);
+      return notes.movedProblem(server, record.discovery.authorizationServerUrl, to);
     });
   } catch (err) {
     logger.warn({ server, reason: shortReason(err, notes.secrets(server)) }, 'could not check whether the server moved to another authorization server');
@@ -255,7 +255,9 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
     return { problem: since ? loginProblem('in_progress', server, { startedAt: since }) : loginProblem('expired', server) };
   }
 
-  async function movedProblem(server: string, to: string): Promise<LoginProblem> {
+  async function movedProblem(server: string, from: string, to: string): Promise<LoginProblem> {
+    // A machine login is made again by no person's login: its pin is let go of instead.
+    if (deps.machineClient?.(server)) return { kind: 'moved', message: machineMovedMessage(server, { what: 'authorization server', from, to }) };
     const since = await store.pendingSince(server);
     return since ? loginProblem('in_progress', server, { startedAt: since }) : loginProblem('moved', server, { to });
   }
@@ -275,7 +277,7 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
       logger.warn({ server, loginUrl: record.serverUrl, serverUrl }, 'the OAuth login was made for another address; its token is not sent');
       return noLogin(server);
     }
-    if (record.movedTo !== undefined) return { problem: await movedProblem(server, record.movedTo) };
+    if (record.movedTo !== undefined) return { problem: await movedProblem(server, record.discovery.authorizationServerUrl, record.movedTo) };
     if (record.dead) return deadLogin(server);
     return record;
   }

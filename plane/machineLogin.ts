@@ -11,6 +11,7 @@
  */
 import { createHash, createPrivateKey } from 'node:crypto';
 import { auth, discoverOAuthServerInfo, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
+import { checkResourceAllowed, resourceUrlFromServerUrl } from '@modelcontextprotocol/sdk/shared/auth-utils.js';
 import { createPrivateKeyJwtAuth } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -179,20 +180,105 @@ class MachineGrantProvider implements OAuthClientProvider {
   }
 }
 
+/**
+ * The authorization server a machine login was first granted by: its credentials (the client
+ * secret, a signed assertion, an ID-JAG) go to this issuer's token endpoint and nowhere else.
+ */
+export interface AuthorizationServerPin {
+  issuer: string;
+  tokenEndpoint: string;
+}
+
+/** Where a login's credentials went: the issuer (its metadata's, else the address it was found at) and its token endpoint. */
+export function authorizationServerPinOf(discovery: Pick<OAuthDiscoveryState, 'authorizationServerUrl' | 'authorizationServerMetadata'>): AuthorizationServerPin {
+  const metadata = discovery.authorizationServerMetadata;
+  // The SDK's own fallback when the metadata names no token endpoint.
+  return { issuer: metadata?.issuer ?? discovery.authorizationServerUrl, tokenEndpoint: metadata?.token_endpoint ?? new URL('/token', discovery.authorizationServerUrl).href };
+}
+
+/** Where a pinned login's server now sends it instead: undefined while it is the pinned issuer and token endpoint. */
+export function authorizationServerMoveFrom(pinned: AuthorizationServerPin, found: AuthorizationServerPin): MachineMove | undefined {
+  // The protected resource metadata spells the same issuer with and without a trailing slash.
+  const bare = (u: string) => (u.endsWith('/') ? u.slice(0, -1) : u);
+  // The new one comes from metadata anyone may write, and is shown in the status: cut short.
+  if (bare(pinned.issuer) !== bare(found.issuer)) return { what: 'authorization server', from: pinned.issuer, to: found.issuer.slice(0, 200) };
+  if (pinned.tokenEndpoint !== found.tokenEndpoint) return { what: 'token endpoint', from: pinned.tokenEndpoint, to: found.tokenEndpoint.slice(0, 200) };
+  return undefined;
+}
+
+/** A pinned machine login's server names another authorization server (or its issuer another token endpoint). */
+export interface MachineMove {
+  what: 'authorization server' | 'token endpoint';
+  from: string;
+  to: string;
+}
+
 /** A grant the authorization server refused, or one that could not be made: `reason` holds no secret. */
 export class MachineGrantError extends Error {
   override name = 'MachineGrantError';
-  constructor(readonly reason: string, readonly refused: boolean) {
+  /** `moved`: the grant was not made, since the server names another authorization server than the pinned one. */
+  constructor(readonly reason: string, readonly refused: boolean, readonly moved?: MachineMove) {
     super(reason);
   }
+}
+
+/** RFC 6749's error codes and their extensions are short tokens; anything else in a body is free text. */
+const OAUTH_ERROR_CODE = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/**
+ * What an endpoint's refusal may say in a status: its HTTP status and, where the body is a
+ * well-formed OAuth error, its `error` code. Never its description or any other text of the body,
+ * which the endpoint's owner writes.
+ */
+export function refusalOf(status: number, body: string): { status: number; error?: string } {
+  let error: unknown;
+  try {
+    error = (JSON.parse(body) as { error?: unknown } | null)?.error;
+  } catch {
+    error = undefined;
+  }
+  return { status, ...(typeof error === 'string' && OAUTH_ERROR_CODE.test(error) ? { error } : {}) };
+}
+
+/**
+ * `fetchFn` noting the last refusal (an answer that is not 2xx) to a POST: the token requests
+ * of a grant, as opposed to the discovery GETs, whose 404s are expected.
+ */
+function watchingRefusals(fetchFn: FetchLike): { fetch: FetchLike; last?: { status: number; error?: string } } {
+  const watch: { fetch: FetchLike; last?: { status: number; error?: string } } = {
+    fetch: async (url, init) => {
+      const res = await fetchFn(url, init);
+      if (!res.ok && (init?.method ?? 'GET').toUpperCase() === 'POST') watch.last = refusalOf(res.status, await res.clone().text().catch(() => ''));
+      return res;
+    },
+  };
+  return watch;
+}
+
+/** A refusal in words fit for the status: `what` answered HTTP <status> [with <code>]. */
+function refusalText(what: string, refusal: { status: number; error?: string }): string {
+  return `${what} answered HTTP ${refusal.status}${refusal.error ? ` ${refusal.error}` : ''}`;
+}
+
+/**
+ * Why a grant failed, without any text of an answer's body: a JSON or schema error quotes the
+ * body it choked on, so it is named, not quoted.
+ */
+function bodyFreeReason(err: unknown, secrets: string[]): string {
+  const name = (err as { name?: unknown } | null)?.name;
+  if (name === 'SyntaxError') return 'an answer was not valid JSON';
+  if (name === 'ZodError') return 'an answer was not what the OAuth specifications say it should be';
+  return shortReason(err, secrets);
 }
 
 /**
  * Obtains tokens for `server` by the client-credentials grant: the server's 401 and protected
  * resource metadata say where its authorization server is and which scope it wants (with
  * `wantedScope`, what a 403 asked for since); the token request carries the resource indicator.
+ * Before any credential is sent: the metadata must name this server as its resource, and, where
+ * the login is `pinned`, the authorization server must be the pinned one.
  * @returns the login record to store (its tokens have no refresh token: the next ones come by a new grant).
- * @throws MachineGrantError with a reason fit for the status.
+ * @throws MachineGrantError with a reason fit for the status (with `moved` where the authorization server is not the pinned one).
  */
 export async function grantMachineTokens(opts: {
   server: string;
@@ -202,31 +288,50 @@ export async function grantMachineTokens(opts: {
   fetch: FetchLike;
   now: number;
   wantedScope?: string;
+  /** The authorization server of the login's first grant: a grant anywhere else is refused. */
+  pinned?: AuthorizationServerPin;
 }): Promise<LoginRecord> {
   const secrets = 'clientSecret' in opts.credential ? [opts.credential.clientSecret, ...(opts.credential.idToken ? [opts.credential.idToken] : [])] : [];
   if (!safeForTokens(opts.serverUrl)) throw new MachineGrantError(`${opts.serverUrl} is plain http to another machine: its tokens would cross the network readable; use an https:// address`, false);
   let provider: MachineGrantProvider;
+  const watch = watchingRefusals(opts.fetch);
+  let tokenEndpoint: string | undefined;
   try {
     const hint = await probeUnauthorized(opts.serverUrl, opts.fetch);
-    const found = await discoverOAuthServerInfo(opts.serverUrl, { ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), fetchFn: opts.fetch });
+    // Metadata elsewhere than on the server's own origin is not fetched: the worker would send
+    // requests wherever a server's 401 points. The well-known address on its origin serves instead.
+    const resourceMetadataUrl = hint?.resourceMetadataUrl?.origin === new URL(opts.serverUrl).origin ? hint.resourceMetadataUrl : undefined;
+    const found = await discoverOAuthServerInfo(opts.serverUrl, { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), fetchFn: opts.fetch });
     if (found.resourceMetadata) checkMetadataIssuer(opts.server, found.authorizationServerUrl, found.authorizationServerMetadata?.issuer);
-    const tokenEndpoint = found.authorizationServerMetadata?.token_endpoint ?? new URL('/token', found.authorizationServerUrl).href;
+    const resource = found.resourceMetadata?.resource;
+    if (resource !== undefined && !(URL.canParse(resource) && checkResourceAllowed({ requestedResource: resourceUrlFromServerUrl(opts.serverUrl), configuredResource: resource }))) {
+      throw new MachineGrantError(`its protected resource metadata names the resource ${resource.slice(0, 200)}, which is not ${opts.serverUrl}; nothing was sent`, false);
+    }
+    const at = authorizationServerPinOf(found);
+    tokenEndpoint = at.tokenEndpoint;
+    const moved = opts.pinned && authorizationServerMoveFrom(opts.pinned, at);
+    if (moved) throw new MachineGrantError(`its ${moved.what} moved from ${moved.from} to ${moved.to}`, false, moved);
     if (!safeForTokens(tokenEndpoint)) throw new MachineGrantError(`the token endpoint ${tokenEndpoint} is plain http to another machine: the client's credentials would cross the network readable`, false);
     const scope = scopeUnion(hint?.scope ?? found.resourceMetadata?.scopes_supported?.join(' '), opts.wantedScope);
     provider = new MachineGrantProvider(opts.client, opts.credential, scope);
-    if (opts.client.grant === 'id_jag') provider.assertion = await idJagOf(opts, found.authorizationServerMetadata?.issuer ?? found.authorizationServerUrl, found.resourceMetadata?.resource ?? opts.serverUrl, scope);
+    // The ID-JAG is for the issuer just checked and the server's own address, never for what the metadata says of itself.
+    if (opts.client.grant === 'id_jag') provider.assertion = await idJagOf(opts, at.issuer, opts.serverUrl, scope);
     provider.saveDiscoveryState({
       authorizationServerUrl: found.authorizationServerUrl,
-      ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl.href } : {}),
+      ...(resourceMetadataUrl ? { resourceMetadataUrl: resourceMetadataUrl.href } : {}),
       ...(found.resourceMetadata ? { resourceMetadata: found.resourceMetadata } : {}),
       ...(found.authorizationServerMetadata ? { authorizationServerMetadata: found.authorizationServerMetadata } : {}),
     });
-    await auth(provider, { serverUrl: opts.serverUrl, ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), ...(scope ? { scope } : {}), fetchFn: opts.fetch });
+    await auth(provider, { serverUrl: opts.serverUrl, ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}), fetchFn: watch.fetch });
   } catch (err) {
     if (err instanceof MachineGrantError) throw err;
-    const code = (err as { errorCode?: unknown }).errorCode;
-    const refused = typeof code === 'string' && ['invalid_client', 'unauthorized_client', 'invalid_grant', 'invalid_scope', 'unsupported_grant_type'].includes(code);
-    throw new MachineGrantError(err instanceof LoginError ? err.message : shortReason(err, secrets), refused);
+    if (err instanceof LoginError) throw new MachineGrantError(err.message, false);
+    const refusal = watch.last;
+    if (refusal) {
+      const refused = refusal.error !== undefined && ['invalid_client', 'unauthorized_client', 'invalid_grant', 'invalid_scope', 'unsupported_grant_type'].includes(refusal.error);
+      throw new MachineGrantError(refusalText('the token endpoint', refusal), refused);
+    }
+    throw new MachineGrantError(bodyFreeReason(err, secrets), false);
   }
   if (!provider.issued || !provider.discovery) throw new MachineGrantError('the authorization server answered without tokens', false);
   const { issuer: _issuer, ...tokens } = provider.issued as OAuthTokens & { issuer?: string };
@@ -253,14 +358,25 @@ async function idJagOf(opts: { client: MachineClient; credential: MachineCredent
   const endpoint = opts.client.idpTokenEndpoint ?? '';
   if (!safeForTokens(endpoint)) throw new MachineGrantError(`the identity provider's token endpoint ${endpoint} is plain http to another machine: the ID token would cross the network readable`, false);
   const idToken = 'idToken' in opts.credential ? opts.credential.idToken ?? '' : '';
+  const watch = watchingRefusals(opts.fetch);
   try {
-    const result = await requestJwtAuthorizationGrant({ tokenEndpoint: endpoint, audience, resource, idToken, clientId: opts.client.idpClientId ?? '', ...(scope ? { scope } : {}), fetchFn: opts.fetch });
+    const result = await requestJwtAuthorizationGrant({ tokenEndpoint: endpoint, audience, resource, idToken, clientId: opts.client.idpClientId ?? '', ...(scope ? { scope } : {}), fetchFn: watch.fetch });
     return result.jwtAuthGrant;
   } catch (err) {
     // fetch throws a TypeError when the identity provider cannot be reached: that is no refusal.
     if (err instanceof TypeError) throw new MachineGrantError(`the identity provider at ${endpoint} did not answer (${shortReason(err, [idToken])})`, false);
-    throw new MachineGrantError(`the identity provider refused the ID token in ${opts.client.idTokenEnv} (${shortReason(err, [idToken])}): it may have expired; set ${opts.client.idTokenEnv} to a fresh one on the workers`, true);
+    const why = watch.last ? refusalText('it', watch.last) : bodyFreeReason(err, [idToken]);
+    throw new MachineGrantError(`the identity provider refused the ID token in ${opts.client.idTokenEnv} (${why}): it may have expired; set ${opts.client.idTokenEnv} to a fresh one on the workers`, true);
   }
+}
+
+/**
+ * What the status says when a machine login's server names another authorization server than
+ * the one it was pinned to, and how an operator who expected the move re-pins it.
+ */
+export function machineMovedMessage(server: string, moved: Pick<MachineMove, 'what' | 'from' | 'to'>): string {
+  return `its ${moved.what} moved from ${moved.from} to ${moved.to}, where its client credentials are not sent (only to where its first grant was made): ` +
+    `if the move is expected, durable-mcp mcp logout ${server}; the next grant is then made at the new one and kept to it`;
 }
 
 /** What the status says when a machine login has no token to give, naming what to fix. */
@@ -289,6 +405,15 @@ export interface MachineTokenDeps {
 /** Whether `record` holds tokens of this machine client for this address (and not some earlier login). */
 function machineRecordFits(record: LoginRecord | undefined, server: string, serverUrl: string, client: MachineClient): record is LoginRecord {
   return record !== undefined && record.grant === client.grant && record.loginId === machineLoginId(server, client) && sameServerUrl(record.serverUrl, serverUrl) && !record.dead;
+}
+
+/**
+ * The pin of this machine client's login at this address: the authorization server its first
+ * grant was made at, kept with every later grant's record. A login of another client or address
+ * (an operator's new entry) pins afresh; `mcp logout` deletes the record, and with it the pin.
+ */
+export function machinePinOf(record: LoginRecord | undefined, server: string, serverUrl: string, client: MachineClient): AuthorizationServerPin | undefined {
+  return machineRecordFits(record, server, serverUrl, client) ? authorizationServerPinOf(record.discovery) : undefined;
 }
 
 /**
@@ -322,9 +447,15 @@ export async function machineToken(deps: MachineTokenDeps, server: string, serve
       return fallback ? answer(fallback) : problem(credential.reason, false);
     }
     let next: LoginRecord;
+    const pinned = machinePinOf(record, server, serverUrl, client);
     try {
-      next = await grantMachineTokens({ server, serverUrl, client, credential, fetch: deps.fetch, now: deps.now(), ...(fits && record.wantedScope ? { wantedScope: record.wantedScope } : {}) });
+      next = await grantMachineTokens({ server, serverUrl, client, credential, fetch: deps.fetch, now: deps.now(), ...(fits && record.wantedScope ? { wantedScope: record.wantedScope } : {}), ...(pinned ? { pinned } : {}) });
     } catch (err) {
+      if (err instanceof MachineGrantError && err.moved && fits) {
+        deps.logger.warn({ server, grant: client.grant, from: err.moved.from, to: err.moved.to }, 'the server names another authorization server than the machine login is pinned to: no grant made there');
+        if (record.movedTo !== err.moved.to) await deps.store.write({ ...record, movedTo: err.moved.to });
+        return fallback ? answer(fallback) : { problem: { kind: 'moved', message: machineMovedMessage(server, err.moved) } };
+      }
       const reason = err instanceof MachineGrantError ? err.reason : shortReason(err, 'clientSecret' in credential ? [credential.clientSecret, ...(credential.idToken ? [credential.idToken] : [])] : []);
       deps.logger.warn({ server, grant: client.grant, reason }, 'the machine grant failed');
       return fallback ? answer(fallback) : problem(reason, err instanceof MachineGrantError && err.refused);

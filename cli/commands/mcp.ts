@@ -65,7 +65,7 @@ export function commandLine(entry: ShelfEntry): string {
 export function serverState(server: ShelfServer, agents: string[], facts: ServerFacts): string {
   if (agents.length === 0) return 'not granted';
   if (server.entry.type === 'stdio') return 'command';
-  if (isMachineGrant(server.entry.oauth?.grant)) return machineState(server.entry.oauth, facts);
+  if (isMachineGrant(server.entry.oauth?.grant)) return machineState(server.name, server.entry.oauth, facts);
   if (facts.loginId !== undefined && facts.loginUrl !== undefined && !sameServerUrl(facts.loginUrl, server.entry.url)) {
     return `logged in for another address (${facts.loginUrl}), so not used: durable-mcp mcp login ${server.name}`;
   }
@@ -90,12 +90,13 @@ export function serverState(server: ShelfServer, agents: string[], facts: Server
   }
 }
 
-/** A machine login's state: it needs no login, whatever the token store holds. */
-function machineState(client: ShelfOAuthClient, facts: ServerFacts): string {
+/** A machine login's state: it needs no login, whatever the token store holds, unless its pinned authorization server moved. */
+function machineState(name: string, client: ShelfOAuthClient, facts: ServerFacts): string {
   const variable = client.privateKeyEnv ?? client.clientSecretEnv;
   const scope = facts.wantedScope ? `; wants more access (scope ${facts.wantedScope}), asked for at the next grant` : '';
-  if (client.grant === 'id_jag') return `cross-app access (the workers exchange the ID token in ${client.idTokenEnv} at the identity provider, then present it with ${variable})${scope}`;
-  return `client credentials (the workers get tokens with ${variable})${scope}`;
+  const moved = facts.loginId !== undefined && facts.movedTo ? `; its authorization server moved to ${facts.movedTo}, where no grant is made: if the move is expected, durable-mcp mcp logout ${name}` : '';
+  if (client.grant === 'id_jag') return `cross-app access (the workers exchange the ID token in ${client.idTokenEnv} at the identity provider, then present it with ${variable})${scope}${moved}`;
+  return `client credentials (the workers get tokens with ${variable})${scope}${moved}`;
 }
 
 function hasAuthorizationHeader(entry: ShelfEntry): boolean {

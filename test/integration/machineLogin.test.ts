@@ -140,7 +140,7 @@ describe('machine logins (client credentials) in turns', { timeout: 180_000 }, (
     const wrong = serverIn(turn.status, 'wrong');
     assert.equal(wrong.state, 'failed');
     assert.equal(wrong.login, 'refresh_failed');
-    assert.match(wrong.error ?? '', /^the authorization server refused its client credentials \(invalid_client: invalid client secret\): check WRONG_SECRET on the workers, or put the server back with the right client: durable-mcp mcp forget wrong, then durable-mcp mcp add wrong <url> --client-credentials --client-id fleet --client-secret-env WRONG_SECRET; tried again next turn$/);
+    assert.match(wrong.error ?? '', /^the authorization server refused its client credentials \(the token endpoint answered HTTP 401 invalid_client\): check WRONG_SECRET on the workers, or put the server back with the right client: durable-mcp mcp forget wrong, then durable-mcp mcp add wrong <url> --client-credentials --client-id fleet --client-secret-env WRONG_SECRET; tried again next turn$/);
     const unlisted = serverIn(turn.status, 'unlisted');
     assert.equal(unlisted.state, 'failed');
     assert.equal(unlisted.error, 'could not get a token by the client-credentials grant (its client secret is read from NOT_LISTED, which this worker may not read: list it in DMCP_MCP_ENV); tried again next turn');
@@ -194,7 +194,7 @@ describe('mcp login on a machine login', { timeout: 60_000 }, () => {
 
       const wrong = await run({ FLEET_SECRET: WRONG });
       assert.equal(wrong.code, 1);
-      assert.deepEqual(wrong.err, [`docs: the authorization server refused its client credentials (invalid_client: invalid client secret): check FLEET_SECRET here and on the workers, or put the server back with the right client: durable-mcp mcp forget docs, then durable-mcp mcp add docs ${fx.url} --client-credentials --client-id fleet --client-secret-env FLEET_SECRET`]);
+      assert.deepEqual(wrong.err, [`docs: the authorization server refused its client credentials (the token endpoint answered HTTP 401 invalid_client): check FLEET_SECRET here and on the workers, or put the server back with the right client: durable-mcp mcp forget docs, then durable-mcp mcp add docs ${fx.url} --client-credentials --client-id fleet --client-secret-env FLEET_SECRET`]);
       assert.ok(![...granted.out, ...wrong.err].some((l) => l.includes(SECRET) || l.includes(WRONG) || l.includes(record.tokens.access_token)));
     } finally {
       fx.child.kill();

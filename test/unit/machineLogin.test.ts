@@ -8,7 +8,8 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { serverState } from '../../cli/commands/mcp.js';
 import type { ShelfEntry, ShelfServer, ShelfState } from '../../contract/index.js';
-import { machineCredentialOf, machineLoginId, machineProblemMessage, privateKeyOf, type MachineClient } from '../../plane/machineLogin.js';
+import { authorizationServerMoveFrom, authorizationServerPinOf, machineCredentialOf, machineLoginId, machineMovedMessage, machinePinOf, machineProblemMessage, privateKeyOf, refusalOf, type MachineClient } from '../../plane/machineLogin.js';
+import type { LoginRecord } from '../../plane/tokenStore.js';
 import { ShelfInputError, machineClientsOf, parseAddArguments, shelfEntryProblem, signShelfGrant, signShelfServer, workerVariablesOf } from '../../plane/shelf.js';
 
 const URL_ = 'https://fleet.example/mcp';
@@ -125,4 +126,44 @@ test('what the status says of a machine login without a token, and what mcp list
   assert.equal(serverState(server, ['a'], { loginId: 'm-x', probe: { kind: 'unauthorized' } }), 'client credentials (the workers get tokens with FLEET_KEY)');
   assert.equal(serverState(server, ['a'], { loginId: 'm-x', wantedScope: 'mcp:write' }), 'client credentials (the workers get tokens with FLEET_KEY); wants more access (scope mcp:write), asked for at the next grant');
   assert.equal(serverState(server, [], {}), 'not granted');
+  assert.equal(
+    serverState(server, ['a'], { loginId: 'm-x', movedTo: 'https://evil.example/' }),
+    'client credentials (the workers get tokens with FLEET_KEY); its authorization server moved to https://evil.example/, where no grant is made: if the move is expected, durable-mcp mcp logout ' + server.name,
+  );
+});
+
+test('a refusal in the status: the HTTP status and a well-formed OAuth error code, nothing else of the body', () => {
+  assert.deepEqual(refusalOf(401, JSON.stringify({ error: 'invalid_client', error_description: 'client fleet unknown at db-7.corp' })), { status: 401, error: 'invalid_client' });
+  assert.deepEqual(refusalOf(400, JSON.stringify({ error: 'urn:example:dpop_required' })), { status: 400, error: 'urn:example:dpop_required' });
+  for (const body of ['<html>proxy error at 10.0.0.7</html>', '', 'null', '[1]', JSON.stringify({ error: 'no such user: admin' }), JSON.stringify({ error: 42 }), JSON.stringify({ error: 'x'.repeat(65) })]) {
+    assert.deepEqual(refusalOf(502, body), { status: 502 }, body);
+  }
+});
+
+test('the pin: the issuer and token endpoint of the first grant; another issuer or token endpoint is a move, a trailing slash is not', () => {
+  const at = (issuer: string, tokenEndpoint: string) => ({ authorizationServerUrl: issuer, authorizationServerMetadata: { issuer, authorization_endpoint: `${issuer}authorize`, token_endpoint: tokenEndpoint, response_types_supported: ['code'] } });
+  const pinned = authorizationServerPinOf(at('https://as.example/', 'https://as.example/oauth/token'));
+  assert.deepEqual(pinned, { issuer: 'https://as.example/', tokenEndpoint: 'https://as.example/oauth/token' });
+  assert.deepEqual(authorizationServerPinOf({ authorizationServerUrl: 'https://legacy.example/' }), { issuer: 'https://legacy.example/', tokenEndpoint: 'https://legacy.example/token' });
+  assert.equal(authorizationServerMoveFrom(pinned, { issuer: 'https://as.example', tokenEndpoint: 'https://as.example/oauth/token' }), undefined);
+  assert.deepEqual(authorizationServerMoveFrom(pinned, authorizationServerPinOf(at('https://evil.example/', 'https://evil.example/token'))), { what: 'authorization server', from: 'https://as.example/', to: 'https://evil.example/' });
+  assert.deepEqual(authorizationServerMoveFrom(pinned, { issuer: 'https://as.example/', tokenEndpoint: 'https://evil.example/token' }), { what: 'token endpoint', from: 'https://as.example/oauth/token', to: 'https://evil.example/token' });
+  assert.equal(
+    machineMovedMessage('docs', { what: 'token endpoint', from: 'https://as.example/oauth/token', to: 'https://evil.example/token' }),
+    'its token endpoint moved from https://as.example/oauth/token to https://evil.example/token, where its client credentials are not sent (only to where its first grant was made): if the move is expected, durable-mcp mcp logout docs; the next grant is then made at the new one and kept to it',
+  );
+});
+
+test("the pin is the login's own: of this client at this address, whatever its tokens' state", () => {
+  const client: MachineClient = { clientId: 'fleet', clientSecretEnv: 'FLEET_SECRET', grant: 'client_credentials' };
+  const record: LoginRecord = {
+    server: 'docs', serverUrl: URL_, loginId: machineLoginId('docs', client), createdAt: '2026-01-01T00:00:00.000Z', grant: 'client_credentials', client: { client_id: 'fleet' },
+    discovery: { authorizationServerUrl: 'https://as.example/' }, tokens: { access_token: 'at', token_type: 'bearer', obtainedAt: 0, expiresAt: 1 },
+  };
+  assert.deepEqual(machinePinOf(record, 'docs', URL_, client), { issuer: 'https://as.example/', tokenEndpoint: 'https://as.example/token' });
+  assert.deepEqual(machinePinOf({ ...record, movedTo: 'https://evil.example/' }, 'docs', URL_, client)?.issuer, 'https://as.example/');
+  assert.equal(machinePinOf(undefined, 'docs', URL_, client), undefined);
+  assert.equal(machinePinOf(record, 'docs', 'https://other.example/mcp', client), undefined, 'an entry put back at another address pins afresh');
+  assert.equal(machinePinOf(record, 'docs', URL_, { ...client, clientId: 'other' }), undefined, 'another client pins afresh');
+  assert.equal(machinePinOf({ ...record, grant: undefined }, 'docs', URL_, client), undefined, 'a person\'s login is no pin');
 });
