@@ -226,6 +226,26 @@ async function recordAuthorizationServerMove(notes: RecordNotes, server: string,
   }
 }
 
+/**
+ * What stands in for a login that cannot give a token: a person's login in progress wins over the
+ * reason (none yet, over, or made at an authorization server that moved).
+ */
+function missingLogins(store: CredentialsDeps['store'], machineClient: CredentialsDeps['machineClient']) {
+  const pendingOr = async (server: string, otherwise: () => LoginProblem): Promise<LoginProblem> => {
+    const since = await store.pendingSince(server);
+    return since ? loginProblem('in_progress', server, { startedAt: since }) : otherwise();
+  };
+  return {
+    noLogin: async (server: string): Promise<TokenAnswer> => ({ problem: await pendingOr(server, () => loginProblem('wanted', server)) }),
+    deadLogin: async (server: string): Promise<TokenAnswer> => ({ problem: await pendingOr(server, () => loginProblem('expired', server)) }),
+    movedProblem: async (server: string, from: string, to: string): Promise<LoginProblem> => {
+      // A machine login is made again by no person's login: its pin is let go of instead.
+      if (machineClient?.(server)) return { kind: 'moved', message: machineMovedMessage(server, { what: 'authorization server', from, to }) };
+      return pendingOr(server, () => loginProblem('moved', server, { to }));
+    },
+  };
+}
+
 /** Credentials over a token store. */
 export function createCredentials(deps: CredentialsDeps): Credentials {
   const { store, logger } = deps;
@@ -245,22 +265,7 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
     known.set(server, list.slice(-32));
   }
 
-  async function noLogin(server: string): Promise<TokenAnswer> {
-    const since = await store.pendingSince(server);
-    return { problem: since ? loginProblem('in_progress', server, { startedAt: since }) : loginProblem('wanted', server) };
-  }
-
-  async function deadLogin(server: string): Promise<TokenAnswer> {
-    const since = await store.pendingSince(server);
-    return { problem: since ? loginProblem('in_progress', server, { startedAt: since }) : loginProblem('expired', server) };
-  }
-
-  async function movedProblem(server: string, from: string, to: string): Promise<LoginProblem> {
-    // A machine login is made again by no person's login: its pin is let go of instead.
-    if (deps.machineClient?.(server)) return { kind: 'moved', message: machineMovedMessage(server, { what: 'authorization server', from, to }) };
-    const since = await store.pendingSince(server);
-    return since ? loginProblem('in_progress', server, { startedAt: since }) : loginProblem('moved', server, { to });
-  }
+  const { noLogin, deadLogin, movedProblem } = missingLogins(store, deps.machineClient);
 
   /** The record, or the problem that stands in for it. */
   async function load(server: string, serverUrl: string): Promise<LoginRecord | TokenAnswer> {

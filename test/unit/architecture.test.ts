@@ -201,7 +201,7 @@ test('no patch before the first release: workflow code calls neither patched() n
  * convention another library owns, or tooling that must run before the rest exists.
  */
 const envReadExceptions: Record<string, { names: string[]; why: string }> = {
-  'connection/index.ts': { names: ['TEMPORAL_CONFIG_FILE', 'TEMPORAL_PROFILE', 'TEMPORAL_ADDRESS'], why: "Temporal's own env-config conventions, resolved with @temporalio/envconfig" },
+  'connection/index.ts': { names: ['TEMPORAL_CONFIG_FILE', 'TEMPORAL_PROFILE', 'TEMPORAL_ADDRESS', 'TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_PATH'], why: "Temporal's own env-config conventions, resolved with @temporalio/envconfig" },
   'dev/temporalCli.ts': { names: ['DMCP_TEMPORAL_CLI'], why: 'finding the Temporal CLI is setup tooling, run by npm before anything is configured' },
   'dev/clusterTools.ts': { names: ['DMCP_CLUSTER_TOOLS_DIR'], why: 'where the cluster test and bench find their built servers is setup tooling, like the Temporal CLI' },
   'payloads/s3Storage.ts': { names: ['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'], why: "a write that silences the AWS SDK's own warning" },
