@@ -49,7 +49,7 @@ export interface ApiOptions {
   callWaitMs: number;
   /** What `?render=model` renders (the worker's shaping limits). */
   shapeLimits: ShapeLimits;
-  /** How often an event stream reads Temporal (default 500 ms). */
+  /** How often an event stream lists its session's turns to find a new one (default 500 ms). */
   eventsPollMs?: number;
   /** Aborted when the server shuts down: event streams end so the server can close. */
   shutdown?: AbortSignal;

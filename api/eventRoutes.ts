@@ -15,7 +15,7 @@ import * as S from './schemas.js';
 export interface EventRoutesDeps {
   turns: TurnClient;
   logger: Logger;
-  /** How often an event stream reads Temporal (default 500 ms). */
+  /** How often an event stream lists its session's turns to find a new one (default 500 ms). */
   eventsPollMs?: number;
   /** Aborted when the server shuts down: event streams end so the server can close. */
   shutdown?: AbortSignal;
