@@ -43,6 +43,8 @@ function streamSlots(limits: EventStreamLimits = {}) {
   let open = 0;
   const byToken = new Map<string, number>();
   return {
+    total,
+    perToken,
     take(token: ApiToken): () => void {
       const key = token.hash.toString('hex');
       const mine = byToken.get(key) ?? 0;
@@ -89,7 +91,8 @@ export function registerEventRoutes(app: ApiApp, deps: EventRoutesDeps): void {
       description:
         '`mcp.status` at the start of every turn, `call.started` and `call.finished` per call, `call.input_required` per question a call asks a person ' +
         '(answer it at `.../inputs/{requestId}`), `call.progress` per change of a call\'s MCP task, `turn.ended`. The newest turn is sent from its start on connect; ' +
-        'event IDs are stable, so a reconnecting client can drop what it has.',
+        'event IDs are stable, so a reconnecting client can drop what it has. ' +
+        `At most ${slots.perToken} streams per token and ${slots.total} in all are open at once: one more is 429.`,
       request: { params: S.SessionParams },
       responses: { 200: { description: 'An event stream; each event is one of these, its `data` JSON', content: { 'text/event-stream': { schema: S.sessionEventSchema() } } }, ...errors() },
     }),
