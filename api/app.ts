@@ -12,7 +12,7 @@ import type { ApiToken } from './auth.js';
 import type { ApiBoundary } from './boundary.js';
 import { registerCallRoutes } from './callRoutes.js';
 import { registerInputRoutes } from './inputRoutes.js';
-import { registerEventRoutes } from './eventRoutes.js';
+import { registerEventRoutes, type EventStreamLimits } from './eventRoutes.js';
 import { installMiddleware, validationHook, type RequestOrigins } from './middleware.js';
 import { registerDocument, registerHealthRoutes } from './operationRoutes.js';
 import type { Env } from './routing.js';
@@ -49,10 +49,12 @@ export interface ApiOptions {
   callWaitMs: number;
   /** What `?render=model` renders (the worker's shaping limits). */
   shapeLimits: ShapeLimits;
-  /** How often an event stream reads Temporal (default 500 ms). */
+  /** How often an event stream lists its session's turns to find a new one (default 500 ms). */
   eventsPollMs?: number;
   /** Aborted when the server shuts down: event streams end so the server can close. */
   shutdown?: AbortSignal;
+  /** Event streams open at once, overall and per token (default 64 and 16); one more is answered 429. */
+  maxEventStreams?: EventStreamLimits;
   /**
    * The shelf routes: the operator's turn key (adding and granting are signed with it; without it
    * they are refused), the environment whose secret values an entry may not hold, and how long a

@@ -1,12 +1,15 @@
 /**
- * A session's events, read from Temporal alone (the API keeps no state): every poll lists the
- * session's turns and reads the history of those still running. Each event has a stable ID
- * (`<turnId>|status`, `<turnId>|<callId>|started`, ...), so a client that reconnects and is sent
- * the newest turn's events again can drop the ones it has.
+ * A session's events, read from Temporal alone (the API keeps no state): the stream lists the
+ * session's turns every poll to find new ones, and follows each turn's history as it grows (a
+ * long poll that answers with the events not read yet), so no event is read or decoded twice.
+ * Each event has a stable ID (`<turnId>|status`, `<turnId>|<callId>|started`, ...), so a client
+ * that reconnects and is sent the newest turn's events again can drop the ones it has.
  */
+import type { Client } from '@temporalio/client';
 import { inputRequestId } from '../contract/index.js';
 import type { TurnClient } from '../client/turnClient.js';
-import type { Transcript } from '../client/transcript.js';
+import { transcriptFollower, type Transcript } from '../client/transcript.js';
+import { decodeHistoryPayloads } from '../payloads/decodeHistory.js';
 
 export interface SessionEvent {
   id: string;
@@ -85,6 +88,7 @@ export function newEvents(t: Transcript, seen: TurnSeen): SessionEvent[] {
 }
 
 export interface SessionEventsOptions {
+  /** How often the session's turns are listed, to find a new one. */
   pollMs: number;
   signal: AbortSignal;
 }
@@ -94,23 +98,102 @@ export interface SessionEventsOptions {
  * starts is sent from its beginning (its status first); older turns are not replayed.
  */
 export async function* sessionEvents(turns: TurnClient, sessionId: string, options: SessionEventsOptions): AsyncGenerator<SessionEvent> {
-  const seen = new Map<string, TurnSeen>();
-  let first = true;
-  while (!options.signal.aborted) {
-    const ids = await turns.sessionTurns(sessionId);
-    if (first) {
-      for (const id of ids.slice(0, -1)) seen.set(id, { status: true, started: new Set(), asked: new Set(), finished: new Set(), ended: true });
-      first = false;
+  const stop = new AbortController();
+  const abort = () => stop.abort();
+  options.signal.addEventListener('abort', abort, { once: true });
+  if (options.signal.aborted) abort();
+  const queue: SessionEvent[] = [];
+  let failed: { err: unknown } | undefined;
+  let wake: (() => void) | undefined;
+  const notify = () => {
+    wake?.();
+    wake = undefined;
+  };
+  stop.signal.addEventListener('abort', notify, { once: true });
+  const emit = (events: SessionEvent[]) => {
+    queue.push(...events);
+    if (events.length > 0) notify();
+  };
+  const fail = (err: unknown) => {
+    if (!stop.signal.aborted) failed ??= { err };
+    notify();
+  };
+  const watchTurns = async () => {
+    const following = new Set<string>();
+    let first = true;
+    while (!stop.signal.aborted) {
+      const ids = await turns.sessionTurns(sessionId);
+      if (first) {
+        for (const id of ids.slice(0, -1)) following.add(id);
+        first = false;
+      }
+      for (const id of ids) {
+        if (following.has(id)) continue;
+        following.add(id);
+        followTurn(turns.client, id, stop.signal, emit).catch(fail);
+      }
+      await sleep(options.pollMs, stop.signal);
     }
-    for (const id of ids) {
-      let s = seen.get(id);
-      if (s?.ended) continue;
-      if (!s) seen.set(id, (s = { status: false, started: new Set(), asked: new Set(), finished: new Set(), ended: false }));
-      const t = await turns.transcript(id);
-      for (const e of newEvents(t, s)) yield e;
+  };
+  watchTurns().catch(fail);
+  try {
+    for (;;) {
+      const next = queue.shift();
+      if (next) {
+        yield next;
+        continue;
+      }
+      if (failed) throw failed.err;
+      if (stop.signal.aborted) return;
+      await new Promise<void>((resolve) => (wake = resolve));
     }
-    await sleep(options.pollMs, options.signal);
+  } finally {
+    options.signal.removeEventListener('abort', abort);
+    stop.abort();
   }
+}
+
+/**
+ * Follows one turn's history from its first run until it ends, sending its events as they come.
+ * With `waitNewEvent`, Temporal answers a running turn's history with a page token even at its
+ * end, and the next read with that token waits for events after it.
+ */
+async function followTurn(client: Client, turnId: string, signal: AbortSignal, emit: (events: SessionEvent[]) => void): Promise<void> {
+  const converter = client.options.loadedDataConverter;
+  const transcript = transcriptFollower(turnId, converter.payloadConverter);
+  const seen: TurnSeen = { status: false, started: new Set(), asked: new Set(), finished: new Set(), ended: false };
+  let runId = await firstRunId(client, turnId);
+  let nextPageToken: Uint8Array | undefined;
+  while (!signal.aborted) {
+    const page = await client.withAbortSignal(signal, () =>
+      client.workflowService.getWorkflowExecutionHistory({ namespace: client.options.namespace, execution: { workflowId: turnId, runId }, nextPageToken, waitNewEvent: true, skipArchival: true }),
+    );
+    const events = page.history?.events ?? [];
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+    if (events.length > 0) {
+      await decodeHistoryPayloads({ events }, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
+      emit(newEvents(transcript.add(events), seen));
+      if (seen.ended) return;
+      const continued = events.find((e) => e.workflowExecutionContinuedAsNewEventAttributes)?.workflowExecutionContinuedAsNewEventAttributes;
+      if (continued?.newExecutionRunId) {
+        runId = continued.newExecutionRunId;
+        nextPageToken = undefined;
+        continue;
+      }
+    }
+    // No token: the run is closed and read to its end.
+    if (!nextPageToken) return;
+  }
+}
+
+/** The turn's first run, where its status was reported; undefined (the latest run) while visibility has none. */
+async function firstRunId(client: Client, turnId: string): Promise<string | undefined> {
+  let first: { runId: string; start: number } | undefined;
+  for await (const w of client.workflow.list({ query: `WorkflowId = '${turnId.replace(/'/g, "\\'")}'` })) {
+    const start = w.startTime.getTime();
+    if (!first || start < first.start) first = { runId: w.runId, start };
+  }
+  return first?.runId;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

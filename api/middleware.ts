@@ -38,10 +38,12 @@ export function installMiddleware(app: ApiApp, options: MiddlewareOptions): void
   // its own name to 127.0.0.1 reaches the API through its visitor's browser, and its requests carry
   // that name as `Host` and its site as `Origin`. Without this, the token is all that stands between.
   app.use('*', originCheck(options.requestOrigins ?? {}));
-  app.use(`${API}/*`, bodyLimit({ maxSize: options.maxBodyBytes, onError: () => { throw new ApiError('payload_too_large', `the body is larger than ${options.maxBodyBytes} bytes (DMCP_API_MAX_BODY)`); } }));
-  // Every route but health and the document needs a token; there is no open mode.
+  // Every route but health and the document needs a token; there is no open mode. The token is
+  // checked before the body limit, which reads a chunked body whole: a caller without a token
+  // must not make the API read what it sends.
   const authenticate = tokenCheck(options.tokens);
-  for (const path of [`${API}/sessions/*`, `${API}/shelf`, `${API}/shelf/*`, `${API}/agents/*`]) app.use(path, authenticate);
+  const limitBody = bodyLimit({ maxSize: options.maxBodyBytes, onError: () => { throw new ApiError('payload_too_large', `the body is larger than ${options.maxBodyBytes} bytes (DMCP_API_MAX_BODY)`); } });
+  for (const path of [`${API}/sessions/*`, `${API}/shelf`, `${API}/shelf/*`, `${API}/agents/*`]) app.use(path, authenticate, limitBody);
   for (const path of [`${API}/sessions/:sessionId/turns`, `${API}/sessions/:sessionId/turns/:turn/calls`, `${API}/shelf/servers/:name`]) app.use(path, bodyRequired);
   app.use(`${API}/sessions/:sessionId/*`, sessionReach);
   app.use(`${API}/sessions/:sessionId`, sessionReach);

@@ -17,7 +17,19 @@ export interface ApiServerOptions extends Omit<ApiOptions, 'shutdown'> {
   logger: Logger;
   /** How long `close()` waits for requests in flight before cutting them (default 30 s). */
   closeGraceMs?: number;
+  /** How long a connection may take to send a request's headers before it is closed (default 10 s). */
+  headersTimeoutMs?: number;
+  /**
+   * How long a connection may take to send a whole request, headers and body, before it is closed
+   * (default 30 s). It ends when the request has arrived: an event stream's answer is not bounded.
+   */
+  requestTimeoutMs?: number;
+  /** Connections served at once; the ones beyond are closed as they arrive (default 256). */
+  maxConnections?: number;
 }
+
+/** Below the common 1024 open files of a process, which its worker's servers and Temporal share. */
+const DEFAULT_MAX_CONNECTIONS = 256;
 
 export interface RunningApi {
   /** `http://host:port` */
@@ -33,10 +45,16 @@ export async function startApiServer(options: ApiServerOptions): Promise<Running
   // loopback names, since any other name is one a web page rebound to 127.0.0.1.
   const onLoopback = isLoopback(options.host) || options.host.toLowerCase() === 'localhost';
   const app = createApi({ ...options, shutdown: shutdown.signal, requestOrigins: { ...options.requestOrigins, anyHost: options.requestOrigins?.anyHost ?? !onLoopback } });
-  const server = createAdaptorServer({ fetch: app.fetch, hostname: options.host }) as Server;
-  // A slow client cannot hold a connection open forever before it has sent its request.
-  server.headersTimeout = 20_000;
-  server.requestTimeout = 0;
+  const headersTimeout = options.headersTimeoutMs ?? 10_000;
+  const requestTimeout = Math.max(options.requestTimeoutMs ?? 30_000, headersTimeout);
+  // A slow client cannot hold a connection open before it has sent its request. Node checks the
+  // timeouts every `connectionsCheckingInterval` (30 s by default, which would double them).
+  const server = createAdaptorServer({
+    fetch: app.fetch,
+    hostname: options.host,
+    serverOptions: { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.min(1000, headersTimeout / 2) },
+  }) as Server;
+  server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {

@@ -11,6 +11,7 @@ import { LEGACY_INPUT_KEY, inputRequestId, type DeliverInputAnswerInput, type In
 import { stripTerminalControls } from '../text/terminal.js';
 
 type History = temporal.api.history.v1.IHistory;
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 type Payloads = temporal.api.common.v1.IPayloads | null | undefined;
 
 /** One call as the history shows it. */
@@ -153,13 +154,19 @@ interface LocalActivityMarkerData {
   activityType?: string;
 }
 
-/** Builds a transcript from a turn's history events. Pure. */
-export function buildTranscript(turnId: string, history: History, converter: PayloadConverter = defaultPayloadConverter): Transcript {
-  const t: Transcript = { turnId, tools: [], calls: [], state: 'running' };
-  const scheduled = new Map<string, { type: string; callId?: string }>();
+/** What reading a history has gathered so far. */
+interface TranscriptState {
+  t: Transcript;
+  /** The run's scheduled activities by event ID. */
+  scheduled: Map<string, { type: string; callId?: string }>;
+  calls: Map<string, TranscriptCall>;
+  /** 2025-era questions by request ID, until the answer delivered to the waiting call names its action. */
+  legacyAsked: Map<string, TranscriptInput>;
+  callFor(id: string, name?: string, args?: Record<string, unknown>): TranscriptCall;
+}
+
+function transcriptState(turnId: string): TranscriptState {
   const calls = new Map<string, TranscriptCall>();
-  // 2025-era questions by request ID, until the answer delivered to the waiting call names its action.
-  const legacyAsked = new Map<string, TranscriptInput>();
   const callFor = (id: string, name = '', args: Record<string, unknown> = {}) => {
     let call = calls.get(id);
     if (!call) {
@@ -168,10 +175,39 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
     }
     return call;
   };
+  return { t: { turnId, tools: [], calls: [], state: 'running' }, scheduled: new Map(), calls, legacyAsked: new Map(), callFor };
+}
 
-  for (const e of history.events ?? []) {
+/** Builds a transcript from a turn's history events. Pure. */
+export function buildTranscript(turnId: string, history: History, converter: PayloadConverter = defaultPayloadConverter): Transcript {
+  const state = transcriptState(turnId);
+  readEvents(state, history.events ?? [], converter);
+  return state.t;
+}
+
+/**
+ * A transcript built as its turn's history is read, page by page and run after run (a turn that
+ * continued as new goes on in the run it names): each event is read once. `add` takes the next
+ * events, their payloads decoded, and returns the transcript so far (the same object each time).
+ */
+export function transcriptFollower(turnId: string, converter: PayloadConverter = defaultPayloadConverter): { add(events: readonly HistoryEvent[]): Transcript } {
+  const state = transcriptState(turnId);
+  return {
+    add(events) {
+      readEvents(state, events, converter);
+      return state.t;
+    },
+  };
+}
+
+function readEvents(state: TranscriptState, events: readonly HistoryEvent[], converter: PayloadConverter): void {
+  const { t, scheduled, calls, legacyAsked, callFor } = state;
+  for (const e of events) {
     const id = String(e.eventId);
     if (e.workflowExecutionStartedEventAttributes) {
+      // A run after continue-as-new numbers its events from 1 again.
+      scheduled.clear();
+      t.state = 'running';
       const input = decode<TurnInput>(e.workflowExecutionStartedEventAttributes.input, converter);
       t.sessionId = input?.sessionId;
       for (const request of (input?.batch ?? []).flat()) callFor(request.id, request.name, request.arguments ?? {});
@@ -306,7 +342,6 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
     }
   }
   t.calls = [...calls.values()];
-  return t;
 }
 
 /**

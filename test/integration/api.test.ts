@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
+import { Client, Connection } from '@temporalio/client';
 import { TurnClient } from '../../client/turnClient.js';
 import { hashToken, parseTokens } from '../../api/auth.js';
 import { startApiServer, type RunningApi } from '../../api/server.js';
@@ -211,10 +212,9 @@ describe('the HTTP API', () => {
     await post(started.links.end, {});
   });
 
-  test('the event stream delivers mcp.status with the right servers, then the calls', async () => {
-    const sessionId = `api-events-${Date.now()}`;
-    const stop = new AbortController();
-    const res = await fetch(`${api.url}/api/v1/sessions/${sessionId}/events`, { signal: stop.signal, headers: AUTH });
+  /** The events of a session's stream as they arrive, until `stop` aborts. */
+  const streamEvents = async (base: string, sessionId: string, stop: AbortController) => {
+    const res = await fetch(`${base}/api/v1/sessions/${sessionId}/events`, { signal: stop.signal, headers: AUTH });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
     const events: { event: string; id: string; data: Json }[] = [];
@@ -232,6 +232,13 @@ describe('the HTTP API', () => {
         }
       }
     })().catch(() => undefined);
+    return { events, reading };
+  };
+
+  test('the event stream delivers mcp.status with the right servers, then the calls', async () => {
+    const sessionId = `api-events-${Date.now()}`;
+    const stop = new AbortController();
+    const { events, reading } = await streamEvents(api.url, sessionId, stop);
     const started = await startTurn(sessionId, [spec(), `broken:${process.execPath} -e process.exit(3)`]);
     await post(started.links.calls, { id: 'toolu_evt', name: 'mcp__fixture__echo', arguments: { text: 'evented' } });
     await waitUntil('call.finished on the stream', async () => events.some((e) => e.event === 'call.finished'), 15_000);
@@ -246,6 +253,82 @@ describe('the HTTP API', () => {
     assert.equal(events[2]!.data.id, 'toolu_evt');
     assert.equal(events[2]!.data.status, 'ok');
     await post(started.links.end, {});
+  });
+
+  test('an event stream reads each history event once as the turn goes on, not the whole history every poll', async () => {
+    // Every history read of this API goes through this connection, and is counted in events.
+    const connection = await Connection.connect({ address: temporalAddress() });
+    const service = connection.workflowService;
+    let eventsRead = 0;
+    const counted = new Proxy(service, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if ((prop !== 'getWorkflowExecutionHistory' && prop !== 'getWorkflowExecutionHistoryReverse') || typeof value !== 'function') return value;
+        return async (...args: unknown[]) => {
+          const res = (await (value as (...a: unknown[]) => Promise<{ history?: { events?: unknown[] | null } | null }>).apply(target, args));
+          eventsRead += res.history?.events?.length ?? 0;
+          return res;
+        };
+      },
+    });
+    Object.defineProperty(connection, 'workflowService', { value: counted });
+    const own = await startApiServer({
+      host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }), turns: new TurnClient({ client: new Client({ connection }), taskQueue: h.taskQueue }),
+      tokens: parseTokens(`${hashToken(TOKEN)} *`, 'DMCP_API_TOKENS'), boundary: { allowInline: true, allowedConfigDirs: [], workspaceRoots: [dir] },
+      maxBodyBytes: 64 * 1024, callWaitMs: 20_000, shapeLimits: DEFAULT_SHAPE_LIMITS, eventsPollMs: 100,
+    });
+    const stop = new AbortController();
+    try {
+      const sessionId = `api-follow-${Date.now()}`;
+      const started = await startTurn(sessionId);
+      const call = (i: number) => post(started.links.calls, { id: `toolu_follow_${i}`, name: 'mcp__fixture__echo', arguments: { text: `follow ${i}` } });
+      for (let i = 0; i < 6; i++) assert.equal((await call(i)).status, 200);
+      const { events, reading } = await streamEvents(own.url, sessionId, stop);
+      const finished = () => events.filter((e) => e.event === 'call.finished').length;
+      await waitUntil('the six calls on the stream', async () => finished() === 6, 15_000);
+      // Twenty polls with nothing new, then one more call: it arrives, read once.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      assert.equal((await call(6)).status, 200);
+      await waitUntil('the seventh call on the stream', async () => finished() === 7, 15_000);
+      stop.abort();
+      await reading;
+      const length = (await turns.client.workflow.getHandle(started.turnId).fetchHistory()).events?.length ?? 0;
+      assert.deepEqual(events.map((e) => e.id), [...new Set(events.map((e) => e.id))], 'no event is sent twice');
+      assert.ok(eventsRead <= length, `the stream read ${eventsRead} history events of a history of ${length}`);
+      await post(started.links.end, {});
+    } finally {
+      stop.abort();
+      await own.close();
+      await connection.close();
+    }
+  });
+
+  test('an event stream follows a turn across continue-as-new, and one opened after it still starts from the status', async () => {
+    const sessionId = `api-follow-continued-${Date.now()}`;
+    const turn = await turns.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec()] }, limits: { continueAsNewAfterCalls: 2 } });
+    const stops = [new AbortController(), new AbortController()];
+    try {
+      const before = await streamEvents(api.url, sessionId, stops[0]!);
+      const calls = `/api/v1/sessions/${sessionId}/turns/turn-1/calls`;
+      const call = (n: number) => post(calls, { id: `toolu_fc${n}`, name: 'mcp__fixture__echo', arguments: { text: `continued ${n}` } });
+      for (const n of [1, 2, 3]) assert.equal((await call(n)).status, 200);
+      await waitUntil('the turn to continue as new', async () => {
+        let runs = 0;
+        for await (const w of h.client.client.workflow.list({ query: `WorkflowId = '${turn.turnId}'` })) runs += w.runId ? 1 : 0;
+        return runs > 1;
+      }, 15_000);
+      const afterwards = await streamEvents(api.url, sessionId, stops[1]!);
+      assert.equal((await call(4)).status, 200);
+      await turn.end();
+      const expected = ['mcp.status', ...[1, 2, 3, 4].flatMap(() => ['call.started', 'call.finished']), 'turn.ended'];
+      for (const [name, stream] of [['opened before', before], ['opened after continue-as-new', afterwards]] as const) {
+        await waitUntil(`turn.ended on the stream ${name}`, async () => stream.events.some((e) => e.event === 'turn.ended'), 15_000);
+        assert.deepEqual(stream.events.map((e) => e.event), expected, name);
+        assert.deepEqual(stream.events.filter((e) => e.event === 'call.finished').map((e) => e.data.id), ['toolu_fc1', 'toolu_fc2', 'toolu_fc3', 'toolu_fc4'], name);
+      }
+    } finally {
+      for (const stop of stops) stop.abort();
+    }
   });
 
   test('a transcript with an image comes back with a working link to the bytes', async () => {
