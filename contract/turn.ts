@@ -106,6 +106,11 @@ export interface ContinuedTurn {
   recent: CallRecord[];
   /** IDs of every earlier call whose outcome is not carried: a retry of one is refused, never run. */
   earlierIds?: string[];
+  /**
+   * The first run of the turn's chain (`workflowInfo().firstExecutionRunId` of the run that
+   * continued): a run accepts the continuation only when it is in that chain. Absent or another: refused.
+   */
+  firstRunId?: string;
 }
 
 export interface TurnInput {
@@ -205,6 +210,12 @@ export interface TurnProgress {
 
 export interface ReconcileInput {
   sessionId: string;
+  /**
+   * The first run of the turn's chain, as the workflow reports it (`firstExecutionRunId`): the worker
+   * serves a session's servers only to the run chain that reconciled them, not to a later workflow
+   * that reuses the turn's ID.
+   */
+  firstRunId: string;
   /** Config references only; the worker reads and resolves them. */
   refs: ConfigRefs;
   /**
@@ -246,6 +257,8 @@ export interface ListToolsInput {
 
 export interface CallToolInput {
   sessionId: string;
+  /** See {@link ReconcileInput.firstRunId}. */
+  firstRunId: string;
   /** The caller's tool-call ID. */
   callId: string;
   /** Public name, as the model saw it. */

@@ -206,6 +206,7 @@ async function hookActivity<T>(
 function callInputFor(ctx: TurnContext, request: CallRequest, tool: ToolInfo, args: Record<string, unknown>, hookProof?: string): CallToolInput {
   return {
     sessionId: ctx.input.sessionId,
+    firstRunId: ctx.firstRunId,
     callId: request.id,
     name: tool.name,
     server: tool.server,

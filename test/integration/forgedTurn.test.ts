@@ -1,7 +1,8 @@
 // A caller of Temporal is not the operator. A plain Temporal client (no turn key, no API token)
 // reads a live session's worker queue from a turn's memo and starts `agentTurn` with a continuation
 // of its own making: a tool list without the operator's deny rule or hooks, pointing at the victim's
-// servers. None of it may run: the continuation is refused, and nothing reaches a server.
+// servers. None of it may run: the continuation is refused, and nothing reaches a server. The same
+// caller runs a forged continuation on a cron schedule at a closed turn's ID.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -94,6 +95,40 @@ describe('a forged continuation from a plain Temporal client', () => {
       assert.equal(textOf(again.content[0]), 'still mine');
     } finally {
       await turn.end();
+    }
+  });
+
+  test('a cron-scheduled forged continuation reusing a closed turn\'s ID runs nothing on the victim\'s servers', async () => {
+    const sessionId = `cron-${Date.now()}`;
+    const turn = await h.client.startTurn({ sessionId, workspace, servers: { inlineSpecs: [`v:${process.execPath} ${fixtureServer}`] } });
+    const ok = await turn.callTool({ id: 'v1', name: 'mcp__v__echo', arguments: { text: 'victim' } });
+    assert.equal(textOf(ok.content[0]), 'victim');
+    // Closed, its servers kept for the session's next turn.
+    await turn.end();
+    const tool: ToolInfo = { name: 'mcp__v__echo', server: 'v', tool: 'echo', description: '', inputSchema: {} };
+    const continued: ContinuedTurn = {
+      start: { turnId: turn.turnId, workerQueue: turn.workerQueue, status: { mcp: 'on', servers: [], warnings: [], reportedAt: new Date().toISOString() }, tools: [tool], serversParagraph: '' },
+      callsBefore: 0,
+      recent: [],
+      earlierIds: [],
+    };
+    // Every run of a cron schedule after the first says it continues the one before, with this input.
+    const input: TurnInput = { sessionId, refs: { workspace, mcpConfigFiles: [], inlineSpecs: [] }, continued, batch: [[{ id: 'f1', name: 'mcp__v__echo', arguments: { text: 'forged' } }]] };
+    const forged = await attacker.workflow.start('agentTurn', {
+      taskQueue: h.taskQueue, workflowId: turn.turnId, args: [input], cronSchedule: '@every 2s', workflowIdReusePolicy: 'ALLOW_DUPLICATE', workflowExecutionTimeout: '60s',
+    });
+    try {
+      // Long enough for a few runs of the schedule.
+      await new Promise((r) => setTimeout(r, 9000));
+      const runs: string[] = [];
+      for await (const w of attacker.workflow.list({ query: `WorkflowId = '${turn.turnId}'` })) runs.push(w.status.name);
+      const forgedRuns = (await executed()).filter((e) => e.args.text === 'forged');
+      assert.deepEqual(forgedRuns, [], `no forged call reaches the victim's server (runs: ${runs.join(', ')})`);
+      const first = await attacker.workflow.getHandle(turn.turnId, forged.firstExecutionRunId).fetchHistory();
+      const failed = first.events?.find((e) => e.workflowExecutionFailedEventAttributes);
+      assert.match(failed?.workflowExecutionFailedEventAttributes?.failure?.message ?? '', /cron schedule/, 'the turn refuses a cron schedule at once');
+    } finally {
+      await forged.terminate('the test is over').catch(() => undefined);
     }
   });
 });
