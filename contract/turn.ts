@@ -143,6 +143,11 @@ export interface TurnInput {
   endSession?: boolean;
   /** Set only by continue-as-new. */
   continued?: ContinuedTurn;
+  /**
+   * A value only the client starting the turn knows in advance: `turnStarted` echoes it, so the
+   * client adopts a run at the turn's ID only when it started that run itself.
+   */
+  startNonce?: string;
 }
 
 /** The argument of the `endTurn` Update (absent: end only the turn). */
@@ -166,6 +171,11 @@ export interface TurnStart {
   serversParagraph: string;
   /** Tools the allowed-tools rules refuse (never in `tools`), with the rule; absent when none. */
   refusedTools?: RefusedTool[];
+}
+
+/** What `turnStarted` answers: the turn's start, and the {@link TurnInput.startNonce} of the run's own input. */
+export interface TurnStarted extends TurnStart {
+  startNonce?: string;
 }
 
 export interface CallRecord {

@@ -117,7 +117,8 @@ function installHandlers(ctx: TurnContext): void {
   setHandler(statusQuery, () => state.progress());
   setHandler(turnStartedUpdate, async () => {
     await condition(() => state.start !== undefined);
-    return state.start!;
+    // The nonce of this run's own input: a client adopts the run only if it is the one it sent.
+    return input.startNonce === undefined ? state.start! : { ...state.start!, startNonce: input.startNonce };
   });
   const callHandlerAwaited = async (request: CallRequest): Promise<CallOutcome> => {
     const earlier = carried.get(request.id);
