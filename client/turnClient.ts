@@ -283,6 +283,9 @@ function turnMetadata(input: TurnInput, batch?: CallRequest[][]): { staticSummar
   };
 }
 
+/** `ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_WORKFLOW`: the run was made by the workflow continuing as new (not a retry or cron run). */
+const CONTINUED_BY_WORKFLOW = 1;
+
 /** Session IDs become part of workflow IDs and visibility queries: keep them to a safe alphabet. */
 export const SESSION_ID_RE = SESSION_ID_PATTERN;
 
@@ -444,30 +447,41 @@ export class TurnClient {
   }
 
   /**
-   * A turn rendered from its history alone. A long turn that continued as new is
-   * read run by run and joined: status and tools from the first run, the calls of every run.
+   * A turn rendered from its history alone. The turn is one run chain: the latest run at the ID and
+   * the runs it continued as new from, read run by run and joined (status and tools from the first
+   * run, the calls of every run). Other executions at the ID (a workflow that reused it, before or
+   * after) are not the turn: they are left out and named in `otherRuns`.
    */
   async transcript(turnId: string): Promise<Transcript> {
     const converter = this.client.options.loadedDataConverter;
-    const runs: { runId: string; start: number }[] = [];
+    const listed: { runId: string; start: number }[] = [];
     for await (const w of this.client.workflow.list({ query: `WorkflowId = '${turnId.replace(/'/g, "\\'")}'` })) {
-      runs.push({ runId: w.runId, start: w.startTime.getTime() });
+      listed.push({ runId: w.runId, start: w.startTime.getTime() });
     }
-    // Visibility can lag a just-started turn: fall back to the latest run.
-    if (runs.length === 0) runs.push({ runId: '', start: 0 });
+    // Visibility can lag a just-started turn: then the latest run, as the service names it.
+    const latest = listed.sort((a, b) => b.start - a.start)[0]?.runId;
     const parts: Transcript[] = [];
+    const chain = new Set<string>();
     // Loaded here: only transcripts need it, and it costs one-shot commands their start-up.
     const { decodeHistoryPayloads } = await import('../payloads/decodeHistory.js');
-    for (const run of runs.sort((a, b) => a.start - b.start)) {
-      const history = await this.client.workflow.getHandle(turnId, run.runId || undefined).fetchHistory();
+    for (let runId = latest; ;) {
+      const history = await this.client.workflow.getHandle(turnId, runId).fetchHistory();
+      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+      chain.add(runId ?? started?.originalExecutionRunId ?? '');
       await decodeHistoryPayloads(history, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
-      parts.push(buildTranscript(turnId, history, converter.payloadConverter));
+      parts.unshift(buildTranscript(turnId, history, converter.payloadConverter));
+      // Only a continue-as-new of the workflow itself links runs of one turn; a cron run or a retry
+      // attempt is a new start with its caller's input.
+      const previous = started?.continuedExecutionRunId;
+      if (!previous || started.initiator !== CONTINUED_BY_WORKFLOW || chain.has(previous)) break;
+      runId = previous;
     }
     const [first, last] = [parts[0]!, parts[parts.length - 1]!];
     // A call retried after continue-as-new was answered from the record: it is the same call.
     const seen = new Set<string>();
     const calls = parts.flatMap((p) => p.calls).filter((c) => !seen.has(c.id) && seen.add(c.id));
-    return { ...last, status: first.status, serversParagraph: first.serversParagraph, tools: first.tools, sessionId: first.sessionId, calls };
+    const otherRuns = listed.filter((r) => !chain.has(r.runId)).map((r) => r.runId);
+    return { ...last, status: first.status, serversParagraph: first.serversParagraph, tools: first.tools, sessionId: first.sessionId, calls, ...(otherRuns.length > 0 ? { otherRuns } : {}) };
   }
 
   /**

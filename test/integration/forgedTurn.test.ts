@@ -160,6 +160,27 @@ describe('a forged continuation from a plain Temporal client', () => {
     }
   });
 
+  test('a transcript follows the turn\'s run chain: a later workflow reusing the ID is not joined into it, and is named', async () => {
+    const sessionId = `reused-${Date.now()}`;
+    const turn = await h.client.startTurn({ sessionId, workspace });
+    await turn.callTool({ id: 'v1', name: 'mcp__s__echo', arguments: { text: 'victim' } });
+    const victimRun = (await turn.handle.describe()).runId;
+    await turn.end();
+    const input: TurnInput = { sessionId, refs: { workspace, mcpConfigFiles: [], inlineSpecs: [] }, batch: [[{ id: 'a1', name: 'mcp__s__echo', arguments: { text: 'intruder' } }]] };
+    const reused = await attacker.workflow.start('agentTurn', { taskQueue: h.taskQueue, workflowId: turn.turnId, args: [input], workflowIdReusePolicy: 'ALLOW_DUPLICATE', workflowExecutionTimeout: '60s' });
+    await reused.result();
+    // Visibility lists both executions once it catches up.
+    for (let i = 0; i < 50; i += 1) {
+      let runs = 0;
+      for await (const w of attacker.workflow.list({ query: `WorkflowId = '${turn.turnId}'` })) runs += w.runId ? 1 : 0;
+      if (runs === 2) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const t = await h.client.transcript(turn.turnId);
+    assert.deepEqual(t.calls.map((c) => c.id), ['a1'], 'the calls of one run chain, the latest, never joined with another execution\'s');
+    assert.deepEqual(t.otherRuns, [victimRun], 'the execution left out is named');
+  });
+
   test('a cron-scheduled forged continuation reusing a closed turn\'s ID runs nothing on the victim\'s servers', async () => {
     const sessionId = `cron-${Date.now()}`;
     const turn = await h.client.startTurn({ sessionId, workspace, servers: { inlineSpecs: [`v:${process.execPath} ${fixtureServer}`] } });
