@@ -9,7 +9,7 @@ import { UnservedInputRequestError, isNeedsInput, requestStateProblem } from '..
 import type { DeclinedInput } from '../mcp/managedServer.js';
 import { checkCall } from './callChecks.js';
 import { legacyInputAsker } from './legacyInput.js';
-import { currentTurnId, startHeartbeat } from './context.js';
+import { currentTurnChain, currentTurnId, startHeartbeat } from './context.js';
 import type { ActivityKit } from './deps.js';
 import { scrubResult, toFailure } from './history.js';
 
@@ -108,7 +108,7 @@ async function runCall(kit: ActivityKit, input: CallToolInput, heartbeats: boole
     const turnId = currentTurnId();
     await checkCall(kit, input, turnId);
     const result = await pool.callTool(input.sessionId, input.server, input.tool, input.arguments, {
-      turnId,
+      turnId: currentTurnChain(input.firstRunId),
       publicName: input.name,
       signal: heartbeats ? ctx.cancellationSignal : toRegularPath.signal,
       timeoutMs: input.requestTimeoutMs,

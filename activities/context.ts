@@ -35,6 +35,19 @@ export async function withHeartbeat<T>(run: (signal: AbortSignal) => Promise<T>)
   }
 }
 
+/**
+ * The run chain an activity works for, the key of what the pool lets a turn call: the workflow ID
+ * as Temporal reports it, with the first run of the chain as the turn's workflow code reports it. A
+ * later workflow that reuses a closed turn's ID is a chain of its own, and calls nothing that turn reconciled.
+ */
+export function currentTurnChain(firstRunId: string | undefined): string {
+  const turnId = currentTurnId();
+  if (typeof firstRunId !== 'string' || firstRunId === '') {
+    throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `the activity input of turn ${JSON.stringify(turnId)} names no firstRunId: it runs only for a turn that reports its run chain`, nonRetryable: true });
+  }
+  return `${turnId} ${firstRunId}`;
+}
+
 /** The turn an activity works for, as Temporal reports it: the workflow ID, which every run of a turn keeps. */
 export function currentTurnId(): string {
   const turnId = Context.current().info.workflowExecution?.workflowId;

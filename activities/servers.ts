@@ -2,7 +2,7 @@
 import type { LoadedConfig } from '../config/types.js';
 import { renderServersParagraph } from '../shaping/serversParagraph.js';
 import type { ListToolsInput, ReconcileInput, ReconcileResult, ToolInfo, WorkerInfo } from '../contract/index.js';
-import { currentTurnId, withHeartbeat } from './context.js';
+import { currentTurnChain, currentTurnId, withHeartbeat } from './context.js';
 import type { ActivityKit } from './deps.js';
 import { configFailure, scrubResult } from './history.js';
 
@@ -20,7 +20,7 @@ export function reconcileServersActivity({ deps, governanceFor }: ActivityKit): 
     const turnId = currentTurnId();
     const g = await governanceFor(turnId, true);
     // An open interactive turn may still call: its servers are held for its idle limit.
-    const status = await withHeartbeat(() => pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs, workspace: input.refs.workspace, offerRoot: input.offerWorkspaceRoot === true, turnId }));
+    const status = await withHeartbeat(() => pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs, workspace: input.refs.workspace, offerRoot: input.offerWorkspaceRoot === true, turnId: currentTurnChain(input.firstRunId) }));
     logger.info({ sessionId: input.sessionId, servers: status.servers.map((s) => `${s.name}:${s.state}`) }, 'servers reconciled');
     // The status is recorded in history: a secret value that reached it (an error that quotes a
     // spec, a server's stderr) must not.

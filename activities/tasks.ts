@@ -11,7 +11,7 @@ import { UnservedInputRequestError } from '../mcp/inputRequests.js';
 import type { ManagedServer } from '../mcp/managedServer.js';
 import { checkCall } from './callChecks.js';
 import { callScrubber, resultOutcome } from './callTool.js';
-import { currentTurnId, startHeartbeat } from './context.js';
+import { currentTurnChain, currentTurnId, startHeartbeat } from './context.js';
 import type { ActivityKit } from './deps.js';
 import { scrubResult, toFailure } from './history.js';
 
@@ -19,11 +19,11 @@ import { scrubResult, toFailure } from './history.js';
 const INVALID_PARAMS = -32602;
 
 /** Runs `run` with the call's server, under the same checks as a call. */
-export async function withTaskServer<T>(kit: ActivityKit, ref: Pick<TaskRef, 'sessionId' | 'server' | 'tool' | 'name'>, scrub: ReturnType<typeof callScrubber>, run: (server: ManagedServer, signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function withTaskServer<T>(kit: ActivityKit, ref: Pick<TaskRef, 'sessionId' | 'firstRunId' | 'server' | 'tool' | 'name'>, scrub: ReturnType<typeof callScrubber>, run: (server: ManagedServer, signal: AbortSignal) => Promise<T>): Promise<T> {
   const { pool } = kit.deps;
   if (!pool.withServer) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${ref.name}: this worker runs no MCP tasks`, nonRetryable: true });
   const signal = Context.current().cancellationSignal;
-  return pool.withServer(ref.sessionId, ref.server, ref.tool, { turnId: currentTurnId(), publicName: ref.name, signal, onServerSecrets: scrub.onServerSecrets }, (server) => run(server, signal));
+  return pool.withServer(ref.sessionId, ref.server, ref.tool, { turnId: currentTurnChain(ref.firstRunId), publicName: ref.name, signal, onServerSecrets: scrub.onServerSecrets }, (server) => run(server, signal));
 }
 
 /** An error of a task request as the failure the workflow reads (a JSON-RPC error answer as the SDK's own). */

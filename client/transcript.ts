@@ -130,6 +130,11 @@ export interface Transcript {
   state: 'running' | 'completed' | 'failed' | 'terminated' | 'timed out' | 'cancelled' | 'continued';
   /** Why the workflow failed, or the reason it was terminated with. */
   failure?: string;
+  /**
+   * Run IDs of other executions at the turn's workflow ID, not of its run chain (a workflow that
+   * reused the ID, before the turn or after it): left out of this transcript. Absent when none.
+   */
+  otherRuns?: string[];
 }
 
 function decode<T>(payloads: Payloads, converter: PayloadConverter, index = 0): T | undefined {
@@ -365,6 +370,7 @@ export function renderTranscript(t: Transcript): string {
   const out: string[] = [];
   out.push(`Turn ${t.turnId}${t.sessionId ? ` (session ${t.sessionId})` : ''}: ${t.state}${t.endedBy ? `, ended by ${t.endedBy}` : ''}`);
   if (t.failure) out.push(`  failure: ${t.failure}`);
+  if (t.otherRuns) out.push(`  left out: ${t.otherRuns.length} other execution${t.otherRuns.length === 1 ? '' : 's'} at this workflow ID, not this turn's run chain (${t.otherRuns.join(', ')})`);
   out.push('', 'Servers:');
   if (!t.status) out.push('  (not reconciled yet)');
   else if (t.status.mcp === 'off') out.push('  MCP is off');

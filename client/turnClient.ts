@@ -1,11 +1,11 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Client, Connection, ConnectionOptions as TemporalConnectionOptions, WorkflowHandle, WorkflowUpdateHandle } from '@temporalio/client';
 import { SearchAttributeType, WorkflowNotFoundError, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
 import {
   DEFAULT_DATA_DIR, DEFAULT_TASK_QUEUE, DataDirEntry, END_TURN_DETACH_UPDATE_ID, END_TURN_UPDATE_ID, MAX_END_SESSION_QUEUES, SESSION_ID_PATTERN, SESSION_ID_SEARCH_ATTRIBUTE, WorkflowType, agentIdProblem, endSessionWorkflowId, refsProofText, type CallOutcome,
-  type ConfigRefs, type CallRequest, type EndTurnOptions, type InputAnswer, type InputAnswerReceipt, type InputRequest, type SessionEnd, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStatus,
+  type ConfigRefs, type CallRequest, type EndTurnOptions, type InputAnswer, type InputAnswerReceipt, type InputRequest, type SessionEnd, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStarted, type TurnStatus,
 } from '../contract/index.js';
 // Types only: the workflow code (and @temporalio/workflow) is not loaded by clients, which start
 // `durable-mcp run` and every other one-shot command noticeably faster.
@@ -92,7 +92,9 @@ export interface StartTurnOptions {
   disallowedTools?: string[];
   /**
    * Turn number; default: one more than the session's turns so far (read from visibility, which
-   * can lag). A caller that must not start a turn twice when it retries passes the number itself.
+   * can lag). A caller that must not start a turn twice when it retries passes the number itself:
+   * the retry attaches to the turn when this client, or another with the same turn key, started it,
+   * and fails with {@link TurnIdTakenError} when another caller of Temporal did.
    */
   turn?: number;
   /**
@@ -202,6 +204,25 @@ export interface ConnectOptions {
   maxCallsInFlight?: number;
 }
 
+/**
+ * A turn start that found its turn's workflow ID taken by a run this client did not start (another
+ * caller of Temporal started it first): the client never adopts such a run, whose servers and tool
+ * list are not the turn's. Names the session and the IDs; the API answers it as a taken turn (409).
+ */
+export class TurnIdTakenError extends WorkflowExecutionAlreadyStartedError {
+  override name = 'TurnIdTakenError';
+
+  constructor(sessionId: string, readonly takenIds: string[], hint: string) {
+    super(`session ${JSON.stringify(sessionId)}: turn ID${takenIds.length > 1 ? 's' : ''} ${takenIds.join(', ')} ${takenIds.length > 1 ? 'are' : 'is'} taken by runs not started by this client (another caller of Temporal started them); ${hint}`, takenIds[takenIds.length - 1]!, WorkflowType.agentTurn);
+  }
+}
+
+/**
+ * How many turn numbers a start moves past when their IDs are taken (closed turns visibility did
+ * not count yet, or runs another caller started) before it gives up.
+ */
+const MAX_TURN_NUMBER_MOVES = 5;
+
 /** A turn or call that would put the value of a secret variable into history; names the variable, never the value. */
 export class SecretInInputError extends Error {
   override name = 'SecretInInputError';
@@ -262,6 +283,9 @@ function turnMetadata(input: TurnInput, batch?: CallRequest[][]): { staticSummar
   };
 }
 
+/** `ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_WORKFLOW`: the run was made by the workflow continuing as new (not a retry or cron run). */
+const CONTINUED_BY_WORKFLOW = 1;
+
 /** Session IDs become part of workflow IDs and visibility queries: keep them to a safe alphabet. */
 export const SESSION_ID_RE = SESSION_ID_PATTERN;
 
@@ -279,6 +303,7 @@ export class TurnClient {
   private readonly callQueue: CallQueueOptions;
   private turnKey?: Promise<Buffer | undefined>;
   private readonly turnKeyOption?: Buffer;
+  private nonceKey?: Promise<Buffer>;
 
   constructor(options: TurnClientOptions) {
     this.client = options.client;
@@ -296,6 +321,16 @@ export class TurnClient {
   private key(): Promise<Buffer | undefined> {
     this.turnKey ??= this.turnKeyOption ? Promise.resolve(this.turnKeyOption) : readTurnKeyFile(resolve(DEFAULT_DATA_DIR, DataDirEntry.turnKey));
     return this.turnKey;
+  }
+
+  /**
+   * What signs the start nonces of this client's turns: derived from the turn key, so every process
+   * of the operator (an API restarted between a start and its retry) makes the same nonce for a turn
+   * ID; without a key, random for this client, so only its own retries attach.
+   */
+  private startNonceKey(): Promise<Buffer> {
+    this.nonceKey ??= this.key().then((key) => (key ? createHmac('sha256', key).update('durable-mcp turn start nonce').digest() : randomBytes(32)));
+    return this.nonceKey;
   }
 
   /**
@@ -318,46 +353,51 @@ export class TurnClient {
     await this.client.connection.close();
   }
 
-  /** Starts an interactive turn; resolves once servers are reconciled and tools listed (one round trip). */
+  /**
+   * Starts an interactive turn; resolves once servers are reconciled and tools listed (one round
+   * trip). A run already at the turn's ID is adopted only when this client started it (a retry);
+   * one another caller started is never adopted: the start moves to the next turn number, or, for
+   * a caller that named the turn, fails with {@link TurnIdTakenError}.
+   */
   async startTurn(options: StartTurnOptions): Promise<Turn> {
-    const { input, workflowId } = await this.prepare(options);
-    const operation = new WithStartWorkflowOperation<typeof agentTurn>(WorkflowType.agentTurn, {
-      workflowId,
-      taskQueue: this.taskQueue,
-      args: [input],
-      // A retrying caller attaches to the turn it already started instead of starting another.
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
-      workflowTaskTimeout: turnTaskTimeoutMs(input.limits),
-      ...turnMetadata(input),
-    });
-    try {
-      const start = await this.client.workflow.executeUpdateWithStart(turnStartedDef, { startWorkflowOperation: operation });
-      return new Turn(this.client.workflow.getHandle(workflowId), start, this.shapeLimits, this.secrets, this.callQueue);
-    } catch (err) {
-      // A closed turn with this number exists (visibility lagged behind): take the next number,
-      // unless the caller asked for this exact turn.
-      if (options.turn === undefined && isAlreadyStarted(err)) {
-        const next = Number(/turn-(\d+)$/.exec(workflowId)?.[1] ?? 0) + 1;
-        return this.startTurn({ ...options, turn: next });
+    const taken: string[] = [];
+    let next = options;
+    for (let moves = 0; ; moves += 1) {
+      const { input, workflowId } = await this.prepare(next);
+      const operation = new WithStartWorkflowOperation<typeof agentTurn>(WorkflowType.agentTurn, {
+        workflowId,
+        taskQueue: this.taskQueue,
+        args: [input],
+        // A retrying caller attaches to the turn it already started instead of starting another.
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
+        workflowTaskTimeout: turnTaskTimeoutMs(input.limits),
+        ...turnMetadata(input),
+      });
+      const start: TurnStarted | undefined = await this.client.workflow.executeUpdateWithStart(turnStartedDef, { startWorkflowOperation: operation }).catch((err: unknown) => {
+        // A closed turn with this number exists (visibility lagged behind): take the next number,
+        // unless the caller asked for this exact turn.
+        if (options.turn !== undefined || !isAlreadyStarted(err)) throw err;
+        return undefined;
+      });
+      if (start && start.startNonce === input.startNonce) return new Turn(this.client.workflow.getHandle(workflowId), start, this.shapeLimits, this.secrets, this.callQueue);
+      if (start) {
+        // USE_EXISTING attached to a run whose input is not ours: its servers and tools are another caller's.
+        taken.push(workflowId);
+        if (options.turn !== undefined) throw new TurnIdTakenError(options.sessionId, taken, 'start the turn under another number, or leave the number out to take the next free one');
       }
-      throw err;
+      if (moves + 1 >= MAX_TURN_NUMBER_MOVES) {
+        if (taken.length > 0) throw new TurnIdTakenError(options.sessionId, taken, `gave up after ${MAX_TURN_NUMBER_MOVES} turn numbers; end those runs (they are not the operator's) or use another session`);
+        throw new Error(`session ${JSON.stringify(options.sessionId)}: turn IDs up to ${workflowId} are all closed turns the session's turn count did not include; pass the turn number`);
+      }
+      next = { ...options, turn: Number(/turn-(\d+)$/.exec(workflowId)?.[1] ?? 0) + 1 };
     }
   }
 
   /** Runs a batch turn: groups in order, calls of a group in parallel. */
   async runBatch(options: StartTurnOptions & { calls: CallRequest[][] } & Pick<CallInputOptions, 'onInput' | 'inputPollMs'>): Promise<TurnResult> {
-    const { input, workflowId } = await this.prepare(options, options.calls);
-    const handle = await this.client.workflow.start<typeof agentTurn>(WorkflowType.agentTurn, {
-      workflowId,
-      taskQueue: this.taskQueue,
-      args: [{ ...input, batch: options.calls }],
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
-      workflowTaskTimeout: turnTaskTimeoutMs(input.limits),
-      ...turnMetadata(input, options.calls),
-    });
+    const handle = await this.startBatch(options);
     const result = handle.result();
     const { onInput } = options;
     if (!onInput) return result;
@@ -373,6 +413,31 @@ export class TurnClient {
     return Promise.race([result, answering.then(() => result)]);
   }
 
+  /**
+   * Starts a batch turn as a new run: an ID taken (a closed turn visibility did not count yet, or a
+   * run another caller started) is never adopted; the next number is taken, unless the caller named one.
+   */
+  private async startBatch(options: StartTurnOptions & { calls: CallRequest[][] }): Promise<WorkflowHandle<typeof agentTurn>> {
+    let next = options;
+    for (let moves = 1; ; moves += 1) {
+      const { input, workflowId } = await this.prepare(next, options.calls);
+      try {
+        return await this.client.workflow.start<typeof agentTurn>(WorkflowType.agentTurn, {
+          workflowId,
+          taskQueue: this.taskQueue,
+          args: [{ ...input, batch: options.calls }],
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+          typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
+          workflowTaskTimeout: turnTaskTimeoutMs(input.limits),
+          ...turnMetadata(input, options.calls),
+        });
+      } catch (err) {
+        if (options.turn !== undefined || !isAlreadyStarted(err) || moves >= MAX_TURN_NUMBER_MOVES) throw err;
+      }
+      next = { ...options, turn: Number(/turn-(\d+)$/.exec(workflowId)?.[1] ?? 0) + 1 };
+    }
+  }
+
   /** The latest status reported for a session (from its newest turn's history). */
   async getStatus(sessionId: string): Promise<{ turnId: string; status?: TurnStatus } | undefined> {
     const latest = await this.latestTurn(sessionId);
@@ -382,30 +447,41 @@ export class TurnClient {
   }
 
   /**
-   * A turn rendered from its history alone. A long turn that continued as new is
-   * read run by run and joined: status and tools from the first run, the calls of every run.
+   * A turn rendered from its history alone. The turn is one run chain: the latest run at the ID and
+   * the runs it continued as new from, read run by run and joined (status and tools from the first
+   * run, the calls of every run). Other executions at the ID (a workflow that reused it, before or
+   * after) are not the turn: they are left out and named in `otherRuns`.
    */
   async transcript(turnId: string): Promise<Transcript> {
     const converter = this.client.options.loadedDataConverter;
-    const runs: { runId: string; start: number }[] = [];
+    const listed: { runId: string; start: number }[] = [];
     for await (const w of this.client.workflow.list({ query: `WorkflowId = '${turnId.replace(/'/g, "\\'")}'` })) {
-      runs.push({ runId: w.runId, start: w.startTime.getTime() });
+      listed.push({ runId: w.runId, start: w.startTime.getTime() });
     }
-    // Visibility can lag a just-started turn: fall back to the latest run.
-    if (runs.length === 0) runs.push({ runId: '', start: 0 });
+    // Visibility can lag a just-started turn: then the latest run, as the service names it.
+    const latest = listed.sort((a, b) => b.start - a.start)[0]?.runId;
     const parts: Transcript[] = [];
+    const chain = new Set<string>();
     // Loaded here: only transcripts need it, and it costs one-shot commands their start-up.
     const { decodeHistoryPayloads } = await import('../payloads/decodeHistory.js');
-    for (const run of runs.sort((a, b) => a.start - b.start)) {
-      const history = await this.client.workflow.getHandle(turnId, run.runId || undefined).fetchHistory();
+    for (let runId = latest; ;) {
+      const history = await this.client.workflow.getHandle(turnId, runId).fetchHistory();
+      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+      chain.add(runId ?? started?.originalExecutionRunId ?? '');
       await decodeHistoryPayloads(history, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
-      parts.push(buildTranscript(turnId, history, converter.payloadConverter));
+      parts.unshift(buildTranscript(turnId, history, converter.payloadConverter));
+      // Only a continue-as-new of the workflow itself links runs of one turn; a cron run or a retry
+      // attempt is a new start with its caller's input.
+      const previous = started?.continuedExecutionRunId;
+      if (!previous || started.initiator !== CONTINUED_BY_WORKFLOW || chain.has(previous)) break;
+      runId = previous;
     }
     const [first, last] = [parts[0]!, parts[parts.length - 1]!];
     // A call retried after continue-as-new was answered from the record: it is the same call.
     const seen = new Set<string>();
     const calls = parts.flatMap((p) => p.calls).filter((c) => !seen.has(c.id) && seen.add(c.id));
-    return { ...last, status: first.status, serversParagraph: first.serversParagraph, tools: first.tools, sessionId: first.sessionId, calls };
+    const otherRuns = listed.filter((r) => !chain.has(r.runId)).map((r) => r.runId);
+    return { ...last, status: first.status, serversParagraph: first.serversParagraph, tools: first.tools, sessionId: first.sessionId, calls, ...(otherRuns.length > 0 ? { otherRuns } : {}) };
   }
 
   /**
@@ -485,12 +561,12 @@ export class TurnClient {
     const workerQueues = [...byQueue.entries()].sort((a, b) => b[1] - a[1]).map(([q]) => q).slice(0, MAX_END_SESSION_QUEUES);
     if (workerQueues.length === 0) return { sessionId, turnsEnded, workers: 0, servers: 0 };
     const handle = await this.client.workflow.start<typeof dmcpEndSession>(WorkflowType.endSession, {
-      workflowId: endSessionWorkflowId(sessionId),
+      // A fresh ID each time, never adopted: another caller of Temporal could start a predictable one
+      // first, with no queues to end. Two callers ending the session at once each end it; the second finds less.
+      workflowId: endSessionWorkflowId(sessionId, randomUUID()),
       taskQueue: this.taskQueue,
       args: [{ sessionId, workerQueues }],
-      // Two callers ending the same session at once share one end; a later end runs again.
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      workflowIdConflictPolicy: 'FAIL',
       // Bounded: without a worker on the shared queue nothing would ever run it.
       workflowExecutionTimeout: '5m',
     });
@@ -537,6 +613,7 @@ export class TurnClient {
     if (key) refs.proof = createHmac('sha256', key).update(refsProofText(options.sessionId, refs)).digest('hex');
     const { latest, turns } = await this.sessionSummary(options.sessionId);
     const turn = options.turn ?? turns + 1;
+    const workflowId = `${options.sessionId}/turn-${turn}`;
     const preferred = latest?.memo?.workerQueue;
     const idleMs = options.limits?.idleMs ?? this.turnIdleMs;
     const inputTimeoutMs = options.limits?.inputTimeoutMs ?? this.inputTimeoutMs;
@@ -548,10 +625,11 @@ export class TurnClient {
       ...(legacyInputTimeoutMs !== undefined ? { legacyInputTimeoutMs } : {}),
     };
     return {
-      workflowId: `${options.sessionId}/turn-${turn}`,
+      workflowId,
       input: {
         sessionId: options.sessionId,
         refs,
+        startNonce: createHmac('sha256', await this.startNonceKey()).update(workflowId).digest('hex'),
         ...(typeof preferred === 'string' ? { preferredWorkerQueue: preferred } : {}),
         ...(Object.keys(limits).length > 0 ? { limits } : {}),
         ...(options.allowedTools !== undefined ? { allowedTools: options.allowedTools } : {}),

@@ -87,9 +87,12 @@ export const END_TURN_UPDATE_ID = 'endTurn';
  */
 export const END_TURN_DETACH_UPDATE_ID = 'endTurn:detach';
 
-/** The workflow ID of the workflow that ends a session: no turn ID (`<sessionId>/turn-<n>`) can be it. */
-export function endSessionWorkflowId(sessionId: string): string {
-  return `${sessionId}/end`;
+/**
+ * The workflow ID of one end of a session: no turn ID (`<sessionId>/turn-<n>`) can be it, and
+ * `unique` (a random UUID) makes it one no other caller can start first for the client to adopt.
+ */
+export function endSessionWorkflowId(sessionId: string, unique: string): string {
+  return `${sessionId}/end-${unique}`;
 }
 
 /** The failure type of a turn that refused its input (a batch past its bounds): never retried. */

@@ -54,6 +54,8 @@ export interface TaskStarted extends TaskQuestions {
 /** `pollTask`, `taskResult`, `cancelTask`: one task of one call. */
 export interface TaskRef {
   sessionId: string;
+  /** See `ReconcileInput.firstRunId`. */
+  firstRunId: string;
   callId: string;
   /** Public name, as the model saw it. */
   name: string;

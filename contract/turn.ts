@@ -106,6 +106,11 @@ export interface ContinuedTurn {
   recent: CallRecord[];
   /** IDs of every earlier call whose outcome is not carried: a retry of one is refused, never run. */
   earlierIds?: string[];
+  /**
+   * The first run of the turn's chain (`workflowInfo().firstExecutionRunId` of the run that
+   * continued): a run accepts the continuation only when it is in that chain. Absent or another: refused.
+   */
+  firstRunId?: string;
 }
 
 export interface TurnInput {
@@ -138,6 +143,11 @@ export interface TurnInput {
   endSession?: boolean;
   /** Set only by continue-as-new. */
   continued?: ContinuedTurn;
+  /**
+   * A value only the client starting the turn knows in advance: `turnStarted` echoes it, so the
+   * client adopts a run at the turn's ID only when it started that run itself.
+   */
+  startNonce?: string;
 }
 
 /** The argument of the `endTurn` Update (absent: end only the turn). */
@@ -161,6 +171,11 @@ export interface TurnStart {
   serversParagraph: string;
   /** Tools the allowed-tools rules refuse (never in `tools`), with the rule; absent when none. */
   refusedTools?: RefusedTool[];
+}
+
+/** What `turnStarted` answers: the turn's start, and the {@link TurnInput.startNonce} of the run's own input. */
+export interface TurnStarted extends TurnStart {
+  startNonce?: string;
 }
 
 export interface CallRecord {
@@ -205,6 +220,12 @@ export interface TurnProgress {
 
 export interface ReconcileInput {
   sessionId: string;
+  /**
+   * The first run of the turn's chain, as the workflow reports it (`firstExecutionRunId`): the worker
+   * serves a session's servers only to the run chain that reconciled them, not to a later workflow
+   * that reuses the turn's ID.
+   */
+  firstRunId: string;
   /** Config references only; the worker reads and resolves them. */
   refs: ConfigRefs;
   /**
@@ -246,6 +267,8 @@ export interface ListToolsInput {
 
 export interface CallToolInput {
   sessionId: string;
+  /** See {@link ReconcileInput.firstRunId}. */
+  firstRunId: string;
   /** The caller's tool-call ID. */
   callId: string;
   /** Public name, as the model saw it. */

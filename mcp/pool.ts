@@ -74,9 +74,10 @@ export interface PoolCallOptions extends CallOptions {
    */
   onServerSecrets?: (values: () => readonly string[]) => void;
   /**
-   * The turn (workflow ID) the call belongs to, as Temporal reports it to the activity. The pool
-   * serves it only if that turn reconciled the session on this worker under the config its servers
-   * now run: anyone can start a workflow that names a session, so the session ID alone proves nothing.
+   * The turn the call belongs to: its run chain (workflow ID and first run, see `currentTurnChain`),
+   * never the workflow ID alone, which a later workflow may reuse. The pool serves it only if that
+   * chain reconciled the session on this worker under the config its servers now run: anyone can
+   * start a workflow that names a session, so the session ID alone proves nothing.
    */
   turnId: string;
   /** The tool's public name: it must map to `server` and `tool` in the session's listing. */
@@ -84,7 +85,7 @@ export interface PoolCallOptions extends CallOptions {
 }
 
 export interface ReconcileOptions {
-  /** The turn (workflow ID) reconciling: it may call the session's servers until another config replaces them. */
+  /** The turn reconciling, as its run chain ({@link PoolCallOptions.turnId}): it may call the session's servers until another config replaces them. */
   turnId?: string;
   /** Keep the session at least this long after now and after each of its calls (an interactive turn's idle limit). */
   holdMs?: number;

@@ -27,9 +27,14 @@ import { RECENT_CALLS_KEPT, TurnState, type TurnContext } from './turnState.js';
 /** One agent turn: reconcile, freeze the tool list, run the calls. */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   const info = workflowInfo();
+  // Before any handler: a cron schedule runs the caller's input again and again, each run
+  // presented as continuing the one before.
+  if (info.cronSchedule !== undefined) {
+    throw refusal(RefusalType.turnInput, `a turn never runs on a cron schedule (this one has ${JSON.stringify(info.cronSchedule)}); start it without one`);
+  }
   // Limits out of range are refused before anything runs.
   const limits = resolveLimits(input.limits);
-  const ctx: TurnContext = { input, limits, sharedQueue: info.taskQueue, state: new TurnState() };
+  const ctx: TurnContext = { input, limits, sharedQueue: info.taskQueue, firstRunId: info.firstExecutionRunId, state: new TurnState() };
   const { state } = ctx;
 
   // Refused before anything runs.
@@ -38,10 +43,11 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     throw refusal(RefusalType.turnInput, `batch refused: ${inputProblem}`, { field: 'calls' });
   }
 
-  // A continuation is trusted only when Temporal says this run continues an earlier one of the same
-  // turn: anyone who can start a workflow can write one into the input. No patch: no run recorded
-  // before this check carried a continuation without being one.
-  if (input.continued && (info.continuedFromExecutionRunId === undefined || input.continued.start.turnId !== info.workflowId)) {
+  // A continuation is trusted only when this run was made by the turn continuing itself: anyone who
+  // can start a workflow can write one into the input. Temporal also says a run continues another
+  // for a workflow retry's later attempt (started again with the caller's input), and the chain a
+  // continuation names is one no caller can know before starting its own.
+  if (input.continued && (info.continuedFromExecutionRunId === undefined || info.attempt > 1 || input.continued.start.turnId !== info.workflowId || input.continued.firstRunId !== info.firstExecutionRunId)) {
     throw refusal(RefusalType.turnInput, 'continuation refused: a turn carries one only into a run of its own made by continue-as-new; start the turn without it');
   }
 
@@ -102,7 +108,8 @@ function installHandlers(ctx: TurnContext): void {
   setHandler(statusQuery, () => state.progress());
   setHandler(turnStartedUpdate, async () => {
     await condition(() => state.start !== undefined);
-    return state.start!;
+    // The nonce of this run's own input: a client adopts the run only if it is the one it sent.
+    return input.startNonce === undefined ? state.start! : { ...state.start!, startNonce: input.startNonce };
   });
   setHandler(
     callToolUpdate,
@@ -219,6 +226,7 @@ async function continueIfLong(ctx: TurnContext): Promise<void> {
       callsBefore: (input.continued?.callsBefore ?? 0) + state.callsDone,
       recent,
       earlierIds,
+      firstRunId: ctx.firstRunId,
     },
   });
 }

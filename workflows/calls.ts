@@ -183,6 +183,7 @@ async function hookActivity<T>(
 function callInputFor(ctx: TurnContext, request: CallRequest, tool: ToolInfo, args: Record<string, unknown>, hookProof?: string): CallToolInput {
   return {
     sessionId: ctx.input.sessionId,
+    firstRunId: ctx.firstRunId,
     callId: request.id,
     name: tool.name,
     server: tool.server,
@@ -252,7 +253,6 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
         }
       }
       if (result.status !== 'input_required') return withFastAttempt(result, fastRanTool);
-      // No patch: no turn recorded before could see this result, so none replays differently.
       const next = await waitForAnswers(ctx, request, result, rounds, scope);
       if ('status' in next) return next;
       input = { ...callInput, inputReply: next };

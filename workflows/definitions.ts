@@ -6,11 +6,11 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import {
   QueryName, ShelfUpdateName, UpdateName, type CallOutcome, type CallRequest, type EndTurnOptions, type InputAnswer, type InputAnswerReceipt, type LegacyInputReport, type LegacyInputTicket, type ShelfChange, type ShelfChangeResult, type ShelfState, type TurnProgress,
-  type TurnStart,
+  type TurnStarted,
 } from '../contract/index.js';
 
 /** Answered once the servers are reconciled and the tool list is frozen (update-with-start). */
-export const turnStartedUpdate = defineUpdate<TurnStart>(UpdateName.turnStarted);
+export const turnStartedUpdate = defineUpdate<TurnStarted>(UpdateName.turnStarted);
 /** One tool call; its Update ID is the model's tool-call ID. */
 export const callToolUpdate = defineUpdate<CallOutcome, [CallRequest]>(UpdateName.callTool);
 /** Ends the turn. */

@@ -6,10 +6,11 @@ import { isScheduleToStartTimeout } from './failures.js';
 import type { TurnContext } from './turnState.js';
 
 /** What reconcileServers gets for this turn. */
-export function reconcileInput(ctx: Pick<TurnContext, 'input' | 'limits'>): ReconcileInput {
+export function reconcileInput(ctx: Pick<TurnContext, 'input' | 'limits' | 'firstRunId'>): ReconcileInput {
   const { input, limits } = ctx;
   return {
     sessionId: input.sessionId,
+    firstRunId: ctx.firstRunId,
     refs: input.refs,
     // An open interactive turn may call again at any time until its idle limit: the worker keeps the
     // session's servers that long. A batch turn is done when its calls are, so it asks for nothing.

@@ -230,6 +230,7 @@ export async function runTask(ctx: TurnContext, request: CallRequest, tool: Tool
   const detached = (t: TaskStarted) => detachedOutcome(tool.name, detachedTask(ctx, tool, t, state.followedTasks.get(request.id)?.createdAtMs ?? startedAt), ctx.input.endSession === true || state.endSession, startedAt, Date.now());
   const refOf = (t: TaskStarted): TaskRef => ({
     sessionId: input.sessionId,
+    firstRunId: input.firstRunId,
     callId: input.callId,
     name: input.name,
     server: input.server,

@@ -106,5 +106,7 @@ export interface TurnContext {
   readonly limits: Limits;
   /** The task queue every worker polls; the turn's workflow tasks run there. */
   readonly sharedQueue: string;
+  /** The first run of this run's chain, as Temporal reports it (see `ReconcileInput.firstRunId`). */
+  readonly firstRunId: string;
   readonly state: TurnState;
 }

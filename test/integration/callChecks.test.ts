@@ -42,7 +42,7 @@ describe('the call activity re-checks every call against the operator and the tu
   const turnId = `${sessionId}/turn-1`;
   const executed = async () => (existsSync(log) ? (await readLines(log)).map((l) => JSON.parse(l) as { tool: string; args: Record<string, unknown> }) : []);
   const call = (name: string, tool: string, args: Record<string, unknown>, extra: Partial<CallToolInput> = {}): CallToolInput => ({
-    sessionId, callId: `c-${tool}-${Math.random()}`, name, server: 's', tool, arguments: args, requestTimeoutMs: 5000, ...extra,
+    sessionId, firstRunId: 'run-1', callId: `c-${tool}-${Math.random()}`, name, server: 's', tool, arguments: args, requestTimeoutMs: 5000, ...extra,
   });
 
   before(async () => {
@@ -69,7 +69,7 @@ describe('the call activity re-checks every call against the operator and the tu
       loadConfig: async () => config,
       governance: createGovernance({ env, scrub: (t) => t }),
     });
-    await envFor(turnId).run(activities.reconcileServers, { sessionId, refs: { workspace, mcpConfigFiles: [], inlineSpecs: [] } });
+    await envFor(turnId).run(activities.reconcileServers, { sessionId, firstRunId: 'run-1', refs: { workspace, mcpConfigFiles: [], inlineSpecs: [] } });
   });
   after(async () => {
     await pool?.shutdown();
@@ -82,6 +82,18 @@ describe('the call activity re-checks every call against the operator and the tu
     const failure = await failureOf(envFor(`${sessionId}/turn-forged`).run(activities.callTool, call('mcp__s__echo', 'echo', { text: 'forged' })));
     assert.equal(failure.type, FailureType.ServerUnavailable);
     assert.match(failure.message, /not reconciled for this turn on this worker/);
+    assert.equal((await executed()).length, before, 'nothing reached the server');
+  });
+
+  test('a later workflow reusing the turn\'s ID (another run chain) does not call what the turn reconciled', async () => {
+    const before = (await executed()).length;
+    // Same workflow ID, another first run: a cron run, a retry or a new start after the turn closed.
+    const failure = await failureOf(envFor(turnId).run(activities.callTool, call('mcp__s__echo', 'echo', { text: 'reused' }, { firstRunId: 'run-of-another-chain' })));
+    assert.equal(failure.type, FailureType.ServerUnavailable);
+    assert.match(failure.message, /not reconciled for this turn on this worker/);
+    const unnamed = await failureOf(envFor(turnId).run(activities.callTool, call('mcp__s__echo', 'echo', { text: 'reused' }, { firstRunId: '' })));
+    assert.equal(unnamed.type, FailureType.BadRequest);
+    assert.match(unnamed.message, /names no firstRunId/);
     assert.equal((await executed()).length, before, 'nothing reached the server');
   });
 

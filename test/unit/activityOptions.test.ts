@@ -95,13 +95,13 @@ describe('reconcile and pinned options', () => {
 describe('reconcileInput: an interactive turn asks the worker to keep its servers for its idle limit', () => {
   const refs = { workspace: '/w', mcpConfigFiles: [], inlineSpecs: [] };
   test('interactive turn', () => {
-    assert.deepEqual(reconcileInput({ input: { sessionId: 's', refs }, limits: resolveLimits({ idleMs: 90_000 }) }), { sessionId: 's', refs, turnIdleMs: 90_000 });
+    assert.deepEqual(reconcileInput({ input: { sessionId: 's', refs }, limits: resolveLimits({ idleMs: 90_000 }), firstRunId: 'r1' }), { sessionId: 's', firstRunId: 'r1', refs, turnIdleMs: 90_000 });
   });
   test('interactive turn, default idle limit', () => {
-    assert.equal(reconcileInput({ input: { sessionId: 's', refs }, limits: resolveLimits(undefined) }).turnIdleMs, DEFAULT_LIMITS.idleMs);
+    assert.equal(reconcileInput({ input: { sessionId: 's', refs }, limits: resolveLimits(undefined), firstRunId: 'r1' }).turnIdleMs, DEFAULT_LIMITS.idleMs);
   });
   test('batch turn: no hold', () => {
-    assert.deepEqual(reconcileInput({ input: { sessionId: 's', refs, batch: [[]] }, limits: DEFAULT_LIMITS }), { sessionId: 's', refs });
+    assert.deepEqual(reconcileInput({ input: { sessionId: 's', refs, batch: [[]] }, limits: DEFAULT_LIMITS, firstRunId: 'r1' }), { sessionId: 's', firstRunId: 'r1', refs });
   });
 });
 

@@ -127,7 +127,7 @@ for (const [name, events, expected] of lost) {
 void test('a call sent for eager dispatch goes to the turn\'s own queue, naming the holder, with the rest of its options unchanged', () => {
   const tool = { name: 'mcp__fixture__slow', annotations: {} };
   const options = callOptions('dmcp@host-1-ab', tool, DEFAULT_LIMITS, false);
-  const input = { sessionId: 's', callId: 'c', name: tool.name, server: 'fixture', tool: 'slow', arguments: { a: 1 }, requestTimeoutMs: 59_000 };
+  const input = { sessionId: 's', firstRunId: 'r1', callId: 'c', name: tool.name, server: 'fixture', tool: 'slow', arguments: { a: 1 }, requestTimeoutMs: 59_000 };
   const sent = eagerDispatch({ sharedQueue: 'dmcp' }, options, input, 'dmcp@host-1-ab');
   assert.deepEqual(sent.options, { ...options, taskQueue: 'dmcp', allowEagerDispatch: true });
   assert.equal(sent.options.retry?.maximumAttempts, 1, 'a side-effecting call: one attempt, never retried on the shared queue');

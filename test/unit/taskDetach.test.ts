@@ -127,7 +127,7 @@ void test('the API tells a call that takes up a task from one with the same tool
 
 void test('transcript: a taken-up task says so, and a detached call says its task goes on', () => {
   const payload = (value: unknown) => ({ payloads: [defaultPayloadConverter.toPayload(value)] });
-  const take: TakeTaskInput = { sessionId: 's', callId: 'c1', name: 'mcp__s__job', server: 's', tool: 'job', arguments: {}, requestTimeoutMs: 1000, taskId: 'tk' };
+  const take: TakeTaskInput = { sessionId: 's', firstRunId: 'r1', callId: 'c1', name: 'mcp__s__job', server: 's', tool: 'job', arguments: {}, requestTimeoutMs: 1000, taskId: 'tk' };
   const started: TaskStarted = { kind: 'task', taskId: 'tk', status: 'working', statusMessage: 'step 2/5', createdAt: '2026-12-04T16:00:00.000Z' };
   const detached = detachedOutcome('mcp__s__job', { ...remote, taskId: 'tk', takeUp: { name: 'mcp__s__job', taskId: 'tk' } }, false, 0, 100);
   const result: TurnResult = { turnId: 's/turn-2', sessionId: 's', workerQueue: 'q', endedBy: 'endTurn', calls: [{ id: 'c1', name: 'mcp__s__job', arguments: {}, taskId: 'tk', outcome: detached }] };

@@ -93,8 +93,8 @@ function taskHistory(polls: (TaskPoll | [type: string, result: unknown, input?: 
     events.push({ eventId: scheduled, activityTaskScheduledEventAttributes: { activityType: { name: type }, input: payload(input) } });
     events.push({ eventId: ++id, activityTaskCompletedEventAttributes: { scheduledEventId: scheduled, result: payload(result) } });
   };
-  const call: CallToolInput = { sessionId: 's', callId: 'c1', name: 'mcp__s__job', server: 's', tool: 'job', arguments: { n: 1 }, requestTimeoutMs: 1000 };
-  const ref: TaskRef = { sessionId: 's', callId: 'c1', name: 'mcp__s__job', server: 's', tool: 'job', taskId: 'tk', requestTimeoutMs: 1000 };
+  const call: CallToolInput = { sessionId: 's', firstRunId: 'r1', callId: 'c1', name: 'mcp__s__job', server: 's', tool: 'job', arguments: { n: 1 }, requestTimeoutMs: 1000 };
+  const ref: TaskRef = { sessionId: 's', firstRunId: 'r1', callId: 'c1', name: 'mcp__s__job', server: 's', tool: 'job', taskId: 'tk', requestTimeoutMs: 1000 };
   const started: TaskStarted = { kind: 'task', taskId: 'tk', ttlMs: 60_000, pollIntervalMs: 1000, status: 'working' };
   activity(ActivityName.createTask, call, started);
   for (const poll of polls) {
