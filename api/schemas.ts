@@ -319,6 +319,7 @@ export const TranscriptSchema = z
     endedBy: z.enum(TurnEndedBy).optional(),
     state: z.enum(['running', 'completed', 'failed', 'terminated', 'timed out', 'cancelled', 'continued']),
     failure: z.string().optional(),
+    otherRuns: z.array(z.string()).optional().openapi({ description: "Run IDs of other executions at this workflow ID that are not the turn's run chain, left out of the transcript" }),
   })
   .openapi('Transcript');
 
