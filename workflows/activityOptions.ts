@@ -108,12 +108,6 @@ export function requestTimeoutMs(tool: Pick<ToolInfo, 'timeoutMs'>, limits: Pick
 export const HEARTBEAT_TIMEOUT_TYPE = 'TemporalTimeout:Heartbeat';
 
 /**
- * How many times one call follows the session's servers to another worker after the worker running
- * it stopped heartbeating: as many as the retries a safe call had when the activity retried itself.
- */
-export const MAX_LOST_WORKER_MOVES = 2;
-
-/**
  * callTool of `tool` on `queue`, the worker that holds the session's servers. A heartbeat timeout
  * is not retried by Temporal: the retry would be
  * scheduled on the same pinned queue, whose worker is presumed gone, and wait out a

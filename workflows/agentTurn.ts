@@ -1,4 +1,5 @@
 import {
+  ApplicationFailure,
   CancellationScope,
   isCancellation,
   allHandlersFinished,
@@ -14,7 +15,8 @@ import { batchProblem, callRequestProblem } from './bounds.js';
 import { runCall } from './calls.js';
 import { answerInputUpdate, callToolUpdate, cancelCallUpdate, endTurnUpdate, legacyInputAskedUpdate, statusQuery, turnStartedUpdate } from './definitions.js';
 import { checkLegacyReport, legacyInputAsked } from './legacyInputs.js';
-import { alreadyRanOutcome, isScheduleToStartTimeout, refusal } from './failures.js';
+import { alreadyRanOutcome, refusal } from './failures.js';
+import { moveOf, moveTurn } from './placement.js';
 import { waitWhileOpen } from './idle.js';
 import { checkAnswer, takeAnswer } from './inputs.js';
 import { ownWorkerQueue } from './fastPath.js';
@@ -174,13 +176,15 @@ async function startTurn(ctx: TurnContext, turnId: string): Promise<void> {
   const { input, state } = ctx;
   state.workerQueue = await reconcile(ctx, input.preferredWorkerQueue ?? (await ownWorkerQueue()));
   let frozen: ToolInfo[];
+  const queue = state.workerQueue;
   try {
-    frozen = await listTools(ctx, state.workerQueue);
+    frozen = await listTools(ctx, queue);
   } catch (err) {
     // The worker that reconciled was lost before it listed the tools (nobody took the task from its
     // queue): the session's servers go to whichever worker takes a reconcile from the shared queue.
-    if (!isScheduleToStartTimeout(err)) throw err;
-    state.workerQueue = await reconcile(ctx);
+    if (moveOf(err) !== 'not-taken') throw err;
+    const problem = await moveTurn(ctx, queue, 'not-taken');
+    if (problem) throw ApplicationFailure.nonRetryable(`the worker that reconciled the servers was lost before it listed their tools, and they could not be reconciled on another: ${problem}`);
     frozen = await listTools(ctx, state.workerQueue);
   }
   state.tools = new Map(frozen.map((t) => [t.name, t]));

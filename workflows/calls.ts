@@ -4,12 +4,12 @@ import {
   type PreToolUseHooksResult, type ToolInfo,
 } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
-import { MAX_LOST_WORKER_MOVES, callOptions, hookOptions, isSafeToRetry, requestTimeoutMs } from './activityOptions.js';
+import { callOptions, hookOptions, isSafeToRetry, requestTimeoutMs } from './activityOptions.js';
 import {
-  cancelledCallOutcome, cancelledInHooksOutcome, errorOutcome, failureOutcome, hookDeniedOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout,
-  isTaskOnlyRefusal, messageOf, notAllowedOutcome, unknownToolOutcome,
+  cancelledCallOutcome, cancelledInHooksOutcome, errorOutcome, failureOutcome, hookDeniedOutcome, isFailureType, isTaskOnlyRefusal, messageOf, notAllowedOutcome,
+  unknownToolOutcome,
 } from './failures.js';
-import { reconcile } from './servers.js';
+import { MAX_LOST_WORKER_MOVES, moveOf, moveTurn, neverRan } from './placement.js';
 import { waitForAnswers, type InputRounds } from './inputs.js';
 import { runTask, runsAsTask } from './tasks.js';
 import {
@@ -161,17 +161,19 @@ async function hookActivity<T>(
 ): Promise<T | CallOutcome> {
   const { state, limits } = ctx;
   for (let moved = false; ; moved = true) {
+    const queue = state.workerQueue;
     const scope = new CancellationScope();
     state.running.set(request.id, scope);
     try {
-      return await scope.run(() => run(proxyActivities<Activities>(hookOptions(state.workerQueue, event, tool, budgetMs, limits))));
+      return await scope.run(() => run(proxyActivities<Activities>(hookOptions(queue, event, tool, budgetMs, limits))));
     } catch (err) {
       if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;
       if (isCancellation(err)) return cancelledInHooksOutcome(event);
-      const lost = isScheduleToStartTimeout(err) || isHeartbeatTimeout(err);
+      const move = moveOf(err);
       const what = `the ${event} hooks could not run: ${messageOf(err)}${event === 'PreToolUse' ? ' (the call did not run)' : ''}`;
-      if (!lost || moved) return errorOutcome('transport', what);
-      const problem = await leaveLostWorker(ctx, state.workerQueue);
+      // No decision was recorded, so hooks whose worker was lost may run again, once, elsewhere.
+      if ((move !== 'not-taken' && move !== 'lost') || moved) return errorOutcome('transport', what);
+      const problem = await moveTurn(ctx, queue, move);
       if (problem) return errorOutcome('transport', `${what}; the servers could not be reconciled on another worker: ${problem}`);
     } finally {
       state.running.delete(request.id);
@@ -233,7 +235,7 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
         if ('result' in tried) result = tried.result;
         else if ('ownerLost' in tried) {
           // Its queue would hold the call until a schedule-to-start timeout: move first.
-          const problem = await leaveLostWorker(ctx, queue);
+          const problem = await moveTurn(ctx, queue, 'lost');
           if (problem) return errorOutcome('transport', `the worker holding the servers was lost, and they could not be reconciled on another: ${problem} (the call did not run)`);
           continue;
         } else fastRanTool = tried.ranTool;
@@ -270,28 +272,20 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
         state.fastPathMissedOn = state.lastReconcile;
         continue;
       }
-      // The call never started, so it is always safe to try once more: either the
-      // pinned worker is gone (schedule-to-start), or its servers are (stopped idle, crashed).
-      const neverStarted = isScheduleToStartTimeout(err) || isFailureType(err, FailureType.ServerUnavailable);
-      if (neverStarted && !failedOverUnstarted) {
+      // The call never started, so it is always safe to try once more.
+      const move = moveOf(err);
+      if (neverRan(move) && !failedOverUnstarted) {
         failedOverUnstarted = true;
-        // Another call already moved the turn off the queue this one waited on: follow it there
-        // instead of reconciling once more (which could move the servers again, mid-call).
-        if (isScheduleToStartTimeout(err) && state.workerQueue !== queue) continue;
-        try {
-          // A gone worker: the shared queue. Gone servers: the same worker, if it still answers.
-          state.workerQueue = await reconcile(ctx, isScheduleToStartTimeout(err) ? undefined : state.workerQueue);
-        } catch (reconcileErr) {
-          return errorOutcome('transport', `the servers could not be reconciled again: ${messageOf(reconcileErr)} (the call did not run)`);
-        }
+        const problem = await moveTurn(ctx, queue, move);
+        if (problem) return errorOutcome('transport', `the servers could not be reconciled again: ${problem} (the call did not run)`);
         continue;
       }
       // The worker running the call is presumed gone. A call that is safe to run again follows the
       // servers to another worker; one that may have had an effect ends as unknown_result at once,
       // without waiting for a reconcile that may find no worker for a while.
-      if (safeToRetry && isHeartbeatTimeout(err) && lostWorkerMoves < MAX_LOST_WORKER_MOVES) {
+      if (safeToRetry && move === 'lost' && lostWorkerMoves < MAX_LOST_WORKER_MOVES) {
         lostWorkerMoves += 1;
-        const problem = await leaveLostWorker(ctx, queue);
+        const problem = await moveTurn(ctx, queue, move);
         if (problem) return errorOutcome('transport', `the worker running the call was lost, and the servers could not be reconciled on another: ${problem}`);
         continue;
       }
@@ -314,23 +308,4 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
 function taskAfterRefusal(ctx: TurnContext, request: CallRequest, tool: ToolInfo, input: CallToolInput): Promise<CallOutcome> {
   ctx.state.taskOnlyTools.add(tool.name);
   return runTask(ctx, request, tool, input).then((outcome) => (outcome.status === 'ok' ? { ...outcome, attempts: outcome.attempts + 1 } : outcome));
-}
-
-/**
- * After the worker on `lostQueue` stopped heartbeating: reconciles the session's servers on the
- * shared queue, never on the lost worker's own queue, where a gone worker is only noticed after a
- * schedule-to-start timeout. Another call that lost the same worker may have moved the turn
- * already. Returns what went wrong, or undefined once the turn is on a worker that answered.
- */
-async function leaveLostWorker(ctx: TurnContext, lostQueue: string): Promise<string | undefined> {
-  const { state } = ctx;
-  if (state.workerQueue !== lostQueue) return undefined;
-  try {
-    state.workerQueue = await reconcile(ctx);
-    return undefined;
-  } catch (err) {
-    // The whole turn was cancelled while it moved: let the cancellation end the workflow.
-    if (isCancellation(err)) throw err;
-    return messageOf(err);
-  }
 }

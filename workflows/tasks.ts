@@ -9,10 +9,10 @@ import type { ActivityOptions } from '@temporalio/common';
 import { FailureType, LEGACY_INPUT_GRACE_MS, taskIdProblem, type CallOutcome, type CallRequest, type CallToolInput, type InputAnswer, type TaskPoll, type TaskRef, type TaskStarted, type ToolInfo } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { callOptions, callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
-import { cancelledCallOutcome, errorOutcome, failureOutcome, isFailureType, isHeartbeatTimeout, isScheduleToStartTimeout, messageOf } from './failures.js';
+import { cancelledCallOutcome, errorOutcome, failureOutcome, isFailureType, messageOf } from './failures.js';
 import { detachedOutcome, detachedTask, transportOf, unknownTaskOutcome } from './detach.js';
 import { waitForAnswers, type InputRounds } from './inputs.js';
-import { reconcile } from './servers.js';
+import { moveOf, moveTurn, neverRan } from './placement.js';
 import type { TurnContext } from './turnState.js';
 
 /** The shortest wait between polls, whatever the server suggests. */
@@ -188,13 +188,10 @@ async function askForTask(ctx: TurnContext, request: CallRequest, tool: ToolInfo
       if (isCancellation(err)) throw err;
       if (isFailureType(err, FailureType.BadRequest)) return errorOutcome('bad_request', messageOf(err));
       if (failures >= MAX_TASK_REQUEST_FAILURES) return errorOutcome('transport', `asking the questions of the task failed ${failures} times: ${messageOf(err)}`);
-      if (isHeartbeatTimeout(err) || isScheduleToStartTimeout(err) || isFailureType(err, FailureType.ServerUnavailable)) {
-        try {
-          state.workerQueue = await reconcile(ctx, isFailureType(err, FailureType.ServerUnavailable) ? state.workerQueue : undefined);
-        } catch (reconcileErr) {
-          if (isCancellation(reconcileErr)) throw reconcileErr;
-        }
-      } else {
+      const move = moveOf(err);
+      // Moved or not, the poll below says whether the task still waits for its questions.
+      if (move) await moveTurn(ctx, queue, move);
+      else {
         await sleep(Math.min(TASK_RETRY_BASE_MS * 2 ** (failures - 1), MAX_POLL_MS));
       }
     } finally {
@@ -275,20 +272,17 @@ export async function runTask(ctx: TurnContext, request: CallRequest, tool: Tool
 async function createOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput): Promise<TaskStarted | CallOutcome> {
   const { state, limits } = ctx;
   for (let moved = false; ; moved = true) {
+    const queue = state.workerQueue;
     state.details.callAttempt(input.callId);
     try {
-      const options = { ...callOptions(state.workerQueue, tool, limits, false), summary: `${tool.name} (create task)`, retry: { maximumAttempts: 1 } };
+      const options = { ...callOptions(queue, tool, limits, false), summary: `${tool.name} (create task)`, retry: { maximumAttempts: 1 } };
       return await proxyActivities<Activities>(options).createTask(input);
     } catch (err) {
       if (isCancellation(err)) throw err;
-      const neverStarted = isScheduleToStartTimeout(err) || isFailureType(err, FailureType.ServerUnavailable);
-      if (!neverStarted || moved) return failureOutcome(err, isSafeToRetry(tool));
-      try {
-        state.workerQueue = await reconcile(ctx, isScheduleToStartTimeout(err) ? undefined : state.workerQueue);
-      } catch (reconcileErr) {
-        if (isCancellation(reconcileErr)) throw reconcileErr;
-        return errorOutcome('transport', `the servers could not be reconciled again: ${messageOf(reconcileErr)} (the call did not run)`);
-      }
+      const move = moveOf(err);
+      if (!neverRan(move) || moved) return failureOutcome(err, isSafeToRetry(tool));
+      const problem = await moveTurn(ctx, queue, move);
+      if (problem) return errorOutcome('transport', `the servers could not be reconciled again: ${problem} (the call did not run)`);
     }
   }
 }
@@ -390,25 +384,21 @@ export function lostTrackOutcome(name: string, task: Pick<TaskStarted, 'taskId'>
 async function taskRequest<T>(ctx: TurnContext, tool: ToolInfo, summary: string, run: (a: Activities) => Promise<T>): Promise<T | CallOutcome> {
   const { state, limits } = ctx;
   for (let failures = 1; ; failures += 1) {
+    const queue = state.workerQueue;
     try {
-      return await run(proxyActivities<Activities>(taskRequestOptions(state.workerQueue, tool, limits, summary)));
+      return await run(proxyActivities<Activities>(taskRequestOptions(queue, tool, limits, summary)));
     } catch (err) {
       if (isCancellation(err)) throw err;
-      const moved = isScheduleToStartTimeout(err) || isFailureType(err, FailureType.ServerUnavailable);
+      const move = moveOf(err);
       if (isFailureType(err, FailureType.BadRequest)) return errorOutcome('bad_request', messageOf(err));
       if (failures >= MAX_TASK_REQUEST_FAILURES) return errorOutcome('transport', `${summary} failed ${failures} times: ${messageOf(err)}`);
-      if (!moved) {
+      if (!neverRan(move)) {
         // A passing failure (the server's network, a restart): the task is still there, so the
         // turn asks again after a durable wait instead of giving up on a task of hours.
         await sleep(Math.min(TASK_RETRY_BASE_MS * 2 ** (failures - 1), MAX_POLL_MS));
         continue;
       }
-      try {
-        state.workerQueue = await reconcile(ctx, isScheduleToStartTimeout(err) ? undefined : state.workerQueue);
-      } catch (reconcileErr) {
-        if (isCancellation(reconcileErr)) throw reconcileErr;
-        if (failures >= MAX_TASK_REQUEST_FAILURES) return errorOutcome('transport', `the servers could not be reconciled again: ${messageOf(reconcileErr)}`);
-      }
+      await moveTurn(ctx, queue, move);
     }
   }
 }

@@ -4,6 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../../contract/index.js';
 import { FakePool, fakeWorkerSuite, type FakeTool, type FakeWorker } from '../support/workflowEnv.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -108,6 +111,43 @@ describe('agentTurn workflow over a fake server pool', { timeout: 120_000 }, () 
     } finally {
       await w.stop();
     }
+  });
+
+  test('a turn cancelled while a call moves its servers ends cancelled: the call is not answered as a transport failure', async () => {
+    pool = new FakePool('fake', fakeTools());
+    let reconciles = 0;
+    let reconcilingAgain!: () => void;
+    const again = new Promise<void>((resolve) => (reconcilingAgain = resolve));
+    const w = await suite.start('cancel-while-moving', pool, {
+      wrapActivities: (real) => ({
+        ...real,
+        reconcileServers: async (input: Parameters<typeof real.reconcileServers>[0]) => {
+          reconciles += 1;
+          if (reconciles === 1) return real.reconcileServers(input);
+          reconcilingAgain();
+          // Held (bounded) until the turn's cancellation reaches it through a heartbeat.
+          const ctx = Context.current();
+          for (let i = 0; i < 50 && !ctx.cancellationSignal.aborted; i++) {
+            ctx.heartbeat();
+            await sleep(200);
+          }
+          throw new Error('the held reconcile was never cancelled');
+        },
+        // The call never reaches a server: the worker says the session's servers are gone.
+        callTool: () => Promise.reject(ApplicationFailure.create({ type: FailureType.ServerUnavailable, message: 'the session has no servers here', nonRetryable: true })),
+      }),
+    });
+    const turn = await w.client.startTurn({ sessionId: `wf-cancel-moving-${Date.now()}` });
+    const call = turn.callTool({ id: 'moving', name: pool.publicName('echo'), arguments: {} }).then(
+      (outcome) => ({ outcome }),
+      (err: unknown) => ({ err }),
+    );
+    await again;
+    await turn.handle.cancel();
+    const settled = await call;
+    assert.ok(!('outcome' in settled), `the cancelled turn answered its call: ${JSON.stringify('outcome' in settled ? settled.outcome : undefined)}`);
+    assert.equal((await turn.handle.describe()).status.name, 'CANCELLED');
+    assert.equal(pool.calls.length, 0);
   });
 
   test('interactive turn: a call ID sent twice (one after the other, and at once) runs once', async () => {
