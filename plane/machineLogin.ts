@@ -20,7 +20,7 @@ import { requestJwtAuthorizationGrant } from '@modelcontextprotocol/client';
 import type { LoginToken } from '../mcp/login.js';
 import { mcpEnvEntries } from '../settings/index.js';
 import { sameServerUrl } from '../text/sameUrl.js';
-import { refreshDue, scopeUnion, shortReason, storedTokens } from './credentials.js';
+import { refreshDue, scopeUnion, shortReason, storedTokens } from './tokens.js';
 import { checkMetadataIssuer, LoginError, probeUnauthorized, safeForTokens } from './oauth.js';
 import type { ShelfOAuthClient } from '../contract/shelf.js';
 import type { MachineClient } from './shelf.js';

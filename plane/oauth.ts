@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { auth, discoverOAuthServerInfo, extractWWWAuthenticateParams, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { sameServerUrl, scopeUnion, shortReason, storedTokens } from './credentials.js';
+import { sameServerUrl, scopeUnion, shortReason, storedTokens } from './tokens.js';
 import { newLoginId, type LoginRecord, type PendingLogin, type TokenStore } from './tokenStore.js';
 
 /** A login that cannot go on: says what was wrong and what to do. */

@@ -145,6 +145,52 @@ test('no room imports from a room that imports it (directly or through others)',
   assert.deepEqual(cycles, []);
 });
 
+/**
+ * Run-time imports between production files (type-only ones are erased): a cycle among files of one
+ * room is as real as one among rooms, and loads a module before the one it needs is evaluated.
+ */
+function fileEdges(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const room of Object.keys(allowed)) {
+    if (!existsSync(join(root, room))) continue;
+    for (const file of sources(join(root, room))) {
+      const from = relative(root, file);
+      const targets: string[] = [];
+      for (const m of readFileSync(file, 'utf8').matchAll(/^(import|export)\s+(type\s+)?[^'";]*?from\s+'(\.[^']+)'/gm)) {
+        if (m[2]) continue;
+        targets.push(relative(root, resolve(dirname(file), m[3]!)).replace(/\.js$/, '.ts'));
+      }
+      graph.set(from, targets);
+    }
+  }
+  return graph;
+}
+
+test('no production file imports, at run time, a file that imports it (directly or through others)', () => {
+  const graph = fileEdges();
+  assert.ok(graph.size > 100, `expected the production files, found ${graph.size}`);
+  const cycles = new Set<string>();
+  const visit = (file: string, path: string[], onPath: Set<string>, done: Set<string>): void => {
+    if (onPath.has(file)) {
+      const cycle = path.slice(path.indexOf(file));
+      // Named from its smallest file, so each cycle is reported once.
+      const start = cycle.indexOf([...cycle].sort()[0]!);
+      cycles.add([...cycle.slice(start), ...cycle.slice(0, start), cycle[start]].join(' -> '));
+      return;
+    }
+    if (done.has(file)) return;
+    onPath.add(file);
+    path.push(file);
+    for (const next of graph.get(file) ?? []) visit(next, path, onPath, done);
+    path.pop();
+    onPath.delete(file);
+    done.add(file);
+  };
+  const done = new Set<string>();
+  for (const file of graph.keys()) visit(file, [], new Set(), done);
+  assert.deepEqual([...cycles], []);
+});
+
 test('durable names are spelled only in contract/', () => {
   const literal = /'(reconcileServers|listTools|turnStarted|cancelCall|DmcpSessionId|ServerUnavailable|TransportFailure|ToolTimeout|BadRequest)'/;
   const offenders: string[] = [];
