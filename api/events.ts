@@ -165,8 +165,10 @@ async function followTurn(client: Client, turnId: string, signal: AbortSignal, e
   let runId = await firstRunId(client, turnId);
   let nextPageToken: Uint8Array | undefined;
   while (!signal.aborted) {
-    const page = await client.withAbortSignal(signal, () =>
-      client.workflowService.getWorkflowExecutionHistory({ namespace: client.options.namespace, execution: { workflowId: turnId, runId }, nextPageToken, waitNewEvent: true, skipArchival: true }),
+    const page = await withOwnSignal(signal, (one) =>
+      client.withAbortSignal(one, () =>
+        client.workflowService.getWorkflowExecutionHistory({ namespace: client.options.namespace, execution: { workflowId: turnId, runId }, nextPageToken, waitNewEvent: true, skipArchival: true }),
+      ),
     );
     const events = page.history?.events ?? [];
     nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
@@ -183,6 +185,22 @@ async function followTurn(client: Client, turnId: string, signal: AbortSignal, e
     }
     // No token: the run is closed and read to its end.
     if (!nextPageToken) return;
+  }
+}
+
+/**
+ * Runs one request with a signal of its own that `signal` aborts: the Temporal connection adds an
+ * abort listener to a request's signal and never removes it, so a stream's own signal, shared by
+ * every read of a long stream, would collect one per read.
+ */
+async function withOwnSignal<T>(signal: AbortSignal, run: (one: AbortSignal) => Promise<T>): Promise<T> {
+  const one = new AbortController();
+  const abort = () => one.abort();
+  signal.addEventListener('abort', abort, { once: true });
+  try {
+    return await run(one.signal);
+  } finally {
+    signal.removeEventListener('abort', abort);
   }
 }
 

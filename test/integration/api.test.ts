@@ -4,7 +4,9 @@
  * counted) and @modelcontextprotocol/server-everything (for an image).
  */
 import assert from 'node:assert/strict';
+import type { AsyncLocalStorage } from 'node:async_hooks';
 import { spawn, spawnSync } from 'node:child_process';
+import { getEventListeners } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -260,11 +262,17 @@ describe('the HTTP API', () => {
     const connection = await Connection.connect({ address: temporalAddress() });
     const service = connection.workflowService;
     let eventsRead = 0;
+    // The SDK adds an abort listener to a request's signal and never removes it: a signal shared by
+    // every read of a long stream would hold one per read.
+    let mostListeners = 0;
+    const callContext = (connection as unknown as { callContextStorage: AsyncLocalStorage<{ abortSignal?: AbortSignal }> }).callContextStorage;
     const counted = new Proxy(service, {
       get(target, prop, receiver) {
         const value = Reflect.get(target, prop, receiver) as unknown;
         if ((prop !== 'getWorkflowExecutionHistory' && prop !== 'getWorkflowExecutionHistoryReverse') || typeof value !== 'function') return value;
         return async (...args: unknown[]) => {
+          const signal = callContext.getStore()?.abortSignal;
+          if (signal) mostListeners = Math.max(mostListeners, getEventListeners(signal, 'abort').length);
           const res = (await (value as (...a: unknown[]) => Promise<{ history?: { events?: unknown[] | null } | null }>).apply(target, args));
           eventsRead += res.history?.events?.length ?? 0;
           return res;
@@ -295,6 +303,7 @@ describe('the HTTP API', () => {
       const length = (await turns.client.workflow.getHandle(started.turnId).fetchHistory()).events?.length ?? 0;
       assert.deepEqual(events.map((e) => e.id), [...new Set(events.map((e) => e.id))], 'no event is sent twice');
       assert.ok(eventsRead <= length, `the stream read ${eventsRead} history events of a history of ${length}`);
+      assert.ok(mostListeners <= 1, `a history read found ${mostListeners} abort listeners on its signal: the stream's reads leak them`);
       await post(started.links.end, {});
     } finally {
       stop.abort();
