@@ -82,6 +82,14 @@ describe('MCP roots: the turn\'s workspace, offered to servers', () => {
       assert.ok(strict.logs.some((l) => l.includes('workspace not offered to servers as a root') && l.includes('data or config dir')));
       // Inside the allowed folder it is offered as usual.
       const ok = await strict.client.startTurn({ sessionId: `strict-ok-${Date.now()}`, workspace: second, servers: { inlineSpecs: [spec] } });
+      // The server asks for its roots once started and takes them in after checking each folder,
+      // which can end after the turn's first call arrives: wait (bounded) until it lists the root.
+      let listed = '';
+      for (let i = 0; i < 25 && !listed.includes(second); i++) {
+        if (i > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+        listed = text(await ok.callTool({ id: `l${i}`, name: 'mcp__fs__list_allowed_directories', arguments: {} }));
+      }
+      assert.match(listed, new RegExp(second), `${second} is offered as a root`);
       const read = await ok.callTool({ id: 'r', name: 'mcp__fs__read_text_file', arguments: { path: join(second, 'b.txt') } });
       assert.equal(text(read), 'in the second workspace');
       await ok.end();
