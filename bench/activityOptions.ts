@@ -70,7 +70,7 @@ A side-effecting call's options: heartbeat timeout 10 s, schedule-to-start timeo
 ${variants.map((v, k) => `| ${v.label} | ${rounds[k]!.map((x) => x.toFixed(1)).join(' / ')} | ${k === 0 ? '1.00' : ratio(k).toFixed(2)} |`).join('\n')}
 `;
     process.stdout.write(`${body}\n`);
-    await writeSection('Bare Temporal: a call\'s activity options and eager dispatch', body);
+    await writeSection('activityOptions', 'Bare Temporal: a call\'s activity options and eager dispatch', body);
   } finally {
     for (const h of handles) await h.executeUpdate('end', { updateId: 'end' }).catch(() => undefined);
     await stopProcess(worker).catch(() => undefined);

@@ -1,9 +1,9 @@
 /**
  * `npm run bench`: every benchmark, one after the other, against one Temporal dev server (in
  * memory, tuned as `dev` starts it; or TEMPORAL_ADDRESS; devTuning, throughput and runCommand start
- * their own servers). Each
- * writes its own section of BENCHMARKS.md. Run on demand,
- * never in CI. BENCH_ONLY=sideBySide,profile,... runs a subset.
+ * their own servers). Each writes its own section of its own `bench/results/<bench>.md`;
+ * BENCHMARKS.md's headline table is kept by hand from those files. Run on demand, never in CI.
+ * BENCH_ONLY=sideBySide,profile,... runs a subset.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

@@ -113,7 +113,7 @@ runBench(async () => {
       '|---|---|---|',
       `| API p50 <= 1.15x TurnClient p50 | ${ratio.toFixed(2)}x over all calls (median of per-round ratios ${medianRound.toFixed(2)}x; rounds ${roundRatios.map((r) => r.toFixed(2)).join(', ')}) | ${ratio <= 1.15 ? 'met' : '**missed**'} |`,
     ].join('\n');
-    await writeSection('One call through the HTTP API vs TurnClient directly', body);
+    await writeSection('api', 'One call through the HTTP API vs TurnClient directly', body);
     process.stdout.write(`${body}\n`);
   } finally {
     await api.close();

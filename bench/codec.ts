@@ -50,7 +50,7 @@ async function main(): Promise<void> {
     ...rows,
   ].join('\n');
   process.stdout.write(`${body}\n`);
-  await writeSection('Compressing small payloads', body);
+  await writeSection('codec', 'Compressing small payloads', body);
 }
 
 runBench(main);

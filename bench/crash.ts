@@ -184,7 +184,7 @@ async function main(): Promise<void> {
       ...timelines,
     ].join('\n');
     process.stdout.write(`${body}\n`);
-    await writeSection('Recovery after a worker SIGKILL', body);
+    await writeSection('crash', 'Recovery after a worker SIGKILL', body);
   } finally {
     // The killed worker's servers lost their parent: end their process groups.
     for (const pid of serverGroups) {

@@ -247,6 +247,7 @@ async function main(): Promise<void> {
     });
 
     await writeSection(
+      'devTuning',
       'Dev server tuning: what each setting is worth',
       `Command: \`npm run build:bench && node dist/bench/devTuning.js\` (part of \`npm run bench\`). Machine: ${await machineLine()}. Took ${((Date.now() - started) / 1000).toFixed(0)} s.
 

@@ -6,7 +6,7 @@
  * Measured: a durable call in an open turn (`Turn.callTool` of `echo`), and the first turn of a new
  * session (one batch echo call; its `reconcileServers` activity from history). Run on demand:
  * `npm run build:bench && node dist/bench/eras.js` (ROUNDS=N first turns per variant, default 10;
- * CALLS=N calls per round, default 40, 3 rounds). Writes its section of BENCHMARKS.md.
+ * CALLS=N calls per round, default 40, 3 rounds). Writes its section of bench/results/eras.md.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -159,7 +159,7 @@ async function main(): Promise<void> {
     'it. A modern server has no `initialize` round trip, so its connect is the cheaper one.',
   ];
   for (const line of lines) process.stdout.write(`${line}\n`);
-  await writeSection(TITLE, lines.join('\n'));
+  await writeSection('eras', TITLE, lines.join('\n'));
 }
 
 runBench(main);

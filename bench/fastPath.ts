@@ -281,7 +281,7 @@ How often the fast path is taken (${TAKE_TURNS} sessions of two turns per worker
 ${take.map((r) => `| ${r.workers} | ${r.turn} | ${r.local} | ${r.regular} | ${r.misses} | ${r.turnsAllLocal} of ${r.turns} |`).join('\n')}
 `;
     process.stdout.write(`${body}\n`);
-    await writeSection(target ? `The fast path on ${target}` : 'The fast path: retry-safe calls as local activities', body);
+    await writeSection(target ? 'fastPathCluster' : 'fastPath', target ? `The fast path on ${target}` : 'The fast path: retry-safe calls as local activities', body);
   } finally {
     for (const end of ends) await end().catch(() => undefined);
     for (const p of started) await stopProcess(p).catch(() => undefined);

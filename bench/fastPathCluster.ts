@@ -3,7 +3,7 @@
  * dev server: a private PostgreSQL and the multi-service Temporal server on it, started as the
  * cluster test starts them (test/cluster/processes.ts; no S3, no TLS: the bench's payloads are
  * small), the `default` namespace set up as `durable-mcp setup` does, then the same bench pointed
- * at it (TEMPORAL_ADDRESS), into its own BENCHMARKS.md section.
+ * at it (TEMPORAL_ADDRESS), into its own file, bench/results/fastPathCluster.md.
  *
  * Run on demand: `npm run build:bench && node dist/dev/setupCluster.js && node dist/bench/fastPathCluster.js`
  * (DMCP_CLUSTER_TOOLS_DIR for tools built elsewhere than `.tools/`; BENCH_FAST_* knobs pass through).

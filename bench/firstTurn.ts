@@ -4,7 +4,7 @@
  * workers in this process on their own queues, sessions alternating between them. Each session is
  * new and runs one batch turn with one echo call. Run on demand: `npm run build:bench && node
  * dist/bench/firstTurn.js` (ROUNDS=N, default 10). Uses TEMPORAL_ADDRESS if set, else starts a dev
- * server. Writes its section of BENCHMARKS.md.
+ * server. Writes its section of bench/results/firstTurn.md.
  */
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
@@ -16,7 +16,7 @@ import { TurnClient } from '../client/turnClient.js';
 import { startWorker, type RunningWorker } from '../worker/index.js';
 import { everythingServer, runBench, sleep } from './procs.js';
 import { startTemporal } from './setup.js';
-import { machineLine, percentile, projectRoot, writeSection } from './support.js';
+import { machineLine, percentile, projectRoot, resultsFile, writeSection } from './support.js';
 
 const TITLE = 'First turn of a new session: warm spares on vs off';
 
@@ -120,6 +120,7 @@ async function main(): Promise<void> {
   const ratios = `| ratio on / off (p50) | **${(p50(on.reconcileMs) / p50(off.reconcileMs)).toFixed(2)}x** | | **${(p50(on.turnMs) / p50(off.turnMs)).toFixed(2)}x** | | |`;
   for (const line of [...rows, ratios]) process.stdout.write(`${line}\n`);
   await writeSection(
+    'firstTurn',
     TITLE,
     [
       `Command: \`npm run build:bench && node dist/bench/firstTurn.js\` (part of \`npm run bench\`; ROUNDS=${rounds}). Machine: ${await machineLine()}, load average ${loadBefore.toFixed(1)} at the start. Run took ${Math.round((Date.now() - started) / 1000)} s.`,
@@ -140,7 +141,7 @@ async function main(): Promise<void> {
       'Goal: the first turn with spares on <= 0.3x today\'s turn start.',
     ].join('\n'),
   );
-  process.stdout.write('written to BENCHMARKS.md\n');
+  process.stdout.write(`written to ${resultsFile('firstTurn')}\n`);
   process.exit(0);
 }
 

@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     ...rows,
   ].join('\n');
   process.stdout.write(`${body}\n`);
-  await writeSection('History bytes per call', body);
+  await writeSection('history', 'History bytes per call', body);
 }
 
 main().catch((err: unknown) => {

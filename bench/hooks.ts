@@ -102,7 +102,7 @@ async function main(): Promise<void> {
       'A hook costs one more activity round trip (its result is recorded before the call is scheduled) plus starting a shell; the ratio is that, on this machine, shared with other work while it ran.',
   ].join('\n');
   process.stdout.write(`${body}\n`);
-  await writeSection('Governance: calls with and without hooks', body);
+  await writeSection('hooks', 'Governance: calls with and without hooks', body);
 }
 
 runBench(main);

@@ -160,7 +160,7 @@ async function main(): Promise<void> {
       'A 2025-era answer is one Update and one short `deliverInputAnswer` activity on the worker holding the call, which then hands the reply to the server over the open connection.',
   ].join('\n');
   process.stdout.write(`${body}\n`);
-  await writeSection('Calls that ask a person: answer to outcome, history per question', body);
+  await writeSection('inputs', 'Calls that ask a person: answer to outcome, history per question', body);
 }
 
 main().then(

@@ -3,7 +3,7 @@
  * and through the bare-Temporal baseline, with `node --cpu-prof` on both worker processes and the
  * inspector's profiler on this (client) process. Only the samples taken while the calls ran count
  * (start-up is cut off by time window). Writes the top self-time functions and the split by
- * component into BENCHMARKS.md. Run on demand: `npm run build:bench && node dist/bench/profile.js`
+ * component into bench/results/profile.md. Run on demand: `npm run build:bench && node dist/bench/profile.js`
  * (BENCH_PROFILE_CALLS, default 300; BENCH_PROFILE_DIR keeps the .cpuprofile files).
  * BENCH_PROFILE_FAST=1 profiles the fast path instead: a retry-safe echo (a local activity) against
  * a bare Update -> local activity, into its own section.
@@ -161,7 +161,7 @@ async function writeReport(r: { durable: Measured; bare: Measured; durableWorker
   if (r.kept) lines.push('', `Profiles kept in ${r.kept}.`);
   const body = lines.join('\n');
   process.stdout.write(`${body}\n`);
-  await writeSection(FAST ? 'Hot-path profile of the fast path (durable-mcp vs bare Update -> local activity)' : 'Hot-path profile (durable-mcp vs bare Temporal)', body);
+  await writeSection('profile', FAST ? 'Hot-path profile of the fast path (durable-mcp vs bare Update -> local activity)' : 'Hot-path profile (durable-mcp vs bare Temporal)', body);
 }
 
 runBench(main);

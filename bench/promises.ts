@@ -116,7 +116,7 @@ async function main(): Promise<void> {
       ...rows,
     ].join('\n');
     process.stdout.write(`${body}\n`);
-    await writeSection(FAST ? 'Workflow promises per call on the fast path' : 'Workflow promises per call', body);
+    await writeSection('promises', FAST ? 'Workflow promises per call on the fast path' : 'Workflow promises per call', body);
   } finally {
     await endBench({ client, temporal, dir });
   }

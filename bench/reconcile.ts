@@ -3,11 +3,10 @@
  * servers, against the slowest of the same servers started alone. Servers start in parallel, so
  * the ratio should stay under 1.5x. Run on demand: `npm run build:bench && node dist/bench/reconcile.js`
  * (set ROUNDS=N for more rounds). Uses TEMPORAL_ADDRESS if set, else starts an in-memory dev
- * server. Prints the figures and writes them into the "reconcile" section of BENCHMARKS.md.
+ * server. Prints the figures and writes them into bench/results/reconcile.md (support.ts, writeSection).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,12 +18,13 @@ import { TurnClient } from '../client/turnClient.js';
 import { startDevServer, type DevServer } from '../dev/devServer.js';
 import { findTemporalCli, temporalCliVersion } from '../dev/temporalCli.js';
 import { startWorker } from '../worker/index.js';
+import { resultsFile, writeSection } from './support.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const lifecycleServer = fileURLToPath(new URL('../test/fixtures/lifecycleServer.js', import.meta.url));
 const tinyServer = fileURLToPath(new URL('../test/fixtures/tinyServer.js', import.meta.url));
 const everythingServer = join(root, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
-const SECTION = '## reconcile: 10 stdio servers in one turn';
+const SECTION = 'reconcile: 10 stdio servers in one turn';
 
 interface Scenario {
   title: string;
@@ -159,8 +159,6 @@ async function main(): Promise<void> {
     cli ? (await temporalCliVersion(cli.path)).split('\n')[0] : 'Temporal CLI: none found',
   ].join(', ');
   const section = [
-    SECTION,
-    '',
     `Command: \`npm run build:bench && node dist/bench/reconcile.js\` (ROUNDS=${rounds}; median of the rounds).`,
     `Machine: ${machine}. Date: ${new Date().toISOString()}.`,
     '',
@@ -176,21 +174,8 @@ async function main(): Promise<void> {
     ...rows,
     '',
   ].join('\n');
-  const file = join(root, 'BENCHMARKS.md');
-  let text = '';
-  try {
-    text = await readFile(file, 'utf8');
-  } catch {
-    text = '# Benchmarks\n\nRun on demand, not in CI. Each section is written by its script.\n\n';
-  }
-  const start = text.indexOf(SECTION);
-  if (start < 0) text = `${text.trimEnd()}\n\n${section}`;
-  else {
-    const next = text.indexOf('\n## ', start + SECTION.length);
-    text = `${text.slice(0, start)}${section}${next < 0 ? '' : `\n${text.slice(next + 1)}`}`;
-  }
-  await writeFile(file, text.endsWith('\n') ? text : `${text}\n`);
-  process.stdout.write(`written to ${file}\n`);
+  await writeSection('reconcile', SECTION, section);
+  process.stdout.write(`written to ${resultsFile('reconcile')}\n`);
 }
 
 main().then(

@@ -72,7 +72,7 @@ async function main(): Promise<void> {
       `The worker itself grows by about ${(perSession / 1024).toFixed(2)} MiB per session of ${SERVERS} servers (clients, transports, tool lists, session state); the servers' own processes dominate: each Node MCP server is a separate process of its own size.`,
     ].join('\n');
     process.stdout.write(`${body}\n`);
-    await writeSection(`Worker RSS: ${SESSIONS} sessions x ${SERVERS} stdio servers`, body);
+    await writeSection('rss', `Worker RSS: ${SESSIONS} sessions x ${SERVERS} stdio servers`, body);
   } finally {
     await endBench({ client, temporal, dir });
   }

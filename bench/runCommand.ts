@@ -193,7 +193,7 @@ ${loadRows.join('\n')}
 | \`node -e ''\` (Node's own start, for reference) | ${bareNodeMs.map((x) => fmt(x)).join(', ')} | ${fmt(med(bareNodeMs))} | | ${fmt(med(cpuOf.get(bareNodeMs) ?? []))} | |
 `;
   process.stdout.write(`${body}\n`);
-  await writeSection(TITLE, body);
+  await writeSection('runCommand', TITLE, body);
   log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 

@@ -552,7 +552,7 @@ async function writeReport(r: Report): Promise<void> {
   lines.push('', '### Against the goals', '', '| server | goal | measured | status |', '|---|---|---|---|', ...goals);
   const body = lines.join('\n');
   process.stdout.write(`${body}\n`);
-  await writeSection('Side by side: direct MCP, bare Temporal, durable-mcp, @temporalio/ai-sdk', body);
+  await writeSection('sideBySide', 'Side by side: direct MCP, bare Temporal, durable-mcp, @temporalio/ai-sdk', body);
 }
 
 runBench(main);

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +8,7 @@ import { treeCpuMs } from './procs.js';
 
 export const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
 
-/** The machine line every BENCHMARKS.md section starts with (cores, memory, Node, Temporal CLI, date). */
+/** The machine line every section of bench/results/<bench>.md starts with (cores, memory, Node, Temporal CLI, date). */
 export async function machineLine(): Promise<string> {
   const cli = await findTemporalCli().catch(() => undefined);
   const temporal = cli ? await temporalCliVersion(cli.path).catch(() => 'unknown') : 'not found';
@@ -40,7 +40,7 @@ function machineTicks(): { busy: number; total: number } | undefined {
 /**
  * How busy the machine's cores were while a run went, and how much of that was the run itself (this
  * process and every process it started, from /proc) against other work. Call at the start; the
- * returned function, at the end, gives the sentence for BENCHMARKS.md.
+ * returned function, at the end, gives the sentence for the bench's results file.
  */
 export function cpuShare(): () => string {
   const t0 = machineTicks();
@@ -71,10 +71,20 @@ export function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-/** Replaces (or appends) the `## <title>` section of BENCHMARKS.md, leaving the others alone. */
-export async function writeSection(title: string, body: string): Promise<void> {
-  const file = join(projectRoot, 'BENCHMARKS.md');
-  let text = await readFile(file, 'utf8').catch(() => '# Benchmarks\n\nRun on demand (`npm run bench`), never in CI. Each section says how it was run, on what machine and when.\n');
+/** Where a bench's full runs live: `bench/results/<bench>.md` (BENCHMARKS.md keeps the headline table and links here). */
+export function resultsFile(bench: string): string {
+  return join(projectRoot, 'bench', 'results', `${bench}.md`);
+}
+
+/**
+ * Replaces (or appends) the `## <title>` section of `bench/results/<bench>.md`, leaving its other
+ * sections (earlier variants, notes written by hand) alone: a section runs from its heading to the
+ * next `## `. The headline table in BENCHMARKS.md is kept by hand, from these files.
+ */
+export async function writeSection(bench: string, title: string, body: string): Promise<void> {
+  const file = resultsFile(bench);
+  await mkdir(join(projectRoot, 'bench', 'results'), { recursive: true });
+  let text = await readFile(file, 'utf8').catch(() => `# Benchmark: ${bench}\n\nFull runs of \`bench/${bench}.ts\`, written by the script (each \`## \` section is replaced by its next run) and notes written by hand. Headline figures: [BENCHMARKS.md](../../BENCHMARKS.md).\n`);
   const heading = `## ${title}`;
   const section = `${heading}\n\n${body.trim()}\n`;
   const start = text.indexOf(`${heading}\n`);

@@ -314,7 +314,7 @@ async function main(): Promise<void> {
     'A task holds a slot and a server request only while one of its short activities (create, poll, result) runs; an ordinary call holds one of each for its whole length.',
   ].join('\n');
   process.stdout.write(`${body}\n`);
-  await writeSection('Calls that run as MCP tasks: worker slots and memory held, history per poll', body);
+  await writeSection('tasks', 'Calls that run as MCP tasks: worker slots and memory held, history per poll', body);
 }
 
 runBench(main);

@@ -237,7 +237,7 @@ Ratios are per round (against the other variant of the same round), median over 
 For reference, bare Temporal alone on the tuned server against the untuned one, same rounds: ${fmt(bareVsBareUntuned, 2)}x.
 ${altLine}`;
     process.stdout.write(`${body}\n`);
-    await writeSection(TITLE, body);
+    await writeSection('throughput', TITLE, body);
     log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   } finally {
     for (const s of servers) for (const stop of s.stops) await stop().catch((err: unknown) => log(`stop: ${(err as Error).message}`));

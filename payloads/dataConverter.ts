@@ -42,7 +42,7 @@ export function encodedSizeAtMost(payload: Payload): number {
 /**
  * Payloads smaller than this are left as they are. An interactive call's input and result are a
  * few hundred bytes, which brotli shrinks by a few dozen, for about 0.1 ms of CPU and a thread-pool
- * round trip each way, on every payload of every call (BENCHMARKS.md, "Compressing small payloads").
+ * round trip each way, on every payload of every call (bench/results/codec.md, "Compressing small payloads").
  */
 export const MIN_COMPRESS_BYTES = 1024;
 
