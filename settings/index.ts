@@ -7,6 +7,9 @@
  * variables from it; the switches they read are parsed with the same rules as here (`parseFlag`).
  * `dev/` finds the `temporal` binary from DMCP_TEMPORAL_CLI and PATH itself, because it also runs
  * at install time, before any setting matters.
+ *
+ * Each variable read here or by those exceptions is documented in `variables.ts` (a unit test holds
+ * the two together); docs/configuration.md's table is rendered from it.
  */
 import { delimiter, isAbsolute, join, resolve, sep } from 'node:path';
 import { z } from 'zod';
