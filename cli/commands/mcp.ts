@@ -6,7 +6,6 @@
  */
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { ProtocolEra, ShelfEntry, ShelfOAuthClient, ShelfServer, ShelfState } from '../../contract/index.js';
 import { isMachineGrant } from '../../contract/shelf.js';
 import type { AddArguments } from '../../plane/shelf.js';
@@ -34,7 +33,7 @@ export interface ServerFacts {
   wantedScope?: string;
   /** The authorization server the server's metadata names instead of the login's: a new login registers there. */
   movedTo?: string;
-  /** The answer to one `initialize` request (remote servers that some agent has). */
+  /** What one connection attempt learned (remote servers that some agent has). */
   probe?: ProbeResult;
 }
 
@@ -131,64 +130,21 @@ export function renderLog(state: ShelfState): string[] {
 // --- probing ---
 
 /**
- * One `initialize` request (Streamable HTTP: a POST; SSE: opening the stream), without the entry's
- * headers (their values are the workers' to resolve) and without a token. 401: it wants an account.
- * A Streamable HTTP server that answered (or refused the 2025 request with a 4xx) is then asked
- * `server/discover`, to tell which era it speaks.
+ * One connection attempt as a worker makes it (the pool's transport and era negotiation), without
+ * the entry's headers (their values are the workers' to resolve) and without a token. 401: it
+ * wants an account. A session it opened is ended.
  */
-export async function probeServer(entry: ShelfEntry, timeoutMs: number, fetchImpl: typeof fetch = fetch): Promise<ProbeResult> {
-  const legacy = await probeInitialize(entry, timeoutMs, fetchImpl);
-  if (entry.type === 'stdio') return legacy;
-  const answered = legacy.kind === 'reachable' || (legacy.kind === 'unreachable' && /^HTTP 4/.test(legacy.why));
-  if (entry.type === 'http' && answered && (await speaksModern(entry.url, timeoutMs, fetchImpl))) return { kind: 'reachable', era: 'modern' };
-  return legacy.kind === 'reachable' ? { kind: 'reachable', era: 'legacy' } : legacy;
-}
-
-/** Whether the server connects on the 2026-07-28 revision (no session is left open: that era has none). */
-async function speaksModern(url: string, timeoutMs: number, fetchImpl: typeof fetch): Promise<boolean> {
-  const client = new Client({ name: 'durable-mcp mcp list', version: packageVersion() }, { versionNegotiation: { mode: { pin: '2026-07-28' }, probe: { timeoutMs } } });
-  try {
-    await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: fetchImpl }), { timeout: timeoutMs });
-    return client.getProtocolEra() === 'modern';
-  } catch {
-    return false;
-  } finally {
-    await client.close().catch(() => undefined);
-  }
-}
-
-async function probeInitialize(entry: ShelfEntry, timeoutMs: number, fetchImpl: typeof fetch): Promise<ProbeResult> {
+export async function probeServer(entry: ShelfEntry, timeoutMs: number): Promise<ProbeResult> {
   if (entry.type === 'stdio') return { kind: 'not_probed', why: 'a command' };
-  if (entry.url.includes('$')) return { kind: 'not_probed', why: 'its URL holds variables the workers resolve' };
-  const signal = AbortSignal.timeout(timeoutMs);
-  const request: RequestInit = entry.type === 'sse'
-    ? { method: 'GET', headers: { Accept: 'text/event-stream' }, signal }
-    : {
-        method: 'POST',
-        headers: { Accept: 'application/json, text/event-stream', 'Content-Type': 'application/json' },
-        body: JSON.stringify({
-          jsonrpc: '2.0', id: 1, method: 'initialize',
-          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'durable-mcp mcp list', version: packageVersion() } },
-        }),
-        signal,
-      };
-  try {
-    const response = await fetchImpl(entry.url, { ...request, redirect: 'manual' });
-    await response.body?.cancel().catch(() => undefined);
-    // A probe that opened a session ends it, as a client would.
-    const session = response.headers.get('mcp-session-id');
-    if (session && entry.type === 'http') {
-      await fetchImpl(entry.url, { method: 'DELETE', headers: { 'mcp-session-id': session }, signal: AbortSignal.timeout(timeoutMs) })
-        .then((r) => r.body?.cancel())
-        .catch(() => undefined);
-    }
-    if (response.status === 401) return { kind: 'unauthorized' };
-    if (response.status >= 200 && response.status < 300) return { kind: 'reachable' };
-    return { kind: 'unreachable', why: `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}` };
-  } catch (err) {
-    if (signal.aborted) return { kind: 'unreachable', why: `no answer within ${Math.round(timeoutMs / 100) / 10} s` };
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    return { kind: 'unreachable', why: cause?.code ?? cause?.message ?? (err as Error).message };
+  const { probeRemote } = await import('../../mcp/probe.js');
+  const probe = await probeRemote({ type: entry.type, url: entry.url }, { timeoutMs, clientInfo: { name: 'durable-mcp mcp list', version: packageVersion() } });
+  switch (probe.kind) {
+    case 'reachable':
+      return { kind: 'reachable', era: probe.era };
+    case 'unauthorized':
+      return { kind: 'unauthorized' };
+    default:
+      return probe;
   }
 }
 

@@ -30,7 +30,7 @@ const allowed: Record<string, string[]> = {
   adapters: ['contract', 'client', 'shaping', 'text'],
   api: ['contract', 'settings', 'payloads', 'client', 'shaping', 'text', 'connection', 'plane', 'config'],
   dev: ['contract', 'text'],
-  cli: ['contract', 'settings', 'config', 'payloads', 'worker', 'client', 'dev', 'shaping', 'text', 'api', 'connection', 'governance', 'plane'],
+  cli: ['contract', 'settings', 'config', 'payloads', 'worker', 'client', 'dev', 'shaping', 'text', 'api', 'connection', 'governance', 'plane', 'mcp'],
 };
 /** Type-only imports may also reach these rooms (the workflow names the activities' types). */
 const typeOnlyExtra: Record<string, string[]> = {

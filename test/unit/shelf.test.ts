@@ -254,7 +254,7 @@ test('mcp list: state by grant, transport, login and probe; agents listed', () =
   ]);
 });
 
-test('the probe: one initialize without the entry\'s headers; a session it opened is closed; a silent server times out', async () => {
+test('the probe: the pool\'s negotiation without the entry\'s headers; a session it opened is closed; a silent server times out', async () => {
   const seen: { method: string; path: string; headers: Record<string, unknown>; body: string }[] = [];
   const server: Server = createServer((req, res) => {
     let body = '';
@@ -264,18 +264,29 @@ test('the probe: one initialize without the entry\'s headers; a session it opene
       if (req.url === '/silent') return; // never answers
       if (req.url === '/locked') return void res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
       if (req.url === '/broken') return void res.writeHead(502, 'Bad Gateway').end();
-      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'session-1' }).end('{}');
+      // A 2025 server: `initialize` opens a session; anything else outside one is refused.
+      if (req.method === 'DELETE') return void res.writeHead(200).end();
+      if (req.method === 'GET') return void res.writeHead(405).end();
+      const message = JSON.parse(body || '{}') as { id?: number; method?: string; params?: { protocolVersion?: string } };
+      if (message.method === 'initialize') {
+        const result = { protocolVersion: message.params?.protocolVersion, capabilities: {}, serverInfo: { name: 'legacy', version: '1.0.0' } };
+        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'session-1' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+      }
+      if (req.headers['mcp-session-id'] === 'session-1') return void res.writeHead(202).end();
+      res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id ?? null, error: { code: -32000, message: 'Bad Request: Server not initialized' } }));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   try {
-    assert.deepEqual(await probeServer({ type: 'http', url: `${base}/mcp`, headers: { Authorization: 'Bearer ${T}', 'X-Team': 'core' } }, 2000), { kind: 'reachable', era: 'legacy' }, 'an empty answer to server/discover is no 2026-07-28 server');
-    const [init, end] = seen;
-    assert.equal(init!.method, 'POST');
-    assert.equal(JSON.parse(init!.body).method, 'initialize');
-    assert.equal(init!.headers.authorization, undefined, 'no header of the entry is sent');
-    assert.equal(init!.headers['x-team'], undefined);
+    assert.deepEqual(await probeServer({ type: 'http', url: `${base}/mcp`, headers: { Authorization: 'Bearer ${T}', 'X-Team': 'core' } }, 2000), { kind: 'reachable', era: 'legacy' }, 'a refused server/discover is no 2026-07-28 server');
+    const posted = seen.filter((r) => r.method === 'POST').map((r) => (JSON.parse(r.body) as { method?: string }).method);
+    assert.deepEqual(posted.slice(0, 2), ['server/discover', 'initialize'], 'the era is negotiated as the pool does');
+    for (const r of seen) {
+      assert.equal(r.headers.authorization, undefined, 'no header of the entry is sent');
+      assert.equal(r.headers['x-team'], undefined);
+    }
+    const end = seen[seen.length - 1];
     assert.deepEqual([end!.method, end!.headers['mcp-session-id']], ['DELETE', 'session-1']);
     assert.deepEqual(await probeServer({ type: 'http', url: `${base}/locked` }, 2000), { kind: 'unauthorized' });
     assert.deepEqual(await probeServer({ type: 'sse', url: `${base}/locked` }, 2000), { kind: 'unauthorized' });
@@ -283,6 +294,22 @@ test('the probe: one initialize without the entry\'s headers; a session it opene
     assert.deepEqual(await probeServer({ type: 'http', url: `${base}/broken` }, 2000), { kind: 'unreachable', why: 'HTTP 502 Bad Gateway' });
     assert.deepEqual(await probeServer({ type: 'http', url: `${base}/silent` }, 300), { kind: 'unreachable', why: 'no answer within 0.3 s' });
     assert.deepEqual(await probeServer({ type: 'http', url: 'https://${HOST}/mcp' }, 300), { kind: 'not_probed', why: 'its URL holds variables the workers resolve' });
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('the probe: a web page that answers every request with 200 is no MCP server, in either era', async () => {
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => void res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Sign in</title>'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const probe = await probeServer({ type: 'http', url: `${base}/app` }, 2000);
+    assert.equal(probe.kind, 'unreachable', JSON.stringify(probe));
   } finally {
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
