@@ -96,7 +96,8 @@ export async function probeRemote(entry: Pick<ServerEntry, 'type' | 'url'> & { n
   } catch (err) {
     const failed = refusal as Refusal | undefined;
     if (failed?.status === 401) return { kind: 'unauthorized', ...failed.challenge };
-    if (deadline.signal.aborted) return { kind: 'unreachable', why: `no answer within ${Math.round(timeoutMs / 100) / 10} s` };
+    // The SDK's own request timeout (the time left) may fire just before the deadline does.
+    if (deadline.signal.aborted || Date.now() - began >= timeoutMs) return { kind: 'unreachable', why: `no answer within ${Math.round(timeoutMs / 100) / 10} s` };
     const said = httpStatusOf(err);
     if (said === undefined && network !== undefined) return { kind: 'unreachable', why: network };
     const status = said ?? failed?.status;

@@ -98,7 +98,7 @@ void test('callTool scrubs the remote server\'s header and URL secrets from the 
   const beats: unknown[] = [];
   env.on('heartbeat', (d: unknown) => beats.push(d));
   const outcome = (await env.run(activities.callTool, {
-    sessionId: 's', server: 'web', tool: 't', name: 'mcp__web__t', arguments: {}, requestTimeoutMs: 1000,
+    sessionId: 's', firstRunId: 'r1', server: 'web', tool: 't', name: 'mcp__web__t', arguments: {}, requestTimeoutMs: 1000,
   } as never)) as unknown as CallOutcome;
   const texts = JSON.stringify([outcome, beats]);
   assert.ok(beats.length > 0, 'progress was heartbeated');
@@ -126,7 +126,7 @@ void test('callTool scrubs a token the server\'s login got during the call (a re
   const beats: unknown[] = [];
   env.on('heartbeat', (d: unknown) => beats.push(d));
   const outcome = (await env.run(activities.callTool, {
-    sessionId: 's', server: 'web', tool: 't', name: 'mcp__web__t', arguments: {}, requestTimeoutMs: 1000,
+    sessionId: 's', firstRunId: 'r1', server: 'web', tool: 't', name: 'mcp__web__t', arguments: {}, requestTimeoutMs: 1000,
   } as never)) as unknown as CallOutcome;
   const texts = JSON.stringify([outcome, beats]);
   assert.ok(!texts.includes(during), texts);
