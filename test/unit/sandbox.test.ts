@@ -205,7 +205,8 @@ test('sandboxPathsFor: under a hidden home the workspace and the folders the wor
   const paths = sandboxPathsFor(untrusted('workspace', {}), '/home/u/proj', hidden, runtime);
   assert.deepEqual(paths, {
     workspace: '/home/u/proj', cwd: '/home/u/proj',
-    readable: ['/home/u/.nvm/versions/node/v20.19.5', '/home/u/.local/bin'],
+    // durable-mcp's own folder comes first when it lies under /tmp (a checkout there), wherever this runs.
+    readable: [...operatorFolders(undefined), '/home/u/.nvm/versions/node/v20.19.5', '/home/u/.local/bin'],
     hidden: hidden.folders, hiddenFiles: hidden.files,
   });
   // Without a home nothing is shown again: an operator's own hidden folder wins over PATH.
