@@ -210,7 +210,7 @@ test('sandboxPathsFor: under a hidden home the workspace and the folders the wor
     hidden: hidden.folders, hiddenFiles: hidden.files,
   });
   // Without a home nothing is shown again: an operator's own hidden folder wins over PATH.
-  assert.deepEqual(sandboxPathsFor(untrusted('workspace', {}), '/home/u/proj', { folders: ['/opt/secret'], files: [] }, runtime).readable, []);
+  assert.deepEqual(sandboxPathsFor(untrusted('workspace', {}), '/home/u/proj', { folders: ['/opt/secret'], files: [] }, runtime).readable, operatorFolders(undefined));
 });
 
 test('sandboxPathsFor: a workspace that is itself a hidden folder (the home, the data dir) is refused, naming it', () => {
