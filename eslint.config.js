@@ -16,7 +16,11 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-floating-promises': [
         'error',
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite'] }] },
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite'] },
+          ],
+        },
       ],
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
@@ -30,9 +34,16 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: nodeBuiltins.map((name) => ({ name, message: 'workflows/ must be deterministic: no Node built-ins.' })),
+          paths: nodeBuiltins.map((name) => ({
+            name,
+            message: 'workflows/ must be deterministic: no Node built-ins.',
+          })),
           patterns: [
-            { group: ['../*', '!../contract', '!../contract/*'], allowTypeImports: true, message: 'workflows/ may import values only from contract/; from other rooms, types only.' },
+            {
+              group: ['../*', '!../contract', '!../contract/*'],
+              allowTypeImports: true,
+              message: 'workflows/ may import values only from contract/; from other rooms, types only.',
+            },
           ],
         },
       ],

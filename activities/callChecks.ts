@@ -15,20 +15,30 @@ export function sealerFor(key: Buffer): (text: string) => string {
  * not taken on trust. A tool the rules refuse, or one with PreToolUse hooks but no sealed decision
  * for exactly this turn, call and arguments, is not sent.
  */
-export async function checkCall({ deps, governanceFor, seal }: ActivityKit, input: CallToolInput, turnId: string): Promise<void> {
+export async function checkCall(
+  { deps, governanceFor, seal }: ActivityKit,
+  input: CallToolInput,
+  turnId: string,
+): Promise<void> {
   const g = await governanceFor(turnId);
   if (!g || !deps.governance) return;
   let governed: ToolInfo | undefined;
   try {
-    [governed] = deps.governance.govern([{ name: input.name, server: input.server, tool: input.tool, description: '', inputSchema: {} }], g);
+    [governed] = deps.governance.govern(
+      [{ name: input.name, server: input.server, tool: input.tool, description: '', inputSchema: {} }],
+      g,
+    );
   } catch (err) {
     throw configFailure(err, deps.scrub);
   }
-  if (governed?.refusedBy !== undefined) throw new RefusedCallError(`${input.name} is not allowed: ${governed.refusedBy}`);
+  if (governed?.refusedBy !== undefined)
+    throw new RefusedCallError(`${input.name} is not allowed: ${governed.refusedBy}`);
   if (governed?.hooks?.PreToolUse === undefined) return;
   const expected = Buffer.from(seal(preToolUseProofText(turnId, input.callId, input.name, input.arguments)), 'hex');
   const given = Buffer.from(input.hookProof ?? '', 'hex');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    throw new RefusedCallError(`${input.name} has PreToolUse hooks, and this call carries no decision of theirs sealed by this operator's workers for this turn, call and arguments`);
+    throw new RefusedCallError(
+      `${input.name} has PreToolUse hooks, and this call carries no decision of theirs sealed by this operator's workers for this turn, call and arguments`,
+    );
   }
 }

@@ -4,7 +4,15 @@ import { ApplicationFailureCategory } from '@temporalio/common';
 import proto, { type temporal } from '@temporalio/proto';
 import { FailureType, type FastPathMissDetails, type LocalCallOutcome } from '../contract/index.js';
 import { scrubberFor } from '../config/secrets.js';
-import { MAX_NESTING_DEPTH, isJsonObject, nestedDeeperThan, type CallOutcome, type CallToolInput, type ContentBlock, type InputRequiredOutcome } from '../contract/index.js';
+import {
+  MAX_NESTING_DEPTH,
+  isJsonObject,
+  nestedDeeperThan,
+  type CallOutcome,
+  type CallToolInput,
+  type ContentBlock,
+  type InputRequiredOutcome,
+} from '../contract/index.js';
 import { UnservedInputRequestError, isNeedsInput, requestStateProblem } from '../mcp/inputRequests.js';
 import type { DeclinedInput } from '../mcp/managedServer.js';
 import { checkCall } from './callChecks.js';
@@ -21,7 +29,9 @@ import { scrubResult, toFailure } from './history.js';
  * did not hand it straight back to that worker, any worker may take it, and the others refuse it
  * before anything runs.
  */
-export function callToolActivity(kit: ActivityKit): (input: CallToolInput) => Promise<CallOutcome | InputRequiredOutcome> {
+export function callToolActivity(
+  kit: ActivityKit,
+): (input: CallToolInput) => Promise<CallOutcome | InputRequiredOutcome> {
   return async function callTool(input) {
     if (input.workerQueue !== undefined && input.workerQueue !== kit.deps.workerQueue) throw notHolder(false);
     return runCall(kit, input, true);
@@ -33,7 +43,11 @@ function notHolder(ownerLost: boolean): ApplicationFailure {
   const details: FastPathMissDetails = { ownerLost };
   // Benign: the SDK logs it at debug, not as a warning with a stack; nothing went wrong.
   return ApplicationFailure.create({
-    type: FailureType.FastPathMiss, message: 'this worker does not hold the session\'s servers', nonRetryable: true, details: [details], category: ApplicationFailureCategory.BENIGN,
+    type: FailureType.FastPathMiss,
+    message: "this worker does not hold the session's servers",
+    nonRetryable: true,
+    details: [details],
+    category: ApplicationFailureCategory.BENIGN,
   });
 }
 
@@ -45,7 +59,8 @@ function notHolder(ownerLost: boolean): ApplicationFailure {
  */
 export function callToolLocalActivity(kit: ActivityKit): (input: CallToolInput) => Promise<LocalCallOutcome> {
   return async function callToolLocal(input) {
-    if (kit.deps.fastPath === false || input.workerQueue !== kit.deps.workerQueue) throw notHolder(await ownerLostMidTask(Context.current(), input.workerQueue));
+    if (kit.deps.fastPath === false || input.workerQueue !== kit.deps.workerQueue)
+      throw notHolder(await ownerLostMidTask(Context.current(), input.workerQueue));
     return { ...(await runCall(kit, input, false)), callId: input.callId };
   };
 }
@@ -62,7 +77,11 @@ export async function ownerLostMidTask(ctx: Context, ownerQueue: string | undefi
   if (ownerQueue === undefined) return false;
   try {
     const { workflowNamespace: namespace, workflowExecution: execution } = ctx.info;
-    const page = await ctx.client.workflowService.getWorkflowExecutionHistoryReverse({ namespace, execution, maximumPageSize: 16 });
+    const page = await ctx.client.workflowService.getWorkflowExecutionHistoryReverse({
+      namespace,
+      execution,
+      maximumPageSize: 16,
+    });
     return lostMidTask(page.history?.events ?? [], ownerQueue);
   } catch {
     return false;
@@ -80,7 +99,12 @@ const { EventType, TaskQueueKind, TimeoutType } = proto.temporal.api.enums.v1;
  * known by where it was scheduled (only its worker polls a sticky queue).
  */
 export function lostMidTask(newestFirst: HistoryEvent[], ownerQueue: string): boolean {
-  const ended = newestFirst.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED || e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED || e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT);
+  const ended = newestFirst.find(
+    (e) =>
+      e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED ||
+      e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED ||
+      e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+  );
   const timedOut = ended?.workflowTaskTimedOutEventAttributes;
   if (!timedOut || timedOut.timeoutType !== TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE) return false;
   const byId = (id: unknown) => newestFirst.find((e) => String(e.eventId) === String(id));
@@ -89,7 +113,11 @@ export function lostMidTask(newestFirst: HistoryEvent[], ownerQueue: string): bo
   return queue?.kind === TaskQueueKind.TASK_QUEUE_KIND_STICKY && queue.name?.startsWith(`${ownerQueue}-`) === true;
 }
 
-async function runCall(kit: ActivityKit, input: CallToolInput, heartbeats: boolean): Promise<CallOutcome | InputRequiredOutcome> {
+async function runCall(
+  kit: ActivityKit,
+  input: CallToolInput,
+  heartbeats: boolean,
+): Promise<CallOutcome | InputRequiredOutcome> {
   const { pool } = kit.deps;
   const ctx = Context.current();
   const startedAt = new Date();
@@ -124,24 +152,25 @@ async function runCall(kit: ActivityKit, input: CallToolInput, heartbeats: boole
       onDeclinedInput: (asked) => declined.push(asked),
       askLegacyInput: heartbeats
         ? legacyInputAsker(kit, ctx, input, turnId, scrubber.scrub, (waiting) => {
-          if (waiting) {
-            beforeWait ??= latest;
-            latest = waiting;
-          } else if (beforeWait !== undefined) {
-            latest = beforeWait;
-            beforeWait = undefined;
-          }
-          ctx.heartbeat(latest);
-        })
+            if (waiting) {
+              beforeWait ??= latest;
+              latest = waiting;
+            } else if (beforeWait !== undefined) {
+              latest = beforeWait;
+              beforeWait = undefined;
+            }
+            ctx.heartbeat(latest);
+          })
         : async () => {
-          toRegularPath.abort();
-          return { action: 'cancel' };
-        },
+            toRegularPath.abort();
+            return { action: 'cancel' };
+          },
     });
     // The server asks a person: the call ends here and the turn waits, with nothing running.
     // The questions are scrubbed; the state is echoed byte for byte, so it is recorded as sent or not at all.
     if (isNeedsInput(result)) {
-      const stateProblem = result.requestState !== undefined ? requestStateProblem(result.requestState, scrubber.scrub) : undefined;
+      const stateProblem =
+        result.requestState !== undefined ? requestStateProblem(result.requestState, scrubber.scrub) : undefined;
       if (stateProblem !== undefined) throw new UnservedInputRequestError(stateProblem);
       const requests = scrubResult(result.requests, scrubber.scrub);
       const own = result.ownResponses;
@@ -152,13 +181,27 @@ async function runCall(kit: ActivityKit, input: CallToolInput, heartbeats: boole
         ...(Object.keys(own).length > 0 ? { ownResponses: own } : {}),
       };
     }
-    const timing = { startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt };
+    const timing = {
+      startedAt: startedAt.toISOString(),
+      durationMs: Date.now() - startedAt.getTime(),
+      attempts: ctx.info.attempt,
+    };
     return resultOutcome(input.name, result, scrubber.scrub, timing, () => declinedNotes(declined, scrubber.scrub));
   } catch (err) {
     if (ctx.cancellationSignal.aborted) throw new CancelledFailure('tool call cancelled');
-    if (toRegularPath.signal.aborted) throw ApplicationFailure.create({ type: FailureType.FastPathAsksPerson, message: `${input.name} asked a person mid-call: the regular activity runs it again`, nonRetryable: true });
+    if (toRegularPath.signal.aborted)
+      throw ApplicationFailure.create({
+        type: FailureType.FastPathAsksPerson,
+        message: `${input.name} asked a person mid-call: the regular activity runs it again`,
+        nonRetryable: true,
+      });
     if (err instanceof ApplicationFailure) throw err;
-    if (err instanceof UnservedInputRequestError) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: ${scrubber.scrub(err.message)}`, nonRetryable: true });
+    if (err instanceof UnservedInputRequestError)
+      throw ApplicationFailure.create({
+        type: FailureType.BadRequest,
+        message: `${input.name}: ${scrubber.scrub(err.message)}`,
+        nonRetryable: true,
+      });
     throw toFailure(err, input, scrubber.scrub);
   } finally {
     stop();
@@ -180,7 +223,17 @@ export function resultOutcome(
   // A result this deep cannot be scrubbed, recorded or serialized; the tool did run, so say so
   // as the tool's own error rather than as a lost call.
   if (nestedDeeperThan(result, MAX_NESTING_DEPTH)) {
-    return { status: 'ok', content: [{ type: 'text', text: `${name} ran, but its result is nested deeper than ${MAX_NESTING_DEPTH} levels and was not kept` }], isError: true, ...timing };
+    return {
+      status: 'ok',
+      content: [
+        {
+          type: 'text',
+          text: `${name} ran, but its result is nested deeper than ${MAX_NESTING_DEPTH} levels and was not kept`,
+        },
+      ],
+      isError: true,
+      ...timing,
+    };
   }
   const clean = scrubResult(result, scrub);
   return {
@@ -199,7 +252,10 @@ export function resultOutcome(
  * environment, so the environment scrubber alone would let a server that echoes them put them into
  * history: once the pool names them, they are scrubbed too.
  */
-export function callScrubber(scrub: (text: string) => string): { scrub: (text: string) => string; onServerSecrets: (values: () => readonly string[]) => void } {
+export function callScrubber(scrub: (text: string) => string): {
+  scrub: (text: string) => string;
+  onServerSecrets: (values: () => readonly string[]) => void;
+} {
   let scrubAll = scrub;
   return {
     scrub: (text) => scrubAll(text),

@@ -43,7 +43,11 @@ export async function withHeartbeat<T>(run: (signal: AbortSignal) => Promise<T>)
 export function currentTurnChain(firstRunId: string | undefined): string {
   const turnId = currentTurnId();
   if (typeof firstRunId !== 'string' || firstRunId === '') {
-    throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `the activity input of turn ${JSON.stringify(turnId)} names no firstRunId: it runs only for a turn that reports its run chain`, nonRetryable: true });
+    throw ApplicationFailure.create({
+      type: FailureType.BadRequest,
+      message: `the activity input of turn ${JSON.stringify(turnId)} names no firstRunId: it runs only for a turn that reports its run chain`,
+      nonRetryable: true,
+    });
   }
   return `${turnId} ${firstRunId}`;
 }
@@ -52,6 +56,11 @@ export function currentTurnChain(firstRunId: string | undefined): string {
 export function currentTurnId(): string {
   const turnId = Context.current().info.workflowExecution?.workflowId;
   // A standalone activity (started by a client, outside any workflow) belongs to no turn.
-  if (turnId === undefined) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: 'this activity runs only inside a turn workflow', nonRetryable: true });
+  if (turnId === undefined)
+    throw ApplicationFailure.create({
+      type: FailureType.BadRequest,
+      message: 'this activity runs only inside a turn workflow',
+      nonRetryable: true,
+    });
   return turnId;
 }

@@ -8,7 +8,8 @@ import type { Governance, GovernanceService } from '../governance/index.js';
  * The part of the worker's server pool the activities use: workflow-tier tests pass a fake one
  * instead of starting server processes.
  */
-export type SessionServers = Pick<ServerPool, 'reconcile' | 'tools' | 'callTool' | 'endSession'> & Partial<Pick<ServerPool, 'withServer'>>;
+export type SessionServers = Pick<ServerPool, 'reconcile' | 'tools' | 'callTool' | 'endSession'> &
+  Partial<Pick<ServerPool, 'withServer'>>;
 
 /** What the activities need; tests pass real or fake parts explicitly. */
 export interface ActivityDeps {

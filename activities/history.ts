@@ -19,7 +19,8 @@ export function scrubResult<T>(result: T, scrub: (t: string) => string): T {
 
 /** A broken operator file as a failure not retried (retrying cannot fix it); any other error as it is. */
 export function configFailure(err: unknown, scrub: (t: string) => string): unknown {
-  if (err instanceof ConfigError) return ApplicationFailure.create({ type: FailureType.Config, message: scrub(err.message), nonRetryable: true });
+  if (err instanceof ConfigError)
+    return ApplicationFailure.create({ type: FailureType.Config, message: scrub(err.message), nonRetryable: true });
   return err;
 }
 
@@ -28,7 +29,11 @@ export function configFailure(err: unknown, scrub: (t: string) => string): unkno
  * retries (a bad request or a server that is not running never is) and what the model is told: a
  * call that never started, one whose request timed out, or one whose connection was lost mid-call.
  */
-export function toFailure(err: unknown, input: Pick<CallToolInput, 'name' | 'server'>, scrub: (t: string) => string): ApplicationFailure {
+export function toFailure(
+  err: unknown,
+  input: Pick<CallToolInput, 'name' | 'server'>,
+  scrub: (t: string) => string,
+): ApplicationFailure {
   const message = scrub(err instanceof Error ? err.message : String(err));
   if (err instanceof RefusedCallError) {
     return ApplicationFailure.create({ type: FailureType.BadRequest, message, nonRetryable: true });
@@ -44,14 +49,31 @@ export function toFailure(err: unknown, input: Pick<CallToolInput, 'name' | 'ser
       const hint = `${input.name}: the server runs this tool only as an MCP task, and this call was not sent as one (the call did not run); calls of server "${input.server}" run as tasks with "tasks": "prefer" in its entry`;
       // Still a BadRequest for workflow code that does not read the mark; newer code sends the call again as a task.
       const details: BadRequestDetails = { taskOnly: true };
-      return ApplicationFailure.create({ type: FailureType.BadRequest, message: `${hint} (${message})`, nonRetryable: true, details: [details] });
+      return ApplicationFailure.create({
+        type: FailureType.BadRequest,
+        message: `${hint} (${message})`,
+        nonRetryable: true,
+        details: [details],
+      });
     }
-    if (err.code === ProtocolErrorCode.InvalidParams || err.code === ProtocolErrorCode.MethodNotFound || err.code === ProtocolErrorCode.InvalidRequest || err.code === ProtocolErrorCode.MissingRequiredClientCapability) {
-      return ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: ${message}`, nonRetryable: true });
+    if (
+      err.code === ProtocolErrorCode.InvalidParams ||
+      err.code === ProtocolErrorCode.MethodNotFound ||
+      err.code === ProtocolErrorCode.InvalidRequest ||
+      err.code === ProtocolErrorCode.MissingRequiredClientCapability
+    ) {
+      return ApplicationFailure.create({
+        type: FailureType.BadRequest,
+        message: `${input.name}: ${message}`,
+        nonRetryable: true,
+      });
     }
   }
   if (err instanceof SdkError && err.code === SdkErrorCode.RequestTimeout) {
     return ApplicationFailure.create({ type: FailureType.ToolTimeout, message: `${input.name}: ${message}` });
   }
-  return ApplicationFailure.create({ type: FailureType.Transport, message: `${input.name} (server "${input.server}"): ${message}` });
+  return ApplicationFailure.create({
+    type: FailureType.Transport,
+    message: `${input.name} (server "${input.server}"): ${message}`,
+  });
 }

@@ -13,7 +13,14 @@ import { postToolUseHooksActivity, preToolUseHooksActivity } from './hooks.js';
 import { listToolsActivity, reconcileServersActivity, workerInfoActivity } from './servers.js';
 import { deliverInputAnswerActivity } from './legacyInput.js';
 import { LegacyInputWaits } from '../mcp/legacyInputs.js';
-import { cancelTaskActivity, createTaskActivity, pollTaskActivity, takeTaskActivity, taskResultActivity, updateTaskActivity } from './tasks.js';
+import {
+  cancelTaskActivity,
+  createTaskActivity,
+  pollTaskActivity,
+  takeTaskActivity,
+  taskResultActivity,
+  updateTaskActivity,
+} from './tasks.js';
 import { taskInputActivity } from './taskInput.js';
 
 export type { ActivityDeps, SessionServers } from './deps.js';
@@ -21,7 +28,12 @@ export { scrubResult, toFailure } from './history.js';
 
 /** The activities, keyed by their type names (recorded in history, so never renamed). */
 export function createActivities(deps: ActivityDeps) {
-  const kit: ActivityKit = { deps, governanceFor: createGovernanceCache(deps), seal: sealerFor(deps.turnKey ?? randomBytes(32)), legacyWaits: new LegacyInputWaits() };
+  const kit: ActivityKit = {
+    deps,
+    governanceFor: createGovernanceCache(deps),
+    seal: sealerFor(deps.turnKey ?? randomBytes(32)),
+    legacyWaits: new LegacyInputWaits(),
+  };
   return {
     reconcileServers: reconcileServersActivity(kit),
     listTools: listToolsActivity(kit),

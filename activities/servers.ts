@@ -7,7 +7,10 @@ import type { ActivityKit } from './deps.js';
 import { configFailure, scrubResult } from './history.js';
 
 /** `reconcileServers`: resolves the turn's references and brings its session's servers to them. */
-export function reconcileServersActivity({ deps, governanceFor }: ActivityKit): (input: ReconcileInput) => Promise<ReconcileResult> {
+export function reconcileServersActivity({
+  deps,
+  governanceFor,
+}: ActivityKit): (input: ReconcileInput) => Promise<ReconcileResult> {
   const { pool, logger, scrub } = deps;
   return async function reconcileServers(input) {
     let config: LoadedConfig;
@@ -20,11 +23,22 @@ export function reconcileServersActivity({ deps, governanceFor }: ActivityKit): 
     const turnId = currentTurnId();
     const g = await governanceFor(turnId, true);
     // An open interactive turn may still call: its servers are held for its idle limit.
-    const status = await withHeartbeat(() => pool.reconcile(input.sessionId, config, { holdMs: input.turnIdleMs, workspace: input.refs.workspace, offerRoot: input.offerWorkspaceRoot === true, turnId: currentTurnChain(input.firstRunId) }));
-    logger.info({ sessionId: input.sessionId, servers: status.servers.map((s) => `${s.name}:${s.state}`) }, 'servers reconciled');
+    const status = await withHeartbeat(() =>
+      pool.reconcile(input.sessionId, config, {
+        holdMs: input.turnIdleMs,
+        workspace: input.refs.workspace,
+        offerRoot: input.offerWorkspaceRoot === true,
+        turnId: currentTurnChain(input.firstRunId),
+      }),
+    );
+    logger.info(
+      { sessionId: input.sessionId, servers: status.servers.map((s) => `${s.name}:${s.state}`) },
+      'servers reconciled',
+    );
     // The status is recorded in history: a secret value that reached it (an error that quotes a
     // spec, a server's stderr) must not.
-    const withWarnings = g && g.warnings.length > 0 ? { ...status, warnings: [...status.warnings, ...g.warnings] } : status;
+    const withWarnings =
+      g && g.warnings.length > 0 ? { ...status, warnings: [...status.warnings, ...g.warnings] } : status;
     const clean = scrubResult(withWarnings, scrub);
     // The status keeps every tool (the operator reads it); the model's paragraph names only those it may call.
     let shown: ((name: string) => boolean) | undefined;
@@ -33,13 +47,24 @@ export function reconcileServersActivity({ deps, governanceFor }: ActivityKit): 
     } catch (err) {
       throw configFailure(err, scrub);
     }
-    const forModel = shown ? { ...clean, servers: clean.servers.map((s) => ({ ...s, tools: s.tools.filter(shown) })) } : clean;
-    return { workerQueue: deps.workerQueue, status: clean, serversParagraph: renderServersParagraph(forModel), fastPath: deps.fastPath !== false, eagerCalls: deps.eagerCalls !== false };
+    const forModel = shown
+      ? { ...clean, servers: clean.servers.map((s) => ({ ...s, tools: s.tools.filter(shown) })) }
+      : clean;
+    return {
+      workerQueue: deps.workerQueue,
+      status: clean,
+      serversParagraph: renderServersParagraph(forModel),
+      fastPath: deps.fastPath !== false,
+      eagerCalls: deps.eagerCalls !== false,
+    };
   };
 }
 
 /** `listTools`: the session's tools, as the operator's rules let the turn see them. */
-export function listToolsActivity({ deps, governanceFor }: ActivityKit): (input: ListToolsInput) => Promise<ToolInfo[]> {
+export function listToolsActivity({
+  deps,
+  governanceFor,
+}: ActivityKit): (input: ListToolsInput) => Promise<ToolInfo[]> {
   return async function listTools(input) {
     const tools = deps.pool.tools(input.sessionId);
     const g = await governanceFor(currentTurnId());

@@ -35,7 +35,9 @@ export function taskInputActivity(kit: ActivityKit): (input: TaskInputRef) => Pr
     const startedAt = new Date();
     const scrubber = callScrubber(kit.deps.scrub);
     // As a call's progress, so the API's pending-call `progress` shows it.
-    const idle = { progress: { taskId: input.taskId, status: 'input_required', message: `task ${input.taskId}: input_required` } };
+    const idle = {
+      progress: { taskId: input.taskId, status: 'input_required', message: `task ${input.taskId}: input_required` },
+    };
     let latest: unknown = idle;
     const stop = startHeartbeat(ctx, () => latest);
     // Ends the request: the task went on, or the wait's limit passed.
@@ -45,7 +47,18 @@ export function taskInputActivity(kit: ActivityKit): (input: TaskInputRef) => Pr
       const turnId = currentTurnId();
       return await withTaskServer(kit, input, scrubber, async (server, signal) => {
         if (input.serverInstance !== undefined && input.serverInstance !== server.instance) return { status: 'lost' };
-        const poll: Poll = (s, sig) => s.withTasks(async (session, _listed, inner) => taskPoll(await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).snapshot(inner), s, scrubber.scrub), sig);
+        const poll: Poll = (s, sig) =>
+          s.withTasks(
+            async (session, _listed, inner) =>
+              taskPoll(
+                await session
+                  .task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs })
+                  .snapshot(inner),
+                s,
+                scrubber.scrub,
+              ),
+            sig,
+          );
         // A 2026-07-28 task asks in `inputRequests` (answered with `tasks/update`), not over
         // `tasks/result`: where it stands, with its questions, is what the turn needs to ask them.
         if (server.era === 'modern') return await poll(server, signal);
@@ -71,15 +84,31 @@ export function taskInputActivity(kit: ActivityKit): (input: TaskInputRef) => Pr
           }
         };
         const live = AbortSignal.any([signal, done.signal]);
-        const result = server.taskResultWithInput(input.taskId, ask, { signal: live, timeoutMs: input.waitMs + RESULT_REQUEST_MARGIN_MS });
+        const result = server.taskResultWithInput(input.taskId, ask, {
+          signal: live,
+          timeoutMs: input.waitMs + RESULT_REQUEST_MARGIN_MS,
+        });
         result.catch(() => undefined);
         try {
-          const first = await Promise.race([result.then((r) => ({ result: r })), resumed(server, poll, questions, live).then((p) => ({ poll: p }))]);
+          const first = await Promise.race([
+            result.then((r) => ({ result: r })),
+            resumed(server, poll, questions, live).then((p) => ({ poll: p })),
+          ]);
           if ('result' in first) {
-            return resultOutcome(input.name, toolResult(first.result), scrubber.scrub, { startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt });
+            return resultOutcome(input.name, toolResult(first.result), scrubber.scrub, {
+              startedAt: startedAt.toISOString(),
+              durationMs: Date.now() - startedAt.getTime(),
+              attempts: ctx.info.attempt,
+            });
           }
           if (first.poll) return first.poll;
-          return await result.then((r) => resultOutcome(input.name, toolResult(r), scrubber.scrub, { startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt }));
+          return await result.then((r) =>
+            resultOutcome(input.name, toolResult(r), scrubber.scrub, {
+              startedAt: startedAt.toISOString(),
+              durationMs: Date.now() - startedAt.getTime(),
+              attempts: ctx.info.attempt,
+            }),
+          );
         } catch (err) {
           if (signal.aborted || !done.signal.aborted) throw err;
           // The limit passed: where the task stands now decides what the turn does next.
@@ -103,7 +132,12 @@ export function taskInputActivity(kit: ActivityKit): (input: TaskInputRef) => Pr
  * status that ended is left to `tasks/result`, which returns it. Undefined once `signal` aborts.
  * A failed look is tried again at the next check.
  */
-async function resumed(server: ManagedServer, poll: Poll, questions: { open: number }, signal: AbortSignal): Promise<TaskPoll | undefined> {
+async function resumed(
+  server: ManagedServer,
+  poll: Poll,
+  questions: { open: number },
+  signal: AbortSignal,
+): Promise<TaskPoll | undefined> {
   while (!signal.aborted) {
     try {
       await delay(RESUME_CHECK_MS, undefined, { signal });

@@ -4,9 +4,32 @@
  */
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { ProtocolError } from '@modelcontextprotocol/client';
-import { DispatchError, JsonRpcResponseError, TaskCancelledError, toolDeclarationFromMcpTool, type TaskEnabledSession, type TaskView } from '@modelcontextprotocol/ext-tasks/client';
-import { ProtocolDecodeError, taskId as asTaskId, type JsonValue, type RuntimeCodec } from '@modelcontextprotocol/ext-tasks/core';
-import { FailureType, taskIdProblem, type CallOutcome, type CreateTaskInput, type TakeTaskInput, type TaskPoll, type TaskQuestions, type TaskRef, type TaskStarted, type UpdateTaskInput } from '../contract/index.js';
+import {
+  DispatchError,
+  JsonRpcResponseError,
+  TaskCancelledError,
+  toolDeclarationFromMcpTool,
+  type TaskEnabledSession,
+  type TaskView,
+} from '@modelcontextprotocol/ext-tasks/client';
+import {
+  ProtocolDecodeError,
+  taskId as asTaskId,
+  type JsonValue,
+  type RuntimeCodec,
+} from '@modelcontextprotocol/ext-tasks/core';
+import {
+  FailureType,
+  taskIdProblem,
+  type CallOutcome,
+  type CreateTaskInput,
+  type TakeTaskInput,
+  type TaskPoll,
+  type TaskQuestions,
+  type TaskRef,
+  type TaskStarted,
+  type UpdateTaskInput,
+} from '../contract/index.js';
 import { UnservedInputRequestError } from '../mcp/inputRequests.js';
 import type { ManagedServer } from '../mcp/managedServer.js';
 import { checkCall } from './callChecks.js';
@@ -19,18 +42,43 @@ import { scrubResult, toFailure } from './history.js';
 const INVALID_PARAMS = -32602;
 
 /** Runs `run` with the call's server, under the same checks as a call. */
-export async function withTaskServer<T>(kit: ActivityKit, ref: Pick<TaskRef, 'sessionId' | 'firstRunId' | 'server' | 'tool' | 'name'>, scrub: ReturnType<typeof callScrubber>, run: (server: ManagedServer, signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function withTaskServer<T>(
+  kit: ActivityKit,
+  ref: Pick<TaskRef, 'sessionId' | 'firstRunId' | 'server' | 'tool' | 'name'>,
+  scrub: ReturnType<typeof callScrubber>,
+  run: (server: ManagedServer, signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const { pool } = kit.deps;
-  if (!pool.withServer) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${ref.name}: this worker runs no MCP tasks`, nonRetryable: true });
+  if (!pool.withServer)
+    throw ApplicationFailure.create({
+      type: FailureType.BadRequest,
+      message: `${ref.name}: this worker runs no MCP tasks`,
+      nonRetryable: true,
+    });
   const signal = Context.current().cancellationSignal;
-  return pool.withServer(ref.sessionId, ref.server, ref.tool, { turnId: currentTurnChain(ref.firstRunId), publicName: ref.name, signal, onServerSecrets: scrub.onServerSecrets }, (server) => run(server, signal));
+  return pool.withServer(
+    ref.sessionId,
+    ref.server,
+    ref.tool,
+    { turnId: currentTurnChain(ref.firstRunId), publicName: ref.name, signal, onServerSecrets: scrub.onServerSecrets },
+    (server) => run(server, signal),
+  );
 }
 
 /** An error of a task request as the failure the workflow reads (a JSON-RPC error answer as the SDK's own). */
-export function taskFailure(err: unknown, ref: Pick<TaskRef, 'name' | 'server'>, scrub: (text: string) => string): unknown {
+export function taskFailure(
+  err: unknown,
+  ref: Pick<TaskRef, 'name' | 'server'>,
+  scrub: (text: string) => string,
+): unknown {
   if (Context.current().cancellationSignal.aborted) return new CancelledFailure('task request cancelled');
   if (err instanceof ApplicationFailure) return err;
-  const cause = err instanceof JsonRpcResponseError ? new ProtocolError(err.code, err.message) : err instanceof DispatchError && err.cause instanceof Error ? err.cause : err;
+  const cause =
+    err instanceof JsonRpcResponseError
+      ? new ProtocolError(err.code, err.message)
+      : err instanceof DispatchError && err.cause instanceof Error
+        ? err.cause
+        : err;
   return toFailure(cause, ref, scrub);
 }
 
@@ -39,16 +87,26 @@ export function taskFailure(err: unknown, ref: Pick<TaskRef, 'name' | 'server'>,
  * `resultType` that ext-tasks' schema requires, and {@link toolResult} shapes what the model reads.
  */
 const anyResult: RuntimeCodec<object> = {
-  parse: (value) => (value !== null && typeof value === 'object' && !Array.isArray(value) ? { success: true, value } : { success: false, error: new ProtocolDecodeError('the task result is not an object', {}) }),
+  parse: (value) =>
+    value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? { success: true, value }
+      : { success: false, error: new ProtocolDecodeError('the task result is not an object', {}) },
 };
 
 /** A finished task's result as a tool result; a result of another shape (input_required) has no content the model could read. */
 export function toolResult(result: object): { content?: unknown; isError?: unknown; structuredContent?: unknown } {
-  return 'content' in result ? result : { content: [{ type: 'text', text: 'the task ended without a tool result' }], isError: true };
+  return 'content' in result
+    ? result
+    : { content: [{ type: 'text', text: 'the task ended without a tool result' }], isError: true };
 }
 
 /** The task as recorded, under `taskId` (already checked), never the ID the view itself names. */
-function started(view: TaskView, taskId: string, serverInstance: string | undefined, questions: TaskQuestions): TaskStarted {
+function started(
+  view: TaskView,
+  taskId: string,
+  serverInstance: string | undefined,
+  questions: TaskQuestions,
+): TaskStarted {
   return {
     kind: 'task',
     taskId,
@@ -76,7 +134,8 @@ export function taskQuestions(view: TaskView, server: ManagedServer, scrub: (tex
       ...(Object.keys(needs.ownResponses).length > 0 ? { ownResponses: needs.ownResponses } : {}),
     };
   } catch (err) {
-    if (err instanceof UnservedInputRequestError) return { inputRequests: [], refused: scrub(err.message).slice(0, 1000) };
+    if (err instanceof UnservedInputRequestError)
+      return { inputRequests: [], refused: scrub(err.message).slice(0, 1000) };
     throw err;
   }
 }
@@ -118,8 +177,13 @@ export function createTaskActivity(kit: ActivityKit): (input: CreateTaskInput) =
           const instance = server.remote ? undefined : server.instance;
           if (execution.kind === 'immediate') {
             const outcome = await execution.result();
-            if (outcome.status !== 'completed') throw new Error(outcome.status === 'failed' ? outcome.error.message : 'the call was cancelled');
-            return resultOutcome(input.name, toolResult(outcome.result), scrubber.scrub, { startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt });
+            if (outcome.status !== 'completed')
+              throw new Error(outcome.status === 'failed' ? outcome.error.message : 'the call was cancelled');
+            return resultOutcome(input.name, toolResult(outcome.result), scrubber.scrub, {
+              startedAt: startedAt.toISOString(),
+              durationMs: Date.now() - startedAt.getTime(),
+              attempts: ctx.info.attempt,
+            });
           }
           const taskId = execution.handle.taskId;
           // Released at once: the turn polls with activities of its own, from any worker.
@@ -128,16 +192,33 @@ export function createTaskActivity(kit: ActivityKit): (input: CreateTaskInput) =
           if (badId !== undefined) {
             // An ID that cannot be recorded cannot be followed or taken up by any turn: the task
             // would run unwatched, so it is cancelled while its ID is still in hand.
-            const cancelled = await session.task(taskId, { requestTimeoutMs: input.requestTimeoutMs }).cancel(inner).then(() => true, () => false);
-            const after = cancelled ? 'the task was cancelled on the server' : 'cancelling the task failed, so it may still run';
-            throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: the server gave its task an ID that cannot be recorded (${badId}); ${after}, and it may have had an effect`, nonRetryable: true });
+            const cancelled = await session
+              .task(taskId, { requestTimeoutMs: input.requestTimeoutMs })
+              .cancel(inner)
+              .then(
+                () => true,
+                () => false,
+              );
+            const after = cancelled
+              ? 'the task was cancelled on the server'
+              : 'cancelling the task failed, so it may still run';
+            throw ApplicationFailure.create({
+              type: FailureType.BadRequest,
+              message: `${input.name}: the server gave its task an ID that cannot be recorded (${badId}); ${after}, and it may have had an effect`,
+              nonRetryable: true,
+            });
           }
           let view: TaskView;
           try {
             view = await session.task(taskId).snapshot(inner);
           } catch {
             // The task exists: its ID is what must be recorded, whatever its first status said.
-            return { kind: 'task', taskId, status: 'working', ...(instance !== undefined ? { serverInstance: instance } : {}) };
+            return {
+              kind: 'task',
+              taskId,
+              status: 'working',
+              ...(instance !== undefined ? { serverInstance: instance } : {}),
+            };
           }
           return started(view, taskId, instance, taskQuestions(view, server, scrubber.scrub));
         }, signal);
@@ -164,17 +245,32 @@ export function takeTaskActivity(kit: ActivityKit): (input: TakeTaskInput) => Pr
       return await withTaskServer(kit, input, scrubber, (server, signal) =>
         server.withTasks(async (session, _listed, inner) => {
           try {
-            const view = await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).snapshot(inner);
-            const task = started(view, input.taskId, server.remote ? undefined : server.instance, taskQuestions(view, server, scrubber.scrub));
+            const view = await session
+              .task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs })
+              .snapshot(inner);
+            const task = started(
+              view,
+              input.taskId,
+              server.remote ? undefined : server.instance,
+              taskQuestions(view, server, scrubber.scrub),
+            );
             // A server's own words: kept only as a time, bounded, since they go into history.
-            const createdAt = typeof view.createdAt === 'string' && view.createdAt.length <= 64 && Number.isFinite(Date.parse(view.createdAt)) ? view.createdAt : undefined;
+            const createdAt =
+              typeof view.createdAt === 'string' &&
+              view.createdAt.length <= 64 &&
+              Number.isFinite(Date.parse(view.createdAt))
+                ? view.createdAt
+                : undefined;
             return {
               ...task,
-              ...(task.statusMessage !== undefined ? { statusMessage: scrubber.scrub(task.statusMessage).slice(0, 1000) } : {}),
+              ...(task.statusMessage !== undefined
+                ? { statusMessage: scrubber.scrub(task.statusMessage).slice(0, 1000) }
+                : {}),
               ...(createdAt !== undefined ? { createdAt } : {}),
             };
           } catch (err) {
-            if (err instanceof JsonRpcResponseError && err.code === INVALID_PARAMS) return { status: 'unknown' as const, statusMessage: scrubber.scrub(err.message).slice(0, 1000) };
+            if (err instanceof JsonRpcResponseError && err.code === INVALID_PARAMS)
+              return { status: 'unknown' as const, statusMessage: scrubber.scrub(err.message).slice(0, 1000) };
             throw err;
           }
         }, signal),
@@ -191,12 +287,18 @@ export function pollTaskActivity(kit: ActivityKit): (input: TaskRef) => Promise<
     const scrubber = callScrubber(kit.deps.scrub);
     try {
       return await withTaskServer(kit, input, scrubber, (server, signal) => {
-        if (input.serverInstance !== undefined && input.serverInstance !== server.instance) return Promise.resolve<TaskPoll>({ status: 'lost' });
+        if (input.serverInstance !== undefined && input.serverInstance !== server.instance)
+          return Promise.resolve<TaskPoll>({ status: 'lost' });
         return server.withTasks(async (session, _listed, inner) => {
           try {
-            return taskPoll(await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).snapshot(inner), server, scrubber.scrub);
+            return taskPoll(
+              await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).snapshot(inner),
+              server,
+              scrubber.scrub,
+            );
           } catch (err) {
-            if (err instanceof JsonRpcResponseError && err.code === INVALID_PARAMS) return { status: 'unknown', statusMessage: scrubber.scrub(err.message).slice(0, 1000) };
+            if (err instanceof JsonRpcResponseError && err.code === INVALID_PARAMS)
+              return { status: 'unknown', statusMessage: scrubber.scrub(err.message).slice(0, 1000) };
             throw err;
           }
         }, signal);
@@ -213,19 +315,42 @@ export function taskResultActivity(kit: ActivityKit): (input: TaskRef) => Promis
     const ctx = Context.current();
     const startedAt = new Date();
     const scrubber = callScrubber(kit.deps.scrub);
-    const timing = () => ({ startedAt: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), attempts: ctx.info.attempt });
+    const timing = () => ({
+      startedAt: startedAt.toISOString(),
+      durationMs: Date.now() - startedAt.getTime(),
+      attempts: ctx.info.attempt,
+    });
     try {
       return await withTaskServer(kit, input, scrubber, (server, signal) =>
         server.withTasks(async (session, _listed, inner) => {
-          const outcome = await session.task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs }).result({ signal: inner, ...(server.era === 'modern' ? { resultCodec: anyResult } : {}) });
-          if (outcome.status === 'completed') return resultOutcome(input.name, toolResult(outcome.result), scrubber.scrub, timing());
-          if (outcome.status === 'cancelled') return { status: 'error', errorKind: 'cancelled', errorMessage: `${input.name}: task ${input.taskId} was cancelled by its server`, content: [], isError: false, ...timing() };
+          const outcome = await session
+            .task(asTaskId(input.taskId), { requestTimeoutMs: input.requestTimeoutMs })
+            .result({ signal: inner, ...(server.era === 'modern' ? { resultCodec: anyResult } : {}) });
+          if (outcome.status === 'completed')
+            return resultOutcome(input.name, toolResult(outcome.result), scrubber.scrub, timing());
+          if (outcome.status === 'cancelled')
+            return {
+              status: 'error',
+              errorKind: 'cancelled',
+              errorMessage: `${input.name}: task ${input.taskId} was cancelled by its server`,
+              content: [],
+              isError: false,
+              ...timing(),
+            };
           const text = `${input.name}: task ${input.taskId} failed: ${scrubber.scrub(outcome.error.message).slice(0, 2000)}`;
           return { status: 'ok', content: [{ type: 'text', text }], isError: true, ...timing() };
         }, signal),
       );
     } catch (err) {
-      if (err instanceof TaskCancelledError) return { status: 'error', errorKind: 'cancelled', errorMessage: `${input.name}: task ${input.taskId} was cancelled by its server`, content: [], isError: false, ...timing() };
+      if (err instanceof TaskCancelledError)
+        return {
+          status: 'error',
+          errorKind: 'cancelled',
+          errorMessage: `${input.name}: task ${input.taskId} was cancelled by its server`,
+          content: [],
+          isError: false,
+          ...timing(),
+        };
       throw taskFailure(err, input, scrubber.scrub);
     }
   };
@@ -249,7 +374,12 @@ export function updateTaskActivity(kit: ActivityKit): (input: UpdateTaskInput) =
       try {
         await task.updateJson(input.inputResponses, signal);
       } catch (err) {
-        if (err instanceof ProtocolDecodeError) throw ApplicationFailure.create({ type: FailureType.BadRequest, message: `${input.name}: the answers to task ${input.taskId} cannot be sent: ${err.message}`, nonRetryable: true });
+        if (err instanceof ProtocolDecodeError)
+          throw ApplicationFailure.create({
+            type: FailureType.BadRequest,
+            message: `${input.name}: the answers to task ${input.taskId} cannot be sent: ${err.message}`,
+            nonRetryable: true,
+          });
         throw err;
       }
     });
@@ -261,7 +391,11 @@ export function updateTaskActivity(kit: ActivityKit): (input: UpdateTaskInput) =
  * process of a stdio server is gone with it, and one the server does not know (`-32602`) has ended
  * or expired: both need nothing sent, and the next poll tells what became of it.
  */
-async function sendToTask(kit: ActivityKit, input: TaskRef, send: (task: ReturnType<TaskEnabledSession['task']>, signal: AbortSignal) => Promise<unknown>): Promise<void> {
+async function sendToTask(
+  kit: ActivityKit,
+  input: TaskRef,
+  send: (task: ReturnType<TaskEnabledSession['task']>, signal: AbortSignal) => Promise<unknown>,
+): Promise<void> {
   const scrubber = callScrubber(kit.deps.scrub);
   try {
     await withTaskServer(kit, input, scrubber, (server, signal) => {

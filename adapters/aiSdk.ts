@@ -6,12 +6,26 @@
  */
 import { jsonSchema, tool, type Tool, type ToolSet } from 'ai';
 import type { Turn } from '../client/turnClient.js';
-import { objectSchema, runDurableCall, selectTools, type DurableToolResult, type DurableToolsOptions } from './durableCall.js';
+import {
+  objectSchema,
+  runDurableCall,
+  selectTools,
+  type DurableToolResult,
+  type DurableToolsOptions,
+} from './durableCall.js';
 
 /** A tool result as the model reads it (the AI SDK's `ToolResultOutput`, which `ai` does not export by name). */
-export type ToolResultOutput = Awaited<ReturnType<NonNullable<Tool<Record<string, unknown>, DurableToolResult>['toModelOutput']>>>;
+export type ToolResultOutput = Awaited<
+  ReturnType<NonNullable<Tool<Record<string, unknown>, DurableToolResult>['toModelOutput']>>
+>;
 
-export { turnBriefing, withDurableTurn, type DurableToolResult, type DurableToolsOptions, type TurnBriefing } from './durableCall.js';
+export {
+  turnBriefing,
+  withDurableTurn,
+  type DurableToolResult,
+  type DurableToolsOptions,
+  type TurnBriefing,
+} from './durableCall.js';
 
 /**
  * The turn's tools as an AI SDK `ToolSet`, keyed by their public names (`mcp__<server>__<tool>`).
@@ -28,7 +42,13 @@ export function toolSet(turn: Turn, options: DurableToolsOptions = {}): ToolSet 
       description: info.description,
       inputSchema: jsonSchema<Record<string, unknown>>(objectSchema(info.inputSchema)),
       execute: (input, { toolCallId, abortSignal }) =>
-        runDurableCall(turn, { id: toolCallId, name: info.name, arguments: input }, abortSignal, options.shapeLimits, options),
+        runDurableCall(
+          turn,
+          { id: toolCallId, name: info.name, arguments: input },
+          abortSignal,
+          options.shapeLimits,
+          options,
+        ),
       toModelOutput: ({ output }) => modelOutput(output),
     });
   }
@@ -43,7 +63,8 @@ export function toolSet(turn: Turn, options: DurableToolsOptions = {}): ToolSet 
 export function modelOutput(result: DurableToolResult): ToolResultOutput {
   const { outcome, model } = result;
   const failed = outcome.status === 'error' || outcome.isError;
-  if (model.images.length === 0) return failed ? { type: 'error-text', value: model.text } : { type: 'text', value: model.text };
+  if (model.images.length === 0)
+    return failed ? { type: 'error-text', value: model.text } : { type: 'text', value: model.text };
   return {
     type: 'content',
     value: [

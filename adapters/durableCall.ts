@@ -52,7 +52,7 @@ export class MissingToolCallIdError extends Error {
   constructor(tool: string, framework: string) {
     super(
       `${framework} called ${tool} without a tool-call ID: a durable call is keyed by the model's tool-call ID, ` +
-        'so it can only run from a model\'s tool call (invoke the tool with the tool call, not with bare arguments)',
+        "so it can only run from a model's tool call (invoke the tool with the tool call, not with bare arguments)",
     );
   }
 }
@@ -75,7 +75,8 @@ export async function runDurableCall(
   limits?: ShapeLimits,
   inputs: CallInputOptions = {},
 ): Promise<DurableToolResult> {
-  if (signal?.aborted) throw new CallAbortedError(`the run was aborted before ${request.name} was called; it did not run`);
+  if (signal?.aborted)
+    throw new CallAbortedError(`the run was aborted before ${request.name} was called; it did not run`);
   let settled = false;
   const call = turn.callToolForModel(request, limits, inputs).finally(() => {
     settled = true;
@@ -117,7 +118,8 @@ export interface TurnBriefing {
 
 /** The system prompt of this turn: the caller's instructions, then the servers paragraph. */
 export function turnBriefing(turn: Pick<Turn, 'serversParagraph' | 'status'>, instructions = ''): TurnBriefing {
-  const system = instructions.trim() === '' ? turn.serversParagraph : `${instructions.trimEnd()}\n\n${turn.serversParagraph}`;
+  const system =
+    instructions.trim() === '' ? turn.serversParagraph : `${instructions.trimEnd()}\n\n${turn.serversParagraph}`;
   return { system, serversParagraph: turn.serversParagraph, status: turn.status };
 }
 

@@ -8,12 +8,30 @@
 import { ToolMessage } from '@langchain/core/messages';
 import { DynamicStructuredTool } from '@langchain/core/tools';
 import type { Turn } from '../client/turnClient.js';
-import { MissingToolCallIdError, objectSchema, runDurableCall, selectTools, type DurableToolResult, type DurableToolsOptions } from './durableCall.js';
+import {
+  MissingToolCallIdError,
+  objectSchema,
+  runDurableCall,
+  selectTools,
+  type DurableToolResult,
+  type DurableToolsOptions,
+} from './durableCall.js';
 
-export { turnBriefing, withDurableTurn, type DurableToolResult, type DurableToolsOptions, type TurnBriefing } from './durableCall.js';
+export {
+  turnBriefing,
+  withDurableTurn,
+  type DurableToolResult,
+  type DurableToolsOptions,
+  type TurnBriefing,
+} from './durableCall.js';
 
 /** A durable tool: JSON-schema input, a `ToolMessage` out. */
-export type DurableStructuredTool = DynamicStructuredTool<Record<string, unknown>, Record<string, unknown>, Record<string, unknown>, ToolMessage>;
+export type DurableStructuredTool = DynamicStructuredTool<
+  Record<string, unknown>,
+  Record<string, unknown>,
+  Record<string, unknown>,
+  ToolMessage
+>;
 
 /**
  * The turn's tools as LangChain structured tools. Invoke each with the model's tool call (the
@@ -33,7 +51,17 @@ export function structuredTools(turn: Turn, options: DurableToolsOptions = {}): 
         func: async (input, _runManager, config) => {
           const id = (config as { toolCall?: { id?: string } } | undefined)?.toolCall?.id;
           if (!id) throw new MissingToolCallIdError(info.name, 'LangChain');
-          return toolMessage(info.name, id, await runDurableCall(turn, { id, name: info.name, arguments: input }, config?.signal, options.shapeLimits, options));
+          return toolMessage(
+            info.name,
+            id,
+            await runDurableCall(
+              turn,
+              { id, name: info.name, arguments: input },
+              config?.signal,
+              options.shapeLimits,
+              options,
+            ),
+          );
         },
       }) as DurableStructuredTool,
   );

@@ -23,14 +23,18 @@ export function registerAgentRoutes(app: ApiApp, shelfFor: ShelfFor, turnKey: Bu
   const agentScope: MiddlewareHandler<Env> = async (c, next) => {
     const token = c.get('token');
     const agent = c.req.param('agent') ?? '';
-    if (!token || (!token.shelf && !tokenAllowsAgent(token, agent))) throw new ApiError('forbidden', `the token may not reach agent ${JSON.stringify(agent)}`);
+    if (!token || (!token.shelf && !tokenAllowsAgent(token, agent)))
+      throw new ApiError('forbidden', `the token may not reach agent ${JSON.stringify(agent)}`);
     return next();
   };
   app.use(`${API}/agents/:agent/servers`, agentScope);
 
   app.openapi(
     createRoute({
-      method: 'get', path: `${API}/agents/{agent}/servers`, tags: ['shelf'], security: ANY_TOKEN,
+      method: 'get',
+      path: `${API}/agents/{agent}/servers`,
+      tags: ['shelf'],
+      security: ANY_TOKEN,
       summary: 'The servers granted to an agent',
       description: 'Needs the shelf scope, or a token whose prefixes reach the agent.',
       request: { params: AgentParams },
@@ -45,7 +49,8 @@ export function registerAgentRoutes(app: ApiApp, shelfFor: ShelfFor, turnKey: Bu
         .sort((a, b) => a.server.localeCompare(b.server))
         .map((g) => {
           const s = byName.get(g.server)!;
-          const verified = turnKey !== undefined && verifyShelfServer(turnKey, s) && verifyShelfGrant(turnKey, g, s.entry);
+          const verified =
+            turnKey !== undefined && verifyShelfServer(turnKey, s) && verifyShelfGrant(turnKey, g, s.entry);
           return { name: s.name, entry: s.entry, grantedAt: g.grantedAt, verified };
         });
       return c.json({ agent, servers }, 200);

@@ -47,11 +47,23 @@ export function parseTokens(text: string, where: string): ApiToken[] {
           : 'entries hold the SHA-256 of a token, not the token: "sha256:<64 hex digits> <session-prefix>[,...]" (printf %s "$TOKEN" | sha256sum)';
         throw new SettingsError(`${at}: ${hint}`);
       }
-      const prefixes = match[2]!.split(',').map((p) => p.trim()).filter(Boolean).map((p) => (p === '*' ? '' : p));
+      const prefixes = match[2]!
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean)
+        .map((p) => (p === '*' ? '' : p));
       if (prefixes.length === 0) throw new SettingsError(`${at}: no session prefix given (use * for every session)`);
       const scope = match[3];
-      if (scope !== undefined && !SCOPES.includes(scope)) throw new SettingsError(`${at}: unknown scope ${JSON.stringify(scope)} after the prefixes (the one scope is "shelf")`);
-      tokens.push({ hash: Buffer.from(match[1]!.toLowerCase(), 'hex'), prefixes, shelf: scope === 'shelf', source: at });
+      if (scope !== undefined && !SCOPES.includes(scope))
+        throw new SettingsError(
+          `${at}: unknown scope ${JSON.stringify(scope)} after the prefixes (the one scope is "shelf")`,
+        );
+      tokens.push({
+        hash: Buffer.from(match[1]!.toLowerCase(), 'hex'),
+        prefixes,
+        shelf: scope === 'shelf',
+        source: at,
+      });
     }
   }
   return tokens;

@@ -52,9 +52,19 @@ export function isUnder(path: string, dirs: readonly string[]): boolean {
  * resolves symlinks where the path exists on this machine (the API may run elsewhere than workers,
  * which check again with their own settings).
  */
-export async function admitRefs(b: ApiBoundary, refs: TurnRefs, real: (p: string) => Promise<string> = realOrSame): Promise<{ refused: RefRefusal } | { sign: boolean }> {
+export async function admitRefs(
+  b: ApiBoundary,
+  refs: TurnRefs,
+  real: (p: string) => Promise<string> = realOrSame,
+): Promise<{ refused: RefRefusal } | { sign: boolean }> {
   if (refs.inlineSpecs.length > 0 && !b.allowInline) {
-    return { refused: { field: 'servers.inlineSpecs[0]', message: 'inline server specs run commands on the worker; this API refuses them (its operator allows them with DMCP_ALLOW_INLINE=true)' } };
+    return {
+      refused: {
+        field: 'servers.inlineSpecs[0]',
+        message:
+          'inline server specs run commands on the worker; this API refuses them (its operator allows them with DMCP_ALLOW_INLINE=true)',
+      },
+    };
   }
   const paths: [string, string][] = [
     ...refs.mcpConfigFiles.map((f, i): [string, string] => [`servers.mcpConfigFiles[${i}]`, f]),
@@ -62,14 +72,22 @@ export async function admitRefs(b: ApiBoundary, refs: TurnRefs, real: (p: string
   ];
   for (const [field, path] of paths) {
     if (!isUnder(path, b.allowedConfigDirs) || !isUnder(await real(path), b.allowedConfigDirs)) {
-      const allowed = b.allowedConfigDirs.length ? `it must lie in ${b.allowedConfigDirs.join(', ')} (DMCP_ALLOWED_CONFIG_DIRS)` : 'this API allows none (its operator names folders with DMCP_ALLOWED_CONFIG_DIRS)';
+      const allowed = b.allowedConfigDirs.length
+        ? `it must lie in ${b.allowedConfigDirs.join(', ')} (DMCP_ALLOWED_CONFIG_DIRS)`
+        : 'this API allows none (its operator names folders with DMCP_ALLOWED_CONFIG_DIRS)';
       return { refused: { field, message: `${JSON.stringify(path)} is not in an allowed folder: ${allowed}` } };
     }
   }
-  const workspaceAllowed = isUnder(refs.workspace, b.workspaceRoots) && isUnder(await real(refs.workspace), b.workspaceRoots);
+  const workspaceAllowed =
+    isUnder(refs.workspace, b.workspaceRoots) && isUnder(await real(refs.workspace), b.workspaceRoots);
   const needsProof = paths.length > 0 || refs.inlineSpecs.length > 0;
   if (needsProof && !workspaceAllowed) {
-    return { refused: { field: 'workspace', message: `the turn names servers, so its references are signed as a whole, and the workspace ${JSON.stringify(refs.workspace)} is not under DMCP_WORKSPACE_ROOTS` } };
+    return {
+      refused: {
+        field: 'workspace',
+        message: `the turn names servers, so its references are signed as a whole, and the workspace ${JSON.stringify(refs.workspace)} is not under DMCP_WORKSPACE_ROOTS`,
+      },
+    };
   }
   return { sign: needsProof || workspaceAllowed };
 }

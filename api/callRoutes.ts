@@ -8,7 +8,20 @@ import { shapeForModel, type ShapeLimits } from '../shaping/index.js';
 import { ApiError } from './errors.js';
 import { callProgress } from './progress.js';
 import { callFingerprint, createCallRecords, type RecordedCall } from './recorded.js';
-import { API, TIMED_OUT, answerWithin, callPath, errors, jsonBody, ok, raceTimeout, readTranscript, sentToTurn, turnIdOf, type ApiApp } from './routing.js';
+import {
+  API,
+  TIMED_OUT,
+  answerWithin,
+  callPath,
+  errors,
+  jsonBody,
+  ok,
+  raceTimeout,
+  readTranscript,
+  sentToTurn,
+  turnIdOf,
+  type ApiApp,
+} from './routing.js';
 import * as S from './schemas.js';
 
 /** What the call routes need. */
@@ -27,10 +40,16 @@ export function registerCallRoutes(app: ApiApp, deps: CallRoutesDeps): void {
 
   app.openapi(
     createRoute({
-      method: 'get', path: `${API}/sessions/{sessionId}/turns/{turn}/calls/{callId}`, tags: ['calls'],
+      method: 'get',
+      path: `${API}/sessions/{sessionId}/turns/{turn}/calls/{callId}`,
+      tags: ['calls'],
       summary: 'A call sent earlier: its outcome, or 202 while it runs',
       request: { params: S.CallParams, query: S.CallQuerySchema.pick({ render: true }) },
-      responses: { 200: ok(S.CallResultSchema, 'The recorded outcome'), 202: ok(S.CallPendingSchema, 'Still running'), ...errors(404) },
+      responses: {
+        200: ok(S.CallResultSchema, 'The recorded outcome'),
+        202: ok(S.CallPendingSchema, 'Still running'),
+        ...errors(404),
+      },
     }),
     async (c) => {
       const { sessionId, turn, callId } = c.req.valid('param');
@@ -42,7 +61,15 @@ export function registerCallRoutes(app: ApiApp, deps: CallRoutesDeps): void {
       if (!call.outcome) {
         const progress = await callProgress(turns.client, turnId, callId).catch(() => undefined);
         c.header('Retry-After', '1');
-        return c.json({ id: callId, state: 'running' as const, poll: callPath(sessionId, turn, callId), ...(progress ? { progress } : {}) }, 202);
+        return c.json(
+          {
+            id: callId,
+            state: 'running' as const,
+            poll: callPath(sessionId, turn, callId),
+            ...(progress ? { progress } : {}),
+          },
+          202,
+        );
       }
       return c.json(await callResult(call.id, call.name, call.outcome, render === 'model', deps.shapeLimits), 200);
     },
@@ -50,15 +77,24 @@ export function registerCallRoutes(app: ApiApp, deps: CallRoutesDeps): void {
 
   app.openapi(
     createRoute({
-      method: 'post', path: `${API}/sessions/{sessionId}/turns/{turn}/calls/{callId}/cancel`, tags: ['calls'],
+      method: 'post',
+      path: `${API}/sessions/{sessionId}/turns/{turn}/calls/{callId}/cancel`,
+      tags: ['calls'],
       summary: 'Cancel a running call (the server is sent notifications/cancelled)',
       request: { params: S.CallParams },
-      responses: { 200: ok(S.CancelResultSchema, '`cancelled` is false when no such call was running'), ...errors(404, 409) },
+      responses: {
+        200: ok(S.CancelResultSchema, '`cancelled` is false when no such call was running'),
+        ...errors(404, 409),
+      },
     }),
     async (c) => {
       const { sessionId, turn, callId } = c.req.valid('param');
       const turnId = turnIdOf(sessionId, turn);
-      const cancelled = await answerWithin(sentToTurn(turns, turnId, turns.cancelCall(turnId, callId)), deps.callWaitMs, 'the turn did not answer the cancellation');
+      const cancelled = await answerWithin(
+        sentToTurn(turns, turnId, turns.cancelCall(turnId, callId)),
+        deps.callWaitMs,
+        'the turn did not answer the cancellation',
+      );
       return c.json({ id: callId, cancelled }, 200);
     },
   );
@@ -69,7 +105,9 @@ function registerCallRun(app: ApiApp, deps: CallRoutesDeps): void {
   const records = createCallRecords(turns.client);
   app.openapi(
     createRoute({
-      method: 'post', path: `${API}/sessions/{sessionId}/turns/{turn}/calls`, tags: ['calls'],
+      method: 'post',
+      path: `${API}/sessions/{sessionId}/turns/{turn}/calls`,
+      tags: ['calls'],
       summary: 'Run one tool call (idempotent by call ID)',
       description:
         'The call ID is the Update ID: the same ID returns the recorded outcome and never runs the tool again; the same ID with other arguments is 409. ' +
@@ -88,7 +126,11 @@ function registerCallRun(app: ApiApp, deps: CallRoutesDeps): void {
       const turnId = turnIdOf(sessionId, turn);
       const deadline = Date.now() + Math.min(query.wait !== undefined ? Number(query.wait) : callWaitMs, callWaitMs);
       // Only an accepted call is in history, where a poll finds it: a 202 comes after acceptance.
-      const accepted = await answerWithin(sentToTurn(turns, turnId, turns.startCall(turnId, request)), callWaitMs, 'the turn did not accept the call');
+      const accepted = await answerWithin(
+        sentToTurn(turns, turnId, turns.startCall(turnId, request)),
+        callWaitMs,
+        'the turn did not accept the call',
+      );
       // Once accepted, history holds what the ID was first sent with: read it while the tool runs.
       const outcome = accepted.result();
       // A call still running when we answer 202 settles later, unobserved.
@@ -105,7 +147,10 @@ function registerCallRun(app: ApiApp, deps: CallRoutesDeps): void {
         c.header('Retry-After', '1');
         return c.json({ id: request.id, state: 'running' as const, poll, ...(progress ? { progress } : {}) }, 202);
       }
-      return c.json(await callResult(request.id, request.name, answer, query.render === 'model', deps.shapeLimits), 200);
+      return c.json(
+        await callResult(request.id, request.name, answer, query.render === 'model', deps.shapeLimits),
+        200,
+      );
     },
   );
 }
@@ -113,10 +158,18 @@ function registerCallRun(app: ApiApp, deps: CallRoutesDeps): void {
 /** A call ID sent again with another tool or other arguments, or one that ran in an earlier run, is 409. */
 function refuseConflict(request: CallRequest, recorded: RecordedCall | undefined): void {
   if (recorded && 'earlier' in recorded) {
-    throw new ApiError('call_id_conflict', `call ID ${JSON.stringify(request.id)} ran earlier in this turn; its outcome is in the transcript`, 'body.id');
+    throw new ApiError(
+      'call_id_conflict',
+      `call ID ${JSON.stringify(request.id)} ran earlier in this turn; its outcome is in the transcript`,
+      'body.id',
+    );
   }
   if (recorded && recorded.fingerprint !== callFingerprint(request)) {
-    throw new ApiError('call_id_conflict', `call ID ${JSON.stringify(request.id)} was already sent with another tool or other arguments; a new call needs a new ID`, 'body.id');
+    throw new ApiError(
+      'call_id_conflict',
+      `call ID ${JSON.stringify(request.id)} was already sent with another tool or other arguments; a new call needs a new ID`,
+      'body.id',
+    );
   }
 }
 

@@ -2,8 +2,19 @@
  * Every error the API answers with, and the one place other errors are mapped to them. The body is
  * always `{ error: { code, message, field?, requestId } }`; `code` is stable, the message is for people.
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
-import { CancelledFailure, TerminatedFailure, TimeoutFailure, WorkflowNotFoundError, type ApplicationFailure } from '@temporalio/common';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+} from '@temporalio/client';
+import {
+  CancelledFailure,
+  TerminatedFailure,
+  TimeoutFailure,
+  WorkflowNotFoundError,
+  type ApplicationFailure,
+} from '@temporalio/common';
 import { RefusalType, type RefusalDetail } from '../contract/index.js';
 import { GrpcStatus, applicationFailureOf, findCause, grpcStatusOf } from '../client/failures.js';
 import { SecretInInputError } from '../client/turnClient.js';
@@ -50,9 +61,9 @@ export class ApiError extends Error {
   }
 }
 
-
 /** Why a run has closed, as `result()` reports it: the turn ended without a result of its own. */
-const isClosedRun = (e: Error) => e instanceof TerminatedFailure || e instanceof CancelledFailure || e instanceof TimeoutFailure;
+const isClosedRun = (e: Error) =>
+  e instanceof TerminatedFailure || e instanceof CancelledFailure || e instanceof TimeoutFailure;
 
 /** The request field a refusal names (`RefusalDetail`), under `body.`; `fallback` when it names none. */
 function refusedField(failure: ApplicationFailure, fallback: string): string {
@@ -72,7 +83,11 @@ function refusalError(failure: ApplicationFailure): ApiError | undefined {
         ? new ApiError('not_found', failure.message, 'path.requestId')
         : new ApiError('answer_refused', failure.message, refusedField(failure, 'body'));
     case RefusalType.turnInput:
-      return new ApiError('call_refused', `the turn refused its input: ${failure.message}`, refusedField(failure, 'body.calls'));
+      return new ApiError(
+        'call_refused',
+        `the turn refused its input: ${failure.message}`,
+        refusedField(failure, 'body.calls'),
+      );
     default:
       return undefined;
   }
@@ -87,21 +102,42 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof SecretInInputError) return new ApiError('secret_in_input', err.message);
   const failure = applicationFailureOf(err);
-  const refused = failure && (err instanceof WorkflowUpdateFailedError || err instanceof WorkflowFailedError) ? refusalError(failure) : undefined;
+  const refused =
+    failure && (err instanceof WorkflowUpdateFailedError || err instanceof WorkflowFailedError)
+      ? refusalError(failure)
+      : undefined;
   if (refused) return refused;
-  if (err instanceof WorkflowUpdateFailedError) return new ApiError('call_refused', `the turn refused the call: ${err.cause?.message ?? err.message}`);
-  if (err instanceof WorkflowFailedError && findCause(err.cause, isClosedRun)) return new ApiError('turn_ended', 'the turn has ended; start a new turn');
-  if (err instanceof WorkflowExecutionAlreadyStartedError) return new ApiError('turn_exists', 'a turn with this number exists already; leave out "turn" to start the next one', 'body.turn');
-  if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return new ApiError('turn_not_answering', 'the turn did not answer in time; sending the same request again is safe', undefined, 1);
+  if (err instanceof WorkflowUpdateFailedError)
+    return new ApiError('call_refused', `the turn refused the call: ${err.cause?.message ?? err.message}`);
+  if (err instanceof WorkflowFailedError && findCause(err.cause, isClosedRun))
+    return new ApiError('turn_ended', 'the turn has ended; start a new turn');
+  if (err instanceof WorkflowExecutionAlreadyStartedError)
+    return new ApiError(
+      'turn_exists',
+      'a turn with this number exists already; leave out "turn" to start the next one',
+      'body.turn',
+    );
+  if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError)
+    return new ApiError(
+      'turn_not_answering',
+      'the turn did not answer in time; sending the same request again is safe',
+      undefined,
+      1,
+    );
   if (err instanceof WorkflowNotFoundError) return new ApiError('not_found', 'no such turn');
   const code = grpcStatusOf(err);
   if (code === GrpcStatus.NOT_FOUND) return new ApiError('not_found', 'no such turn');
-  if (code === GrpcStatus.RESOURCE_EXHAUSTED) return new ApiError('rate_limited', 'Temporal is rate-limiting requests; try again shortly', undefined, 1);
-  if (code === GrpcStatus.UNAVAILABLE || code === GrpcStatus.DEADLINE_EXCEEDED) return new ApiError('unavailable', 'Temporal is not reachable; try again shortly', undefined, 2);
+  if (code === GrpcStatus.RESOURCE_EXHAUSTED)
+    return new ApiError('rate_limited', 'Temporal is rate-limiting requests; try again shortly', undefined, 1);
+  if (code === GrpcStatus.UNAVAILABLE || code === GrpcStatus.DEADLINE_EXCEEDED)
+    return new ApiError('unavailable', 'Temporal is not reachable; try again shortly', undefined, 2);
   return new ApiError('internal', 'internal error');
 }
 
 /** The JSON body of an error answer. */
-export function errorBody(err: ApiError, requestId: string): { error: { code: ErrorCode; message: string; field?: string; requestId: string } } {
+export function errorBody(
+  err: ApiError,
+  requestId: string,
+): { error: { code: ErrorCode; message: string; field?: string; requestId: string } } {
   return { error: { code: err.code, message: err.message, ...(err.field ? { field: err.field } : {}), requestId } };
 }

@@ -48,8 +48,20 @@ function streamSlots(limits: EventStreamLimits = {}) {
     take(token: ApiToken): () => void {
       const key = token.hash.toString('hex');
       const mine = byToken.get(key) ?? 0;
-      if (mine >= perToken) throw new ApiError('rate_limited', `this token has ${perToken} event streams open, the most it may (${perToken} event streams per token): close one first`, undefined, 5);
-      if (open >= total) throw new ApiError('rate_limited', `the API serves at most ${total} event streams at once, and that many are open: try again shortly`, undefined, 5);
+      if (mine >= perToken)
+        throw new ApiError(
+          'rate_limited',
+          `this token has ${perToken} event streams open, the most it may (${perToken} event streams per token): close one first`,
+          undefined,
+          5,
+        );
+      if (open >= total)
+        throw new ApiError(
+          'rate_limited',
+          `the API serves at most ${total} event streams at once, and that many are open: try again shortly`,
+          undefined,
+          5,
+        );
       open += 1;
       byToken.set(key, mine + 1);
       let given = false;
@@ -71,30 +83,48 @@ export function registerEventRoutes(app: ApiApp, deps: EventRoutesDeps): void {
   const slots = streamSlots(deps.maxEventStreams);
   app.openapi(
     createRoute({
-      method: 'get', path: `${API}/sessions/{sessionId}/mcp`, tags: ['status'],
+      method: 'get',
+      path: `${API}/sessions/{sessionId}/mcp`,
+      tags: ['status'],
       summary: "The session's latest server status, with the time it was reported",
       request: { params: S.SessionParams },
-      responses: { 200: ok(S.SessionStatusSchema, 'The newest turn\'s status'), ...errors(404) },
+      responses: { 200: ok(S.SessionStatusSchema, "The newest turn's status"), ...errors(404) },
     }),
     async (c) => {
       const { sessionId } = c.req.valid('param');
       const latest = await turns.getStatus(sessionId);
-      if (!latest) throw new ApiError('not_found', `no turns for session ${JSON.stringify(sessionId)}`, 'path.sessionId');
-      return c.json({ sessionId, turnId: latest.turnId, ...(latest.status ? { reportedAt: latest.status.reportedAt, status: latest.status } : {}) }, 200);
+      if (!latest)
+        throw new ApiError('not_found', `no turns for session ${JSON.stringify(sessionId)}`, 'path.sessionId');
+      return c.json(
+        {
+          sessionId,
+          turnId: latest.turnId,
+          ...(latest.status ? { reportedAt: latest.status.reportedAt, status: latest.status } : {}),
+        },
+        200,
+      );
     },
   );
 
   app.openapi(
     createRoute({
-      method: 'get', path: `${API}/sessions/{sessionId}/events`, tags: ['status'],
+      method: 'get',
+      path: `${API}/sessions/{sessionId}/events`,
+      tags: ['status'],
       summary: "The session's events (Server-Sent Events)",
       description:
         '`mcp.status` at the start of every turn, `call.started` and `call.finished` per call, `call.input_required` per question a call asks a person ' +
-        '(answer it at `.../inputs/{requestId}`), `call.progress` per change of a call\'s MCP task, `turn.ended`. The newest turn is sent from its start on connect; ' +
+        "(answer it at `.../inputs/{requestId}`), `call.progress` per change of a call's MCP task, `turn.ended`. The newest turn is sent from its start on connect; " +
         'event IDs are stable, so a reconnecting client can drop what it has. ' +
         `At most ${slots.perToken} streams per token and ${slots.total} in all are open at once: one more is 429.`,
       request: { params: S.SessionParams },
-      responses: { 200: { description: 'An event stream; each event is one of these, its `data` JSON', content: { 'text/event-stream': { schema: S.sessionEventSchema() } } }, ...errors() },
+      responses: {
+        200: {
+          description: 'An event stream; each event is one of these, its `data` JSON',
+          content: { 'text/event-stream': { schema: S.sessionEventSchema() } },
+        },
+        ...errors(),
+      },
     }),
     (c) => {
       const { sessionId } = c.req.valid('param');
@@ -108,13 +138,18 @@ export function registerEventRoutes(app: ApiApp, deps: EventRoutesDeps): void {
         shutdown?.addEventListener('abort', abort, { once: true });
         const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n').catch(abort), 15_000);
         try {
-          for await (const e of sessionEvents(turns, sessionId, { pollMs: deps.eventsPollMs ?? 500, signal: stop.signal })) {
+          for await (const e of sessionEvents(turns, sessionId, {
+            pollMs: deps.eventsPollMs ?? 500,
+            signal: stop.signal,
+          })) {
             await stream.writeSSE({ id: e.id, event: e.event, data: JSON.stringify(e.data) });
           }
         } catch (err) {
           if (!stop.signal.aborted) {
             logger.warn({ requestId: c.get('requestId'), err }, 'event stream failed');
-            await stream.writeSSE({ event: 'error', data: JSON.stringify(errorBody(toApiError(err), c.get('requestId')).error) }).catch(() => undefined);
+            await stream
+              .writeSSE({ event: 'error', data: JSON.stringify(errorBody(toApiError(err), c.get('requestId')).error) })
+              .catch(() => undefined);
           }
         } finally {
           release();

@@ -35,12 +35,20 @@ export function newEvents(t: Transcript, seen: TurnSeen): SessionEvent[] {
   const base = { sessionId: t.sessionId, turnId: t.turnId };
   if (!seen.status && t.status) {
     seen.status = true;
-    out.push({ id: `${t.turnId}|status`, event: 'mcp.status', data: { ...base, reportedAt: t.status.reportedAt, status: t.status, serversParagraph: t.serversParagraph } });
+    out.push({
+      id: `${t.turnId}|status`,
+      event: 'mcp.status',
+      data: { ...base, reportedAt: t.status.reportedAt, status: t.status, serversParagraph: t.serversParagraph },
+    });
   }
   for (const call of t.calls) {
     if (!seen.started.has(call.id)) {
       seen.started.add(call.id);
-      out.push({ id: `${t.turnId}|${call.id}|started`, event: 'call.started', data: { ...base, id: call.id, name: call.name } });
+      out.push({
+        id: `${t.turnId}|${call.id}|started`,
+        event: 'call.started',
+        data: { ...base, id: call.id, name: call.name },
+      });
     }
     for (const q of call.inputs ?? []) {
       const requestId = inputRequestId(call.id, q.round, q.key);
@@ -50,7 +58,14 @@ export function newEvents(t: Transcript, seen: TurnSeen): SessionEvent[] {
         id: `${t.turnId}|${requestId}|input_required`,
         event: 'call.input_required',
         data: {
-          ...base, id: call.id, name: call.name, requestId, key: q.key, round: q.round, kind: q.kind, message: q.message,
+          ...base,
+          id: call.id,
+          name: call.name,
+          requestId,
+          key: q.key,
+          round: q.round,
+          kind: q.kind,
+          message: q.message,
           ...(q.requestedSchema ? { requestedSchema: q.requestedSchema } : {}),
           ...(q.url !== undefined ? { url: q.url } : {}),
           ...(q.elicitationId !== undefined ? { elicitationId: q.elicitationId } : {}),
@@ -65,7 +80,12 @@ export function newEvents(t: Transcript, seen: TurnSeen): SessionEvent[] {
         id: `${t.turnId}|${call.id}|task|${change.poll}`,
         event: 'call.progress',
         data: {
-          ...base, id: call.id, name: call.name, taskId: call.task!.taskId, poll: change.poll, status: change.status,
+          ...base,
+          id: call.id,
+          name: call.name,
+          taskId: call.task!.taskId,
+          poll: change.poll,
+          status: change.status,
           ...(change.statusMessage !== undefined ? { statusMessage: change.statusMessage } : {}),
         },
       });
@@ -76,13 +96,26 @@ export function newEvents(t: Transcript, seen: TurnSeen): SessionEvent[] {
       out.push({
         id: `${t.turnId}|${call.id}|finished`,
         event: 'call.finished',
-        data: { ...base, id: call.id, name: call.name, status: o.status, isError: o.isError, ...(o.errorKind ? { errorKind: o.errorKind } : {}), durationMs: o.durationMs, attempts: o.attempts },
+        data: {
+          ...base,
+          id: call.id,
+          name: call.name,
+          status: o.status,
+          isError: o.isError,
+          ...(o.errorKind ? { errorKind: o.errorKind } : {}),
+          durationMs: o.durationMs,
+          attempts: o.attempts,
+        },
       });
     }
   }
   if (!seen.ended && t.state !== 'running' && t.state !== 'continued') {
     seen.ended = true;
-    out.push({ id: `${t.turnId}|ended`, event: 'turn.ended', data: { ...base, state: t.state, ...(t.endedBy ? { endedBy: t.endedBy } : {}) } });
+    out.push({
+      id: `${t.turnId}|ended`,
+      event: 'turn.ended',
+      data: { ...base, state: t.state, ...(t.endedBy ? { endedBy: t.endedBy } : {}) },
+    });
   }
   return out;
 }
@@ -97,7 +130,11 @@ export interface SessionEventsOptions {
  * Yields the session's events until `signal` aborts. The newest turn that exists when the stream
  * starts is sent from its beginning (its status first); older turns are not replayed.
  */
-export async function* sessionEvents(turns: TurnClient, sessionId: string, options: SessionEventsOptions): AsyncGenerator<SessionEvent> {
+export async function* sessionEvents(
+  turns: TurnClient,
+  sessionId: string,
+  options: SessionEventsOptions,
+): AsyncGenerator<SessionEvent> {
   const stop = new AbortController();
   const abort = () => stop.abort();
   options.signal.addEventListener('abort', abort, { once: true });
@@ -158,7 +195,12 @@ export async function* sessionEvents(turns: TurnClient, sessionId: string, optio
  * With `waitNewEvent`, Temporal answers a running turn's history with a page token even at its
  * end, and the next read with that token waits for events after it.
  */
-async function followTurn(client: Client, turnId: string, signal: AbortSignal, emit: (events: SessionEvent[]) => void): Promise<void> {
+async function followTurn(
+  client: Client,
+  turnId: string,
+  signal: AbortSignal,
+  emit: (events: SessionEvent[]) => void,
+): Promise<void> {
   const converter = client.options.loadedDataConverter;
   const transcript = transcriptFollower(turnId, converter.payloadConverter);
   const seen: TurnSeen = { status: false, started: new Set(), asked: new Set(), finished: new Set(), ended: false };
@@ -167,16 +209,27 @@ async function followTurn(client: Client, turnId: string, signal: AbortSignal, e
   while (!signal.aborted) {
     const page = await withOwnSignal(signal, (one) =>
       client.withAbortSignal(one, () =>
-        client.workflowService.getWorkflowExecutionHistory({ namespace: client.options.namespace, execution: { workflowId: turnId, runId }, nextPageToken, waitNewEvent: true, skipArchival: true }),
+        client.workflowService.getWorkflowExecutionHistory({
+          namespace: client.options.namespace,
+          execution: { workflowId: turnId, runId },
+          nextPageToken,
+          waitNewEvent: true,
+          skipArchival: true,
+        }),
       ),
     );
     const events = page.history?.events ?? [];
     nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
     if (events.length > 0) {
-      await decodeHistoryPayloads({ events }, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
+      await decodeHistoryPayloads(
+        { events },
+        { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage },
+      );
       emit(newEvents(transcript.add(events), seen));
       if (seen.ended) return;
-      const continued = events.find((e) => e.workflowExecutionContinuedAsNewEventAttributes)?.workflowExecutionContinuedAsNewEventAttributes;
+      const continued = events.find(
+        (e) => e.workflowExecutionContinuedAsNewEventAttributes,
+      )?.workflowExecutionContinuedAsNewEventAttributes;
       if (continued?.newExecutionRunId) {
         runId = continued.newExecutionRunId;
         nextPageToken = undefined;

@@ -20,24 +20,32 @@ export function registerInputRoutes(app: ApiApp, deps: InputRoutesDeps): void {
   const { turns } = deps;
   app.openapi(
     createRoute({
-      method: 'get', path: `${API}/sessions/{sessionId}/turns/{turn}/inputs`, tags: ['inputs'],
-      summary: 'The open input requests of the turn\'s running calls (questions only, never answers)',
+      method: 'get',
+      path: `${API}/sessions/{sessionId}/turns/{turn}/inputs`,
+      tags: ['inputs'],
+      summary: "The open input requests of the turn's running calls (questions only, never answers)",
       request: { params: S.TurnParams },
       responses: { 200: ok(S.InputListSchema, 'Oldest first; empty when nothing waits'), ...errors(404, 409) },
     }),
     async (c) => {
       const { sessionId, turn } = c.req.valid('param');
       const turnId = turnIdOf(sessionId, turn);
-      const inputs = await answerWithin(sentToTurn(turns, turnId, turns.pendingInputs(turnId)), deps.callWaitMs, 'the turn did not answer');
+      const inputs = await answerWithin(
+        sentToTurn(turns, turnId, turns.pendingInputs(turnId)),
+        deps.callWaitMs,
+        'the turn did not answer',
+      );
       return c.json({ inputs }, 200);
     },
   );
   app.openapi(
     createRoute({
-      method: 'post', path: `${API}/sessions/{sessionId}/turns/{turn}/inputs/{requestId}`, tags: ['inputs'],
+      method: 'post',
+      path: `${API}/sessions/{sessionId}/turns/{turn}/inputs/{requestId}`,
+      tags: ['inputs'],
       summary: 'Answer one input request (accept with content, decline, or cancel)',
       description:
-        'The request ID is the Update ID: a second answer to the same request returns the first one\'s receipt. ' +
+        "The request ID is the Update ID: a second answer to the same request returns the first one's receipt. " +
         'An answer that does not fit the requested schema is 422 naming the field (`body.content.<field>`), and the question stays open.',
       request: { params: S.InputParams, ...jsonBody(S.InputAnswerSchema) },
       responses: { 200: ok(S.InputReceiptSchema, 'The answer was recorded'), ...errors(404, 409, 422) },
@@ -46,7 +54,11 @@ export function registerInputRoutes(app: ApiApp, deps: InputRoutesDeps): void {
       const { sessionId, turn, requestId } = c.req.valid('param');
       const answer = c.req.valid('json') as InputAnswer;
       const turnId = turnIdOf(sessionId, turn);
-      const receipt = await answerWithin(sentToTurn(turns, turnId, turns.answerInput(turnId, requestId, answer)), deps.callWaitMs, 'the turn did not take the answer');
+      const receipt = await answerWithin(
+        sentToTurn(turns, turnId, turns.answerInput(turnId, requestId, answer)),
+        deps.callWaitMs,
+        'the turn did not take the answer',
+      );
       return c.json(receipt, 200);
     },
   );

@@ -42,15 +42,33 @@ export function installMiddleware(app: ApiApp, options: MiddlewareOptions): void
   // checked before the body limit, which reads a chunked body whole: a caller without a token
   // must not make the API read what it sends.
   const authenticate = tokenCheck(options.tokens);
-  const limitBody = bodyLimit({ maxSize: options.maxBodyBytes, onError: () => { throw new ApiError('payload_too_large', `the body is larger than ${options.maxBodyBytes} bytes (DMCP_API_MAX_BODY)`); } });
-  for (const path of [`${API}/sessions/*`, `${API}/shelf`, `${API}/shelf/*`, `${API}/agents/*`]) app.use(path, authenticate, limitBody);
-  for (const path of [`${API}/sessions/:sessionId/turns`, `${API}/sessions/:sessionId/turns/:turn/calls`, `${API}/shelf/servers/:name`]) app.use(path, bodyRequired);
+  const limitBody = bodyLimit({
+    maxSize: options.maxBodyBytes,
+    onError: () => {
+      throw new ApiError(
+        'payload_too_large',
+        `the body is larger than ${options.maxBodyBytes} bytes (DMCP_API_MAX_BODY)`,
+      );
+    },
+  });
+  for (const path of [`${API}/sessions/*`, `${API}/shelf`, `${API}/shelf/*`, `${API}/agents/*`])
+    app.use(path, authenticate, limitBody);
+  for (const path of [
+    `${API}/sessions/:sessionId/turns`,
+    `${API}/sessions/:sessionId/turns/:turn/calls`,
+    `${API}/shelf/servers/:name`,
+  ])
+    app.use(path, bodyRequired);
   app.use(`${API}/sessions/:sessionId/*`, sessionReach);
   app.use(`${API}/sessions/:sessionId`, sessionReach);
 }
 
 /** A request's validation failure as a 400 naming the field (the app's `defaultHook`). */
-export function validationHook(result: { success: boolean; target: string; error?: { issues: { path: PropertyKey[]; message: string }[] } }): void {
+export function validationHook(result: {
+  success: boolean;
+  target: string;
+  error?: { issues: { path: PropertyKey[]; message: string }[] };
+}): void {
   if (result.success) return;
   const issue = result.error?.issues[0];
   const target = result.target === 'param' ? 'path' : result.target === 'json' ? 'body' : result.target;
@@ -67,20 +85,39 @@ function fail(c: Context<Env>, err: ApiError) {
 function installErrorAnswers(app: ApiApp, logger: Logger): void {
   app.onError((err, c) => {
     if (err instanceof HTTPException && !(err instanceof ApiError)) {
-      const code: ErrorCode = err.status === 413 ? 'payload_too_large' : err.status === 415 ? 'unsupported_media_type' : err.status === 401 ? 'unauthorized' : 'bad_request';
-      const message = code === 'unsupported_media_type' ? 'body: send it as application/json (Content-Type)' : `body: ${err.message || 'malformed request'}`;
-      return fail(c, new ApiError(code, message, code === 'bad_request' || code === 'unsupported_media_type' ? 'body' : undefined));
+      const code: ErrorCode =
+        err.status === 413
+          ? 'payload_too_large'
+          : err.status === 415
+            ? 'unsupported_media_type'
+            : err.status === 401
+              ? 'unauthorized'
+              : 'bad_request';
+      const message =
+        code === 'unsupported_media_type'
+          ? 'body: send it as application/json (Content-Type)'
+          : `body: ${err.message || 'malformed request'}`;
+      return fail(
+        c,
+        new ApiError(code, message, code === 'bad_request' || code === 'unsupported_media_type' ? 'body' : undefined),
+      );
     }
     const apiError = toApiError(err);
-    if (apiError.code === 'internal' || apiError.code === 'unavailable') logger.error({ requestId: c.get('requestId'), err }, 'request failed');
+    if (apiError.code === 'internal' || apiError.code === 'unavailable')
+      logger.error({ requestId: c.get('requestId'), err }, 'request failed');
     return fail(c, apiError);
   });
   app.notFound((c) => {
     // A path that exists with other methods: 405 with the ones it has, as HTTP asks.
-    const methods = [...new Set(app.routes.filter((r) => r.method !== 'ALL' && routeMatches(r.path, c.req.path)).map((r) => r.method))];
+    const methods = [
+      ...new Set(app.routes.filter((r) => r.method !== 'ALL' && routeMatches(r.path, c.req.path)).map((r) => r.method)),
+    ];
     if (methods.length > 0) {
       c.header('Allow', methods.join(', '));
-      return fail(c, new ApiError('method_not_allowed', `${c.req.method} is not a method of ${c.req.path}: ${methods.join(', ')}`));
+      return fail(
+        c,
+        new ApiError('method_not_allowed', `${c.req.method} is not a method of ${c.req.path}: ${methods.join(', ')}`),
+      );
     }
     return fail(c, new ApiError('not_found', `no route ${c.req.method} ${c.req.path}`));
   });
@@ -104,7 +141,16 @@ function requestLog(logger: Logger): MiddlewareHandler<Env> {
     c.header('X-Content-Type-Options', 'nosniff');
     c.header('Cache-Control', 'no-store');
     // The path only: a query may hold a caller's data, and headers (the token) are never logged.
-    logger.info({ requestId, method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) }, 'request');
+    logger.info(
+      {
+        requestId,
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        ms: Math.round(performance.now() - started),
+      },
+      'request',
+    );
   };
 }
 
@@ -114,17 +160,26 @@ function originCheck(origins: RequestOrigins): MiddlewareHandler<Env> {
     return hostAllowed(host, origins.allowedHosts);
   };
   const originServed = (origin: string, host: string | undefined) =>
-    originAllowed(origin, origins.allowedOrigins) || (host !== undefined && (origin.toLowerCase() === `http://${host.toLowerCase()}` || origin.toLowerCase() === `https://${host.toLowerCase()}`));
+    originAllowed(origin, origins.allowedOrigins) ||
+    (host !== undefined &&
+      (origin.toLowerCase() === `http://${host.toLowerCase()}` ||
+        origin.toLowerCase() === `https://${host.toLowerCase()}`));
   return async (c, next) => {
     // Node's server builds the request's URL from `Host`; a request made in-process has only the URL.
     const host = c.req.header('host') ?? new URL(c.req.url).host;
     if (!hostServed(host)) {
-      throw new ApiError('forbidden', `Host ${JSON.stringify(host ?? '')} is not a name of this API: use 127.0.0.1 or localhost, or list the name in DMCP_API_ALLOWED_HOSTS`);
+      throw new ApiError(
+        'forbidden',
+        `Host ${JSON.stringify(host ?? '')} is not a name of this API: use 127.0.0.1 or localhost, or list the name in DMCP_API_ALLOWED_HOSTS`,
+      );
     }
     const origin = c.req.header('origin');
     if (origin === undefined) return next();
     if (!originServed(origin, host)) {
-      throw new ApiError('forbidden', `Origin ${JSON.stringify(origin)} may not call this API: pages on loopback and on the API's own address may; list others in DMCP_API_ALLOWED_ORIGINS`);
+      throw new ApiError(
+        'forbidden',
+        `Origin ${JSON.stringify(origin)} may not call this API: pages on loopback and on the API's own address may; list others in DMCP_API_ALLOWED_ORIGINS`,
+      );
     }
     // An allowed page may send the token and JSON: that needs a preflight, answered here.
     c.header('Access-Control-Allow-Origin', origin);
@@ -142,9 +197,17 @@ function originCheck(origins: RequestOrigins): MiddlewareHandler<Env> {
 
 function tokenCheck(tokens: readonly ApiToken[]): MiddlewareHandler<Env> {
   return async (c, next) => {
-    if (tokens.length === 0) throw new ApiError('unauthorized', 'this API has no tokens configured, so it serves no one: set DMCP_API_TOKENS, or start it with `durable-mcp api`, which creates api.token in DMCP_DATA_DIR');
+    if (tokens.length === 0)
+      throw new ApiError(
+        'unauthorized',
+        'this API has no tokens configured, so it serves no one: set DMCP_API_TOKENS, or start it with `durable-mcp api`, which creates api.token in DMCP_DATA_DIR',
+      );
     const presented = bearerToken(c.req.header('authorization'));
-    if (!presented) throw new ApiError('unauthorized', 'send "Authorization: Bearer <token>" (the token of `durable-mcp dev` is in api.token in its DMCP_DATA_DIR)');
+    if (!presented)
+      throw new ApiError(
+        'unauthorized',
+        'send "Authorization: Bearer <token>" (the token of `durable-mcp dev` is in api.token in its DMCP_DATA_DIR)',
+      );
     const token = findToken(tokens, presented);
     if (!token) throw new ApiError('unauthorized', 'the token is not known to this API');
     c.set('token', token);
@@ -152,7 +215,12 @@ function tokenCheck(tokens: readonly ApiToken[]): MiddlewareHandler<Env> {
     // asking; the routes take JSON or nothing, so any other type is refused before anything changes.
     if (!SAFE_METHODS.has(c.req.method)) {
       const type = c.req.header('content-type');
-      if (type !== undefined && type.split(';')[0]!.trim().toLowerCase() !== JSON_TYPE) throw new ApiError('unsupported_media_type', 'send the body as application/json (Content-Type), or send no body and no Content-Type', 'body');
+      if (type !== undefined && type.split(';')[0]!.trim().toLowerCase() !== JSON_TYPE)
+        throw new ApiError(
+          'unsupported_media_type',
+          'send the body as application/json (Content-Type), or send no body and no Content-Type',
+          'body',
+        );
     }
     return next();
   };
@@ -161,7 +229,12 @@ function tokenCheck(tokens: readonly ApiToken[]): MiddlewareHandler<Env> {
 /** The routes whose body is required: without one (and its type) there is nothing to validate. */
 const bodyRequired: MiddlewareHandler<Env> = async (c, next) => {
   if (c.req.method === 'POST' || c.req.method === 'PUT') {
-    if (c.req.header('content-type') === undefined) throw new ApiError('unsupported_media_type', 'this route needs a JSON body: send it as application/json (Content-Type)', 'body');
+    if (c.req.header('content-type') === undefined)
+      throw new ApiError(
+        'unsupported_media_type',
+        'this route needs a JSON body: send it as application/json (Content-Type)',
+        'body',
+      );
   }
   return next();
 };
@@ -169,6 +242,7 @@ const bodyRequired: MiddlewareHandler<Env> = async (c, next) => {
 const sessionReach: MiddlewareHandler<Env> = async (c, next) => {
   const sessionId = c.req.param('sessionId') ?? '';
   const token = c.get('token')!;
-  if (!tokenAllows(token, sessionId)) throw new ApiError('forbidden', `the token may not reach session ${JSON.stringify(sessionId)}`);
+  if (!tokenAllows(token, sessionId))
+    throw new ApiError('forbidden', `the token may not reach session ${JSON.stringify(sessionId)}`);
   return next();
 };

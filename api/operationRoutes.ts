@@ -10,13 +10,28 @@ import * as S from './schemas.js';
 /** Adds `/healthz` (the process is up) and `/readyz` (Temporal answers). */
 export function registerHealthRoutes(app: ApiApp, turns: Pick<TurnClient, 'client'>): void {
   app.openapi(
-    createRoute({ method: 'get', path: '/healthz', tags: ['operations'], summary: 'The process is up', security: [], responses: { 200: ok(S.HealthSchema, 'Up'), ...hostRefused } }),
+    createRoute({
+      method: 'get',
+      path: '/healthz',
+      tags: ['operations'],
+      summary: 'The process is up',
+      security: [],
+      responses: { 200: ok(S.HealthSchema, 'Up'), ...hostRefused },
+    }),
     (c) => c.json({ ok: true }, 200),
   );
   app.openapi(
     createRoute({
-      method: 'get', path: '/readyz', tags: ['operations'], summary: 'Temporal is reachable', security: [],
-      responses: { 200: ok(S.HealthSchema, 'Ready'), 503: ok(S.HealthSchema, 'Temporal is not reachable'), ...hostRefused },
+      method: 'get',
+      path: '/readyz',
+      tags: ['operations'],
+      summary: 'Temporal is reachable',
+      security: [],
+      responses: {
+        200: ok(S.HealthSchema, 'Ready'),
+        503: ok(S.HealthSchema, 'Temporal is not reachable'),
+        ...hostRefused,
+      },
     }),
     async (c) => {
       try {
@@ -39,7 +54,8 @@ export function registerDocument(app: ApiApp, tokenSource: 'configured' | 'dataD
     info: {
       title: 'durable-mcp API',
       version: '1',
-      description: 'Turns, tool calls (idempotent by call ID), server status, events and transcripts of durable-mcp. Every fact lives in Temporal.',
+      description:
+        'Turns, tool calls (idempotent by call ID), server status, events and transcripts of durable-mcp. Every fact lives in Temporal.',
     },
     servers: [{ url: '/' }],
     security: [{ bearer: [] }],
@@ -50,17 +66,23 @@ export function registerDocument(app: ApiApp, tokenSource: 'configured' | 'dataD
     scheme: 'bearer',
     description:
       (tokenSource === 'dataDir'
-        ? 'The token in the file api.token of the API\'s data dir (DMCP_DATA_DIR), created 0600 when the API first starts without DMCP_API_TOKENS: it reaches every session and agent, and has the shelf scope. '
+        ? "The token in the file api.token of the API's data dir (DMCP_DATA_DIR), created 0600 when the API first starts without DMCP_API_TOKENS: it reaches every session and agent, and has the shelf scope. "
         : 'A token whose SHA-256 is configured in DMCP_API_TOKENS or DMCP_API_TOKENS_FILE: it reaches the sessions and agents its prefixes start; `shelf` routes need an entry ending in the word shelf. ') +
       'Every route needs one except /healthz, /readyz, this document and its page. A `Host` that is not a name of the API and a cross-site `Origin` are refused with 403 before the token is looked at.',
   });
   app.get(`${API}/docs`, (c) => {
-    c.header('Content-Security-Policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'");
+    c.header(
+      'Content-Security-Policy',
+      "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
+    );
     return c.html(referencePage(`${API}/openapi.json`));
   });
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), ms))),
+  ]).finally(() => clearTimeout(timer));
 }

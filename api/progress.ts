@@ -17,7 +17,12 @@ const MAX_EVENTS = 1024;
 /** Activities whose heartbeat details carry a call's progress. */
 const HEARTBEATING = new Set<string>([ActivityName.callTool, ActivityName.taskInput]);
 /** Activities whose result says where a call's task stands. */
-const TASK_STATE = new Set<string>([ActivityName.createTask, ActivityName.takeTask, ActivityName.pollTask, ActivityName.taskInput]);
+const TASK_STATE = new Set<string>([
+  ActivityName.createTask,
+  ActivityName.takeTask,
+  ActivityName.pollTask,
+  ActivityName.taskInput,
+]);
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -26,7 +31,10 @@ type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
  * such as `task 8f2c: working, step 3/5`. Undefined for a result that is not a task's state (an
  * outcome: the call is ending).
  */
-export function taskProgress(result: TaskStarted | TaskPoll | CallOutcome | undefined, taskId: string | undefined): Record<string, unknown> | undefined {
+export function taskProgress(
+  result: TaskStarted | TaskPoll | CallOutcome | undefined,
+  taskId: string | undefined,
+): Record<string, unknown> | undefined {
   if (!result || 'content' in result) return undefined;
   const id = 'taskId' in result ? result.taskId : taskId;
   if (id === undefined) return undefined;
@@ -38,13 +46,20 @@ export function taskProgress(result: TaskStarted | TaskPoll | CallOutcome | unde
   };
 }
 
-export async function callProgress(client: Client, turnId: string, callId: string): Promise<Record<string, unknown> | undefined> {
+export async function callProgress(
+  client: Client,
+  turnId: string,
+  callId: string,
+): Promise<Record<string, unknown> | undefined> {
   const converter = client.options.loadedDataConverter;
   const decodeOpts = { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage };
   const described = await client.workflow.getHandle(turnId).describe();
-  const pending = (described.raw.pendingActivities ?? []).filter((a) => HEARTBEATING.has(a.activityType?.name ?? '') && a.heartbeatDetails?.payloads?.length);
+  const pending = (described.raw.pendingActivities ?? []).filter(
+    (a) => HEARTBEATING.has(a.activityType?.name ?? '') && a.heartbeatDetails?.payloads?.length,
+  );
   const wanted = new Set(pending.map((a) => a.activityId));
-  const fromPayload = <T>(payload: temporal.api.common.v1.IPayload | undefined): T | undefined => (payload ? converter.payloadConverter.fromPayload<T>(payload) : undefined);
+  const fromPayload = <T>(payload: temporal.api.common.v1.IPayload | undefined): T | undefined =>
+    payload ? converter.payloadConverter.fromPayload<T>(payload) : undefined;
   // Completed events seen (newest first) by the event that scheduled them.
   const completed = new Map<string, HistoryEvent>();
   let nextPageToken: Uint8Array | undefined;
@@ -68,12 +83,21 @@ export async function callProgress(client: Client, turnId: string, callId: strin
       const input = fromPayload<{ callId?: string; taskId?: string }>(scheduled.input?.payloads?.[0]);
       if (input?.callId !== callId) continue;
       if (heartbeating) {
-        const beat = await heartbeatOf(pending.find((a) => a.activityId === scheduled.activityId)!, decodeOpts, fromPayload);
+        const beat = await heartbeatOf(
+          pending.find((a) => a.activityId === scheduled.activityId)!,
+          decodeOpts,
+          fromPayload,
+        );
         if (beat) return beat;
       }
       if (TASK_STATE.has(type) && result) {
         await decodeHistoryPayloads({ events: [result] }, decodeOpts);
-        return taskProgress(fromPayload<TaskStarted | TaskPoll | CallOutcome>(result.activityTaskCompletedEventAttributes?.result?.payloads?.[0]), input.taskId);
+        return taskProgress(
+          fromPayload<TaskStarted | TaskPoll | CallOutcome>(
+            result.activityTaskCompletedEventAttributes?.result?.payloads?.[0],
+          ),
+          input.taskId,
+        );
       }
       // The call's own activity (no task): nothing older says more.
       if (type === ActivityName.callTool) return undefined;

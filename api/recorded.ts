@@ -20,7 +20,11 @@ const PAGE_SIZE = 32;
 /** JSON with object keys sorted, so two requests compare by value. */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : v,
   );
 }
 
@@ -56,18 +60,31 @@ export interface CallRecords {
 export function createCallRecords(client: Client, options: { maxRuns?: number } = {}): CallRecords {
   const maxRuns = options.maxRuns ?? 256;
   const carriedByRun = new Map<string, Promise<Carried | undefined>>();
-  const decode = async <T>(event: HistoryEvent, pick: (e: HistoryEvent) => temporal.api.common.v1.IPayload | null | undefined): Promise<T | undefined> => {
+  const decode = async <T>(
+    event: HistoryEvent,
+    pick: (e: HistoryEvent) => temporal.api.common.v1.IPayload | null | undefined,
+  ): Promise<T | undefined> => {
     const converter = client.options.loadedDataConverter;
-    await decodeHistoryPayloads({ events: [event] }, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
+    await decodeHistoryPayloads(
+      { events: [event] },
+      { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage },
+    );
     const payload = pick(event);
     return payload ? converter.payloadConverter.fromPayload<T>(payload) : undefined;
   };
   const readCarried = async (turnId: string, runId: string | undefined): Promise<Carried | undefined> => {
-    const page = await client.workflowService.getWorkflowExecutionHistory({ namespace: client.options.namespace, execution: { workflowId: turnId, runId }, maximumPageSize: 1 });
+    const page = await client.workflowService.getWorkflowExecutionHistory({
+      namespace: client.options.namespace,
+      execution: { workflowId: turnId, runId },
+      maximumPageSize: 1,
+    });
     const first = page.history?.events?.[0];
     // Only a run that continued from another carries earlier calls: skip decoding the others' input.
     if (!first?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId) return undefined;
-    const input = await decode<TurnInput>(first, (e) => e.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]);
+    const input = await decode<TurnInput>(
+      first,
+      (e) => e.workflowExecutionStartedEventAttributes?.input?.payloads?.[0],
+    );
     return {
       calls: new Map((input?.continued?.recent ?? []).map((r) => [r.id, callFingerprint(r)])),
       earlier: new Set(input?.continued?.earlierIds ?? []),
@@ -84,7 +101,11 @@ export function createCallRecords(client: Client, options: { maxRuns?: number } 
     }
     return entry;
   };
-  const accepted = async (turnId: string, callId: string, runId: string | undefined): Promise<RecordedCall | undefined> => {
+  const accepted = async (
+    turnId: string,
+    callId: string,
+    runId: string | undefined,
+  ): Promise<RecordedCall | undefined> => {
     let nextPageToken: Uint8Array | undefined;
     do {
       const page = await client.workflowService.getWorkflowExecutionHistoryReverse({
@@ -96,11 +117,17 @@ export function createCallRecords(client: Client, options: { maxRuns?: number } 
       for (const event of page.history?.events ?? []) {
         const request = event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest;
         if (request?.meta?.updateId === callId && request.input?.name === UpdateName.callTool) {
-          const sent = await decode<CallRequest>(event, (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads?.[0]);
+          const sent = await decode<CallRequest>(
+            event,
+            (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads?.[0],
+          );
           return sent ? { fingerprint: callFingerprint(sent) } : undefined;
         }
         if (event.workflowExecutionStartedEventAttributes) {
-          const input = await decode<TurnInput>(event, (e) => e.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]);
+          const input = await decode<TurnInput>(
+            event,
+            (e) => e.workflowExecutionStartedEventAttributes?.input?.payloads?.[0],
+          );
           const batch = input?.batch?.flat().find((r) => r.id === callId);
           return batch ? { fingerprint: callFingerprint(batch) } : undefined;
         }

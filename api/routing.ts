@@ -36,7 +36,10 @@ export function errors(...codes: number[]): RouteConfig['responses'] {
 
 /** What a route that needs no token may still answer: a `Host` or `Origin` that is not served. */
 export const hostRefused: RouteConfig['responses'] = {
-  403: { description: 'The `Host` or `Origin` is not served (see docs/api.md).', content: { [JSON_TYPE]: { schema: ErrorSchema } } },
+  403: {
+    description: 'The `Host` or `Origin` is not served (see docs/api.md).',
+    content: { [JSON_TYPE]: { schema: ErrorSchema } },
+  },
 };
 
 /** A JSON answer of `schema`. */
@@ -45,14 +48,18 @@ export function ok<T extends z.ZodType>(schema: T, description: string) {
 }
 
 /** A required JSON request body of `schema`. */
-export const jsonBody = <T extends z.ZodType>(schema: T) => ({ body: { required: true, content: { [JSON_TYPE]: { schema } } } });
+export const jsonBody = <T extends z.ZodType>(schema: T) => ({
+  body: { required: true, content: { [JSON_TYPE]: { schema } } },
+});
 
 /** A turn's workflow ID from its path parts. */
 export const turnIdOf = (sessionId: string, turn: string) => `${sessionId}/${turn}`;
 /** A turn's path on the API. */
-export const turnPath = (sessionId: string, turn: string) => `${API}/sessions/${encodeURIComponent(sessionId)}/turns/${turn}`;
+export const turnPath = (sessionId: string, turn: string) =>
+  `${API}/sessions/${encodeURIComponent(sessionId)}/turns/${turn}`;
 /** A call's path on the API. */
-export const callPath = (sessionId: string, turn: string, callId: string) => `${turnPath(sessionId, turn)}/calls/${encodeURIComponent(callId)}`;
+export const callPath = (sessionId: string, turn: string, callId: string) =>
+  `${turnPath(sessionId, turn)}/calls/${encodeURIComponent(callId)}`;
 
 /** A turn's transcript, or 404: a turn of another session cannot be named through this one. */
 export async function readTranscript(turns: TurnClient, sessionId: string, turn: string): Promise<Transcript> {
@@ -69,7 +76,10 @@ export const TIMED_OUT = Symbol('timed out');
 export async function raceTimeout<T>(p: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<typeof TIMED_OUT>((resolve) => (timer = setTimeout(() => resolve(TIMED_OUT), ms)))]);
+    return await Promise.race([
+      p,
+      new Promise<typeof TIMED_OUT>((resolve) => (timer = setTimeout(() => resolve(TIMED_OUT), ms))),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -82,7 +92,13 @@ export async function raceTimeout<T>(p: Promise<T>, ms: number): Promise<T | typ
 export async function answerWithin<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   p.catch(() => undefined);
   const answer = await raceTimeout(p, ms);
-  if (answer === TIMED_OUT) throw new ApiError('turn_not_answering', `${what} within ${Math.round(ms / 1000)} s; sending the same request again is safe`, undefined, 1);
+  if (answer === TIMED_OUT)
+    throw new ApiError(
+      'turn_not_answering',
+      `${what} within ${Math.round(ms / 1000)} s; sending the same request again is safe`,
+      undefined,
+      1,
+    );
   return answer;
 }
 
@@ -95,7 +111,10 @@ export async function sentToTurn<T>(turns: Pick<TurnClient, 'client'>, turnId: s
   try {
     return await p;
   } catch (err) {
-    if (findCause(err, (e): e is WorkflowNotFoundError => e instanceof WorkflowNotFoundError) && (await turnClosed(turns, turnId))) {
+    if (
+      findCause(err, (e): e is WorkflowNotFoundError => e instanceof WorkflowNotFoundError) &&
+      (await turnClosed(turns, turnId))
+    ) {
       throw new ApiError('turn_ended', 'the turn has ended; start a new turn');
     }
     throw err;

@@ -53,7 +53,12 @@ export const IndexParam = z
 export const SessionParams = z.object({ sessionId: SessionIdParam });
 export const TurnParams = z.object({ sessionId: SessionIdParam, turn: TurnParam });
 export const CallParams = z.object({ sessionId: SessionIdParam, turn: TurnParam, callId: CallIdParam });
-export const ContentParams = z.object({ sessionId: SessionIdParam, turn: TurnParam, callId: CallIdParam, index: IndexParam });
+export const ContentParams = z.object({
+  sessionId: SessionIdParam,
+  turn: TurnParam,
+  callId: CallIdParam,
+  index: IndexParam,
+});
 
 const JsonObject = z.record(z.string(), z.unknown());
 /** A link the API answers with: a path on the API itself, relative to its address. */
@@ -65,10 +70,23 @@ export const CallRequestSchema = z
       .string()
       .min(1)
       .max(MAX_CALL_ID_CHARS)
-      .refine((id) => id !== END_TURN_UPDATE_ID && id !== END_TURN_DETACH_UPDATE_ID, `"${END_TURN_UPDATE_ID}" and "${END_TURN_DETACH_UPDATE_ID}" are reserved for ending the turn`)
-      .openapi({ description: "The model's tool-call ID; the call's identity: sending it again returns the recorded outcome.", example: 'toolu_01' }),
-    name: z.string().min(1).max(MAX_TOOL_NAME_CHARS).openapi({ description: 'Public tool name, as listed in the turn\'s tools.', example: 'mcp__everything__echo' }),
-    arguments: JsonObject.optional().openapi({ description: 'The tool arguments (a JSON object).', example: { message: 'hi' } }),
+      .refine(
+        (id) => id !== END_TURN_UPDATE_ID && id !== END_TURN_DETACH_UPDATE_ID,
+        `"${END_TURN_UPDATE_ID}" and "${END_TURN_DETACH_UPDATE_ID}" are reserved for ending the turn`,
+      )
+      .openapi({
+        description: "The model's tool-call ID; the call's identity: sending it again returns the recorded outcome.",
+        example: 'toolu_01',
+      }),
+    name: z
+      .string()
+      .min(1)
+      .max(MAX_TOOL_NAME_CHARS)
+      .openapi({ description: "Public tool name, as listed in the turn's tools.", example: 'mcp__everything__echo' }),
+    arguments: JsonObject.optional().openapi({
+      description: 'The tool arguments (a JSON object).',
+      example: { message: 'hi' },
+    }),
     taskId: z
       .string()
       .min(1)
@@ -89,8 +107,14 @@ export const EndTurnSchema = z
     detach: z
       .boolean()
       .optional()
-      .openapi({ description: "Do not wait for calls that run as MCP tasks: each is answered as `detached` (its task goes on; its outcome's `detached` says how a later turn takes it up). Other calls are still waited for (default false)." }),
-    endSession: z.boolean().optional().openapi({ description: "End the session too, once the turn's calls are done (default false)." }),
+      .openapi({
+        description:
+          "Do not wait for calls that run as MCP tasks: each is answered as `detached` (its task goes on; its outcome's `detached` says how a later turn takes it up). Other calls are still waited for (default false).",
+      }),
+    endSession: z
+      .boolean()
+      .optional()
+      .openapi({ description: "End the session too, once the turn's calls are done (default false)." }),
   })
   .strict()
   .openapi('EndTurn');
@@ -100,20 +124,25 @@ export const EndTurnSchema = z
  * 400 here, naming the field, and one it accepts is never refused here.
  */
 function limitsSchema() {
-  const fields = Object.entries(TURN_LIMIT_RANGES).map(([field, { min, max }]) => [field, z.number().int().min(min).max(max).optional()]);
-  return z.object(Object.fromEntries(fields) as { -readonly [K in keyof typeof TURN_LIMIT_RANGES]: z.ZodOptional<z.ZodNumber> }).strict();
+  const fields = Object.entries(TURN_LIMIT_RANGES).map(([field, { min, max }]) => [
+    field,
+    z.number().int().min(min).max(max).optional(),
+  ]);
+  return z
+    .object(
+      Object.fromEntries(fields) as { -readonly [K in keyof typeof TURN_LIMIT_RANGES]: z.ZodOptional<z.ZodNumber> },
+    )
+    .strict();
 }
 
 const absolutePath = z.string().min(1).max(4096).regex(/^\//, 'an absolute path');
 
 export const StartTurnSchema = z
   .object({
-    workspace: absolutePath
-      .optional()
-      .openapi({
-        description:
-          "The turn's workspace (absolute; default: the API process's working directory). Given, it is also offered to the servers as their MCP root, where the worker allows it (DMCP_WORKSPACE_ROOTS) and the entry does not say \"roots\": false.",
-      }),
+    workspace: absolutePath.optional().openapi({
+      description:
+        'The turn\'s workspace (absolute; default: the API process\'s working directory). Given, it is also offered to the servers as their MCP root, where the worker allows it (DMCP_WORKSPACE_ROOTS) and the entry does not say "roots": false.',
+    }),
     servers: z
       .object({
         mcpConfigFiles: z.array(absolutePath).max(32).optional(),
@@ -122,18 +151,36 @@ export const StartTurnSchema = z
       })
       .strict()
       .optional()
-      .openapi({ description: 'Config references, resolved on the worker; each must be allowed by the API (see docs/api.md).' }),
+      .openapi({
+        description: 'Config references, resolved on the worker; each must be allowed by the API (see docs/api.md).',
+      }),
     limits: limitsSchema().optional(),
-    turn: z.number().int().min(1).max(999_999_999).optional().openapi({ description: 'Turn number; give it to make a retried start attach to the same turn.' }),
+    turn: z
+      .number()
+      .int()
+      .min(1)
+      .max(999_999_999)
+      .optional()
+      .openapi({ description: 'Turn number; give it to make a retried start attach to the same turn.' }),
     agent: z
       .string()
-      .regex(AGENT_ID_PATTERN, 'an agent ID: letters, digits and . _ : @ / -, starting with a letter or digit, at most 128')
+      .regex(
+        AGENT_ID_PATTERN,
+        'an agent ID: letters, digits and . _ : @ / -, starting with a letter or digit, at most 128',
+      )
       .optional()
-      .openapi({ description: 'Run as this agent: its servers granted on the shelf join the turn. The token\'s prefixes must start the agent ID; the workspace must be under DMCP_WORKSPACE_ROOTS (the agent is signed with it).', example: 'support-bot' }),
+      .openapi({
+        description:
+          "Run as this agent: its servers granted on the shelf join the turn. The token's prefixes must start the agent ID; the workspace must be under DMCP_WORKSPACE_ROOTS (the agent is signed with it).",
+        example: 'support-bot',
+      }),
     endSession: z
       .boolean()
       .optional()
-      .openapi({ description: "End the session with this turn: once its calls are done, the worker stops the session's servers instead of keeping them for a next turn (default false)." }),
+      .openapi({
+        description:
+          "End the session with this turn: once its calls are done, the worker stops the session's servers instead of keeping them for a next turn (default false).",
+      }),
     calls: z
       .array(z.array(CallRequestSchema).min(1).max(MAX_BATCH_GROUP_CALLS))
       .min(1)
@@ -160,7 +207,12 @@ export const ServerStatusSchema = z
     warnings: z.array(z.string()),
     pid: z.number().int().optional(),
     login: z.enum(LoginProblemKind).optional(),
-    era: z.enum(ProtocolEra).optional().openapi({ description: 'The MCP wire era the server landed on: legacy (2025 and earlier) or modern (2026-07-28).' }),
+    era: z
+      .enum(ProtocolEra)
+      .optional()
+      .openapi({
+        description: 'The MCP wire era the server landed on: legacy (2025 and earlier) or modern (2026-07-28).',
+      }),
   })
   .openapi('ServerStatus');
 
@@ -183,8 +235,17 @@ export const ToolSchema = z
     annotations: JsonObject.optional(),
     timeoutMs: z.number().optional(),
     retry: z.enum(['safe', 'never']).optional(),
-    taskSupport: z.enum(['optional', 'required']).optional().openapi({ description: 'The tool may run as an MCP task (its listing\'s `execution.taskSupport`; `optional` for every tool of a 2026-07-28 server that offers the tasks extension).' }),
-    tasks: z.literal('prefer').optional().openapi({ description: 'The server entry\'s `"tasks": "prefer"`: a task-optional tool runs as a task.' }),
+    taskSupport: z
+      .enum(['optional', 'required'])
+      .optional()
+      .openapi({
+        description:
+          "The tool may run as an MCP task (its listing's `execution.taskSupport`; `optional` for every tool of a 2026-07-28 server that offers the tasks extension).",
+      }),
+    tasks: z
+      .literal('prefer')
+      .optional()
+      .openapi({ description: 'The server entry\'s `"tasks": "prefer"`: a task-optional tool runs as a task.' }),
   })
   .openapi('Tool');
 
@@ -212,14 +273,19 @@ export const OutcomeSchema = z
         takeUp: z.object({ name: z.string(), taskId: z.string() }),
       })
       .optional()
-      .openapi({ description: 'With errorKind `detached`: the MCP task the call left running when its turn ended with `detach`, and the call request (`takeUp`, with a new `id`) that fetches its result in a later turn.' }),
+      .openapi({
+        description:
+          'With errorKind `detached`: the MCP task the call left running when its turn ended with `detach`, and the call request (`takeUp`, with a new `id`) that fetches its result in a later turn.',
+      }),
   })
   .openapi('Outcome');
 
 export const ModelViewSchema = z
   .object({
     text: z.string(),
-    images: z.array(z.object({ mimeType: z.string(), data: z.string(), bytes: z.number().int(), index: z.number().int() })),
+    images: z.array(
+      z.object({ mimeType: z.string(), data: z.string(), bytes: z.number().int(), index: z.number().int() }),
+    ),
     cutTokens: z.number().int(),
     cutApproximate: z.boolean(),
     notes: z.array(z.string()),
@@ -240,7 +306,10 @@ export const CallPendingSchema = z
     id: z.string(),
     state: z.literal('running'),
     poll: ApiLink.openapi({ description: 'GET this for the outcome.' }),
-    progress: JsonObject.optional().openapi({ description: "The latest progress the server reported (its notification's fields); for a call that runs as an MCP task, where the task stood at the latest poll (taskId, status, statusMessage, message)." }),
+    progress: JsonObject.optional().openapi({
+      description:
+        "The latest progress the server reported (its notification's fields); for a call that runs as an MCP task, where the task stood at the latest poll (taskId, status, statusMessage, message).",
+    }),
   })
   .openapi('CallPending');
 
@@ -250,10 +319,17 @@ const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'canc
 export const TaskRecordSchema = z
   .object({
     taskId: z.string(),
-    status: z.enum(TASK_STATUSES).openapi({ description: '`lost`: the stdio server process that ran it is gone; `unknown`: the server no longer knows it (its TTL ran out).' }),
+    status: z
+      .enum(TASK_STATUSES)
+      .openapi({
+        description:
+          '`lost`: the stdio server process that ran it is gone; `unknown`: the server no longer knows it (its TTL ran out).',
+      }),
     statusMessage: z.string().optional(),
     polls: z.number().int(),
-    changes: z.array(z.object({ poll: z.number().int(), status: z.enum(TASK_STATUSES), statusMessage: z.string().optional() })),
+    changes: z.array(
+      z.object({ poll: z.number().int(), status: z.enum(TASK_STATUSES), statusMessage: z.string().optional() }),
+    ),
   })
   .openapi('TaskRecord');
 
@@ -266,9 +342,20 @@ export const CallRecordSchema = z
     failures: z.array(z.string()),
     summary: z.string().optional(),
     inputs: z
-      .array(z.looseObject({ key: z.string(), round: z.number().int(), kind: z.enum(InputKind), message: z.string(), action: z.enum(InputAction).optional() }))
+      .array(
+        z.looseObject({
+          key: z.string(),
+          round: z.number().int(),
+          kind: z.enum(InputKind),
+          message: z.string(),
+          action: z.enum(InputAction).optional(),
+        }),
+      )
       .optional()
-      .openapi({ description: 'The questions the call asked a person, round by round, and how each was answered (never the content).' }),
+      .openapi({
+        description:
+          'The questions the call asked a person, round by round, and how each was answered (never the content).',
+      }),
     task: TaskRecordSchema.optional(),
   })
   .openapi('CallRecord');
@@ -292,7 +379,15 @@ export const TurnResultSchema = z
     turnId: z.string(),
     turn: z.string(),
     endedBy: z.enum(TurnEndedBy),
-    calls: z.array(z.object({ id: z.string(), name: z.string(), arguments: JsonObject, taskId: z.string().optional(), outcome: OutcomeSchema })),
+    calls: z.array(
+      z.object({
+        id: z.string(),
+        name: z.string(),
+        arguments: JsonObject,
+        taskId: z.string().optional(),
+        outcome: OutcomeSchema,
+      }),
+    ),
     callsBefore: z.number().int().optional(),
   })
   .openapi('TurnResult');
@@ -301,7 +396,11 @@ export const SessionEndedSchema = z
   .object({
     sessionId: z.string(),
     turnsEnded: z.array(z.string()).openapi({ description: 'The open turns of the session that were ended.' }),
-    workers: z.number().int().min(0).openapi({ description: 'Workers that answered; one that is gone took its servers with it.' }),
+    workers: z
+      .number()
+      .int()
+      .min(0)
+      .openapi({ description: 'Workers that answered; one that is gone took its servers with it.' }),
     servers: z.number().int().min(0).openapi({ description: 'Servers of the session stopped on them.' }),
   })
   .strict()
@@ -319,7 +418,13 @@ export const TranscriptSchema = z
     endedBy: z.enum(TurnEndedBy).optional(),
     state: z.enum(['running', 'completed', 'failed', 'terminated', 'timed out', 'cancelled', 'continued']),
     failure: z.string().optional(),
-    otherRuns: z.array(z.string()).optional().openapi({ description: "Run IDs of other executions at this workflow ID that are not the turn's run chain, left out of the transcript" }),
+    otherRuns: z
+      .array(z.string())
+      .optional()
+      .openapi({
+        description:
+          "Run IDs of other executions at this workflow ID that are not the turn's run chain, left out of the transcript",
+      }),
   })
   .openapi('Transcript');
 
@@ -352,8 +457,13 @@ export const InputRequestSchema = z
     round: z.number().int(),
     kind: z.enum(InputKind),
     message: z.string(),
-    requestedSchema: JsonObject.optional().openapi({ description: 'Form mode: the restricted JSON Schema of the answer.' }),
-    url: z.string().optional().openapi({ description: 'URL mode: the page to show the person (the worker never opens it).' }),
+    requestedSchema: JsonObject.optional().openapi({
+      description: 'Form mode: the restricted JSON Schema of the answer.',
+    }),
+    url: z
+      .string()
+      .optional()
+      .openapi({ description: 'URL mode: the page to show the person (the worker never opens it).' }),
     elicitationId: z.string().optional(),
     askedAt: z.string(),
   })
@@ -361,26 +471,42 @@ export const InputRequestSchema = z
 
 export const InputListSchema = z.object({ inputs: z.array(InputRequestSchema) }).openapi('InputList');
 
-const AnswerValue = z.union([z.string().max(MAX_INPUT_TEXT_CHARS), z.number(), z.boolean(), z.array(z.string().max(MAX_INPUT_TEXT_CHARS)).max(256)]);
+const AnswerValue = z.union([
+  z.string().max(MAX_INPUT_TEXT_CHARS),
+  z.number(),
+  z.boolean(),
+  z.array(z.string().max(MAX_INPUT_TEXT_CHARS)).max(256),
+]);
 export const InputAnswerSchema = z
   .object({
     action: z.enum(InputAction),
-    content: z.record(z.string().max(256), AnswerValue).optional().openapi({ description: 'With `accept` of a form request: the requested fields.' }),
+    content: z
+      .record(z.string().max(256), AnswerValue)
+      .optional()
+      .openapi({ description: 'With `accept` of a form request: the requested fields.' }),
   })
   .strict()
   .openapi('InputAnswer');
 
-export const InputReceiptSchema = z.object({ requestId: z.string(), action: z.enum(InputAction) }).openapi('InputReceipt');
+export const InputReceiptSchema = z
+  .object({ requestId: z.string(), action: z.enum(InputAction) })
+  .openapi('InputReceipt');
 
 export const CancelResultSchema = z.object({ id: z.string(), cancelled: z.boolean() }).openapi('CancelResult');
 
 export const CallQuerySchema = z.object({
-  render: z.enum(['model']).optional().openapi({ description: 'model: also return what the model should read (shaped text and images).' }),
+  render: z
+    .enum(['model'])
+    .optional()
+    .openapi({ description: 'model: also return what the model should read (shaped text and images).' }),
   wait: z
     .string()
     .regex(/^\d{1,6}$/, 'milliseconds')
     .optional()
-    .openapi({ description: 'How long to wait for the outcome before answering 202 (ms; at most the server\'s DMCP_API_CALL_WAIT).' }),
+    .openapi({
+      description:
+        "How long to wait for the outcome before answering 202 (ms; at most the server's DMCP_API_CALL_WAIT).",
+    }),
 });
 
 export const ErrorSchema = z
@@ -402,8 +528,23 @@ const eventBase = { sessionId: z.string().optional(), turnId: z.string() };
 
 /** The `data` of each event (JSON), by component name; `api/events.ts` builds them. */
 export const SESSION_EVENT_DATA: [event: string, name: string, schema: z.ZodType][] = [
-  ['mcp.status', 'McpStatusEvent', z.object({ ...eventBase, reportedAt: z.string(), status: TurnStatusSchema, serversParagraph: z.string().optional() }).openapi('McpStatusEvent')],
-  ['call.started', 'CallStartedEvent', z.object({ ...eventBase, id: z.string(), name: z.string() }).openapi('CallStartedEvent')],
+  [
+    'mcp.status',
+    'McpStatusEvent',
+    z
+      .object({
+        ...eventBase,
+        reportedAt: z.string(),
+        status: TurnStatusSchema,
+        serversParagraph: z.string().optional(),
+      })
+      .openapi('McpStatusEvent'),
+  ],
+  [
+    'call.started',
+    'CallStartedEvent',
+    z.object({ ...eventBase, id: z.string(), name: z.string() }).openapi('CallStartedEvent'),
+  ],
   [
     'call.input_required',
     'CallInputRequiredEvent',
@@ -412,7 +553,16 @@ export const SESSION_EVENT_DATA: [event: string, name: string, schema: z.ZodType
         ...eventBase,
         id: z.string(),
         name: z.string(),
-        ...InputRequestSchema.pick({ requestId: true, key: true, round: true, kind: true, message: true, requestedSchema: true, url: true, elicitationId: true }).shape,
+        ...InputRequestSchema.pick({
+          requestId: true,
+          key: true,
+          round: true,
+          kind: true,
+          message: true,
+          requestedSchema: true,
+          url: true,
+          elicitationId: true,
+        }).shape,
       })
       .openapi('CallInputRequiredEvent'),
   ],
@@ -420,7 +570,15 @@ export const SESSION_EVENT_DATA: [event: string, name: string, schema: z.ZodType
     'call.progress',
     'CallProgressEvent',
     z
-      .object({ ...eventBase, id: z.string(), name: z.string(), taskId: z.string(), poll: z.number().int(), status: z.enum(TASK_STATUSES), statusMessage: z.string().optional() })
+      .object({
+        ...eventBase,
+        id: z.string(),
+        name: z.string(),
+        taskId: z.string(),
+        poll: z.number().int(),
+        status: z.enum(TASK_STATUSES),
+        statusMessage: z.string().optional(),
+      })
       .openapi('CallProgressEvent'),
   ],
   [
@@ -439,7 +597,13 @@ export const SESSION_EVENT_DATA: [event: string, name: string, schema: z.ZodType
       })
       .openapi('CallFinishedEvent'),
   ],
-  ['turn.ended', 'TurnEndedEvent', z.object({ ...eventBase, state: TranscriptSchema.shape.state, endedBy: TranscriptSchema.shape.endedBy }).openapi('TurnEndedEvent')],
+  [
+    'turn.ended',
+    'TurnEndedEvent',
+    z
+      .object({ ...eventBase, state: TranscriptSchema.shape.state, endedBy: TranscriptSchema.shape.endedBy })
+      .openapi('TurnEndedEvent'),
+  ],
   ['error', 'StreamErrorEvent', ErrorSchema.shape.error.openapi('StreamErrorEvent')],
 ];
 
@@ -454,7 +618,11 @@ export function sessionEventSchema() {
       type: 'object' as const,
       properties: {
         event: { type: 'string' as const, const: event },
-        data: { type: 'string' as const, contentMediaType: 'application/json', contentSchema: { $ref: `#/components/schemas/${name}` } },
+        data: {
+          type: 'string' as const,
+          contentMediaType: 'application/json',
+          contentSchema: { $ref: `#/components/schemas/${name}` },
+        },
         id: { type: 'string' as const },
         retry: { type: 'integer' as const },
       },

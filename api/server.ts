@@ -44,7 +44,11 @@ export async function startApiServer(options: ApiServerOptions): Promise<Running
   // Listening on a network, the API is reached by whatever names lead there; on loopback only by
   // loopback names, since any other name is one a web page rebound to 127.0.0.1.
   const onLoopback = isLoopback(options.host) || options.host.toLowerCase() === 'localhost';
-  const app = createApi({ ...options, shutdown: shutdown.signal, requestOrigins: { ...options.requestOrigins, anyHost: options.requestOrigins?.anyHost ?? !onLoopback } });
+  const app = createApi({
+    ...options,
+    shutdown: shutdown.signal,
+    requestOrigins: { ...options.requestOrigins, anyHost: options.requestOrigins?.anyHost ?? !onLoopback },
+  });
   const headersTimeout = options.headersTimeoutMs ?? 10_000;
   const requestTimeout = Math.max(options.requestTimeoutMs ?? 30_000, headersTimeout);
   // A slow client cannot hold a connection open before it has sent its request. Node checks the
@@ -77,7 +81,9 @@ export async function startApiServer(options: ApiServerOptions): Promise<Running
         server.closeIdleConnections();
         const sweep = setInterval(() => server.closeIdleConnections(), 50);
         let timer: NodeJS.Timeout | undefined;
-        const grace = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), options.closeGraceMs ?? 30_000)));
+        const grace = new Promise<'timeout'>(
+          (resolve) => (timer = setTimeout(() => resolve('timeout'), options.closeGraceMs ?? 30_000)),
+        );
         const how = await Promise.race([done.then(() => 'done' as const), grace]);
         clearTimeout(timer);
         clearInterval(sweep);

@@ -14,7 +14,13 @@ import { ShelfInputError, shelfEntryProblem } from '../plane/shelf.js';
 import { ShelfClient, ShelfUnavailableError } from '../plane/shelfClient.js';
 import { ApiError } from './errors.js';
 import { API, errors, jsonBody, ok, type ApiApp, type Env } from './routing.js';
-import { GrantParams, PutShelfServerSchema, ServerParams, ShelfChangeSchema, ShelfStateSchema } from './shelfSchemas.js';
+import {
+  GrantParams,
+  PutShelfServerSchema,
+  ServerParams,
+  ShelfChangeSchema,
+  ShelfStateSchema,
+} from './shelfSchemas.js';
 
 /** What the shelf routes need. */
 export interface ShelfRoutesOptions {
@@ -54,7 +60,11 @@ export function shelfClients(options: ShelfRoutesOptions): ShelfFor {
 export function registerShelfRoutes(app: ApiApp, options: ShelfRoutesOptions): void {
   // The API's middleware has found the request's token (it refuses a request without one).
   const shelfScope: MiddlewareHandler<Env> = async (c, next) => {
-    if (!c.get('token')?.shelf) throw new ApiError('forbidden', 'the token has no shelf scope (its entry in DMCP_API_TOKENS ends in the word "shelf")');
+    if (!c.get('token')?.shelf)
+      throw new ApiError(
+        'forbidden',
+        'the token has no shelf scope (its entry in DMCP_API_TOKENS ends in the word "shelf")',
+      );
     return next();
   };
   app.use(`${API}/shelf`, shelfScope);
@@ -63,7 +73,11 @@ export function registerShelfRoutes(app: ApiApp, options: ShelfRoutesOptions): v
 
   app.openapi(
     createRoute({
-      method: 'get', path: `${API}/shelf`, tags: ['shelf'], security: SHELF_SCOPE, summary: 'The shelf: servers, grants, the newest changes',
+      method: 'get',
+      path: `${API}/shelf`,
+      tags: ['shelf'],
+      security: SHELF_SCOPE,
+      summary: 'The shelf: servers, grants, the newest changes',
       responses: { 200: ok(ShelfStateSchema, 'The shelf (empty before its first change)'), ...errors() },
     }),
     async (c) => c.json(shown(await shelfFor(c).read().catch(shelfRefusal)), 200),
@@ -76,11 +90,19 @@ export function registerShelfRoutes(app: ApiApp, options: ShelfRoutesOptions): v
 function registerServerRoutes(app: ApiApp, shelfFor: ShelfFor, env: NodeJS.ProcessEnv): void {
   app.openapi(
     createRoute({
-      method: 'put', path: `${API}/shelf/servers/{name}`, tags: ['shelf'], security: SHELF_SCOPE,
+      method: 'put',
+      path: `${API}/shelf/servers/{name}`,
+      tags: ['shelf'],
+      security: SHELF_SCOPE,
       summary: 'Put a server on the shelf (idempotent: the same entry again changes nothing)',
-      description: 'Refused with 409 when the name is on the shelf with another entry, with 422 when the entry would write a secret into the shelf\'s history (the field is named).',
+      description:
+        "Refused with 409 when the name is on the shelf with another entry, with 422 when the entry would write a secret into the shelf's history (the field is named).",
       request: { params: ServerParams, ...jsonBody(PutShelfServerSchema) },
-      responses: { 200: ok(ShelfChangeSchema, 'It was there already'), 201: ok(ShelfChangeSchema, 'Added'), ...errors(409, 422) },
+      responses: {
+        200: ok(ShelfChangeSchema, 'It was there already'),
+        201: ok(ShelfChangeSchema, 'Added'),
+        ...errors(409, 422),
+      },
     }),
     async (c) => {
       const { name } = c.req.valid('param');
@@ -90,7 +112,11 @@ function registerServerRoutes(app: ApiApp, shelfFor: ShelfFor, env: NodeJS.Proce
       if (problem) throw entryRefusal(problem, holdsSecretValue(entry, env));
       const shelf = shelfFor(c);
       const [first, ...more] = agents;
-      const results: ShelfChangeResult[] = [await shelf.add(name, entry, first !== undefined ? { agent: first } : {}).catch((err: unknown) => addRefusal(shelf, name, entry, err))];
+      const results: ShelfChangeResult[] = [
+        await shelf
+          .add(name, entry, first !== undefined ? { agent: first } : {})
+          .catch((err: unknown) => addRefusal(shelf, name, entry, err)),
+      ];
       for (const agent of more) results.push(await shelf.grant(name, agent).catch(shelfRefusal));
       const changed = results.some((r) => r.changed);
       return c.json({ changed, version: Math.max(...results.map((r) => r.version)) }, changed ? 201 : 200);
@@ -99,7 +125,10 @@ function registerServerRoutes(app: ApiApp, shelfFor: ShelfFor, env: NodeJS.Proce
 
   app.openapi(
     createRoute({
-      method: 'delete', path: `${API}/shelf/servers/{name}`, tags: ['shelf'], security: SHELF_SCOPE,
+      method: 'delete',
+      path: `${API}/shelf/servers/{name}`,
+      tags: ['shelf'],
+      security: SHELF_SCOPE,
       summary: 'Take a server off the shelf and away from every agent (calls in flight finish)',
       request: { params: ServerParams },
       responses: { 200: ok(ShelfChangeSchema, '`changed` is false when it was not on the shelf'), ...errors() },
@@ -116,10 +145,17 @@ function registerServerRoutes(app: ApiApp, shelfFor: ShelfFor, env: NodeJS.Proce
 function registerGrantRoutes(app: ApiApp, shelfFor: ShelfFor): void {
   app.openapi(
     createRoute({
-      method: 'put', path: `${API}/shelf/servers/{name}/agents/{agent}`, tags: ['shelf'], security: SHELF_SCOPE,
+      method: 'put',
+      path: `${API}/shelf/servers/{name}/agents/{agent}`,
+      tags: ['shelf'],
+      security: SHELF_SCOPE,
       summary: 'Give an agent a server on the shelf (from its next turn)',
       request: { params: GrantParams },
-      responses: { 200: ok(ShelfChangeSchema, 'The agent had it already'), 201: ok(ShelfChangeSchema, 'Granted'), ...errors(404) },
+      responses: {
+        200: ok(ShelfChangeSchema, 'The agent had it already'),
+        201: ok(ShelfChangeSchema, 'Granted'),
+        ...errors(404),
+      },
     }),
     async (c) => {
       const { name, agent } = c.req.valid('param');
@@ -130,7 +166,10 @@ function registerGrantRoutes(app: ApiApp, shelfFor: ShelfFor): void {
 
   app.openapi(
     createRoute({
-      method: 'delete', path: `${API}/shelf/servers/{name}/agents/{agent}`, tags: ['shelf'], security: SHELF_SCOPE,
+      method: 'delete',
+      path: `${API}/shelf/servers/{name}/agents/{agent}`,
+      tags: ['shelf'],
+      security: SHELF_SCOPE,
       summary: 'Take a server away from an agent (from its next turn)',
       request: { params: GrantParams },
       responses: { 200: ok(ShelfChangeSchema, '`changed` is false when the agent did not have it'), ...errors() },
@@ -147,7 +186,16 @@ function registerGrantRoutes(app: ApiApp, shelfFor: ShelfFor): void {
 function shown(state: ShelfState) {
   return {
     version: state.version,
-    servers: state.servers.map((s) => ({ name: s.name, entry: s.entry, addedAt: s.addedAt, addedBy: s.addedBy, agents: state.grants.filter((g) => g.server === s.name).map((g) => g.agent).sort() })),
+    servers: state.servers.map((s) => ({
+      name: s.name,
+      entry: s.entry,
+      addedAt: s.addedAt,
+      addedBy: s.addedBy,
+      agents: state.grants
+        .filter((g) => g.server === s.name)
+        .map((g) => g.agent)
+        .sort(),
+    })),
     grants: state.grants.map((g) => ({ server: g.server, agent: g.agent, grantedAt: g.grantedAt })),
     log: state.log,
   };
@@ -160,7 +208,11 @@ function shown(state: ShelfState) {
 export function shelfRefusal(err: unknown): never {
   if (err instanceof ShelfUnavailableError) throw new ApiError('unavailable', err.message, undefined, 2);
   if (!(err instanceof ShelfInputError)) throw err;
-  if (err.field === 'turnKey') throw new ApiError('forbidden', 'this API cannot sign shelf changes: it has no turn key (turn.key in its DMCP_DATA_DIR, as the workers have it)');
+  if (err.field === 'turnKey')
+    throw new ApiError(
+      'forbidden',
+      'this API cannot sign shelf changes: it has no turn key (turn.key in its DMCP_DATA_DIR, as the workers have it)',
+    );
   if (err.field === 'server') throw new ApiError('not_found', err.message, 'path.name');
   throw entryRefusal(err, false);
 }
@@ -171,8 +223,19 @@ export function shelfRefusal(err: unknown): never {
  * reference the workers cannot resolve) is well-formed, refused for what it says: 422, not 400.
  */
 function entryRefusal(err: ShelfInputError, secret: boolean): ApiError {
-  const field = err.field === undefined ? undefined : err.field === 'name' ? 'path.name' : err.field === 'agent' ? 'body.agents' : `body.entry.${err.field}`;
-  const code = secret ? 'secret_in_input' : field === undefined || field.startsWith('body.entry') ? 'entry_refused' : 'bad_request';
+  const field =
+    err.field === undefined
+      ? undefined
+      : err.field === 'name'
+        ? 'path.name'
+        : err.field === 'agent'
+          ? 'body.agents'
+          : `body.entry.${err.field}`;
+  const code = secret
+    ? 'secret_in_input'
+    : field === undefined || field.startsWith('body.entry')
+      ? 'entry_refused'
+      : 'bad_request';
   return new ApiError(code, err.message, field);
 }
 
@@ -183,7 +246,8 @@ function entryRefusal(err: ShelfInputError, secret: boolean): ApiError {
 async function addRefusal(shelf: ShelfClient, name: string, entry: ShelfEntry, err: unknown): Promise<never> {
   if (err instanceof ShelfInputError && err.field !== undefined && ENTRY_FIELDS.has(err.field.split(/[.[]/)[0]!)) {
     const existing = (await shelf.read().catch(() => undefined))?.servers.find((s) => s.name === name);
-    if (existing && JSON.stringify(canonical(existing.entry)) !== JSON.stringify(canonical(entry))) throw new ApiError('shelf_conflict', err.message, `body.entry.${err.field}`);
+    if (existing && JSON.stringify(canonical(existing.entry)) !== JSON.stringify(canonical(entry)))
+      throw new ApiError('shelf_conflict', err.message, `body.entry.${err.field}`);
   }
   return shelfRefusal(err);
 }
@@ -191,13 +255,23 @@ async function addRefusal(shelf: ShelfClient, name: string, entry: ShelfEntry, e
 /** Whether a string of the entry holds the value of one of `env`'s secret variables. */
 function holdsSecretValue(entry: ShelfEntry, env: NodeJS.ProcessEnv): boolean {
   const values = new Set(secretValues(env));
-  const secrets = Object.entries(env).flatMap(([k, v]) => (typeof v === 'string' && values.has(v) && isSecretName(k, env) ? [v] : []));
-  const strings = entry.type === 'stdio' ? [entry.command, ...entry.args, ...Object.values(entry.env ?? {})] : [entry.url, ...Object.values(entry.headers ?? {}), ...(entry.oauth ? [entry.oauth.clientId] : [])];
+  const secrets = Object.entries(env).flatMap(([k, v]) =>
+    typeof v === 'string' && values.has(v) && isSecretName(k, env) ? [v] : [],
+  );
+  const strings =
+    entry.type === 'stdio'
+      ? [entry.command, ...entry.args, ...Object.values(entry.env ?? {})]
+      : [entry.url, ...Object.values(entry.headers ?? {}), ...(entry.oauth ? [entry.oauth.clientId] : [])];
   return strings.some((s) => secrets.some((secret) => s.includes(secret)));
 }
 
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+    );
   return value;
 }

@@ -23,16 +23,26 @@ const TOKEN_RE = /^[A-Za-z0-9_-]{32,256}$/;
 export async function readApiToken(file: string): Promise<string> {
   const info = await stat(file);
   if ((info.mode & 0o077) !== 0) {
-    throw new Error(`${file} is open to other users (mode ${(info.mode & 0o777).toString(8)}); the API's token must be 0600: chmod 600 ${file}`);
+    throw new Error(
+      `${file} is open to other users (mode ${(info.mode & 0o777).toString(8)}); the API's token must be 0600: chmod 600 ${file}`,
+    );
   }
   const text = (await readFile(file, 'utf8')).trim();
-  if (!TOKEN_RE.test(text)) throw new Error(`${file} does not hold a token (32 to 256 letters, digits, "-" or "_"); delete it and start the API again for a new one`);
+  if (!TOKEN_RE.test(text))
+    throw new Error(
+      `${file} does not hold a token (32 to 256 letters, digits, "-" or "_"); delete it and start the API again for a new one`,
+    );
   return text;
 }
 
 /** The token under `dataDir`, created (0600, 32 random bytes, base64url) on first use. */
 export async function ensureApiToken(dataDir: string): Promise<string> {
-  return readOrCreatePrivateFile(apiTokenFile(dataDir), readApiToken, () => `${randomBytes(32).toString('base64url')}\n`, 0o700);
+  return readOrCreatePrivateFile(
+    apiTokenFile(dataDir),
+    readApiToken,
+    () => `${randomBytes(32).toString('base64url')}\n`,
+    0o700,
+  );
 }
 
 /** The data-dir token as the API's one configured token: every session, every agent, the shelf. */

@@ -14,7 +14,9 @@ import * as S from './schemas.js';
 export function registerTranscriptRoutes(app: ApiApp, turns: TurnClient): void {
   app.openapi(
     createRoute({
-      method: 'get', path: `${API}/sessions/{sessionId}/turns/{turn}/transcript`, tags: ['transcripts'],
+      method: 'get',
+      path: `${API}/sessions/{sessionId}/turns/{turn}/transcript`,
+      tags: ['transcripts'],
       summary: 'A turn rendered from its history (across continue-as-new runs)',
       description: 'Images, audio and blobs are links (`href`) to their bytes, authorized like the rest.',
       request: { params: S.TurnParams },
@@ -29,12 +31,21 @@ export function registerTranscriptRoutes(app: ApiApp, turns: TurnClient): void {
 
   app.openapi(
     createRoute({
-      method: 'get', path: `${API}/sessions/{sessionId}/turns/{turn}/calls/{callId}/content/{index}`, tags: ['transcripts'],
+      method: 'get',
+      path: `${API}/sessions/{sessionId}/turns/{turn}/calls/{callId}/content/{index}`,
+      tags: ['transcripts'],
       summary: "The bytes of one binary content block of a call's outcome",
-      description: 'Images are served as the type their bytes show; other blocks as application/octet-stream (audio as its declared audio type).',
+      description:
+        'Images are served as the type their bytes show; other blocks as application/octet-stream (audio as its declared audio type).',
       request: { params: S.ContentParams },
       responses: {
-        200: { description: 'The bytes', content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) }, 'image/png': { schema: z.string().openapi({ format: 'binary' }) } } },
+        200: {
+          description: 'The bytes',
+          content: {
+            'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) },
+            'image/png': { schema: z.string().openapi({ format: 'binary' }) },
+          },
+        },
         ...errors(404),
       },
     }),
@@ -43,7 +54,12 @@ export function registerTranscriptRoutes(app: ApiApp, turns: TurnClient): void {
       const t = await readTranscript(turns, sessionId, turn);
       const call = t.calls.find((x) => x.id === callId);
       const bin = binaryOf(call?.outcome?.content[Number(index)]);
-      if (!bin) throw new ApiError('not_found', `no binary content block ${index} in call ${JSON.stringify(callId)}`, 'path.index');
+      if (!bin)
+        throw new ApiError(
+          'not_found',
+          `no binary content block ${index} in call ${JSON.stringify(callId)}`,
+          'path.index',
+        );
       c.header('Content-Security-Policy', "default-src 'none'");
       c.header('Content-Disposition', `inline; filename="${callId.replace(/[^\w.-]/g, '_')}-${index}"`);
       return c.body(new Uint8Array(bin.bytes), 200, { 'Content-Type': bin.contentType });
@@ -57,7 +73,14 @@ function linkedTranscript(t: Transcript, sessionId: string, turn: string) {
     ...t,
     calls: t.calls.map((c) => ({
       ...c,
-      ...(c.outcome ? { outcome: { ...c.outcome, content: linkBinaryContent(c.outcome.content, `${callPath(sessionId, turn, c.id)}/content`) } } : {}),
+      ...(c.outcome
+        ? {
+            outcome: {
+              ...c.outcome,
+              content: linkBinaryContent(c.outcome.content, `${callPath(sessionId, turn, c.id)}/content`),
+            },
+          }
+        : {}),
     })),
   };
 }

@@ -27,9 +27,12 @@ export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
   const { turns } = deps;
   app.openapi(
     createRoute({
-      method: 'post', path: `${API}/sessions/{sessionId}/turns`, tags: ['turns'],
+      method: 'post',
+      path: `${API}/sessions/{sessionId}/turns`,
+      tags: ['turns'],
       summary: 'Start a turn (interactive), or run one (batch, with `calls`)',
-      description: 'Interactive: answers once the servers are reconciled and the tool list is frozen. Batch: answers with every outcome once the turn has run.',
+      description:
+        'Interactive: answers once the servers are reconciled and the tool list is frozen. Batch: answers with every outcome once the turn has run.',
       request: { params: S.SessionParams, ...jsonBody(S.StartTurnSchema) },
       responses: {
         200: ok(S.TurnResultSchema, 'The batch ran; every outcome'),
@@ -45,7 +48,12 @@ export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
         const calls = body.calls as CallRequest[][];
         // The turn refuses a larger batch too (422); refused here, no workflow starts for it.
         const count = calls.reduce((n, group) => n + group.length, 0);
-        if (count > MAX_BATCH_CALLS) throw new ApiError('call_refused', `the batch has ${count} calls; at most ${MAX_BATCH_CALLS} run in one turn (split it into several turns)`, 'body.calls');
+        if (count > MAX_BATCH_CALLS)
+          throw new ApiError(
+            'call_refused',
+            `the batch has ${count} calls; at most ${MAX_BATCH_CALLS} run in one turn (split it into several turns)`,
+            'body.calls',
+          );
         return c.json(resultBody(sessionId, await turns.runBatch({ ...start, calls })), 200);
       }
       const t = await turns.startTurn(start);
@@ -53,13 +61,28 @@ export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
       const base = turnPath(sessionId, turn);
       c.header('Location', base);
       const links = { calls: `${base}/calls`, end: `${base}/end`, transcript: `${base}/transcript` };
-      return c.json({ sessionId, turnId: t.turnId, turn, workerQueue: t.workerQueue, status: t.status, tools: t.tools, serversParagraph: t.serversParagraph, links }, 201);
+      return c.json(
+        {
+          sessionId,
+          turnId: t.turnId,
+          turn,
+          workerQueue: t.workerQueue,
+          status: t.status,
+          tools: t.tools,
+          serversParagraph: t.serversParagraph,
+          links,
+        },
+        201,
+      );
     },
   );
 
   app.openapi(
     createRoute({
-      method: 'get', path: `${API}/sessions/{sessionId}/turns`, tags: ['turns'], summary: "The session's turns, oldest first",
+      method: 'get',
+      path: `${API}/sessions/{sessionId}/turns`,
+      tags: ['turns'],
+      summary: "The session's turns, oldest first",
       request: { params: S.SessionParams },
       responses: { 200: ok(S.TurnListSchema, 'Turns'), ...errors() },
     }),
@@ -76,18 +99,31 @@ export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
 
   app.openapi(
     createRoute({
-      method: 'post', path: `${API}/sessions/{sessionId}/turns/{turn}/end`, tags: ['turns'], summary: 'End an interactive turn',
+      method: 'post',
+      path: `${API}/sessions/{sessionId}/turns/{turn}/end`,
+      tags: ['turns'],
+      summary: 'End an interactive turn',
       description:
         'Waits for the calls in flight, MCP tasks included. With `{"detach": true}` calls that run as MCP tasks are answered at once as `detached` (their tasks go on, and a later turn takes one up with a call naming its `taskId`); other calls are still waited for. The body is optional.',
-      request: { params: S.TurnParams, body: { required: false, content: { 'application/json': { schema: S.EndTurnSchema } } } },
+      request: {
+        params: S.TurnParams,
+        body: { required: false, content: { 'application/json': { schema: S.EndTurnSchema } } },
+      },
       responses: { 200: ok(S.TurnResultSchema, 'The turn ended; its calls'), ...errors(404, 409) },
     }),
     async (c) => {
       const { sessionId, turn } = c.req.valid('param');
       const body = c.req.valid('json');
       const turnId = turnIdOf(sessionId, turn);
-      const options = { ...(body.detach === true ? { detach: true } : {}), ...(body.endSession === true ? { endSession: true } : {}) };
-      const result = await answerWithin(sentToTurn(turns, turnId, turns.endTurn(turnId, Object.keys(options).length > 0 ? options : undefined)), deps.callWaitMs, 'the turn did not end');
+      const options = {
+        ...(body.detach === true ? { detach: true } : {}),
+        ...(body.endSession === true ? { endSession: true } : {}),
+      };
+      const result = await answerWithin(
+        sentToTurn(turns, turnId, turns.endTurn(turnId, Object.keys(options).length > 0 ? options : undefined)),
+        deps.callWaitMs,
+        'the turn did not end',
+      );
       return c.json(resultBody(sessionId, result), 200);
     },
   );
@@ -97,7 +133,10 @@ export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
 export function registerSessionRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
   app.openapi(
     createRoute({
-      method: 'post', path: `${API}/sessions/{sessionId}/end`, tags: ['turns'], summary: 'End a session now',
+      method: 'post',
+      path: `${API}/sessions/{sessionId}/end`,
+      tags: ['turns'],
+      summary: 'End a session now',
       description:
         "Ends the session's open turns and stops its servers on every worker that holds them: stdio processes, Streamable HTTP sessions (DELETE), streams. " +
         'A server with a call in flight stops when that call ends; the next turn starts fresh servers. Ending a session that holds nothing is not an error.',
@@ -115,14 +154,26 @@ export function registerSessionRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
 /** A turn's result as the API answers it. */
 function resultBody(sessionId: string, result: TurnResult) {
   const turn = result.turnId.slice(sessionId.length + 1);
-  return { sessionId, turnId: result.turnId, turn, endedBy: result.endedBy, calls: result.calls, ...(result.callsBefore !== undefined ? { callsBefore: result.callsBefore } : {}) };
+  return {
+    sessionId,
+    turnId: result.turnId,
+    turn,
+    endedBy: result.endedBy,
+    calls: result.calls,
+    ...(result.callsBefore !== undefined ? { callsBefore: result.callsBefore } : {}),
+  };
 }
 
 /**
  * The start of a turn, once its references are admitted: signed when the API's boundary allows
  * them all, refused when the turn names an agent the token may not run as, or one it cannot sign.
  */
-async function admittedStart(boundary: ApiBoundary, sessionId: string, body: StartTurnBody, token: ApiToken | undefined): Promise<StartTurnOptions> {
+async function admittedStart(
+  boundary: ApiBoundary,
+  sessionId: string,
+  body: StartTurnBody,
+  token: ApiToken | undefined,
+): Promise<StartTurnOptions> {
   const refs = {
     workspace: body.workspace ?? process.cwd(),
     mcpConfigFiles: body.servers?.mcpConfigFiles ?? [],
@@ -130,11 +181,26 @@ async function admittedStart(boundary: ApiBoundary, sessionId: string, body: Sta
     plugins: body.servers?.plugins ?? [],
   };
   const admitted = await admitRefs(boundary, refs);
-  if ('refused' in admitted) throw new ApiError('forbidden', `body.${admitted.refused.field}: ${admitted.refused.message}`, `body.${admitted.refused.field}`);
+  if ('refused' in admitted)
+    throw new ApiError(
+      'forbidden',
+      `body.${admitted.refused.field}: ${admitted.refused.message}`,
+      `body.${admitted.refused.field}`,
+    );
   if (body.agent !== undefined) {
-    if (token && !tokenAllowsAgent(token, body.agent)) throw new ApiError('forbidden', `body.agent: the token may not run turns as agent ${JSON.stringify(body.agent)} (none of its prefixes starts the agent ID)`, 'body.agent');
+    if (token && !tokenAllowsAgent(token, body.agent))
+      throw new ApiError(
+        'forbidden',
+        `body.agent: the token may not run turns as agent ${JSON.stringify(body.agent)} (none of its prefixes starts the agent ID)`,
+        'body.agent',
+      );
     // The agent is signed with the other references, the workspace among them.
-    if (!admitted.sign) throw new ApiError('forbidden', `body.workspace: the turn names an agent, so its references are signed as a whole, and the workspace ${JSON.stringify(refs.workspace)} is not under DMCP_WORKSPACE_ROOTS`, 'body.workspace');
+    if (!admitted.sign)
+      throw new ApiError(
+        'forbidden',
+        `body.workspace: the turn names an agent, so its references are signed as a whole, and the workspace ${JSON.stringify(refs.workspace)} is not under DMCP_WORKSPACE_ROOTS`,
+        'body.workspace',
+      );
   }
   return {
     sessionId,

@@ -28,7 +28,11 @@ async function main(): Promise<void> {
   const handles: WorkflowHandle[] = [];
   try {
     const start = async (args: unknown[]) => {
-      const h = await client.workflow.start('bareTurn', { taskQueue: queue, workflowId: `opts-${Date.now().toString(36)}-${seq++}`, args });
+      const h = await client.workflow.start('bareTurn', {
+        taskQueue: queue,
+        workflowId: `opts-${Date.now().toString(36)}-${seq++}`,
+        args,
+      });
       handles.push(h);
       return h;
     };
@@ -39,11 +43,23 @@ async function main(): Promise<void> {
     };
     const floor = await start([pinned]);
     const variants: { label: string; run: () => Promise<void> }[] = [
-      { label: 'floor: bare Update, no activity', run: async () => { const id = `f${seq++}`; await floor.executeUpdate('floor', { args: [id], updateId: id }); } },
-      { label: 'activity on the worker\'s queue, plain options', run: call(await start([pinned])) },
-      { label: 'activity on the worker\'s queue, a side-effecting call\'s options', run: call(await start([pinned, true])) },
-      { label: 'activity on the workflow\'s queue (eager), plain options', run: call(await start([undefined])) },
-      { label: 'activity on the workflow\'s queue (eager), a side-effecting call\'s options', run: call(await start([undefined, true])) },
+      {
+        label: 'floor: bare Update, no activity',
+        run: async () => {
+          const id = `f${seq++}`;
+          await floor.executeUpdate('floor', { args: [id], updateId: id });
+        },
+      },
+      { label: "activity on the worker's queue, plain options", run: call(await start([pinned])) },
+      {
+        label: "activity on the worker's queue, a side-effecting call's options",
+        run: call(await start([pinned, true])),
+      },
+      { label: "activity on the workflow's queue (eager), plain options", run: call(await start([undefined])) },
+      {
+        label: "activity on the workflow's queue (eager), a side-effecting call's options",
+        run: call(await start([undefined, true])),
+      },
     ];
     for (const v of variants) for (let i = 0; i < 5; i += 1) await v.run();
     const rounds: number[][] = variants.map(() => []);
@@ -59,7 +75,8 @@ async function main(): Promise<void> {
       }
       got.forEach((g, k) => rounds[k]!.push(percentile(g, 50)));
     }
-    const ratio = (k: number) => rounds[k]!.map((v, r) => v / rounds[0]![r]!).sort((a, b) => a - b)[Math.floor(ROUNDS / 2)]!;
+    const ratio = (k: number) =>
+      rounds[k]!.map((v, r) => v / rounds[0]![r]!).sort((a, b) => a - b)[Math.floor(ROUNDS / 2)]!;
     const body = `Machine: ${await machineLine()}; ${share()}.
 Command: \`npm run build:bench && node dist/bench/activityOptions.js\` (${ROUNDS} rounds of ${CALLS} sequential Updates per variant, interleaved call by call, order rotated each round; embedded tuned dev server as \`dev\` starts it; the bare worker of bench/bareWorker.ts).
 
@@ -70,7 +87,7 @@ A side-effecting call's options: heartbeat timeout 10 s, schedule-to-start timeo
 ${variants.map((v, k) => `| ${v.label} | ${rounds[k]!.map((x) => x.toFixed(1)).join(' / ')} | ${k === 0 ? '1.00' : ratio(k).toFixed(2)} |`).join('\n')}
 `;
     process.stdout.write(`${body}\n`);
-    await writeSection('activityOptions', 'Bare Temporal: a call\'s activity options and eager dispatch', body);
+    await writeSection('activityOptions', "Bare Temporal: a call's activity options and eager dispatch", body);
   } finally {
     for (const h of handles) await h.executeUpdate('end', { updateId: 'end' }).catch(() => undefined);
     await stopProcess(worker).catch(() => undefined);

@@ -9,11 +9,29 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startTemporal } from './setup.js';
 
-const ALL = ['sideBySide', 'devTuning', 'profile', 'promises', 'rss', 'crash', 'history', 'reconcile', 'firstTurn', 'eras', 'throughput', 'runCommand', 'inputs', 'tasks'];
+const ALL = [
+  'sideBySide',
+  'devTuning',
+  'profile',
+  'promises',
+  'rss',
+  'crash',
+  'history',
+  'reconcile',
+  'firstTurn',
+  'eras',
+  'throughput',
+  'runCommand',
+  'inputs',
+  'tasks',
+];
 
 function run(script: string, env: NodeJS.ProcessEnv): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [fileURLToPath(new URL(`./${script}.js`, import.meta.url))], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(process.execPath, [fileURLToPath(new URL(`./${script}.js`, import.meta.url))], {
+      env,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     child.once('exit', (code) => resolve(code ?? 1));
   });
 }
@@ -27,13 +45,21 @@ try {
   for (const script of scripts) {
     const t0 = Date.now();
     process.stderr.write(`[bench] ${script}: start\n`);
-    const env = { ...process.env, TEMPORAL_ADDRESS: temporal.address, ...(temporal.pid ? { BENCH_TEMPORAL_PID: String(temporal.pid) } : {}) };
+    const env = {
+      ...process.env,
+      TEMPORAL_ADDRESS: temporal.address,
+      ...(temporal.pid ? { BENCH_TEMPORAL_PID: String(temporal.pid) } : {}),
+    };
     const code = await run(script, env);
-    process.stderr.write(`[bench] ${script}: ${code === 0 ? 'done' : `failed (${code})`} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
+    process.stderr.write(
+      `[bench] ${script}: ${code === 0 ? 'done' : `failed (${code})`} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`,
+    );
     if (code !== 0) failed.push(script);
   }
 } finally {
   await temporal.stop();
 }
-process.stderr.write(`[bench] all done in ${((Date.now() - started) / 1000).toFixed(0)} s${failed.length ? `; failed: ${failed.join(', ')}` : ''}\n`);
+process.stderr.write(
+  `[bench] all done in ${((Date.now() - started) / 1000).toFixed(0)} s${failed.length ? `; failed: ${failed.join(', ')}` : ''}\n`,
+);
 process.exit(failed.length ? 1 : 0);

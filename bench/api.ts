@@ -29,7 +29,9 @@ const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
 runBench(async () => {
   const began = Date.now();
-  const load = loadavg().map((l) => l.toFixed(2)).join(' / ');
+  const load = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ');
   const dir = await tempDir('dmcp-bench-api-');
   const temporal = await startTemporal();
   const taskQueue = benchQueue('api');
@@ -37,18 +39,28 @@ runBench(async () => {
   const client = await connectClient(temporal.address);
   const turns = new TurnClient({ client, taskQueue });
   const api = await startApiServer({
-    host: '127.0.0.1', port: 0, logger: pino({ level: 'warn' }), turns, tokens: parseTokens(`${hashToken(TOKEN)} *`, 'DMCP_API_TOKENS'),
+    host: '127.0.0.1',
+    port: 0,
+    logger: pino({ level: 'warn' }),
+    turns,
+    tokens: parseTokens(`${hashToken(TOKEN)} *`, 'DMCP_API_TOKENS'),
     boundary: { allowInline: true, allowedConfigDirs: [], workspaceRoots: [dir] },
-    maxBodyBytes: 2 * 1024 * 1024, callWaitMs: 30_000, shapeLimits: DEFAULT_SHAPE_LIMITS,
+    maxBodyBytes: 2 * 1024 * 1024,
+    callWaitMs: 30_000,
+    shapeLimits: DEFAULT_SHAPE_LIMITS,
   });
   const servers = { inlineSpecs: [`echo:${process.execPath} ${echoFixture}`] };
   try {
     const direct = await turns.startTurn({ sessionId: `bench-direct-${Date.now()}`, workspace: dir, servers });
     const split = await turns.startTurn({ sessionId: `bench-split-${Date.now()}`, workspace: dir, servers });
     const checked = await turns.startTurn({ sessionId: `bench-checked-${Date.now()}`, workspace: dir, servers });
-    const started = (await (await fetch(`${api.url}/api/v1/sessions/bench-api-${Date.now()}/turns`, {
-      method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: JSON.stringify({ workspace: dir, servers }),
-    })).json()) as { links: { calls: string; end: string } };
+    const started = (await (
+      await fetch(`${api.url}/api/v1/sessions/bench-api-${Date.now()}/turns`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...AUTH },
+        body: JSON.stringify({ workspace: dir, servers }),
+      })
+    ).json()) as { links: { calls: string; end: string } };
     const callsUrl = `${api.url}${started.links.calls}`;
     let n = 0;
     const records = createCallRecords(client);
@@ -58,17 +70,26 @@ runBench(async () => {
         if (outcome.status !== 'ok') throw new Error(`direct call failed: ${outcome.errorMessage}`);
       },
       'TurnClient, accepted then polled (`startCall` + `result()`)': async () => {
-        const outcome = await (await turns.startCall(split.turnId, { id: `s-${n++}`, name: 'mcp__echo__echo', arguments: { text: 'hi' } })).result();
+        const outcome = await (
+          await turns.startCall(split.turnId, { id: `s-${n++}`, name: 'mcp__echo__echo', arguments: { text: 'hi' } })
+        ).result();
         if (outcome.status !== 'ok') throw new Error(`split call failed: ${outcome.errorMessage}`);
       },
       'the same, plus the call-ID check read alongside (what the API does, without HTTP)': async () => {
         const request = { id: `k-${n++}`, name: 'mcp__echo__echo', arguments: { text: 'hi' } };
         const handle = await turns.startCall(checked.turnId, request);
-        const [recorded, outcome] = await Promise.all([records.recorded(checked.turnId, request.id, handle.workflowRunId), handle.result()]);
+        const [recorded, outcome] = await Promise.all([
+          records.recorded(checked.turnId, request.id, handle.workflowRunId),
+          handle.result(),
+        ]);
         if (outcome.status !== 'ok' || !recorded) throw new Error('checked call failed');
       },
       'HTTP API (`POST .../calls`, fetch, keep-alive)': async () => {
-        const res = await fetch(callsUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: JSON.stringify({ id: `a-${n++}`, name: 'mcp__echo__echo', arguments: { text: 'hi' } }) });
+        const res = await fetch(callsUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...AUTH },
+          body: JSON.stringify({ id: `a-${n++}`, name: 'mcp__echo__echo', arguments: { text: 'hi' } }),
+        });
         if (res.status !== 200) throw new Error(`API call answered ${res.status}: ${await res.text()}`);
         await res.arrayBuffer();
       },
@@ -97,7 +118,10 @@ runBench(async () => {
     await Promise.all([direct.end(), split.end(), checked.end()]);
     await fetch(`${api.url}${started.links.end}`, { method: 'POST', headers: AUTH });
     const base = percentile(samples[names[0]!]!, 50);
-    const rows = names.map((k) => `| ${k} | ${samples[k]!.length} | ${percentile(samples[k]!, 50).toFixed(2)} | ${(percentile(samples[k]!, 50) / base).toFixed(2)}x | ${percentile(samples[k]!, 95).toFixed(2)} | ${percentile(samples[k]!, 99).toFixed(2)} |`);
+    const rows = names.map(
+      (k) =>
+        `| ${k} | ${samples[k]!.length} | ${percentile(samples[k]!, 50).toFixed(2)} | ${(percentile(samples[k]!, 50) / base).toFixed(2)}x | ${percentile(samples[k]!, 95).toFixed(2)} | ${percentile(samples[k]!, 99).toFixed(2)} |`,
+    );
     const ratio = percentile(samples[API]!, 50) / percentile(samples[names[0]!]!, 50);
     const medianRound = percentile(roundRatios, 50);
     const body = [

@@ -6,19 +6,34 @@
 import { condition, defineUpdate, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 
 export interface BareActivities {
-  noop(input: { id: string; arguments: Record<string, unknown> }): Promise<{ content: { type: 'text'; text: string }[]; isError: boolean }>;
+  noop(input: {
+    id: string;
+    arguments: Record<string, unknown>;
+  }): Promise<{ content: { type: 'text'; text: string }[]; isError: boolean }>;
   /** The fixture's echo over stdio, through the MCP SDK's own client and transport: no durable-mcp code. */
-  mcpEcho(input: { id: string; arguments: Record<string, unknown> }): Promise<{ content: { type: 'text'; text: string }[]; isError: boolean }>;
+  mcpEcho(input: {
+    id: string;
+    arguments: Record<string, unknown>;
+  }): Promise<{ content: { type: 'text'; text: string }[]; isError: boolean }>;
 }
 
-export const bareCallUpdate = defineUpdate<{ content: { type: 'text'; text: string }[]; isError: boolean }, [string, Record<string, unknown>]>('call');
+export const bareCallUpdate = defineUpdate<
+  { content: { type: 'text'; text: string }[]; isError: boolean },
+  [string, Record<string, unknown>]
+>('call');
 export const bareEndUpdate = defineUpdate<void>('end');
 /** The floor: an Update answered at once, with no activity (one durable acknowledgement). */
 export const bareFloorUpdate = defineUpdate<string, [string]>('floor');
 /** An Update that runs the same no-op as a local activity, in its workflow task. */
-export const bareLocalUpdate = defineUpdate<{ content: { type: 'text'; text: string }[]; isError: boolean }, [string, Record<string, unknown>]>('local');
+export const bareLocalUpdate = defineUpdate<
+  { content: { type: 'text'; text: string }[]; isError: boolean },
+  [string, Record<string, unknown>]
+>('local');
 /** An Update that runs a real MCP call (the echo over stdio, the SDK's client) as a local activity. */
-export const bareLocalEchoUpdate = defineUpdate<{ content: { type: 'text'; text: string }[]; isError: boolean }, [string, Record<string, unknown>]>('localEcho');
+export const bareLocalEchoUpdate = defineUpdate<
+  { content: { type: 'text'; text: string }[]; isError: boolean },
+  [string, Record<string, unknown>]
+>('localEcho');
 
 /**
  * `activityQueue`: run the activity on another task queue (as durable-mcp pins its calls to the
@@ -27,9 +42,21 @@ export const bareLocalEchoUpdate = defineUpdate<{ content: { type: 'text'; text:
 export async function bareTurn(activityQueue?: string, asDurable?: boolean): Promise<number> {
   // `asDurable`: the options a durable-mcp side-effecting call is scheduled with (timeouts that fail a lost worker over, the UI label, one attempt).
   const durableLike = asDurable
-    ? { heartbeatTimeout: '10s', scheduleToStartTimeout: '10s', summary: 'mcp__plain__echo', retry: { maximumAttempts: 1, nonRetryableErrorTypes: ['BadRequest', 'ServerUnavailable', 'TemporalTimeout:Heartbeat'] } }
+    ? {
+        heartbeatTimeout: '10s',
+        scheduleToStartTimeout: '10s',
+        summary: 'mcp__plain__echo',
+        retry: {
+          maximumAttempts: 1,
+          nonRetryableErrorTypes: ['BadRequest', 'ServerUnavailable', 'TemporalTimeout:Heartbeat'],
+        },
+      }
     : {};
-  const { noop } = proxyActivities<BareActivities>({ startToCloseTimeout: '1m', ...durableLike, ...(activityQueue ? { taskQueue: activityQueue } : {}) });
+  const { noop } = proxyActivities<BareActivities>({
+    startToCloseTimeout: '1m',
+    ...durableLike,
+    ...(activityQueue ? { taskQueue: activityQueue } : {}),
+  });
   let calls = 0;
   let ended = false;
   setHandler(bareCallUpdate, async (id, args) => {

@@ -14,12 +14,30 @@ import { runBench } from './procs.js';
 const CALLS = Number(process.env.BENCH_CODEC_CALLS ?? 3000);
 const ROUNDS = 3;
 
-const json = (o: unknown): Payload => ({ metadata: { encoding: new TextEncoder().encode('json/plain') }, data: new TextEncoder().encode(JSON.stringify(o)) });
-const input = json({
-  sessionId: 'fast-lq3k2-1', callId: 'd-mfx1-2a', name: 'mcp__safe__echo', server: 'safe', tool: 'echo', arguments: { text: 'call 17' }, annotations: {},
-  requestTimeoutMs: 59000, workerQueue: 'durable-mcp@worker-host-12345-0a1b2c3d',
+const json = (o: unknown): Payload => ({
+  metadata: { encoding: new TextEncoder().encode('json/plain') },
+  data: new TextEncoder().encode(JSON.stringify(o)),
 });
-const result = json({ status: 'ok', content: [{ type: 'text', text: 'Echo: call 17' }], isError: false, startedAt: '2026-12-04T14:00:00.000Z', durationMs: 2, attempts: 1, callId: 'd-mfx1-2a' });
+const input = json({
+  sessionId: 'fast-lq3k2-1',
+  callId: 'd-mfx1-2a',
+  name: 'mcp__safe__echo',
+  server: 'safe',
+  tool: 'echo',
+  arguments: { text: 'call 17' },
+  annotations: {},
+  requestTimeoutMs: 59000,
+  workerQueue: 'durable-mcp@worker-host-12345-0a1b2c3d',
+});
+const result = json({
+  status: 'ok',
+  content: [{ type: 'text', text: 'Echo: call 17' }],
+  isError: false,
+  startedAt: '2026-12-04T14:00:00.000Z',
+  durationMs: 2,
+  attempts: 1,
+  callId: 'd-mfx1-2a',
+});
 
 async function perCall(codec: CompressionCodec): Promise<{ cpuMs: number; wallMs: number }> {
   const cpu0 = process.cpuUsage();
@@ -31,10 +49,14 @@ async function perCall(codec: CompressionCodec): Promise<{ cpuMs: number; wallMs
 
 async function main(): Promise<void> {
   const share = cpuShare();
-  const variants: [string, CompressionCodec][] = [['256 bytes (before)', new CompressionCodec({ minBytes: 256 })], [`${MIN_COMPRESS_BYTES} bytes (now)`, new CompressionCodec()]];
+  const variants: [string, CompressionCodec][] = [
+    ['256 bytes (before)', new CompressionCodec({ minBytes: 256 })],
+    [`${MIN_COMPRESS_BYTES} bytes (now)`, new CompressionCodec()],
+  ];
   const sizes = await Promise.all(variants.map(async ([, c]) => (await c.encode([input]))[0]!.data!.byteLength));
   const got = new Map(variants.map(([label]) => [label, [] as { cpuMs: number; wallMs: number }[]]));
-  for (let r = 0; r < ROUNDS; r += 1) for (const [label, codec] of r % 2 ? [...variants].reverse() : variants) got.get(label)!.push(await perCall(codec));
+  for (let r = 0; r < ROUNDS; r += 1)
+    for (const [label, codec] of r % 2 ? [...variants].reverse() : variants) got.get(label)!.push(await perCall(codec));
   const med = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
   const rows = variants.map(([label], i) => {
     const g = got.get(label)!;

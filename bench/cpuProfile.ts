@@ -78,14 +78,26 @@ export function summarize(profile: CpuProfile, top = 20, window?: { fromUs: numb
     byComponent.set(component, (byComponent.get(component) ?? 0) + ms);
   }
   return {
-    totalMs: window ? (Math.min(window.toUs, profile.endTime) - Math.max(window.fromUs, profile.startTime)) / 1000 : (profile.endTime - profile.startTime) / 1000,
+    totalMs: window
+      ? (Math.min(window.toUs, profile.endTime) - Math.max(window.fromUs, profile.startTime)) / 1000
+      : (profile.endTime - profile.startTime) / 1000,
     busyMs: busy,
-    functions: [...byFunction.values()].filter((f) => f.component !== 'idle').sort((a, b) => b.selfMs - a.selfMs).slice(0, top),
-    components: [...byComponent.entries()].filter(([c]) => c !== 'idle').map(([component, selfMs]) => ({ component, selfMs })).sort((a, b) => b.selfMs - a.selfMs),
+    functions: [...byFunction.values()]
+      .filter((f) => f.component !== 'idle')
+      .sort((a, b) => b.selfMs - a.selfMs)
+      .slice(0, top),
+    components: [...byComponent.entries()]
+      .filter(([c]) => c !== 'idle')
+      .map(([component, selfMs]) => ({ component, selfMs }))
+      .sort((a, b) => b.selfMs - a.selfMs),
   };
 }
 
-export async function summarizeFile(file: string, top = 20, window?: { fromUs: number; toUs: number }): Promise<ProfileSummary> {
+export async function summarizeFile(
+  file: string,
+  top = 20,
+  window?: { fromUs: number; toUs: number },
+): Promise<ProfileSummary> {
   return summarize(JSON.parse(await readFile(file, 'utf8')) as CpuProfile, top, window);
 }
 
@@ -94,7 +106,11 @@ export async function summarizeFile(file: string, top = 20, window?: { fromUs: n
  * `CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile`, thread 0 = the main thread), merged:
  * components and functions of other threads are tagged with the thread.
  */
-export async function summarizeDir(dir: string, top = 20, window?: { fromUs: number; toUs: number }): Promise<ProfileSummary> {
+export async function summarizeDir(
+  dir: string,
+  top = 20,
+  window?: { fromUs: number; toUs: number },
+): Promise<ProfileSummary> {
   const files = (await readdir(dir)).filter((f) => f.endsWith('.cpuprofile'));
   const merged: ProfileSummary = { totalMs: 0, busyMs: 0, functions: [], components: [] };
   const components = new Map<string, number>();
@@ -104,11 +120,14 @@ export async function summarizeDir(dir: string, top = 20, window?: { fromUs: num
     const s = await summarizeFile(join(dir, file), 1000, window);
     merged.totalMs = Math.max(merged.totalMs, s.totalMs);
     merged.busyMs += s.busyMs;
-    for (const c of s.components) components.set(`${tag}${c.component}`, (components.get(`${tag}${c.component}`) ?? 0) + c.selfMs);
+    for (const c of s.components)
+      components.set(`${tag}${c.component}`, (components.get(`${tag}${c.component}`) ?? 0) + c.selfMs);
     merged.functions.push(...s.functions.map((f) => ({ ...f, component: `${tag}${f.component}` })));
   }
   merged.functions = merged.functions.sort((a, b) => b.selfMs - a.selfMs).slice(0, top);
-  merged.components = [...components.entries()].map(([component, selfMs]) => ({ component, selfMs })).sort((a, b) => b.selfMs - a.selfMs);
+  merged.components = [...components.entries()]
+    .map(([component, selfMs]) => ({ component, selfMs }))
+    .sort((a, b) => b.selfMs - a.selfMs);
   return merged;
 }
 
@@ -124,9 +143,17 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.exit(2);
   }
   const { stat } = await import('node:fs/promises');
-  const s = (await stat(file)).isDirectory() ? await summarizeDir(file, Number(top ?? 25)) : await summarizeFile(file, Number(top ?? 25));
+  const s = (await stat(file)).isDirectory()
+    ? await summarizeDir(file, Number(top ?? 25))
+    : await summarizeFile(file, Number(top ?? 25));
   process.stdout.write(`profile ${s.totalMs.toFixed(0)} ms, busy ${s.busyMs.toFixed(0)} ms\n\nby component:\n`);
-  for (const c of s.components) process.stdout.write(`  ${c.selfMs.toFixed(1).padStart(9)} ms  ${((100 * c.selfMs) / s.busyMs).toFixed(1).padStart(5)}%  ${c.component}\n`);
+  for (const c of s.components)
+    process.stdout.write(
+      `  ${c.selfMs.toFixed(1).padStart(9)} ms  ${((100 * c.selfMs) / s.busyMs).toFixed(1).padStart(5)}%  ${c.component}\n`,
+    );
   process.stdout.write('\ntop self time:\n');
-  for (const f of s.functions) process.stdout.write(`  ${f.selfMs.toFixed(1).padStart(9)} ms  ${((100 * f.selfMs) / s.busyMs).toFixed(1).padStart(5)}%  ${f.name}  [${f.component}]\n`);
+  for (const f of s.functions)
+    process.stdout.write(
+      `  ${f.selfMs.toFixed(1).padStart(9)} ms  ${((100 * f.selfMs) / s.busyMs).toFixed(1).padStart(5)}%  ${f.name}  [${f.component}]\n`,
+    );
 }

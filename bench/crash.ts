@@ -18,7 +18,15 @@ import type { TurnLimits } from '../contract/index.js';
 import { TurnClient } from '../client/turnClient.js';
 import { tempDir } from '../test/support/harness.js';
 import { echoFixture, sleep, runBench, stopProcess } from './procs.js';
-import { benchQueue, connectClient, endBench, startDurableWorker, startTemporal, writeDurableBundle, type DurableWorker } from './setup.js';
+import {
+  benchQueue,
+  connectClient,
+  endBench,
+  startDurableWorker,
+  startTemporal,
+  writeDurableBundle,
+  type DurableWorker,
+} from './setup.js';
 import { machineLine, writeSection } from './support.js';
 
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
@@ -43,12 +51,14 @@ interface Trial {
  */
 async function stickyWaitS(client: Client, turnId: string): Promise<number> {
   const events = (await client.workflow.getHandle(turnId).fetchHistory()).events ?? [];
-  const ms = (e: (typeof events)[number] | undefined) => (e?.eventTime ? Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6) : 0);
+  const ms = (e: (typeof events)[number] | undefined) =>
+    e?.eventTime ? Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6) : 0;
   const byId = new Map(events.map((e) => [Number(e.eventId), e]));
   let waited = 0;
   for (const e of events) {
     const t = e.workflowTaskTimedOutEventAttributes;
-    if (t && t.timeoutType === proto.temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START) waited += ms(e) - ms(byId.get(Number(t.scheduledEventId)));
+    if (t && t.timeoutType === proto.temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START)
+      waited += ms(e) - ms(byId.get(Number(t.scheduledEventId)));
   }
   return waited / 1000;
 }
@@ -60,7 +70,8 @@ async function stickyWaitS(client: Client, turnId: string): Promise<number> {
  */
 async function failoverTimeline(client: Client, turnId: string, killedAt: number): Promise<string> {
   const events = (await client.workflow.getHandle(turnId).fetchHistory()).events ?? [];
-  const ms = (e: (typeof events)[number]) => (e.eventTime ? Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6) : 0);
+  const ms = (e: (typeof events)[number]) =>
+    e.eventTime ? Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6) : 0;
   const scheduled = new Map<number, string>();
   const steps: string[] = [];
   const at = (e: (typeof events)[number]) => ((ms(e) - killedAt) / 1000).toFixed(2);
@@ -94,11 +105,22 @@ async function lastWorkflowWorker(client: Client, turnId: string): Promise<strin
   return completed[completed.length - 1]?.workflowTaskCompletedEventAttributes?.identity ?? undefined;
 }
 
-async function trial(client: Client, address: string, dir: string, bundle: string, script: string | undefined, limits: TurnLimits | undefined, n: number, serverGroups: Set<number>): Promise<Trial> {
+async function trial(
+  client: Client,
+  address: string,
+  dir: string,
+  bundle: string,
+  script: string | undefined,
+  limits: TurnLimits | undefined,
+  n: number,
+  serverGroups: Set<number>,
+): Promise<Trial> {
   const execLog = join(dir, `exec-${n}.log`);
   const taskQueue = benchQueue('crash');
   const env = { FIXTURE_LOG: execLog };
-  const workers: DurableWorker[] = await Promise.all([0, 1].map(() => startDurableWorker(address, taskQueue, bundle, { env, ...(script ? { script } : {}) })));
+  const workers: DurableWorker[] = await Promise.all(
+    [0, 1].map(() => startDurableWorker(address, taskQueue, bundle, { env, ...(script ? { script } : {}) })),
+  );
   try {
     const turns = new TurnClient({ client, taskQueue });
     const turn = await turns.startTurn({
@@ -129,7 +151,16 @@ async function trial(client: Client, address: string, dir: string, bundle: strin
     const result = await turn.end();
     const endS = (Date.now() - killedAt) / 1000;
     const outcome = ro.status === 'ok' ? `ok, attempt ${ro.attempts}` : `${ro.status}: ${ro.errorKind}`;
-    return { callS, nextS, endS, outcome, workflowOnVictim, stickyS: await stickyWaitS(client, turn.turnId), timeline, ok: ro.status === 'ok' && next.status === 'ok' && result.workerQueue !== victim.info.workerQueue };
+    return {
+      callS,
+      nextS,
+      endS,
+      outcome,
+      workflowOnVictim,
+      stickyS: await stickyWaitS(client, turn.turnId),
+      timeline,
+      ok: ro.status === 'ok' && next.status === 'ok' && result.workerQueue !== victim.info.workerQueue,
+    };
   } finally {
     await Promise.all(workers.map((w) => stopProcess(w)));
   }
@@ -138,7 +169,8 @@ async function trial(client: Client, address: string, dir: string, bundle: strin
 async function main(): Promise<void> {
   const trials = Number(process.env.BENCH_CRASH_TRIALS ?? 3);
   const builds: [string, string | undefined][] = [['this build', undefined]];
-  if (process.env.BENCH_ALT_WORKER) builds.push([process.env.BENCH_ALT_LABEL ?? process.env.BENCH_ALT_WORKER, process.env.BENCH_ALT_WORKER]);
+  if (process.env.BENCH_ALT_WORKER)
+    builds.push([process.env.BENCH_ALT_LABEL ?? process.env.BENCH_ALT_WORKER, process.env.BENCH_ALT_WORKER]);
   const dir = await tempDir('dmcp-crash-');
   const temporal = await startTemporal();
   const client = await connectClient(temporal.address);
@@ -156,7 +188,9 @@ async function main(): Promise<void> {
       for (const [build, script] of builds) {
         for (let i = 0; i < trials; i += 1) {
           const t = await trial(client, temporal.address, dir, bundle, script, limits, (n += 1), serverGroups);
-          log(`${build}, ${label}: in-flight call ${t.callS.toFixed(1)} s (${t.outcome}), workflow on the killed worker: ${t.workflowOnVictim} (sticky wait ${t.stickyS} s)`);
+          log(
+            `${build}, ${label}: in-flight call ${t.callS.toFixed(1)} s (${t.outcome}), workflow on the killed worker: ${t.workflowOnVictim} (sticky wait ${t.stickyS} s)`,
+          );
           log(`  after the kill (s): ${t.timeline}`);
           timelines.push(`- ${build}, ${label}, trial ${i + 1}: ${t.timeline}`);
           rows.push(
@@ -174,12 +208,12 @@ async function main(): Promise<void> {
       '|---|---|---|---|---|---|---|---|',
       ...rows,
       '',
-      'What the in-flight call waits for: the heartbeat timeout (its first attempt is lost; Temporal does not retry a lost heartbeat, so nothing more goes to the dead worker\'s queue), a reconciliation on the shared queue (the survivor starts the server), then its 2 s on the survivor (attempt 1 there); the new call and endTurn go straight to the survivor. A side-effecting call returns `unknown_result` right after the heartbeat timeout, as before. ' +
-        'When the turn\'s workflow was cached on the killed worker too (the worker that takes a turn\'s first reconcile usually runs its workflow tasks as well), the first workflow task after the timeout waits on the dead worker\'s sticky queue for the shared worker\'s `stickyQueueScheduleToStartTimeout` (`DMCP_STICKY_WAIT`' +
+      "What the in-flight call waits for: the heartbeat timeout (its first attempt is lost; Temporal does not retry a lost heartbeat, so nothing more goes to the dead worker's queue), a reconciliation on the shared queue (the survivor starts the server), then its 2 s on the survivor (attempt 1 there); the new call and endTurn go straight to the survivor. A side-effecting call returns `unknown_result` right after the heartbeat timeout, as before. " +
+        "When the turn's workflow was cached on the killed worker too (the worker that takes a turn's first reconcile usually runs its workflow tasks as well), the first workflow task after the timeout waits on the dead worker's sticky queue for the shared worker's `stickyQueueScheduleToStartTimeout` (`DMCP_STICKY_WAIT`" +
         (process.env.DMCP_STICKY_WAIT ? `, here ${process.env.DMCP_STICKY_WAIT}` : ', default 500 ms') +
         '; "sticky wait", read from history).',
       '',
-      'Step by step, seconds after the kill, from each turn\'s history (WFT: a workflow task):',
+      "Step by step, seconds after the kill, from each turn's history (WFT: a workflow task):",
       '',
       ...timelines,
     ].join('\n');

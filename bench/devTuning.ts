@@ -17,10 +17,23 @@
 import { join } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
 import { TurnClient, type Turn } from '../client/turnClient.js';
-import { TUNED_DYNAMIC_CONFIG, TUNED_MAX_IN_FLIGHT_UPDATES, TUNED_SQLITE_PRAGMAS, type DevServerOptions } from '../dev/devServer.js';
+import {
+  TUNED_DYNAMIC_CONFIG,
+  TUNED_MAX_IN_FLIGHT_UPDATES,
+  TUNED_SQLITE_PRAGMAS,
+  type DevServerOptions,
+} from '../dev/devServer.js';
 import { tempDir } from '../test/support/harness.js';
 import { cpuMs, echoFixture, runBench, stopProcess } from './procs.js';
-import { benchQueue, connectClient, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle, type Temporal } from './setup.js';
+import {
+  benchQueue,
+  connectClient,
+  startBareWorker,
+  startDurableWorker,
+  startTemporal,
+  writeDurableBundle,
+  type Temporal,
+} from './setup.js';
 import { machineLine, percentile, writeSection } from './support.js';
 
 const env = process.env;
@@ -41,19 +54,46 @@ interface ServerSpec {
 const TRANSFER = 'history.transferProcessorMaxPollRPS';
 const SERVER_SPECS: ServerSpec[] = [
   { key: 'untuned', label: 'untuned (stock `temporal server start-dev`)', options: { tuned: false } },
-  { key: 'transfer', label: `${TRANSFER}=${String(TUNED_DYNAMIC_CONFIG[TRANSFER])} alone`, options: { tuned: false, dynamicConfig: { [TRANSFER]: TUNED_DYNAMIC_CONFIG[TRANSFER]! } } },
-  { key: 'wal', label: 'journal_mode=wal + synchronous=normal alone', options: { tuned: false, sqlitePragmas: { ...TUNED_SQLITE_PRAGMAS } } },
-  { key: 'visibility', label: 'history.visibilityProcessorMaxPollRPS=1000 alone', options: { tuned: false, dynamicConfig: { 'history.visibilityProcessorMaxPollRPS': 1000 } } },
-  { key: 'timer', label: 'history.timerProcessorMaxPollRPS=1000 alone', options: { tuned: false, dynamicConfig: { 'history.timerProcessorMaxPollRPS': 1000 } } },
+  {
+    key: 'transfer',
+    label: `${TRANSFER}=${String(TUNED_DYNAMIC_CONFIG[TRANSFER])} alone`,
+    options: { tuned: false, dynamicConfig: { [TRANSFER]: TUNED_DYNAMIC_CONFIG[TRANSFER]! } },
+  },
+  {
+    key: 'wal',
+    label: 'journal_mode=wal + synchronous=normal alone',
+    options: { tuned: false, sqlitePragmas: { ...TUNED_SQLITE_PRAGMAS } },
+  },
+  {
+    key: 'visibility',
+    label: 'history.visibilityProcessorMaxPollRPS=1000 alone',
+    options: { tuned: false, dynamicConfig: { 'history.visibilityProcessorMaxPollRPS': 1000 } },
+  },
+  {
+    key: 'timer',
+    label: 'history.timerProcessorMaxPollRPS=1000 alone',
+    options: { tuned: false, dynamicConfig: { 'history.timerProcessorMaxPollRPS': 1000 } },
+  },
   {
     key: 'partitions',
     label: 'matching.numTaskqueueRead/WritePartitions=1 alone',
-    options: { tuned: false, dynamicConfig: { 'matching.numTaskqueueReadPartitions': 1, 'matching.numTaskqueueWritePartitions': 1 } },
+    options: {
+      tuned: false,
+      dynamicConfig: { 'matching.numTaskqueueReadPartitions': 1, 'matching.numTaskqueueWritePartitions': 1 },
+    },
   },
-  { key: 'tuned', label: '**tuned** (all of `dev`\'s settings: transfer poll rate, WAL, maxInFlightUpdates)', options: {} },
+  {
+    key: 'tuned',
+    label: "**tuned** (all of `dev`'s settings: transfer poll rate, WAL, maxInFlightUpdates)",
+    options: {},
+  },
   // The same settings but Temporal's default Update limit, as a cluster keeps it: its sequential
   // rows repeat the tuned ones (the limit does not matter there), a measure of the noise.
-  { key: 'tuned10', label: 'tuned, but maxInFlightUpdates 10 (stock)', options: { dynamicConfig: { 'history.maxInFlightUpdates': 10 } } },
+  {
+    key: 'tuned10',
+    label: 'tuned, but maxInFlightUpdates 10 (stock)',
+    options: { dynamicConfig: { 'history.maxInFlightUpdates': 10 } },
+  },
 ];
 
 interface Lane {
@@ -92,12 +132,25 @@ async function startServer(spec: ServerSpec, dir: string, bundle: string): Promi
     const bareWorker = await startBareWorker(temporal.address, bareQueue);
     stops.push(() => stopProcess(bareWorker));
 
-    const turn = await turns.startTurn({ sessionId: uniqueId(`tuning-${spec.key}`), workspace: dir, servers: { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] } });
+    const turn = await turns.startTurn({
+      sessionId: uniqueId(`tuning-${spec.key}`),
+      workspace: dir,
+      servers: { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] },
+    });
     const bad = turn.status.servers.find((s) => s.state !== 'ready');
     if (bad) throw new Error(`${spec.key}: server ${bad.name} is ${bad.state}: ${bad.error}`);
     stops.unshift(() => turn.end().then(() => undefined));
-    const handle: WorkflowHandle = await client.workflow.start('bareTurn', { taskQueue: bareQueue, workflowId: uniqueId('tuning-bare'), args: [] });
-    stops.unshift(() => handle.executeUpdate('end', { updateId: 'end' }).then(() => undefined, () => undefined));
+    const handle: WorkflowHandle = await client.workflow.start('bareTurn', {
+      taskQueue: bareQueue,
+      workflowId: uniqueId('tuning-bare'),
+      args: [],
+    });
+    stops.unshift(() =>
+      handle.executeUpdate('end', { updateId: 'end' }).then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
 
     const lanes = new Map<string, Lane>([
       ['floor', { call: async () => void (await turn.cancelCall(uniqueId('none'))) }],
@@ -114,8 +167,13 @@ async function startServer(spec: ServerSpec, dir: string, bundle: string): Promi
         'durable',
         {
           async call(i) {
-            const outcome = await turn.callTool({ id: uniqueId('d'), name: 'mcp__fixture__echo', arguments: { text: `call ${i}` } });
-            if (outcome.status !== 'ok' || outcome.isError) throw new Error(`durable-mcp: ${outcome.errorKind}: ${outcome.errorMessage}`);
+            const outcome = await turn.callTool({
+              id: uniqueId('d'),
+              name: 'mcp__fixture__echo',
+              arguments: { text: `call ${i}` },
+            });
+            if (outcome.status !== 'ok' || outcome.isError)
+              throw new Error(`durable-mcp: ${outcome.errorKind}: ${outcome.errorMessage}`);
           },
         },
       ],
@@ -128,7 +186,8 @@ async function startServer(spec: ServerSpec, dir: string, bundle: string): Promi
 }
 
 async function stopServer(s: Server): Promise<void> {
-  for (const stop of s.stops) await stop().catch((err: unknown) => log(`stop ${s.spec.key}: ${(err as Error).message}`));
+  for (const stop of s.stops)
+    await stop().catch((err: unknown) => log(`stop ${s.spec.key}: ${(err as Error).message}`));
 }
 
 interface Samples {
@@ -140,10 +199,20 @@ interface Samples {
 
 /** 30 parallel 2 s calls in one new turn; wall time from the first send to the last outcome. */
 async function parallelRound(turns: TurnClient, dir: string): Promise<number> {
-  const turn: Turn = await turns.startTurn({ sessionId: uniqueId('parallel'), workspace: dir, servers: { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] } });
+  const turn: Turn = await turns.startTurn({
+    sessionId: uniqueId('parallel'),
+    workspace: dir,
+    servers: { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] },
+  });
   const t0 = performance.now();
   const outcomes = await Promise.all(
-    Array.from({ length: PARALLEL_CALLS }, (_, i) => turn.callTool({ id: uniqueId(`p${i}`), name: 'mcp__fixture__slow', arguments: { ms: PARALLEL_MS, tag: `p${i}` } })),
+    Array.from({ length: PARALLEL_CALLS }, (_, i) =>
+      turn.callTool({
+        id: uniqueId(`p${i}`),
+        name: 'mcp__fixture__slow',
+        arguments: { ms: PARALLEL_MS, tag: `p${i}` },
+      }),
+    ),
   );
   const ms = performance.now() - t0;
   await turn.end();
@@ -172,11 +241,14 @@ async function main(): Promise<void> {
       log(`starting ${spec.key}`);
       servers.push(await startServer(spec, dir, bundle));
     }
-    for (const s of servers) for (const v of VARIANTS) for (let i = 0; i < WARMUP; i++) await s.lanes.get(v.key)!.call(i);
+    for (const s of servers)
+      for (const v of VARIANTS) for (let i = 0; i < WARMUP; i++) await s.lanes.get(v.key)!.call(i);
 
     const samples = new Map<string, Samples>();
     const key = (server: string, variant: string) => `${server}/${variant}`;
-    for (const s of servers) for (const v of VARIANTS) samples.set(key(s.spec.key, v.key), { latencies: [], roundP50s: [], temporalCpuMs: 0, calls: 0 });
+    for (const s of servers)
+      for (const v of VARIANTS)
+        samples.set(key(s.spec.key, v.key), { latencies: [], roundP50s: [], temporalCpuMs: 0, calls: 0 });
     for (let round = 0; round < ROUNDS; round++) {
       log(`sequential round ${round + 1}/${ROUNDS}`);
       const order = servers.map((_, i) => servers[(i + round) % servers.length]!);
@@ -205,13 +277,39 @@ async function main(): Promise<void> {
     const tuned = servers.find((s) => s.spec.key === 'tuned');
     const untuned = servers.find((s) => s.spec.key === 'untuned');
     const tuned10 = servers.find((s) => s.spec.key === 'tuned10');
-    if (tuned) parallel.push({ label: `tuned server (maxInFlightUpdates ${TUNED_MAX_IN_FLIGHT_UPDATES}), client bound ${TUNED_MAX_IN_FLIGHT_UPDATES}`, server: tuned, turns: tuned.turns, times: [] });
+    if (tuned)
+      parallel.push({
+        label: `tuned server (maxInFlightUpdates ${TUNED_MAX_IN_FLIGHT_UPDATES}), client bound ${TUNED_MAX_IN_FLIGHT_UPDATES}`,
+        server: tuned,
+        turns: tuned.turns,
+        times: [],
+      });
     if (untuned) {
-      parallel.push({ label: 'untuned server (maxInFlightUpdates 10), client bound 10 (default)', server: untuned, turns: untuned.turns, times: [] });
-      const unbounded = new TurnClient({ client: untuned.turns.client, taskQueue: untuned.turns.taskQueue, maxCallsInFlight: Infinity });
-      parallel.push({ label: 'untuned server (maxInFlightUpdates 10), no client bound (every call sent at once)', server: untuned, turns: unbounded, times: [] });
+      parallel.push({
+        label: 'untuned server (maxInFlightUpdates 10), client bound 10 (default)',
+        server: untuned,
+        turns: untuned.turns,
+        times: [],
+      });
+      const unbounded = new TurnClient({
+        client: untuned.turns.client,
+        taskQueue: untuned.turns.taskQueue,
+        maxCallsInFlight: Infinity,
+      });
+      parallel.push({
+        label: 'untuned server (maxInFlightUpdates 10), no client bound (every call sent at once)',
+        server: untuned,
+        turns: unbounded,
+        times: [],
+      });
     }
-    if (tuned10) parallel.push({ label: 'tuned server but maxInFlightUpdates 10 (stock), client bound 10 (default)', server: tuned10, turns: tuned10.turns, times: [] });
+    if (tuned10)
+      parallel.push({
+        label: 'tuned server but maxInFlightUpdates 10 (stock), client bound 10 (default)',
+        server: tuned10,
+        turns: tuned10.turns,
+        times: [],
+      });
     for (let round = 0; round < PARALLEL_ROUNDS; round++) {
       for (const p of round % 2 === 0 ? parallel : [...parallel].reverse()) {
         log(`parallel round ${round + 1}/${PARALLEL_ROUNDS}: ${p.label}`);
@@ -237,7 +335,10 @@ async function main(): Promise<void> {
     }
     const spread = (s: Samples) => `${fmt(Math.min(...s.roundP50s))}-${fmt(Math.max(...s.roundP50s))}`;
     const spreads = servers
-      .map((s) => `${s.spec.key}: bare ${spread(samples.get(key(s.spec.key, 'bare'))!)}, durable ${spread(samples.get(key(s.spec.key, 'durable'))!)}`)
+      .map(
+        (s) =>
+          `${s.spec.key}: bare ${spread(samples.get(key(s.spec.key, 'bare'))!)}, durable ${spread(samples.get(key(s.spec.key, 'durable'))!)}`,
+      )
       .join('; ');
     const ideal = (bound: number) => Math.ceil(PARALLEL_CALLS / bound) * PARALLEL_MS;
     const parallelRows = parallel.map((p) => {

@@ -50,9 +50,22 @@ async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const connection = await NativeConnection.connect({ address: temporalServer.address });
   const taskQueue = `bench-eras-${randomBytes(4).toString('hex')}`;
-  const env = { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1', DMCP_DATA_DIR: join(dir, 'data'), DMCP_WARM_SPARES: '0' };
+  const env = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DMCP_NO_USER_CONFIG: '1',
+    DMCP_DATA_DIR: join(dir, 'data'),
+    DMCP_WARM_SPARES: '0',
+  };
   const settings = loadSettings(env);
-  const worker = await startWorker({ connection, logger: pino({ level: 'error' }), taskQueue, env, settings, dataConverter: dataConverterFor(settings) });
+  const worker = await startWorker({
+    connection,
+    logger: pino({ level: 'error' }),
+    taskQueue,
+    env,
+    settings,
+    dataConverter: dataConverterFor(settings),
+  });
   // After the worker: it creates the data dir's turn key, which signs the turn's config file reference.
   const client = await TurnClient.connect({ address: temporalServer.address, taskQueue, dataDir: env.DMCP_DATA_DIR });
   const modern = await startNode<{ url: string }>(modernFixture, ['http']);
@@ -75,12 +88,20 @@ async function main(): Promise<void> {
   async function firstTurn(v: Variant): Promise<void> {
     const sessionId = `bench-eras-${v.key}-${randomBytes(5).toString('hex')}`;
     const t0 = performance.now();
-    const result = await client.runBatch({ sessionId, workspace: dir, servers: refs(v), calls: [[{ id: 'c1', name: 'mcp__s__echo', arguments: { text: 'hi' } }]] });
+    const result = await client.runBatch({
+      sessionId,
+      workspace: dir,
+      servers: refs(v),
+      calls: [[{ id: 'c1', name: 'mcp__s__echo', arguments: { text: 'hi' } }]],
+    });
     const ms = performance.now() - t0;
     const outcome = result.calls[0]?.outcome;
-    if (!outcome || outcome.status !== 'ok' || outcome.isError) throw new Error(`${v.key}: the echo call failed: ${JSON.stringify(result.calls[0])}`);
+    if (!outcome || outcome.status !== 'ok' || outcome.isError)
+      throw new Error(`${v.key}: the echo call failed: ${JSON.stringify(result.calls[0])}`);
     const events = (await client.client.workflow.getHandle(result.turnId).fetchHistory()).events ?? [];
-    const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'reconcileServers');
+    const scheduled = events.find(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'reconcileServers',
+    );
     const id = String(scheduled?.eventId);
     const started = events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === id);
     const completed = events.find((e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === id);
@@ -95,13 +116,21 @@ async function main(): Promise<void> {
     // Interactive calls: one open turn per variant, rounds interleaved (order rotated each round).
     const turns = [];
     for (const v of variants) {
-      const turn = await client.startTurn({ sessionId: `bench-eras-calls-${v.key}-${randomBytes(4).toString('hex')}`, workspace: dir, servers: refs(v) });
-      const status = turn.status.servers.find((s) => s.name === 's') as { state: string; era?: string; error?: string } | undefined;
+      const turn = await client.startTurn({
+        sessionId: `bench-eras-calls-${v.key}-${randomBytes(4).toString('hex')}`,
+        workspace: dir,
+        servers: refs(v),
+      });
+      const status = turn.status.servers.find((s) => s.name === 's') as
+        | { state: string; era?: string; error?: string }
+        | undefined;
       if (status?.state !== 'ready') throw new Error(`${v.key}: server not ready: ${JSON.stringify(status)}`);
       v.era = status.era;
       turns.push({ v, turn });
     }
-    for (const { turn } of turns) for (let i = 0; i < 5; i += 1) await turn.callTool({ id: `warm-${i}`, name: 'mcp__s__echo', arguments: { text: 'warm' } });
+    for (const { turn } of turns)
+      for (let i = 0; i < 5; i += 1)
+        await turn.callTool({ id: `warm-${i}`, name: 'mcp__s__echo', arguments: { text: 'warm' } });
     for (let r = 0; r < 3; r += 1) {
       const order = [...turns.slice(r % turns.length), ...turns.slice(0, r % turns.length)];
       for (const { v, turn } of order) {
@@ -109,7 +138,8 @@ async function main(): Promise<void> {
           const t0 = performance.now();
           const outcome = await turn.callTool({ id: `r${r}-c${i}`, name: 'mcp__s__echo', arguments: { text: 'hi' } });
           v.callMs.push(performance.now() - t0);
-          if (outcome.status !== 'ok' || outcome.isError) throw new Error(`${v.key}: echo failed: ${JSON.stringify(outcome)}`);
+          if (outcome.status !== 'ok' || outcome.isError)
+            throw new Error(`${v.key}: echo failed: ${JSON.stringify(outcome)}`);
         }
       }
     }
@@ -133,7 +163,8 @@ async function main(): Promise<void> {
   const f = (n: number) => n.toFixed(1);
   const [m, ml, la, lp] = variants as [Variant, Variant, Variant, Variant];
   const rows = variants.map(
-    (v) => `| ${v.title} | ${v.era ?? '?'} | ${f(p50(v.callMs))} | ${f(percentile(v.callMs, 90))} | ${Math.round(p50(v.reconcileMs))} | ${Math.round(p50(v.firstTurnMs))} |`,
+    (v) =>
+      `| ${v.title} | ${v.era ?? '?'} | ${f(p50(v.callMs))} | ${f(percentile(v.callMs, 90))} | ${Math.round(p50(v.reconcileMs))} | ${Math.round(p50(v.firstTurnMs))} |`,
   );
   const lines = [
     `Command: \`npm run build:bench && node dist/bench/eras.js\` (ROUNDS=${rounds}, CALLS=${callsPerRound}). Machine: ${await machineLine()}, load average ${loadBefore.toFixed(1)} at the start. Run took ${Math.round((Date.now() - began) / 1000)} s.`,
@@ -148,13 +179,13 @@ async function main(): Promise<void> {
     '|---|---|---|---|---|---|',
     ...rows,
     '',
-    `Ratios (p50): a modern call / the same server's legacy call **${(p50(m.callMs) / p50(ml.callMs)).toFixed(2)}x**; `
-      + `modern reconcile / legacy reconcile on the same server **${(p50(m.reconcileMs) / p50(ml.reconcileMs)).toFixed(2)}x**; `
-      + `the probe against a 2025-only server: reconcile with \`auto\` / pinned \`legacy\` **${(p50(la.reconcileMs) / p50(lp.reconcileMs)).toFixed(2)}x** `
-      + `(+${Math.round(p50(la.reconcileMs) - p50(lp.reconcileMs))} ms).`,
+    `Ratios (p50): a modern call / the same server's legacy call **${(p50(m.callMs) / p50(ml.callMs)).toFixed(2)}x**; ` +
+      `modern reconcile / legacy reconcile on the same server **${(p50(m.reconcileMs) / p50(ml.reconcileMs)).toFixed(2)}x**; ` +
+      `the probe against a 2025-only server: reconcile with \`auto\` / pinned \`legacy\` **${(p50(la.reconcileMs) / p50(lp.reconcileMs)).toFixed(2)}x** ` +
+      `(+${Math.round(p50(la.reconcileMs) - p50(lp.reconcileMs))} ms).`,
     '',
-    'The probe is one `server/discover` round trip, paid when a remote server\'s connection is made',
-    '(a session\'s first turn, or a reconnect), never per call; a 2025-only server answers it with an',
+    "The probe is one `server/discover` round trip, paid when a remote server's connection is made",
+    "(a session's first turn, or a reconnect), never per call; a 2025-only server answers it with an",
     'error and the client goes on with `initialize`. An entry that pins `"protocol": "legacy"` skips',
     'it. A modern server has no `initialize` round trip, so its connect is the cheaper one.',
   ];

@@ -25,7 +25,15 @@ import { ActivityName } from '../contract/index.js';
 import { TUNED_MAX_IN_FLIGHT_UPDATES } from '../dev/devServer.js';
 import { tempDir } from '../test/support/harness.js';
 import { echoFixture, runBench, stopProcess, type Started } from './procs.js';
-import { benchQueue, connectClient, endBench, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
+import {
+  benchQueue,
+  connectClient,
+  endBench,
+  startBareWorker,
+  startDurableWorker,
+  startTemporal,
+  writeDurableBundle,
+} from './setup.js';
 import { cpuShare, machineLine, percentile, writeSection } from './support.js';
 
 const env = process.env;
@@ -52,7 +60,11 @@ async function writeConfig(dir: string): Promise<string> {
 }
 
 async function startTurn(turns: TurnClient, dir: string, config: string): Promise<Turn> {
-  const turn = await turns.startTurn({ sessionId: uniqueId('fast'), workspace: dir, servers: { mcpConfigFiles: [config] } });
+  const turn = await turns.startTurn({
+    sessionId: uniqueId('fast'),
+    workspace: dir,
+    servers: { mcpConfigFiles: [config] },
+  });
   const bad = turn.status.servers.find((s) => s.state !== 'ready');
   if (bad) throw new Error(`server ${bad.name} is ${bad.state}: ${bad.error}`);
   return turn;
@@ -61,7 +73,8 @@ async function startTurn(turns: TurnClient, dir: string, config: string): Promis
 function durableCall(turn: Turn, name: string): Call {
   return async (i) => {
     const outcome = await turn.callTool({ id: uniqueId('d'), name, arguments: { text: `call ${i}` } });
-    if (outcome.status !== 'ok' || outcome.isError) throw new Error(`${name}: ${outcome.errorKind}: ${outcome.errorMessage}`);
+    if (outcome.status !== 'ok' || outcome.isError)
+      throw new Error(`${name}: ${outcome.errorKind}: ${outcome.errorMessage}`);
   };
 }
 
@@ -85,17 +98,22 @@ const median = (v: number[]) => {
 async function throughput(lanes: Call[], ms: number): Promise<number> {
   const until = Date.now() + ms;
   let done = 0;
-  await Promise.all(lanes.map(async (call) => {
-    for (let i = 0; Date.now() < until; i += 1) {
-      await call(i);
-      done += 1;
-    }
-  }));
+  await Promise.all(
+    lanes.map(async (call) => {
+      for (let i = 0; Date.now() < until; i += 1) {
+        await call(i);
+        done += 1;
+      }
+    }),
+  );
   return done / (ms / 1000);
 }
 
 /** Of the calls of `turnId`, how many ran as a local activity and how many as a regular one. */
-async function pathsTaken(client: Client, turnId: string): Promise<{ local: number; regular: number; misses: number; eager: number }> {
+async function pathsTaken(
+  client: Client,
+  turnId: string,
+): Promise<{ local: number; regular: number; misses: number; eager: number }> {
   const history = await client.workflow.getHandle(turnId).fetchHistory();
   let local = 0;
   let regular = 0;
@@ -104,7 +122,9 @@ async function pathsTaken(client: Client, turnId: string): Promise<{ local: numb
   for (const e of history.events ?? []) {
     const marker = e.markerRecordedEventAttributes;
     if (marker?.markerName === 'core_local_activity') {
-      const data = client.options.loadedDataConverter.payloadConverter.fromPayload<{ activity_type?: string }>(marker.details!.data!.payloads![0]!);
+      const data = client.options.loadedDataConverter.payloadConverter.fromPayload<{ activity_type?: string }>(
+        marker.details!.data!.payloads![0]!,
+      );
       if (data.activity_type !== ActivityName.callToolLocal) continue;
       if (marker.failure) misses += 1;
       else local += 1;
@@ -112,7 +132,8 @@ async function pathsTaken(client: Client, turnId: string): Promise<{ local: numb
     const scheduled = e.activityTaskScheduledEventAttributes;
     if (scheduled?.activityType?.name === ActivityName.callTool) {
       regular += 1;
-      if (scheduled.taskQueue?.name === history.events?.[0]?.workflowExecutionStartedEventAttributes?.taskQueue?.name) eager += 1;
+      if (scheduled.taskQueue?.name === history.events?.[0]?.workflowExecutionStartedEventAttributes?.taskQueue?.name)
+        eager += 1;
     }
   }
   return { local, regular, misses, eager };
@@ -122,7 +143,9 @@ async function pathsTaken(client: Client, turnId: string): Promise<{ local: numb
  * Where the run goes: the embedded dev server it starts, or (TEMPORAL_ADDRESS set) a server already
  * running, such as the multi-service cluster of `npm run test:cluster`, named by BENCH_FAST_TARGET.
  */
-const target = env.TEMPORAL_ADDRESS ? (env.BENCH_FAST_TARGET ?? `the Temporal server at ${env.TEMPORAL_ADDRESS}`) : undefined;
+const target = env.TEMPORAL_ADDRESS
+  ? (env.BENCH_FAST_TARGET ?? `the Temporal server at ${env.TEMPORAL_ADDRESS}`)
+  : undefined;
 
 async function main(): Promise<void> {
   const share = cpuShare();
@@ -139,7 +162,9 @@ async function main(): Promise<void> {
     const bareQueue = benchQueue('fast-bare');
     const [worker, offWorker, bareWorker] = await Promise.all([
       startDurableWorker(temporal.address, queue, bundle),
-      startDurableWorker(temporal.address, offQueue, bundle, { env: { DMCP_FAST_PATH: 'false', DMCP_EAGER_CALLS: 'false' } }),
+      startDurableWorker(temporal.address, offQueue, bundle, {
+        env: { DMCP_FAST_PATH: 'false', DMCP_EAGER_CALLS: 'false' },
+      }),
       startBareWorker(temporal.address, bareQueue),
     ]);
     started.push(worker, offWorker, bareWorker);
@@ -147,24 +172,55 @@ async function main(): Promise<void> {
     const offTurns = new TurnClient({ client, taskQueue: offQueue, maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES });
     const turn = await startTurn(turns, dir, config);
     const offTurn = await startTurn(offTurns, dir, config);
-    ends.push(() => turn.end(), () => offTurn.end());
+    ends.push(
+      () => turn.end(),
+      () => offTurn.end(),
+    );
     // Activities on the bare worker's own queue, as durable-mcp pins its calls to the worker holding the servers.
-    const bare = await client.workflow.start('bareTurn', { taskQueue: bareQueue, workflowId: uniqueId('fast-bare'), args: [bareWorker.info.pinnedQueue] });
+    const bare = await client.workflow.start('bareTurn', {
+      taskQueue: bareQueue,
+      workflowId: uniqueId('fast-bare'),
+      args: [bareWorker.info.pinnedQueue],
+    });
     ends.push(() => bare.executeUpdate('end', { updateId: 'end' }));
     // Activities on the workflow's own queue: the tuned server dispatches them eagerly, as a durable-mcp side-effecting call on the worker holding its servers.
-    const bareEager = await client.workflow.start('bareTurn', { taskQueue: bareQueue, workflowId: uniqueId('fast-bare-eager'), args: [] });
+    const bareEager = await client.workflow.start('bareTurn', {
+      taskQueue: bareQueue,
+      workflowId: uniqueId('fast-bare-eager'),
+      args: [],
+    });
     ends.push(() => bareEager.executeUpdate('end', { updateId: 'end' }));
 
     const variants: { key: string; label: string; call: Call }[] = [
       { key: 'floor', label: 'floor: bare Update, no activity', call: bareCall(bare, 'floor') },
       { key: 'bareLocal', label: 'bare Update -> local activity', call: bareCall(bare, 'local') },
-      { key: 'bareLocalEcho', label: 'bare Update -> local activity calling the echo (MCP SDK client, stdio)', call: bareCall(bare, 'localEcho') },
+      {
+        key: 'bareLocalEcho',
+        label: 'bare Update -> local activity calling the echo (MCP SDK client, stdio)',
+        call: bareCall(bare, 'localEcho'),
+      },
       { key: 'bare', label: 'bare Update -> activity (worker queue)', call: bareCall(bare, 'call') },
-      { key: 'bareEager', label: 'bare Update -> activity (workflow\'s queue, eager dispatch)', call: bareCall(bareEager, 'call') },
+      {
+        key: 'bareEager',
+        label: "bare Update -> activity (workflow's queue, eager dispatch)",
+        call: bareCall(bareEager, 'call'),
+      },
       { key: 'fast', label: 'durable-mcp, retry-safe echo (fast path)', call: durableCall(turn, 'mcp__safe__echo') },
-      { key: 'safeOff', label: 'durable-mcp, retry-safe echo, DMCP_FAST_PATH=false', call: durableCall(offTurn, 'mcp__safe__echo') },
-      { key: 'sideEffect', label: 'durable-mcp, side-effecting echo (eager dispatch)', call: durableCall(turn, 'mcp__plain__echo') },
-      { key: 'sideEffectPinned', label: 'durable-mcp, side-effecting echo, DMCP_EAGER_CALLS=false (worker queue)', call: durableCall(offTurn, 'mcp__plain__echo') },
+      {
+        key: 'safeOff',
+        label: 'durable-mcp, retry-safe echo, DMCP_FAST_PATH=false',
+        call: durableCall(offTurn, 'mcp__safe__echo'),
+      },
+      {
+        key: 'sideEffect',
+        label: 'durable-mcp, side-effecting echo (eager dispatch)',
+        call: durableCall(turn, 'mcp__plain__echo'),
+      },
+      {
+        key: 'sideEffectPinned',
+        label: 'durable-mcp, side-effecting echo, DMCP_EAGER_CALLS=false (worker queue)',
+        call: durableCall(offTurn, 'mcp__plain__echo'),
+      },
     ];
     for (const v of variants) for (let i = 0; i < WARMUP; i += 1) await v.call(i);
     const samples = new Map(variants.map((v) => [v.key, { all: [] as number[], rounds: [] as number[] }]));
@@ -184,7 +240,9 @@ async function main(): Promise<void> {
         samples.get(v.key)!.all.push(...got);
         samples.get(v.key)!.rounds.push(p50(got));
       }
-      log(`round ${round + 1}: ${variants.map((v) => `${v.key} ${fmt(samples.get(v.key)!.rounds.at(-1)!)}`).join(', ')}`);
+      log(
+        `round ${round + 1}: ${variants.map((v) => `${v.key} ${fmt(samples.get(v.key)!.rounds.at(-1)!)}`).join(', ')}`,
+      );
     }
     const fast = await pathsTaken(client, turn.turnId);
     const floorRounds = samples.get('floor')!.rounds;
@@ -194,7 +252,15 @@ async function main(): Promise<void> {
     log('throughput');
     const fastTurns = await Promise.all(Array.from({ length: TPUT_LANES }, () => startTurn(turns, dir, config)));
     ends.push(...fastTurns.map((t) => () => t.end()));
-    const bareHandles = await Promise.all(Array.from({ length: TPUT_LANES }, () => client.workflow.start('bareTurn', { taskQueue: bareQueue, workflowId: uniqueId('fast-tput'), args: [bareWorker.info.pinnedQueue] })));
+    const bareHandles = await Promise.all(
+      Array.from({ length: TPUT_LANES }, () =>
+        client.workflow.start('bareTurn', {
+          taskQueue: bareQueue,
+          workflowId: uniqueId('fast-tput'),
+          args: [bareWorker.info.pinnedQueue],
+        }),
+      ),
+    );
     ends.push(...bareHandles.map((h) => () => h.executeUpdate('end', { updateId: 'end' })));
     const fastLanes = fastTurns.map((t) => durableCall(t, 'mcp__safe__echo'));
     const bareLanes = bareHandles.map((h) => bareCall(h, 'call'));
@@ -211,12 +277,30 @@ async function main(): Promise<void> {
     // How often the fast path is taken, on 1 and on 3 workers: sessions of two turns, 4 retry-safe calls
     // each. A session's first turn reconciles on the worker running it; its second on the worker
     // holding its servers, wherever its workflow tasks land.
-    const take: { workers: number; turn: number; local: number; regular: number; misses: number; turns: number; turnsAllLocal: number }[] = [];
+    const take: {
+      workers: number;
+      turn: number;
+      local: number;
+      regular: number;
+      misses: number;
+      turns: number;
+      turnsAllLocal: number;
+    }[] = [];
     for (const workers of [1, 3]) {
       const q = benchQueue(`fast-take-${workers}`);
-      const procs = await Promise.all(Array.from({ length: workers }, () => startDurableWorker(temporal.address, q, bundle)));
+      const procs = await Promise.all(
+        Array.from({ length: workers }, () => startDurableWorker(temporal.address, q, bundle)),
+      );
       const tc = new TurnClient({ client, taskQueue: q, maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES });
-      const rows = [1, 2].map((turn) => ({ workers, turn, local: 0, regular: 0, misses: 0, turns: 0, turnsAllLocal: 0 }));
+      const rows = [1, 2].map((turn) => ({
+        workers,
+        turn,
+        local: 0,
+        regular: 0,
+        misses: 0,
+        turns: 0,
+        turnsAllLocal: 0,
+      }));
       for (let t = 0; t < TAKE_TURNS; t += 1) {
         const sessionId = uniqueId('fast-take');
         for (const row of rows) {
@@ -232,14 +316,18 @@ async function main(): Promise<void> {
           // The next turn prefers this one's worker once the turn is listed (visibility lags a little).
           for (let wait = 0; wait < 50; wait += 1) {
             let listed = false;
-            for await (const w of client.workflow.list({ query: `WorkflowId = '${tt.turnId}'` })) listed = w.memo?.workerQueue !== undefined;
+            for await (const w of client.workflow.list({ query: `WorkflowId = '${tt.turnId}'` }))
+              listed = w.memo?.workerQueue !== undefined;
             if (listed) break;
             await new Promise((r) => setTimeout(r, 100));
           }
         }
       }
       take.push(...rows);
-      for (const row of rows) log(`take rate, ${workers} worker(s), turn ${row.turn}: ${row.local} local, ${row.regular} regular, ${row.misses} misses`);
+      for (const row of rows)
+        log(
+          `take rate, ${workers} worker(s), turn ${row.turn}: ${row.local} local, ${row.regular} regular, ${row.misses} misses`,
+        );
       for (const p of procs) await stopProcess(p);
     }
 
@@ -248,7 +336,13 @@ async function main(): Promise<void> {
       const v = variants.find((x) => x.key === key)!;
       return `| ${v.label} | ${fmt(p50(s.all))} | ${fmt(percentile(s.all, 95))} | ${s.rounds.map((r) => fmt(r)).join(' / ')} | ${key === 'floor' ? '1.00' : fmt(ratio(key), 2)} |`;
     };
-    const knobs = Object.entries(env).filter(([k]) => k.startsWith('BENCH_FAST_') && !['BENCH_FAST_TARGET', 'BENCH_FAST_SERVER', 'BENCH_FAST_COMMAND'].includes(k)).map(([k, v]) => `${k}=${v} `).join('');
+    const knobs = Object.entries(env)
+      .filter(
+        ([k]) =>
+          k.startsWith('BENCH_FAST_') && !['BENCH_FAST_TARGET', 'BENCH_FAST_SERVER', 'BENCH_FAST_COMMAND'].includes(k),
+      )
+      .map(([k, v]) => `${k}=${v} `)
+      .join('');
     const server = env.BENCH_FAST_SERVER ?? target ?? 'embedded tuned dev server as `dev` starts it';
     // The cluster's driver (bench/fastPathCluster.ts) names itself; a run against a server of one's own names it.
     const command = env.BENCH_FAST_COMMAND
@@ -281,7 +375,11 @@ How often the fast path is taken (${TAKE_TURNS} sessions of two turns per worker
 ${take.map((r) => `| ${r.workers} | ${r.turn} | ${r.local} | ${r.regular} | ${r.misses} | ${r.turnsAllLocal} of ${r.turns} |`).join('\n')}
 `;
     process.stdout.write(`${body}\n`);
-    await writeSection(target ? 'fastPathCluster' : 'fastPath', target ? `The fast path on ${target}` : 'The fast path: retry-safe calls as local activities', body);
+    await writeSection(
+      target ? 'fastPathCluster' : 'fastPath',
+      target ? `The fast path on ${target}` : 'The fast path: retry-safe calls as local activities',
+      body,
+    );
   } finally {
     for (const end of ends) await end().catch(() => undefined);
     for (const p of started) await stopProcess(p).catch(() => undefined);

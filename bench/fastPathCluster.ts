@@ -29,8 +29,19 @@ async function main(): Promise<void> {
     await setupSchema({ port: postgres.port, ...s.postgres, logDir: dir });
     const temporal = await startTemporalServer({ dir, logDir: dir, postgresPort: postgres.port });
     try {
-      log(`multi-service Temporal server ${s.tools.serverVersion} on PostgreSQL at ${temporal.address} (logs in ${dir})`);
-      await runSetup({ target: { address: temporal.address, namespace: 'default', namespaceExplicit: true, options: {}, summary: 'cluster' }, print: log });
+      log(
+        `multi-service Temporal server ${s.tools.serverVersion} on PostgreSQL at ${temporal.address} (logs in ${dir})`,
+      );
+      await runSetup({
+        target: {
+          address: temporal.address,
+          namespace: 'default',
+          namespaceExplicit: true,
+          options: {},
+          summary: 'cluster',
+        },
+        print: log,
+      });
       const script = fileURLToPath(new URL('./fastPath.js', import.meta.url));
       const env = {
         ...process.env,

@@ -43,16 +43,36 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address });
   const spec = `e:${process.execPath} ${everythingServer} stdio`;
   const variants: Variant[] = [];
-  for (const [key, spares] of [['off', '0'], ['on', '1']] as const) {
+  for (const [key, spares] of [
+    ['off', '0'],
+    ['on', '1'],
+  ] as const) {
     const taskQueue = `bench-firstturn-${key}-${randomBytes(4).toString('hex')}`;
     const worker = await startWorker({
       connection,
       logger: pino({ level: 'error' }),
       taskQueue,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1', DMCP_START_TIMEOUT: '60s', DMCP_WARM_SPARES: spares },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        DMCP_NO_USER_CONFIG: '1',
+        DMCP_START_TIMEOUT: '60s',
+        DMCP_WARM_SPARES: spares,
+      },
     });
-    const client = new TurnClient({ client: new Client({ connection: await Connection.connect({ address }) }), taskQueue });
-    variants.push({ key, title: key === 'on' ? 'DMCP_WARM_SPARES=1' : 'DMCP_WARM_SPARES=0 (today)', worker, client, turnMs: [], reconcileMs: [], spareUsed: 0 });
+    const client = new TurnClient({
+      client: new Client({ connection: await Connection.connect({ address }) }),
+      taskQueue,
+    });
+    variants.push({
+      key,
+      title: key === 'on' ? 'DMCP_WARM_SPARES=1' : 'DMCP_WARM_SPARES=0 (today)',
+      worker,
+      client,
+      turnMs: [],
+      reconcileMs: [],
+      spareUsed: 0,
+    });
   }
 
   /** One new session's first turn: wall time of the turn (client side) and of its reconcileServers activity. */
@@ -68,9 +88,12 @@ async function main(): Promise<void> {
     });
     const turnMs = performance.now() - t0;
     const outcome = result.calls[0]?.outcome;
-    if (!outcome || outcome.status !== 'ok' || outcome.isError) throw new Error(`the echo call failed: ${JSON.stringify(result.calls[0])}`);
+    if (!outcome || outcome.status !== 'ok' || outcome.isError)
+      throw new Error(`the echo call failed: ${JSON.stringify(result.calls[0])}`);
     const events = (await v.client.client.workflow.getHandle(result.turnId).fetchHistory()).events ?? [];
-    const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'reconcileServers');
+    const scheduled = events.find(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'reconcileServers',
+    );
     const id = String(scheduled?.eventId);
     const started = events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === id);
     const completed = events.find((e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === id);
@@ -138,7 +161,7 @@ async function main(): Promise<void> {
       ...rows,
       ratios,
       '',
-      'Goal: the first turn with spares on <= 0.3x today\'s turn start.',
+      "Goal: the first turn with spares on <= 0.3x today's turn start.",
     ].join('\n'),
   );
   process.stdout.write(`written to ${resultsFile('firstTurn')}\n`);

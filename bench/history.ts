@@ -30,17 +30,32 @@ async function main(): Promise<void> {
   try {
     for (const [label, converter] of [
       ['default converter (plain JSON)', undefined],
-      ['durable-mcp converter (brotli + external storage over 16 KiB)', createDataConverter({ payloadDir: join(dir, 'payloads') })],
+      [
+        'durable-mcp converter (brotli + external storage over 16 KiB)',
+        createDataConverter({ payloadDir: join(dir, 'payloads') }),
+      ],
     ] as [string, DataConverter | undefined][]) {
       const taskQueue = uniqueQueue('bench-history');
       const connection = await NativeConnection.connect({ address });
-      const worker = await startWorker({ connection, taskQueue, workflowBundle: bundle, dataConverter: converter, logger: pino({ level: 'silent' }), env: { PATH: process.env.PATH, DMCP_NO_USER_CONFIG: '1' } });
-      const client = new TurnClient({ client: new Client({ connection: await Connection.connect({ address }), dataConverter: converter }), taskQueue });
+      const worker = await startWorker({
+        connection,
+        taskQueue,
+        workflowBundle: bundle,
+        dataConverter: converter,
+        logger: pino({ level: 'silent' }),
+        env: { PATH: process.env.PATH, DMCP_NO_USER_CONFIG: '1' },
+      });
+      const client = new TurnClient({
+        client: new Client({ connection: await Connection.connect({ address }), dataConverter: converter }),
+        taskQueue,
+      });
       const bytesAfter = async (calls: { name: string; arguments: Record<string, unknown> }[]) => {
         const turn = await client.startTurn({
           sessionId: `bench-${Date.now()}-${Math.random().toString(16).slice(2, 8)}`,
           workspace: dir,
-          servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`, `big:${process.execPath} ${bigServer}`] },
+          servers: {
+            inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`, `big:${process.execPath} ${bigServer}`],
+          },
         });
         for (const [i, c] of calls.entries()) await turn.callTool({ id: `c${i}`, ...c });
         await turn.end();
@@ -54,7 +69,9 @@ async function main(): Promise<void> {
       const large = await bytesAfter([echo, ...Array.from({ length: 10 }, () => big)]);
       const perSmall = (small.bytes - base.bytes) / 20;
       const perLarge = (large.bytes - base.bytes) / 10;
-      rows.push(`| ${label} | ${base.bytes} | ${perSmall.toFixed(0)} | ${((small.events - base.events) / 20).toFixed(1)} | ${perLarge.toFixed(0)} |`);
+      rows.push(
+        `| ${label} | ${base.bytes} | ${perSmall.toFixed(0)} | ${((small.events - base.events) / 20).toFixed(1)} | ${perLarge.toFixed(0)} |`,
+      );
       await worker.shutdown();
       await connection.close();
       await client.close();

@@ -15,7 +15,14 @@ import { join } from 'node:path';
 import { TurnClient } from '../client/turnClient.js';
 import { tempDir } from '../test/support/harness.js';
 import { echoFixture, runBench, stopProcess } from './procs.js';
-import { benchQueue, connectClient, startDurableWorker, startTemporal, writeDurableBundle, type DurableWorker } from './setup.js';
+import {
+  benchQueue,
+  connectClient,
+  startDurableWorker,
+  startTemporal,
+  writeDurableBundle,
+  type DurableWorker,
+} from './setup.js';
 import { machineLine, percentile, writeSection } from './support.js';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 100);
@@ -38,11 +45,18 @@ async function main(): Promise<void> {
   const bundle = await writeDurableBundle(dir);
   const variants: Variant[] = [
     { key: 'none', label: 'no settings.json (no rules, no hooks)', samples: [] },
-    { key: 'rules', label: 'allow/deny rules, no hooks', settings: { permissions: { allow: ['mcp__s__*'], deny: ['mcp__s__slow'] } }, samples: [] },
+    {
+      key: 'rules',
+      label: 'allow/deny rules, no hooks',
+      settings: { permissions: { allow: ['mcp__s__*'], deny: ['mcp__s__slow'] } },
+      samples: [],
+    },
     {
       key: 'hook',
       label: 'one trivial PreToolUse hook (`cat > /dev/null`)',
-      settings: { hooks: { PreToolUse: [{ matcher: 'mcp__s__echo', hooks: [{ type: 'command', command: 'cat > /dev/null' }] }] } },
+      settings: {
+        hooks: { PreToolUse: [{ matcher: 'mcp__s__echo', hooks: [{ type: 'command', command: 'cat > /dev/null' }] }] },
+      },
       samples: [],
     },
   ];
@@ -50,20 +64,32 @@ async function main(): Promise<void> {
     for (const v of variants) {
       const configDir = join(dir, v.key);
       await mkdir(configDir, { recursive: true });
-      await writeFile(join(configDir, 'mcp.json'), JSON.stringify({ mcpServers: { s: { command: process.execPath, args: [echoFixture] } } }));
+      await writeFile(
+        join(configDir, 'mcp.json'),
+        JSON.stringify({ mcpServers: { s: { command: process.execPath, args: [echoFixture] } } }),
+      );
       if (v.settings) await writeFile(join(configDir, 'settings.json'), JSON.stringify(v.settings));
       const queue = benchQueue(`hooks-${v.key}`);
-      v.worker = await startDurableWorker(temporal.address, queue, bundle, { env: { DMCP_NO_USER_CONFIG: '0', DMCP_CONFIG_DIR: configDir } });
+      v.worker = await startDurableWorker(temporal.address, queue, bundle, {
+        env: { DMCP_NO_USER_CONFIG: '0', DMCP_CONFIG_DIR: configDir },
+      });
       v.turns = new TurnClient({ client: await connectClient(temporal.address), taskQueue: queue });
     }
     let n = 0;
     for (let round = 0; round < ROUNDS; round++) {
       const order = [...variants.slice(round % variants.length), ...variants.slice(0, round % variants.length)];
       for (const v of order) {
-        const turn = await v.turns!.startTurn({ sessionId: `bench-hooks-${v.key}-${round}-${Date.now()}`, workspace: dir });
+        const turn = await v.turns!.startTurn({
+          sessionId: `bench-hooks-${v.key}-${round}-${Date.now()}`,
+          workspace: dir,
+        });
         for (let i = 0; i < WARMUP + CALLS; i++) {
           const started = performance.now();
-          const outcome = await turn.callTool({ id: `c${++n}`, name: 'mcp__s__echo', arguments: { text: `call ${i}` } });
+          const outcome = await turn.callTool({
+            id: `c${++n}`,
+            name: 'mcp__s__echo',
+            arguments: { text: `call ${i}` },
+          });
           const ms = performance.now() - started;
           if (outcome.status !== 'ok') throw new Error(`${v.key}: ${outcome.errorMessage}`);
           if (v.key === 'hook' && outcome.hooks?.pre === undefined) throw new Error('the hook variant ran no hook');

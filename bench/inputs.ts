@@ -47,13 +47,33 @@ async function main(): Promise<void> {
   const dir = await tempDir('dmcp-bench-inputs-');
   const url = await modernHttpServer(join(dir, 'server.log'));
   const configFile = join(dir, 'mcp.json');
-  await writeFile(configFile, JSON.stringify({ mcpServers: { db: { url }, everything: { command: process.execPath, args: [everythingServer, 'stdio'] } } }));
+  await writeFile(
+    configFile,
+    JSON.stringify({
+      mcpServers: { db: { url }, everything: { command: process.execPath, args: [everythingServer, 'stdio'] } },
+    }),
+  );
   const converter = createDataConverter({ payloadDir: join(dir, 'payloads') });
   const taskQueue = uniqueQueue('bench-inputs');
   const connection = await NativeConnection.connect({ address });
-  const worker = await startWorker({ connection, taskQueue, workflowBundle: await bundleWorkflows(), dataConverter: converter, logger: pino({ level: 'silent' }), env: { PATH: process.env.PATH, DMCP_NO_USER_CONFIG: '1' } });
-  const client = new TurnClient({ client: new Client({ connection: await Connection.connect({ address }), dataConverter: converter }), taskQueue });
-  const startTurn = () => client.startTurn({ sessionId: `bench-inputs-${Date.now()}-${Math.random().toString(16).slice(2, 8)}`, workspace: dir, servers: { mcpConfigFiles: [configFile] } });
+  const worker = await startWorker({
+    connection,
+    taskQueue,
+    workflowBundle: await bundleWorkflows(),
+    dataConverter: converter,
+    logger: pino({ level: 'silent' }),
+    env: { PATH: process.env.PATH, DMCP_NO_USER_CONFIG: '1' },
+  });
+  const client = new TurnClient({
+    client: new Client({ connection: await Connection.connect({ address }), dataConverter: converter }),
+    taskQueue,
+  });
+  const startTurn = () =>
+    client.startTurn({
+      sessionId: `bench-inputs-${Date.now()}-${Math.random().toString(16).slice(2, 8)}`,
+      workspace: dir,
+      servers: { mcpConfigFiles: [configFile] },
+    });
   const echoMs: number[] = [];
   const toNextQuestionMs: number[] = [];
   const toOutcomeMs: number[] = [];
@@ -63,7 +83,8 @@ async function main(): Promise<void> {
   let bytes: { base: number; echo: number; provision: number; legacy: number } | undefined;
   try {
     let n = 0;
-    const historyBytes = async (turn: Turn) => History.encode(await client.client.workflow.getHandle(turn.turnId).fetchHistory()).finish().byteLength;
+    const historyBytes = async (turn: Turn) =>
+      History.encode(await client.client.workflow.getHandle(turn.turnId).fetchHistory()).finish().byteLength;
     const provision = async (turn: Turn) => {
       const id = `p${++n}`;
       const started = performance.now();
@@ -120,7 +141,12 @@ async function main(): Promise<void> {
       await t.end();
       return historyBytes(t);
     };
-    bytes = { base: await sized('none'), echo: await sized('echo'), provision: await sized('provision'), legacy: await sized('legacy') };
+    bytes = {
+      base: await sized('none'),
+      echo: await sized('echo'),
+      provision: await sized('provision'),
+      legacy: await sized('legacy'),
+    };
   } finally {
     await worker.shutdown();
     await connection.close();
@@ -129,13 +155,14 @@ async function main(): Promise<void> {
     await server?.stop();
   }
 
-  const row = (label: string, v: number[]) => `| ${label} | ${v.length} | ${percentile(v, 50).toFixed(1)} | ${percentile(v, 95).toFixed(1)} | ${(percentile(v, 50) / percentile(echoMs, 50)).toFixed(2)} |`;
+  const row = (label: string, v: number[]) =>
+    `| ${label} | ${v.length} | ${percentile(v, 50).toFixed(1)} | ${percentile(v, 95).toFixed(1)} | ${(percentile(v, 50) / percentile(echoMs, 50)).toFixed(2)} |`;
   const perEcho = bytes.echo - bytes.base;
   const perProvision = bytes.provision - bytes.base;
   const body = [
     `Command: \`npm run build:bench && node dist/bench/inputs.js\` (BENCH_CALLS=${CALLS}). Machine: ${await machineLine()}.`,
     '',
-    'One turn, one worker in the bench process, the 2026-era fixture over Streamable HTTP and server-everything (2025-era) over stdio, the project\'s data converter; `echo`, `provision` and `trigger-elicitation-request` calls interleaved. ' +
+    "One turn, one worker in the bench process, the 2026-era fixture over Streamable HTTP and server-everything (2025-era) over stdio, the project's data converter; `echo`, `provision` and `trigger-elicitation-request` calls interleaved. " +
       `Questions are found by polling \`pendingInputs\` every ${POLL_MS} ms, so up to that much of each "answer to" time is the poll. ` +
       'The machine was shared with other work while it ran: read the ratios, not the milliseconds.',
     '',
@@ -156,7 +183,7 @@ async function main(): Promise<void> {
     `| per question and its answer (the provision call less an echo call, halved) | ${((perProvision - perEcho) / 2).toFixed(0)} |`,
     `| + one 2025-era \`trigger-elicitation-request\` call (1 question, 1 answer; its result echoes the whole answer) | ${bytes.legacy - bytes.base} |`,
     '',
-    'Each answer to a 2026-era question is one Update and one more `callTool` activity (the retry carries the answers and the server\'s `requestState`), so an answer costs about a plain call. ' +
+    "Each answer to a 2026-era question is one Update and one more `callTool` activity (the retry carries the answers and the server's `requestState`), so an answer costs about a plain call. " +
       'A 2025-era answer is one Update and one short `deliverInputAnswer` activity on the worker holding the call, which then hands the reply to the server over the open connection.',
   ].join('\n');
   process.stdout.write(`${body}\n`);

@@ -11,7 +11,9 @@ export const workerProcessScript = fileURLToPath(new URL('../test/fixtures/worke
 export const echoFixture = fileURLToPath(new URL('../test/fixtures/echoServer.js', import.meta.url));
 export const httpFixture = fileURLToPath(new URL('../test/fixtures/httpFixtureServer.js', import.meta.url));
 export const loopbackOnly = fileURLToPath(new URL('../test/fixtures/loopbackOnly.js', import.meta.url));
-export const everythingServer = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
+export const everythingServer = fileURLToPath(
+  new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url),
+);
 
 /** A helper process this run started; `info` is the first JSON line it printed. */
 export interface Started<T = Record<string, unknown>> {
@@ -36,7 +38,11 @@ export interface StartOptions {
 }
 
 /** Starts `node [execArgv] script ...args` and waits for its ready line on stdout. */
-export function startNode<T = Record<string, unknown>>(script: string, args: string[], options: StartOptions = {}): Promise<Started<T>> {
+export function startNode<T = Record<string, unknown>>(
+  script: string,
+  args: string[],
+  options: StartOptions = {},
+): Promise<Started<T>> {
   const child = spawn(process.execPath, [...(options.execArgv ?? []), script, ...args], {
     env: options.env ?? { PATH: process.env.PATH },
     cwd: options.cwd,
@@ -54,7 +60,11 @@ export function startNode<T = Record<string, unknown>>(script: string, args: str
   const ready = options.ready ?? /^\{.*\}$/m;
   return new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`${script} printed no ready line within ${options.timeoutMs ?? 60_000} ms; stderr: ${err}`)), options.timeoutMs ?? 60_000);
+    const timer = setTimeout(
+      () =>
+        reject(new Error(`${script} printed no ready line within ${options.timeoutMs ?? 60_000} ms; stderr: ${err}`)),
+      options.timeoutMs ?? 60_000,
+    );
     const onExit = (code: number | null) => {
       clearTimeout(timer);
       reject(new Error(`${script} exited early (${code}); stderr: ${err}`));

@@ -16,7 +16,14 @@ import { TurnClient } from '../client/turnClient.js';
 import { tempDir } from '../test/support/harness.js';
 import { monotonicUs, summarizeDir, summarize, type CpuProfile, type ProfileSummary } from './cpuProfile.js';
 import { echoFixture, killStarted, runBench, stopProcess, treeCpuMs } from './procs.js';
-import { benchQueue, connectClient, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
+import {
+  benchQueue,
+  connectClient,
+  startBareWorker,
+  startDurableWorker,
+  startTemporal,
+  writeDurableBundle,
+} from './setup.js';
 import { loadLine, machineLine, writeSection } from './support.js';
 
 const CALLS = Number(process.env.BENCH_PROFILE_CALLS ?? 300);
@@ -68,8 +75,13 @@ async function main(): Promise<void> {
 
     const turns = new TurnClient({ client, taskQueue: durableQueue });
     const config = join(dir, 'fast.mcp.json');
-    await writeFile(config, JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [echoFixture], retry: 'safe' } } }));
-    const servers = FAST ? { mcpConfigFiles: [config] } : { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] };
+    await writeFile(
+      config,
+      JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [echoFixture], retry: 'safe' } } }),
+    );
+    const servers = FAST
+      ? { mcpConfigFiles: [config] }
+      : { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] };
     const turn = await turns.startTurn({ sessionId: `prof-${Date.now()}`, workspace: dir, servers });
     log(`profiling ${CALLS} durable-mcp calls`);
     const durable = await drive(
@@ -82,12 +94,19 @@ async function main(): Promise<void> {
     );
     await turn.end();
 
-    const handle = await client.workflow.start('bareTurn', { taskQueue: bareQueue, workflowId: `prof-bare-${Date.now()}`, args: [] });
+    const handle = await client.workflow.start('bareTurn', {
+      taskQueue: bareQueue,
+      workflowId: `prof-bare-${Date.now()}`,
+      args: [],
+    });
     log(`profiling ${CALLS} bare Temporal calls`);
     const bare = await drive(
       session,
       async (i) => {
-        await handle.executeUpdate(FAST ? 'local' : 'call', { args: [`p${i}`, { text: `call ${i}` }], updateId: `p${i}` });
+        await handle.executeUpdate(FAST ? 'local' : 'call', {
+          args: [`p${i}`, { text: `call ${i}` }],
+          updateId: `p${i}`,
+        });
       },
       bareWorker.pid,
     );
@@ -122,16 +141,27 @@ function componentTable(a: ProfileSummary, b: ProfileSummary, callsA: number, ca
   return [
     '| component | durable-mcp worker (ms/call) | share | bare worker (ms/call) | share |',
     '|---|---|---|---|---|',
-    ...names.map((n) => `| ${n} | ${(get(a, n) / callsA).toFixed(2)} | ${pct(get(a, n), a.busyMs)} | ${(get(b, n) / callsB).toFixed(2)} | ${pct(get(b, n), b.busyMs)} |`),
+    ...names.map(
+      (n) =>
+        `| ${n} | ${(get(a, n) / callsA).toFixed(2)} | ${pct(get(a, n), a.busyMs)} | ${(get(b, n) / callsB).toFixed(2)} | ${pct(get(b, n), b.busyMs)} |`,
+    ),
     `| **total sampled** | **${(a.busyMs / callsA).toFixed(2)}** | | **${(b.busyMs / callsB).toFixed(2)}** | |`,
   ];
 }
 
-async function writeReport(r: { durable: Measured; bare: Measured; durableWorkerProfile: ProfileSummary; bareWorkerProfile: ProfileSummary; kept?: string }): Promise<void> {
+async function writeReport(r: {
+  durable: Measured;
+  bare: Measured;
+  durableWorkerProfile: ProfileSummary;
+  bareWorkerProfile: ProfileSummary;
+  kept?: string;
+}): Promise<void> {
   const fn = (s: ProfileSummary, calls: number) => [
     '| self time (ms/call) | share | function | component |',
     '|---|---|---|---|',
-    ...s.functions.map((f) => `| ${(f.selfMs / calls).toFixed(3)} | ${pct(f.selfMs, s.busyMs)} | \`${f.name}\` | ${f.component} |`),
+    ...s.functions.map(
+      (f) => `| ${(f.selfMs / calls).toFixed(3)} | ${pct(f.selfMs, s.busyMs)} | \`${f.name}\` | ${f.component} |`,
+    ),
   ];
   const lines = [
     `Command: \`npm run build:bench && ${FAST ? 'BENCH_PROFILE_FAST=1 ' : ''}node dist/bench/profile.js\`${FAST ? '' : ' (part of `npm run bench`)'}. Machine: ${await machineLine()}; ${loadLine()}.`,
@@ -161,7 +191,13 @@ async function writeReport(r: { durable: Measured; bare: Measured; durableWorker
   if (r.kept) lines.push('', `Profiles kept in ${r.kept}.`);
   const body = lines.join('\n');
   process.stdout.write(`${body}\n`);
-  await writeSection('profile', FAST ? 'Hot-path profile of the fast path (durable-mcp vs bare Update -> local activity)' : 'Hot-path profile (durable-mcp vs bare Temporal)', body);
+  await writeSection(
+    'profile',
+    FAST
+      ? 'Hot-path profile of the fast path (durable-mcp vs bare Update -> local activity)'
+      : 'Hot-path profile (durable-mcp vs bare Temporal)',
+    body,
+  );
 }
 
 runBench(main);

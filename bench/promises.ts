@@ -18,7 +18,15 @@ import { fileURLToPath } from 'node:url';
 import { TurnClient } from '../client/turnClient.js';
 import { tempDir } from '../test/support/harness.js';
 import { echoFixture, runBench, sleep, stopProcess, type Started } from './procs.js';
-import { benchQueue, connectClient, endBench, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
+import {
+  benchQueue,
+  connectClient,
+  endBench,
+  startBareWorker,
+  startDurableWorker,
+  startTemporal,
+  writeDurableBundle,
+} from './setup.js';
 import { machineLine, writeSection } from './support.js';
 
 const CALLS = Number(process.env.BENCH_PROMISE_CALLS ?? 100);
@@ -36,11 +44,18 @@ interface Lane {
  * Starts a worker (`start`, given the counter's preload and environment), opens a lane on it, and
  * returns the workflow promises per call over CALLS calls after 20 to warm up.
  */
-async function promisesPerCall(label: string, start: (execArgv: string[], env: NodeJS.ProcessEnv) => Promise<Started>, open: () => Promise<Lane>): Promise<number> {
+async function promisesPerCall(
+  label: string,
+  start: (execArgv: string[], env: NodeJS.ProcessEnv) => Promise<Started>,
+  open: () => Promise<Lane>,
+): Promise<number> {
   const counts = await tempDir('dmcp-promise-counts-');
   const worker = await start(['--import', counter], { BENCH_PROMISE_DIR: counts });
   // Every workflow thread of the worker writes its own count.
-  const created = () => readdirSync(counts).filter((f) => !f.endsWith('.part')).reduce((sum, f) => sum + Number(readFileSync(`${counts}/${f}`, 'utf8')), 0);
+  const created = () =>
+    readdirSync(counts)
+      .filter((f) => !f.endsWith('.part'))
+      .reduce((sum, f) => sum + Number(readFileSync(`${counts}/${f}`, 'utf8')), 0);
   try {
     const lane = await open();
     for (let i = 0; i < 20; i++) await lane.call();
@@ -65,7 +80,8 @@ async function main(): Promise<void> {
   const client = await connectClient(temporal.address);
   const bundle = await writeDurableBundle(dir);
   const builds: [string, string | undefined][] = [['this build', undefined]];
-  if (process.env.BENCH_ALT_WORKER) builds.push([process.env.BENCH_ALT_LABEL ?? process.env.BENCH_ALT_WORKER, process.env.BENCH_ALT_WORKER]);
+  if (process.env.BENCH_ALT_WORKER)
+    builds.push([process.env.BENCH_ALT_LABEL ?? process.env.BENCH_ALT_WORKER, process.env.BENCH_ALT_WORKER]);
   const rows: string[] = [];
   let n = 0;
   try {
@@ -73,15 +89,31 @@ async function main(): Promise<void> {
       const turns = new TurnClient({ client, taskQueue: benchQueue('promises') });
       const perCall = await promisesPerCall(
         label,
-        (execArgv, env) => startDurableWorker(temporal.address, turns.taskQueue, bundle, { execArgv, env, ...(script ? { script } : {}) }),
+        (execArgv, env) =>
+          startDurableWorker(temporal.address, turns.taskQueue, bundle, {
+            execArgv,
+            env,
+            ...(script ? { script } : {}),
+          }),
         async () => {
           const config = join(dir, 'fast.mcp.json');
-          await writeFile(config, JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [echoFixture], retry: 'safe' } } }));
-          const servers = FAST ? { mcpConfigFiles: [config] } : { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] };
+          await writeFile(
+            config,
+            JSON.stringify({
+              mcpServers: { fixture: { command: process.execPath, args: [echoFixture], retry: 'safe' } },
+            }),
+          );
+          const servers = FAST
+            ? { mcpConfigFiles: [config] }
+            : { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] };
           const turn = await turns.startTurn({ sessionId: `promises-${Date.now()}-${n}`, workspace: dir, servers });
           return {
             call: async () => {
-              const outcome = await turn.callTool({ id: `c${(n += 1)}`, name: 'mcp__fixture__echo', arguments: { text: 'count' } });
+              const outcome = await turn.callTool({
+                id: `c${(n += 1)}`,
+                name: 'mcp__fixture__echo',
+                arguments: { text: 'count' },
+              });
               if (outcome.status !== 'ok') throw new Error(`${label}: ${outcome.errorMessage}`);
             },
             close: () => turn.end().then(() => undefined),
@@ -95,7 +127,11 @@ async function main(): Promise<void> {
       'bare',
       (execArgv, env) => startBareWorker(temporal.address, queue, { execArgv, env }),
       async () => {
-        const handle = await client.workflow.start('bareTurn', { taskQueue: queue, workflowId: `promises-bare-${Date.now()}`, args: [] });
+        const handle = await client.workflow.start('bareTurn', {
+          taskQueue: queue,
+          workflowId: `promises-bare-${Date.now()}`,
+          args: [],
+        });
         return {
           call: async () => {
             const id = `b${(n += 1)}`;
@@ -116,7 +152,11 @@ async function main(): Promise<void> {
       ...rows,
     ].join('\n');
     process.stdout.write(`${body}\n`);
-    await writeSection('promises', FAST ? 'Workflow promises per call on the fast path' : 'Workflow promises per call', body);
+    await writeSection(
+      'promises',
+      FAST ? 'Workflow promises per call on the fast path' : 'Workflow promises per call',
+      body,
+    );
   } finally {
     await endBench({ client, temporal, dir });
   }

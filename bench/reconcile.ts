@@ -35,7 +35,10 @@ interface Scenario {
 const scenarios: Scenario[] = [
   {
     title: '10 x tiny server (bare Node, no SDK), cold starts of 100..1000 ms',
-    specs: Array.from({ length: 10 }, (_, i) => `t${i}:${process.execPath} ${tinyServer} --sleep-before-handshake ${(i + 1) * 100}`),
+    specs: Array.from(
+      { length: 10 },
+      (_, i) => `t${i}:${process.execPath} ${tinyServer} --sleep-before-handshake ${(i + 1) * 100}`,
+    ),
   },
   {
     title: '10 x tiny server (bare Node, no SDK), no delay',
@@ -47,7 +50,10 @@ const scenarios: Scenario[] = [
   },
   {
     title: '10 x fixture server, cold starts of 100..1000 ms (simulated `npx`)',
-    specs: Array.from({ length: 10 }, (_, i) => `s${i}:${process.execPath} ${lifecycleServer} --name s${i} --sleep-before-handshake ${(i + 1) * 100}`),
+    specs: Array.from(
+      { length: 10 },
+      (_, i) => `s${i}:${process.execPath} ${lifecycleServer} --name s${i} --sleep-before-handshake ${(i + 1) * 100}`,
+    ),
   },
   {
     title: '10 x @modelcontextprotocol/server-everything (stdio)',
@@ -95,7 +101,10 @@ async function main(): Promise<void> {
     taskQueue,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1', DMCP_START_TIMEOUT: '60s' },
   });
-  const client = new TurnClient({ client: new Client({ connection: await Connection.connect({ address }) }), taskQueue });
+  const client = new TurnClient({
+    client: new Client({ connection: await Connection.connect({ address }) }),
+    taskQueue,
+  });
   const workspace = root;
 
   /**
@@ -107,7 +116,9 @@ async function main(): Promise<void> {
     const result = await client.runBatch({ sessionId, workspace, servers: { inlineSpecs: specs }, calls: [] });
     const history = await client.client.workflow.getHandle(result.turnId).fetchHistory();
     const events = history.events ?? [];
-    const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'reconcileServers');
+    const scheduled = events.find(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'reconcileServers',
+    );
     const id = String(scheduled?.eventId);
     const started = events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === id);
     const completed = events.find((e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === id);
@@ -162,7 +173,7 @@ async function main(): Promise<void> {
     `Command: \`npm run build:bench && node dist/bench/reconcile.js\` (ROUNDS=${rounds}; median of the rounds).`,
     `Machine: ${machine}. Date: ${new Date().toISOString()}.`,
     '',
-    'Wall time of the turn\'s `reconcileServers` activity (started to completed, from history), which',
+    "Wall time of the turn's `reconcileServers` activity (started to completed, from history), which",
     'covers spawning, the MCP handshake and the first tool listing of every server. "Slowest alone" is',
     'the slowest of the ten servers, each reconciled alone in its own session. Goal: under 1.5x.',
     '',

@@ -31,12 +31,18 @@ async function main(): Promise<void> {
       const servers = descendants(worker.pid);
       const serverKiB = servers.reduce((sum, pid) => sum + rssKiB(pid), 0);
       const workerKiB = rssKiB(worker.pid);
-      rows.push(`| ${sessions} | ${servers.length} | ${mib(workerKiB)} | ${mib(serverKiB)} | ${servers.length ? mib(serverKiB / servers.length) : '-'} | ${mib(workerKiB + serverKiB)} |`);
+      rows.push(
+        `| ${sessions} | ${servers.length} | ${mib(workerKiB)} | ${mib(serverKiB)} | ${servers.length ? mib(serverKiB / servers.length) : '-'} | ${mib(workerKiB + serverKiB)} |`,
+      );
       log(`${sessions} sessions: worker ${mib(workerKiB)} MiB, ${servers.length} servers ${mib(serverKiB)} MiB`);
       return workerKiB;
     };
     // The first session also warms up the worker (loads and JITs the workflow, client and MCP code).
-    const warm = await turns.startTurn({ sessionId: `rss-warm-${Date.now()}`, workspace: dir, servers: { inlineSpecs: specs } });
+    const warm = await turns.startTurn({
+      sessionId: `rss-warm-${Date.now()}`,
+      workspace: dir,
+      servers: { inlineSpecs: specs },
+    });
     await warm.callTool({ id: 'w', name: 'mcp__s0__echo', arguments: { text: 'warm' } });
     await warm.end();
     await sleep(500);
@@ -48,8 +54,13 @@ async function main(): Promise<void> {
         const batch = Math.min(3, target - done);
         await Promise.all(
           Array.from({ length: batch }, async (_, k) => {
-            const turn = await turns.startTurn({ sessionId: `rss-${done + k}-${Date.now()}`, workspace: dir, servers: { inlineSpecs: specs } });
-            if (turn.status.servers.some((s) => s.state !== 'ready')) throw new Error(`a server did not start: ${JSON.stringify(turn.status.servers)}`);
+            const turn = await turns.startTurn({
+              sessionId: `rss-${done + k}-${Date.now()}`,
+              workspace: dir,
+              servers: { inlineSpecs: specs },
+            });
+            if (turn.status.servers.some((s) => s.state !== 'ready'))
+              throw new Error(`a server did not start: ${JSON.stringify(turn.status.servers)}`);
             await turn.callTool({ id: 'c', name: 'mcp__s1__echo', arguments: { text: 'hi' } });
             await turn.end();
           }),

@@ -38,7 +38,11 @@ function timeNode(args: string[], env: NodeJS.ProcessEnv, cwd: string, wall: num
     const t0 = performance.now();
     const script = 'TIMEFORMAT="cpu %3U %3S"; time "$@" >"$OUT" 2>&1';
     const out = join(cwd, `.bench-out-${process.pid}`);
-    const child = spawn('bash', ['-c', script, 'bash', process.execPath, ...args], { env: { ...env, OUT: out }, cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('bash', ['-c', script, 'bash', process.execPath, ...args], {
+      env: { ...env, OUT: out },
+      cwd,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     child.stderr.setEncoding('utf8').on('data', (c: string) => (err = (err + c).slice(-4000)));
     child.once('error', reject);
@@ -82,13 +86,20 @@ async function startDev(label: string, dir: string, extraEnv: NodeJS.ProcessEnv)
   const work = join(dir, 'work');
   await mkdir(work, { recursive: true });
   const started = performance.now();
-  const child = spawn(process.execPath, [join(distRoot, 'cli/main.js'), 'dev'], { env: { ...env, ...extraEnv }, cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(distRoot, 'cli/main.js'), 'dev'], {
+    env: { ...env, ...extraEnv },
+    cwd: work,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (c: string) => (err = (err + c).slice(-4000)));
   await new Promise<void>((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`dev (${label}) did not get ready within 120 s; stderr: ${err}`)), 120_000);
+    const timer = setTimeout(
+      () => reject(new Error(`dev (${label}) did not get ready within 120 s; stderr: ${err}`)),
+      120_000,
+    );
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`dev (${label}) exited early (${code}); stderr: ${err}`));
@@ -116,14 +127,16 @@ async function main(): Promise<void> {
   const started = Date.now();
   const dir = await tempDir('dmcp-bench-run-');
   const clis: [string, string][] = [['this build', join(distRoot, 'cli/main.js')]];
-  if (process.env.BENCH_ALT_CLI) clis.push([process.env.BENCH_ALT_LABEL ?? process.env.BENCH_ALT_CLI, process.env.BENCH_ALT_CLI]);
+  if (process.env.BENCH_ALT_CLI)
+    clis.push([process.env.BENCH_ALT_LABEL ?? process.env.BENCH_ALT_CLI, process.env.BENCH_ALT_CLI]);
   const baseEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1' };
 
   // Start-up of each CLI alone, in a fresh Node each time, interleaved.
   const loadMs = new Map<string, number[]>(clis.map(([label]) => [label, []]));
   const bareNodeMs: number[] = [];
   for (let i = 0; i < TIMES * 2; i++) {
-    for (const [label, cli] of i % 2 ? [...clis].reverse() : clis) await timeNode([cli, '--version'], baseEnv, dir, loadMs.get(label)!);
+    for (const [label, cli] of i % 2 ? [...clis].reverse() : clis)
+      await timeNode([cli, '--version'], baseEnv, dir, loadMs.get(label)!);
     await timeNode(['-e', ''], baseEnv, dir, bareNodeMs);
   }
   for (const [label, xs] of loadMs) log(`${label}: main.js --version ${xs.map((x) => fmt(x)).join(', ')} ms`);
@@ -136,21 +149,32 @@ async function main(): Promise<void> {
     devs.push(await startDev('`dev` default (one warm spare)', join(dir, 'spares'), {}));
     devs.push(await startDev('`dev` with DMCP_WARM_SPARES=0', join(dir, 'nospares'), { DMCP_WARM_SPARES: '0' }));
     log(`devs ready in ${devs.map((d) => fmt(d.readyMs)).join(' and ')} ms`);
-    const args = (cli: string) => [cli, 'run', '--mcp', `e:${process.execPath} ${echoFixture}`, '--call', 'mcp__e__echo {"text":"hi"}'];
+    const args = (cli: string) => [
+      cli,
+      'run',
+      '--mcp',
+      `e:${process.execPath} ${echoFixture}`,
+      '--call',
+      'mcp__e__echo {"text":"hi"}',
+    ];
     // The first run of the server on each dev (no spare exists yet), with this build's CLI.
     for (const dev of devs) {
       await timeNode(args(clis[0]![1]), dev.env, dev.work, dev.firstRunMs);
       await sleep(PAUSE_MS);
     }
     load = loadavg();
-    const pairs = devs.flatMap((dev) => clis.map(([label, cli]) => ({ dev, label, cli, key: `${label}|${dev.label}` })));
+    const pairs = devs.flatMap((dev) =>
+      clis.map(([label, cli]) => ({ dev, label, cli, key: `${label}|${dev.label}` })),
+    );
     for (let round = 0; round < TIMES; round++) {
       const order = pairs.map((_, i) => pairs[(i + round) % pairs.length]!);
       for (const p of order) {
         if (!runMs.has(p.key)) runMs.set(p.key, []);
         const xs = runMs.get(p.key)!;
         await timeNode(args(p.cli), p.dev.env, p.dev.work, xs);
-        log(`round ${round + 1}/${TIMES}, ${p.label}, ${p.dev.label}: ${fmt(xs[xs.length - 1]!)} ms (CPU ${fmt(cpuOf.get(xs)![xs.length - 1]!)} ms)`);
+        log(
+          `round ${round + 1}/${TIMES}, ${p.label}, ${p.dev.label}: ${fmt(xs[xs.length - 1]!)} ms (CPU ${fmt(cpuOf.get(xs)![xs.length - 1]!)} ms)`,
+        );
         await sleep(PAUSE_MS);
       }
     }

@@ -83,7 +83,11 @@ export function startDurableWorker(
 }
 
 /** The bare-Temporal baseline worker (bench/bareWorker.ts) in its own process. */
-export function startBareWorker(address: string, taskQueue: string, options: { execArgv?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<Started<{ pid: number; pinnedQueue: string }>> {
+export function startBareWorker(
+  address: string,
+  taskQueue: string,
+  options: { execArgv?: string[]; env?: NodeJS.ProcessEnv } = {},
+): Promise<Started<{ pid: number; pinnedQueue: string }>> {
   return startNode(fileURLToPath(new URL('./bareWorker.js', import.meta.url)), ['--task-queue', taskQueue], {
     env: { PATH: process.env.PATH, TEMPORAL_ADDRESS: address, BENCH_ECHO_SERVER: echoFixture, ...options.env },
     execArgv: options.execArgv,

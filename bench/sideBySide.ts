@@ -42,7 +42,15 @@ import {
   treeCpuMs,
   type Started,
 } from './procs.js';
-import { benchQueue, connectClient, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle, type Temporal } from './setup.js';
+import {
+  benchQueue,
+  connectClient,
+  startBareWorker,
+  startDurableWorker,
+  startTemporal,
+  writeDurableBundle,
+  type Temporal,
+} from './setup.js';
 import { machineLine, percentile, writeSection } from './support.js';
 
 const env = process.env;
@@ -69,8 +77,18 @@ interface Target {
 }
 
 function stdioTarget(server: Target['server']): Target {
-  const stdio = server === 'fixture' ? { command: process.execPath, args: [echoFixture] } : { command: process.execPath, args: [everythingServer, 'stdio'] };
-  return { key: `${server}_stdio`, label: `${server === 'fixture' ? 'fixture echo' : 'server-everything echo'}, stdio`, server, transport: 'stdio', stdio, args: argsFor(server) };
+  const stdio =
+    server === 'fixture'
+      ? { command: process.execPath, args: [echoFixture] }
+      : { command: process.execPath, args: [everythingServer, 'stdio'] };
+  return {
+    key: `${server}_stdio`,
+    label: `${server === 'fixture' ? 'fixture echo' : 'server-everything echo'}, stdio`,
+    server,
+    transport: 'stdio',
+    stdio,
+    args: argsFor(server),
+  };
 }
 
 function argsFor(server: Target['server']): (i: number) => Record<string, unknown> {
@@ -88,8 +106,22 @@ async function httpTargets(): Promise<{ targets: Target[]; procs: Started[] }> {
   return {
     procs: [fixture, everything] as Started[],
     targets: [
-      { key: 'fixture_http', label: 'fixture echo, Streamable HTTP', server: 'fixture', transport: 'http', url: `http://127.0.0.1:${fixture.info.port}/mcp`, args: argsFor('fixture') },
-      { key: 'everything_http', label: 'server-everything echo, Streamable HTTP', server: 'everything', transport: 'http', url: `http://127.0.0.1:${everything.info.port}/mcp`, args: argsFor('everything') },
+      {
+        key: 'fixture_http',
+        label: 'fixture echo, Streamable HTTP',
+        server: 'fixture',
+        transport: 'http',
+        url: `http://127.0.0.1:${fixture.info.port}/mcp`,
+        args: argsFor('fixture'),
+      },
+      {
+        key: 'everything_http',
+        label: 'server-everything echo, Streamable HTTP',
+        server: 'everything',
+        transport: 'http',
+        url: `http://127.0.0.1:${everything.info.port}/mcp`,
+        args: argsFor('everything'),
+      },
     ],
   };
 }
@@ -143,7 +175,11 @@ function directVariant(): Variant {
 }
 
 /** A workflow driven by Updates named `call` (bare and peer variants). */
-function updateLane(handle: WorkflowHandle, argsOf: (id: string, i: number) => [unknown, ...unknown[]], check: (r: unknown) => void): Lane {
+function updateLane(
+  handle: WorkflowHandle,
+  argsOf: (id: string, i: number) => [unknown, ...unknown[]],
+  check: (r: unknown) => void,
+): Lane {
   return {
     async call(id, i) {
       check(await handle.executeUpdate('call', { args: argsOf(id, i), updateId: id }));
@@ -158,7 +194,15 @@ const notError = (r: unknown) => {
   if ((r as { isError?: boolean })?.isError) throw new Error(`tool error: ${JSON.stringify(r)}`);
 };
 
-function bareVariant(client: Client, worker: Started<{ pid: number }>, taskQueue: string, key = 'bare', label = 'bare Temporal (Update -> no-op activity)', workflow = 'bareTurn', workflowArgs: unknown[] = []): Variant {
+function bareVariant(
+  client: Client,
+  worker: Started<{ pid: number }>,
+  taskQueue: string,
+  key = 'bare',
+  label = 'bare Temporal (Update -> no-op activity)',
+  workflow = 'bareTurn',
+  workflowArgs: unknown[] = [],
+): Variant {
   return {
     key,
     label,
@@ -167,7 +211,11 @@ function bareVariant(client: Client, worker: Started<{ pid: number }>, taskQueue
     async open(target, n) {
       return Promise.all(
         Array.from({ length: n }, async () => {
-          const handle = await client.workflow.start(workflow, { taskQueue, workflowId: uniqueId(key), args: workflowArgs });
+          const handle = await client.workflow.start(workflow, {
+            taskQueue,
+            workflowId: uniqueId(key),
+            args: workflowArgs,
+          });
           return workflow === 'bareTurn'
             ? updateLane(handle, (id, i) => [id, target.args(i)], notError)
             : updateLane(handle, (id, i) => ['noop', target.args(i), id], notError);
@@ -177,7 +225,13 @@ function bareVariant(client: Client, worker: Started<{ pid: number }>, taskQueue
   };
 }
 
-function durableVariant(turns: TurnClient, worker: Started<{ pid: number }>, dir: string, key = 'durable', label = 'durable-mcp (Turn.callTool)'): Variant {
+function durableVariant(
+  turns: TurnClient,
+  worker: Started<{ pid: number }>,
+  dir: string,
+  key = 'durable',
+  label = 'durable-mcp (Turn.callTool)',
+): Variant {
   return {
     key,
     label,
@@ -204,7 +258,8 @@ function durableVariant(turns: TurnClient, worker: Started<{ pid: number }>, dir
               return {
                 async call(id: string, i: number) {
                   const outcome = await turn.callTool({ id, name, arguments: target.args(i) });
-                  if (outcome.status !== 'ok' || outcome.isError) throw new Error(`durable-mcp: ${outcome.errorKind}: ${outcome.errorMessage}`);
+                  if (outcome.status !== 'ok' || outcome.isError)
+                    throw new Error(`durable-mcp: ${outcome.errorKind}: ${outcome.errorMessage}`);
                 },
                 close: () => turn.end().then(() => undefined),
               };
@@ -217,7 +272,12 @@ function durableVariant(turns: TurnClient, worker: Started<{ pid: number }>, dir
   };
 }
 
-function peerVariant(client: Client, worker: Started<{ pid: number }>, taskQueue: string, mode: 'pooled' | 'stateless'): Variant {
+function peerVariant(
+  client: Client,
+  worker: Started<{ pid: number }>,
+  taskQueue: string,
+  mode: 'pooled' | 'stateless',
+): Variant {
   return {
     key: `peer-${mode}`,
     label: `peer: @temporalio/ai-sdk MCP, ${mode}`,
@@ -226,7 +286,11 @@ function peerVariant(client: Client, worker: Started<{ pid: number }>, taskQueue
     async open(target, n) {
       return Promise.all(
         Array.from({ length: n }, async () => {
-          const handle = await client.workflow.start('peerTurn', { taskQueue, workflowId: uniqueId(`peer-${mode}`), args: [target.key] });
+          const handle = await client.workflow.start('peerTurn', {
+            taskQueue,
+            workflowId: uniqueId(`peer-${mode}`),
+            args: [target.key],
+          });
           return updateLane(handle, (id, i) => ['echo', target.args(i), id], notError);
         }),
       );
@@ -247,9 +311,24 @@ interface Samples {
   calls: number;
 }
 
-const emptySamples = (): Samples => ({ latencies: [], errors: 0, workerCpuMs: 0, serverCpuMs: 0, temporalCpuMs: 0, clientCpuMs: 0, calls: 0 });
+const emptySamples = (): Samples => ({
+  latencies: [],
+  errors: 0,
+  workerCpuMs: 0,
+  serverCpuMs: 0,
+  temporalCpuMs: 0,
+  clientCpuMs: 0,
+  calls: 0,
+});
 
-async function runSequential(lane: Lane, count: number, s: Samples, v: Variant, temporalPid: number | undefined, prefix: string): Promise<number> {
+async function runSequential(
+  lane: Lane,
+  count: number,
+  s: Samples,
+  v: Variant,
+  temporalPid: number | undefined,
+  prefix: string,
+): Promise<number> {
   const before = v.workerPid ? treeCpuMs(v.workerPid) : { self: 0, children: 0 };
   const server0 = temporalPid ? treeCpuMs(temporalPid).self : 0;
   const client0 = process.cpuUsage();
@@ -277,7 +356,10 @@ async function runSequential(lane: Lane, count: number, s: Samples, v: Variant, 
 }
 
 /** Calls back to back on `lanes` for `ms`; returns calls per second. */
-async function runThroughput(lanes: Lane[], ms: number): Promise<{ rate: number; errors: number; firstError?: string }> {
+async function runThroughput(
+  lanes: Lane[],
+  ms: number,
+): Promise<{ rate: number; errors: number; firstError?: string }> {
   const start = performance.now();
   const deadline = start + ms;
   let done = 0;
@@ -342,13 +424,31 @@ async function main(): Promise<void> {
       directVariant(),
       bareVariant(client, bareWorker, bareQueue),
       durableVariant(turns, durableWorker, dir),
-      bareVariant(client, bareWorker, bareQueue, 'bare-pinned', 'bare Temporal, activity on a second queue (as durable-mcp pins calls)', 'bareTurn', [bareWorker.info.pinnedQueue]),
+      bareVariant(
+        client,
+        bareWorker,
+        bareQueue,
+        'bare-pinned',
+        'bare Temporal, activity on a second queue (as durable-mcp pins calls)',
+        'bareTurn',
+        [bareWorker.info.pinnedQueue],
+      ),
     ];
     if (env.BENCH_ALT_WORKER) {
       const altTurns = new TurnClient({ client, taskQueue: benchQueue('durable-alt') });
-      const alt = await startDurableWorker(temporal.address, altTurns.taskQueue, bundle, { script: env.BENCH_ALT_WORKER });
+      const alt = await startDurableWorker(temporal.address, altTurns.taskQueue, bundle, {
+        script: env.BENCH_ALT_WORKER,
+      });
       stops.push(() => stopProcess(alt));
-      variants.push(durableVariant(altTurns, alt, dir, 'durable-alt', `durable-mcp, ${env.BENCH_ALT_LABEL ?? env.BENCH_ALT_WORKER}`));
+      variants.push(
+        durableVariant(
+          altTurns,
+          alt,
+          dir,
+          'durable-alt',
+          `durable-mcp, ${env.BENCH_ALT_LABEL ?? env.BENCH_ALT_WORKER}`,
+        ),
+      );
     }
     let peer: PeerInstall | undefined;
     try {
@@ -359,14 +459,35 @@ async function main(): Promise<void> {
       const pooledQueue = benchQueue('peer-pooled');
       const statelessQueue = benchQueue('peer-stateless');
       const [pooled, stateless] = await Promise.all([
-        startNode<{ pid: number }>(peer.workerScript, ['--task-queue', pooledQueue, '--idle', '300000', '--servers', JSON.stringify(servers)], { env: peerEnv, cwd: peer.dir, timeoutMs: 120_000 }),
-        startNode<{ pid: number }>(peer.workerScript, ['--task-queue', statelessQueue, '--idle', '0', '--servers', JSON.stringify(servers)], { env: peerEnv, cwd: peer.dir, timeoutMs: 120_000 }),
+        startNode<{ pid: number }>(
+          peer.workerScript,
+          ['--task-queue', pooledQueue, '--idle', '300000', '--servers', JSON.stringify(servers)],
+          { env: peerEnv, cwd: peer.dir, timeoutMs: 120_000 },
+        ),
+        startNode<{ pid: number }>(
+          peer.workerScript,
+          ['--task-queue', statelessQueue, '--idle', '0', '--servers', JSON.stringify(servers)],
+          { env: peerEnv, cwd: peer.dir, timeoutMs: 120_000 },
+        ),
       ]);
-      stops.push(() => stopProcess(pooled), () => stopProcess(stateless));
+      stops.push(
+        () => stopProcess(pooled),
+        () => stopProcess(stateless),
+      );
       variants.push(
         peerVariant(client, pooled, pooledQueue, 'pooled'),
         peerVariant(client, stateless, statelessQueue, 'stateless'),
-        { ...bareVariant(client, pooled, pooledQueue, 'peer-bare', 'bare Temporal on the peer\'s SDK (1.23)', 'peerBareTurn'), calls: CALLS_OTHER },
+        {
+          ...bareVariant(
+            client,
+            pooled,
+            pooledQueue,
+            'peer-bare',
+            "bare Temporal on the peer's SDK (1.23)",
+            'peerBareTurn',
+          ),
+          calls: CALLS_OTHER,
+        },
       );
     } catch (err) {
       notes.push(`The peer could not be run: ${(err as Error).message}`);
@@ -381,7 +502,11 @@ async function main(): Promise<void> {
       groups.push(group);
       const lanes = new Map<string, Lane>();
       for (const v of variants) {
-        if ((v.key === 'peer-bare' || v.key === 'bare-pinned' || v.key === 'durable-alt') && target.key !== 'fixture_stdio') continue;
+        if (
+          (v.key === 'peer-bare' || v.key === 'bare-pinned' || v.key === 'durable-alt') &&
+          target.key !== 'fixture_stdio'
+        )
+          continue;
         try {
           const [lane] = await v.open(target, 1);
           for (let i = 0; i < Math.min(WARMUP, v.calls ?? WARMUP); i++) await lane!.call(uniqueId('w'), i);
@@ -401,10 +526,14 @@ async function main(): Promise<void> {
           const total = v.calls ?? calls;
           const count = Math.floor(total / ROUNDS) + (r < total % ROUNDS ? 1 : 0);
           if (count === 0) continue;
-          p50s.set(v.key, await runSequential(lanes.get(v.key)!, count, group.samples.get(v.key)!, v, temporal.pid, `l${r}`));
+          p50s.set(
+            v.key,
+            await runSequential(lanes.get(v.key)!, count, group.samples.get(v.key)!, v, temporal.pid, `l${r}`),
+          );
         }
         for (const key of ['durable', 'durable-alt', 'peer-pooled', 'peer-stateless', 'bare-pinned']) {
-          if (p50s.has(key) && p50s.has('bare')) group.roundRatios.set(key, [...(group.roundRatios.get(key) ?? []), p50s.get(key)! / p50s.get('bare')!]);
+          if (p50s.has(key) && p50s.has('bare'))
+            group.roundRatios.set(key, [...(group.roundRatios.get(key) ?? []), p50s.get(key)! / p50s.get('bare')!]);
         }
       }
       await Promise.all([...lanes.values()].map((l) => l.close().catch(() => undefined)));
@@ -451,7 +580,17 @@ async function main(): Promise<void> {
       .filter((v) => v.workerPid && v.key !== 'peer-bare')
       .map((v) => `${v.label}: ${(rssKiB(v.workerPid!) / 1024).toFixed(0)} MiB`);
 
-    await writeReport({ groups, tput, tputTargets, variants, notes, peer, rss, elapsedS: (Date.now() - started) / 1000, temporalPid: temporal.pid });
+    await writeReport({
+      groups,
+      tput,
+      tputTargets,
+      variants,
+      notes,
+      peer,
+      rss,
+      elapsedS: (Date.now() - started) / 1000,
+      temporalPid: temporal.pid,
+    });
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     await temporal.stop().catch(() => undefined);
@@ -486,12 +625,21 @@ async function writeReport(r: Report): Promise<void> {
     'Every worker is its own process; this process is the client of all of them and of the Temporal dev server (in memory, default data converter). The machine has 2 cores and was shared with other work: compare ratios within a table, not absolute numbers across runs.',
     '',
   );
-  if (r.peer) lines.push(`Peer: ${r.peer.versions.join(', ')} (installed outside the repository by bench/peer/install.ts). The peer's MCP path needs no model: a workflow lists the tools once with \`TemporalMCPClient.tools()\` (an activity) and each Update calls the tool's \`execute\`, i.e. the integration's \`<server>-callTool\` activity. Pooled = its default (one MCP connection per server and worker process, idle 5 min; each call activity lists the tools again, then calls). Stateless = \`mcpConnectionIdleTimeout: 0\` (a new client per activity; over stdio a new server process per call).`, '');
+  if (r.peer)
+    lines.push(
+      `Peer: ${r.peer.versions.join(', ')} (installed outside the repository by bench/peer/install.ts). The peer's MCP path needs no model: a workflow lists the tools once with \`TemporalMCPClient.tools()\` (an activity) and each Update calls the tool's \`execute\`, i.e. the integration's \`<server>-callTool\` activity. Pooled = its default (one MCP connection per server and worker process, idle 5 min; each call activity lists the tools again, then calls). Stateless = \`mcpConnectionIdleTimeout: 0\` (a new client per activity; over stdio a new server process per call).`,
+      '',
+    );
   for (const n of r.notes) lines.push(`Note: ${n}`, '');
 
   lines.push('### Latency of sequential calls (ms)', '');
-  lines.push('"CPU/call" is the CPU time per call of the variant\'s worker process, of the MCP server processes it runs (stdio), of the Temporal dev server, and of this client process.', '');
-  lines.push('| server | variant | calls | p50 | p95 | p99 | x bare p50 | worker CPU/call | its servers CPU/call | Temporal CPU/call | client CPU/call |');
+  lines.push(
+    '"CPU/call" is the CPU time per call of the variant\'s worker process, of the MCP server processes it runs (stdio), of the Temporal dev server, and of this client process.',
+    '',
+  );
+  lines.push(
+    '| server | variant | calls | p50 | p95 | p99 | x bare p50 | worker CPU/call | its servers CPU/call | Temporal CPU/call | client CPU/call |',
+  );
   lines.push('|---|---|---|---|---|---|---|---|---|---|---|');
   const goals: string[] = [];
   const perRoundLines: string[] = [];
@@ -519,16 +667,28 @@ async function writeReport(r: Report): Promise<void> {
     );
     if (g.target.transport === 'stdio' || stateless) {
       const sP50 = stateless ? percentile(stateless.latencies, 50) : NaN;
-      goals.push(`| ${g.target.label} | durable-mcp faster than the peer's stateless mode | p50 ${fmt(dP50)} vs ${fmt(sP50)} ms (${fmt(sP50 / dP50, 1)}x faster) | ${goal(stateless && durable ? dP50 < sP50 : undefined)} |`);
+      goals.push(
+        `| ${g.target.label} | durable-mcp faster than the peer's stateless mode | p50 ${fmt(dP50)} vs ${fmt(sP50)} ms (${fmt(sP50 / dP50, 1)}x faster) | ${goal(stateless && durable ? dP50 < sP50 : undefined)} |`,
+      );
     }
     const pP50 = pooled ? percentile(pooled.latencies, 50) : NaN;
     const pooledRound = median(g.roundRatios.get('peer-pooled') ?? []);
-    goals.push(`| ${g.target.label} | durable-mcp no slower than the peer's pooled mode | p50 ${fmt(dP50)} vs ${fmt(pP50)} ms (${fmt(dP50 / pP50, 2)}x; per-round x bare: ${fmt(roundMedian, 2)} vs ${fmt(pooledRound, 2)}) | ${goal(pooled && durable ? dP50 <= pP50 * 1.02 : undefined)} |`);
+    goals.push(
+      `| ${g.target.label} | durable-mcp no slower than the peer's pooled mode | p50 ${fmt(dP50)} vs ${fmt(pP50)} ms (${fmt(dP50 / pP50, 2)}x; per-round x bare: ${fmt(roundMedian, 2)} vs ${fmt(pooledRound, 2)}) | ${goal(pooled && durable ? dP50 <= pP50 * 1.02 : undefined)} |`,
+    );
   }
 
-  lines.push('', 'p50 relative to bare Temporal\'s p50 of the same round, median over the rounds (robust to load that changes between rounds):', '', ...perRoundLines);
+  lines.push(
+    '',
+    "p50 relative to bare Temporal's p50 of the same round, median over the rounds (robust to load that changes between rounds):",
+    '',
+    ...perRoundLines,
+  );
   lines.push('', '### Throughput (calls/s, all lanes calling back to back)', '');
-  lines.push('Each concurrent lane is its own turn (durable-mcp: its own session, so over stdio its own server process), workflow (bare, peer) or client (direct: over stdio its own server process). The peer\'s pooled mode shares one connection per server per worker, whatever the number of workflows.', '');
+  lines.push(
+    "Each concurrent lane is its own turn (durable-mcp: its own session, so over stdio its own server process), workflow (bare, peer) or client (direct: over stdio its own server process). The peer's pooled mode shares one connection per server per worker, whatever the number of workflows.",
+    '',
+  );
   lines.push('| server | variant | 1 turn | 4 turns | 16 turns | x bare (1 / 4 / 16) |');
   lines.push('|---|---|---|---|---|---|');
   for (const t of r.tputTargets) {
@@ -539,13 +699,17 @@ async function writeReport(r: Report): Promise<void> {
     for (const v of r.variants) {
       if (!r.tput.get(`${t.key}|1`)?.has(v.key)) continue;
       const errors = CONCURRENCY.map((c) => r.tput.get(`${t.key}|${c}`)?.get(v.key)).filter((e) => e && e.errors > 0);
-      const err = errors.length ? ` (${errors.reduce((a, e) => a + e!.errors, 0)} errors: ${errors[0]!.firstError?.slice(0, 100)})` : '';
+      const err = errors.length
+        ? ` (${errors.reduce((a, e) => a + e!.errors, 0)} errors: ${errors[0]!.firstError?.slice(0, 100)})`
+        : '';
       lines.push(
         `| ${t.label} | ${v.label}${err} | ${CONCURRENCY.map((c) => fmt(rate(v.key, c))).join(' | ')} | ${v.key === 'bare' ? '1.00' : CONCURRENCY.map((c) => fmt(rate(v.key, c) / rate('bare', c), 2)).join(' / ')} |`,
       );
     }
     const ratio16 = rate('durable', 16) / rate('bare', 16);
-    goals.push(`| ${t.label} | durable-mcp throughput >= 0.8x bare with 16 concurrent turns | ${fmt(ratio16, 2)}x | ${goal(Number.isFinite(ratio16) ? ratio16 >= 0.8 : undefined)} |`);
+    goals.push(
+      `| ${t.label} | durable-mcp throughput >= 0.8x bare with 16 concurrent turns | ${fmt(ratio16, 2)}x | ${goal(Number.isFinite(ratio16) ? ratio16 >= 0.8 : undefined)} |`,
+    );
   }
 
   lines.push('', `Worker RSS at the end of the run: ${r.rss.join('; ')}.`);

@@ -29,7 +29,12 @@ export function loadLine(): string {
 /** Busy and total CPU ticks of the whole machine, from the first line of /proc/stat. */
 function machineTicks(): { busy: number; total: number } | undefined {
   try {
-    const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
+      .split('\n')[0]!
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
     const busy = user! + nice! + system! + irq! + softirq! + (steal ?? 0);
     return { busy, total: busy + idle! + iowait! };
   } catch {
@@ -84,7 +89,10 @@ export function resultsFile(bench: string): string {
 export async function writeSection(bench: string, title: string, body: string): Promise<void> {
   const file = resultsFile(bench);
   await mkdir(join(projectRoot, 'bench', 'results'), { recursive: true });
-  let text = await readFile(file, 'utf8').catch(() => `# Benchmark: ${bench}\n\nFull runs of \`bench/${bench}.ts\`, written by the script (each \`## \` section is replaced by its next run) and notes written by hand. Headline figures: [BENCHMARKS.md](../../BENCHMARKS.md).\n`);
+  let text = await readFile(file, 'utf8').catch(
+    () =>
+      `# Benchmark: ${bench}\n\nFull runs of \`bench/${bench}.ts\`, written by the script (each \`## \` section is replaced by its next run) and notes written by hand. Headline figures: [BENCHMARKS.md](../../BENCHMARKS.md).\n`,
+  );
   const heading = `## ${title}`;
   const section = `${heading}\n\n${body.trim()}\n`;
   const start = text.indexOf(`${heading}\n`);

@@ -52,7 +52,10 @@ interface Proxy {
  * flight: an ordinary call holds one for its whole length, a task only while it is created or polled.
  */
 async function startFixture(mode?: 'modern'): Promise<Proxy> {
-  const fixture = await startNode<{ port: number }>(taskServer, mode ? [mode] : [], { env: { PATH: process.env.PATH }, ready: /^\{"port":\d+\}$/m });
+  const fixture = await startNode<{ port: number }>(taskServer, mode ? [mode] : [], {
+    env: { PATH: process.env.PATH },
+    ready: /^\{"port":\d+\}$/m,
+  });
   const upstream = fixture.info.port;
   const agent = new Agent({ keepAlive: true });
   let open = 0;
@@ -61,10 +64,20 @@ async function startFixture(mode?: 'modern'): Promise<Proxy> {
       open += 1;
       res.once('close', () => (open -= 1));
     }
-    const up = request({ host: '127.0.0.1', port: upstream, path: req.url, method: req.method, headers: { ...req.headers, host: `127.0.0.1:${upstream}` }, agent }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    const up = request(
+      {
+        host: '127.0.0.1',
+        port: upstream,
+        path: req.url,
+        method: req.method,
+        headers: { ...req.headers, host: `127.0.0.1:${upstream}` },
+        agent,
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     up.on('error', (err) => {
       if (!res.headersSent) res.writeHead(502);
       res.end(String(err));
@@ -129,15 +142,29 @@ const mean = (v: number[]) => v.reduce((a, b) => a + b, 0) / v.length;
 const held = (v: number[]): Held => ({ mean: mean(v), max: Math.max(...v) });
 
 /** Runs one call per turn, all at once, sampling the turns' started activities and the server's open requests until all end. */
-async function concurrently(client: TurnClient, turns: Turn[], fixture: Proxy, call: (turn: Turn, i: number) => Promise<void>): Promise<{ samples: Sample[]; t0: number; firstEnd: number; wallMs: number }> {
+async function concurrently(
+  client: TurnClient,
+  turns: Turn[],
+  fixture: Proxy,
+  call: (turn: Turn, i: number) => Promise<void>,
+): Promise<{ samples: Sample[]; t0: number; firstEnd: number; wallMs: number }> {
   const samples: Sample[] = [];
   let running = true;
   const sampler = (async () => {
     while (running) {
       const t = Date.now();
       const requests = fixture.open();
-      const described = await Promise.all(turns.map((turn) => client.client.workflow.getHandle(turn.turnId).describe()));
-      samples.push({ t, requests, slots: described.reduce((n, d) => n + (d.raw.pendingActivities ?? []).filter((a) => a.state === STARTED).length, 0) });
+      const described = await Promise.all(
+        turns.map((turn) => client.client.workflow.getHandle(turn.turnId).describe()),
+      );
+      samples.push({
+        t,
+        requests,
+        slots: described.reduce(
+          (n, d) => n + (d.raw.pendingActivities ?? []).filter((a) => a.state === STARTED).length,
+          0,
+        ),
+      });
       await sleep(SAMPLE_MS);
     }
   })();
@@ -153,7 +180,10 @@ async function concurrently(client: TurnClient, turns: Turn[], fixture: Proxy, c
   running = false;
   await sampler;
   const failed = settled.filter((r) => r.status === 'rejected');
-  if (failed.length > 0) throw new Error(`${failed.length} of ${turns.length} calls failed; the first: ${String((failed[0] as PromiseRejectedResult).reason)}`);
+  if (failed.length > 0)
+    throw new Error(
+      `${failed.length} of ${turns.length} calls failed; the first: ${String((failed[0] as PromiseRejectedResult).reason)}`,
+    );
   return { samples, t0, firstEnd, wallMs };
 }
 
@@ -166,7 +196,11 @@ async function pollCosts(client: TurnClient, turns: Turn[]): Promise<RowResult['
     const type = (i: number) => events[i]?.activityTaskScheduledEventAttributes?.activityType?.name;
     const created = events.findIndex((_, i) => type(i) === ActivityName.createTask);
     const result = events.findIndex((_, i) => type(i) === ActivityName.taskResult);
-    const createdDone = events.findIndex((e, i) => i > created && Number(e.activityTaskCompletedEventAttributes?.scheduledEventId) === Number(events[created]!.eventId));
+    const createdDone = events.findIndex(
+      (e, i) =>
+        i > created &&
+        Number(e.activityTaskCompletedEventAttributes?.scheduledEventId) === Number(events[created]!.eventId),
+    );
     const n = events.filter((_, i) => type(i) === ActivityName.pollTask).length;
     let bytes = 0;
     for (let i = createdDone + 1; i < result; i++) bytes += HistoryEvent.encode(events[i]!).finish().byteLength;
@@ -176,16 +210,44 @@ async function pollCosts(client: TurnClient, turns: Turn[]): Promise<RowResult['
   return { min: Math.min(...polls), max: Math.max(...polls), bytesPerPoll: mean(perPoll) };
 }
 
-async function runRow(spec: RowSpec, k: number, parts: { address: string; temporal: Client; bundle: string; dir: string }): Promise<RowResult> {
+async function runRow(
+  spec: RowSpec,
+  k: number,
+  parts: { address: string; temporal: Client; bundle: string; dir: string },
+): Promise<RowResult> {
   const memoryLog = join(parts.dir, `memory-${k}.jsonl`);
   const taskQueue = benchQueue('tasks');
-  const worker = await startNode(workerScript, ['--task-queue', taskQueue, '--bundle', parts.bundle, '--memory-log', memoryLog, '--sample-ms', String(MEMORY_SAMPLE_MS)], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: parts.address, DMCP_NO_USER_CONFIG: '1', DMCP_LOG_LEVEL: 'warn' },
-    execArgv: ['--expose-gc'],
-  });
+  const worker = await startNode(
+    workerScript,
+    [
+      '--task-queue',
+      taskQueue,
+      '--bundle',
+      parts.bundle,
+      '--memory-log',
+      memoryLog,
+      '--sample-ms',
+      String(MEMORY_SAMPLE_MS),
+    ],
+    {
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        TEMPORAL_ADDRESS: parts.address,
+        DMCP_NO_USER_CONFIG: '1',
+        DMCP_LOG_LEVEL: 'warn',
+      },
+      execArgv: ['--expose-gc'],
+    },
+  );
   const client = new TurnClient({ client: parts.temporal, taskQueue });
   const startTurn = (name: string) =>
-    client.startTurn({ sessionId: `bench-tasks-${name}-${Date.now()}`, workspace: parts.dir, servers: { mcpConfigFiles: [spec.configFile] }, limits: { toolTimeoutMs: (SECONDS + 30) * 1000 } });
+    client.startTurn({
+      sessionId: `bench-tasks-${name}-${Date.now()}`,
+      workspace: parts.dir,
+      servers: { mcpConfigFiles: [spec.configFile] },
+      limits: { toolTimeoutMs: (SECONDS + 30) * 1000 },
+    });
   const callOk = async (turn: Turn, id: string, seconds: number) => {
     const outcome = await turn.callTool({ id, name: spec.tool, arguments: spec.args(id, seconds) });
     if (outcome.status !== 'ok') throw new Error(`${spec.tool}: ${outcome.errorMessage}`);
@@ -212,7 +274,10 @@ async function runRow(spec: RowSpec, k: number, parts: { address: string; tempor
   }
   log(`${spec.label}: done in ${(run.wallMs / 1000).toFixed(1)} s`);
 
-  const lines = (await readFile(memoryLog, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as MemorySample);
+  const lines = (await readFile(memoryLog, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as MemorySample);
   const memory = lines.filter((m) => m.thread === undefined);
   const threadIds = [...new Set(lines.flatMap((m) => (m.thread === undefined ? [] : [m.thread])))];
   if (threadIds.length === 0) throw new Error(`${spec.label}: no workflow thread wrote its heap`);
@@ -220,25 +285,38 @@ async function runRow(spec: RowSpec, k: number, parts: { address: string; tempor
   const steadyFrom = run.t0 + STEADY_FROM * SECONDS * 1000;
   const steadyTo = Math.min(run.t0 + SECONDS * 1000, run.firstEnd);
   const steady = memory.filter((m) => m.t >= steadyFrom && m.t <= steadyTo);
-  if (base.length === 0 || steady.length === 0) throw new Error(`${spec.label}: ${base.length} baseline and ${steady.length} steady memory samples (S too short?)`);
-  const series = (pick: (m: MemorySample) => number) => memory.map((m) => `${((m.t - run.t0) / 1000).toFixed(0)}:${(pick(m) / MiB).toFixed(0)}`).join(' ');
+  if (base.length === 0 || steady.length === 0)
+    throw new Error(`${spec.label}: ${base.length} baseline and ${steady.length} steady memory samples (S too short?)`);
+  const series = (pick: (m: MemorySample) => number) =>
+    memory.map((m) => `${((m.t - run.t0) / 1000).toFixed(0)}:${(pick(m) / MiB).toFixed(0)}`).join(' ');
   log(`${spec.label}: RSS MiB by s from the calls' start ${series((m) => m.rss!)}`);
   log(`${spec.label}: heap MiB by s from the calls' start ${series((m) => m.heapUsed)}`);
   // Workflow threads (one unless the SDK is told otherwise): each against its own baseline, summed.
   const perThread = threadIds.map((id) => {
     const own = lines.filter((m) => m.thread === id);
     const b = mean(own.filter((m) => m.t >= baseFrom && m.t <= baseTo).map((m) => m.heapUsed));
-    return { base: b, steady: held(own.filter((m) => m.t >= steadyFrom && m.t <= steadyTo).map((m) => m.heapUsed - b)) };
+    return {
+      base: b,
+      steady: held(own.filter((m) => m.t >= steadyFrom && m.t <= steadyTo).map((m) => m.heapUsed - b)),
+    };
   });
-  const baseline = { heapUsed: mean(base.map((m) => m.heapUsed)), workflowHeapUsed: perThread.reduce((n, p) => n + p.base, 0), rss: mean(base.map((m) => m.rss!)) };
-  if (!Number.isFinite(baseline.workflowHeapUsed)) throw new Error(`${spec.label}: a workflow thread wrote no baseline sample`);
+  const baseline = {
+    heapUsed: mean(base.map((m) => m.heapUsed)),
+    workflowHeapUsed: perThread.reduce((n, p) => n + p.base, 0),
+    rss: mean(base.map((m) => m.rss!)),
+  };
+  if (!Number.isFinite(baseline.workflowHeapUsed))
+    throw new Error(`${spec.label}: a workflow thread wrote no baseline sample`);
   return {
     spec,
     slots: held(run.samples.map((s) => s.slots)),
     steadySlots: mean(run.samples.filter((s) => s.t >= steadyFrom && s.t <= steadyTo).map((s) => s.slots)),
     requests: held(run.samples.map((s) => s.requests)),
     heap: held(steady.map((m) => m.heapUsed - baseline.heapUsed)),
-    workflowHeap: { mean: perThread.reduce((n, p) => n + p.steady.mean, 0), max: perThread.reduce((n, p) => n + p.steady.max, 0) },
+    workflowHeap: {
+      mean: perThread.reduce((n, p) => n + p.steady.mean, 0),
+      max: perThread.reduce((n, p) => n + p.steady.max, 0),
+    },
     rss: held(steady.map((m) => m.rss! - baseline.rss)),
     baseline,
     memorySamples: steady.length,
@@ -271,12 +349,41 @@ async function main(): Promise<void> {
     const longCall = (_tag: string, seconds: number) => ({ seconds });
     const longJob = (tag: string, seconds: number) => ({ seconds, tag });
     const specs: RowSpec[] = [
-      { label: `2025-11-25: ${TASKS} ordinary calls answering after ${SECONDS} s`, task: false, tool: 'mcp__jobs__long_call', args: longCall, configFile: legacyFile, fixture: legacy },
-      { label: `2025-11-25: ${TASKS} calls as MCP tasks of ${SECONDS} s`, task: true, tool: 'mcp__jobs__long_job', args: longJob, configFile: legacyFile, fixture: legacy },
-      { label: `2026-07-28: ${TASKS} ordinary calls answering after ${SECONDS} s`, task: false, tool: 'mcp__jobs__long_call', args: longCall, configFile: modernPlainFile, fixture: modern },
-      { label: `2026-07-28: ${TASKS} calls as MCP tasks of ${SECONDS} s`, task: true, tool: 'mcp__jobs__long_job', args: longJob, configFile: modernTaskFile, fixture: modern },
+      {
+        label: `2025-11-25: ${TASKS} ordinary calls answering after ${SECONDS} s`,
+        task: false,
+        tool: 'mcp__jobs__long_call',
+        args: longCall,
+        configFile: legacyFile,
+        fixture: legacy,
+      },
+      {
+        label: `2025-11-25: ${TASKS} calls as MCP tasks of ${SECONDS} s`,
+        task: true,
+        tool: 'mcp__jobs__long_job',
+        args: longJob,
+        configFile: legacyFile,
+        fixture: legacy,
+      },
+      {
+        label: `2026-07-28: ${TASKS} ordinary calls answering after ${SECONDS} s`,
+        task: false,
+        tool: 'mcp__jobs__long_call',
+        args: longCall,
+        configFile: modernPlainFile,
+        fixture: modern,
+      },
+      {
+        label: `2026-07-28: ${TASKS} calls as MCP tasks of ${SECONDS} s`,
+        task: true,
+        tool: 'mcp__jobs__long_job',
+        args: longJob,
+        configFile: modernTaskFile,
+        fixture: modern,
+      },
     ];
-    for (const [k, spec] of specs.entries()) results.push(await runRow(spec, k, { address: temporal.address, temporal: client, bundle, dir }));
+    for (const [k, spec] of specs.entries())
+      results.push(await runRow(spec, k, { address: temporal.address, temporal: client, bundle, dir }));
   } finally {
     for (const f of fixtures) f.close();
     await endBench({ client, temporal, dir });

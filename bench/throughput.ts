@@ -24,7 +24,15 @@ import { TurnClient, type Turn } from '../client/turnClient.js';
 import type { DevServerOptions } from '../dev/devServer.js';
 import { tempDir } from '../test/support/harness.js';
 import { echoFixture, killStarted, runBench, stopProcess, treeCpuMs } from './procs.js';
-import { benchQueue, connectClient, startBareWorker, startDurableWorker, startTemporal, writeDurableBundle, type Temporal } from './setup.js';
+import {
+  benchQueue,
+  connectClient,
+  startBareWorker,
+  startDurableWorker,
+  startTemporal,
+  writeDurableBundle,
+  type Temporal,
+} from './setup.js';
 import { machineLine, percentile, writeSection } from './support.js';
 
 const env = process.env;
@@ -68,7 +76,13 @@ async function startServer(key: string, dir: string, options: DevServerOptions):
 }
 
 /** LANES durable-mcp turns on `server` (a few at a time: each starts its own echo server). */
-async function durableLanes(server: ServerSetup, key: string, dir: string, bundle: string, script?: string): Promise<{ pid: number; lanes: LaneCall[]; turns: Turn[] }> {
+async function durableLanes(
+  server: ServerSetup,
+  key: string,
+  dir: string,
+  bundle: string,
+  script?: string,
+): Promise<{ pid: number; lanes: LaneCall[]; turns: Turn[] }> {
   const turns = new TurnClient({ client: server.client, taskQueue: benchQueue(`tput-${key}`) });
   const worker = await startDurableWorker(server.temporal.address, turns.taskQueue, bundle, script ? { script } : {});
   server.stops.unshift(() => stopProcess(worker));
@@ -77,14 +91,23 @@ async function durableLanes(server: ServerSetup, key: string, dir: string, bundl
   for (let k = 0; k < LANES; k += 4) {
     const batch = await Promise.all(
       Array.from({ length: Math.min(4, LANES - k) }, async () => {
-        const turn: Turn = await turns.startTurn({ sessionId: uniqueId(`tput-${key}`), workspace: dir, servers: { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] } });
+        const turn: Turn = await turns.startTurn({
+          sessionId: uniqueId(`tput-${key}`),
+          workspace: dir,
+          servers: { inlineSpecs: [`fixture:${process.execPath} ${echoFixture}`] },
+        });
         const bad = turn.status.servers.find((s) => s.state !== 'ready');
         if (bad) throw new Error(`${key}: server ${bad.name} is ${bad.state}: ${bad.error}`);
         server.stops.unshift(() => turn.end().then(() => undefined));
         opened.push(turn);
         return async (i: number) => {
-          const outcome = await turn.callTool({ id: uniqueId('d'), name: 'mcp__fixture__echo', arguments: { text: `call ${i}` } });
-          if (outcome.status !== 'ok' || outcome.isError) throw new Error(`durable-mcp: ${outcome.errorKind}: ${outcome.errorMessage}`);
+          const outcome = await turn.callTool({
+            id: uniqueId('d'),
+            name: 'mcp__fixture__echo',
+            arguments: { text: `call ${i}` },
+          });
+          if (outcome.status !== 'ok' || outcome.isError)
+            throw new Error(`durable-mcp: ${outcome.errorKind}: ${outcome.errorMessage}`);
         };
       }),
     );
@@ -104,7 +127,11 @@ async function stickyTimeouts(turns: Turn[]): Promise<{ timedOut: number; tasks:
   for (const turn of turns) {
     for (const e of (await turn.handle.fetchHistory()).events ?? []) {
       if (e.workflowTaskScheduledEventAttributes) tasks += 1;
-      if (e.workflowTaskTimedOutEventAttributes?.timeoutType === proto.temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START) timedOut += 1;
+      if (
+        e.workflowTaskTimedOutEventAttributes?.timeoutType ===
+        proto.temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START
+      )
+        timedOut += 1;
     }
   }
   return { timedOut, tasks };
@@ -116,8 +143,17 @@ async function bareLanes(server: ServerSetup): Promise<{ pid: number; lanes: Lan
   server.stops.unshift(() => stopProcess(worker));
   const lanes = await Promise.all(
     Array.from({ length: LANES }, async () => {
-      const handle: WorkflowHandle = await server.client.workflow.start('bareTurn', { taskQueue: queue, workflowId: uniqueId('tput-bare'), args: [] });
-      server.stops.unshift(() => handle.executeUpdate('end', { updateId: 'end' }).then(() => undefined, () => undefined));
+      const handle: WorkflowHandle = await server.client.workflow.start('bareTurn', {
+        taskQueue: queue,
+        workflowId: uniqueId('tput-bare'),
+        args: [],
+      });
+      server.stops.unshift(() =>
+        handle.executeUpdate('end', { updateId: 'end' }).then(
+          () => undefined,
+          () => undefined,
+        ),
+      );
       return async (i: number) => {
         const id = uniqueId('b');
         await handle.executeUpdate('call', { args: [id, { text: `call ${i}` }], updateId: id });
@@ -163,7 +199,12 @@ async function main(): Promise<void> {
     const untuned = await startServer('untuned', dir, { tuned: false });
     servers.push(untuned);
 
-    const mk = (key: Variant['key'], label: string, server: ServerSetup, l: { pid: number; lanes: LaneCall[]; turns?: Turn[] }): Variant => ({
+    const mk = (
+      key: Variant['key'],
+      label: string,
+      server: ServerSetup,
+      l: { pid: number; lanes: LaneCall[]; turns?: Turn[] },
+    ): Variant => ({
       key,
       label,
       temporal: server.temporal,
@@ -178,15 +219,38 @@ async function main(): Promise<void> {
     });
     log(`opening ${LANES} lanes per variant`);
     const variants: Variant[] = [
-      mk('tuned', 'durable-mcp echo, **embedded default** (tuned dev server, SQLite file)', tuned, await durableLanes(tuned, 'tuned', dir, bundle)),
-      mk('untuned', 'durable-mcp echo, untuned dev server (SQLite file)', untuned, await durableLanes(untuned, 'untuned', dir, bundle)),
+      mk(
+        'tuned',
+        'durable-mcp echo, **embedded default** (tuned dev server, SQLite file)',
+        tuned,
+        await durableLanes(tuned, 'tuned', dir, bundle),
+      ),
+      mk(
+        'untuned',
+        'durable-mcp echo, untuned dev server (SQLite file)',
+        untuned,
+        await durableLanes(untuned, 'untuned', dir, bundle),
+      ),
       mk('bare', 'bare Update -> no-op activity, tuned dev server (SQLite file)', tuned, await bareLanes(tuned)),
       // What the untuned server allows Temporal alone: the ceiling of the ratio against it.
-      mk('bareUntuned', 'bare Update -> no-op activity, untuned dev server (SQLite file)', untuned, await bareLanes(untuned)),
+      mk(
+        'bareUntuned',
+        'bare Update -> no-op activity, untuned dev server (SQLite file)',
+        untuned,
+        await bareLanes(untuned),
+      ),
     ];
     const altScript = env.BENCH_ALT_WORKER;
     const altLabel = env.BENCH_ALT_LABEL ?? altScript;
-    if (altScript) variants.push(mk('alt', `durable-mcp echo, ${altLabel}'s worker, tuned dev server (SQLite file)`, tuned, await durableLanes(tuned, 'alt', dir, bundle, altScript)));
+    if (altScript)
+      variants.push(
+        mk(
+          'alt',
+          `durable-mcp echo, ${altLabel}'s worker, tuned dev server (SQLite file)`,
+          tuned,
+          await durableLanes(tuned, 'alt', dir, bundle, altScript),
+        ),
+      );
     // Warm-up: one call per lane.
     for (const v of variants) await Promise.all(v.lanes.map((call) => call(-1)));
 
@@ -198,12 +262,18 @@ async function main(): Promise<void> {
       }
     }
     const load1 = loadavg();
-    const sticky = await Promise.all(variants.filter((v) => v.turns.length > 0).map(async (v) => ({ v, ...(await stickyTimeouts(v.turns)) })));
+    const sticky = await Promise.all(
+      variants.filter((v) => v.turns.length > 0).map(async (v) => ({ v, ...(await stickyTimeouts(v.turns)) })),
+    );
 
     const byKey = (k: Variant['key']) => variants.find((v) => v.key === k)!;
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     // Per round against the other variant of the same round, median over rounds.
-    const roundRatio = (a: Variant, b: Variant) => percentile(a.rates.map((x, i) => x / b.rates[i]!), 50);
+    const roundRatio = (a: Variant, b: Variant) =>
+      percentile(
+        a.rates.map((x, i) => x / b.rates[i]!),
+        50,
+      );
     const vsUntuned = roundRatio(byKey('tuned'), byKey('untuned'));
     const vsBare = roundRatio(byKey('tuned'), byKey('bare'));
     const bareVsBareUntuned = roundRatio(byKey('bare'), byKey('bareUntuned'));
@@ -240,7 +310,8 @@ ${altLine}`;
     await writeSection('throughput', TITLE, body);
     log(`done in ${((Date.now() - started) / 1000).toFixed(0)} s`);
   } finally {
-    for (const s of servers) for (const stop of s.stops) await stop().catch((err: unknown) => log(`stop: ${(err as Error).message}`));
+    for (const s of servers)
+      for (const stop of s.stops) await stop().catch((err: unknown) => log(`stop: ${(err as Error).message}`));
     killStarted();
     await rm(dir, { recursive: true, force: true }).catch(() => undefined);
   }

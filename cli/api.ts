@@ -16,7 +16,9 @@ export async function apiTokens(settings: Settings): Promise<ApiToken[]> {
     try {
       text = await readFile(settings.api.tokensFile, 'utf8');
     } catch (err) {
-      throw new SettingsError(`DMCP_API_TOKENS_FILE: cannot read ${settings.api.tokensFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new SettingsError(
+        `DMCP_API_TOKENS_FILE: cannot read ${settings.api.tokensFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
     }
     tokens.push(...parseTokens(text, settings.api.tokensFile));
   }
@@ -39,7 +41,10 @@ export interface ApiAuth {
 export async function resolveApiAuth(settings: Settings): Promise<ApiAuth> {
   const configured = await apiTokens(settings);
   if (configured.length > 0 || settings.api.tokens !== undefined || settings.api.tokensFile !== undefined) {
-    if (configured.length === 0) throw new SettingsError('DMCP_API_TOKENS / DMCP_API_TOKENS_FILE hold no token entry; leave both unset for the token in the data dir (api.token)');
+    if (configured.length === 0)
+      throw new SettingsError(
+        'DMCP_API_TOKENS / DMCP_API_TOKENS_FILE hold no token entry; leave both unset for the token in the data dir (api.token)',
+      );
     return { tokens: configured, source: 'configured' };
   }
   const tokenFile = apiTokenFile(settings.dataDir);
@@ -52,7 +57,9 @@ export async function resolveApiAuth(settings: Settings): Promise<ApiAuth> {
 /** How to reach the API, in the words `dev` and `api` print. */
 export function apiAuthLines(auth: ApiAuth, url: string): string[] {
   if (auth.source === 'configured') return [`${auth.tokens.length} token(s) from DMCP_API_TOKENS`];
-  return [`${auth.tokenFile} (0600; send it: curl -H "Authorization: Bearer $(cat ${auth.tokenFile})" ${url}/api/v1/shelf)`];
+  return [
+    `${auth.tokenFile} (0600; send it: curl -H "Authorization: Bearer $(cat ${auth.tokenFile})" ${url}/api/v1/shelf)`,
+  ];
 }
 
 /** Where the API's TurnClient connects, and how. */
@@ -103,7 +110,10 @@ export async function serveApi(
       turns,
       tokens: auth.tokens,
       tokenSource: auth.source,
-      requestOrigins: { ...(settings.api.allowedHosts ? { allowedHosts: settings.api.allowedHosts } : {}), ...(settings.api.allowedOrigins ? { allowedOrigins: settings.api.allowedOrigins } : {}) },
+      requestOrigins: {
+        ...(settings.api.allowedHosts ? { allowedHosts: settings.api.allowedHosts } : {}),
+        ...(settings.api.allowedOrigins ? { allowedOrigins: settings.api.allowedOrigins } : {}),
+      },
       boundary: apiBoundary(settings.boundary),
       maxBodyBytes: settings.api.maxBodyBytes,
       callWaitMs: settings.api.callWaitMs,

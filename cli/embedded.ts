@@ -64,11 +64,25 @@ export async function connect(options: {
   const dataConverter = dataConverterFor(settings);
   // The client signs turns with the operator's key from the data dir, which a running `dev` or the
   // embedded worker below honours; a cluster's workers need the same key file to honour them.
-  const clientSettings = { turnIdleMs: settings.turnIdleMs, inputTimeoutMs: settings.inputTimeoutMs, legacyInputTimeoutMs: settings.legacyInputTimeoutMs, shapeLimits: settings.shape, dataDir: settings.dataDir, secrets: secretsOf(env) };
+  const clientSettings = {
+    turnIdleMs: settings.turnIdleMs,
+    inputTimeoutMs: settings.inputTimeoutMs,
+    legacyInputTimeoutMs: settings.legacyInputTimeoutMs,
+    shapeLimits: settings.shape,
+    dataDir: settings.dataDir,
+    secrets: secretsOf(env),
+  };
   const found = await findTemporalServer(env, { dataDir: settings.dataDir, keepDevConnection: true });
   if (found && !found.dev) {
     const { address } = found;
-    const client = await TurnClient.connect({ address, connection: found.options, namespace: found.namespace, taskQueue, dataConverter, ...clientSettings });
+    const client = await TurnClient.connect({
+      address,
+      connection: found.options,
+      namespace: found.namespace,
+      taskQueue,
+      dataConverter,
+      ...clientSettings,
+    });
     return { client, mode: 'TEMPORAL_ADDRESS', address, close: () => client.close() };
   }
   if (found?.dev && found.devConnection) {
@@ -76,7 +90,13 @@ export async function connect(options: {
     // Its own namespace, even when TEMPORAL_NAMESPACE names another: only the dev's worker serves these turns.
     // `dev` and the embedded server below are started tuned: they admit more parallel calls per turn.
     const client = await TurnClient.connect({
-      address: dev.address, connected: connection, namespace: dev.namespace, taskQueue: dev.taskQueue, dataConverter, ...clientSettings, maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES,
+      address: dev.address,
+      connected: connection,
+      namespace: dev.namespace,
+      taskQueue: dev.taskQueue,
+      dataConverter,
+      ...clientSettings,
+      maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES,
     }).catch(async (err: unknown) => {
       await connection.close();
       throw err;
@@ -84,13 +104,23 @@ export async function connect(options: {
     return { client, mode: 'dev', address: dev.address, close: () => client.close() };
   }
   options.progress?.('starting the embedded Temporal dev server...');
-  const server: DevServer = await startDevServer({ dbFile: devDbFile(settings.dataDir), headless: true, env, ownProcessGroup: true });
+  const server: DevServer = await startDevServer({
+    dbFile: devDbFile(settings.dataDir),
+    headless: true,
+    env,
+    ownProcessGroup: true,
+  });
   let worker: RunningWorker | undefined;
   let nativeConnection: NativeConnection | undefined;
   let client: TurnClient | undefined;
   // Each step runs even if an earlier one failed: the dev server must never be left behind.
   const closeAll = async () => {
-    for (const step of [() => worker?.shutdown(), () => nativeConnection?.close(), () => client?.close(), () => server.stop()]) {
+    for (const step of [
+      () => worker?.shutdown(),
+      () => nativeConnection?.close(),
+      () => client?.close(),
+      () => server.stop(),
+    ]) {
       await Promise.resolve()
         .then(step)
         .catch((err: unknown) => options.logger.warn({ err }, 'cleanup step failed'));
@@ -98,18 +128,45 @@ export async function connect(options: {
   };
   try {
     const turnKey = await ensureTurnKey(settings.dataDir);
-    client = await TurnClient.connect({ address: server.address, namespace, taskQueue, dataConverter, ...clientSettings, turnKey, maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES });
+    client = await TurnClient.connect({
+      address: server.address,
+      namespace,
+      taskQueue,
+      dataConverter,
+      ...clientSettings,
+      turnKey,
+      maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES,
+    });
     if (options.withWorker) {
       // Loaded only here: a command that talks to a running `dev` or a cluster needs no worker code.
       const { NativeConnection, startWorker, workerBoundary } = await import('../worker/index.js');
       const { installRuntime } = await import('../worker/runtimeLogger.js');
-      await installRuntime({ logger: options.logger, level: settings.sdkLogLevel, metrics: settings.metrics.port !== undefined });
+      await installRuntime({
+        logger: options.logger,
+        level: settings.sdkLogLevel,
+        metrics: settings.metrics.port !== undefined,
+      });
       nativeConnection = await NativeConnection.connect({ address: server.address });
       const boundary = await workerBoundary(settings, 'embedded');
-      worker = await startWorker({ connection: nativeConnection, logger: options.logger, env, settings, taskQueue, dataConverter, boundary });
+      worker = await startWorker({
+        connection: nativeConnection,
+        logger: options.logger,
+        env,
+        settings,
+        taskQueue,
+        dataConverter,
+        boundary,
+      });
     }
     let closing: Promise<void> | undefined;
-    return { client, mode: 'embedded', address: server.address, worker, serverPid: server.pid, close: () => (closing ??= closeAll()) };
+    return {
+      client,
+      mode: 'embedded',
+      address: server.address,
+      worker,
+      serverPid: server.pid,
+      close: () => (closing ??= closeAll()),
+    };
   } catch (err) {
     await closeAll();
     throw err;

@@ -12,7 +12,8 @@ import { UsageError } from './common.js';
 /** `--answer-input`, checked. */
 export function parseAnswerMode(value: string | undefined): UnattendedAnswer | undefined {
   if (value === undefined) return undefined;
-  if (!(UnattendedAnswer as readonly string[]).includes(value)) throw new UsageError(`--answer-input must be one of ${UnattendedAnswer.join(', ')}, got ${JSON.stringify(value)}`);
+  if (!(UnattendedAnswer as readonly string[]).includes(value))
+    throw new UsageError(`--answer-input must be one of ${UnattendedAnswer.join(', ')}, got ${JSON.stringify(value)}`);
   return value as UnattendedAnswer;
 }
 
@@ -36,18 +37,32 @@ export function cliInputHandler(mode: UnattendedAnswer | undefined): InputHandle
   }
   if (process.stdin.isTTY && process.stderr.isTTY) return promptOnTerminal;
   return (request, { turnId }) => {
-    process.stderr.write(`${describeRequest(request)}\n  waiting; answer from another shell: durable-mcp answer ${turnId} ${request.requestId} (the answer JSON on stdin, or --decline, --cancel)\n`);
+    process.stderr.write(
+      `${describeRequest(request)}\n  waiting; answer from another shell: durable-mcp answer ${turnId} ${request.requestId} (the answer JSON on stdin, or --decline, --cancel)\n`,
+    );
     return undefined;
   };
 }
 
-type Field = { type?: string; title?: string; description?: string; default?: unknown; enum?: unknown[]; oneOf?: { const?: unknown }[] };
+type Field = {
+  type?: string;
+  title?: string;
+  description?: string;
+  default?: unknown;
+  enum?: unknown[];
+  oneOf?: { const?: unknown }[];
+};
 
 /** Asks for each field of a form (or for the action of a URL request) on the terminal. */
-export async function promptOnTerminal(request: InputRequest, { refused }: InputContext): Promise<InputAnswer | undefined> {
+export async function promptOnTerminal(
+  request: InputRequest,
+  { refused }: InputContext,
+): Promise<InputAnswer | undefined> {
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   try {
-    process.stderr.write(`${refused ? `refused: ${stripTerminalControls(refused)}\n` : ''}${describeRequest(request)}\n`);
+    process.stderr.write(
+      `${refused ? `refused: ${stripTerminalControls(refused)}\n` : ''}${describeRequest(request)}\n`,
+    );
     if (request.kind === 'url') {
       const action = (await rl.question('  done? [accept/decline/cancel] ')).trim() || 'accept';
       return { action: action === 'decline' || action === 'cancel' ? action : 'accept' };
@@ -59,7 +74,13 @@ export async function promptOnTerminal(request: InputRequest, { refused }: Input
     const content: Record<string, string | number | boolean | string[]> = {};
     for (const [name, field] of Object.entries((schema.properties ?? {}) as Record<string, Field>)) {
       const choices = field.enum ?? field.oneOf?.map((o) => o.const);
-      const hint = [field.type, choices ? `one of ${choices.join('|')}` : undefined, required.has(name) ? 'required' : undefined].filter(Boolean).join(', ');
+      const hint = [
+        field.type,
+        choices ? `one of ${choices.join('|')}` : undefined,
+        required.has(name) ? 'required' : undefined,
+      ]
+        .filter(Boolean)
+        .join(', ');
       const shownDefault = field.default !== undefined ? ` [${String(field.default)}]` : '';
       const raw = (await rl.question(`  ${inertLine(`${field.title ?? name} (${hint})${shownDefault}`)}: `)).trim();
       const value = raw === '' ? field.default : fieldValue(field, raw);
@@ -74,6 +95,10 @@ export async function promptOnTerminal(request: InputRequest, { refused }: Input
 function fieldValue(field: Field, raw: string): unknown {
   if (field.type === 'boolean') return /^(y|yes|true|1)$/i.test(raw);
   if (field.type === 'number' || field.type === 'integer') return Number(raw);
-  if (field.type === 'array') return raw.split(',').map((v) => v.trim()).filter(Boolean);
+  if (field.type === 'array')
+    return raw
+      .split(',')
+      .map((v) => v.trim())
+      .filter(Boolean);
   return raw;
 }

@@ -6,7 +6,17 @@
  */
 import { spawn } from 'node:child_process';
 import { nameProblem } from '../config/names.js';
-import { LoginError, callbackUrl, finishLogin, listenForCallback, logout, startLogin, type CallbackOutcome, type FinishedLogin, type LoginDeps } from '../plane/oauth.js';
+import {
+  LoginError,
+  callbackUrl,
+  finishLogin,
+  listenForCallback,
+  logout,
+  startLogin,
+  type CallbackOutcome,
+  type FinishedLogin,
+  type LoginDeps,
+} from '../plane/oauth.js';
 import { tokenStoreFromSettings, type TokenStore } from '../plane/tokenStore.js';
 import type { Settings } from '../settings/index.js';
 import type { ShelfOAuthClient } from '../contract/index.js';
@@ -88,7 +98,8 @@ function finishedLines(done: FinishedLogin): string[] {
   const lines = [
     `Logged in to ${done.server} (${done.serverUrl}): ${done.expiresAt !== undefined ? `the access token expires ${new Date(done.expiresAt).toISOString()}` : 'the access token has no expiry'}${done.hasRefreshToken ? ' and is refreshed by the workers' : ''}.`,
   ];
-  if (!done.hasRefreshToken && done.expiresAt !== undefined) lines.push(`The server gave no refresh token: log in again when it expires.`);
+  if (!done.hasRefreshToken && done.expiresAt !== undefined)
+    lines.push(`The server gave no refresh token: log in again when it expires.`);
   return lines;
 }
 
@@ -121,13 +132,28 @@ export async function loginCommand(opts: LoginCommandOptions): Promise<number> {
     const secretEnv = opts.client?.clientSecretEnv;
     const clientSecret = secretEnv !== undefined ? (opts.env ?? process.env)[secretEnv] || undefined : undefined;
     if (secretEnv !== undefined && clientSecret === undefined) {
-      err(`${opts.server}: its client secret is read from ${secretEnv}, which is not set here: set ${secretEnv} to the secret of client ${opts.client!.clientId} and run durable-mcp mcp login ${opts.server} again`);
+      err(
+        `${opts.server}: its client secret is read from ${secretEnv}, which is not set here: set ${secretEnv} to the secret of client ${opts.client!.clientId} and run durable-mcp mcp login ${opts.server} again`,
+      );
       return 1;
     }
-    const client = opts.client ? { clientId: opts.client.clientId, ...(clientSecret !== undefined ? { clientSecret, clientSecretEnv: secretEnv! } : {}) } : undefined;
+    const client = opts.client
+      ? {
+          clientId: opts.client.clientId,
+          ...(clientSecret !== undefined ? { clientSecret, clientSecretEnv: secretEnv! } : {}),
+        }
+      : undefined;
     const finishing = { ...(clientSecret !== undefined ? { clientSecret } : {}) };
     if (opts.redirect !== undefined) {
-      for (const line of finishedLines(await finishLogin(deps, { server: opts.server, redirectAddress: opts.redirect, serverUrl: opts.serverUrl, ...finishing }))) opts.out(line);
+      for (const line of finishedLines(
+        await finishLogin(deps, {
+          server: opts.server,
+          redirectAddress: opts.redirect,
+          serverUrl: opts.serverUrl,
+          ...finishing,
+        }),
+      ))
+        opts.out(line);
       return 0;
     }
     const port = opts.settings.oauth.callbackPort;
@@ -136,10 +162,18 @@ export async function loginCommand(opts: LoginCommandOptions): Promise<number> {
     const redirectUrl = callbackUrl(port);
     const pasteBack = `durable-mcp mcp login ${opts.server} '<address>'`;
     if (opts.noWait) {
-      const started = await startLogin(deps, { server: opts.server, serverUrl: opts.serverUrl, redirectUrl, ...(client ? { client } : {}), ...metadataDocument });
+      const started = await startLogin(deps, {
+        server: opts.server,
+        serverUrl: opts.serverUrl,
+        redirectUrl,
+        ...(client ? { client } : {}),
+        ...metadataDocument,
+      });
       opts.out(`Open this address in a browser to log in to ${opts.server}:`);
       opts.out(`  ${started.authorizationUrl}`);
-      opts.out(`The browser ends on ${redirectUrl}?... (a page that may not load on that machine); paste that whole address back:`);
+      opts.out(
+        `The browser ends on ${redirectUrl}?... (a page that may not load on that machine); paste that whole address back:`,
+      );
       opts.out(`  ${pasteBack}`);
       return 0;
     }
@@ -147,7 +181,12 @@ export async function loginCommand(opts: LoginCommandOptions): Promise<number> {
     let failure: string | undefined;
     const handle = async (address: string): Promise<CallbackOutcome> => {
       try {
-        finished = await finishLogin(deps, { server: opts.server, redirectAddress: address, serverUrl: opts.serverUrl, ...finishing });
+        finished = await finishLogin(deps, {
+          server: opts.server,
+          redirectAddress: address,
+          serverUrl: opts.serverUrl,
+          ...finishing,
+        });
         return { done: true, ok: true, message: `Logged in to ${opts.server}. You can close this tab.` };
       } catch (e) {
         const message = e instanceof Error ? e.message : String(e);
@@ -160,10 +199,18 @@ export async function loginCommand(opts: LoginCommandOptions): Promise<number> {
     const listener = await listenForCallback(port, opts.server, handle);
     let timer: NodeJS.Timeout | undefined;
     try {
-      const started = await startLogin(deps, { server: opts.server, serverUrl: opts.serverUrl, redirectUrl, ...(client ? { client } : {}), ...metadataDocument });
+      const started = await startLogin(deps, {
+        server: opts.server,
+        serverUrl: opts.serverUrl,
+        redirectUrl,
+        ...(client ? { client } : {}),
+        ...metadataDocument,
+      });
       opts.out(`Open this address in a browser to log in to ${opts.server}:`);
       opts.out(`  ${started.authorizationUrl}`);
-      opts.out(`Waiting for the browser to come back to ${redirectUrl} ... (if it runs on another machine, paste the address it ends on: ${pasteBack})`);
+      opts.out(
+        `Waiting for the browser to come back to ${redirectUrl} ... (if it runs on another machine, paste the address it ends on: ${pasteBack})`,
+      );
       if (!opts.noBrowser) (opts.openBrowser ?? openInBrowser)(started.authorizationUrl);
       const waitMs = opts.waitMs ?? 10 * 60_000;
       const timedOut = await Promise.race([
@@ -205,8 +252,14 @@ export async function logoutCommand(opts: LogoutCommandOptions): Promise<number>
       opts.out(`${opts.server}: not logged in; nothing to do.`);
       return 0;
     }
-    if (result.revoked.length > 0) opts.out(`${opts.server}: revoked the ${result.revoked.map((r) => r.replace('_', ' ')).join(' and the ')} at ${result.revocationEndpoint}.`);
-    else if (!result.revocationEndpoint) opts.out(`${opts.server}: the authorization server offers no revocation; the tokens stay valid there until they expire.`);
+    if (result.revoked.length > 0)
+      opts.out(
+        `${opts.server}: revoked the ${result.revoked.map((r) => r.replace('_', ' ')).join(' and the ')} at ${result.revocationEndpoint}.`,
+      );
+    else if (!result.revocationEndpoint)
+      opts.out(
+        `${opts.server}: the authorization server offers no revocation; the tokens stay valid there until they expire.`,
+      );
     for (const f of result.failures) err(`${opts.server}: could not revoke ${f}`);
     if (result.deleted) opts.out(`${opts.server}: logged out; the login is deleted for every worker.`);
     return result.failures.length > 0 ? 1 : 0;
@@ -217,13 +270,25 @@ export async function logoutCommand(opts: LogoutCommandOptions): Promise<number>
 }
 
 /** Rewrites every login file with the current OAuth key (after DMCP_OAUTH_KEY changed); exit code 0 or 1. */
-export async function rekeyCommand(opts: { settings: Settings; out: (line: string) => void; err?: (line: string) => void; store?: TokenStore }): Promise<number> {
+export async function rekeyCommand(opts: {
+  settings: Settings;
+  out: (line: string) => void;
+  err?: (line: string) => void;
+  store?: TokenStore;
+}): Promise<number> {
   const err = errorPrinter(opts);
   try {
     const store = await storeFor(opts);
     const { rewritten, oldKeyFile } = await store.rekey();
-    opts.out(rewritten.length === 0 ? `Every login file in ${store.dir} is already written with the current key.` : `Rewrote ${rewritten.length} login file(s) in ${store.dir} with the current key; the previous key is no longer needed for them.`);
-    if (oldKeyFile !== undefined) opts.out(`The old key file ${oldKeyFile} can be deleted once every process has DMCP_OAUTH_KEY; until then its key is still read.`);
+    opts.out(
+      rewritten.length === 0
+        ? `Every login file in ${store.dir} is already written with the current key.`
+        : `Rewrote ${rewritten.length} login file(s) in ${store.dir} with the current key; the previous key is no longer needed for them.`,
+    );
+    if (oldKeyFile !== undefined)
+      opts.out(
+        `The old key file ${oldKeyFile} can be deleted once every process has DMCP_OAUTH_KEY; until then its key is still read.`,
+      );
     return 0;
   } catch (e) {
     err(e instanceof Error ? e.message : String(e));

@@ -5,7 +5,15 @@
  * kept in the token store (the workers use it until it expires); without it, the command says how
  * the workers get their tokens. Nothing here prints a secret or a token.
  */
-import { grantMachineTokens, machineCredentialOf, MachineGrantError, machineMovedMessage, machinePinOf, machineProblemMessage, type MachineClient } from '../plane/machineLogin.js';
+import {
+  grantMachineTokens,
+  machineCredentialOf,
+  MachineGrantError,
+  machineMovedMessage,
+  machinePinOf,
+  machineProblemMessage,
+  type MachineClient,
+} from '../plane/machineLogin.js';
 import { tokenStoreFromSettings, type TokenStore } from '../plane/tokenStore.js';
 import type { Settings } from '../settings/index.js';
 
@@ -34,7 +42,9 @@ export async function machineLoginCommand(opts: MachineLoginOptions): Promise<nu
   const needed = idJag ? [variable, opts.client.idTokenEnv ?? '<VAR>'] : [variable];
   if (needed.some((v) => !env[v])) {
     opts.out(`${opts.server} needs no login: ${how}.`);
-    opts.out(`To test the grant from here, set ${needed.join(' and ')} and run durable-mcp mcp login ${opts.server} again.`);
+    opts.out(
+      `To test the grant from here, set ${needed.join(' and ')} and run durable-mcp mcp login ${opts.server} again.`,
+    );
     return 0;
   }
   const credential = machineCredentialOf(opts.client, env, false);
@@ -61,8 +71,11 @@ export async function machineLoginCommand(opts: MachineLoginOptions): Promise<nu
       ...(pinned ? { pinned } : {}),
     });
     await store.withLock(opts.server, () => store.write(record));
-    const expires = record.tokens.expiresAt !== undefined ? `, expires ${new Date(record.tokens.expiresAt).toISOString()}` : '';
-    opts.out(`${opts.server}: the authorization server granted a token to client ${opts.client.clientId}${record.tokens.scope ? ` (scope ${record.tokens.scope})` : ''}${expires}; kept for the workers until then.`);
+    const expires =
+      record.tokens.expiresAt !== undefined ? `, expires ${new Date(record.tokens.expiresAt).toISOString()}` : '';
+    opts.out(
+      `${opts.server}: the authorization server granted a token to client ${opts.client.clientId}${record.tokens.scope ? ` (scope ${record.tokens.scope})` : ''}${expires}; kept for the workers until then.`,
+    );
     opts.out(`No login is needed: ${how}.`);
     return 0;
   } catch (err) {
@@ -71,7 +84,9 @@ export async function machineLoginCommand(opts: MachineLoginOptions): Promise<nu
       opts.err(`${opts.server}: ${machineMovedMessage(opts.server, err.moved)}`);
       return 1;
     }
-    opts.err(`${opts.server}: ${machineProblemMessage(opts.server, opts.client, err.reason, err.refused, { variable: 'here and on the workers', url: opts.serverUrl }).replace(/; tried again next turn$/, '')}`);
+    opts.err(
+      `${opts.server}: ${machineProblemMessage(opts.server, opts.client, err.reason, err.refused, { variable: 'here and on the workers', url: opts.serverUrl }).replace(/; tried again next turn$/, '')}`,
+    );
     return 1;
   }
 }

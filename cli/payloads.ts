@@ -20,7 +20,8 @@ export function parseRetention(value: string, option: string): number {
   } catch {
     ms = Number.NaN;
   }
-  if (!(ms > 0)) throw new UsageError(`${option} must be a positive duration such as 30d or 720h, got ${JSON.stringify(value)}`);
+  if (!(ms > 0))
+    throw new UsageError(`${option} must be a positive duration such as 30d or 720h, got ${JSON.stringify(value)}`);
   return ms;
 }
 
@@ -42,7 +43,12 @@ export interface GcResult {
  * rewritten (new mtime) whenever any turn stores the same content again, so a file older than the
  * namespace retention (plus the longest a turn runs) is referenced by no history Temporal still keeps.
  */
-export async function collectGarbage(options: { dir: string; olderThanMs: number; now?: number; dryRun?: boolean }): Promise<GcResult> {
+export async function collectGarbage(options: {
+  dir: string;
+  olderThanMs: number;
+  now?: number;
+  dryRun?: boolean;
+}): Promise<GcResult> {
   const cutoff = (options.now ?? Date.now()) - options.olderThanMs;
   const result: GcResult = { dir: options.dir, deleted: 0, deletedBytes: 0, kept: 0, ignored: 0 };
   let names: string[];
@@ -82,14 +88,22 @@ export async function collectGarbage(options: { dir: string; olderThanMs: number
 }
 
 /** `payloads gc --older-than <duration> [--dry-run]`. */
-export async function payloadsGcCommand(settings: Settings, opts: { olderThan: string; dryRun?: boolean }, print: (line: string) => void): Promise<void> {
+export async function payloadsGcCommand(
+  settings: Settings,
+  opts: { olderThan: string; dryRun?: boolean },
+  print: (line: string) => void,
+): Promise<void> {
   const olderThanMs = parseRetention(opts.olderThan, '--older-than');
   if (settings.payloads.s3) {
-    print(`note: new payloads go to s3://${settings.payloads.s3.bucket}/${settings.payloads.s3.prefix}; expire those with a bucket lifecycle rule (see docs/cluster.md). Collecting the filesystem store only.`);
+    print(
+      `note: new payloads go to s3://${settings.payloads.s3.bucket}/${settings.payloads.s3.prefix}; expire those with a bucket lifecycle rule (see docs/cluster.md). Collecting the filesystem store only.`,
+    );
   }
   const r = await collectGarbage({ dir: payloadDir(settings), olderThanMs, dryRun: opts.dryRun });
   const mib = (r.deletedBytes / 1024 / 1024).toFixed(1);
-  print(`${r.dir}: ${opts.dryRun ? 'would delete' : 'deleted'} ${r.deleted} payload file(s) (${mib} MiB) last written more than ${opts.olderThan} ago; kept ${r.kept}${r.ignored ? `; left ${r.ignored} other file(s) alone` : ''}`);
+  print(
+    `${r.dir}: ${opts.dryRun ? 'would delete' : 'deleted'} ${r.deleted} payload file(s) (${mib} MiB) last written more than ${opts.olderThan} ago; kept ${r.kept}${r.ignored ? `; left ${r.ignored} other file(s) alone` : ''}`,
+  );
 }
 
 /**
@@ -97,11 +111,19 @@ export async function payloadsGcCommand(settings: Settings, opts: { olderThan: s
  * store the settings name (S3 in a cluster). Listens on 127.0.0.1 only, like the one `dev` starts:
  * whoever reaches it can read every payload. Prints its URL, then serves until stopped.
  */
-export async function codecServerCommand(settings: Settings, opts: { port?: string; allowedOrigin: string[] }, print: (line: string) => void): Promise<{ close(): Promise<void> }> {
-  const [{ startCodecServer }, { dataConverterFor }] = await Promise.all([import('../payloads/codecServer.js'), import('../payloads/dataConverter.js')]);
+export async function codecServerCommand(
+  settings: Settings,
+  opts: { port?: string; allowedOrigin: string[] },
+  print: (line: string) => void,
+): Promise<{ close(): Promise<void> }> {
+  const [{ startCodecServer }, { dataConverterFor }] = await Promise.all([
+    import('../payloads/codecServer.js'),
+    import('../payloads/dataConverter.js'),
+  ]);
   const dataConverter = dataConverterFor(settings);
   const port = opts.port === undefined ? settings.dev.codecPort : Number(opts.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be a port number (0-65535), got ${JSON.stringify(opts.port)}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`--port must be a port number (0-65535), got ${JSON.stringify(opts.port)}`);
   const codec = await startCodecServer({
     codecs: dataConverter.payloadCodecs ?? [],
     externalStorage: dataConverter.externalStorage,
@@ -109,7 +131,11 @@ export async function codecServerCommand(settings: Settings, opts: { port?: stri
     token: settings.dev.codecToken,
     allowedOrigins: opts.allowedOrigin,
   });
-  const store = settings.payloads.s3 ? `s3://${settings.payloads.s3.bucket}/${settings.payloads.s3.prefix}` : payloadDir(settings);
-  print(`codec server: ${codec.url} (payloads ${settings.payloads.encryptionKey ? 'compressed and encrypted' : 'compressed'}; store ${store})`);
+  const store = settings.payloads.s3
+    ? `s3://${settings.payloads.s3.bucket}/${settings.payloads.s3.prefix}`
+    : payloadDir(settings);
+  print(
+    `codec server: ${codec.url} (payloads ${settings.payloads.encryptionKey ? 'compressed and encrypted' : 'compressed'}; store ${store})`,
+  );
   return codec;
 }

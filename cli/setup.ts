@@ -60,11 +60,17 @@ async function ensureNamespace({ workflowService }: Services, options: SetupOpti
     return true;
   } catch (err) {
     if (!isNotFound(err)) {
-      if (permissionDenied(err)) throw new SetupRefusedError(`this identity may not read namespace "${namespace}" on ${target.summary}: ${(err as Error).message}`);
+      if (permissionDenied(err))
+        throw new SetupRefusedError(
+          `this identity may not read namespace "${namespace}" on ${target.summary}: ${(err as Error).message}`,
+        );
       throw err;
     }
   }
-  if (options.createNamespace === false) throw new SetupRefusedError(`namespace "${namespace}" does not exist on ${target.address}; create it (temporal operator namespace create --namespace ${namespace}) or run setup without --no-create-namespace`);
+  if (options.createNamespace === false)
+    throw new SetupRefusedError(
+      `namespace "${namespace}" does not exist on ${target.address}; create it (temporal operator namespace create --namespace ${namespace}) or run setup without --no-create-namespace`,
+    );
   const retention = options.retention ?? '72h';
   const retentionMs = parseDuration(retention, '--retention');
   try {
@@ -84,7 +90,11 @@ async function ensureNamespace({ workflowService }: Services, options: SetupOpti
 }
 
 /** The namespace's custom search attributes; a namespace just created is waited for. */
-async function customAttributes({ operatorService }: Services, options: SetupOptions, existed: boolean): Promise<Record<string, number>> {
+async function customAttributes(
+  { operatorService }: Services,
+  options: SetupOptions,
+  existed: boolean,
+): Promise<Record<string, number>> {
   const namespace = options.target.namespace;
   // A namespace just created reaches every frontend's namespace cache after a few seconds.
   const deadline = Date.now() + (options.visibleWithinMs ?? 30_000);
@@ -110,9 +120,14 @@ async function customAttributes({ operatorService }: Services, options: SetupOpt
 }
 
 /** Adds the `missing` search attributes and waits until they are listed. */
-async function addSearchAttributes(services: Services, options: SetupOptions, missing: Record<string, number>): Promise<void> {
+async function addSearchAttributes(
+  services: Services,
+  options: SetupOptions,
+  missing: Record<string, number>,
+): Promise<void> {
   const namespace = options.target.namespace;
-  const listed = async () => (await services.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
+  const listed = async () =>
+    (await services.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
   const names = Object.keys(missing);
   try {
     await services.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
@@ -134,10 +149,14 @@ async function addSearchAttributes(services: Services, options: SetupOptions, mi
   for (;;) {
     const now = await listed();
     if (names.every((n) => now[n] !== undefined)) break;
-    if (Date.now() > deadline) throw new Error(`search attribute ${names.join(', ')} was added but is not listed after ${visibleWithinMs / 1000}s`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `search attribute ${names.join(', ')} was added but is not listed after ${visibleWithinMs / 1000}s`,
+      );
     await pause();
   }
-  for (const [name, type] of Object.entries(missing)) options.print(`search attribute ${name} (${typeName(type)}): added`);
+  for (const [name, type] of Object.entries(missing))
+    options.print(`search attribute ${name} (${typeName(type)}): added`);
 }
 
 /** Runs every step; resolves when the namespace and its search attributes are ready. */
@@ -151,7 +170,10 @@ export async function runSetup(options: SetupOptions): Promise<void> {
     for (const [name, type] of Object.entries(REQUIRED_SEARCH_ATTRIBUTES)) {
       const have = custom[name];
       if (have === undefined) missing[name] = type;
-      else if (have !== type) throw new SetupRefusedError(`search attribute ${name} exists in namespace "${target.namespace}" as ${typeName(have)}; durable-mcp needs ${typeName(type)}`);
+      else if (have !== type)
+        throw new SetupRefusedError(
+          `search attribute ${name} exists in namespace "${target.namespace}" as ${typeName(have)}; durable-mcp needs ${typeName(type)}`,
+        );
       else print(`search attribute ${name} (${typeName(type)}): registered`);
     }
     if (Object.keys(missing).length > 0) await addSearchAttributes(connection, options, missing);

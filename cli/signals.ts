@@ -16,7 +16,10 @@ export interface StopHandlers {
   notice?: (signal: StopSignal) => void;
 }
 
-export function handleStopSignals(handlers: StopHandlers, signals: readonly StopSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP']): void {
+export function handleStopSignals(
+  handlers: StopHandlers,
+  signals: readonly StopSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'],
+): void {
   let received = 0;
   for (const signal of signals) {
     process.on(signal, () => {

@@ -63,7 +63,10 @@ async function answeringDev(dataDir: string): Promise<{ state: DevState; connect
   }
   if (!alive(state.pid) || !alive(state.serverPid)) return undefined;
   try {
-    return { state, connection: await temporalClient.Connection.connect({ address: state.address, connectTimeout: 2000 }) };
+    return {
+      state,
+      connection: await temporalClient.Connection.connect({ address: state.address, connectTimeout: 2000 }),
+    };
   } catch {
     return undefined;
   }
@@ -87,15 +90,26 @@ export interface TemporalServer {
 }
 
 /** Why a command that needs a server (and starts none) cannot run. */
-export const NO_TEMPORAL_SERVER = 'no Temporal server: set TEMPORAL_ADDRESS (or a Temporal config profile), or start `durable-mcp dev` first';
+export const NO_TEMPORAL_SERVER =
+  'no Temporal server: set TEMPORAL_ADDRESS (or a Temporal config profile), or start `durable-mcp dev` first';
 
 /**
  * The configured server, else (given `dataDir`) the running `dev` of that data dir, else undefined.
  * @throws ConnectionConfigError when a TEMPORAL_* variable or the profile cannot be used.
  */
-export async function findTemporalServer(env: Env, options: { dataDir?: string; keepDevConnection?: boolean } = {}): Promise<TemporalServer | undefined> {
+export async function findTemporalServer(
+  env: Env,
+  options: { dataDir?: string; keepDevConnection?: boolean } = {},
+): Promise<TemporalServer | undefined> {
   const target = resolveTemporalTarget(env);
-  if (target.address) return { address: target.address, namespace: target.namespace, options: target.options, summary: target.summary, target };
+  if (target.address)
+    return {
+      address: target.address,
+      namespace: target.namespace,
+      options: target.options,
+      summary: target.summary,
+      target,
+    };
   if (options.dataDir === undefined) return undefined;
   const found = await answeringDev(options.dataDir);
   if (!found) return undefined;

@@ -7,7 +7,13 @@ import { findCause } from '../workflows/failures.js';
 export { applicationFailureOf, failureTypeOf, findCause } from '../workflows/failures.js';
 
 /** gRPC status codes callers of Temporal decide on. */
-export const GrpcStatus = { DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, ALREADY_EXISTS: 6, RESOURCE_EXHAUSTED: 8, UNAVAILABLE: 14 } as const;
+export const GrpcStatus = {
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  RESOURCE_EXHAUSTED: 8,
+  UNAVAILABLE: 14,
+} as const;
 
 /** The gRPC status code of the first gRPC error in `err`'s cause chain, or undefined. */
 export function grpcStatusOf(err: unknown): number | undefined {

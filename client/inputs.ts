@@ -10,7 +10,10 @@ import { applicationFailureOf } from './failures.js';
  * undefined to leave the question open for someone else (`durable-mcp answer`, the API). Called
  * again with `refused` (the turn's reason, naming the field) when the turn refused its last answer.
  */
-export type InputHandler = (request: InputRequest, context: InputContext) => InputAnswer | undefined | Promise<InputAnswer | undefined>;
+export type InputHandler = (
+  request: InputRequest,
+  context: InputContext,
+) => InputAnswer | undefined | Promise<InputAnswer | undefined>;
 
 /** What an {@link InputHandler} is told besides the request. */
 export interface InputContext {
@@ -29,13 +32,20 @@ export interface CallInputOptions {
 }
 
 /** The open input requests of a turn (all calls, or the one of `callId`). */
-export async function pendingInputsOf(handle: WorkflowHandle<typeof agentTurn>, callId?: string): Promise<InputRequest[]> {
+export async function pendingInputsOf(
+  handle: WorkflowHandle<typeof agentTurn>,
+  callId?: string,
+): Promise<InputRequest[]> {
   const progress = await handle.query(statusQuery);
   return (progress.pendingInputs ?? []).filter((r) => callId === undefined || r.callId === callId);
 }
 
 /** Sends one answer; its Update ID is the request ID, so a second answer to the same request returns the first's receipt. */
-export function sendAnswer(handle: WorkflowHandle<typeof agentTurn>, requestId: string, answer: InputAnswer): Promise<InputAnswerReceipt> {
+export function sendAnswer(
+  handle: WorkflowHandle<typeof agentTurn>,
+  requestId: string,
+  answer: InputAnswer,
+): Promise<InputAnswerReceipt> {
   return handle.executeUpdate(answerInputDef, { args: [requestId, answer], updateId: requestId });
 }
 
@@ -51,7 +61,10 @@ export async function answerWhileRunning(
   options: CallInputOptions & { onInput: InputHandler },
 ): Promise<void> {
   let done = false;
-  void running.then(() => (done = true), () => (done = true));
+  void running.then(
+    () => (done = true),
+    () => (done = true),
+  );
   const handled = new Set<string>();
   const refusals = new Map<string, string>();
   const pollMs = options.inputPollMs ?? 1000;
@@ -66,7 +79,10 @@ export async function answerWhileRunning(
       if (done || handled.has(request.requestId)) continue;
       handled.add(request.requestId);
       const refused = refusals.get(request.requestId);
-      const answer = await options.onInput(request, { turnId: handle.workflowId, ...(refused !== undefined ? { refused } : {}) });
+      const answer = await options.onInput(request, {
+        turnId: handle.workflowId,
+        ...(refused !== undefined ? { refused } : {}),
+      });
       if (answer === undefined) continue;
       try {
         await sendAnswer(handle, request.requestId, answer);

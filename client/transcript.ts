@@ -6,8 +6,35 @@ import { defaultPayloadConverter, type PayloadConverter } from '@temporalio/comm
 import { describeContent } from '../shaping/content.js';
 import { sniffImageType } from '../shaping/images.js';
 import type { temporal } from '@temporalio/proto';
-import { ActivityName, UpdateName, type CallOutcome, type CallRequest, type CallToolInput, type LocalCallOutcome, type ReconcileResult, type ToolInfo, type TurnInput, type TurnResult, type TurnStatus } from '../contract/index.js';
-import { LEGACY_INPUT_KEY, inputRequestId, type DeliverInputAnswerInput, type InputAction, type InputRequestSpec, type InputRequiredOutcome, type LegacyInputReport, type PostToolUseHooksResult, type PreToolUseHooksResult, type TaskPoll, type TaskRef, type TaskStarted, type ToolHookInput, type UpdateTaskInput } from '../contract/index.js';
+import {
+  ActivityName,
+  UpdateName,
+  type CallOutcome,
+  type CallRequest,
+  type CallToolInput,
+  type LocalCallOutcome,
+  type ReconcileResult,
+  type ToolInfo,
+  type TurnInput,
+  type TurnResult,
+  type TurnStatus,
+} from '../contract/index.js';
+import {
+  LEGACY_INPUT_KEY,
+  inputRequestId,
+  type DeliverInputAnswerInput,
+  type InputAction,
+  type InputRequestSpec,
+  type InputRequiredOutcome,
+  type LegacyInputReport,
+  type PostToolUseHooksResult,
+  type PreToolUseHooksResult,
+  type TaskPoll,
+  type TaskRef,
+  type TaskStarted,
+  type ToolHookInput,
+  type UpdateTaskInput,
+} from '../contract/index.js';
 import { stripTerminalControls } from '../text/terminal.js';
 
 type History = temporal.api.history.v1.IHistory;
@@ -65,12 +92,22 @@ function observeTask(task: TranscriptTask, poll: TaskPoll | TaskStarted): void {
   task.status = poll.status;
   task.statusMessage = poll.statusMessage;
   if (last && last.status === poll.status && last.statusMessage === poll.statusMessage) return;
-  task.changes.push({ poll: task.polls, status: poll.status, ...(poll.statusMessage !== undefined ? { statusMessage: poll.statusMessage } : {}) });
+  task.changes.push({
+    poll: task.polls,
+    status: poll.status,
+    ...(poll.statusMessage !== undefined ? { statusMessage: poll.statusMessage } : {}),
+  });
   if (task.changes.length > MAX_TASK_CHANGES) task.changes.shift();
 }
 
 /** Activities of a call that runs as a task whose results the transcript reads. */
-const TASK_ACTIVITIES = new Set<string>([ActivityName.createTask, ActivityName.takeTask, ActivityName.pollTask, ActivityName.taskResult, ActivityName.taskInput]);
+const TASK_ACTIVITIES = new Set<string>([
+  ActivityName.createTask,
+  ActivityName.takeTask,
+  ActivityName.pollTask,
+  ActivityName.taskResult,
+  ActivityName.taskInput,
+]);
 
 /**
  * A 2026-07-28 task's questions, read with its status: those with a key the call was not asked
@@ -85,14 +122,24 @@ function taskQuestionsAsked(call: TranscriptCall, result: TaskStarted | TaskPoll
 }
 
 /** What a completed task activity tells of its call. */
-function taskActivityCompleted(type: string, call: TranscriptCall, result: TaskStarted | TaskPoll | CallOutcome | undefined): void {
+function taskActivityCompleted(
+  type: string,
+  call: TranscriptCall,
+  result: TaskStarted | TaskPoll | CallOutcome | undefined,
+): void {
   if (!result) return;
   if (!('content' in result)) taskQuestionsAsked(call, result);
   if ('content' in result) {
     // createTask answered at once, the task's result, or the result taskInput fetched.
     call.outcome = result;
   } else if ('kind' in result) {
-    call.task = { taskId: result.taskId, status: result.status, polls: 0, changes: [], ...(type === ActivityName.takeTask ? { takenUp: true as const } : {}) };
+    call.task = {
+      taskId: result.taskId,
+      status: result.status,
+      polls: 0,
+      changes: [],
+      ...(type === ActivityName.takeTask ? { takenUp: true as const } : {}),
+    };
     observeTask(call.task, result);
   } else if (call.task && (type === ActivityName.pollTask || type === ActivityName.taskInput)) {
     // taskInput counts as a poll: it looked with `tasks/get` where the task stood.
@@ -180,11 +227,21 @@ function transcriptState(turnId: string): TranscriptState {
     }
     return call;
   };
-  return { t: { turnId, tools: [], calls: [], state: 'running' }, scheduled: new Map(), calls, legacyAsked: new Map(), callFor };
+  return {
+    t: { turnId, tools: [], calls: [], state: 'running' },
+    scheduled: new Map(),
+    calls,
+    legacyAsked: new Map(),
+    callFor,
+  };
 }
 
 /** Builds a transcript from a turn's history events. Pure. */
-export function buildTranscript(turnId: string, history: History, converter: PayloadConverter = defaultPayloadConverter): Transcript {
+export function buildTranscript(
+  turnId: string,
+  history: History,
+  converter: PayloadConverter = defaultPayloadConverter,
+): Transcript {
   const state = transcriptState(turnId);
   readEvents(state, history.events ?? [], converter);
   return state.t;
@@ -195,7 +252,10 @@ export function buildTranscript(turnId: string, history: History, converter: Pay
  * continued as new goes on in the run it names): each event is read once. `add` takes the next
  * events, their payloads decoded, and returns the transcript so far (the same object each time).
  */
-export function transcriptFollower(turnId: string, converter: PayloadConverter = defaultPayloadConverter): { add(events: readonly HistoryEvent[]): Transcript } {
+export function transcriptFollower(
+  turnId: string,
+  converter: PayloadConverter = defaultPayloadConverter,
+): { add(events: readonly HistoryEvent[]): Transcript } {
   const state = transcriptState(turnId);
   return {
     add(events) {
@@ -229,7 +289,12 @@ function readEvents(state: TranscriptState, events: readonly HistoryEvent[], con
         const asked = input ? legacyAsked.get(input.requestId) : undefined;
         if (asked && input) asked.action = input.answer.action;
       }
-      if (type === ActivityName.pollTask || type === ActivityName.taskResult || type === ActivityName.cancelTask || type === ActivityName.taskInput) {
+      if (
+        type === ActivityName.pollTask ||
+        type === ActivityName.taskResult ||
+        type === ActivityName.cancelTask ||
+        type === ActivityName.taskInput
+      ) {
         const input = decode<TaskRef>(a.input, converter);
         if (input) entry.callId = callFor(input.callId, input.name).id;
       }
@@ -279,7 +344,11 @@ function readEvents(state: TranscriptState, events: readonly HistoryEvent[], con
           call.inputs = [...(call.inputs ?? []), ...result.requests.map((r) => ({ ...r, round }))];
         } else call.outcome = result;
       } else if (entry?.callId && TASK_ACTIVITIES.has(entry.type)) {
-        taskActivityCompleted(entry.type, callFor(entry.callId), decode<TaskStarted | TaskPoll | CallOutcome>(a.result, converter));
+        taskActivityCompleted(
+          entry.type,
+          callFor(entry.callId),
+          decode<TaskStarted | TaskPoll | CallOutcome>(a.result, converter),
+        );
       }
     } else if (e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) {
       // A fast-path call: its marker carries the result with the call's ID. A failed one (a miss, a
@@ -300,7 +369,15 @@ function readEvents(state: TranscriptState, events: readonly HistoryEvent[], con
     } else if (e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) {
       const a = e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes!;
       const entry = scheduled.get(String(a.scheduledEventId));
-      if ((entry?.type === ActivityName.callTool || entry?.type === ActivityName.createTask || entry?.type === ActivityName.takeTask || entry?.type === ActivityName.pollTask || entry?.type === ActivityName.taskResult || entry?.type === ActivityName.taskInput) && entry.callId) {
+      if (
+        (entry?.type === ActivityName.callTool ||
+          entry?.type === ActivityName.createTask ||
+          entry?.type === ActivityName.takeTask ||
+          entry?.type === ActivityName.pollTask ||
+          entry?.type === ActivityName.taskResult ||
+          entry?.type === ActivityName.taskInput) &&
+        entry.callId
+      ) {
         callFor(entry.callId).failures.push(failureMessage(a.failure));
       }
     } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {
@@ -331,7 +408,8 @@ function readEvents(state: TranscriptState, events: readonly HistoryEvent[], con
       const result = decode<TurnResult>(e.workflowExecutionCompletedEventAttributes.result, converter);
       t.endedBy = result?.endedBy;
       t.workerQueue = result?.workerQueue ?? t.workerQueue;
-      for (const record of result?.calls ?? []) callFor(record.id, record.name, record.arguments).outcome = record.outcome;
+      for (const record of result?.calls ?? [])
+        callFor(record.id, record.name, record.arguments).outcome = record.outcome;
     } else if (e.workflowExecutionFailedEventAttributes) {
       t.state = 'failed';
       t.failure = failureMessage(e.workflowExecutionFailedEventAttributes.failure);
@@ -360,7 +438,9 @@ export function outcomeText(outcome: CallOutcome): string {
   if (outcome.errorKind === 'detached') return `detached: ${outcome.errorMessage}`;
   if (outcome.status === 'error') return `error (${outcome.errorKind}): ${outcome.errorMessage}`;
   const blocks = describeContent(outcome.content);
-  const lines = blocks.map((view) => (view.kind === 'text' ? view.text : `[${view.kind === 'note' ? view.note : view.label}]`));
+  const lines = blocks.map((view) =>
+    view.kind === 'text' ? view.text : `[${view.kind === 'note' ? view.note : view.label}]`,
+  );
   if (outcome.structuredContent && blocks.length === 0) lines.push(JSON.stringify(outcome.structuredContent));
   return (outcome.isError ? 'tool reported an error: ' : '') + lines.join('\n');
 }
@@ -368,20 +448,28 @@ export function outcomeText(outcome: CallOutcome): string {
 /** Renders a transcript for a terminal. */
 export function renderTranscript(t: Transcript): string {
   const out: string[] = [];
-  out.push(`Turn ${t.turnId}${t.sessionId ? ` (session ${t.sessionId})` : ''}: ${t.state}${t.endedBy ? `, ended by ${t.endedBy}` : ''}`);
+  out.push(
+    `Turn ${t.turnId}${t.sessionId ? ` (session ${t.sessionId})` : ''}: ${t.state}${t.endedBy ? `, ended by ${t.endedBy}` : ''}`,
+  );
   if (t.failure) out.push(`  failure: ${t.failure}`);
-  if (t.otherRuns) out.push(`  left out: ${t.otherRuns.length} other execution${t.otherRuns.length === 1 ? '' : 's'} at this workflow ID, not this turn's run chain (${t.otherRuns.join(', ')})`);
+  if (t.otherRuns)
+    out.push(
+      `  left out: ${t.otherRuns.length} other execution${t.otherRuns.length === 1 ? '' : 's'} at this workflow ID, not this turn's run chain (${t.otherRuns.join(', ')})`,
+    );
   out.push('', 'Servers:');
   if (!t.status) out.push('  (not reconciled yet)');
   else if (t.status.mcp === 'off') out.push('  MCP is off');
   else if (t.status.servers.length === 0) out.push('  none configured');
   for (const s of t.status?.servers ?? []) {
-    out.push(`  ${s.name} [${s.state}] ${s.transport}${s.era ? ` (${s.era === 'modern' ? 'MCP 2026-07-28' : 'legacy MCP'})` : ''} from ${s.layer} (${s.source})${s.tools.length ? `: ${s.tools.length} tools` : ''}`);
+    out.push(
+      `  ${s.name} [${s.state}] ${s.transport}${s.era ? ` (${s.era === 'modern' ? 'MCP 2026-07-28' : 'legacy MCP'})` : ''} from ${s.layer} (${s.source})${s.tools.length ? `: ${s.tools.length} tools` : ''}`,
+    );
     if (s.error) out.push(`    error: ${s.error}`);
     for (const w of s.warnings) out.push(`    warning: ${w}`);
   }
   out.push('', `Tools (${t.tools.length}):`);
-  for (const tool of t.tools) out.push(`  ${tool.name}${tool.refusedBy ? ` (not listed to the model: ${tool.refusedBy})` : ''}`);
+  for (const tool of t.tools)
+    out.push(`  ${tool.name}${tool.refusedBy ? ` (not listed to the model: ${tool.refusedBy})` : ''}`);
   out.push('', `Calls (${t.calls.length}):`);
   for (const call of t.calls) {
     const o = call.outcome;
@@ -390,7 +478,9 @@ export function renderTranscript(t: Transcript): string {
     for (const f of call.failures) out.push(`    attempt failed: ${f}`);
     out.push(...hookLines(call));
     for (const asked of call.inputs ?? []) {
-      out.push(`    asked (round ${asked.round}, ${asked.kind}): ${asked.message}${asked.url ? ` <${asked.url}>` : ''} -> ${asked.action ?? 'not answered yet'}`);
+      out.push(
+        `    asked (round ${asked.round}, ${asked.kind}): ${asked.message}${asked.url ? ` <${asked.url}>` : ''} -> ${asked.action ?? 'not answered yet'}`,
+      );
     }
     if (call.task) out.push(`    ${taskLine(call.task, o?.errorKind === 'detached')}`);
     const text = o ? outcomeText(o) : '(no outcome yet)';
@@ -412,15 +502,26 @@ export function hookLines(call: Pick<TranscriptCall, 'preToolUse' | 'postToolUse
   const post = call.postToolUse;
   if (post?.note) out.push(`    PostToolUse note: ${post.note.replace(/\n/g, ' / ')}`);
   if (post?.withheld) out.push(`    PostToolUse: result withheld: ${post.withheld.replace(/\n/g, ' / ')}`);
-  for (const [event, runs] of [['PreToolUse', pre?.runs ?? []], ['PostToolUse', post?.runs ?? []]] as const) {
+  for (const [event, runs] of [
+    ['PreToolUse', pre?.runs ?? []],
+    ['PostToolUse', post?.runs ?? []],
+  ] as const) {
     for (const r of runs) {
-      if (r.verdict === 'error') out.push(`    ${event} hook error (${r.source}${r.failClosed ? ', fails closed' : ''}): ${r.message ?? 'failed'}`);
+      if (r.verdict === 'error')
+        out.push(
+          `    ${event} hook error (${r.source}${r.failClosed ? ', fails closed' : ''}): ${r.message ?? 'failed'}`,
+        );
     }
   }
   return out;
 }
 
-const EXTENSIONS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp' };
+const EXTENSIONS: Record<string, string> = {
+  'image/png': 'png',
+  'image/jpeg': 'jpg',
+  'image/gif': 'gif',
+  'image/webp': 'webp',
+};
 
 /** What {@link saveImages} did: the files it wrote, and those it refused to overwrite. */
 export interface SavedImages {
@@ -459,7 +560,10 @@ export async function saveImages(t: Transcript, dir: string): Promise<SavedImage
 }
 
 function fileStem(callId: string): string {
-  const clean = callId.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\.+/, '_').slice(0, 100);
+  const clean = callId
+    .replace(/[^A-Za-z0-9._-]/g, '_')
+    .replace(/^\.+/, '_')
+    .slice(0, 100);
   if (clean === callId) return clean;
   return `${clean}-${createHash('sha256').update(callId).digest('hex').slice(0, 8)}`;
 }

@@ -1,17 +1,59 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { Client, Connection, ConnectionOptions as TemporalConnectionOptions, WorkflowHandle, WorkflowUpdateHandle } from '@temporalio/client';
-import { SearchAttributeType, WorkflowNotFoundError, defineSearchAttributeKey, type DataConverter } from '@temporalio/common';
+import type {
+  Client,
+  Connection,
+  ConnectionOptions as TemporalConnectionOptions,
+  WorkflowHandle,
+  WorkflowUpdateHandle,
+} from '@temporalio/client';
 import {
-  DEFAULT_DATA_DIR, DEFAULT_TASK_QUEUE, DataDirEntry, END_TURN_DETACH_UPDATE_ID, END_TURN_UPDATE_ID, MAX_END_SESSION_QUEUES, SESSION_ID_PATTERN, SESSION_ID_SEARCH_ATTRIBUTE, WorkflowType, agentIdProblem, endSessionWorkflowId, refsProofText, type CallOutcome,
-  type ConfigRefs, type CallRequest, type EndTurnOptions, type InputAnswer, type InputAnswerReceipt, type InputRequest, type SessionEnd, type ToolInfo, type TurnInput, type TurnLimits, type TurnResult, type TurnStart, type TurnStarted, type TurnStatus,
+  SearchAttributeType,
+  WorkflowNotFoundError,
+  defineSearchAttributeKey,
+  type DataConverter,
+} from '@temporalio/common';
+import {
+  DEFAULT_DATA_DIR,
+  DEFAULT_TASK_QUEUE,
+  DataDirEntry,
+  END_TURN_DETACH_UPDATE_ID,
+  END_TURN_UPDATE_ID,
+  MAX_END_SESSION_QUEUES,
+  SESSION_ID_PATTERN,
+  SESSION_ID_SEARCH_ATTRIBUTE,
+  WorkflowType,
+  agentIdProblem,
+  endSessionWorkflowId,
+  refsProofText,
+  type CallOutcome,
+  type ConfigRefs,
+  type CallRequest,
+  type EndTurnOptions,
+  type InputAnswer,
+  type InputAnswerReceipt,
+  type InputRequest,
+  type SessionEnd,
+  type ToolInfo,
+  type TurnInput,
+  type TurnLimits,
+  type TurnResult,
+  type TurnStart,
+  type TurnStarted,
+  type TurnStatus,
 } from '../contract/index.js';
 // Types only: the workflow code (and @temporalio/workflow) is not loaded by clients, which start
 // `durable-mcp run` and every other one-shot command noticeably faster.
 import type { agentTurn } from '../workflows/agentTurn.js';
 import type { dmcpEndSession } from '../workflows/session.js';
-import { callToolUpdate as callToolDef, cancelCallUpdate as cancelCallDef, endTurnUpdate as endTurnDef, endTurnWithOptionsUpdate as endTurnWithOptionsDef, turnStartedUpdate as turnStartedDef } from '../workflows/definitions.js';
+import {
+  callToolUpdate as callToolDef,
+  cancelCallUpdate as cancelCallDef,
+  endTurnUpdate as endTurnDef,
+  endTurnWithOptionsUpdate as endTurnWithOptionsDef,
+  turnStartedUpdate as turnStartedDef,
+} from '../workflows/definitions.js';
 import { cancelledBeforeSentOutcome } from '../workflows/failures.js';
 import { turnTaskTimeoutMs } from '../workflows/activityOptions.js';
 import { turnStaticDetails, turnSummary } from '../workflows/details.js';
@@ -31,7 +73,6 @@ export type { InputAnswer, InputAnswerReceipt, InputRequest } from '../contract/
 
 /** The `DmcpSessionId` search attribute every turn carries: list a session's turns with it. */
 export const sessionIdKey = defineSearchAttributeKey(SESSION_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
-
 
 /** What a turn needs to know about its servers: references only, resolved on the worker. */
 export interface TurnServers {
@@ -212,8 +253,16 @@ export interface ConnectOptions {
 export class TurnIdTakenError extends WorkflowExecutionAlreadyStartedError {
   override name = 'TurnIdTakenError';
 
-  constructor(sessionId: string, readonly takenIds: string[], hint: string) {
-    super(`session ${JSON.stringify(sessionId)}: turn ID${takenIds.length > 1 ? 's' : ''} ${takenIds.join(', ')} ${takenIds.length > 1 ? 'are' : 'is'} taken by runs not started by this client (another caller of Temporal started them); ${hint}`, takenIds[takenIds.length - 1]!, WorkflowType.agentTurn);
+  constructor(
+    sessionId: string,
+    readonly takenIds: string[],
+    hint: string,
+  ) {
+    super(
+      `session ${JSON.stringify(sessionId)}: turn ID${takenIds.length > 1 ? 's' : ''} ${takenIds.join(', ')} ${takenIds.length > 1 ? 'are' : 'is'} taken by runs not started by this client (another caller of Temporal started them); ${hint}`,
+      takenIds[takenIds.length - 1]!,
+      WorkflowType.agentTurn,
+    );
   }
 }
 
@@ -255,7 +304,7 @@ function refuseSecrets(secrets: Record<string, string> | undefined, parts: [stri
       if (hit) {
         throw new SecretInInputError(
           `${where} contains the value of the secret variable ${hit[0]}; it would be recorded in workflow history. ` +
-          'Give secrets to servers on the worker instead ("envFrom" or "bearerTokenEnv" in a config file, with DMCP_MCP_ENV)',
+            'Give secrets to servers on the worker instead ("envFrom" or "bearerTokenEnv" in a config file, with DMCP_MCP_ENV)',
         );
       }
     }
@@ -319,7 +368,9 @@ export class TurnClient {
 
   /** The key that signs turn references: the option, else the default data dir's key file, read once. */
   private key(): Promise<Buffer | undefined> {
-    this.turnKey ??= this.turnKeyOption ? Promise.resolve(this.turnKeyOption) : readTurnKeyFile(resolve(DEFAULT_DATA_DIR, DataDirEntry.turnKey));
+    this.turnKey ??= this.turnKeyOption
+      ? Promise.resolve(this.turnKeyOption)
+      : readTurnKeyFile(resolve(DEFAULT_DATA_DIR, DataDirEntry.turnKey));
     return this.turnKey;
   }
 
@@ -329,7 +380,9 @@ export class TurnClient {
    * ID; without a key, random for this client, so only its own retries attach.
    */
   private startNonceKey(): Promise<Buffer> {
-    this.nonceKey ??= this.key().then((key) => (key ? createHmac('sha256', key).update('durable-mcp turn start nonce').digest() : randomBytes(32)));
+    this.nonceKey ??= this.key().then((key) =>
+      key ? createHmac('sha256', key).update('durable-mcp turn start nonce').digest() : randomBytes(32),
+    );
     return this.nonceKey;
   }
 
@@ -338,12 +391,25 @@ export class TurnClient {
    * a client without it cannot read the compressed payloads every worker writes.
    */
   static async connect(options: ConnectOptions): Promise<TurnClient> {
-    const connection = options.connected ?? (await temporalClient.Connection.connect({ ...options.connection, address: options.address }));
-    const dataConverter = options.dataConverter ?? createDataConverter({ payloadDir: join(resolve(options.dataDir ?? DEFAULT_DATA_DIR), DataDirEntry.payloads) });
+    const connection =
+      options.connected ??
+      (await temporalClient.Connection.connect({ ...options.connection, address: options.address }));
+    const dataConverter =
+      options.dataConverter ??
+      createDataConverter({ payloadDir: join(resolve(options.dataDir ?? DEFAULT_DATA_DIR), DataDirEntry.payloads) });
     const client = new temporalClient.Client({ connection, namespace: options.namespace ?? 'default', dataConverter });
-    const turnKey = options.turnKey ?? (await readTurnKeyFile(join(resolve(options.dataDir ?? DEFAULT_DATA_DIR), DataDirEntry.turnKey)));
+    const turnKey =
+      options.turnKey ??
+      (await readTurnKeyFile(join(resolve(options.dataDir ?? DEFAULT_DATA_DIR), DataDirEntry.turnKey)));
     return new TurnClient({
-      client, taskQueue: options.taskQueue, turnIdleMs: options.turnIdleMs, inputTimeoutMs: options.inputTimeoutMs, legacyInputTimeoutMs: options.legacyInputTimeoutMs, shapeLimits: options.shapeLimits, turnKey, secrets: options.secrets,
+      client,
+      taskQueue: options.taskQueue,
+      turnIdleMs: options.turnIdleMs,
+      inputTimeoutMs: options.inputTimeoutMs,
+      legacyInputTimeoutMs: options.legacyInputTimeoutMs,
+      shapeLimits: options.shapeLimits,
+      turnKey,
+      secrets: options.secrets,
       maxCallsInFlight: options.maxCallsInFlight,
     });
   }
@@ -375,28 +441,51 @@ export class TurnClient {
         workflowTaskTimeout: turnTaskTimeoutMs(input.limits),
         ...turnMetadata(input),
       });
-      const start: TurnStarted | undefined = await this.client.workflow.executeUpdateWithStart(turnStartedDef, { startWorkflowOperation: operation }).catch((err: unknown) => {
-        // A closed turn with this number exists (visibility lagged behind): take the next number,
-        // unless the caller asked for this exact turn.
-        if (options.turn !== undefined || !isAlreadyStarted(err)) throw err;
-        return undefined;
-      });
-      if (start && start.startNonce === input.startNonce) return new Turn(this.client.workflow.getHandle(workflowId), start, this.shapeLimits, this.secrets, this.callQueue);
+      const start: TurnStarted | undefined = await this.client.workflow
+        .executeUpdateWithStart(turnStartedDef, { startWorkflowOperation: operation })
+        .catch((err: unknown) => {
+          // A closed turn with this number exists (visibility lagged behind): take the next number,
+          // unless the caller asked for this exact turn.
+          if (options.turn !== undefined || !isAlreadyStarted(err)) throw err;
+          return undefined;
+        });
+      if (start && start.startNonce === input.startNonce)
+        return new Turn(
+          this.client.workflow.getHandle(workflowId),
+          start,
+          this.shapeLimits,
+          this.secrets,
+          this.callQueue,
+        );
       if (start) {
         // USE_EXISTING attached to a run whose input is not ours: its servers and tools are another caller's.
         taken.push(workflowId);
-        if (options.turn !== undefined) throw new TurnIdTakenError(options.sessionId, taken, 'start the turn under another number, or leave the number out to take the next free one');
+        if (options.turn !== undefined)
+          throw new TurnIdTakenError(
+            options.sessionId,
+            taken,
+            'start the turn under another number, or leave the number out to take the next free one',
+          );
       }
       if (moves + 1 >= MAX_TURN_NUMBER_MOVES) {
-        if (taken.length > 0) throw new TurnIdTakenError(options.sessionId, taken, `gave up after ${MAX_TURN_NUMBER_MOVES} turn numbers; end those runs (they are not the operator's) or use another session`);
-        throw new Error(`session ${JSON.stringify(options.sessionId)}: turn IDs up to ${workflowId} are all closed turns the session's turn count did not include; pass the turn number`);
+        if (taken.length > 0)
+          throw new TurnIdTakenError(
+            options.sessionId,
+            taken,
+            `gave up after ${MAX_TURN_NUMBER_MOVES} turn numbers; end those runs (they are not the operator's) or use another session`,
+          );
+        throw new Error(
+          `session ${JSON.stringify(options.sessionId)}: turn IDs up to ${workflowId} are all closed turns the session's turn count did not include; pass the turn number`,
+        );
       }
       next = { ...options, turn: Number(/turn-(\d+)$/.exec(workflowId)?.[1] ?? 0) + 1 };
     }
   }
 
   /** Runs a batch turn: groups in order, calls of a group in parallel. */
-  async runBatch(options: StartTurnOptions & { calls: CallRequest[][] } & Pick<CallInputOptions, 'onInput' | 'inputPollMs'>): Promise<TurnResult> {
+  async runBatch(
+    options: StartTurnOptions & { calls: CallRequest[][] } & Pick<CallInputOptions, 'onInput' | 'inputPollMs'>,
+  ): Promise<TurnResult> {
     const handle = await this.startBatch(options);
     const result = handle.result();
     const { onInput } = options;
@@ -417,7 +506,9 @@ export class TurnClient {
    * Starts a batch turn as a new run: an ID taken (a closed turn visibility did not count yet, or a
    * run another caller started) is never adopted; the next number is taken, unless the caller named one.
    */
-  private async startBatch(options: StartTurnOptions & { calls: CallRequest[][] }): Promise<WorkflowHandle<typeof agentTurn>> {
+  private async startBatch(
+    options: StartTurnOptions & { calls: CallRequest[][] },
+  ): Promise<WorkflowHandle<typeof agentTurn>> {
     let next = options;
     for (let moves = 1; ; moves += 1) {
       const { input, workflowId } = await this.prepare(next, options.calls);
@@ -464,11 +555,14 @@ export class TurnClient {
     const chain = new Set<string>();
     // Loaded here: only transcripts need it, and it costs one-shot commands their start-up.
     const { decodeHistoryPayloads } = await import('../payloads/decodeHistory.js');
-    for (let runId = latest; ;) {
+    for (let runId = latest; ; ) {
       const history = await this.client.workflow.getHandle(turnId, runId).fetchHistory();
       const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
       chain.add(runId ?? started?.originalExecutionRunId ?? '');
-      await decodeHistoryPayloads(history, { codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
+      await decodeHistoryPayloads(history, {
+        codecs: converter.payloadCodecs,
+        externalStorage: converter.externalStorage,
+      });
       parts.unshift(buildTranscript(turnId, history, converter.payloadConverter));
       // Only a continue-as-new of the workflow itself links runs of one turn; a cron run or a retry
       // attempt is a new start with its caller's input.
@@ -481,7 +575,15 @@ export class TurnClient {
     const seen = new Set<string>();
     const calls = parts.flatMap((p) => p.calls).filter((c) => !seen.has(c.id) && seen.add(c.id));
     const otherRuns = listed.filter((r) => !chain.has(r.runId)).map((r) => r.runId);
-    return { ...last, status: first.status, serversParagraph: first.serversParagraph, tools: first.tools, sessionId: first.sessionId, calls, ...(otherRuns.length > 0 ? { otherRuns } : {}) };
+    return {
+      ...last,
+      status: first.status,
+      serversParagraph: first.serversParagraph,
+      tools: first.tools,
+      sessionId: first.sessionId,
+      calls,
+      ...(otherRuns.length > 0 ? { otherRuns } : {}),
+    };
   }
 
   /**
@@ -493,11 +595,15 @@ export class TurnClient {
    */
   startCall(turnId: string, request: CallRequest): Promise<WorkflowUpdateHandle<CallOutcome>> {
     try {
-      refuseSecrets(this.secrets, [[`call ${JSON.stringify(request.id)} (${request.name}) arguments`, request.arguments ?? {}]]);
+      refuseSecrets(this.secrets, [
+        [`call ${JSON.stringify(request.id)} (${request.name}) arguments`, request.arguments ?? {}],
+      ]);
     } catch (err) {
       return Promise.reject(err as Error);
     }
-    return this.client.workflow.getHandle<typeof agentTurn>(turnId).startUpdate(callToolDef, { args: [request], updateId: request.id, waitForStage: 'ACCEPTED' });
+    return this.client.workflow
+      .getHandle<typeof agentTurn>(turnId)
+      .startUpdate(callToolDef, { args: [request], updateId: request.id, waitForStage: 'ACCEPTED' });
   }
 
   /** The input requests of a turn's running calls that wait for an answer, oldest first. */
@@ -558,7 +664,10 @@ export class TurnClient {
         if (!findCause(err, (e): e is WorkflowNotFoundError => e instanceof WorkflowNotFoundError)) throw err;
       }
     }
-    const workerQueues = [...byQueue.entries()].sort((a, b) => b[1] - a[1]).map(([q]) => q).slice(0, MAX_END_SESSION_QUEUES);
+    const workerQueues = [...byQueue.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([q]) => q)
+      .slice(0, MAX_END_SESSION_QUEUES);
     if (workerQueues.length === 0) return { sessionId, turnsEnded, workers: 0, servers: 0 };
     const handle = await this.client.workflow.start<typeof dmcpEndSession>(WorkflowType.endSession, {
       // A fresh ID each time, never adopted: another caller of Temporal could start a predictable one
@@ -588,7 +697,10 @@ export class TurnClient {
    * The turn's input: references made absolute, refused when they (or the batch's arguments) hold a
    * secret value, and signed with the turn key so the worker knows its operator chose them.
    */
-  private async prepare(options: StartTurnOptions, calls?: CallRequest[][]): Promise<{ input: TurnInput; workflowId: string }> {
+  private async prepare(
+    options: StartTurnOptions,
+    calls?: CallRequest[][],
+  ): Promise<{ input: TurnInput; workflowId: string }> {
     checkSessionId(options.sessionId);
     const workspace = resolve(options.workspace ?? process.cwd());
     const refs: ConfigRefs = {
@@ -607,7 +719,9 @@ export class TurnClient {
       ...refs.inlineSpecs.map((s, i): [string, unknown] => [`--mcp #${i + 1}`, s]),
       ...refs.mcpConfigFiles.map((f, i): [string, unknown] => [`--mcp-config #${i + 1}`, f]),
       ...(refs.plugins ?? []).map((p, i): [string, unknown] => [`plugin #${i + 1}`, p]),
-      ...(calls ?? []).flat().map((c): [string, unknown] => [`call ${JSON.stringify(c.id)} (${c.name}) arguments`, c.arguments ?? {}]),
+      ...(calls ?? [])
+        .flat()
+        .map((c): [string, unknown] => [`call ${JSON.stringify(c.id)} (${c.name}) arguments`, c.arguments ?? {}]),
     ]);
     const key = options.unsigned ? undefined : await this.key();
     if (key) refs.proof = createHmac('sha256', key).update(refsProofText(options.sessionId, refs)).digest('hex');
@@ -629,7 +743,9 @@ export class TurnClient {
       input: {
         sessionId: options.sessionId,
         refs,
-        startNonce: createHmac('sha256', await this.startNonceKey()).update(workflowId).digest('hex'),
+        startNonce: createHmac('sha256', await this.startNonceKey())
+          .update(workflowId)
+          .digest('hex'),
         ...(typeof preferred === 'string' ? { preferredWorkerQueue: preferred } : {}),
         ...(Object.keys(limits).length > 0 ? { limits } : {}),
         ...(options.allowedTools !== undefined ? { allowedTools: options.allowedTools } : {}),
@@ -640,7 +756,9 @@ export class TurnClient {
     };
   }
 
-  private async latestTurn(sessionId: string): Promise<{ workflowId: string; memo?: Record<string, unknown> } | undefined> {
+  private async latestTurn(
+    sessionId: string,
+  ): Promise<{ workflowId: string; memo?: Record<string, unknown> } | undefined> {
     return (await this.sessionSummary(sessionId)).latest;
   }
 
@@ -648,13 +766,16 @@ export class TurnClient {
    * The session's newest run (its memo names the worker holding the servers) and how many turns it
    * has: distinct workflow IDs, since a turn that continued as new has several runs.
    */
-  private async sessionSummary(sessionId: string): Promise<{ latest?: { workflowId: string; memo?: Record<string, unknown> }; turns: number }> {
+  private async sessionSummary(
+    sessionId: string,
+  ): Promise<{ latest?: { workflowId: string; memo?: Record<string, unknown> }; turns: number }> {
     checkSessionId(sessionId);
     let latest: { workflowId: string; start: number; memo?: Record<string, unknown> } | undefined;
     const ids = new Set<string>();
     for await (const w of this.client.workflow.list({ query: `${SESSION_ID_SEARCH_ATTRIBUTE} = '${sessionId}'` })) {
       ids.add(w.workflowId);
-      if (!latest || w.startTime.getTime() > latest.start) latest = { workflowId: w.workflowId, start: w.startTime.getTime(), memo: w.memo };
+      if (!latest || w.startTime.getTime() > latest.start)
+        latest = { workflowId: w.workflowId, start: w.startTime.getTime(), memo: w.memo };
     }
     return { latest, turns: ids.size };
   }
@@ -668,7 +789,6 @@ interface WaitingCall {
   id: string;
   resolve: (send: boolean) => void;
 }
-
 
 /** How a {@link Turn} bounds its calls in flight; see {@link TurnClientOptions.maxCallsInFlight}. */
 export interface CallQueueOptions {
@@ -706,7 +826,8 @@ export class Turn implements TurnStart {
     callQueue: CallQueueOptions = {},
   ) {
     this.maxCallsInFlight = callQueue.maxCallsInFlight ?? DEFAULT_MAX_CALLS_IN_FLIGHT;
-    if (!(this.maxCallsInFlight >= 1)) throw new Error(`maxCallsInFlight must be at least 1 (got ${this.maxCallsInFlight})`);
+    if (!(this.maxCallsInFlight >= 1))
+      throw new Error(`maxCallsInFlight must be at least 1 (got ${this.maxCallsInFlight})`);
     this.onCallsInFlight = callQueue.onCallsInFlight;
     this.turnId = start.turnId;
     this.workerQueue = start.workerQueue;
@@ -721,7 +842,9 @@ export class Turn implements TurnStart {
    */
   callTool(request: CallRequest, options: CallInputOptions = {}): Promise<CallOutcome> {
     try {
-      refuseSecrets(this.secrets, [[`call ${JSON.stringify(request.id)} (${request.name}) arguments`, request.arguments ?? {}]]);
+      refuseSecrets(this.secrets, [
+        [`call ${JSON.stringify(request.id)} (${request.name}) arguments`, request.arguments ?? {}],
+      ]);
     } catch (err) {
       return Promise.reject(err as Error);
     }
@@ -793,7 +916,11 @@ export class Turn implements TurnStart {
    * under the token cap, images that fit, and a note for everything not shown. The full outcome
    * stays in history.
    */
-  async callToolForModel(request: CallRequest, limits: ShapeLimits = this.shapeLimits, inputs: CallInputOptions = {}): Promise<{ outcome: CallOutcome; model: ModelView }> {
+  async callToolForModel(
+    request: CallRequest,
+    limits: ShapeLimits = this.shapeLimits,
+    inputs: CallInputOptions = {},
+  ): Promise<{ outcome: CallOutcome; model: ModelView }> {
     const outcome = await this.callTool(request, inputs);
     const { shapeForModel } = await import('../shaping/shapeResult.js');
     return { outcome, model: await shapeForModel(outcome, limits) };
@@ -836,19 +963,35 @@ export class Turn implements TurnStart {
  * The `endTurn` Update; without options exactly as before they existed. A detaching end has an
  * Update ID of its own: sent while a plain end waits for a task, it must not be taken for a retry.
  */
-async function sendEndTurn(handle: WorkflowHandle<typeof agentTurn>, options: EndTurnOptions | undefined): Promise<void> {
+async function sendEndTurn(
+  handle: WorkflowHandle<typeof agentTurn>,
+  options: EndTurnOptions | undefined,
+): Promise<void> {
   const endSession = options?.endSession === true ? { endSession: true } : {};
-  if (options?.detach === true) await handle.executeUpdate(endTurnWithOptionsDef, { updateId: END_TURN_DETACH_UPDATE_ID, args: [{ ...endSession, detach: true }] });
-  else if (options?.endSession === true) await handle.executeUpdate(endTurnWithOptionsDef, { updateId: END_TURN_UPDATE_ID, args: [endSession] });
+  if (options?.detach === true)
+    await handle.executeUpdate(endTurnWithOptionsDef, {
+      updateId: END_TURN_DETACH_UPDATE_ID,
+      args: [{ ...endSession, detach: true }],
+    });
+  else if (options?.endSession === true)
+    await handle.executeUpdate(endTurnWithOptionsDef, { updateId: END_TURN_UPDATE_ID, args: [endSession] });
   else await handle.executeUpdate(endTurnDef, { updateId: END_TURN_UPDATE_ID });
 }
 
 function checkSessionId(sessionId: string): void {
   if (!SESSION_ID_RE.test(sessionId)) {
-    throw new Error(`invalid session ID ${JSON.stringify(sessionId)}: use letters, digits, ".", "_", ":" or "-" (at most 128)`);
+    throw new Error(
+      `invalid session ID ${JSON.stringify(sessionId)}: use letters, digits, ".", "_", ":" or "-" (at most 128)`,
+    );
   }
 }
 
 function isAlreadyStarted(err: unknown): boolean {
-  return findCause(err, (e): e is InstanceType<typeof WorkflowExecutionAlreadyStartedError> => e instanceof WorkflowExecutionAlreadyStartedError) !== undefined;
+  return (
+    findCause(
+      err,
+      (e): e is InstanceType<typeof WorkflowExecutionAlreadyStartedError> =>
+        e instanceof WorkflowExecutionAlreadyStartedError,
+    ) !== undefined
+  );
 }

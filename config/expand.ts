@@ -115,7 +115,8 @@ export function expandString(s: string, ctx: ExpandContext): ExpandResult {
       if (isSecretName(part.name, ctx.env)) {
         return {
           ok: false,
-          problem: `variable "${part.name}" is secret and cannot be expanded (${describeSecret(part.name, ctx.env)}); ` +
+          problem:
+            `variable "${part.name}" is secret and cannot be expanded (${describeSecret(part.name, ctx.env)}); ` +
             'give it to a stdio server with "envFrom" or to an HTTP server with "bearerTokenEnv"',
         };
       }
@@ -132,16 +133,18 @@ export function expandString(s: string, ctx: ExpandContext): ExpandResult {
       if (!ctx.allowCommands) {
         return {
           ok: false,
-          problem: ctx.layerLabel === 'shelf'
-            ? 'command expressions "$(...)" are not run for shelf servers; it was not run. Use a ${VAR} the workers have set, or put the entry in the config dir'
-            : `command expressions "$(...)" are not allowed in the ${ctx.layerLabel} layer (untrusted); it was not run. ` +
-              'Move the entry to the config dir or a --mcp-config file',
+          problem:
+            ctx.layerLabel === 'shelf'
+              ? 'command expressions "$(...)" are not run for shelf servers; it was not run. Use a ${VAR} the workers have set, or put the entry in the config dir'
+              : `command expressions "$(...)" are not allowed in the ${ctx.layerLabel} layer (untrusted); it was not run. ` +
+                'Move the entry to the config dir or a --mcp-config file',
         };
       }
       if (ctx.checkOnly) continue;
       const outcome = ctx.commands?.get(part.command);
       if (outcome === undefined) return { ok: false, problem: `command expression "$(${part.command})" was not run` };
-      if (!outcome.ok) return { ok: false, problem: `command expression "$(${part.command})" failed: ${outcome.error}` };
+      if (!outcome.ok)
+        return { ok: false, problem: `command expression "$(${part.command})" failed: ${outcome.error}` };
       out += outcome.stdout;
     }
   }

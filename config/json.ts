@@ -5,9 +5,7 @@ export const MAX_CONFIG_BYTES = 1024 * 1024;
 /** Deepest nesting accepted; a server entry needs 3 levels, and deeper input could exhaust the stack. */
 export const MAX_JSON_DEPTH = 64;
 
-export type JsonDocument =
-  | { ok: true; root: ValueNode }
-  | { ok: false; problem: string; line: number };
+export type JsonDocument = { ok: true; root: ValueNode } | { ok: false; problem: string; line: number };
 
 /** 1-based line of a character offset. */
 export function lineAt(text: string, offset: number): number {
@@ -33,11 +31,17 @@ function depthProblem(text: string): { line: number } | undefined {
   return undefined;
 }
 
-function explainSyntaxError(text: string, err: { message: string; line?: number; column?: number; offset?: number }): { problem: string; line: number } {
+function explainSyntaxError(
+  text: string,
+  err: { message: string; line?: number; column?: number; offset?: number },
+): { problem: string; line: number } {
   const message = err.message.replace(/\s*\(\d+:\d+\)\s*$/, '');
   const offset = err.offset ?? 0;
   if (/end of input/i.test(message)) {
-    return { problem: 'the JSON ends too early (truncated file, or a missing "}" / "]" / quote)', line: lineAt(text, text.length) };
+    return {
+      problem: 'the JSON ends too early (truncated file, or a missing "}" / "]" / quote)',
+      line: lineAt(text, text.length),
+    };
   }
   const line = err.line ?? lineAt(text, offset);
   const ch = text[offset];
@@ -59,7 +63,11 @@ export function parseJsonDocument(input: string): JsonDocument {
   const text = input.startsWith('\uFEFF') ? ` ${input.slice(1)}` : input;
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > MAX_CONFIG_BYTES) {
-    return { ok: false, problem: `the file is ${(bytes / 1048576).toFixed(1)} MiB; config files are limited to 1 MiB`, line: 1 };
+    return {
+      ok: false,
+      problem: `the file is ${(bytes / 1048576).toFixed(1)} MiB; config files are limited to 1 MiB`,
+      line: 1,
+    };
   }
   const deep = depthProblem(text);
   if (deep) return { ok: false, problem: `JSON nested deeper than ${MAX_JSON_DEPTH} levels`, line: deep.line };
@@ -75,7 +83,11 @@ export function parseJsonDocument(input: string): JsonDocument {
     JSON.parse(text);
   } catch (err) {
     const pos = /position (\d+)/.exec((err as Error).message);
-    return { ok: false, problem: `invalid JSON: ${(err as Error).message}`, line: pos ? lineAt(text, Number(pos[1])) : 1 };
+    return {
+      ok: false,
+      problem: `invalid JSON: ${(err as Error).message}`,
+      line: pos ? lineAt(text, Number(pos[1])) : 1,
+    };
   }
   return { ok: true, root };
 }
@@ -132,7 +144,10 @@ export function toValue(node: ValueNode): unknown {
 }
 
 /** The node at `path` under `node` (object keys and array indexes), or the deepest one found. */
-export function nodeAt(node: ValueNode, path: readonly (string | number | symbol)[]): { node: ValueNode; keyLine?: number } {
+export function nodeAt(
+  node: ValueNode,
+  path: readonly (string | number | symbol)[],
+): { node: ValueNode; keyLine?: number } {
   let current = node;
   let keyLine: number | undefined;
   for (const step of path) {

@@ -11,8 +11,16 @@ import { invalidAllowListNames, scrubbedEnvironment, scrubSecrets } from './secr
 import { configSettings } from '../settings/index.js';
 import { readOrCreatePrivateFile } from './privateFile.js';
 import {
-  ConfigError, isTrustedLayer, type Boundary, type CommandOutcome, type ConfigRefs, type LayerInfo, type LoadedConfig,
-  type ParseResult, type RefusedEntry, type ServerEntry,
+  ConfigError,
+  isTrustedLayer,
+  type Boundary,
+  type CommandOutcome,
+  type ConfigRefs,
+  type LayerInfo,
+  type LoadedConfig,
+  type ParseResult,
+  type RefusedEntry,
+  type ServerEntry,
 } from './types.js';
 
 /** How long one `$(command)` may run while the config loads. */
@@ -44,20 +52,26 @@ export const nodeConfigIO: ConfigIO = {
   async readText(path) {
     const info = await stat(path);
     if (info.size > MAX_CONFIG_BYTES) {
-      throw Object.assign(new Error(`file is ${info.size} bytes; config files are limited to 1 MiB`), { code: 'EFBIG' });
+      throw Object.assign(new Error(`file is ${info.size} bytes; config files are limited to 1 MiB`), {
+        code: 'EFBIG',
+      });
     }
     return readFile(path, 'utf8');
   },
   realPath: (path) => realpath(path),
   runCommand({ argv, cwd, env, timeoutMs }) {
     return new Promise((resolvePromise, reject) => {
-      execFile(argv[0], argv.slice(1), { cwd, env, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024, windowsHide: true },
+      execFile(
+        argv[0],
+        argv.slice(1),
+        { cwd, env, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024, windowsHide: true },
         (err, stdout, stderr) => {
           if (err) {
             const detail = (stderr.trim().split('\n').pop() ?? '') || err.message.split('\n')[0];
             reject(new Error(err.killed ? `timed out after ${timeoutMs / 1000} s` : detail));
           } else resolvePromise(stdout);
-        });
+        },
+      );
     });
   },
 };
@@ -79,7 +93,9 @@ export const turnKeyFile = (dataDir: string): string => join(dataDir, DataDirEnt
 export async function readTurnKey(file: string): Promise<Buffer> {
   const info = await stat(file);
   if ((info.mode & 0o077) !== 0) {
-    throw new Error(`${file} is open to other users (mode ${(info.mode & 0o777).toString(8)}); a turn key must be 0600: chmod 600 ${file}`);
+    throw new Error(
+      `${file} is open to other users (mode ${(info.mode & 0o777).toString(8)}); a turn key must be 0600: chmod 600 ${file}`,
+    );
   }
   const text = (await readFile(file, 'utf8')).trim();
   if (!/^[0-9a-f]{64}$/i.test(text)) throw new Error(`${file} does not hold a turn key (64 hex digits)`);
@@ -111,13 +127,28 @@ export const layerFiles = {
 export function parseInlineSpec(spec: string, index: number, cwd: string): ServerEntry {
   const where = `--mcp #${index + 1}`;
   const colon = spec.indexOf(':');
-  if (colon <= 0) throw new ConfigError(`${where}: expected 'name:command args...', got ${JSON.stringify(spec)}`, where);
+  if (colon <= 0)
+    throw new ConfigError(`${where}: expected 'name:command args...', got ${JSON.stringify(spec)}`, where);
   const name = spec.slice(0, colon).trim();
   const bad = nameProblem(name);
   if (bad) throw new ConfigError(`${where}: ${bad}`, where);
-  const argv = spec.slice(colon + 1).trim().split(/\s+/).filter(Boolean);
-  if (argv.length === 0) throw new ConfigError(`${where}: server "${name}" has no command`, where, undefined, 'command');
-  const base = { name, layer: 'inline' as const, source: where, trusted: true, env: {}, envFrom: {}, headers: {}, enabled: true };
+  const argv = spec
+    .slice(colon + 1)
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean);
+  if (argv.length === 0)
+    throw new ConfigError(`${where}: server "${name}" has no command`, where, undefined, 'command');
+  const base = {
+    name,
+    layer: 'inline' as const,
+    source: where,
+    trusted: true,
+    env: {},
+    envFrom: {},
+    headers: {},
+    enabled: true,
+  };
   if (argv.length === 1 && /^[a-z][a-z0-9+.-]*:\/\//i.test(argv[0])) {
     const problem = urlProblem(argv[0]);
     if (problem) throw new ConfigError(`${where}: server "${name}": ${problem}`, where, undefined, 'url');
@@ -135,7 +166,12 @@ function fatal(result: ParseResult, file: string): ConfigError | undefined {
 }
 
 /** Parses the text of an explicit `--mcp-config` file; any problem is a thrown ConfigError. Pure. */
-export function parseExplicitFile(text: string, file: string, workspace: string, env: NodeJS.ProcessEnv = {}): ServerEntry[] {
+export function parseExplicitFile(
+  text: string,
+  file: string,
+  workspace: string,
+  env: NodeJS.ProcessEnv = {},
+): ServerEntry[] {
   const result = parseConfigText(text, { kind: 'explicit', file, workspace }, env);
   const err = fatal(result, file);
   if (err) throw err;
@@ -145,7 +181,11 @@ export function parseExplicitFile(text: string, file: string, workspace: string,
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+    );
   }
   return value;
 }
@@ -165,7 +205,8 @@ export function hashEntries(entries: ServerEntry[]): string {
         ...(retry === undefined || retry === 'auto' ? {} : { retry }),
         ...(protocol === undefined || protocol === 'auto' ? {} : { protocol }),
         ...(tasks === undefined || tasks === 'auto' ? {} : { tasks }),
-      }));
+      }),
+    );
   return createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 16);
 }
 
@@ -176,14 +217,21 @@ export interface LayerEntries {
   refused: RefusedEntry[];
 }
 
-type Slot = { trusted: boolean; source: string; kind: LayerKind } & ({ server: ServerEntry } | { refused: RefusedEntry });
+type Slot = { trusted: boolean; source: string; kind: LayerKind } & (
+  | { server: ServerEntry }
+  | { refused: RefusedEntry }
+);
 
 /**
  * Merges layers in order. A later trusted layer replaces an entry of the same name whole;
  * an untrusted layer never replaces an existing entry (the existing one stays, with a warning). A
  * refused entry holds its name like a good one: fixing it is the owner's job, not a later layer's.
  */
-export function mergeLayers(layers: LayerEntries[]): { servers: ServerEntry[]; refused: RefusedEntry[]; warnings: string[] } {
+export function mergeLayers(layers: LayerEntries[]): {
+  servers: ServerEntry[];
+  refused: RefusedEntry[];
+  warnings: string[];
+} {
   const slots = new Map<string, Slot>();
   const warnings: string[] = [];
   for (const layer of layers) {
@@ -199,8 +247,10 @@ export function mergeLayers(layers: LayerEntries[]): { servers: ServerEntry[]; r
         const why = existing.trusted
           ? 'an untrusted layer cannot replace a server from a trusted layer'
           : 'a server of that name came first';
-        warnings.push(`${item.source}: server "${name}" from the ${layerLabel(layer.kind)} layer is ignored: ` +
-          `${why} (${existing.source}, ${layerLabel(existing.kind)} layer)`);
+        warnings.push(
+          `${item.source}: server "${name}" from the ${layerLabel(layer.kind)} layer is ignored: ` +
+            `${why} (${existing.source}, ${layerLabel(existing.kind)} layer)`,
+        );
         continue;
       }
       // Map.set keeps the original position, so replacing an entry does not reorder the status.
@@ -250,12 +300,16 @@ async function runCommands(ctx: LoadContext, text: string, file: string): Promis
     if (!pending) {
       const argv = splitCommand(command) ?? ['/bin/sh', '-c', command];
       const run = io.runCommand;
-      pending = run === undefined
-        ? Promise.resolve<CommandOutcome>({ ok: false, error: 'no command runner is available here' })
-        : run({ argv, cwd, env: scrubbedEnvironment(env), timeoutMs: COMMAND_TIMEOUT_MS }).then(
-          (stdout): CommandOutcome => ({ ok: true, stdout: stdout.trim() }),
-          (err: unknown): CommandOutcome => ({ ok: false, error: scrubSecrets(String((err as Error)?.message ?? err), env) }),
-        );
+      pending =
+        run === undefined
+          ? Promise.resolve<CommandOutcome>({ ok: false, error: 'no command runner is available here' })
+          : run({ argv, cwd, env: scrubbedEnvironment(env), timeoutMs: COMMAND_TIMEOUT_MS }).then(
+              (stdout): CommandOutcome => ({ ok: true, stdout: stdout.trim() }),
+              (err: unknown): CommandOutcome => ({
+                ok: false,
+                error: scrubSecrets(String((err as Error)?.message ?? err), env),
+              }),
+            );
       ctx.ran.set(key, pending);
     }
     out.set(command, await pending);
@@ -294,7 +348,12 @@ async function readConfigDirLayer(ctx: LoadContext): Promise<LayerEntries | unde
   const text = await readOptional(ctx, file, 'config dir layer');
   if (text === undefined) return undefined;
   const commands = await runCommands(ctx, text, file);
-  const result = parseOptional(ctx, text, { kind: 'configDir', file, folder: dir, workspace: ctx.refs.workspace, commands }, 'config dir layer');
+  const result = parseOptional(
+    ctx,
+    text,
+    { kind: 'configDir', file, folder: dir, workspace: ctx.refs.workspace, commands },
+    'config dir layer',
+  );
   return result && { kind: 'configDir', ...result };
 }
 
@@ -303,19 +362,30 @@ async function readConfigDirLayer(ctx: LoadContext): Promise<LayerEntries | unde
  * servers. Stdio servers start in the folder inline servers start in, which the turn does not
  * choose; `$(command)` is not run here. Remote servers carry the name of the login they use.
  */
-async function readShelfLayer(ctx: LoadContext, agent: string, options: LoadOptions): Promise<LayerEntries | undefined> {
+async function readShelfLayer(
+  ctx: LoadContext,
+  agent: string,
+  options: LoadOptions,
+): Promise<LayerEntries | undefined> {
   if (!options.shelf) return undefined;
   let read: { text?: string; warnings: string[] };
   try {
     read = await options.shelf(agent);
   } catch (err) {
-    ctx.warnings.push(`shelf: could not read the servers of agent ${agent} (${scrubSecrets(String((err as Error)?.message ?? err), ctx.env)}); its shelf servers are left out of this turn`);
+    ctx.warnings.push(
+      `shelf: could not read the servers of agent ${agent} (${scrubSecrets(String((err as Error)?.message ?? err), ctx.env)}); its shelf servers are left out of this turn`,
+    );
     return undefined;
   }
   ctx.warnings.push(...read.warnings);
   if (read.text === undefined) return undefined;
   const folder = options.boundary?.inlineCwd ?? process.cwd();
-  const result = parseOptional(ctx, read.text, { kind: 'shelf', file: `shelf (agent ${agent})`, folder, workspace: ctx.refs.workspace }, 'shelf layer');
+  const result = parseOptional(
+    ctx,
+    read.text,
+    { kind: 'shelf', file: `shelf (agent ${agent})`, folder, workspace: ctx.refs.workspace },
+    'shelf layer',
+  );
   if (!result) return undefined;
   const servers = result.servers.map((s) => (s.type === 'stdio' ? s : { ...s, login: s.name }));
   return { kind: 'shelf', ...result, servers };
@@ -326,7 +396,12 @@ async function readWorkspaceLayer(ctx: LoadContext): Promise<LayerEntries | unde
   const file = layerFiles.workspace(ctx.refs.workspace);
   const text = await readOptional(ctx, file, 'workspace layer');
   if (text === undefined) return undefined;
-  const result = parseOptional(ctx, text, { kind: 'workspace', file, workspace: ctx.refs.workspace }, 'workspace layer');
+  const result = parseOptional(
+    ctx,
+    text,
+    { kind: 'workspace', file, workspace: ctx.refs.workspace },
+    'workspace layer',
+  );
   return result && { kind: 'workspace', ...result };
 }
 
@@ -341,7 +416,9 @@ async function readPluginLayer(ctx: LoadContext, root: string): Promise<LayerEnt
   const name = pluginNameFrom(manifestText, basename(root));
   const badName = nameProblem(name);
   if (badName) {
-    ctx.warnings.push(`${root}: plugin name ${JSON.stringify(name)} cannot name servers (${badName.replace(/^server name \S+ /, '')}); plugin skipped`);
+    ctx.warnings.push(
+      `${root}: plugin name ${JSON.stringify(name)} cannot name servers (${badName.replace(/^server name \S+ /, '')}); plugin skipped`,
+    );
     return undefined;
   }
   const plugin = { name, root };
@@ -353,7 +430,12 @@ async function readPluginLayer(ctx: LoadContext, root: string): Promise<LayerEnt
     if (r) parts.push(r);
   }
   if (manifestText !== undefined) {
-    const r = parseOptional(ctx, manifestText, { kind: 'plugin', file: manifestFile, workspace, plugin, manifest: true }, 'plugin manifest servers');
+    const r = parseOptional(
+      ctx,
+      manifestText,
+      { kind: 'plugin', file: manifestFile, workspace, plugin, manifest: true },
+      'plugin manifest servers',
+    );
     if (r) parts.push(r);
   }
   // Inside one plugin the manifest's entries override its file's entries, as a trusted layer would:
@@ -384,7 +466,14 @@ async function readExplicitLayer(ctx: LoadContext, file: string, real: string): 
     throw new ConfigError(`${file}: ${readError(err)}`, file);
   }
   const commands = ctx.checkOnly ? undefined : await runCommands(ctx, text, real);
-  const info = { kind: 'explicit' as const, file, folder: dirname(real), workspace: ctx.refs.workspace, commands, checkOnly: ctx.checkOnly };
+  const info = {
+    kind: 'explicit' as const,
+    file,
+    folder: dirname(real),
+    workspace: ctx.refs.workspace,
+    commands,
+    checkOnly: ctx.checkOnly,
+  };
   const result = parseConfigText(text, info, ctx.env);
   const err = fatal(result, file);
   if (err) throw err;
@@ -394,7 +483,9 @@ async function readExplicitLayer(ctx: LoadContext, file: string, real: string): 
 
 /** Layer 5, trusted: the `--mcp` specs, in order; a bad one throws. Refused specs hold their names. */
 function inlineLayer(refs: ConfigRefs, cwd: string, refused: RefusedEntry[]): LayerEntries {
-  const servers = refs.inlineSpecs.flatMap((spec, i) => (refused.some((r) => r.source === `--mcp #${i + 1}`) ? [] : [parseInlineSpec(spec, i, cwd)]));
+  const servers = refs.inlineSpecs.flatMap((spec, i) =>
+    refused.some((r) => r.source === `--mcp #${i + 1}`) ? [] : [parseInlineSpec(spec, i, cwd)],
+  );
   return { kind: 'inline', servers, refused };
 }
 
@@ -456,8 +547,9 @@ interface Admitted {
   agent?: string;
 }
 
-const PROOF_HINT = 'the turn carries no valid proof that the worker\'s operator chose it ' +
-  '(start turns through TurnClient given the worker\'s turn key, <DMCP_DATA_DIR>/turn.key)';
+const PROOF_HINT =
+  "the turn carries no valid proof that the worker's operator chose it " +
+  "(start turns through TurnClient given the worker's turn key, <DMCP_DATA_DIR>/turn.key)";
 
 /**
  * Applies the worker's boundary to the references a turn chose. Nothing refused here is read or
@@ -479,20 +571,26 @@ async function admit(ctx: LoadContext, options: LoadOptions): Promise<Admitted> 
     else if (!proven) ctx.warnings.push(`agent ${refs.agent}: shelf servers not used: ${PROOF_HINT}`);
     else out.agent = refs.agent;
   }
-  const allowedDirs = boundary.allowedConfigDirs && (await Promise.all(boundary.allowedConfigDirs.map((d) => realOrResolved(io, d))));
+  const allowedDirs =
+    boundary.allowedConfigDirs && (await Promise.all(boundary.allowedConfigDirs.map((d) => realOrResolved(io, d))));
   const folderProblem = (named: string, real: string): string | undefined => {
     if (!allowedDirs) return undefined;
-    if (allowedDirs.length === 0) return 'this worker allows none (its operator lists folders in DMCP_ALLOWED_CONFIG_DIRS)';
+    if (allowedDirs.length === 0)
+      return 'this worker allows none (its operator lists folders in DMCP_ALLOWED_CONFIG_DIRS)';
     if (allowedDirs.some((d) => isInside(real, d))) return undefined;
     return `${real === resolve(named) ? 'it lies' : `it resolves to ${real}, which lies`} outside the folders DMCP_ALLOWED_CONFIG_DIRS allows (${allowedDirs.join(', ')})`;
   };
 
   if (workspaceWanted) {
     const real = await realOrResolved(io, refs.workspace);
-    const roots = boundary.workspaceRoots && (await Promise.all(boundary.workspaceRoots.map((d) => realOrResolved(io, d))));
+    const roots =
+      boundary.workspaceRoots && (await Promise.all(boundary.workspaceRoots.map((d) => realOrResolved(io, d))));
     if (!proven) ctx.warnings.push(`workspace ${refs.workspace}: workspace layer not read: ${PROOF_HINT}`);
     else if (roots && !roots.some((r) => isInside(real, r))) {
-      const why = roots.length === 0 ? 'this worker allows none (its operator lists folders in DMCP_WORKSPACE_ROOTS)' : `it lies outside DMCP_WORKSPACE_ROOTS (${roots.join(', ')})`;
+      const why =
+        roots.length === 0
+          ? 'this worker allows none (its operator lists folders in DMCP_WORKSPACE_ROOTS)'
+          : `it lies outside DMCP_WORKSPACE_ROOTS (${roots.join(', ')})`;
       ctx.warnings.push(`workspace ${refs.workspace}: workspace layer not read: ${why}`);
     } else out.workspaceLayer = true;
   }
@@ -511,7 +609,9 @@ async function admit(ctx: LoadContext, options: LoadOptions): Promise<Admitted> 
   refs.inlineSpecs.forEach((spec, i) => {
     const problem = !boundary.allowInline
       ? 'inline --mcp specs are not allowed on this worker; its operator allows them with DMCP_ALLOW_INLINE=true'
-      : proven ? undefined : PROOF_HINT;
+      : proven
+        ? undefined
+        : PROOF_HINT;
     if (!problem) return;
     const source = `--mcp #${i + 1}`;
     const name = spec.slice(0, Math.max(spec.indexOf(':'), 0)).trim();
@@ -532,11 +632,17 @@ async function admit(ctx: LoadContext, options: LoadOptions): Promise<Admitted> 
  * Resolves every layer into the turn's server entries. Explicit files and inline specs throw
  * ConfigError; references the boundary refuses are left out, with a warning or a failed server.
  */
-export async function loadConfig(refs: ConfigRefs, env: NodeJS.ProcessEnv, io: ConfigIO = nodeConfigIO, options: LoadOptions = {}): Promise<LoadedConfig> {
+export async function loadConfig(
+  refs: ConfigRefs,
+  env: NodeJS.ProcessEnv,
+  io: ConfigIO = nodeConfigIO,
+  options: LoadOptions = {},
+): Promise<LoadedConfig> {
   if (mcpOff(env)) return { off: true, servers: [], refused: [], warnings: [], hash: 'off' };
   const ctx: LoadContext = { refs, env, io, warnings: [], ran: new Map(), checkOnly: options.checkOnly === true };
   const bad = invalidAllowListNames(env);
-  if (bad.length > 0) ctx.warnings.push(`DMCP_MCP_ENV: ignored ${bad.map((n) => JSON.stringify(n)).join(', ')} (not variable names)`);
+  if (bad.length > 0)
+    ctx.warnings.push(`DMCP_MCP_ENV: ignored ${bad.map((n) => JSON.stringify(n)).join(', ')} (not variable names)`);
   const admitted = await admit(ctx, options);
 
   // Read one after another, in precedence order: warnings come out in layer order, and a fatal

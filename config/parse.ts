@@ -69,7 +69,14 @@ const FIELD_HINTS: Record<string, string> = {
 
 /** Human label of a layer, for messages. */
 export function layerLabel(kind: LayerKind): string {
-  return { configDir: 'config dir', shelf: 'shelf', workspace: 'workspace', plugin: 'plugin', explicit: '--mcp-config', inline: '--mcp' }[kind];
+  return {
+    configDir: 'config dir',
+    shelf: 'shelf',
+    workspace: 'workspace',
+    plugin: 'plugin',
+    explicit: '--mcp-config',
+    inline: '--mcp',
+  }[kind];
 }
 
 function editDistance(a: string, b: string): number {
@@ -89,16 +96,15 @@ function editDistance(a: string, b: string): number {
 function unknownFieldProblem(key: string): string {
   const hint = Object.hasOwn(FIELD_HINTS, key) ? FIELD_HINTS[key] : undefined;
   if (hint) return `unknown field ${JSON.stringify(key)}; ${hint}`;
-  const close = FIELDS.find((f) => f.toLowerCase() === key.toLowerCase()) ??
+  const close =
+    FIELDS.find((f) => f.toLowerCase() === key.toLowerCase()) ??
     FIELDS.find((f) => editDistance(f.toLowerCase(), key.toLowerCase()) <= 2);
   const suffix = close ? ` (did you mean "${close}"?)` : ` (known fields: ${FIELDS.join(', ')})`;
   return `unknown field ${JSON.stringify(key)}${suffix}`;
 }
 
 function fieldPath(path: readonly PropertyKey[]): string {
-  return path
-    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
-    .join('');
+  return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
 }
 
 const EXPECTED: Record<string, string> = {
@@ -126,7 +132,11 @@ function issueProblems(issues: readonly z.core.$ZodIssue[], entry: ObjectNode): 
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         const member = entry.members.find((m) => keyOf(m) === key);
-        out.push({ problem: unknownFieldProblem(key), field: key, line: member?.name.loc.start.line ?? entry.loc.start.line });
+        out.push({
+          problem: unknownFieldProblem(key),
+          field: key,
+          line: member?.name.loc.start.line ?? entry.loc.start.line,
+        });
       }
       continue;
     }
@@ -134,18 +144,21 @@ function issueProblems(issues: readonly z.core.$ZodIssue[], entry: ObjectNode): 
     let problem: string;
     if (issue.code === 'invalid_type') {
       const expected = EXPECTED[issue.expected] ?? issue.expected;
-      problem = node.type === 'Null'
-        ? `${shown} is null; remove the field or give ${expected}`
-        : `${shown} must be ${expected}, got ${jsonTypeOf(node)}`;
+      problem =
+        node.type === 'Null'
+          ? `${shown} is null; remove the field or give ${expected}`
+          : `${shown} must be ${expected}, got ${jsonTypeOf(node)}`;
     } else if (issue.code === 'invalid_value' && field === 'type') {
       problem = typeProblem(node.type === 'String' ? node.value : '');
     } else if (issue.code === 'invalid_value') {
       const choices = oneOf(issue.values);
-      problem = node.type === 'Null'
-        ? `${shown} is null; remove the field or give ${choices}`
-        : `${shown} must be ${choices}, got ${node.type === 'String' ? JSON.stringify(node.value) : jsonTypeOf(node)}`;
+      problem =
+        node.type === 'Null'
+          ? `${shown} is null; remove the field or give ${choices}`
+          : `${shown} must be ${choices}, got ${node.type === 'String' ? JSON.stringify(node.value) : jsonTypeOf(node)}`;
     } else if (issue.code === 'too_small') {
-      problem = issue.origin === 'number' ? `${shown} must be a positive number of seconds` : `${shown} must not be empty`;
+      problem =
+        issue.origin === 'number' ? `${shown} must be a positive number of seconds` : `${shown} must not be empty`;
     } else if (issue.code === 'too_big') {
       problem = `${shown} is at most ${String(issue.maximum)} seconds`;
     } else {
@@ -164,8 +177,10 @@ function oneOf(values: readonly unknown[]): string {
 
 function typeProblem(value: string): string {
   const v = value.toLowerCase().replace(/[-_\s]/g, '');
-  if (v === 'streamablehttp' || v === 'https') return `"type" ${JSON.stringify(value)} is not a type; write "type": "http" (Streamable HTTP)`;
-  if (v === 'ws' || v === 'websocket' || v === 'wss') return 'WebSocket servers are not supported; use "type": "http" (Streamable HTTP) or "sse"';
+  if (v === 'streamablehttp' || v === 'https')
+    return `"type" ${JSON.stringify(value)} is not a type; write "type": "http" (Streamable HTTP)`;
+  if (v === 'ws' || v === 'websocket' || v === 'wss')
+    return 'WebSocket servers are not supported; use "type": "http" (Streamable HTTP) or "sse"';
   return `"type" must be "stdio", "http" or "sse", got ${JSON.stringify(value)}`;
 }
 
@@ -238,7 +253,11 @@ function checkDuplicateFields(node: ObjectNode): void {
   for (const m of node.members) {
     const first = seen.get(keyOf(m));
     if (first !== undefined) {
-      throw new Refusal({ problem: `field ${JSON.stringify(keyOf(m))} appears twice (lines ${first} and ${m.name.loc.start.line})`, field: keyOf(m), line: m.name.loc.start.line });
+      throw new Refusal({
+        problem: `field ${JSON.stringify(keyOf(m))} appears twice (lines ${first} and ${m.name.loc.start.line})`,
+        field: keyOf(m),
+        line: m.name.loc.start.line,
+      });
     }
     seen.set(keyOf(m), m.name.loc.start.line);
   }
@@ -257,7 +276,10 @@ function checkShape(node: ObjectNode): RawEntry {
 /** The transport, declared or inferred, refusing a `type` that contradicts `command` / `url`. */
 function transportOf(raw: RawEntry, refuse: Refuse): TransportKind {
   if (raw.command !== undefined && raw.url !== undefined) {
-    refuse('has both "command" (a local stdio server) and "url" (a remote server); keep one, and put the other in an entry of its own', 'url');
+    refuse(
+      'has both "command" (a local stdio server) and "url" (a remote server); keep one, and put the other in an entry of its own',
+      'url',
+    );
   }
   if (raw.command === undefined && raw.url === undefined) {
     refuse('needs "command" (a local stdio server) or "url" (a remote http/sse server)');
@@ -299,19 +321,32 @@ function entryScope(name: string, raw: RawEntry, ctx: EntryContext, refuse: Refu
   const enabled = (raw.enabled ?? true) && layer.checkOnly !== true;
   // A disabled entry starts nothing, so its variables need not be set and its commands are not run.
   const expandCtx: ExpandContext = {
-    env, allowCommands: trusted && layer.kind !== 'inline' && layer.kind !== 'shelf', layerLabel: layerLabel(layer.kind), commands: layer.commands, checkOnly: !enabled,
+    env,
+    allowCommands: trusted && layer.kind !== 'inline' && layer.kind !== 'shelf',
+    layerLabel: layerLabel(layer.kind),
+    commands: layer.commands,
+    checkOnly: !enabled,
   };
   const allowed = allowedSecretNames(env);
   return {
-    name, raw, ctx, enabled, untrustedHint, refuse,
+    name,
+    raw,
+    ctx,
+    enabled,
+    untrustedHint,
+    refuse,
     expand(value, field) {
       const r = expandString(value, expandCtx);
       return r.ok ? r.value : refuse(`${JSON.stringify(field)}: ${r.problem}`, field);
     },
     checkWorkerVar(workerVar, field) {
-      if (!ENV_NAME_RE.test(workerVar)) refuse(`${JSON.stringify(field)}: ${JSON.stringify(workerVar)} is not a variable name`, field);
+      if (!ENV_NAME_RE.test(workerVar))
+        refuse(`${JSON.stringify(field)}: ${JSON.stringify(workerVar)} is not a variable name`, field);
       if (!allowed.includes(workerVar)) {
-        refuse(`${JSON.stringify(field)}: worker variable "${workerVar}" is not listed in DMCP_MCP_ENV; add it (DMCP_MCP_ENV=${workerVar}) to let servers receive it`, field);
+        refuse(
+          `${JSON.stringify(field)}: worker variable "${workerVar}" is not listed in DMCP_MCP_ENV; add it (DMCP_MCP_ENV=${workerVar}) to let servers receive it`,
+          field,
+        );
       }
     },
   };
@@ -327,10 +362,16 @@ interface TransportRules {
 
 function refuseRemoteFields(raw: RawEntry, refuse: Refuse): void {
   if (raw.headers !== undefined) {
-    refuse('"headers" only apply to http/sse servers; pass values to a stdio server with "env" (plain values) or "envFrom" (variables listed in DMCP_MCP_ENV)', 'headers');
+    refuse(
+      '"headers" only apply to http/sse servers; pass values to a stdio server with "env" (plain values) or "envFrom" (variables listed in DMCP_MCP_ENV)',
+      'headers',
+    );
   }
   if (raw.bearerTokenEnv !== undefined) {
-    refuse('"bearerTokenEnv" only applies to http/sse servers; give a stdio server the variable with "envFrom": { "SERVER_VAR": "WORKER_VAR" }', 'bearerTokenEnv');
+    refuse(
+      '"bearerTokenEnv" only applies to http/sse servers; give a stdio server the variable with "envFrom": { "SERVER_VAR": "WORKER_VAR" }',
+      'bearerTokenEnv',
+    );
   }
 }
 
@@ -343,7 +384,8 @@ const STDIO_ONLY_HINTS: Record<(typeof STDIO_ONLY)[number], string> = {
 
 function refuseStdioFields(raw: RawEntry, refuse: Refuse, type: TransportKind): void {
   for (const field of STDIO_ONLY) {
-    if (raw[field] !== undefined) refuse(`"${field}" only applies to stdio servers (this one is ${type}); ${STDIO_ONLY_HINTS[field]}`, field);
+    if (raw[field] !== undefined)
+      refuse(`"${field}" only applies to stdio servers (this one is ${type}); ${STDIO_ONLY_HINTS[field]}`, field);
   }
 }
 
@@ -355,7 +397,9 @@ function resolveStdio(scope: EntryScope, entry: ServerEntry): void {
   if (command.trim() === '') refuse('"command" is empty after expansion', 'command');
   if (command.includes('\0')) refuse('"command" contains a NUL character', 'command');
   if (/\s/.test(command.trim()) && !isAbsolute(command)) {
-    scope.ctx.warnings.push(`${entry.source}: server "${scope.name}": "command" contains spaces and runs without a shell; if those are arguments, move them to "args"`);
+    scope.ctx.warnings.push(
+      `${entry.source}: server "${scope.name}": "command" contains spaces and runs without a shell; if those are arguments, move them to "args"`,
+    );
   }
   entry.command = command;
   entry.args = (raw.args ?? []).map((a, i) => expand(a, `args[${i}]`));
@@ -364,7 +408,8 @@ function resolveStdio(scope: EntryScope, entry: ServerEntry): void {
     entry.env[key] = expand(value, `env.${key}`);
   }
   for (const [serverVar, workerVar] of Object.entries(raw.envFrom ?? {})) {
-    if (!ENV_NAME_RE.test(serverVar)) refuse(`"envFrom": ${JSON.stringify(serverVar)} is not a variable name`, `envFrom.${serverVar}`);
+    if (!ENV_NAME_RE.test(serverVar))
+      refuse(`"envFrom": ${JSON.stringify(serverVar)} is not a variable name`, `envFrom.${serverVar}`);
     scope.checkWorkerVar(workerVar, `envFrom.${serverVar}`);
     entry.envFrom[serverVar] = workerVar;
   }
@@ -379,7 +424,7 @@ function resolveStdio(scope: EntryScope, entry: ServerEntry): void {
   // would resolve to files the agent wrote. Only workspace servers start there, plugin servers in
   // their plugin. A disabled entry keeps unexpanded text, which is no path to resolve.
   const home = layerFolder(layer);
-  entry.cwd = cwd === undefined || !enabled && cwd.includes('$') ? home : resolve(home, cwd);
+  entry.cwd = cwd === undefined || (!enabled && cwd.includes('$')) ? home : resolve(home, cwd);
 }
 
 /** The folder a layer's servers start in and resolve a relative `cwd` against. */
@@ -421,24 +466,33 @@ function resolveHeaders(scope: EntryScope, entry: ServerEntry): { variable: stri
   for (const [key, value] of Object.entries(raw.headers ?? {})) {
     const field = `headers.${key}`;
     if (!HEADER_NAME_RE.test(key)) refuse(`header name ${JSON.stringify(key)} is not a valid HTTP header name`, field);
-    if (/[\r\n\0]/.test(value)) refuse(`header ${JSON.stringify(key)}: the value contains a line break (CR/LF) or NUL; header values must be a single line`, field);
+    if (/[\r\n\0]/.test(value))
+      refuse(
+        `header ${JSON.stringify(key)}: the value contains a line break (CR/LF) or NUL; header values must be a single line`,
+        field,
+      );
     if (key.toLowerCase() === 'authorization') {
       const m = BEARER_RE.exec(value);
       if (m && trusted) {
         const variable = m[1] ?? m[2];
-        if (bearerEnv !== undefined && bearerEnv !== variable) refuse('has both an "Authorization" header and "bearerTokenEnv"; keep only "bearerTokenEnv"', field);
+        if (bearerEnv !== undefined && bearerEnv !== variable)
+          refuse('has both an "Authorization" header and "bearerTokenEnv"; keep only "bearerTokenEnv"', field);
         bearerEnv = variable;
         if (raw.bearerTokenEnv === undefined) bearerField = field;
         continue;
       }
       // A literal credential would sit in the file, and in an untrusted layer the agent would choose it.
-      refuse(trusted
-        ? 'a literal "Authorization" header is refused (it would put the credential in the file); write "bearerTokenEnv": "WORKER_VAR" and list WORKER_VAR in DMCP_MCP_ENV'
-        : `an "Authorization" header is ${scope.untrustedHint}`, field);
+      refuse(
+        trusted
+          ? 'a literal "Authorization" header is refused (it would put the credential in the file); write "bearerTokenEnv": "WORKER_VAR" and list WORKER_VAR in DMCP_MCP_ENV'
+          : `an "Authorization" header is ${scope.untrustedHint}`,
+        field,
+      );
     }
     const expanded = expand(value, field);
     // Checked again after expansion: a variable must not smuggle in a second header.
-    if (/[\r\n\0]/.test(expanded)) refuse(`header ${JSON.stringify(key)}: the expanded value contains a line break (CR/LF) or NUL`, field);
+    if (/[\r\n\0]/.test(expanded))
+      refuse(`header ${JSON.stringify(key)}: the expanded value contains a line break (CR/LF) or NUL`, field);
     entry.headers[key] = expanded;
   }
   return bearerEnv === undefined ? undefined : { variable: bearerEnv, field: bearerField };
@@ -482,8 +536,16 @@ function resolveEntry(name: string, node: ObjectNode, ctx: EntryContext): Server
 
   const scope = entryScope(name, raw, ctx, refuse, untrustedHint);
   const entry: ServerEntry = {
-    name, layer: layer.kind, source: `${layer.file}:${node.loc.start.line}`, trusted, type,
-    args: [], env: {}, envFrom: {}, headers: {}, enabled: scope.enabled,
+    name,
+    layer: layer.kind,
+    source: `${layer.file}:${node.loc.start.line}`,
+    trusted,
+    type,
+    args: [],
+    env: {},
+    envFrom: {},
+    headers: {},
+    enabled: scope.enabled,
   };
   rules.resolve(scope, entry);
   resolveCommonFields(raw, entry);
@@ -492,7 +554,12 @@ function resolveEntry(name: string, node: ObjectNode, ctx: EntryContext): Server
 
 function layerError(layer: LayerInfo, problem: string, line?: number, field?: string): ParseResult {
   const where = line === undefined ? layer.file : `${layer.file}:${line}`;
-  return { servers: [], refused: [], warnings: [], error: { message: `${where}: ${problem}`, file: layer.file, line, field } };
+  return {
+    servers: [],
+    refused: [],
+    warnings: [],
+    error: { message: `${where}: ${problem}`, file: layer.file, line, field },
+  };
 }
 
 /** Replaces `${PLUGIN_ROOT}` inside the JSON text, escaped so any folder name keeps the JSON valid. */
@@ -505,27 +572,41 @@ const GOVERNANCE_FIELDS = ['hooks', 'permissions', 'allowedTools', 'disallowedTo
 
 /** Why a layer's hooks or rules are not used. */
 function governanceRefusal(layer: LayerInfo): string {
-  const home = 'hooks and allowed-tools rules come only from settings.json in the worker\'s config dir (and its DMCP_ALLOWED_TOOLS / DMCP_DISALLOWED_TOOLS)';
-  if (!isTrustedLayer(layer.kind)) return `refused: the ${layerLabel(layer.kind)} layer is untrusted (the agent can write it); ${home}`;
+  const home =
+    "hooks and allowed-tools rules come only from settings.json in the worker's config dir (and its DMCP_ALLOWED_TOOLS / DMCP_DISALLOWED_TOOLS)";
+  if (!isTrustedLayer(layer.kind))
+    return `refused: the ${layerLabel(layer.kind)} layer is untrusted (the agent can write it); ${home}`;
   return `ignored: ${home}, not from mcp.json`;
 }
 
 /** The `mcpServers` object node of a parsed document, or a layer problem. */
 function serversNode(root: ValueNode, layer: LayerInfo, warnings: string[]): ObjectNode | ParseResult | undefined {
   const example = 'expected { "mcpServers": { "<name>": { "command": "..." } } }';
-  if (root.type !== 'Object') return layerError(layer, `the top level is ${jsonTypeOf(root)}; ${example}`, root.loc.start.line);
+  if (root.type !== 'Object')
+    return layerError(layer, `the top level is ${jsonTypeOf(root)}; ${example}`, root.loc.start.line);
   for (const m of root.members) {
-    if (GOVERNANCE_FIELDS.includes(keyOf(m))) warnings.push(`${layer.file}:${m.name.loc.start.line}: ${JSON.stringify(keyOf(m))} ${governanceRefusal(layer)}`);
+    if (GOVERNANCE_FIELDS.includes(keyOf(m)))
+      warnings.push(`${layer.file}:${m.name.loc.start.line}: ${JSON.stringify(keyOf(m))} ${governanceRefusal(layer)}`);
   }
   const servers = memberValue(root, 'mcpServers');
   if (servers === undefined) {
     if (layer.manifest) return undefined;
     const near = root.members.find((m) => /^(mcp_?servers|servers)$/i.test(keyOf(m)));
     const hint = near ? ` (found ${JSON.stringify(keyOf(near))}; the key is "mcpServers")` : '';
-    return layerError(layer, `no "mcpServers" object${hint}; ${example}`, near?.name.loc.start.line ?? root.loc.start.line, 'mcpServers');
+    return layerError(
+      layer,
+      `no "mcpServers" object${hint}; ${example}`,
+      near?.name.loc.start.line ?? root.loc.start.line,
+      'mcpServers',
+    );
   }
   if (servers.type !== 'Object') {
-    return layerError(layer, `"mcpServers" must be an object of server entries, got ${jsonTypeOf(servers)}`, servers.loc.start.line, 'mcpServers');
+    return layerError(
+      layer,
+      `"mcpServers" must be an object of server entries, got ${jsonTypeOf(servers)}`,
+      servers.loc.start.line,
+      'mcpServers',
+    );
   }
   for (const m of root.members) {
     const key = keyOf(m);
@@ -564,8 +645,13 @@ export function parseConfigText(text: string, layer: LayerInfo, env: NodeJS.Proc
     const raw = member.value.type === 'Object' ? (toValue(member.value) as Record<string, unknown>) : {};
     const refuse = (problem: string, at: number, field?: string): void => {
       result.refused.push({
-        name, layer: layer.kind, source: `${layer.file}:${line}`, transport: guessTransport(raw),
-        reason: `${layer.file}:${at}: server ${JSON.stringify(name)}: ${problem}`, line: at, field,
+        name,
+        layer: layer.kind,
+        source: `${layer.file}:${line}`,
+        transport: guessTransport(raw),
+        reason: `${layer.file}:${at}: server ${JSON.stringify(name)}: ${problem}`,
+        line: at,
+        field,
       });
     };
     if ((counts.get(key) ?? 0) > 1) {
@@ -583,7 +669,10 @@ export function parseConfigText(text: string, layer: LayerInfo, env: NodeJS.Proc
       continue;
     }
     if (member.value.type !== 'Object') {
-      refuse(`must be an object such as { "command": "..." } or { "url": "..." }, got ${jsonTypeOf(member.value)}`, member.value.loc.start.line);
+      refuse(
+        `must be an object such as { "command": "..." } or { "url": "..." }, got ${jsonTypeOf(member.value)}`,
+        member.value.loc.start.line,
+      );
       continue;
     }
     try {
@@ -634,4 +723,3 @@ export function pluginNameFrom(manifestText: string | undefined, folderName: str
   }
   return folderName;
 }
-

@@ -25,7 +25,12 @@ export async function createPrivateFileOnce(file: string, contents: string): Pro
  * What `read` makes of `file`, creating the file first (its folder too, with `folderMode` when
  * given) with `contents()` if it does not exist yet. Any other error of `read` is thrown as it is.
  */
-export async function readOrCreatePrivateFile<T>(file: string, read: (file: string) => Promise<T>, contents: () => string, folderMode?: number): Promise<T> {
+export async function readOrCreatePrivateFile<T>(
+  file: string,
+  read: (file: string) => Promise<T>,
+  contents: () => string,
+  folderMode?: number,
+): Promise<T> {
   try {
     return await read(file);
   } catch (err) {

@@ -14,9 +14,25 @@ export const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PROVIDER_KEY_RE = new RegExp(
   '(?:^|_)(?:' +
     [
-      'API_?KEYS?', 'KEYS?', 'TOKEN', 'SECRETS?', 'PASSWORD', 'PASSWD', 'PASSPHRASE', 'CREDENTIALS?', 'PAT',
-      'AUTH', 'AUTHORIZATION', 'AUTH_HEADER', 'AUTHORIZATION_HEADER', 'COOKIE', 'DSN',
-      'WEBHOOK', 'WEBHOOK_UR[LI]', 'CONNECTION_STRING', 'CONN_?STR(?:ING)?',
+      'API_?KEYS?',
+      'KEYS?',
+      'TOKEN',
+      'SECRETS?',
+      'PASSWORD',
+      'PASSWD',
+      'PASSPHRASE',
+      'CREDENTIALS?',
+      'PAT',
+      'AUTH',
+      'AUTHORIZATION',
+      'AUTH_HEADER',
+      'AUTHORIZATION_HEADER',
+      'COOKIE',
+      'DSN',
+      'WEBHOOK',
+      'WEBHOOK_UR[LI]',
+      'CONNECTION_STRING',
+      'CONN_?STR(?:ING)?',
       '(?:DATABASE|DB|POSTGRES(?:QL)?|PG|MYSQL|MARIADB|MONGO(?:DB)?|REDIS|AMQP|RABBITMQ|BROKER)_UR[LI]',
     ].join('|') +
     ')$|PASSWORD$',
@@ -56,7 +72,11 @@ export function invalidAllowListNames(env: NodeJS.ProcessEnv): string[] {
 export function secretKind(name: string, env: NodeJS.ProcessEnv): SecretKind | undefined {
   if (allowedSecretNames(env).includes(name)) return 'allow-listed';
   const upper = name.toUpperCase();
-  if (FIXED_SECRETS.has(upper) || FIXED_SECRET_PREFIXES.some((p) => upper.startsWith(p)) || PROJECT_SECRET_RE.test(upper)) {
+  if (
+    FIXED_SECRETS.has(upper) ||
+    FIXED_SECRET_PREFIXES.some((p) => upper.startsWith(p)) ||
+    PROJECT_SECRET_RE.test(upper)
+  ) {
     return 'credential';
   }
   if (PROVIDER_KEY_RE.test(upper)) return 'provider-key';
@@ -96,14 +116,18 @@ function workerValue(entry: ServerEntry, field: string, workerVar: string, worke
   if (!allowedSecretNames(workerEnv).includes(workerVar)) {
     throw new ConfigError(
       `server "${entry.name}": ${field}: worker variable "${workerVar}" is not listed in DMCP_MCP_ENV`,
-      entry.source, undefined, field,
+      entry.source,
+      undefined,
+      field,
     );
   }
   const value = workerEnv[workerVar];
   if (value === undefined || value === '') {
     throw new ConfigError(
       `server "${entry.name}": ${field}: worker variable "${workerVar}" is not set on this worker`,
-      entry.source, undefined, field,
+      entry.source,
+      undefined,
+      field,
     );
   }
   return value;
@@ -134,7 +158,9 @@ export function bearerToken(entry: ServerEntry, workerEnv: NodeJS.ProcessEnv): s
   if (/[\r\n\0]/.test(value)) {
     throw new ConfigError(
       `server "${entry.name}": bearerTokenEnv: worker variable "${entry.bearerTokenEnv}" contains a line break`,
-      entry.source, undefined, 'bearerTokenEnv',
+      entry.source,
+      undefined,
+      'bearerTokenEnv',
     );
   }
   return value;
@@ -150,7 +176,19 @@ export function requestHeaders(entry: ServerEntry, workerEnv: NodeJS.ProcessEnv)
  * Values that are words, not secrets, whatever their variable is called (`SKIP_AUTH=true`): scrubbing
  * them would garble every result that says "true".
  */
-const PLAIN_WORDS = new Set(['true', 'false', 'yes', 'no', 'on', 'off', 'none', 'null', 'undefined', 'enabled', 'disabled']);
+const PLAIN_WORDS = new Set([
+  'true',
+  'false',
+  'yes',
+  'no',
+  'on',
+  'off',
+  'none',
+  'null',
+  'undefined',
+  'enabled',
+  'disabled',
+]);
 
 /** Values of every secret variable set in `env` (length >= 4), longest first so overlaps scrub fully. */
 export function secretValues(env: NodeJS.ProcessEnv): string[] {
@@ -236,7 +274,13 @@ export function scrubberFor(values: Iterable<string>): (text: string) => string 
   }
   if (needles.size === 0) return (text) => text;
   // Longest first: where two forms start at the same place, the whole of the longer one goes.
-  const pattern = new RegExp([...needles].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g');
+  const pattern = new RegExp(
+    [...needles]
+      .sort((a, b) => b.length - a.length)
+      .map(escapeRegExp)
+      .join('|'),
+    'g',
+  );
   return (text) => text.replace(pattern, REDACTED);
 }
 
@@ -305,7 +349,8 @@ function walk(value: unknown, scrub: (text: string) => string, ancestors: Set<ob
     if (!isError && proto !== Object.prototype && proto !== null) return value;
     const entries: [string, unknown][] = [];
     let changed = isError;
-    if (isError) entries.push(['name', value.name], ['message', scrub(value.message)], ['stack', scrub(value.stack ?? '')]);
+    if (isError)
+      entries.push(['name', value.name], ['message', scrub(value.message)], ['stack', scrub(value.stack ?? '')]);
     for (const key of Object.keys(value)) {
       const item = (value as Record<string, unknown>)[key];
       const cleanKey = scrub(key);
@@ -316,7 +361,8 @@ function walk(value: unknown, scrub: (text: string) => string, ancestors: Set<ob
     if (!changed) return value;
     const out = (isError ? {} : Object.create(proto as object | null)) as Record<string, unknown>;
     // defineProperty, not assignment: a key named "__proto__" must stay data, not become the prototype.
-    for (const [key, item] of entries) Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
+    for (const [key, item] of entries)
+      Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
     return out;
   } finally {
     ancestors.delete(value);

@@ -9,7 +9,12 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { loadClientConfig, loadClientConfigProfile, type ClientConfigProfile, type ConfigDataSource } from '@temporalio/envconfig';
+import {
+  loadClientConfig,
+  loadClientConfigProfile,
+  type ClientConfigProfile,
+  type ConfigDataSource,
+} from '@temporalio/envconfig';
 import type { Env } from '../settings/index.js';
 
 /** A connection setting that cannot be used: names the variable or the file and field. */
@@ -54,7 +59,12 @@ export interface TemporalTarget {
 /** The config file envconfig reads for `env` (whether or not it exists). */
 export function configFilePath(env: Env): string | undefined {
   if (env.TEMPORAL_CONFIG_FILE) return env.TEMPORAL_CONFIG_FILE;
-  const base = env.XDG_CONFIG_HOME && isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : env.HOME ? join(env.HOME, '.config') : undefined;
+  const base =
+    env.XDG_CONFIG_HOME && isAbsolute(env.XDG_CONFIG_HOME)
+      ? env.XDG_CONFIG_HOME
+      : env.HOME
+        ? join(env.HOME, '.config')
+        : undefined;
   return base ? join(base, 'temporalio', 'temporal.toml') : undefined;
 }
 
@@ -65,11 +75,17 @@ export function configFilePath(env: Env): string | undefined {
  * {@link resolveTemporalTarget} is what reports it.
  */
 export function connectionFilePaths(env: Env): string[] {
-  const paths = [configFilePath(env), env.TEMPORAL_TLS_CLIENT_CERT_PATH, env.TEMPORAL_TLS_CLIENT_KEY_PATH, env.TEMPORAL_TLS_SERVER_CA_CERT_PATH];
+  const paths = [
+    configFilePath(env),
+    env.TEMPORAL_TLS_CLIENT_CERT_PATH,
+    env.TEMPORAL_TLS_CLIENT_KEY_PATH,
+    env.TEMPORAL_TLS_SERVER_CA_CERT_PATH,
+  ];
   try {
     const { profiles } = loadClientConfig({ overrideEnvVars: stringsOnly(env) });
     for (const { tls } of Object.values(profiles)) {
-      for (const source of [tls?.clientCert, tls?.clientKey, tls?.serverCACert]) if (source && 'path' in source) paths.push(source.path);
+      for (const source of [tls?.clientCert, tls?.clientKey, tls?.serverCACert])
+        if (source && 'path' in source) paths.push(source.path);
     }
   } catch {
     // No file, or one resolveTemporalTarget refuses: the paths above are all it names.
@@ -96,7 +112,9 @@ function readSource(source: ConfigDataSource | undefined, what: string, from: st
   try {
     return readFileSync(source.path);
   } catch (err) {
-    throw new ConnectionConfigError(`${what} ${source.path} (from ${from}) cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new ConnectionConfigError(
+      `${what} ${source.path} (from ${from}) cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
 }
 
@@ -110,7 +128,9 @@ export function resolveTemporalTarget(env: Env): TemporalTarget {
     try {
       readFileSync(env.TEMPORAL_CONFIG_FILE);
     } catch (err) {
-      throw new ConnectionConfigError(`TEMPORAL_CONFIG_FILE=${env.TEMPORAL_CONFIG_FILE} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new ConnectionConfigError(
+        `TEMPORAL_CONFIG_FILE=${env.TEMPORAL_CONFIG_FILE} cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
     }
   }
   const profileName = env.TEMPORAL_PROFILE?.trim() || 'default';
@@ -122,19 +142,39 @@ export function resolveTemporalTarget(env: Env): TemporalTarget {
     const message = (err as Error).message;
     if (/Profile '.*' not found/.test(message)) {
       const present = file !== undefined && existsSync(file);
-      throw new ConnectionConfigError(present ? `TEMPORAL_PROFILE=${profileName}: no such profile in ${file}` : `TEMPORAL_PROFILE=${profileName}: there is no Temporal config file${file ? ` (looked for ${file})` : ''}; set TEMPORAL_CONFIG_FILE`);
+      throw new ConnectionConfigError(
+        present
+          ? `TEMPORAL_PROFILE=${profileName}: no such profile in ${file}`
+          : `TEMPORAL_PROFILE=${profileName}: there is no Temporal config file${file ? ` (looked for ${file})` : ''}; set TEMPORAL_CONFIG_FILE`,
+      );
     }
     // A file without any [profile.<name>] table makes envconfig index into nothing.
-    if (err instanceof TypeError) throw new ConnectionConfigError(`${file ?? 'Temporal config file'}: expected [profile.${profileName}] tables`);
+    if (err instanceof TypeError)
+      throw new ConnectionConfigError(`${file ?? 'Temporal config file'}: expected [profile.${profileName}] tables`);
     throw new ConnectionConfigError(`${file ?? 'Temporal config file'}: ${message.replace(/^Validation error: /, '')}`);
   }
 
   let tls: ConnectionTls | boolean | undefined;
   const t = profile.tls;
   if (t) {
-    const certFrom = origin(env, ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_CERT_DATA'], 'client_cert_path', where);
-    const keyFrom = origin(env, ['TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_CLIENT_KEY_DATA'], 'client_key_path', where);
-    const caFrom = origin(env, ['TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_DATA'], 'server_ca_cert_path', where);
+    const certFrom = origin(
+      env,
+      ['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_CERT_DATA'],
+      'client_cert_path',
+      where,
+    );
+    const keyFrom = origin(
+      env,
+      ['TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_CLIENT_KEY_DATA'],
+      'client_key_path',
+      where,
+    );
+    const caFrom = origin(
+      env,
+      ['TEMPORAL_TLS_SERVER_CA_CERT_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_DATA'],
+      'server_ca_cert_path',
+      where,
+    );
     if (Boolean(t.clientCert) !== Boolean(t.clientKey)) {
       throw new ConnectionConfigError(
         t.clientCert
@@ -164,14 +204,20 @@ export function resolveTemporalTarget(env: Env): TemporalTarget {
   };
   const address = profile.address?.trim() || undefined;
   if (address && !/^[^\s/]+:\d+$/.test(address)) {
-    throw new ConnectionConfigError(`${env.TEMPORAL_ADDRESS !== undefined ? 'TEMPORAL_ADDRESS' : `address of ${where}`} must be host:port, got ${JSON.stringify(address)}`);
+    throw new ConnectionConfigError(
+      `${env.TEMPORAL_ADDRESS !== undefined ? 'TEMPORAL_ADDRESS' : `address of ${where}`} must be host:port, got ${JSON.stringify(address)}`,
+    );
   }
   return {
     address,
     namespace: profile.namespace?.trim() || 'default',
     namespaceExplicit: Boolean(profile.namespace?.trim()),
     options,
-    summary: describeTarget(address, options, env.TEMPORAL_ADDRESS === undefined && address !== undefined ? where : undefined),
+    summary: describeTarget(
+      address,
+      options,
+      env.TEMPORAL_ADDRESS === undefined && address !== undefined ? where : undefined,
+    ),
   };
 }
 
@@ -195,5 +241,9 @@ export function describeTarget(address: string | undefined, options: ConnectionO
 export function permissionDenied(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
   // gRPC PERMISSION_DENIED (7) and UNAUTHENTICATED (16).
-  return code === 7 || code === 16 || /PERMISSION_DENIED|UNAUTHENTICATED|Request unauthorized/i.test((err as Error)?.message ?? '');
+  return (
+    code === 7 ||
+    code === 16 ||
+    /PERMISSION_DENIED|UNAUTHENTICATED|Request unauthorized/i.test((err as Error)?.message ?? '')
+  );
 }

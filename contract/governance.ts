@@ -68,7 +68,12 @@ export interface PreToolUseHooksResult {
 }
 
 /** What a PreToolUse seal signs: the turn, the call, the public tool name and the arguments the call runs with. */
-export function preToolUseProofText(turnId: string, callId: string, name: string, args: Record<string, unknown>): string {
+export function preToolUseProofText(
+  turnId: string,
+  callId: string,
+  name: string,
+  args: Record<string, unknown>,
+): string {
   return JSON.stringify(['durable-mcp PreToolUse v1', turnId, callId, name, canonicalJson(args)]);
 }
 
@@ -76,10 +81,12 @@ export function preToolUseProofText(turnId: string, callId: string, name: string
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value).sort().flatMap((k) => {
-      const v = (value as Record<string, unknown>)[k];
-      return v === undefined ? [] : [`${JSON.stringify(k)}:${canonicalJson(v)}`];
-    });
+    const entries = Object.keys(value)
+      .sort()
+      .flatMap((k) => {
+        const v = (value as Record<string, unknown>)[k];
+        return v === undefined ? [] : [`${JSON.stringify(k)}:${canonicalJson(v)}`];
+      });
     return `{${entries.join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
@@ -96,7 +103,12 @@ export interface PostToolUseHooksResult {
 
 /** What the hooks of one call did, kept on its outcome. */
 export interface CallHooks {
-  pre?: { decision: PreToolUseHooksResult['decision']; reason?: string; updatedInput?: Record<string, unknown>; errors?: string[] };
+  pre?: {
+    decision: PreToolUseHooksResult['decision'];
+    reason?: string;
+    updatedInput?: Record<string, unknown>;
+    errors?: string[];
+  };
   post?: { note?: string; withheld?: string; errors?: string[] };
 }
 

@@ -59,7 +59,14 @@ export interface ServerStatus {
 }
 
 /** Why a shelf server's OAuth login does not work (see {@link ServerStatus.login}). */
-export const LoginProblemKind = ['wanted', 'expired', 'refresh_failed', 'in_progress', 'insufficient_scope', 'moved'] as const;
+export const LoginProblemKind = [
+  'wanted',
+  'expired',
+  'refresh_failed',
+  'in_progress',
+  'insufficient_scope',
+  'moved',
+] as const;
 export type LoginProblemKind = (typeof LoginProblemKind)[number];
 
 export interface TurnStatus {
@@ -143,7 +150,15 @@ export type ContentBlock =
   | (ContentBase & { type: 'text'; text: string })
   | (ContentBase & { type: 'image'; data: string; mimeType: string })
   | (ContentBase & { type: 'audio'; data: string; mimeType: string })
-  | (ContentBase & { type: 'resource_link'; uri: string; name: string; title?: string; description?: string; mimeType?: string; size?: number })
+  | (ContentBase & {
+      type: 'resource_link';
+      uri: string;
+      name: string;
+      title?: string;
+      description?: string;
+      mimeType?: string;
+      size?: number;
+    })
   | (ContentBase & { type: 'resource'; resource: ResourceContents });
 
 /**
@@ -151,7 +166,14 @@ export type ContentBlock =
  * out, it was cancelled, or its turn ended without waiting for its MCP task (`detached`: the task
  * goes on, and {@link CallOutcome.detached} says where its result can be fetched).
  */
-export const CallErrorKind = ['bad_request', 'transport', 'unknown_result', 'timeout', 'cancelled', 'detached'] as const;
+export const CallErrorKind = [
+  'bad_request',
+  'transport',
+  'unknown_result',
+  'timeout',
+  'cancelled',
+  'detached',
+] as const;
 export type CallErrorKind = (typeof CallErrorKind)[number];
 
 /** What a call produced, as recorded in history. */

@@ -129,7 +129,12 @@ type FieldSchema = Record<string, unknown>;
 function fieldsOf(schema: Record<string, unknown> | undefined): Map<string, FieldSchema | undefined> {
   const props = schema?.properties;
   if (typeof props !== 'object' || props === null || Array.isArray(props)) return new Map();
-  return new Map(Object.entries(props).map(([name, field]) => [name, typeof field === 'object' && field !== null && !Array.isArray(field) ? (field as FieldSchema) : undefined]));
+  return new Map(
+    Object.entries(props).map(([name, field]) => [
+      name,
+      typeof field === 'object' && field !== null && !Array.isArray(field) ? (field as FieldSchema) : undefined,
+    ]),
+  );
 }
 
 function requiredOf(schema: Record<string, unknown> | undefined): string[] {
@@ -151,31 +156,52 @@ function enumValues(field: FieldSchema): unknown[] | undefined {
  * {@link MAX_INPUT_ANSWER_ITEMS} per list, {@link MAX_INPUT_ANSWER_CHARS} in all), and no field the
  * schema does not define as its own.
  */
-export function inputAnswerProblem(request: Pick<InputRequest, 'kind' | 'requestedSchema'>, answer: unknown): InputAnswerProblem | undefined {
-  if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return { field: 'answer', message: 'the answer must be an object with "action"' };
+export function inputAnswerProblem(
+  request: Pick<InputRequest, 'kind' | 'requestedSchema'>,
+  answer: unknown,
+): InputAnswerProblem | undefined {
+  if (typeof answer !== 'object' || answer === null || Array.isArray(answer))
+    return { field: 'answer', message: 'the answer must be an object with "action"' };
   const { action, content, ...rest } = answer as Record<string, unknown>;
   const extra = Object.keys(rest)[0];
-  if (extra !== undefined) return { field: extra, message: `an answer has only "action" and "content"; ${JSON.stringify(extra)} is not one of them` };
-  if (!(InputAction as readonly unknown[]).includes(action)) return { field: 'action', message: `"action" must be one of ${InputAction.join(', ')}` };
+  if (extra !== undefined)
+    return {
+      field: extra,
+      message: `an answer has only "action" and "content"; ${JSON.stringify(extra)} is not one of them`,
+    };
+  if (!(InputAction as readonly unknown[]).includes(action))
+    return { field: 'action', message: `"action" must be one of ${InputAction.join(', ')}` };
   if (action !== 'accept' || request.kind === 'url') {
-    if (content !== undefined) return { field: 'content', message: `"content" goes only with "accept" of a form request` };
+    if (content !== undefined)
+      return { field: 'content', message: `"content" goes only with "accept" of a form request` };
     return undefined;
   }
-  if (typeof content !== 'object' || content === null || Array.isArray(content)) return { field: 'content', message: 'an accepted form answer needs "content", an object of the requested fields' };
+  if (typeof content !== 'object' || content === null || Array.isArray(content))
+    return { field: 'content', message: 'an accepted form answer needs "content", an object of the requested fields' };
   const fields = fieldsOf(request.requestedSchema);
   const given = content as Record<string, unknown>;
   for (const name of requiredOf(request.requestedSchema)) {
-    if (!Object.hasOwn(given, name) || given[name] === undefined) return { field: `content.${name}`, message: `the required field ${JSON.stringify(name)} is missing` };
+    if (!Object.hasOwn(given, name) || given[name] === undefined)
+      return { field: `content.${name}`, message: `the required field ${JSON.stringify(name)} is missing` };
   }
   for (const [name, value] of Object.entries(given)) {
-    if (!fields.has(name)) return { field: `content.${name}`, message: `${JSON.stringify(name)} is not a field of the requested schema` };
+    if (!fields.has(name))
+      return { field: `content.${name}`, message: `${JSON.stringify(name)} is not a field of the requested schema` };
     const field = fields.get(name);
-    if (!field) return { field: `content.${name}`, message: `${JSON.stringify(name)} has no usable definition in the requested schema` };
+    if (!field)
+      return {
+        field: `content.${name}`,
+        message: `${JSON.stringify(name)} has no usable definition in the requested schema`,
+      };
     const problem = fieldValueProblem(field, value);
     if (problem) return { field: `content.${name}`, message: `${JSON.stringify(name)} ${problem}` };
   }
   const size = JSON.stringify(given).length;
-  if (size > MAX_INPUT_ANSWER_CHARS) return { field: 'content', message: `the answer is ${size} characters long as JSON; at most ${MAX_INPUT_ANSWER_CHARS}` };
+  if (size > MAX_INPUT_ANSWER_CHARS)
+    return {
+      field: 'content',
+      message: `the answer is ${size} characters long as JSON; at most ${MAX_INPUT_ANSWER_CHARS}`,
+    };
   return undefined;
 }
 
@@ -195,19 +221,25 @@ function fieldValueProblem(field: FieldSchema, value: unknown): string | undefin
     if (value.length > MAX_INPUT_ANSWER_ITEMS) return `must hold at most ${MAX_INPUT_ANSWER_ITEMS} items`;
     const long = (value as string[]).find((v) => v.length > MAX_INPUT_TEXT_CHARS);
     if (long !== undefined) return `may hold items of at most ${MAX_INPUT_TEXT_CHARS} characters`;
-    const allowed = typeof field.items === 'object' && field.items !== null ? enumValues(field.items as FieldSchema) : undefined;
+    const allowed =
+      typeof field.items === 'object' && field.items !== null ? enumValues(field.items as FieldSchema) : undefined;
     const bad = allowed ? value.find((v) => !allowed.includes(v)) : undefined;
-    if (bad !== undefined) return `may not hold ${JSON.stringify(bad)}; allowed: ${allowed!.map((a) => JSON.stringify(a)).join(', ')}`;
-    if (typeof field.minItems === 'number' && value.length < field.minItems) return `must hold at least ${field.minItems} items`;
-    if (typeof field.maxItems === 'number' && value.length > field.maxItems) return `must hold at most ${field.maxItems} items`;
+    if (bad !== undefined)
+      return `may not hold ${JSON.stringify(bad)}; allowed: ${allowed!.map((a) => JSON.stringify(a)).join(', ')}`;
+    if (typeof field.minItems === 'number' && value.length < field.minItems)
+      return `must hold at least ${field.minItems} items`;
+    if (typeof field.maxItems === 'number' && value.length > field.maxItems)
+      return `must hold at most ${field.maxItems} items`;
     return undefined;
   }
   if (typeof value !== 'string') return 'must be a string';
   if (value.length > MAX_INPUT_TEXT_CHARS) return `must be at most ${MAX_INPUT_TEXT_CHARS} characters long`;
   const allowed = enumValues(field);
   if (allowed && !allowed.includes(value)) return `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`;
-  if (typeof field.minLength === 'number' && value.length < field.minLength) return `must be at least ${field.minLength} characters long`;
-  if (typeof field.maxLength === 'number' && value.length > field.maxLength) return `must be at most ${field.maxLength} characters long`;
+  if (typeof field.minLength === 'number' && value.length < field.minLength)
+    return `must be at least ${field.minLength} characters long`;
+  if (typeof field.maxLength === 'number' && value.length > field.maxLength)
+    return `must be at most ${field.maxLength} characters long`;
   return formatProblem(field.format, value);
 }
 
@@ -215,7 +247,8 @@ function formatProblem(format: unknown, value: string): string | undefined {
   if (format === 'email' && !/^[^\s@]+@[^\s@]+$/.test(value)) return 'must be an email address';
   if (format === 'uri' && !/^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(value)) return 'must be a URI';
   if (format === 'date' && !/^\d{4}-\d{2}-\d{2}$/.test(value)) return 'must be a date (YYYY-MM-DD)';
-  if (format === 'date-time' && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(value)) return 'must be a date and time (RFC 3339)';
+  if (format === 'date-time' && !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(value))
+    return 'must be a date and time (RFC 3339)';
   return undefined;
 }
 
@@ -223,12 +256,21 @@ function formatProblem(format: unknown, value: string): string | undefined {
  * The answer `accept-defaults` gives (SEP-1034): accept with every field that has a default; a
  * required field without one cannot be answered so, and the request is declined instead, naming it.
  */
-export function defaultsAnswer(request: Pick<InputRequest, 'kind' | 'requestedSchema'>): { answer: InputAnswer; missing?: string } {
+export function defaultsAnswer(request: Pick<InputRequest, 'kind' | 'requestedSchema'>): {
+  answer: InputAnswer;
+  missing?: string;
+} {
   if (request.kind === 'url') return { answer: { action: 'decline' }, missing: 'url' };
   const defaults: [string, string | number | boolean | string[]][] = [];
   for (const [name, field] of fieldsOf(request.requestedSchema)) {
     const value = field?.default;
-    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' || (Array.isArray(value) && value.every((v) => typeof v === 'string'))) defaults.push([name, value as string | number | boolean | string[]]);
+    if (
+      typeof value === 'string' ||
+      typeof value === 'number' ||
+      typeof value === 'boolean' ||
+      (Array.isArray(value) && value.every((v) => typeof v === 'string'))
+    )
+      defaults.push([name, value as string | number | boolean | string[]]);
   }
   // fromEntries defines own fields: assigning one named `__proto__` would set the prototype instead.
   const content = Object.fromEntries(defaults);
@@ -238,7 +280,10 @@ export function defaultsAnswer(request: Pick<InputRequest, 'kind' | 'requestedSc
 }
 
 /** The answer an unattended caller gives to `request`. */
-export function unattendedAnswer(mode: UnattendedAnswer, request: Pick<InputRequest, 'kind' | 'requestedSchema'>): InputAnswer {
+export function unattendedAnswer(
+  mode: UnattendedAnswer,
+  request: Pick<InputRequest, 'kind' | 'requestedSchema'>,
+): InputAnswer {
   if (mode === 'accept-defaults') return defaultsAnswer(request).answer;
   return { action: mode };
 }

@@ -183,10 +183,10 @@ export function serverNameProblem(name: string, maxLength: number = MAX_SERVER_N
     return `server name ${shown} has two separators in a row ("__" separates the parts of tool names); use a single "_" or "-"`;
   }
   if (!SERVER_NAME_PATTERN.test(name)) return `server name ${shown} must end with a letter or digit`;
-  if (name.length > maxLength) return `server name ${shown} is ${name.length} characters long; at most ${maxLength} are allowed`;
+  if (name.length > maxLength)
+    return `server name ${shown} is ${name.length} characters long; at most ${maxLength} are allowed`;
   return undefined;
 }
-
 
 /** A session ID: it is part of workflow IDs and the search attribute, so it stays short and plain. */
 export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;

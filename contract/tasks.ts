@@ -110,6 +110,7 @@ export const MAX_TASK_ID_CHARS = 256;
 export function taskIdProblem(taskId: unknown): string | undefined {
   if (typeof taskId !== 'string' || taskId === '') return 'taskId must be a non-empty string';
   if (taskId.length > MAX_TASK_ID_CHARS) return `taskId is ${taskId.length} characters; at most ${MAX_TASK_ID_CHARS}`;
-  if (!/^[\x21-\x7e]+$/.test(taskId)) return 'taskId may hold only visible ASCII characters (no spaces or control characters)';
+  if (!/^[\x21-\x7e]+$/.test(taskId))
+    return 'taskId may hold only visible ASCII characters (no spaces or control characters)';
   return undefined;
 }

@@ -9,9 +9,15 @@ const argv = process.argv[2] ?? '';
 const tcp = (host, port) =>
   new Promise((resolve) => {
     const s = connect({ host, port: Number(port), timeout: 3000 });
-    s.once('connect', () => { s.destroy(); resolve(true); });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
     s.once('error', () => resolve(false));
-    s.once('timeout', () => { s.destroy(); resolve(false); });
+    s.once('timeout', () => {
+      s.destroy();
+      resolve(false);
+    });
   });
 const http = async (url, ok = (status) => status < 500) => {
   try {
@@ -25,7 +31,8 @@ const http = async (url, ok = (status) => status < 500) => {
 async function healthy() {
   const e = process.env;
   // The API is ready when it reaches Temporal (/readyz answers 200, 503 otherwise).
-  if (argv === 'api' && e.DMCP_API_PORT) return http(`http://127.0.0.1:${e.DMCP_API_PORT}/readyz`, (status) => status === 200);
+  if (argv === 'api' && e.DMCP_API_PORT)
+    return http(`http://127.0.0.1:${e.DMCP_API_PORT}/readyz`, (status) => status === 200);
   if (e.DMCP_METRICS_PORT) return http(`http://127.0.0.1:${e.DMCP_METRICS_PORT}/metrics`);
   if (argv === 'codec') return tcp('127.0.0.1', e.DMCP_CODEC_PORT ?? 8234);
   const address = e.TEMPORAL_ADDRESS ?? '';

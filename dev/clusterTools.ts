@@ -74,7 +74,9 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<v
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
     child.once('error', reject);
-    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} exited with code ${code}`))));
+    child.once('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} exited with code ${code}`)),
+    );
   });
 }
 
@@ -83,7 +85,11 @@ async function goInstall(dir: string, packages: string[]): Promise<void> {
   const staging = `${dir}.partial`;
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { recursive: true });
-  await run('go', ['install', '-trimpath', ...packages], { ...process.env, GOBIN: staging, GOFLAGS: '-buildvcs=false' });
+  await run('go', ['install', '-trimpath', ...packages], {
+    ...process.env,
+    GOBIN: staging,
+    GOFLAGS: '-buildvcs=false',
+  });
   await rm(dir, { recursive: true, force: true });
   await mkdir(dirname(dir), { recursive: true });
   await rename(staging, dir);
@@ -105,10 +111,18 @@ export async function installClusterTools(
   const paths = clusterToolPaths(env);
   let serverBuildSeconds = 0;
   let versityBuildSeconds = 0;
-  if (only.includes('server') && (!(await executable(paths.temporalServer)) || !(await executable(paths.temporalSql)))) {
-    log(`Building the Temporal server and SQL tool v${paths.serverVersion} with the Go toolchain (about 5 minutes the first time)...`);
+  if (
+    only.includes('server') &&
+    (!(await executable(paths.temporalServer)) || !(await executable(paths.temporalSql)))
+  ) {
+    log(
+      `Building the Temporal server and SQL tool v${paths.serverVersion} with the Go toolchain (about 5 minutes the first time)...`,
+    );
     const started = Date.now();
-    await goInstall(dirname(paths.temporalServer), [`go.temporal.io/server/cmd/server@v${paths.serverVersion}`, `go.temporal.io/server/cmd/tools/sql@v${paths.serverVersion}`]);
+    await goInstall(dirname(paths.temporalServer), [
+      `go.temporal.io/server/cmd/server@v${paths.serverVersion}`,
+      `go.temporal.io/server/cmd/tools/sql@v${paths.serverVersion}`,
+    ]);
     serverBuildSeconds = (Date.now() - started) / 1000;
   }
   if (only.includes('versitygw') && !(await executable(paths.versitygw))) {

@@ -28,7 +28,8 @@ export const conformanceDir = join(projectRoot, '.tools', 'conformance');
 
 /** The npm package that carries a Node binary for this machine. */
 export function nodePackageName(platform: string = process.platform, arch: string = process.arch): string {
-  if (platform === 'win32') throw new Error('the conformance run needs a Unix-like system: npm\'s Node packages for Windows ship no bin/node');
+  if (platform === 'win32')
+    throw new Error("the conformance run needs a Unix-like system: npm's Node packages for Windows ship no bin/node");
   return `node-${platform}-${arch}`;
 }
 
@@ -42,11 +43,21 @@ interface PinnedInstall {
 }
 
 function nodeInstall(): PinnedInstall {
-  return { prefix: join(conformanceDir, 'node22'), name: nodePackageName(), version: CONFORMANCE_NODE_VERSION, entry: join('bin', 'node') };
+  return {
+    prefix: join(conformanceDir, 'node22'),
+    name: nodePackageName(),
+    version: CONFORMANCE_NODE_VERSION,
+    entry: join('bin', 'node'),
+  };
 }
 
 function suiteInstall(line: ConformanceLine): PinnedInstall {
-  return { prefix: join(conformanceDir, line.version), name: CONFORMANCE_PACKAGE, version: line.version, entry: join('dist', 'index.js') };
+  return {
+    prefix: join(conformanceDir, line.version),
+    name: CONFORMANCE_PACKAGE,
+    version: line.version,
+    entry: join('dist', 'index.js'),
+  };
 }
 
 const packageDir = (p: PinnedInstall, prefix = p.prefix) => join(prefix, 'node_modules', ...p.name.split('/'));
@@ -67,7 +78,9 @@ function npm(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn('npm', args, { stdio: ['ignore', 'inherit', 'inherit'] });
     child.once('error', (err) => reject(new Error(`could not run npm: ${err.message}`)));
-    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`npm ${args.join(' ')} exited with code ${code}`))));
+    child.once('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`npm ${args.join(' ')} exited with code ${code}`)),
+    );
   });
 }
 
@@ -118,6 +131,12 @@ export async function requireConformanceTools(): Promise<ConformanceTools> {
   const wanted = [nodeInstall(), ...CONFORMANCE_LINES.map(suiteInstall)];
   const missing: string[] = [];
   for (const p of wanted) if ((await installedVersion(p)) !== p.version) missing.push(`${p.name}@${p.version}`);
-  if (missing.length > 0) throw new Error(`missing under ${conformanceDir}: ${missing.join(', ')}; install them with \`node dist/dev/setupConformance.js\` (or \`npm run test:conformance\`)`);
-  return { node: entryPath(wanted[0]!), suites: new Map(CONFORMANCE_LINES.map((line) => [line.line, entryPath(suiteInstall(line))])) };
+  if (missing.length > 0)
+    throw new Error(
+      `missing under ${conformanceDir}: ${missing.join(', ')}; install them with \`node dist/dev/setupConformance.js\` (or \`npm run test:conformance\`)`,
+    );
+  return {
+    node: entryPath(wanted[0]!),
+    suites: new Map(CONFORMANCE_LINES.map((line) => [line.line, entryPath(suiteInstall(line))])),
+  };
 }

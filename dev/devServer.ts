@@ -128,7 +128,18 @@ async function startOnce(options: DevServerOptions, env: NodeJS.ProcessEnv, cli:
   const uiPort = options.headless ? undefined : options.uiPort || (await freePort());
   const namespace = options.namespace ?? 'default';
   const tuned = options.tuned ?? true;
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', namespace, '--log-level', 'warn'];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--namespace',
+    namespace,
+    '--log-level',
+    'warn',
+  ];
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
   if (options.dbFile) {
     await mkdir(dirname(options.dbFile), { recursive: true, mode: 0o700 });
@@ -137,14 +148,19 @@ async function startOnce(options: DevServerOptions, env: NodeJS.ProcessEnv, cli:
     for (const [name, value] of Object.entries(pragmas)) args.push('--sqlite-pragma', `${name}=${value}`);
   }
   const dynamicConfig = { ...(tuned ? TUNED_DYNAMIC_CONFIG : {}), ...options.dynamicConfig };
-  for (const [key, value] of Object.entries(dynamicConfig)) args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
+  for (const [key, value] of Object.entries(dynamicConfig))
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   if (uiPort) {
     args.push('--ui-port', String(uiPort), '--ui-ip', '127.0.0.1');
     if (options.codecEndpoint) args.push('--ui-codec-endpoint', options.codecEndpoint);
   } else {
     args.push('--headless');
   }
-  const child: ChildProcess = spawn(cli.path, args, { stdio: ['ignore', 'ignore', 'pipe'], env, detached: options.ownProcessGroup === true });
+  const child: ChildProcess = spawn(cli.path, args, {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env,
+    detached: options.ownProcessGroup === true,
+  });
   const stderr = new TailBuffer(8192);
   // A Go panic puts its cause first and a long stack after it: keep the start too.
   let head = '';
@@ -163,8 +179,12 @@ async function startOnce(options: DevServerOptions, env: NodeJS.ProcessEnv, cli:
   const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
   for (;;) {
     if (exitedEarly) {
-      const cause = head.split('\n').find((l) => /^(panic|fatal|error)\b|"level":"(fatal|error)"|\blevel=(ERROR|FATAL)\b|^Error:/i.test(l.trim()));
-      throw new ExitedAtStart(`temporal server start-dev exited (${cli.path}): ${cause ? `${cause.trim()}\n` : ''}${stderr.lastLines(8) || 'no output'}`);
+      const cause = head
+        .split('\n')
+        .find((l) => /^(panic|fatal|error)\b|"level":"(fatal|error)"|\blevel=(ERROR|FATAL)\b|^Error:/i.test(l.trim()));
+      throw new ExitedAtStart(
+        `temporal server start-dev exited (${cli.path}): ${cause ? `${cause.trim()}\n` : ''}${stderr.lastLines(8) || 'no output'}`,
+      );
     }
     try {
       const connection = await temporalClient().Connection.connect({ address, connectTimeout: 1000 });
@@ -177,7 +197,9 @@ async function startOnce(options: DevServerOptions, env: NodeJS.ProcessEnv, cli:
     } catch (err) {
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
-        throw new Error(`temporal dev server did not answer on ${address}: ${(err as Error).message}; ${stderr.lastLines(8)}`);
+        throw new Error(
+          `temporal dev server did not answer on ${address}: ${(err as Error).message}; ${stderr.lastLines(8)}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 250));
     }

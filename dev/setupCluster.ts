@@ -9,7 +9,13 @@
  * - Debian's `postgresql` (the cluster test's database) and `docker-compose` (to check the compose
  *   file), with apt-get when running as root on Debian; elsewhere it says what to install.
  */
-import { commandExists, ensureDebianPackages, findPostgresBin, installClusterTools, readDotEnv } from './clusterTools.js';
+import {
+  commandExists,
+  ensureDebianPackages,
+  findPostgresBin,
+  installClusterTools,
+  readDotEnv,
+} from './clusterTools.js';
 
 async function main(): Promise<void> {
   const started = Date.now();
@@ -21,7 +27,9 @@ async function main(): Promise<void> {
   ensureDebianPackages(wanted, say);
   const report = await installClusterTools(await readDotEnv(), say);
   const built = (s: number) => (s > 0 ? `built in ${s.toFixed(0)}s` : 'already built');
-  say(`Temporal server ${report.paths.serverVersion}: ${report.paths.temporalServer} (${built(report.serverBuildSeconds)})`);
+  say(
+    `Temporal server ${report.paths.serverVersion}: ${report.paths.temporalServer} (${built(report.serverBuildSeconds)})`,
+  );
   say(`versitygw ${report.paths.versityVersion}: ${report.paths.versitygw} (${built(report.versityBuildSeconds)})`);
   say(`PostgreSQL: ${await findPostgresBin()}; cluster tools ready in ${((Date.now() - started) / 1000).toFixed(1)}s`);
 }

@@ -17,7 +17,9 @@ async function main(): Promise<void> {
   const tools = await installConformanceTools(say);
   // A binary that does not run here (another libc, a truncated download) should fail now, not mid-run.
   const { stdout } = await promisify(execFile)(tools.node, ['--version'], { timeout: 10_000 });
-  say(`Conformance tools ready in ${((Date.now() - started) / 1000).toFixed(1)}s (node ${stdout.trim()}: ${tools.node})`);
+  say(
+    `Conformance tools ready in ${((Date.now() - started) / 1000).toFixed(1)}s (node ${stdout.trim()}: ${tools.node})`,
+  );
 }
 
 main().catch((err: unknown) => {

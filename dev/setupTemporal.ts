@@ -18,7 +18,9 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<v
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
     child.once('error', reject);
-    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} exited with code ${code}`))));
+    child.once('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} exited with code ${code}`)),
+    );
   });
 }
 
@@ -27,12 +29,23 @@ export async function installTemporalCli(): Promise<string> {
   const staging = `${dir}.partial`;
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { recursive: true });
-  process.stderr.write(`Building Temporal CLI v${TEMPORAL_CLI_VERSION} with the Go toolchain (several minutes the first time)...\n`);
-  await run('go', ['install', '-trimpath', `-ldflags=-X github.com/temporalio/cli/temporalcli.Version=${TEMPORAL_CLI_VERSION}`, `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`], {
-    ...process.env,
-    GOBIN: staging,
-    GOFLAGS: '-buildvcs=false',
-  });
+  process.stderr.write(
+    `Building Temporal CLI v${TEMPORAL_CLI_VERSION} with the Go toolchain (several minutes the first time)...\n`,
+  );
+  await run(
+    'go',
+    [
+      'install',
+      '-trimpath',
+      `-ldflags=-X github.com/temporalio/cli/temporalcli.Version=${TEMPORAL_CLI_VERSION}`,
+      `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`,
+    ],
+    {
+      ...process.env,
+      GOBIN: staging,
+      GOFLAGS: '-buildvcs=false',
+    },
+  );
   // Staged then moved, so an interrupted build never leaves a half-written binary behind.
   await rm(dir, { recursive: true, force: true });
   await mkdir(dirname(dir), { recursive: true });
@@ -51,7 +64,9 @@ async function main(): Promise<void> {
   }
   try {
     const path = await installTemporalCli();
-    process.stderr.write(`Temporal CLI installed: ${path} (${await temporalCliVersion(path)}) in ${((Date.now() - started) / 1000).toFixed(1)}s\n`);
+    process.stderr.write(
+      `Temporal CLI installed: ${path} (${await temporalCliVersion(path)}) in ${((Date.now() - started) / 1000).toFixed(1)}s\n`,
+    );
   } catch (err) {
     const message = `Could not install the Temporal CLI: ${(err as Error).message}. See README "Getting the Temporal CLI".`;
     if (ifMissing) {

@@ -24,14 +24,24 @@ function scriptedModel(): MockLanguageModelV3 {
     doGenerate: [
       {
         content: [
-          { type: 'tool-call', toolCallId: 'call_echo', toolName: 'mcp__everything__echo', input: JSON.stringify({ message: 'hello durable' }) },
+          {
+            type: 'tool-call',
+            toolCallId: 'call_echo',
+            toolName: 'mcp__everything__echo',
+            input: JSON.stringify({ message: 'hello durable' }),
+          },
           { type: 'tool-call', toolCallId: 'call_image', toolName: 'mcp__everything__get-tiny-image', input: '{}' },
         ],
         finishReason: { unified: 'tool-calls', raw: undefined },
         usage,
         warnings: [],
       },
-      { content: [{ type: 'text', text: 'The server echoed "hello durable" and sent a tiny PNG.' }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] },
+      {
+        content: [{ type: 'text', text: 'The server echoed "hello durable" and sent a tiny PNG.' }],
+        finishReason: { unified: 'stop', raw: undefined },
+        usage,
+        warnings: [],
+      },
     ],
   });
 }
@@ -59,13 +69,23 @@ try {
     for (const part of message.content) {
       if (part.type !== 'tool-result') continue;
       const { output } = part;
-      const text = output.type === 'content' ? output.value.flatMap((v) => (v.type === 'text' ? [v.text] : [])).join(' ') : 'value' in output ? String(output.value) : output.type;
-      const images = output.type === 'content' ? output.value.flatMap((v) => (v.type === 'image-data' ? [{ mediaType: v.mediaType, data: v.data }] : [])) : [];
+      const text =
+        output.type === 'content'
+          ? output.value.flatMap((v) => (v.type === 'text' ? [v.text] : [])).join(' ')
+          : 'value' in output
+            ? String(output.value)
+            : output.type;
+      const images =
+        output.type === 'content'
+          ? output.value.flatMap((v) => (v.type === 'image-data' ? [{ mediaType: v.mediaType, data: v.data }] : []))
+          : [];
       process.stdout.write(`${describeResult(part.toolCallId, part.toolName, text, images)}\n`);
     }
   }
   process.stdout.write(`Model: ${result.text}\n`);
-  process.stdout.write(`Turn ${turn.turnId} ended (${turn.endedBy}), ${turn.calls.length} calls recorded (see it again: npx durable-mcp transcript ${turn.turnId})\n`);
+  process.stdout.write(
+    `Turn ${turn.turnId} ended (${turn.endedBy}), ${turn.calls.length} calls recorded (see it again: npx durable-mcp transcript ${turn.turnId})\n`,
+  );
 } finally {
   await session.close();
 }

@@ -11,14 +11,24 @@ import { createLogger } from '../worker/logger.js';
 
 export function exampleSession(): Promise<Session> {
   const settings = loadSettings(process.env);
-  return connect({ logger: createLogger({ level: process.env.DMCP_LOG_LEVEL ?? 'warn' }), withWorker: true, settings, env: process.env });
+  return connect({
+    logger: createLogger({ level: process.env.DMCP_LOG_LEVEL ?? 'warn' }),
+    withWorker: true,
+    settings,
+    env: process.env,
+  });
 }
 
 /** server-everything as an inline `--mcp` spec: the installed package, run by this Node. */
 export const everythingSpec = `everything:${process.execPath} ${fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url))} stdio`;
 
 /** One line per tool result the model read: its call ID, tool, text and images. */
-export function describeResult(id: string, name: string, text: string, images: { mediaType: string; data: string }[]): string {
+export function describeResult(
+  id: string,
+  name: string,
+  text: string,
+  images: { mediaType: string; data: string }[],
+): string {
   const shown = images.map((i) => `${i.mediaType}, ${Buffer.from(i.data, 'base64').length} bytes`);
   return `  ${id} ${name}: ${text.replace(/\s*\n\s*/g, ' ')}${shown.length ? ` + image (${shown.join('; ')})` : ''}`;
 }

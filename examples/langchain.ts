@@ -22,15 +22,19 @@ function scriptedModel(_tools: DurableStructuredTool[]) {
   const steps = [
     new FakeStreamingChatModel({
       responses: [new AIMessage('')],
-      chunks: [new AIMessageChunk({
-        content: '',
-        tool_calls: [
-          { id: 'call_echo', name: 'mcp__everything__echo', args: { message: 'hello durable' }, type: 'tool_call' },
-          { id: 'call_image', name: 'mcp__everything__get-tiny-image', args: {}, type: 'tool_call' },
-        ],
-      })],
+      chunks: [
+        new AIMessageChunk({
+          content: '',
+          tool_calls: [
+            { id: 'call_echo', name: 'mcp__everything__echo', args: { message: 'hello durable' }, type: 'tool_call' },
+            { id: 'call_image', name: 'mcp__everything__get-tiny-image', args: {}, type: 'tool_call' },
+          ],
+        }),
+      ],
     }),
-    new FakeStreamingChatModel({ responses: [new AIMessage('The server echoed "hello durable" and sent a tiny PNG.')] }),
+    new FakeStreamingChatModel({
+      responses: [new AIMessage('The server echoed "hello durable" and sent a tiny PNG.')],
+    }),
   ];
   let next = 0;
   return RunnableLambda.from((messages: BaseMessage[]) => steps[Math.min(next++, steps.length - 1)]!.invoke(messages));
@@ -47,12 +51,16 @@ try {
       const tools = structuredTools(durable);
       const byName = new Map(tools.map((t) => [t.name, t]));
       const model = scriptedModel(tools);
-      const messages: BaseMessage[] = [new SystemMessage(system), new HumanMessage('Echo "hello durable", then show me the tiny image.')];
+      const messages: BaseMessage[] = [
+        new SystemMessage(system),
+        new HumanMessage('Echo "hello durable", then show me the tiny image.'),
+      ];
       for (let step = 0; step < 5; step += 1) {
         const reply = await model.invoke(messages);
         messages.push(reply);
         if (!reply.tool_calls?.length) break;
-        for (const call of reply.tool_calls) messages.push(await byName.get(call.name)!.invoke({ ...call, type: 'tool_call' }));
+        for (const call of reply.tool_calls)
+          messages.push(await byName.get(call.name)!.invoke({ ...call, type: 'tool_call' }));
       }
       return messages;
     },
@@ -62,11 +70,17 @@ try {
     if (m.type !== 'tool') continue;
     const blocks = m.content as { type: string; text?: string; mimeType?: string; data?: string }[];
     const text = blocks.flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])).join(' ');
-    const images = blocks.flatMap((b) => (b.type === 'image' ? [{ mediaType: b.mimeType ?? '', data: b.data ?? '' }] : []));
-    process.stdout.write(`${describeResult((m as { tool_call_id?: string }).tool_call_id ?? '', m.name ?? '', text, images)}\n`);
+    const images = blocks.flatMap((b) =>
+      b.type === 'image' ? [{ mediaType: b.mimeType ?? '', data: b.data ?? '' }] : [],
+    );
+    process.stdout.write(
+      `${describeResult((m as { tool_call_id?: string }).tool_call_id ?? '', m.name ?? '', text, images)}\n`,
+    );
   }
   process.stdout.write(`Model: ${String(messages[messages.length - 1]?.content)}\n`);
-  process.stdout.write(`Turn ${turn.turnId} ended (${turn.endedBy}), ${turn.calls.length} calls recorded (see it again: npx durable-mcp transcript ${turn.turnId})\n`);
+  process.stdout.write(
+    `Turn ${turn.turnId} ended (${turn.endedBy}), ${turn.calls.length} calls recorded (see it again: npx durable-mcp transcript ${turn.turnId})\n`,
+  );
 } finally {
   await session.close();
 }

@@ -31,7 +31,12 @@ try {
     (durable) => {
       const { system } = turnBriefing(durable, 'You are a helpful assistant.');
       process.stdout.write(`System prompt:\n${system}\n\n`);
-      const agent = new Agent({ name: 'assistant', instructions: system, model: scriptedModel(), tools: functionTools(durable) });
+      const agent = new Agent({
+        name: 'assistant',
+        instructions: system,
+        model: scriptedModel(),
+        tools: functionTools(durable),
+      });
       // Traces would go to OpenAI's tracing API, which needs a key.
       return new Runner({ tracingDisabled: true }).run(agent, 'Echo "hello durable", then show me the tiny image.');
     },
@@ -49,7 +54,9 @@ try {
     process.stdout.write(`${describeResult(callId, name, text, images)}\n`);
   }
   process.stdout.write(`Model: ${String(result.finalOutput)}\n`);
-  process.stdout.write(`Turn ${turn.turnId} ended (${turn.endedBy}), ${turn.calls.length} calls recorded (see it again: npx durable-mcp transcript ${turn.turnId})\n`);
+  process.stdout.write(
+    `Turn ${turn.turnId} ended (${turn.endedBy}), ${turn.calls.length} calls recorded (see it again: npx durable-mcp transcript ${turn.turnId})\n`,
+  );
 } finally {
   await session.close();
 }

@@ -30,11 +30,16 @@ export type PreHookVerdict =
   | { kind: 'deny'; reason: string }
   | { kind: 'error'; message: string };
 
-export type PostHookVerdict = { kind: 'continue' } | { kind: 'note'; note: string } | { kind: 'error'; message: string };
+export type PostHookVerdict =
+  | { kind: 'continue' }
+  | { kind: 'note'; note: string }
+  | { kind: 'error'; message: string };
 
 function clip(text: string): string {
   const t = text.trim();
-  return t.length > MAX_HOOK_MESSAGE_CHARS ? `${t.slice(0, MAX_HOOK_MESSAGE_CHARS)}… (${t.length - MAX_HOOK_MESSAGE_CHARS} more characters cut)` : t;
+  return t.length > MAX_HOOK_MESSAGE_CHARS
+    ? `${t.slice(0, MAX_HOOK_MESSAGE_CHARS)}… (${t.length - MAX_HOOK_MESSAGE_CHARS} more characters cut)`
+    : t;
 }
 
 function tail(text: string, max = 300): string {
@@ -60,7 +65,8 @@ function stdoutJson(stdout: string): { json?: Json; error?: string } {
   if (!text.startsWith('{')) return {};
   try {
     const value: unknown = JSON.parse(text);
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) return { error: 'stdout is not a JSON object' };
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      return { error: 'stdout is not a JSON object' };
     return { json: value as Json };
   } catch (err) {
     return { error: `stdout looks like JSON but does not parse (${(err as Error).message})` };
@@ -77,7 +83,8 @@ function specificOutput(json: Json, event: string): { value?: Json; error?: stri
   if (h === undefined) return {};
   if (h === null || typeof h !== 'object' || Array.isArray(h)) return { error: 'hookSpecificOutput must be an object' };
   const named = (h as Json).hookEventName;
-  if (named !== undefined && named !== event) return { error: `hookSpecificOutput.hookEventName is ${JSON.stringify(named)}, expected "${event}"` };
+  if (named !== undefined && named !== event)
+    return { error: `hookSpecificOutput.hookEventName is ${JSON.stringify(named)}, expected "${event}"` };
   return { value: h as Json };
 }
 
@@ -85,12 +92,17 @@ function specificOutput(json: Json, event: string): { value?: Json; error?: stri
 export function parsePreToolUse(exit: HookExit, timeoutMs: number): PreHookVerdict {
   const failed = failure(exit, timeoutMs);
   if (failed) return { kind: 'error', message: failed };
-  if (exit.exitCode === 2) return { kind: 'deny', reason: clip(exit.stderr) || 'blocked by a PreToolUse hook (exit 2, nothing on stderr)' };
+  if (exit.exitCode === 2)
+    return { kind: 'deny', reason: clip(exit.stderr) || 'blocked by a PreToolUse hook (exit 2, nothing on stderr)' };
   const { json, error } = stdoutJson(exit.stdout);
   if (error) return { kind: 'error', message: error };
   if (!json) return { kind: 'continue' };
   // `continue: false` stops Claude Code's whole agent; here it stops the call it was asked about.
-  if (json.continue === false) return { kind: 'deny', reason: optionalString(json, 'stopReason') ?? 'a PreToolUse hook stopped the call (continue: false)' };
+  if (json.continue === false)
+    return {
+      kind: 'deny',
+      reason: optionalString(json, 'stopReason') ?? 'a PreToolUse hook stopped the call (continue: false)',
+    };
   const specific = specificOutput(json, 'PreToolUse');
   if (specific.error) return { kind: 'error', message: specific.error };
   const h = specific.value ?? {};
@@ -103,10 +115,16 @@ export function parsePreToolUse(exit: HookExit, timeoutMs: number): PreHookVerdi
   }
   const updated = h.updatedInput;
   if (updated !== undefined) {
-    if (updated === null || typeof updated !== 'object' || Array.isArray(updated)) return { kind: 'error', message: 'updatedInput must be a JSON object of arguments' };
-    if (nestedDeeperThan(updated, MAX_NESTING_DEPTH)) return { kind: 'error', message: `updatedInput nests deeper than ${MAX_NESTING_DEPTH} levels` };
+    if (updated === null || typeof updated !== 'object' || Array.isArray(updated))
+      return { kind: 'error', message: 'updatedInput must be a JSON object of arguments' };
+    if (nestedDeeperThan(updated, MAX_NESTING_DEPTH))
+      return { kind: 'error', message: `updatedInput nests deeper than ${MAX_NESTING_DEPTH} levels` };
     const size = JSON.stringify(updated).length;
-    if (size > MAX_UPDATED_INPUT_CHARS) return { kind: 'error', message: `updatedInput is ${size} characters of JSON; at most ${MAX_UPDATED_INPUT_CHARS}` };
+    if (size > MAX_UPDATED_INPUT_CHARS)
+      return {
+        kind: 'error',
+        message: `updatedInput is ${size} characters of JSON; at most ${MAX_UPDATED_INPUT_CHARS}`,
+      };
   }
   const updatedInput = updated as Json | undefined;
   switch (decision) {
@@ -114,14 +132,20 @@ export function parsePreToolUse(exit: HookExit, timeoutMs: number): PreHookVerdi
       return { kind: 'deny', reason: reason ?? 'denied by a PreToolUse hook (no reason given)' };
     case 'ask':
       // Nobody can be asked in the middle of a durable turn: asking is refusing, with the question.
-      return { kind: 'deny', reason: `a PreToolUse hook asks for confirmation, which this turn cannot give${reason ? `: ${reason}` : ''}` };
+      return {
+        kind: 'deny',
+        reason: `a PreToolUse hook asks for confirmation, which this turn cannot give${reason ? `: ${reason}` : ''}`,
+      };
     case 'allow':
       return { kind: 'allow', ...(reason ? { reason } : {}), ...(updatedInput ? { updatedInput } : {}) };
     case undefined:
     case 'defer':
       return updatedInput ? { kind: 'allow', updatedInput } : { kind: 'continue' };
     default:
-      return { kind: 'error', message: `permissionDecision ${JSON.stringify(decision)} is not allow, deny, ask or defer` };
+      return {
+        kind: 'error',
+        message: `permissionDecision ${JSON.stringify(decision)} is not allow, deny, ask or defer`,
+      };
   }
 }
 
@@ -139,12 +163,17 @@ export function parsePostToolUse(exit: HookExit, timeoutMs: number): PostHookVer
   const specific = specificOutput(json, 'PostToolUse');
   if (specific.error) return { kind: 'error', message: specific.error };
   const notes: string[] = [];
-  if (json.decision === 'block') notes.push(optionalString(json, 'reason') ?? 'a PostToolUse hook flagged this result (no reason given)');
-  if (json.continue === false) notes.push(optionalString(json, 'stopReason') ?? 'a PostToolUse hook asked to stop (continue: false)');
+  if (json.decision === 'block')
+    notes.push(optionalString(json, 'reason') ?? 'a PostToolUse hook flagged this result (no reason given)');
+  if (json.continue === false)
+    notes.push(optionalString(json, 'stopReason') ?? 'a PostToolUse hook asked to stop (continue: false)');
   const context = specific.value && optionalString(specific.value, 'additionalContext');
   if (context) notes.push(context);
   if (specific.value?.updatedMCPToolOutput !== undefined) {
-    return { kind: 'error', message: 'updatedMCPToolOutput is not supported here: the recorded result is what the tool returned' };
+    return {
+      kind: 'error',
+      message: 'updatedMCPToolOutput is not supported here: the recorded result is what the tool returned',
+    };
   }
   return notes.length > 0 ? { kind: 'note', note: notes.join('\n') } : { kind: 'continue' };
 }

@@ -65,9 +65,16 @@ export function runHookCommand(request: HookRunRequest): Promise<HookExit> {
     child.stderr.on('data', keep(err, 'err'));
     // A hook that does not read its stdin closes the pipe early: that is its right, not an error.
     child.stdin.on('error', () => undefined);
-    child.on('error', (e) => finish({ exitCode: null, stdout: '', stderr: '', timedOut: false, spawnError: e.message }));
+    child.on('error', (e) =>
+      finish({ exitCode: null, stdout: '', stderr: '', timedOut: false, spawnError: e.message }),
+    );
     child.on('close', (code) => {
-      finish({ exitCode: timedOut ? null : code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'), timedOut });
+      finish({
+        exitCode: timedOut ? null : code,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+        timedOut,
+      });
     });
     child.stdin.end(request.stdin);
   });

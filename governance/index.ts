@@ -6,7 +6,14 @@
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type {
-  HookEvent, HookRunRecord, PostToolHookInput, PostToolUseHooksResult, PreToolUseHooksResult, ToolHookInput, ToolHooks, ToolInfo,
+  HookEvent,
+  HookRunRecord,
+  PostToolHookInput,
+  PostToolUseHooksResult,
+  PreToolUseHooksResult,
+  ToolHookInput,
+  ToolHooks,
+  ToolInfo,
 } from '../contract/index.js';
 import { configDirPath } from '../config/load.js';
 import { scrubbedEnvironment } from '../config/secrets.js';
@@ -71,7 +78,11 @@ export function createGovernance(options: GovernanceOptions) {
     const denyProblem = listProblem(options.disallowedTools, 'DMCP_DISALLOWED_TOOLS');
     if (allowProblem || denyProblem) throw new ConfigError((allowProblem ?? denyProblem)!);
     if (options.allowedTools === undefined && (options.disallowedTools ?? []).length === 0) return undefined;
-    return { source: 'the worker\'s DMCP_ALLOWED_TOOLS / DMCP_DISALLOWED_TOOLS', allow: options.allowedTools, deny: options.disallowedTools ?? [] };
+    return {
+      source: "the worker's DMCP_ALLOWED_TOOLS / DMCP_DISALLOWED_TOOLS",
+      allow: options.allowedTools,
+      deny: options.disallowedTools ?? [],
+    };
   })();
 
   /** Reads the operator's rules and hooks for a turn: the settings, then the config dir's file. */
@@ -86,11 +97,19 @@ export function createGovernance(options: GovernanceOptions) {
       text = await readText(file);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') return ruleSets.length ? { ...NO_GOVERNANCE, ruleSets } : NO_GOVERNANCE;
-      throw new ConfigError(`${file}: cannot read it (${code ?? (err as Error).message}); no turn runs until it can be read`, file);
+      if (code === 'ENOENT' || code === 'ENOTDIR')
+        return ruleSets.length ? { ...NO_GOVERNANCE, ruleSets } : NO_GOVERNANCE;
+      throw new ConfigError(
+        `${file}: cannot read it (${code ?? (err as Error).message}); no turn runs until it can be read`,
+        file,
+      );
     }
     const parsed = parseGovernanceText(text, file);
-    return { ruleSets: parsed.rules ? [...ruleSets, parsed.rules] : ruleSets, hooks: parsed.hooks, warnings: parsed.warnings };
+    return {
+      ruleSets: parsed.rules ? [...ruleSets, parsed.rules] : ruleSets,
+      hooks: parsed.hooks,
+      warnings: parsed.warnings,
+    };
   }
 
   /**
@@ -123,22 +142,56 @@ export function createGovernance(options: GovernanceOptions) {
     return { ...scrubbedEnvironment(env), CLAUDE_PROJECT_DIR: cwd };
   }
 
-  async function runAll(event: HookEvent, g: Governance, input: ToolHookInput, payload: Record<string, unknown>, signal?: AbortSignal) {
+  async function runAll(
+    event: HookEvent,
+    g: Governance,
+    input: ToolHookInput,
+    payload: Record<string, unknown>,
+    signal?: AbortSignal,
+  ) {
     const specs = g.hooks.filter((h) => h.event === event && hookMatches(h.matcher, input.name));
-    const stdin = JSON.stringify({ session_id: input.sessionId, hook_event_name: event, cwd: input.cwd, tool_name: input.name, tool_input: input.arguments, tool_use_id: input.callId, ...payload });
+    const stdin = JSON.stringify({
+      session_id: input.sessionId,
+      hook_event_name: event,
+      cwd: input.cwd,
+      tool_name: input.name,
+      tool_input: input.arguments,
+      tool_use_id: input.callId,
+      ...payload,
+    });
     const envFor = hookEnv(input.cwd);
     // A workspace this worker does not have (a client's path on a cluster worker) must not keep the
     // hooks from running: they run in the operator's config dir instead, and still read `cwd`.
-    const isDir = specs.length > 0 && (await stat(input.cwd).then((s) => s.isDirectory(), () => false));
+    const isDir =
+      specs.length > 0 &&
+      (await stat(input.cwd).then(
+        (s) => s.isDirectory(),
+        () => false,
+      ));
     const runIn = isDir ? input.cwd : (configDirPath(env) ?? process.cwd());
-    return Promise.all(specs.map(async (spec) => {
-      const started = Date.now();
-      const exit = await runHook({ command: spec.command, stdin, cwd: runIn, env: envFor, timeoutMs: spec.timeoutMs, ...(signal ? { signal } : {}) });
-      return { spec, exit, durationMs: Date.now() - started };
-    }));
+    return Promise.all(
+      specs.map(async (spec) => {
+        const started = Date.now();
+        const exit = await runHook({
+          command: spec.command,
+          stdin,
+          cwd: runIn,
+          env: envFor,
+          timeoutMs: spec.timeoutMs,
+          ...(signal ? { signal } : {}),
+        });
+        return { spec, exit, durationMs: Date.now() - started };
+      }),
+    );
   }
 
-  function record(spec: HookSpec, exit: HookExit, durationMs: number, verdict: HookRunRecord['verdict'], message?: string): HookRunRecord {
+  function record(
+    spec: HookSpec,
+    exit: HookExit,
+    durationMs: number,
+    verdict: HookRunRecord['verdict'],
+    message?: string,
+  ): HookRunRecord {
     const command = scrub(spec.command);
     return {
       source: spec.source,
@@ -167,7 +220,10 @@ export function createGovernance(options: GovernanceOptions) {
       const v = parsePreToolUse(exit, spec.timeoutMs);
       if (v.kind === 'error') {
         records.push(record(spec, exit, durationMs, 'error', v.message));
-        if (spec.failClosed) denials.push(`the PreToolUse hook at ${spec.source} failed (${scrub(v.message)}) and is configured to fail closed`);
+        if (spec.failClosed)
+          denials.push(
+            `the PreToolUse hook at ${spec.source} failed (${scrub(v.message)}) and is configured to fail closed`,
+          );
       } else if (v.kind === 'deny') {
         records.push(record(spec, exit, durationMs, 'deny', v.reason));
         denials.push(scrub(v.reason));
@@ -188,7 +244,11 @@ export function createGovernance(options: GovernanceOptions) {
   }
 
   /** Runs the PostToolUse hooks of a call that ran, in parallel; their notes are joined in config order. */
-  async function postToolUse(g: Governance, input: PostToolHookInput, signal?: AbortSignal): Promise<PostToolUseHooksResult> {
+  async function postToolUse(
+    g: Governance,
+    input: PostToolHookInput,
+    signal?: AbortSignal,
+  ): Promise<PostToolUseHooksResult> {
     const runs = await runAll('PostToolUse', g, input, { tool_response: input.toolResponse }, signal);
     const records: HookRunRecord[] = [];
     const notes: string[] = [];
@@ -197,13 +257,20 @@ export function createGovernance(options: GovernanceOptions) {
       const v = parsePostToolUse(exit, spec.timeoutMs);
       if (v.kind === 'error') {
         records.push(record(spec, exit, durationMs, 'error', v.message));
-        if (spec.failClosed) withheld.push(`the PostToolUse hook at ${spec.source} failed (${scrub(v.message)}) and is configured to fail closed`);
+        if (spec.failClosed)
+          withheld.push(
+            `the PostToolUse hook at ${spec.source} failed (${scrub(v.message)}) and is configured to fail closed`,
+          );
       } else if (v.kind === 'note') {
         records.push(record(spec, exit, durationMs, 'note', v.note));
         notes.push(scrub(v.note));
       } else records.push(record(spec, exit, durationMs, 'continue'));
     }
-    return { ...(notes.length ? { note: notes.join('\n') } : {}), ...(withheld.length ? { withheld: withheld.join('\n') } : {}), runs: records };
+    return {
+      ...(notes.length ? { note: notes.join('\n') } : {}),
+      ...(withheld.length ? { withheld: withheld.join('\n') } : {}),
+      runs: records,
+    };
   }
 
   return { load, govern, visible, preToolUse, postToolUse };
@@ -214,12 +281,18 @@ export function createGovernance(options: GovernanceOptions) {
  * matchers in the turn's rules throw a ConfigError naming the field.
  */
 export function ruleSetsFor(g: Governance, turn: TurnToolRules): ToolRuleSet[] {
-  const problem = listProblem(turn.allowedTools, 'the turn\'s allowedTools') ?? listProblem(turn.disallowedTools, 'the turn\'s disallowedTools');
+  const problem =
+    listProblem(turn.allowedTools, "the turn's allowedTools") ??
+    listProblem(turn.disallowedTools, "the turn's disallowedTools");
   if (problem) throw new ConfigError(problem);
   // An agent's grants (from the plane) become one more set here, between the operator's and the turn's.
   const sets = [...g.ruleSets];
   if (turn.allowedTools !== undefined || (turn.disallowedTools ?? []).length > 0) {
-    sets.push({ source: 'the turn\'s allowedTools / disallowedTools', allow: turn.allowedTools, deny: turn.disallowedTools ?? [] });
+    sets.push({
+      source: "the turn's allowedTools / disallowedTools",
+      allow: turn.allowedTools,
+      deny: turn.disallowedTools ?? [],
+    });
   }
   return sets;
 }

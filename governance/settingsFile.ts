@@ -63,28 +63,46 @@ function ruleList(node: ValueNode, field: string, fail: Fail): string[] {
   return out;
 }
 
-function parseHook(node: ValueNode, field: string, event: HookEvent, matcher: string | undefined, file: string, fail: Fail): HookSpec {
+function parseHook(
+  node: ValueNode,
+  field: string,
+  event: HookEvent,
+  matcher: string | undefined,
+  file: string,
+  fail: Fail,
+): HookSpec {
   const obj = expectObject(node, field, fail);
   const fields = new Map(members(obj).map((m) => [m.key, m]));
   for (const m of fields.values()) {
-    if (!HOOK_FIELDS.includes(m.key)) fail(`${field}: unknown field ${JSON.stringify(m.key)} (a hook has ${HOOK_FIELDS.join(', ')})`, m.value, `${field}.${m.key}`);
+    if (!HOOK_FIELDS.includes(m.key))
+      fail(
+        `${field}: unknown field ${JSON.stringify(m.key)} (a hook has ${HOOK_FIELDS.join(', ')})`,
+        m.value,
+        `${field}.${m.key}`,
+      );
   }
   const type = fields.get('type')?.value;
   if (!type || type.type !== 'String' || type.value !== 'command') {
     fail(`${field}.type must be "command" (the only hook type that runs here)`, type ?? obj, `${field}.type`);
   }
   const command = fields.get('command')?.value;
-  if (!command || command.type !== 'String' || command.value.trim() === '') fail(`${field}.command must be a non-empty string`, command ?? obj, `${field}.command`);
+  if (!command || command.type !== 'String' || command.value.trim() === '')
+    fail(`${field}.command must be a non-empty string`, command ?? obj, `${field}.command`);
   const timeout = fields.get('timeout')?.value;
   let timeoutS = DEFAULT_HOOK_TIMEOUT_S;
   if (timeout) {
     if (timeout.type !== 'Number' || !(timeout.value > 0) || timeout.value > MAX_HOOK_TIMEOUT_S) {
-      fail(`${field}.timeout must be a number of seconds above 0 and at most ${MAX_HOOK_TIMEOUT_S}`, timeout, `${field}.timeout`);
+      fail(
+        `${field}.timeout must be a number of seconds above 0 and at most ${MAX_HOOK_TIMEOUT_S}`,
+        timeout,
+        `${field}.timeout`,
+      );
     }
     timeoutS = (timeout as { value: number }).value;
   }
   const failClosed = fields.get('failClosed')?.value;
-  if (failClosed && failClosed.type !== 'Boolean') fail(`${field}.failClosed must be true or false`, failClosed, `${field}.failClosed`);
+  if (failClosed && failClosed.type !== 'Boolean')
+    fail(`${field}.failClosed must be true or false`, failClosed, `${field}.failClosed`);
   return {
     event,
     ...(matcher !== undefined ? { matcher } : {}),
@@ -99,11 +117,18 @@ function parseHooks(node: ValueNode, file: string, fail: Fail, warnings: string[
   const out: HookSpec[] = [];
   for (const ev of members(expectObject(node, 'hooks', fail))) {
     if (!EVENTS.includes(ev.key as HookEvent)) {
-      warnings.push(`${file}:${ev.line}: hooks.${ev.key} ignored: only PreToolUse and PostToolUse hooks run on MCP tool calls`);
+      warnings.push(
+        `${file}:${ev.line}: hooks.${ev.key} ignored: only PreToolUse and PostToolUse hooks run on MCP tool calls`,
+      );
       continue;
     }
     const event = ev.key as HookEvent;
-    if (ev.value.type !== 'Array') fail(`hooks.${event} must be a list of { "matcher", "hooks" } groups, got ${jsonTypeOf(ev.value)}`, ev.value, `hooks.${event}`);
+    if (ev.value.type !== 'Array')
+      fail(
+        `hooks.${event} must be a list of { "matcher", "hooks" } groups, got ${jsonTypeOf(ev.value)}`,
+        ev.value,
+        `hooks.${event}`,
+      );
     for (const [g, el] of (ev.value.type === 'Array' ? ev.value.elements : []).entries()) {
       const field = `hooks.${event}[${g}]`;
       const group = expectObject(el.value, field, fail);
@@ -116,9 +141,15 @@ function parseHooks(node: ValueNode, file: string, fail: Fail, warnings: string[
           const problem = hookMatcherProblem(matcher);
           if (problem) fail(problem, m.value, `${field}.matcher`);
         } else if (m.key === 'hooks') hooks = m.value;
-        else fail(`${field}: unknown field ${JSON.stringify(m.key)} (a group has "matcher" and "hooks")`, m.value, `${field}.${m.key}`);
+        else
+          fail(
+            `${field}: unknown field ${JSON.stringify(m.key)} (a group has "matcher" and "hooks")`,
+            m.value,
+            `${field}.${m.key}`,
+          );
       }
-      if (!hooks || hooks.type !== 'Array') fail(`${field}.hooks must be a list of hook commands`, hooks ?? group, `${field}.hooks`);
+      if (!hooks || hooks.type !== 'Array')
+        fail(`${field}.hooks must be a list of hook commands`, hooks ?? group, `${field}.hooks`);
       for (const [h, hook] of (hooks as { elements: { value: ValueNode }[] }).elements.entries()) {
         out.push(parseHook(hook.value, `${field}.hooks[${h}]`, event, matcher, file, fail));
       }
@@ -133,7 +164,12 @@ export function parseGovernanceText(text: string, file: string): GovernanceFile 
   if (!doc.ok) throw new ConfigError(`${file}:${doc.line}: ${doc.problem}`, file, doc.line);
   const fail: Fail = (message, node, field) => {
     const line = node.loc.start.line;
-    throw new ConfigError(`${file}:${line}: ${field}: ${message.startsWith(field) ? message.slice(field.length).replace(/^:?\s*/, '') : message}`, file, line, field);
+    throw new ConfigError(
+      `${file}:${line}: ${field}: ${message.startsWith(field) ? message.slice(field.length).replace(/^:?\s*/, '') : message}`,
+      file,
+      line,
+      field,
+    );
   };
   const root = expectObject(doc.root, 'the top level', fail);
   const warnings: string[] = [];
@@ -147,8 +183,14 @@ export function parseGovernanceText(text: string, file: string): GovernanceFile 
       for (const p of members(perms)) {
         if (p.key === 'allow') rules.allow = ruleList(p.value, 'permissions.allow', fail);
         else if (p.key === 'deny') rules.deny = ruleList(p.value, 'permissions.deny', fail);
-        else if (p.key === 'ask') fail('nobody can be asked in the middle of a durable turn; put these rules in permissions.deny or permissions.allow', p.value, 'permissions.ask');
-        else warnings.push(`${file}:${p.line}: permissions.${p.key} ignored: only allow and deny apply to MCP tools here`);
+        else if (p.key === 'ask')
+          fail(
+            'nobody can be asked in the middle of a durable turn; put these rules in permissions.deny or permissions.allow',
+            p.value,
+            'permissions.ask',
+          );
+        else
+          warnings.push(`${file}:${p.line}: permissions.${p.key} ignored: only allow and deny apply to MCP tools here`);
       }
     }
   }

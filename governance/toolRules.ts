@@ -12,22 +12,29 @@ export const MAX_TOOL_RULE_CHARS = 256;
 
 /** Why `rule` is not a matcher, or undefined when it is. */
 export function toolRuleProblem(rule: unknown): string | undefined {
-  if (typeof rule !== 'string') return `a tool matcher must be a string, got ${rule === null ? 'null' : Array.isArray(rule) ? 'an array' : typeof rule}`;
+  if (typeof rule !== 'string')
+    return `a tool matcher must be a string, got ${rule === null ? 'null' : Array.isArray(rule) ? 'an array' : typeof rule}`;
   if (rule === '') return 'a tool matcher must not be empty (use "mcp__*" for every MCP tool)';
-  if (rule.length > MAX_TOOL_RULE_CHARS) return `tool matcher is ${rule.length} characters; at most ${MAX_TOOL_RULE_CHARS}`;
+  if (rule.length > MAX_TOOL_RULE_CHARS)
+    return `tool matcher is ${rule.length} characters; at most ${MAX_TOOL_RULE_CHARS}`;
   const bad = /[^A-Za-z0-9_*-]/.exec(rule);
   if (bad) {
     const hint = /^[A-Z][A-Za-z]*\(/.test(rule)
-      ? '; rules with arguments such as Bash(...) are for an agent\'s own tools, these rules name MCP tools'
+      ? "; rules with arguments such as Bash(...) are for an agent's own tools, these rules name MCP tools"
       : '';
-    return `tool matcher ${JSON.stringify(rule)} has ${JSON.stringify(bad[0])} at position ${bad.index + 1}: matchers are public tool names ` +
-      `(letters, digits, _ and -) with * for any characters, e.g. mcp__github__* or mcp__docs__search${hint}`;
+    return (
+      `tool matcher ${JSON.stringify(rule)} has ${JSON.stringify(bad[0])} at position ${bad.index + 1}: matchers are public tool names ` +
+      `(letters, digits, _ and -) with * for any characters, e.g. mcp__github__* or mcp__docs__search${hint}`
+    );
   }
   return undefined;
 }
 
 function globRegExp(rule: string): RegExp {
-  const body = rule.split('*').map((part) => part.replace(/[-]/g, '\\-')).join('.*');
+  const body = rule
+    .split('*')
+    .map((part) => part.replace(/[-]/g, '\\-'))
+    .join('.*');
   return new RegExp(`^${body}$`, 's');
 }
 
@@ -64,11 +71,15 @@ export type ToolVerdict = { allowed: true } | { allowed: false; reason: string }
 export function decideTool(sets: readonly ToolRuleSet[], name: string): ToolVerdict {
   for (const set of sets) {
     const rule = set.deny?.find((r) => matchesToolRule(r, name));
-    if (rule !== undefined) return { allowed: false, reason: `denied by rule ${JSON.stringify(rule)} (${set.source}, deny)` };
+    if (rule !== undefined)
+      return { allowed: false, reason: `denied by rule ${JSON.stringify(rule)} (${set.source}, deny)` };
   }
   for (const set of sets) {
     if (set.allow === undefined || set.allow.some((r) => matchesToolRule(r, name))) continue;
-    const listed = set.allow.length === 0 ? 'it allows no tool' : `no rule matches it (allow: ${set.allow.map((r) => JSON.stringify(r)).join(', ')})`;
+    const listed =
+      set.allow.length === 0
+        ? 'it allows no tool'
+        : `no rule matches it (allow: ${set.allow.map((r) => JSON.stringify(r)).join(', ')})`;
     return { allowed: false, reason: `not in the allow list of ${set.source}: ${listed}` };
   }
   return { allowed: true };

@@ -3,7 +3,14 @@
  * handshake) or `modern` (2026-07-28, `server/discover`, stateless). Negotiated per server at
  * connect time, as the entry's `protocol` allows.
  */
-import { ProtocolError, ProtocolErrorCode, type Client, type PriorDiscovery, type Transport, type VersionNegotiationOptions } from '@modelcontextprotocol/client';
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  type Client,
+  type PriorDiscovery,
+  type Transport,
+  type VersionNegotiationOptions,
+} from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
 import type { ServerEntry } from '../config/types.js';
 import { ProcessGroupStdioTransport } from './stdioTransport.js';
@@ -75,13 +82,18 @@ export async function connectWithEra<C extends Client>(options: ConnectWithEraOp
   }
   if (key !== undefined && !prior) {
     const discover = client.getDiscoverResult();
-    verdicts?.set(key, client.getProtocolEra() === 'modern' && discover ? { kind: 'modern', discover } : { kind: 'legacy' });
+    verdicts?.set(
+      key,
+      client.getProtocolEra() === 'modern' && discover ? { kind: 'modern', discover } : { kind: 'legacy' },
+    );
   }
   return client;
 }
 
 function exited(transport: Transport): boolean {
-  return transport instanceof ProcessGroupStdioTransport && (transport.exitCode !== null || transport.exitSignal !== null);
+  return (
+    transport instanceof ProcessGroupStdioTransport && (transport.exitCode !== null || transport.exitSignal !== null)
+  );
 }
 
 /**
@@ -90,5 +102,8 @@ function exited(transport: Transport): boolean {
  */
 export function refuseServerRequest(method: string): ProtocolError {
   const what = method === 'sampling/createMessage' ? 'sampling (sampling/createMessage)' : `"${method}"`;
-  return new ProtocolError(ProtocolErrorCode.MethodNotFound, `${what} is not supported by this client (durable-mcp): it offers no model to servers; do the work in the tool or return the text for the agent's own model`);
+  return new ProtocolError(
+    ProtocolErrorCode.MethodNotFound,
+    `${what} is not supported by this client (durable-mcp): it offers no model to servers; do the work in the tool or return the text for the agent's own model`,
+  );
 }

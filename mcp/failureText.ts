@@ -31,7 +31,8 @@ export function lostText(remote: boolean, cause: string): string {
 }
 
 function exitedProcess(transport: Transport | undefined): ProcessGroupStdioTransport | undefined {
-  return transport instanceof ProcessGroupStdioTransport && (transport.exitCode !== null || transport.exitSignal !== null)
+  return transport instanceof ProcessGroupStdioTransport &&
+    (transport.exitCode !== null || transport.exitSignal !== null)
     ? transport
     : undefined;
 }
@@ -44,7 +45,11 @@ function withStderr(text: string, stderr: TailBuffer): string {
 /** A server that was running is gone: how its process ended (else `fallback`) and its last stderr lines. */
 export function describeExit(transport: Transport | undefined, stderr: TailBuffer, fallback: string): string {
   const exited = exitedProcess(transport);
-  const text = !exited ? fallback : exited.exitSignal ? `exited on ${exited.exitSignal}` : `exited with code ${exited.exitCode}`;
+  const text = !exited
+    ? fallback
+    : exited.exitSignal
+      ? `exited on ${exited.exitSignal}`
+      : `exited with code ${exited.exitCode}`;
   return withStderr(text, stderr);
 }
 

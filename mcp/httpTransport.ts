@@ -1,4 +1,13 @@
-import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, SSEClientTransport, StreamableHTTPClientTransport, type FetchLike, type Transport } from '@modelcontextprotocol/client';
+import {
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  SSEClientTransport,
+  StreamableHTTPClientTransport,
+  type FetchLike,
+  type Transport,
+} from '@modelcontextprotocol/client';
 import type { ServerEntry } from '../config/types.js';
 
 /** The last thing that went wrong on the wire: an HTTP status the server answered, or a network error. */
@@ -61,7 +70,7 @@ export function summarizeBody(body: string | undefined, scrub: (text: string) =>
   let text = body.trim();
   try {
     const parsed = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
-    const message = typeof parsed.error === 'object' ? parsed.error?.message : parsed.error ?? parsed.message;
+    const message = typeof parsed.error === 'object' ? parsed.error?.message : (parsed.error ?? parsed.message);
     if (typeof message === 'string' && message.trim()) text = message.trim();
   } catch {
     // Not JSON: keep the text.
@@ -104,7 +113,9 @@ function refuseCredentialsInClear(entry: ServerEntry, url: URL, headers: Record<
   const named = Object.keys(headers).filter((name) => CREDENTIAL_HEADER.test(name));
   if (named.length === 0 && !url.username && !url.password) return;
   const what = named.length > 0 ? `header(s) ${named.join(', ')}` : 'the credentials in its url';
-  throw new Error(`server "${entry.name}": refusing to send ${what} to ${url.host} over plain http: anyone on the network path could read them; use an https:// url (plain http is allowed only to loopback addresses)`);
+  throw new Error(
+    `server "${entry.name}": refusing to send ${what} to ${url.host} over plain http: anyone on the network path could read them; use an https:// url (plain http is allowed only to loopback addresses)`,
+  );
 }
 
 /** Status codes whose responses have no body (the Response constructor refuses one). */
@@ -116,7 +127,12 @@ const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
  * A failed stream leaves the request it answers waiting (the SDK reconnects streams), so when the
  * stream answers one known request, it ends with an error response to that request instead.
  */
-function byteCap(max: number, perEvent: boolean, what: string, requestId: string | number | undefined): TransformStream<Uint8Array, Uint8Array> {
+function byteCap(
+  max: number,
+  perEvent: boolean,
+  what: string,
+  requestId: string | number | undefined,
+): TransformStream<Uint8Array, Uint8Array> {
   let count = 0;
   let afterNewline = false;
   const message = `${what}: a message larger than ${max} bytes was refused`;
@@ -159,7 +175,9 @@ function requestIdOf(init: RequestInit | undefined): string | number | undefined
   if (init?.method !== 'POST' || typeof init.body !== 'string') return undefined;
   try {
     const message = JSON.parse(init.body) as { id?: unknown; method?: unknown };
-    return (typeof message.id === 'string' || typeof message.id === 'number') && typeof message.method === 'string' ? message.id : undefined;
+    return (typeof message.id === 'string' || typeof message.id === 'number') && typeof message.method === 'string'
+      ? message.id
+      : undefined;
   } catch {
     return undefined;
   }
@@ -184,7 +202,12 @@ function boundedFetch(inner: FetchLike, max: number, what: string): FetchLike {
 }
 
 /** Builds the SDK client transport for an `http` or `sse` entry, sending `headers` on every request. */
-export function createRemoteTransport(entry: ServerEntry, headers: Record<string, string>, tracker: WireTracker, options: RemoteTransportOptions = {}): Transport {
+export function createRemoteTransport(
+  entry: ServerEntry,
+  headers: Record<string, string>,
+  tracker: WireTracker,
+  options: RemoteTransportOptions = {},
+): Transport {
   if (!entry.url) throw new Error(`server "${entry.name}" has no url`);
   const url = new URL(entry.url);
   refuseCredentialsInClear(entry, url, headers);
@@ -197,7 +220,12 @@ export function createRemoteTransport(entry: ServerEntry, headers: Record<string
     fetch,
     // The standalone GET stream is only for server-initiated messages; when it drops we ping
     // instead of reconnecting for half a minute.
-    reconnectionOptions: { initialReconnectionDelay: 500, maxReconnectionDelay: 2000, reconnectionDelayGrowFactor: 1.5, maxRetries: 2 },
+    reconnectionOptions: {
+      initialReconnectionDelay: 500,
+      maxReconnectionDelay: 2000,
+      reconnectionDelayGrowFactor: 1.5,
+      maxRetries: 2,
+    },
   });
 }
 
@@ -286,13 +314,18 @@ export function networkCause(err: unknown): string | undefined {
 }
 
 /** Messages that say only "something failed on the wire"; the tracker knows more. */
-const GENERIC_RE = /^(?:fetch failed|terminated|SSE error: undefined|Non-200 status code.*|SSE stream disconnected: TypeError: (?:fetch failed|terminated))$/i;
+const GENERIC_RE =
+  /^(?:fetch failed|terminated|SSE error: undefined|Non-200 status code.*|SSE stream disconnected: TypeError: (?:fetch failed|terminated))$/i;
 
 /**
  * Describes a failure of a remote server for the status and for errors. Only the part that is cut
  * (an error body) is scrubbed here, with `scrub`; the caller scrubs the whole text.
  */
-export function describeRemoteError(err: unknown, last: WireFailure | undefined, scrub: (text: string) => string = (t) => t): string {
+export function describeRemoteError(
+  err: unknown,
+  last: WireFailure | undefined,
+  scrub: (text: string) => string = (t) => t,
+): string {
   const status = httpStatusOf(err);
   if (status !== undefined) {
     const detail = last?.kind === 'http' && last.status === status ? last.text : summarizeBody(errorText(err), scrub);
@@ -320,7 +353,12 @@ export function classifyPingFailure(err: unknown): 'alive' | 'slow' | 'lost' {
   if (err instanceof ProtocolError) return 'alive';
   if (err instanceof SdkError && !(err instanceof SdkHttpError)) {
     if (err.code === SdkErrorCode.RequestTimeout) return 'slow';
-    if (err.code === SdkErrorCode.ConnectionClosed || err.code === SdkErrorCode.NotConnected || err.code === SdkErrorCode.SendFailed) return 'lost';
+    if (
+      err.code === SdkErrorCode.ConnectionClosed ||
+      err.code === SdkErrorCode.NotConnected ||
+      err.code === SdkErrorCode.SendFailed
+    )
+      return 'lost';
     return 'alive';
   }
   const status = httpStatusOf(err);

@@ -5,7 +5,12 @@
  * answers.
  */
 import type { InputRequiredResult } from '@modelcontextprotocol/client';
-import { MAX_INPUT_KEY_CHARS, MAX_INPUT_TEXT_CHARS, MAX_REQUEST_STATE_BYTES, type InputRequestSpec } from '../contract/index.js';
+import {
+  MAX_INPUT_KEY_CHARS,
+  MAX_INPUT_TEXT_CHARS,
+  MAX_REQUEST_STATE_BYTES,
+  type InputRequestSpec,
+} from '../contract/index.js';
 import { inertLine } from '../text/terminal.js';
 import { refuseServerRequest } from './era.js';
 
@@ -20,7 +25,10 @@ export interface NeedsInput {
 
 /** Whether a call's result is {@link NeedsInput} rather than the tool's result. */
 export function isNeedsInput(result: object): result is NeedsInput {
-  return (result as { resultType?: unknown }).resultType === 'input_required' && Array.isArray((result as { requests?: unknown }).requests);
+  return (
+    (result as { resultType?: unknown }).resultType === 'input_required' &&
+    Array.isArray((result as { requests?: unknown }).requests)
+  );
 }
 
 /** Thrown for an embedded request this client never serves; the model reads the message. */
@@ -33,23 +41,38 @@ export class UnservedInputRequestError extends Error {
  * itself (`roots`: the roots offered to the server, or none). Throws
  * {@link UnservedInputRequestError} for sampling and for a request it cannot read.
  */
-export function readInputRequired(result: InputRequiredResult, roots: (() => { uri: string; name?: string }[]) | undefined): NeedsInput {
+export function readInputRequired(
+  result: InputRequiredResult,
+  roots: (() => { uri: string; name?: string }[]) | undefined,
+): NeedsInput {
   const requests: InputRequestSpec[] = [];
   const ownResponses: Record<string, unknown> = {};
   for (const [key, entry] of Object.entries(result.inputRequests ?? {})) {
-    if (key.length > MAX_INPUT_KEY_CHARS) throw new UnservedInputRequestError(`the server asked for input under a key of ${key.length} characters; at most ${MAX_INPUT_KEY_CHARS}`);
+    if (key.length > MAX_INPUT_KEY_CHARS)
+      throw new UnservedInputRequestError(
+        `the server asked for input under a key of ${key.length} characters; at most ${MAX_INPUT_KEY_CHARS}`,
+      );
     // The key is part of the request ID a person reads and types: it is refused, not rewritten,
     // because the server reads its answers back under it.
-    if (inertLine(key) !== key) throw new UnservedInputRequestError(`the server asked for input under a key with control or bidi characters: ${JSON.stringify(key)}`);
+    if (inertLine(key) !== key)
+      throw new UnservedInputRequestError(
+        `the server asked for input under a key with control or bidi characters: ${JSON.stringify(key)}`,
+      );
     const method = (entry as { method?: unknown }).method;
     if (method === 'roots/list') {
       ownResponses[key] = { roots: roots?.() ?? [] };
       continue;
     }
-    if (method !== 'elicitation/create') throw new UnservedInputRequestError(refuseServerRequest(String(method)).message);
+    if (method !== 'elicitation/create')
+      throw new UnservedInputRequestError(refuseServerRequest(String(method)).message);
     requests.push(elicitationSpec(key, (entry as { params?: unknown }).params));
   }
-  return { resultType: 'input_required', requests, ...(result.requestState !== undefined ? { requestState: result.requestState } : {}), ownResponses };
+  return {
+    resultType: 'input_required',
+    requests,
+    ...(result.requestState !== undefined ? { requestState: result.requestState } : {}),
+    ownResponses,
+  };
 }
 
 /**
@@ -62,7 +85,8 @@ export function requestStateProblem(state: unknown, scrub: (text: string) => str
   if (typeof state !== 'string') return 'the server sent a request state that is not a string';
   // Measured before it is scrubbed: scrubbing an unbounded string is work the bound should spare.
   const bytes = Buffer.byteLength(state, 'utf8');
-  if (bytes > MAX_REQUEST_STATE_BYTES) return `the server's request state is ${bytes} bytes, past the ${MAX_REQUEST_STATE_BYTES} bytes (64 KiB) a call may record; it was not recorded, and the call ends here`;
+  if (bytes > MAX_REQUEST_STATE_BYTES)
+    return `the server's request state is ${bytes} bytes, past the ${MAX_REQUEST_STATE_BYTES} bytes (64 KiB) a call may record; it was not recorded, and the call ends here`;
   if (scrub(state) !== state) {
     return 'the server put a credential it was given into its request state (the opaque state it wants back on the next attempt); scrubbing it would change what the server gets back, so it was not recorded, and the call ends here';
   }
@@ -78,15 +102,26 @@ export function requestStateProblem(state: unknown, scrub: (text: string) => str
 export function elicitationSpec(key: string, raw: unknown): InputRequestSpec {
   const params = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
   const sent = typeof params.message === 'string' ? params.message : '';
-  if (sent.length > MAX_INPUT_TEXT_CHARS) throw new UnservedInputRequestError(`the server's question is ${sent.length} characters long; at most ${MAX_INPUT_TEXT_CHARS}`);
+  if (sent.length > MAX_INPUT_TEXT_CHARS)
+    throw new UnservedInputRequestError(
+      `the server's question is ${sent.length} characters long; at most ${MAX_INPUT_TEXT_CHARS}`,
+    );
   const message = inertLine(sent);
   if (params.mode === 'url') {
     const url = typeof params.url === 'string' ? params.url : '';
-    if (url === '' || url.length > MAX_INPUT_TEXT_CHARS) throw new UnservedInputRequestError('the server asked for a URL-mode answer without a usable URL');
-    return { key, kind: 'url', message, url: personPageUrl(url), ...(typeof params.elicitationId === 'string' ? { elicitationId: params.elicitationId } : {}) };
+    if (url === '' || url.length > MAX_INPUT_TEXT_CHARS)
+      throw new UnservedInputRequestError('the server asked for a URL-mode answer without a usable URL');
+    return {
+      key,
+      kind: 'url',
+      message,
+      url: personPageUrl(url),
+      ...(typeof params.elicitationId === 'string' ? { elicitationId: params.elicitationId } : {}),
+    };
   }
   const schema = params.requestedSchema;
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new UnservedInputRequestError('the server asked for a form answer without a requestedSchema object');
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
+    throw new UnservedInputRequestError('the server asked for a form answer without a requestedSchema object');
   return { key, kind: 'form', message, requestedSchema: shownSchema(schema as Record<string, unknown>) };
 }
 
@@ -103,11 +138,19 @@ export function personPageUrl(raw: string): string {
   try {
     url = new URL(raw);
   } catch {
-    throw new UnservedInputRequestError(`the server asked a person to open something that is not a URL: ${JSON.stringify(inertLine(raw).slice(0, 200))}`);
+    throw new UnservedInputRequestError(
+      `the server asked a person to open something that is not a URL: ${JSON.stringify(inertLine(raw).slice(0, 200))}`,
+    );
   }
   const allowed = url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOST.test(url.hostname));
-  if (!allowed) throw new UnservedInputRequestError(`the server asked a person to open a ${url.protocol} URL; a person is sent to https: pages, and to http: only to a loopback host`);
-  if (url.username !== '' || url.password !== '') throw new UnservedInputRequestError('the server asked a person to open a URL with a user name or password in it, which hides the host it goes to');
+  if (!allowed)
+    throw new UnservedInputRequestError(
+      `the server asked a person to open a ${url.protocol} URL; a person is sent to https: pages, and to http: only to a loopback host`,
+    );
+  if (url.username !== '' || url.password !== '')
+    throw new UnservedInputRequestError(
+      'the server asked a person to open a URL with a user name or password in it, which hides the host it goes to',
+    );
   return url.href;
 }
 
@@ -121,9 +164,13 @@ function shownSchema(schema: Record<string, unknown>): Record<string, unknown> {
     const out = plainTexts(field as Record<string, unknown>);
     for (const list of ['oneOf', 'anyOf'] as const) {
       const alternatives = out[list];
-      if (Array.isArray(alternatives)) out[list] = alternatives.map((a: unknown) => (typeof a === 'object' && a !== null && !Array.isArray(a) ? plainTexts(a as Record<string, unknown>) : a));
+      if (Array.isArray(alternatives))
+        out[list] = alternatives.map((a: unknown) =>
+          typeof a === 'object' && a !== null && !Array.isArray(a) ? plainTexts(a as Record<string, unknown>) : a,
+        );
     }
-    if (Array.isArray(out.enumNames)) out.enumNames = out.enumNames.map((n: unknown) => (typeof n === 'string' ? inertLine(n) : n));
+    if (Array.isArray(out.enumNames))
+      out.enumNames = out.enumNames.map((n: unknown) => (typeof n === 'string' ? inertLine(n) : n));
     return [name, out];
   });
   // fromEntries keeps a field named `__proto__` an own field.

@@ -119,12 +119,21 @@ export class CallDeadline {
   private arm(): void {
     clearTimeout(this.timer);
     this.armedAt = Date.now();
-    this.timer = setTimeout(() => this.controller.abort(new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out', { timeout: this.timeoutMs })), this.leftMs);
+    this.timer = setTimeout(
+      () =>
+        this.controller.abort(
+          new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out', { timeout: this.timeoutMs }),
+        ),
+      this.leftMs,
+    );
   }
 }
 
 /** What a 2025-era server gets back for a person's answer: URL mode never carries content. */
-export function elicitResult(request: Pick<InputRequestSpec, 'kind'>, answer: InputAnswer): { action: InputAnswer['action']; content?: InputAnswer['content'] } {
+export function elicitResult(
+  request: Pick<InputRequestSpec, 'kind'>,
+  answer: InputAnswer,
+): { action: InputAnswer['action']; content?: InputAnswer['content'] } {
   if (answer.action === 'accept' && request.kind === 'form') return { action: 'accept', content: answer.content ?? {} };
   return { action: answer.action };
 }

@@ -26,14 +26,23 @@ export interface LoginCredentials {
    * The server refused `deniedToken` with 403 `insufficient_scope`, naming `scope`: noted with the
    * login (for `mcp list` and the next login), and the problem in the status's words.
    */
-  insufficientScope?(server: string, serverUrl: string, deniedToken: string, scope: string | undefined): Promise<LoginProblem>;
+  insufficientScope?(
+    server: string,
+    serverUrl: string,
+    deniedToken: string,
+    scope: string | undefined,
+  ): Promise<LoginProblem>;
   /**
    * After a 401 to a server that has a login: whether its protected resource metadata (at
    * `resourceMetadataUrl`, from the 401, when it named one) now names another authorization server
    * than the login's. Noted with the login, and the problem in the status's words; undefined when
    * it has not moved or that cannot be told.
    */
-  authorizationServerMoved?(server: string, serverUrl: string, resourceMetadataUrl: string | undefined): Promise<LoginProblem | undefined>;
+  authorizationServerMoved?(
+    server: string,
+    serverUrl: string,
+    resourceMetadataUrl: string | undefined,
+  ): Promise<LoginProblem | undefined>;
   /** Every token value this process has seen for the login (access and refresh): scrubbed wherever the server's text goes. */
   secretsOf?(server: string): string[];
 }
@@ -66,7 +75,13 @@ function withBearer(init: RequestInit | undefined, token: string | undefined): R
  * answered by one refresh and one retry before the server is reported as wanting a login. A server
  * without a login is called without a token: it may need none.
  */
-export function loginFetch(inner: FetchLike, server: string, serverUrl: string, credentials: LoginCredentials, events: LoginFetchEvents): FetchLike {
+export function loginFetch(
+  inner: FetchLike,
+  server: string,
+  serverUrl: string,
+  credentials: LoginCredentials,
+  events: LoginFetchEvents,
+): FetchLike {
   const url = new URL(serverUrl);
   const clear = url.protocol === 'http:' && !isLoopback(url.hostname);
   // The token a server refused for want of scope: requests it still lets through do not clear
@@ -80,13 +95,20 @@ export function loginFetch(inner: FetchLike, server: string, serverUrl: string, 
     const { error, scope } = extractWWWAuthenticateParams(response);
     if (error !== 'insufficient_scope') return;
     scopeDenied = token;
-    events.onProblem(credentials.insufficientScope
-      ? await credentials.insufficientScope(server, serverUrl, token, scope)
-      : { kind: 'insufficient_scope', message: `wants more access (${scope ? `scope ${scope}` : 'the server named no scope'}): durable-mcp mcp login ${server}` });
+    events.onProblem(
+      credentials.insufficientScope
+        ? await credentials.insufficientScope(server, serverUrl, token, scope)
+        : {
+            kind: 'insufficient_scope',
+            message: `wants more access (${scope ? `scope ${scope}` : 'the server named no scope'}): durable-mcp mcp login ${server}`,
+          },
+    );
   };
   return async (target, init) => {
     // Over plain http to another machine no token is sent, so none is looked up (or refreshed).
-    const first: LoginToken = clear ? { problem: { kind: 'wanted', message: '' } } : await credentials.accessToken(server, serverUrl);
+    const first: LoginToken = clear
+      ? { problem: { kind: 'wanted', message: '' } }
+      : await credentials.accessToken(server, serverUrl);
     let token = 'token' in first ? first.token : undefined;
     if (token !== undefined) events.onToken(token);
     let response = await inner(target, withBearer(init, token));
@@ -96,7 +118,10 @@ export function loginFetch(inner: FetchLike, server: string, serverUrl: string, 
       return response;
     }
     if (clear) {
-      events.onProblem({ kind: 'wanted', message: `wants an account, and its url is plain http to another machine: a token would cross the network readable; use an https:// url` });
+      events.onProblem({
+        kind: 'wanted',
+        message: `wants an account, and its url is plain http to another machine: a token would cross the network readable; use an https:// url`,
+      });
       return response;
     }
     // A server that moved to another authorization server refuses this login's tokens for good:
@@ -119,10 +144,16 @@ export function loginFetch(inner: FetchLike, server: string, serverUrl: string, 
         return response;
       }
     }
-    events.onProblem('problem' in again ? again.problem : 'problem' in first ? first.problem : {
-      kind: 'expired',
-      message: `its login expired or was revoked: durable-mcp mcp login ${server}`,
-    });
+    events.onProblem(
+      'problem' in again
+        ? again.problem
+        : 'problem' in first
+          ? first.problem
+          : {
+              kind: 'expired',
+              message: `its login expired or was revoked: durable-mcp mcp login ${server}`,
+            },
+    );
     return response;
   };
 }

@@ -1,15 +1,45 @@
-import { Client, InsufficientScopeError, SdkError, SdkErrorCode, isInputRequiredResult, type CallToolResult, type Root, type Tool, type Transport, type VersionNegotiationOptions } from '@modelcontextprotocol/client';
+import {
+  Client,
+  InsufficientScopeError,
+  SdkError,
+  SdkErrorCode,
+  isInputRequiredResult,
+  type CallToolResult,
+  type Root,
+  type Tool,
+  type Transport,
+  type VersionNegotiationOptions,
+} from '@modelcontextprotocol/client';
 import { randomUUID } from 'node:crypto';
-import { createTaskSessionFromClient, type DispatchOptions, type TaskEnabledSession } from '@modelcontextprotocol/ext-tasks/client';
+import {
+  createTaskSessionFromClient,
+  type DispatchOptions,
+  type TaskEnabledSession,
+} from '@modelcontextprotocol/ext-tasks/client';
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { LEGACY_INPUT_KEY, MAX_INPUT_ROUNDS, MAX_NESTING_DEPTH, nestedDeeperThan, type InputReply, type InputRequestSpec, type ProtocolEra } from '../contract/index.js';
+import {
+  LEGACY_INPUT_KEY,
+  MAX_INPUT_ROUNDS,
+  MAX_NESTING_DEPTH,
+  nestedDeeperThan,
+  type InputReply,
+  type InputRequestSpec,
+  type ProtocolEra,
+} from '../contract/index.js';
 import type { ServerEntry } from '../config/types.js';
 import { TailBuffer } from '../text/tailBuffer.js';
 import { describeExit, describeStartFailure, lostText, startTimeoutText } from './failureText.js';
 import { loginFetch, type LoginCredentials, type LoginFetchEvents, type LoginProblem } from './login.js';
-import { WireTracker, classifyPingFailure, createRemoteTransport, redact, remoteSecrets, terminateRemoteSession } from './httpTransport.js';
+import {
+  WireTracker,
+  classifyPingFailure,
+  createRemoteTransport,
+  redact,
+  remoteSecrets,
+  terminateRemoteSession,
+} from './httpTransport.js';
 import { connectWithEra, refuseServerRequest, type EraVerdicts } from './era.js';
 import { PendingRequests, RemoteWatchdog, livenessRequest } from './liveness.js';
 import { headerDeclarationProblem, invalidToolReason, toolListingPage, type ToolListingPage } from './toolListing.js';
@@ -137,7 +167,6 @@ export const MAX_LISTED_TOOLS = 10_000;
 /** Nesting depth of a tool's input or output schema (see MAX_NESTING_DEPTH). */
 export const MAX_SCHEMA_DEPTH = MAX_NESTING_DEPTH;
 
-
 /** Longest a modern server's listing is kept without asking again, whatever its `ttlMs` says. */
 export const MAX_LISTING_TTL_MS = 24 * 60 * 60 * 1000;
 
@@ -215,7 +244,10 @@ export class ManagedServer {
         onLost: (cause) => this.markLost(cause),
       });
     }
-    this.pending = new PendingRequests({ onRequest: () => this.watchdog?.start(), onNone: () => this.watchdog?.stop() });
+    this.pending = new PendingRequests({
+      onRequest: () => this.watchdog?.start(),
+      onNone: () => this.watchdog?.stop(),
+    });
   }
 
   /** Streamable HTTP or SSE (no process of ours), as opposed to stdio. */
@@ -319,9 +351,17 @@ export class ManagedServer {
     // `tasks`: the client knows 2025-11-25 tasks (it sends task-augmented calls); it runs none itself.
     // The 2026-07-28 tasks extension is declared per request, only on the requests of a call that
     // runs as a task (see withTasks): an ordinary call must not be answered with a task.
-    const capabilities = { elicitation: { form: {}, url: {} }, tasks: {}, ...(roots ? { roots: { listChanged: true } } : {}) };
+    const capabilities = {
+      elicitation: { form: {}, url: {} },
+      tasks: {},
+      ...(roots ? { roots: { listChanged: true } } : {}),
+    };
     const info = { name: 'durable-mcp', version: this.deps.clientVersion };
-    const client = new TaskRequestClient(info, capabilities, { capabilities, versionNegotiation, inputRequired: { autoFulfill: false } });
+    const client = new TaskRequestClient(info, capabilities, {
+      capabilities,
+      versionNegotiation,
+      inputRequired: { autoFulfill: false },
+    });
     client.fallbackRequestHandler = (request) => Promise.reject(refuseServerRequest(request.method));
     client.onclose = () => {
       if (client === this.client) this.onClosed();
@@ -338,9 +378,15 @@ export class ManagedServer {
       // A question of a task names it: it belongs to whoever holds that task's `tasks/result`, never
       // to a call that happens to be in flight.
       const taskId = relatedTaskId(request.params);
-      const only = taskId === undefined && this.legacyInputListeners.size === 1 ? [...this.legacyInputListeners][0] : undefined;
+      const only =
+        taskId === undefined && this.legacyInputListeners.size === 1 ? [...this.legacyInputListeners][0] : undefined;
       const ask = taskId !== undefined ? this.taskInputAskers.get(taskId) : only?.options.askLegacyInput;
-      let reason = taskId !== undefined ? `nobody waits for the questions of task ${taskId}` : only ? 'this caller cannot ask a person' : 'several calls were in flight on this server, and a 2025-era request does not say which of them asks';
+      let reason =
+        taskId !== undefined
+          ? `nobody waits for the questions of task ${taskId}`
+          : only
+            ? 'this caller cannot ask a person'
+            : 'several calls were in flight on this server, and a 2025-era request does not say which of them asks';
       if (ask) {
         let spec: InputRequestSpec | undefined;
         try {
@@ -366,7 +412,11 @@ export class ManagedServer {
       } else {
         this.log.info({ mode }, 'declined a 2025-era elicitation request');
       }
-      only?.options.onDeclinedInput?.({ mode, message: typeof params.message === 'string' ? params.message : '', reason });
+      only?.options.onDeclinedInput?.({
+        mode,
+        message: typeof params.message === 'string' ? params.message : '',
+        reason,
+      });
       // Nobody refused a task's question that reached no person (it came as its holder let go):
       // `cancel` says so, where `decline` would read as a person's refusal.
       return { action: taskId !== undefined ? 'cancel' : 'decline' };
@@ -391,7 +441,8 @@ export class ManagedServer {
       const headers = this.deps.requestHeaders?.() ?? { ...entry.headers };
       this.secrets = remoteSecrets(entry, headers);
       const { credentials } = this.deps;
-      if (entry.login === undefined || !credentials || !entry.url) return createRemoteTransport(entry, headers, this.wire);
+      if (entry.login === undefined || !credentials || !entry.url)
+        return createRemoteTransport(entry, headers, this.wire);
       const events: LoginFetchEvents = {
         onToken: (token) => {
           if (!this.secrets.includes(token)) this.secrets.push(token);
@@ -405,7 +456,9 @@ export class ManagedServer {
       };
       const login = entry.login;
       const url = entry.url;
-      return createRemoteTransport(entry, headers, this.wire, { wrapFetch: (inner) => loginFetch(inner, login, url, credentials, events) });
+      return createRemoteTransport(entry, headers, this.wire, {
+        wrapFetch: (inner) => loginFetch(inner, login, url, credentials, events),
+      });
     }
     if (entry.type !== 'stdio' || !entry.command) {
       throw new Error(`transport "${entry.type}" is not supported`);
@@ -439,7 +492,10 @@ export class ManagedServer {
     this.toolsStale = false;
     const timeoutMs = this.startTimeoutMs;
     const deadline = Date.now() + timeoutMs;
-    const overdue = (pages: number) => new ListingBoundError(`tools/list did not finish within ${timeoutMs} ms (start timeout; ${pages} page(s) so far)`);
+    const overdue = (pages: number) =>
+      new ListingBoundError(
+        `tools/list did not finish within ${timeoutMs} ms (start timeout; ${pages} page(s) so far)`,
+      );
     try {
       const tools: Tool[] = [];
       const refused: RefusedTool[] = [];
@@ -449,7 +505,9 @@ export class ManagedServer {
       let ttlMs: number | undefined;
       do {
         if (pages >= MAX_LIST_PAGES) {
-          throw new ListingBoundError(`tools/list still had a next page after ${MAX_LIST_PAGES} pages (${tools.length} tools): a listing may have at most ${MAX_LIST_PAGES} pages`);
+          throw new ListingBoundError(
+            `tools/list still had a next page after ${MAX_LIST_PAGES} pages (${tools.length} tools): a listing may have at most ${MAX_LIST_PAGES} pages`,
+          );
         }
         const remaining = deadline - Date.now();
         if (remaining <= 0) throw overdue(pages);
@@ -458,30 +516,45 @@ export class ManagedServer {
         try {
           page = await this.pending.run((signal) => toolListingPage(client, params, { signal, timeout: remaining }));
         } catch (err) {
-          if (err instanceof SdkError && err.code === SdkErrorCode.RequestTimeout && Date.now() >= deadline - 50) throw overdue(pages);
+          if (err instanceof SdkError && err.code === SdkErrorCode.RequestTimeout && Date.now() >= deadline - 50)
+            throw overdue(pages);
           throw err;
         }
         pages += 1;
         if (pages === 1) ttlMs = page.ttlMs;
         for (const listed of page.tools) {
           const name = String((listed as { name?: unknown } | null)?.name ?? '').slice(0, 100);
-          const invalid = invalidToolReason(listed)
-            ?? (tools.some((t) => t.name === name) ? 'another tool of the listing has the same name' : undefined)
+          const invalid =
+            invalidToolReason(listed) ??
+            (tools.some((t) => t.name === name) ? 'another tool of the listing has the same name' : undefined) ??
             // Headers exist only on the modern Streamable HTTP wire; elsewhere the annotation is inert.
-            ?? (this.era === 'modern' && this.entry.type === 'http' ? headerDeclarationProblem((listed as Tool).inputSchema) : undefined);
+            (this.era === 'modern' && this.entry.type === 'http'
+              ? headerDeclarationProblem((listed as Tool).inputSchema)
+              : undefined);
           if (invalid) refused.push({ name, reason: invalid });
-          else if (nestedDeeperThan((listed as Tool).inputSchema, MAX_SCHEMA_DEPTH) || nestedDeeperThan((listed as Tool).outputSchema, MAX_SCHEMA_DEPTH)) {
+          else if (
+            nestedDeeperThan((listed as Tool).inputSchema, MAX_SCHEMA_DEPTH) ||
+            nestedDeeperThan((listed as Tool).outputSchema, MAX_SCHEMA_DEPTH)
+          ) {
             refused.push({ name, reason: `its schemas nest deeper than ${MAX_SCHEMA_DEPTH} levels` });
           } else tools.push(listed as Tool);
         }
-        if (tools.length > MAX_LISTED_TOOLS) throw new ListingBoundError(`tools/list returned more than ${MAX_LISTED_TOOLS} tools: a server may offer at most ${MAX_LISTED_TOOLS}`);
+        if (tools.length > MAX_LISTED_TOOLS)
+          throw new ListingBoundError(
+            `tools/list returned more than ${MAX_LISTED_TOOLS} tools: a server may offer at most ${MAX_LISTED_TOOLS}`,
+          );
         cursor = page.nextCursor;
       } while (cursor);
-      this.listingFreshUntil = this.era === 'modern' ? listedAt + Math.min(Math.max(ttlMs ?? 0, 0), MAX_LISTING_TTL_MS) : undefined;
+      this.listingFreshUntil =
+        this.era === 'modern' ? listedAt + Math.min(Math.max(ttlMs ?? 0, 0), MAX_LISTING_TTL_MS) : undefined;
       this.refusedTools = refused.map((t) => ({ name: this.scrubText(t.name), reason: this.scrubText(t.reason) }));
       const deep = this.refusedTools.filter((t) => t.reason.startsWith('its schemas nest'));
       const invalid = this.refusedTools.filter((t) => !t.reason.startsWith('its schemas nest'));
-      if (deep.length > 0) this.log.warn({ tools: deep.map((t) => t.name), maxDepth: MAX_SCHEMA_DEPTH }, 'tools left out: their schemas nest too deeply');
+      if (deep.length > 0)
+        this.log.warn(
+          { tools: deep.map((t) => t.name), maxDepth: MAX_SCHEMA_DEPTH },
+          'tools left out: their schemas nest too deeply',
+        );
       if (invalid.length > 0) this.log.warn({ tools: invalid }, 'tools left out: invalid tool definitions');
       this.tools = tools;
       return tools;
@@ -517,23 +590,36 @@ export class ManagedServer {
    * Calls a tool. Rejects with {@link ConnectionLostError} as soon as the server is known to be
    * gone (stdio: its process exited; http/sse: the connection or session is lost).
    */
-  callTool(tool: string, args: Record<string, unknown>, options: CallOptions & { askPerson: true }): Promise<CallToolResult | NeedsInput>;
+  callTool(
+    tool: string,
+    args: Record<string, unknown>,
+    options: CallOptions & { askPerson: true },
+  ): Promise<CallToolResult | NeedsInput>;
   callTool(tool: string, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult>;
-  async callTool(tool: string, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult | NeedsInput> {
+  async callTool(
+    tool: string,
+    args: Record<string, unknown>,
+    options: CallOptions,
+  ): Promise<CallToolResult | NeedsInput> {
     const client = this.requireClient();
     // The listed definition goes along so a modern server gets the tool's designated parameter
     // headers; without its output schema, since checking structured content after the tool ran
     // would report a call that already had its effect as a bad request. Recorded as it came.
     const listed = this.tools.find((t) => t.name === tool);
-    const toolDefinition: Tool = listed ? { ...listed, outputSchema: undefined } : { name: tool, inputSchema: { type: 'object' } };
+    const toolDefinition: Tool = listed
+      ? { ...listed, outputSchema: undefined }
+      : { name: tool, inputSchema: { type: 'object' } };
     const reply = options.inputReply;
-    const retry: Record<string, unknown> = reply ? {
-      inputResponses: { ...reply.ownResponses, ...reply.inputResponses },
-      ...(reply.requestState !== undefined ? { requestState: reply.requestState } : {}),
-    } : {};
+    const retry: Record<string, unknown> = reply
+      ? {
+          inputResponses: { ...reply.ownResponses, ...reply.inputResponses },
+          ...(reply.requestState !== undefined ? { requestState: reply.requestState } : {}),
+        }
+      : {};
     // Rounds this client answers alone (roots, state only) are retried here; a round that needs a
     // person ends the call, and the turn sends the answers with a new call.
-    const listener: LegacyInputListener | undefined = options.onDeclinedInput || options.askLegacyInput ? { options } : undefined;
+    const listener: LegacyInputListener | undefined =
+      options.onDeclinedInput || options.askLegacyInput ? { options } : undefined;
     if (listener) this.legacyInputListeners.add(listener);
     try {
       return await this.callRounds(client, tool, args, options, toolDefinition, retry, listener);
@@ -542,7 +628,17 @@ export class ManagedServer {
       // login can widen the access. The model reads that as the tool's error; nothing retries.
       const problem = this.loginProblem;
       if (err instanceof InsufficientScopeError && problem?.kind === 'insufficient_scope') {
-        return { content: [{ type: 'text', text: this.scrubText(`${this.entry.name} refused this call, so it did not run: its login ${problem.message}`) }], isError: true };
+        return {
+          content: [
+            {
+              type: 'text',
+              text: this.scrubText(
+                `${this.entry.name} refused this call, so it did not run: its login ${problem.message}`,
+              ),
+            },
+          ],
+          isError: true,
+        };
       }
       throw err;
     } finally {
@@ -564,32 +660,44 @@ export class ManagedServer {
       const params = { name: tool, arguments: args, ...retry } as { name: string; arguments: Record<string, unknown> };
       // A call that may wait for a person keeps its own timeout, which stands still during the wait;
       // the SDK's cannot.
-      const deadline = options.askLegacyInput && options.legacyInputWaits !== false ? new CallDeadline(options.timeoutMs) : undefined;
+      const deadline =
+        options.askLegacyInput && options.legacyInputWaits !== false ? new CallDeadline(options.timeoutMs) : undefined;
       if (listener) listener.deadline = deadline;
-      const onprogress = deadline && options.onProgress ? (p: Parameters<NonNullable<CallOptions['onProgress']>>[0]) => {
-        deadline.reset();
-        options.onProgress?.(p);
-      } : deadline ? () => deadline.reset() : options.onProgress;
-      const result = await this.pending.run(
-        (signal) =>
-          client.callTool(params, {
-            signal: deadline ? AbortSignal.any([signal, deadline.signal]) : signal,
-            timeout: deadline ? MAX_TIMER_MS : options.timeoutMs,
-            resetTimeoutOnProgress: true,
-            onprogress,
-            toolDefinition,
-            allowInputRequired: true,
-          }),
-        options.signal,
-      ).finally(() => deadline?.stop());
+      const onprogress =
+        deadline && options.onProgress
+          ? (p: Parameters<NonNullable<CallOptions['onProgress']>>[0]) => {
+              deadline.reset();
+              options.onProgress?.(p);
+            }
+          : deadline
+            ? () => deadline.reset()
+            : options.onProgress;
+      const result = await this.pending
+        .run(
+          (signal) =>
+            client.callTool(params, {
+              signal: deadline ? AbortSignal.any([signal, deadline.signal]) : signal,
+              timeout: deadline ? MAX_TIMER_MS : options.timeoutMs,
+              resetTimeoutOnProgress: true,
+              onprogress,
+              toolDefinition,
+              allowInputRequired: true,
+            }),
+          options.signal,
+        )
+        .finally(() => deadline?.stop());
       if (!isInputRequiredResult(result)) return result;
       const needs = readInputRequired(result, this.deps.roots);
       if (needs.requests.length > 0) {
         if (options.askPerson === true) return needs;
         throw new UnservedInputRequestError(`${tool} asks a person for input, and this caller cannot ask one`);
       }
-      if (round >= MAX_INPUT_ROUNDS) throw new RefusedCallError(`the server asked for input ${round} times without finishing the call`);
-      retry = { ...(Object.keys(needs.ownResponses).length > 0 ? { inputResponses: needs.ownResponses } : {}), ...(needs.requestState !== undefined ? { requestState: needs.requestState } : {}) };
+      if (round >= MAX_INPUT_ROUNDS)
+        throw new RefusedCallError(`the server asked for input ${round} times without finishing the call`);
+      retry = {
+        ...(Object.keys(needs.ownResponses).length > 0 ? { inputResponses: needs.ownResponses } : {}),
+        ...(needs.requestState !== undefined ? { requestState: needs.requestState } : {}),
+      };
     }
   }
 
@@ -599,17 +707,27 @@ export class ManagedServer {
    * once when the server is known to be gone. On a 2026-07-28 server that offers the tasks
    * extension, the session's requests declare it and go out as they are (see {@link TaskRequestClient}).
    */
-  withTasks<T>(request: (session: TaskEnabledSession, tool: (name: string) => Tool | undefined, signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  withTasks<T>(
+    request: (session: TaskEnabledSession, tool: (name: string) => Tool | undefined, signal: AbortSignal) => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T> {
     const client = this.requireClient();
     if (this.taskSession?.client !== client) {
       const modern = client.getProtocolEra() === 'modern' && offersModernTasks(client.getServerCapabilities());
       const session = modern
-        ? createTaskSessionFromClient(client, { endpointId: this.instance, rawDispatch: (req: JsonValue, options?: DispatchOptions) => client.rawRequest(req, options), v2RequestFraming: client.taskFraming() })
+        ? createTaskSessionFromClient(client, {
+            endpointId: this.instance,
+            rawDispatch: (req: JsonValue, options?: DispatchOptions) => client.rawRequest(req, options),
+            v2RequestFraming: client.taskFraming(),
+          })
         : createTaskSessionFromClient(client, { endpointId: this.instance });
       this.taskSession = { client, session };
     }
     const { session } = this.taskSession;
-    return this.pending.run((inner) => request(session, (name) => this.tools.find((t) => t.name === name), inner), signal);
+    return this.pending.run(
+      (inner) => request(session, (name) => this.tools.find((t) => t.name === name), inner),
+      signal,
+    );
   }
 
   /**
@@ -618,8 +736,14 @@ export class ManagedServer {
    * {@link UnservedInputRequestError} for what no person can answer (sampling) or cannot read.
    */
   readTaskInput(inputRequests: unknown): NeedsInput {
-    const requests = typeof inputRequests === 'object' && inputRequests !== null && !Array.isArray(inputRequests) ? (inputRequests as Record<string, unknown>) : {};
-    return readInputRequired({ resultType: 'input_required', inputRequests: requests } as Parameters<typeof readInputRequired>[0], this.deps.roots);
+    const requests =
+      typeof inputRequests === 'object' && inputRequests !== null && !Array.isArray(inputRequests)
+        ? (inputRequests as Record<string, unknown>)
+        : {};
+    return readInputRequired(
+      { resultType: 'input_required', inputRequests: requests } as Parameters<typeof readInputRequired>[0],
+      this.deps.roots,
+    );
   }
 
   /**
@@ -628,11 +752,22 @@ export class ManagedServer {
    * Resolves with the task's result once it ends; `signal` ends the request earlier (the task
    * goes on), which rejects.
    */
-  taskResultWithInput(taskId: string, ask: LegacyInputAsker, options: { signal: AbortSignal; timeoutMs: number }): Promise<Record<string, unknown>> {
+  taskResultWithInput(
+    taskId: string,
+    ask: LegacyInputAsker,
+    options: { signal: AbortSignal; timeoutMs: number },
+  ): Promise<Record<string, unknown>> {
     const client = this.requireClient();
     this.taskInputAskers.set(taskId, ask);
     return this.pending
-      .run((inner) => client.request({ method: 'tasks/result', params: { taskId } }, ANY_RESULT, { signal: inner, timeout: options.timeoutMs }), options.signal)
+      .run(
+        (inner) =>
+          client.request({ method: 'tasks/result', params: { taskId } }, ANY_RESULT, {
+            signal: inner,
+            timeout: options.timeoutMs,
+          }),
+        options.signal,
+      )
       .finally(() => {
         if (this.taskInputAskers.get(taskId) === ask) this.taskInputAskers.delete(taskId);
       });
@@ -651,10 +786,13 @@ export class ManagedServer {
     if (key === this.announcedRoots) return;
     this.announcedRoots = key;
     let timer: NodeJS.Timeout | undefined;
-    const asked = this.rootsAsked > 0 ? new Promise<void>((wake) => {
-      this.rootsWaiters.push(wake);
-      timer = setTimeout(wake, waitMs);
-    }) : undefined;
+    const asked =
+      this.rootsAsked > 0
+        ? new Promise<void>((wake) => {
+            this.rootsWaiters.push(wake);
+            timer = setTimeout(wake, waitMs);
+          })
+        : undefined;
     try {
       await client.sendRootsListChanged();
       this.log.debug('roots changed; server notified');

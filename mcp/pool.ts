@@ -2,7 +2,13 @@ import type { CallToolResult, Transport } from '@modelcontextprotocol/client';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { LoadedConfig, ServerEntry } from '../config/types.js';
-import { ManagedServer, RefusedCallError, ServerUnavailableError, type CallOptions, type ManagedState } from './managedServer.js';
+import {
+  ManagedServer,
+  RefusedCallError,
+  ServerUnavailableError,
+  type CallOptions,
+  type ManagedState,
+} from './managedServer.js';
 import type { EraVerdicts } from './era.js';
 import type { NeedsInput } from './inputRequests.js';
 import { admitRoot, rootsOf } from './roots.js';
@@ -215,9 +221,18 @@ export class ServerPool {
     // A turn that did not name its workspace offers no root: a server that replaces its own
     // directories with the client's roots (server-filesystem) keeps those its operator gave it.
     const offered = session.offerRoot ? session.workspace : undefined;
-    const admitted = offered === undefined ? {} : await admitRoot(offered, { within: this.options.rootsWithin, protected: this.options.untrustedStdio?.hiddenPaths ?? [] });
+    const admitted =
+      offered === undefined
+        ? {}
+        : await admitRoot(offered, {
+            within: this.options.rootsWithin,
+            protected: this.options.untrustedStdio?.hiddenPaths ?? [],
+          });
     if (admitted.problem && offered !== undefined && session.rootChecked !== offered) {
-      this.options.logger.info({ workspace: offered, why: admitted.problem }, 'workspace not offered to servers as a root');
+      this.options.logger.info(
+        { workspace: offered, why: admitted.problem },
+        'workspace not offered to servers as a root',
+      );
     }
     session.rootChecked = offered;
     session.root = admitted.root;
@@ -237,9 +252,11 @@ export class ServerPool {
         if (server.state === 'failed' && server.wasReady) return this.restart(sessionId, session, name, server);
         // A refresh that failed for a passing reason is tried again each turn; other login problems
         // wait for a new login, which changes the entry's loginId and so the config.
-        if (server.state === 'failed' && server.loginProblem?.kind === 'refresh_failed') return this.restart(sessionId, session, name, server, false);
+        if (server.state === 'failed' && server.loginProblem?.kind === 'refresh_failed')
+          return this.restart(sessionId, session, name, server, false);
         // A sandbox lets its server write one workspace: for another one the server starts anew.
-        if (server.state === 'ready' && this.boundElsewhere(server, session)) return this.restart(sessionId, session, name, server, false);
+        if (server.state === 'ready' && this.boundElsewhere(server, session))
+          return this.restart(sessionId, session, name, server, false);
         // A server that never started waits for a config change (it would cost its start timeout every turn).
         if (server.state !== 'ready') return;
         try {
@@ -247,7 +264,10 @@ export class ServerPool {
           await server.refresh();
         } catch (err) {
           // The process may have died after the last turn without its exit being seen yet.
-          this.options.logger.warn({ server: name, err: this.scrub((err as Error).message) }, 'server did not answer; restarting it');
+          this.options.logger.warn(
+            { server: name, err: this.scrub((err as Error).message) },
+            'server did not answer; restarting it',
+          );
           await this.restart(sessionId, session, name, server);
         }
       }),
@@ -255,12 +275,21 @@ export class ServerPool {
     // Servers kept from the last turn learn about another workspace before this turn's first call.
     await Promise.all([...session.servers.values()].map((s) => s.syncRoots()));
     if (this.spares.enabled && this.sessions.get(sessionId) === session) {
-      this.spares.use(sessionId, [...session.servers.values()].map((s) => ({ entry: s.entry, ready: s.state === 'ready' })));
+      this.spares.use(
+        sessionId,
+        [...session.servers.values()].map((s) => ({ entry: s.entry, ready: s.state === 'ready' })),
+      );
     }
     return this.status(sessionId);
   }
 
-  private async restart(sessionId: string, session: Session, name: string, old: ManagedServer, crashed = true): Promise<void> {
+  private async restart(
+    sessionId: string,
+    session: Session,
+    name: string,
+    old: ManagedServer,
+    crashed = true,
+  ): Promise<void> {
     const fresh = this.newServer(old.entry, session);
     session.servers.set(name, fresh);
     if (crashed) this.options.observer?.serverRestarted?.(name);
@@ -310,14 +339,19 @@ export class ServerPool {
       stdioCommand: async (e, environment) => {
         const launch = await this.sandbox.launch(e, environment, session?.workspace);
         if (launch.sandbox) {
-          sandboxRoot = launch.sandbox.writable !== undefined && session?.root !== undefined ? { root: session.root } : {};
+          sandboxRoot =
+            launch.sandbox.writable !== undefined && session?.root !== undefined ? { root: session.root } : {};
           this.sandboxed.set(server, launch.sandbox);
         }
         return launch;
       },
       // `"roots": false`: no roots capability at all, so the server keeps its own directories.
-      ...(entry.roots === false ? {} : { roots: () => rootsOf(sandboxRoot ? sandboxRoot.root : this.owners.get(server)?.root) }),
-      ...(observer?.serverStarted ? { onStart: (result: 'ready' | 'failed', ms: number) => observer.serverStarted!(entry.name, result, ms) } : {}),
+      ...(entry.roots === false
+        ? {}
+        : { roots: () => rootsOf(sandboxRoot ? sandboxRoot.root : this.owners.get(server)?.root) }),
+      ...(observer?.serverStarted
+        ? { onStart: (result: 'ready' | 'failed', ms: number) => observer.serverStarted!(entry.name, result, ms) }
+        : {}),
       ...(this.options.requestHeadersFor ? { requestHeaders: () => this.options.requestHeadersFor!(entry) } : {}),
       ...(this.options.credentials ? { credentials: this.options.credentials } : {}),
       ...(this.options.connect ? { connect: this.options.connect } : {}),
@@ -340,27 +374,47 @@ export class ServerPool {
     const servers: ServerStatus[] = [];
     for (const server of session.servers.values()) {
       const { entry } = server;
-      const base = { name: entry.name, layer: entry.layer, source: entry.source, transport: entry.type, warnings: [] as string[] };
+      const base = {
+        name: entry.name,
+        layer: entry.layer,
+        source: entry.source,
+        transport: entry.type,
+        warnings: [] as string[],
+      };
       if (!entry.enabled) {
         servers.push({ ...base, state: 'disabled', tools: [] });
         continue;
       }
       if (server.state !== 'ready') {
         const login = server.loginProblem ? { login: server.loginProblem.kind } : {};
-        servers.push({ ...base, state: 'failed', tools: [], error: server.error ?? `server is ${server.state}`, ...login });
+        servers.push({
+          ...base,
+          state: 'failed',
+          tools: [],
+          error: server.error ?? `server is ${server.state}`,
+          ...login,
+        });
         continue;
       }
       const offered = new Set(server.tools.map((t) => t.name));
       const kept = this.keptTools(server);
       for (const wanted of entry.tools ?? []) {
-        if (!offered.has(wanted)) base.warnings.push(`tool "${wanted}" is listed in "tools" but the server does not offer it`);
+        if (!offered.has(wanted))
+          base.warnings.push(`tool "${wanted}" is listed in "tools" but the server does not offer it`);
       }
-      for (const refused of server.refusedTools) base.warnings.push(`tool ${JSON.stringify(refused.name)} left out: ${refused.reason}`);
+      for (const refused of server.refusedTools)
+        base.warnings.push(`tool ${JSON.stringify(refused.name)} left out: ${refused.reason}`);
       // A connected server whose login a request found wanting (more scope, or a new authorization server).
-      const scopeProblem = server.loginProblem?.kind === 'insufficient_scope' || server.loginProblem?.kind === 'moved' ? server.loginProblem : undefined;
-      if (scopeProblem) base.warnings.push(scopeProblem.kind === 'moved' ? scopeProblem.message : `its login ${scopeProblem.message}`);
+      const scopeProblem =
+        server.loginProblem?.kind === 'insufficient_scope' || server.loginProblem?.kind === 'moved'
+          ? server.loginProblem
+          : undefined;
+      if (scopeProblem)
+        base.warnings.push(scopeProblem.kind === 'moved' ? scopeProblem.message : `its login ${scopeProblem.message}`);
       if (server.junkLines > 0) {
-        base.warnings.push(`the server wrote ${server.junkLines} non-protocol line(s) to stdout, first: ${JSON.stringify(server.firstJunkLine)}; they were dropped`);
+        base.warnings.push(
+          `the server wrote ${server.junkLines} non-protocol line(s) to stdout, first: ${JSON.stringify(server.firstJunkLine)}; they were dropped`,
+        );
       }
       servers.push({
         ...base,
@@ -373,8 +427,14 @@ export class ServerPool {
     }
     for (const refused of config.refused) {
       servers.push({
-        name: refused.name, layer: refused.layer, source: refused.source, transport: refused.transport,
-        state: 'failed', tools: [], error: this.scrub(refused.reason), warnings: [],
+        name: refused.name,
+        layer: refused.layer,
+        source: refused.source,
+        transport: refused.transport,
+        state: 'failed',
+        tools: [],
+        error: this.scrub(refused.reason),
+        warnings: [],
       });
     }
     servers.sort((a, b) => a.name.localeCompare(b.name));
@@ -431,11 +491,32 @@ export class ServerPool {
   }
 
   /** Calls a tool on the session's server. Throws {@link ServerUnavailableError} when it is not running. */
-  callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>, options: PoolCallOptions & { askPerson: true }): Promise<CallToolResult | NeedsInput>;
-  callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>, options: PoolCallOptions): Promise<CallToolResult>;
-  async callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>, options: PoolCallOptions): Promise<CallToolResult | NeedsInput> {
+  callTool(
+    sessionId: string,
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    options: PoolCallOptions & { askPerson: true },
+  ): Promise<CallToolResult | NeedsInput>;
+  callTool(
+    sessionId: string,
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    options: PoolCallOptions,
+  ): Promise<CallToolResult>;
+  async callTool(
+    sessionId: string,
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    options: PoolCallOptions,
+  ): Promise<CallToolResult | NeedsInput> {
     return this.withServer(sessionId, server, tool, options, (managed) =>
-      managed.callTool(tool, args, { ...options, askPerson: options.askPerson === true } as CallOptions & { askPerson: true }));
+      managed.callTool(tool, args, { ...options, askPerson: options.askPerson === true } as CallOptions & {
+        askPerson: true;
+      }),
+    );
   }
 
   /**
@@ -443,17 +524,27 @@ export class ServerPool {
    * it here, the public name is the tool's), counted as a call in flight: the MCP task requests of
    * a call (create, poll, result, cancel).
    */
-  async withServer<T>(sessionId: string, server: string, tool: string, options: Omit<PoolCallOptions, keyof CallOptions> & Pick<CallOptions, 'signal'>, run: (managed: ManagedServer) => Promise<T>): Promise<T> {
+  async withServer<T>(
+    sessionId: string,
+    server: string,
+    tool: string,
+    options: Omit<PoolCallOptions, keyof CallOptions> & Pick<CallOptions, 'signal'>,
+    run: (managed: ManagedServer) => Promise<T>,
+  ): Promise<T> {
     const session = this.sessions.get(sessionId);
     const managed = session?.servers.get(server);
     if (!session || !managed) throw new ServerUnavailableError(server, 'not started on this worker');
     // Refused as "not started": a turn whose servers another turn reconciled under another config
     // reconciles its own again and calls then; a turn that never reconciled here cannot call.
-    if (session.turns.get(options.turnId) !== session.configHash) throw new ServerUnavailableError(server, 'not reconciled for this turn on this worker');
+    if (session.turns.get(options.turnId) !== session.configHash)
+      throw new ServerUnavailableError(server, 'not reconciled for this turn on this worker');
     if (options.publicName !== undefined) {
       // The operator's rules match public names: the name checked must be the one this tool has.
       const listed = this.nameMap(session).publicName(server, tool);
-      if (listed !== undefined && listed !== options.publicName) throw new RefusedCallError(`${options.publicName} is not the name of tool "${tool}" of server "${server}" (that is ${listed})`);
+      if (listed !== undefined && listed !== options.publicName)
+        throw new RefusedCallError(
+          `${options.publicName} is not the name of tool "${tool}" of server "${server}" (that is ${listed})`,
+        );
     }
     if (options.onServerSecrets && (managed.entry.type === 'http' || managed.entry.type === 'sse')) {
       let headers = managed.entry.headers;
@@ -480,7 +571,9 @@ export class ServerPool {
       else {
         this.callsInFlight.delete(managed);
         if (this.retiring.delete(managed)) {
-          managed.stop().catch((err: unknown) => this.options.logger.warn({ err }, 'stopping a replaced server failed'));
+          managed
+            .stop()
+            .catch((err: unknown) => this.options.logger.warn({ err }, 'stopping a replaced server failed'));
         }
       }
     }
@@ -503,7 +596,9 @@ export class ServerPool {
   /** Server PIDs of a session (operators and tests use them to see reuse). */
   pids(sessionId: string): Record<string, number | undefined> {
     const session = this.sessions.get(sessionId);
-    return Object.fromEntries([...(session?.servers ?? new Map<string, ManagedServer>()).entries()].map(([n, s]) => [n, s.pid]));
+    return Object.fromEntries(
+      [...(session?.servers ?? new Map<string, ManagedServer>()).entries()].map(([n, s]) => [n, s.pid]),
+    );
   }
 
   /** PIDs of the warm spares waiting for a new session, by server name. */
@@ -584,7 +679,14 @@ export class ServerPool {
     await Promise.all([...this.sessions.values()].map((s) => s.lock));
     const retiring = [...this.retiring];
     this.retiring.clear();
-    await Promise.all([...this.sessions.keys()].map((id) => this.stopSession(id)).concat(retiring.map((s) => s.stop()), spares));
+    await Promise.all(
+      [...this.sessions.keys()]
+        .map((id) => this.stopSession(id))
+        .concat(
+          retiring.map((s) => s.stop()),
+          spares,
+        ),
+    );
   }
 
   private renewHold(session: Session): void {

@@ -3,11 +3,24 @@
  * and era negotiation as the server pool, so what it reports is what a worker will meet. It sends
  * no credentials: no header of the entry (their values are the workers' to resolve) and no token.
  */
-import { Client, extractWWWAuthenticateParams, type FetchLike, type ProtocolEra, type Transport } from '@modelcontextprotocol/client';
+import {
+  Client,
+  extractWWWAuthenticateParams,
+  type FetchLike,
+  type ProtocolEra,
+  type Transport,
+} from '@modelcontextprotocol/client';
 import type { Logger } from 'pino';
 import type { ServerEntry } from '../config/types.js';
 import { connectWithEra } from './era.js';
-import { WireTracker, createRemoteTransport, httpStatusOf, networkCause, summarizeBody, terminateRemoteSession } from './httpTransport.js';
+import {
+  WireTracker,
+  createRemoteTransport,
+  httpStatusOf,
+  networkCause,
+  summarizeBody,
+  terminateRemoteSession,
+} from './httpTransport.js';
 
 /** What one probe of a remote server learned. */
 export type RemoteProbe =
@@ -38,7 +51,10 @@ const quiet = { info: () => undefined, debug: () => undefined, warn: () => undef
  * with its redirect rule and size cap), then ends the session it opened. A URL that still holds
  * `${VAR}` references is not probed: only the workers resolve them.
  */
-export async function probeRemote(entry: Pick<ServerEntry, 'type' | 'url'> & { name?: string }, options: ProbeRemoteOptions): Promise<RemoteProbe> {
+export async function probeRemote(
+  entry: Pick<ServerEntry, 'type' | 'url'> & { name?: string },
+  options: ProbeRemoteOptions,
+): Promise<RemoteProbe> {
   if (entry.type !== 'http' && entry.type !== 'sse') return { kind: 'not_probed', why: 'a command' };
   if (!entry.url) return { kind: 'not_probed', why: 'it has no url' };
   if (entry.url.includes('$')) return { kind: 'not_probed', why: 'its URL holds variables the workers resolve' };
@@ -49,29 +65,44 @@ export async function probeRemote(entry: Pick<ServerEntry, 'type' | 'url'> & { n
   let refusal: Refusal | undefined;
   let network: string | undefined;
   // Sits under the transport's own fetch (which follows no redirect off the server's origin).
-  const watch = (inner: FetchLike): FetchLike => async (url, init) => {
-    // The DELETE that ends the session comes after the deadline, with its own bound.
-    const signal = init?.method === 'DELETE' ? init.signal : init?.signal ? AbortSignal.any([init.signal, deadline.signal]) : deadline.signal;
-    try {
-      const response = await inner(url, { ...init, ...(signal ? { signal } : {}) });
-      // Only the last refusal counts: a legacy server refuses `server/discover`, then connects.
-      if (response.ok) refusal = undefined;
-      else if (!(response.status === 405 && init?.method === 'GET')) {
-        refusal = { status: response.status, statusText: response.statusText };
-        if (response.status === 401) {
-          const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(response);
-          refusal.challenge = { ...(resourceMetadataUrl ? { resourceMetadata: resourceMetadataUrl.href } : {}), ...(scope ? { scope } : {}) };
+  const watch =
+    (inner: FetchLike): FetchLike =>
+    async (url, init) => {
+      // The DELETE that ends the session comes after the deadline, with its own bound.
+      const signal =
+        init?.method === 'DELETE'
+          ? init.signal
+          : init?.signal
+            ? AbortSignal.any([init.signal, deadline.signal])
+            : deadline.signal;
+      try {
+        const response = await inner(url, { ...init, ...(signal ? { signal } : {}) });
+        // Only the last refusal counts: a legacy server refuses `server/discover`, then connects.
+        if (response.ok) refusal = undefined;
+        else if (!(response.status === 405 && init?.method === 'GET')) {
+          refusal = { status: response.status, statusText: response.statusText };
+          if (response.status === 401) {
+            const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(response);
+            refusal.challenge = {
+              ...(resourceMetadataUrl ? { resourceMetadata: resourceMetadataUrl.href } : {}),
+              ...(scope ? { scope } : {}),
+            };
+          }
         }
+        return response;
+      } catch (err) {
+        if (!deadline.signal.aborted) {
+          const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause;
+          network =
+            typeof cause?.code === 'string'
+              ? cause.code
+              : typeof cause?.message === 'string'
+                ? cause.message
+                : (err as Error).message;
+        }
+        throw err;
       }
-      return response;
-    } catch (err) {
-      if (!deadline.signal.aborted) {
-        const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause;
-        network = typeof cause?.code === 'string' ? cause.code : typeof cause?.message === 'string' ? cause.message : (err as Error).message;
-      }
-      throw err;
-    }
-  };
+    };
   const server = { ...entry, name: entry.name ?? 'probe', type: entry.type, url: entry.url } as ServerEntry;
   let transport: Transport | undefined;
   let client: Client | undefined;
@@ -88,7 +119,9 @@ export async function probeRemote(entry: Pick<ServerEntry, 'type' | 'url'> & { n
         createClient: (versionNegotiation) => new Client(options.clientInfo, { versionNegotiation }),
         log: quiet,
       }),
-      new Promise<never>((_, reject) => deadline.signal.addEventListener('abort', () => reject(new Error('deadline')), { once: true })),
+      new Promise<never>((_, reject) =>
+        deadline.signal.addEventListener('abort', () => reject(new Error('deadline')), { once: true }),
+      ),
     ]);
     const era = client.getProtocolEra() ?? 'legacy';
     const info = client.getServerVersion();
@@ -97,7 +130,8 @@ export async function probeRemote(entry: Pick<ServerEntry, 'type' | 'url'> & { n
     const failed = refusal as Refusal | undefined;
     if (failed?.status === 401) return { kind: 'unauthorized', ...failed.challenge };
     // The SDK's own request timeout (the time left) may fire just before the deadline does.
-    if (deadline.signal.aborted || Date.now() - began >= timeoutMs) return { kind: 'unreachable', why: `no answer within ${Math.round(timeoutMs / 100) / 10} s` };
+    if (deadline.signal.aborted || Date.now() - began >= timeoutMs)
+      return { kind: 'unreachable', why: `no answer within ${Math.round(timeoutMs / 100) / 10} s` };
     const said = httpStatusOf(err);
     if (said === undefined && network !== undefined) return { kind: 'unreachable', why: network };
     const status = said ?? failed?.status;
@@ -106,7 +140,10 @@ export async function probeRemote(entry: Pick<ServerEntry, 'type' | 'url'> & { n
       const text = failed?.status === status ? failed.statusText : '';
       return { kind: 'unreachable', why: `HTTP ${status}${text ? ` ${text}` : ''}` };
     }
-    return { kind: 'unreachable', why: networkCause(err) ?? (summarizeBody(err instanceof Error ? err.message : String(err)) || 'no MCP answer') };
+    return {
+      kind: 'unreachable',
+      why: networkCause(err) ?? (summarizeBody(err instanceof Error ? err.message : String(err)) || 'no MCP answer'),
+    };
   } finally {
     clearTimeout(timer);
     // A legacy session it opened is ended, as a client would; the 2026-07-28 era has none.

@@ -31,15 +31,19 @@ export function rootProblem(workspace: string, rules: RootRules): string | undef
   if (!isAbsolute(workspace)) return 'it is not an absolute path';
   if (resolve(workspace) === sep) return 'it is the root of the file system';
   const guarded = rules.protected.find((p) => inside(workspace, p));
-  if (guarded !== undefined) return `it lies in ${guarded}, which servers must not see (data or config dir, or a credential the worker's settings name)`;
+  if (guarded !== undefined)
+    return `it lies in ${guarded}, which servers must not see (data or config dir, or a credential the worker's settings name)`;
   if (rules.within && !rules.within.some((w) => inside(workspace, w))) {
-    return rules.within.length === 0 ? 'this worker offers none (its operator lists folders in DMCP_WORKSPACE_ROOTS)' : `it lies outside DMCP_WORKSPACE_ROOTS (${rules.within.join(', ')})`;
+    return rules.within.length === 0
+      ? 'this worker offers none (its operator lists folders in DMCP_WORKSPACE_ROOTS)'
+      : `it lies outside DMCP_WORKSPACE_ROOTS (${rules.within.join(', ')})`;
   }
   // Where the operator limits workspaces, the turn is not the operator: a root holding the data or
   // config dir would hand those over too. Without limits (run/dev) a project with ./.data inside is
   // the common case, and its caller is the operator.
   const held = rules.within ? rules.protected.find((p) => inside(p, workspace)) : undefined;
-  if (held !== undefined) return `it contains ${held}, which servers must not see (data or config dir, or a credential the worker's settings name)`;
+  if (held !== undefined)
+    return `it contains ${held}, which servers must not see (data or config dir, or a credential the worker's settings name)`;
   return undefined;
 }
 
@@ -63,7 +67,10 @@ export async function realOrResolved(path: string): Promise<string> {
  * The folder to offer for `workspace` under `rules` (whose paths are resolved here too), or
  * `undefined` with the reason.
  */
-export async function admitRoot(workspace: string | undefined, rules: RootRules): Promise<{ root?: string; problem?: string }> {
+export async function admitRoot(
+  workspace: string | undefined,
+  rules: RootRules,
+): Promise<{ root?: string; problem?: string }> {
   if (workspace === undefined) return { problem: 'the turn names no workspace' };
   if (!isAbsolute(workspace)) return { problem: 'it is not an absolute path' };
   const real = await realOrResolved(workspace);

@@ -111,7 +111,20 @@ function depth(path: string): number {
  */
 export function sandboxArgs(launch: { command: string; args: string[] }, paths: SandboxPaths): string[] {
   const { workspace } = paths;
-  const out = [...ISOLATION, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--dir', SANDBOX_HOME];
+  const out = [
+    ...ISOLATION,
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--tmpfs',
+    '/tmp',
+    '--dir',
+    SANDBOX_HOME,
+  ];
   const folders: { path: string; rank: number; shown: boolean; args: string[] }[] = [];
   for (const folder of paths.readable) {
     // Inside the workspace it is shown read-write; a read-only mount over it would hide that.
@@ -122,10 +135,15 @@ export function sandboxArgs(launch: { command: string; args: string[] }, paths: 
   for (const h of paths.hidden) folders.push({ path: h, rank: 2, shown: false, args: ['--tmpfs', h] });
   folders.sort((a, b) => depth(a.path) - depth(b.path) || a.rank - b.rank);
   for (const f of folders) out.push(...f.args);
-  const base = [{ path: sep, shown: true }, { path: join(sep, 'tmp'), shown: false }];
+  const base = [
+    { path: sep, shown: true },
+    { path: join(sep, 'tmp'), shown: false },
+  ];
   for (const file of paths.hiddenFiles ?? []) {
     // The last mount that holds the file decides whether the sandbox shows it.
-    const holder = [...base, ...folders].filter((f) => within(file, f.path)).reduce((a, b) => (depth(b.path) >= depth(a.path) ? b : a));
+    const holder = [...base, ...folders]
+      .filter((f) => within(file, f.path))
+      .reduce((a, b) => (depth(b.path) >= depth(a.path) ? b : a));
     if (holder.shown) out.push('--ro-bind', '/dev/null', file);
   }
   out.push('--chdir', paths.cwd, '--', launch.command, ...launch.args);
@@ -133,7 +151,10 @@ export function sandboxArgs(launch: { command: string; args: string[] }, paths: 
 }
 
 /** The whole environment of a sandboxed server: PATH, HOME and LANG, then the entry's own `env`. */
-export function sandboxEnvironment(entry: Pick<ServerEntry, 'env'>, options: Pick<UntrustedStdioOptions, 'path' | 'lang'>): Record<string, string> {
+export function sandboxEnvironment(
+  entry: Pick<ServerEntry, 'env'>,
+  options: Pick<UntrustedStdioOptions, 'path' | 'lang'>,
+): Record<string, string> {
   return {
     PATH: options.path || DEFAULT_PATH,
     HOME: SANDBOX_HOME,
@@ -192,14 +213,24 @@ export class UntrustedStdioRefused extends Error {
  * @throws UntrustedStdioRefused when the entry names folders the sandbox may not show, or the
  * workspace is a folder it hides.
  */
-export function sandboxPathsFor(entry: Pick<ServerEntry, 'layer' | 'source' | 'cwd'>, workspace: string | undefined, hidden: HiddenPaths, runtime: string[] = []): SandboxPaths {
+export function sandboxPathsFor(
+  entry: Pick<ServerEntry, 'layer' | 'source' | 'cwd'>,
+  workspace: string | undefined,
+  hidden: HiddenPaths,
+  runtime: string[] = [],
+): SandboxPaths {
   const ws = workspace ?? workspaceFromSource(entry);
   if (ws !== undefined && (!isAbsolute(ws) || resolve(ws) === sep)) {
-    throw new UntrustedStdioRefused(`not started: the workspace ${JSON.stringify(ws)} cannot be the sandbox's writable folder`);
+    throw new UntrustedStdioRefused(
+      `not started: the workspace ${JSON.stringify(ws)} cannot be the sandbox's writable folder`,
+    );
   }
   const root = ws === undefined ? undefined : resolve(ws);
   if (root !== undefined && hidden.folders.includes(root)) {
-    const what = root === hidden.home ? "the worker's home, which the sandbox hides" : 'a folder the sandbox hides (a data, config or credential folder of the worker)';
+    const what =
+      root === hidden.home
+        ? "the worker's home, which the sandbox hides"
+        : 'a folder the sandbox hides (a data, config or credential folder of the worker)';
     throw new UntrustedStdioRefused(
       `not started: the workspace ${root} is ${what}, so a sandboxed server could neither see nor write it; ` +
         'name a project folder inside it as the workspace, or move the entry to a trusted layer (the config dir or a --mcp-config file)',
@@ -209,8 +240,11 @@ export function sandboxPathsFor(entry: Pick<ServerEntry, 'layer' | 'source' | 'c
   let cwd = root ?? SANDBOX_HOME;
   if (entry.cwd !== undefined) {
     // The server starts where the sandbox already shows the host: its workspace or its plugin folder.
-    cwd = resolve((entry.layer === 'plugin' ? plugin ?? root : root ?? plugin) ?? sep, entry.cwd);
-    const shown = [...(root !== undefined ? [`the workspace ${root}`] : []), ...(plugin !== undefined ? [`the plugin folder ${plugin}`] : [])];
+    cwd = resolve((entry.layer === 'plugin' ? (plugin ?? root) : (root ?? plugin)) ?? sep, entry.cwd);
+    const shown = [
+      ...(root !== undefined ? [`the workspace ${root}`] : []),
+      ...(plugin !== undefined ? [`the plugin folder ${plugin}`] : []),
+    ];
     if (![root, plugin].some((folder) => folder !== undefined && within(cwd, folder))) {
       const places = shown.length > 0 ? shown.join(' and ') : 'every folder its sandbox shows (it has no workspace)';
       throw new UntrustedStdioRefused(
@@ -221,9 +255,18 @@ export function sandboxPathsFor(entry: Pick<ServerEntry, 'layer' | 'source' | 'c
     }
   }
   const { home } = hidden;
-  const shownAgain = home === undefined ? [] : runtime.filter((r) => r !== home && within(r, home) && !hidden.folders.some((h) => h !== home && within(r, h)));
+  const shownAgain =
+    home === undefined
+      ? []
+      : runtime.filter((r) => r !== home && within(r, home) && !hidden.folders.some((h) => h !== home && within(r, h)));
   const readable = [...new Set([...operatorFolders(plugin), ...shownAgain])];
-  return { ...(root !== undefined ? { workspace: root } : {}), cwd, readable, hidden: hidden.folders, hiddenFiles: hidden.files };
+  return {
+    ...(root !== undefined ? { workspace: root } : {}),
+    cwd,
+    readable,
+    hidden: hidden.folders,
+    hiddenFiles: hidden.files,
+  };
 }
 
 type Probe = { ok: true; bwrap: string } | { ok: false; reason: string };
@@ -264,11 +307,21 @@ export class StdioSandbox {
           'or set DMCP_UNTRUSTED_STDIO=allow to run untrusted stdio servers unsandboxed',
       );
     }
-    const paths = sandboxPathsFor(entry, workspace, await existingHiddenPaths(this.options), await runtimeFolders(this.options.path));
+    const paths = sandboxPathsFor(
+      entry,
+      workspace,
+      await existingHiddenPaths(this.options),
+      await runtimeFolders(this.options.path),
+    );
     const args = sandboxArgs(plain, paths);
     // bwrap itself gets the cleared environment too: it is PID 1 of the sandbox, and its
     // /proc/1/environ is readable from inside.
-    return { command: probe.bwrap, args, env: sandboxEnvironment(entry, this.options), sandbox: paths.workspace === undefined ? {} : { writable: paths.workspace } };
+    return {
+      command: probe.bwrap,
+      args,
+      env: sandboxEnvironment(entry, this.options),
+      sandbox: paths.workspace === undefined ? {} : { writable: paths.workspace },
+    };
   }
 }
 
@@ -276,17 +329,32 @@ export class StdioSandbox {
  * The existing paths of `options` to cover, symlinks resolved (bwrap mounts onto the real file),
  * the home among the folders unless it is `/`.
  */
-export async function existingHiddenPaths(options: Pick<UntrustedStdioOptions, 'hiddenPaths' | 'home'>): Promise<HiddenPaths> {
+export async function existingHiddenPaths(
+  options: Pick<UntrustedStdioOptions, 'hiddenPaths' | 'home'>,
+): Promise<HiddenPaths> {
   const found: HiddenPaths = { folders: [], files: [] };
   const home = options.home === undefined ? undefined : await realpath(resolve(options.home)).catch(() => undefined);
   for (const p of options.hiddenPaths) {
     const real = await realpath(resolve(p)).catch(() => undefined);
     // Covering / would leave nothing to run; settings refuse it, this guards other callers.
     if (real === sep) continue;
-    const kind = real === undefined ? undefined : await stat(real).then((s) => (s.isDirectory() ? 'folders' : 'files'), () => undefined);
+    const kind =
+      real === undefined
+        ? undefined
+        : await stat(real).then(
+            (s) => (s.isDirectory() ? 'folders' : 'files'),
+            () => undefined,
+          );
     if (real !== undefined && kind !== undefined && !found[kind].includes(real)) found[kind].push(real);
   }
-  if (home !== undefined && home !== sep && (await stat(home).then((s) => s.isDirectory(), () => false))) {
+  if (
+    home !== undefined &&
+    home !== sep &&
+    (await stat(home).then(
+      (s) => s.isDirectory(),
+      () => false,
+    ))
+  ) {
     if (!found.folders.includes(home)) found.folders.push(home);
     found.home = home;
   }
@@ -298,20 +366,43 @@ export async function existingHiddenPaths(options: Pick<UntrustedStdioOptions, '
  * that exist (bwrap refuses to bind a missing one), absolute, symlinks resolved.
  */
 export async function runtimeFolders(path: string | undefined): Promise<string[]> {
-  const folders = [INSTALL_ROOT, dirname(dirname(process.execPath)), ...(path || DEFAULT_PATH).split(delimiter).filter((d) => isAbsolute(d))];
+  const folders = [
+    INSTALL_ROOT,
+    dirname(dirname(process.execPath)),
+    ...(path || DEFAULT_PATH).split(delimiter).filter((d) => isAbsolute(d)),
+  ];
   const found: string[] = [];
   for (const folder of folders) {
     const real = await realpath(folder).catch(() => undefined);
-    if (real !== undefined && !found.includes(real) && (await stat(real).then((s) => s.isDirectory(), () => false))) found.push(real);
+    if (
+      real !== undefined &&
+      !found.includes(real) &&
+      (await stat(real).then(
+        (s) => s.isDirectory(),
+        () => false,
+      ))
+    )
+      found.push(real);
   }
   return found;
 }
 
 /** The absolute path of an executable: a path as given, or a name found on `path`. */
 async function findExecutable(name: string, path: string | undefined): Promise<string | undefined> {
-  const candidates = name.includes('/') ? [resolve(name)] : (path || DEFAULT_PATH).split(delimiter).filter(Boolean).map((d) => join(d, name));
+  const candidates = name.includes('/')
+    ? [resolve(name)]
+    : (path || DEFAULT_PATH)
+        .split(delimiter)
+        .filter(Boolean)
+        .map((d) => join(d, name));
   for (const candidate of candidates) {
-    if (await access(candidate, constants.X_OK).then(() => true, () => false)) return candidate;
+    if (
+      await access(candidate, constants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return candidate;
   }
   return undefined;
 }
@@ -338,7 +429,11 @@ export async function probeBwrap(bwrap: string, path: string | undefined): Promi
     child.once('close', (code, signal) => {
       clearTimeout(timer);
       if (code === 0) done({ ok: true, bwrap: found });
-      else done({ ok: false, reason: `${found} failed its test run (${signal ?? `exit ${code}`}): ${stderr.trim().split('\n').slice(-2).join(' ') || 'no message'}` });
+      else
+        done({
+          ok: false,
+          reason: `${found} failed its test run (${signal ?? `exit ${code}`}): ${stderr.trim().split('\n').slice(-2).join(' ') || 'no message'}`,
+        });
     });
   });
 }

@@ -63,7 +63,11 @@ export function spareEligible(entry: ServerEntry): boolean {
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+    );
   }
   return value;
 }
@@ -206,7 +210,9 @@ export class SparePool {
   pids(): Record<string, number[]> {
     const out: Record<string, number[]> = {};
     for (const kind of this.kinds.values()) {
-      const pids = kind.spares.filter((s) => s.server.state === 'ready' && s.server.pid !== undefined).map((s) => s.server.pid!);
+      const pids = kind.spares
+        .filter((s) => s.server.state === 'ready' && s.server.pid !== undefined)
+        .map((s) => s.server.pid!);
       if (pids.length > 0) (out[kind.entry.name] ??= []).push(...pids);
     }
     return out;
@@ -216,7 +222,9 @@ export class SparePool {
   async settled(): Promise<void> {
     for (;;) {
       const kinds = [...this.kinds.values()];
-      const starting = kinds.flatMap((k) => k.spares.filter((s) => s.server.state === 'starting' || s.server.state === 'idle'));
+      const starting = kinds.flatMap((k) =>
+        k.spares.filter((s) => s.server.state === 'starting' || s.server.state === 'idle'),
+      );
       if (!kinds.some((k) => k.timer) && starting.length === 0) return;
       const tick = new Promise((r) => setTimeout(r, 20));
       await (starting.length > 0 ? Promise.race([Promise.all(starting.map((s) => s.started)), tick]) : tick);
@@ -247,7 +255,9 @@ export class SparePool {
   /** Fills the entry's spares after the fill delay, unless a fill is already waiting or they are all there. */
   private schedule(kind: Kind): void {
     if (!this.enabled || kind.timer) return;
-    const live = kind.spares.filter((s) => s.server.state === 'ready' || s.server.state === 'starting' || s.server.state === 'idle');
+    const live = kind.spares.filter(
+      (s) => s.server.state === 'ready' || s.server.state === 'starting' || s.server.state === 'idle',
+    );
     if (live.length >= this.options.perEntry) return;
     kind.timer = setTimeout(() => {
       kind.timer = undefined;
@@ -273,7 +283,8 @@ export class SparePool {
           // A failed spare is dropped, not retried: the next reconciliation that finds the entry's
           // server ready asks again, so a broken server cannot make the pool spawn in a loop.
           kind.spares = kind.spares.filter((s) => s !== spare);
-          if (server.state !== 'stopped') this.options.logger.warn({ server: kind.entry.name, err: server.error }, 'warm spare failed to start');
+          if (server.state !== 'stopped')
+            this.options.logger.warn({ server: kind.entry.name, err: server.error }, 'warm spare failed to start');
           this.stopLater(server);
         },
         () => this.stopLater(server),
@@ -297,11 +308,16 @@ export class SparePool {
   }
 
   private stopLater(server: ManagedServer): void {
-    this.track(server.stop().catch((err: unknown) => this.options.logger.warn({ err }, 'stopping a warm spare failed')));
+    this.track(
+      server.stop().catch((err: unknown) => this.options.logger.warn({ err }, 'stopping a warm spare failed')),
+    );
   }
 
   private track(p: Promise<unknown>): void {
-    const done = p.then(() => undefined, () => undefined);
+    const done = p.then(
+      () => undefined,
+      () => undefined,
+    );
     this.stopping.push(done);
     void done.then(() => {
       this.stopping = this.stopping.filter((s) => s !== done);

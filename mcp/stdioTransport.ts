@@ -1,5 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { parseJSONRPCMessage, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
+import {
+  parseJSONRPCMessage,
+  serializeMessage,
+  type JSONRPCMessage,
+  type Transport,
+} from '@modelcontextprotocol/client';
 import { isJsonObject } from '../contract/index.js';
 
 /** Options for {@link ProcessGroupStdioTransport}. */
@@ -115,7 +120,8 @@ export function readMessage(line: string): JSONRPCMessage {
 }
 
 function isPlainResult(value: unknown): boolean {
-  if (!isJsonObject(value) || value.jsonrpc !== '2.0' || !isJsonObject(value.result) || '_meta' in value.result) return false;
+  if (!isJsonObject(value) || value.jsonrpc !== '2.0' || !isJsonObject(value.result) || '_meta' in value.result)
+    return false;
   const { id } = value;
   if (typeof id !== 'string' && !(typeof id === 'number' && Number.isInteger(id))) return false;
   let keys = 0;

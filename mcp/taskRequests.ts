@@ -4,7 +4,16 @@
  * `resultType: "task"`, and it has no `tasks/*` requests of that era. ext-tasks frames them; this
  * client sends them on its own connection and matches their answers.
  */
-import { Client, ProtocolErrorCode, SdkError, SdkErrorCode, isJSONRPCErrorResponse, type ClientCapabilities, type JSONRPCResponse, type ServerCapabilities } from '@modelcontextprotocol/client';
+import {
+  Client,
+  ProtocolErrorCode,
+  SdkError,
+  SdkErrorCode,
+  isJSONRPCErrorResponse,
+  type ClientCapabilities,
+  type JSONRPCResponse,
+  type ServerCapabilities,
+} from '@modelcontextprotocol/client';
 import type { DispatchOptions, JsonRpcResponse } from '@modelcontextprotocol/ext-tasks/client';
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 
@@ -26,7 +35,8 @@ export function offersModernTasks(capabilities: ServerCapabilities | undefined):
  */
 export function needsTasksExtension(code: number, data: unknown): boolean {
   if (code !== ProtocolErrorCode.MissingRequiredClientCapability) return false;
-  const extensions = (data as { requiredCapabilities?: { extensions?: Record<string, unknown> } } | undefined)?.requiredCapabilities?.extensions;
+  const extensions = (data as { requiredCapabilities?: { extensions?: Record<string, unknown> } } | undefined)
+    ?.requiredCapabilities?.extensions;
   return extensions !== undefined && TASKS_EXTENSION in extensions;
 }
 
@@ -52,10 +62,18 @@ export class TaskRequestClient extends Client {
   }
 
   /** What ext-tasks adds to each request of a 2026-07-28 session (`_meta` protocol version, client info and capabilities). */
-  taskFraming(): { protocolVersion: string; clientInfo: { name: string; version: string }; clientCapabilities: Record<string, JsonValue> } {
+  taskFraming(): {
+    protocolVersion: string;
+    clientInfo: { name: string; version: string };
+    clientCapabilities: Record<string, JsonValue>;
+  } {
     // `tasks` is the 2025-era capability, which 2026-07-28 does not have (the extension replaces it).
     const { tasks: _legacy, ...capabilities } = this.declared;
-    return { protocolVersion: this.getNegotiatedProtocolVersion() ?? '2026-07-28', clientInfo: this.info, clientCapabilities: JSON.parse(JSON.stringify(capabilities)) as Record<string, JsonValue> };
+    return {
+      protocolVersion: this.getNegotiatedProtocolVersion() ?? '2026-07-28',
+      clientInfo: this.info,
+      clientCapabilities: JSON.parse(JSON.stringify(capabilities)) as Record<string, JsonValue>,
+    };
   }
 
   /**
@@ -71,7 +89,10 @@ export class TaskRequestClient extends Client {
     const perRequestStream = (transport as { hasPerRequestStream?: boolean }).hasPerRequestStream === true;
     const withdraw = perRequestStream ? new AbortController() : undefined;
     return new Promise<JsonRpcResponse>((resolve, reject) => {
-      const reason = () => (options.signal?.reason instanceof Error ? options.signal.reason : new SdkError(SdkErrorCode.RequestTimeout, String(options.signal?.reason ?? 'aborted')));
+      const reason = () =>
+        options.signal?.reason instanceof Error
+          ? options.signal.reason
+          : new SdkError(SdkErrorCode.RequestTimeout, String(options.signal?.reason ?? 'aborted'));
       if (options.signal?.aborted) return reject(reason());
       const timeoutMs = options.context?.requestTimeoutMs ?? DEFAULT_RAW_TIMEOUT_MS;
       const done = () => {
@@ -83,11 +104,17 @@ export class TaskRequestClient extends Client {
         if (!this.raw.has(id)) return;
         done();
         if (withdraw) withdraw.abort();
-        else void transport.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: err.message } }).catch(() => undefined);
+        else
+          void transport
+            .send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: err.message } })
+            .catch(() => undefined);
         reject(err);
       };
       const onAbort = () => cancel(reason());
-      const timer = setTimeout(() => cancel(new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out', { timeout: timeoutMs })), timeoutMs);
+      const timer = setTimeout(
+        () => cancel(new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out', { timeout: timeoutMs })),
+        timeoutMs,
+      );
       this.raw.set(id, {
         settle: (response) => {
           done();
@@ -113,14 +140,18 @@ export class TaskRequestClient extends Client {
     if (!pending) return super._onresponse(response);
     if (isJSONRPCErrorResponse(response)) {
       const { code, message, data } = response.error;
-      pending.settle({ kind: 'error', error: { code, message, ...(data !== undefined ? { data: data as JsonValue } : {}) } });
+      pending.settle({
+        kind: 'error',
+        error: { code, message, ...(data !== undefined ? { data: data as JsonValue } : {}) },
+      });
     } else {
       pending.settle({ kind: 'result', result: response.result as JsonValue });
     }
   }
 
   protected override _onclose(): void {
-    for (const pending of [...this.raw.values()]) pending.fail(new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed'));
+    for (const pending of [...this.raw.values()])
+      pending.fail(new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed'));
     super._onclose();
   }
 }

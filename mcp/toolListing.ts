@@ -26,19 +26,24 @@ const pageSchema = z.looseObject({
 });
 
 /** Fetches one page; the first when `params` is undefined. */
-export async function toolListingPage(client: Client, params: { cursor: string } | undefined, options: RequestOptions): Promise<ToolListingPage> {
+export async function toolListingPage(
+  client: Client,
+  params: { cursor: string } | undefined,
+  options: RequestOptions,
+): Promise<ToolListingPage> {
   const page = await client.request({ method: 'tools/list', ...(params ? { params } : {}) }, pageSchema, options);
   return { tools: page.tools, nextCursor: page.nextCursor, ttlMs: page.ttlMs, cacheScope: page.cacheScope };
 }
-
 
 /** Why a listed tool cannot be offered, or `undefined` when it can. */
 export function invalidToolReason(tool: unknown): string | undefined {
   if (!isJsonObject(tool)) return 'the listed tool is not an object';
   if (typeof tool.name !== 'string' || tool.name.trim() === '') return 'its "name" is missing, empty or not a string';
   if (!isJsonObject(tool.inputSchema)) return 'its "inputSchema" is missing or not a JSON object';
-  if (tool.outputSchema !== undefined && !isJsonObject(tool.outputSchema)) return 'its "outputSchema" is not a JSON object';
-  if (tool.description !== undefined && typeof tool.description !== 'string') return 'its "description" is not a string';
+  if (tool.outputSchema !== undefined && !isJsonObject(tool.outputSchema))
+    return 'its "outputSchema" is not a JSON object';
+  if (tool.description !== undefined && typeof tool.description !== 'string')
+    return 'its "description" is not a string';
   if (tool.title !== undefined && typeof tool.title !== 'string') return 'its "title" is not a string';
   if (tool.annotations !== undefined && !isJsonObject(tool.annotations)) return 'its "annotations" is not an object';
   return undefined;
@@ -50,8 +55,24 @@ const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const HEADER_PROPERTY_TYPES = new Set(['string', 'integer', 'boolean']);
 /** Keywords whose subschemas are not reached by a chain of `properties`: no `x-mcp-header` there. */
 const UNREACHABLE_KEYWORDS = [
-  'items', 'prefixItems', 'contains', 'additionalProperties', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames',
-  'patternProperties', 'dependentSchemas', 'oneOf', 'anyOf', 'allOf', 'not', 'if', 'then', 'else', '$defs', 'definitions',
+  'items',
+  'prefixItems',
+  'contains',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'propertyNames',
+  'patternProperties',
+  'dependentSchemas',
+  'oneOf',
+  'anyOf',
+  'allOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  '$defs',
+  'definitions',
 ];
 /** Of those, the ones whose value is an object of named subschemas. */
 const NAMED_SUBSCHEMAS = new Set(['patternProperties', 'dependentSchemas', '$defs', 'definitions']);
@@ -70,12 +91,15 @@ export function headerDeclarationProblem(inputSchema: unknown): string | undefin
     const at = path.length > 0 ? `property ${path.join('.')}` : 'the schema root';
     if ('x-mcp-header' in node) {
       const name = node['x-mcp-header'];
-      if (!reachable || path.length === 0) return `${at}: "x-mcp-header" is allowed only on properties reached through "properties"`;
+      if (!reachable || path.length === 0)
+        return `${at}: "x-mcp-header" is allowed only on properties reached through "properties"`;
       if (typeof name !== 'string' || name === '') return `${at}: "x-mcp-header" must be a non-empty string`;
       if (!HEADER_TOKEN.test(name)) return `${at}: "x-mcp-header" ${JSON.stringify(name)} is not an HTTP token`;
-      if (typeof node.type !== 'string' || !HEADER_PROPERTY_TYPES.has(node.type)) return `${at}: "x-mcp-header" needs a string, integer or boolean property, not ${JSON.stringify(node.type ?? null)}`;
+      if (typeof node.type !== 'string' || !HEADER_PROPERTY_TYPES.has(node.type))
+        return `${at}: "x-mcp-header" needs a string, integer or boolean property, not ${JSON.stringify(node.type ?? null)}`;
       const prior = seen.get(name.toLowerCase());
-      if (prior !== undefined) return `${at}: "x-mcp-header" ${JSON.stringify(name)} is declared twice (also as ${JSON.stringify(prior)})`;
+      if (prior !== undefined)
+        return `${at}: "x-mcp-header" ${JSON.stringify(name)} is declared twice (also as ${JSON.stringify(prior)})`;
       seen.set(name.toLowerCase(), name);
     }
     if (isJsonObject(node.properties)) {
@@ -87,7 +111,11 @@ export function headerDeclarationProblem(inputSchema: unknown): string | undefin
     for (const keyword of UNREACHABLE_KEYWORDS) {
       const sub = node[keyword];
       if (sub === undefined) continue;
-      const branches = Array.isArray(sub) ? sub : NAMED_SUBSCHEMAS.has(keyword) && isJsonObject(sub) ? Object.values(sub) : [sub];
+      const branches = Array.isArray(sub)
+        ? sub
+        : NAMED_SUBSCHEMAS.has(keyword) && isJsonObject(sub)
+          ? Object.values(sub)
+          : [sub];
       for (const branch of branches) {
         const problem = visit(branch, [...path, `(${keyword})`], false);
         if (problem) return problem;

@@ -28,7 +28,10 @@ export function parseToolPrefix(value: string | undefined): ToolPrefix {
 
 /** Short hash of the original (server, tool) pair; JSON keeps the pair boundary unambiguous. */
 function pairHash(server: string, tool: string): string {
-  return createHash('sha256').update(JSON.stringify([server, tool])).digest('hex').slice(0, HASH_LENGTH);
+  return createHash('sha256')
+    .update(JSON.stringify([server, tool]))
+    .digest('hex')
+    .slice(0, HASH_LENGTH);
 }
 
 /** `base` cut so that `base + suffix` fits the limit. */

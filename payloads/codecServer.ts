@@ -17,7 +17,9 @@ const toPayload = (p: JsonPayload): Payload => ({
 });
 
 const toJson = (p: Payload): JsonPayload => ({
-  metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')])),
+  metadata: Object.fromEntries(
+    Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')]),
+  ),
   data: Buffer.from(p.data ?? new Uint8Array()).toString('base64'),
 });
 
@@ -90,7 +92,8 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
     for (const payload of payloads) {
       const decoded = await decodeOne(payload);
       total += decoded.data?.byteLength ?? 0;
-      if (total > maxDecoded) throw new HttpRefusal(413, `decoded payloads are larger than ${maxDecoded} bytes in total: refused`);
+      if (total > maxDecoded)
+        throw new HttpRefusal(413, `decoded payloads are larger than ${maxDecoded} bytes in total: refused`);
       out.push(decoded);
     }
     return out;
@@ -98,9 +101,11 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
 
   const refuseUnlessAllowed = (req: IncomingMessage) => {
     const host = req.headers.host;
-    if (!hostAllowed(host, options.allowedHosts)) throw new HttpRefusal(403, 'host not allowed: use 127.0.0.1 or localhost');
+    if (!hostAllowed(host, options.allowedHosts))
+      throw new HttpRefusal(403, 'host not allowed: use 127.0.0.1 or localhost');
     const origin = req.headers.origin;
-    if (origin !== undefined && !originAllowed(origin, options.allowedOrigins)) throw new HttpRefusal(403, 'origin not allowed');
+    if (origin !== undefined && !originAllowed(origin, options.allowedOrigins))
+      throw new HttpRefusal(403, 'origin not allowed');
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -123,7 +128,8 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
     }
     if (options.token !== undefined) {
       const bearer = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
-      if (!bearer?.[1] || !sameSecret(bearer[1].trim(), options.token)) throw new HttpRefusal(401, 'a bearer token is required (DMCP_CODEC_TOKEN)');
+      if (!bearer?.[1] || !sameSecret(bearer[1].trim(), options.token))
+        throw new HttpRefusal(401, 'a bearer token is required (DMCP_CODEC_TOKEN)');
     }
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (type !== 'application/json') throw new HttpRefusal(415, 'Content-Type must be application/json');
@@ -144,7 +150,10 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
     }
     if (!Array.isArray(body?.payloads ?? [])) throw new HttpRefusal(400, 'body must be JSON { payloads: [...] }');
     const payloads = (body.payloads ?? []).map(toPayload);
-    const out = path === '/decode' ? await decodeAll(payloads) : await options.codecs.reduce(async (acc, codec) => codec.encode(await acc), Promise.resolve(payloads));
+    const out =
+      path === '/decode'
+        ? await decodeAll(payloads)
+        : await options.codecs.reduce(async (acc, codec) => codec.encode(await acc), Promise.resolve(payloads));
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ payloads: out.map(toJson) }));
   };
 
@@ -154,7 +163,10 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Cod
       // The message says which key or claim was missing, or which limit; it never holds payload contents.
       if (!res.headersSent) {
         // A refused body is not read on: close the connection rather than drain it.
-        res.writeHead(status, { 'content-type': 'application/json', ...(status === 413 ? { connection: 'close' } : {}) });
+        res.writeHead(status, {
+          'content-type': 'application/json',
+          ...(status === 413 ? { connection: 'close' } : {}),
+        });
       }
       res.end(JSON.stringify({ error: (err as Error).message }));
       if (status === 413) req.resume();

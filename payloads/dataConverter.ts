@@ -35,7 +35,8 @@ const dec = (b: Uint8Array | null | undefined) => (b ? textDecoder.decode(b) : '
  */
 export function encodedSizeAtMost(payload: Payload): number {
   let size = 12 + (payload.data?.byteLength ?? 0);
-  for (const [key, value] of Object.entries(payload.metadata ?? {})) size += 12 + Buffer.byteLength(key) + (value?.byteLength ?? 0);
+  for (const [key, value] of Object.entries(payload.metadata ?? {}))
+    size += 12 + Buffer.byteLength(key) + (value?.byteLength ?? 0);
   return size;
 }
 
@@ -81,7 +82,9 @@ export class CompressionCodec implements PayloadCodec {
         const raw = ProtoPayload.encode(payload).finish();
         if (raw.byteLength < this.minBytes) return payload;
         // Quality 4: most of brotli's gain on JSON at a fraction of the CPU of the default (11).
-        const packed = await compress(raw, { params: { [zlib.BROTLI_PARAM_QUALITY]: 4, [zlib.BROTLI_PARAM_SIZE_HINT]: raw.byteLength } });
+        const packed = await compress(raw, {
+          params: { [zlib.BROTLI_PARAM_QUALITY]: 4, [zlib.BROTLI_PARAM_SIZE_HINT]: raw.byteLength },
+        });
         if (packed.byteLength >= raw.byteLength) return payload;
         return { metadata: { encoding: enc(ENCODING_COMPRESSED) }, data: packed };
       }),
@@ -98,7 +101,9 @@ export class CompressionCodec implements PayloadCodec {
           raw = await decompress(payload.data ?? new Uint8Array(), { maxOutputLength: this.maxDecompressedBytes });
         } catch (err) {
           if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') {
-            throw new PayloadTooLargeError(`compressed payload inflates to more than ${this.maxDecompressedBytes} bytes (larger than any payload this project writes): refused`);
+            throw new PayloadTooLargeError(
+              `compressed payload inflates to more than ${this.maxDecompressedBytes} bytes (larger than any payload this project writes): refused`,
+            );
           }
           throw err;
         }
@@ -126,7 +131,9 @@ export function parseEncryptionKey(value: string): EncryptionKey {
   else if (/^[A-Za-z0-9+/]{43}=?$/.test(trimmed)) key = Buffer.from(trimmed, 'base64');
   else if (/^[A-Za-z0-9_-]{43}$/.test(trimmed)) key = Buffer.from(trimmed, 'base64url');
   if (key?.length !== 32) {
-    throw new Error('DMCP_ENCRYPTION_KEY must be 32 bytes, written as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)');
+    throw new Error(
+      'DMCP_ENCRYPTION_KEY must be 32 bytes, written as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)',
+    );
   }
   return { id: createHash('sha256').update(key).digest('hex').slice(0, 12), key };
 }
@@ -164,7 +171,9 @@ export class EncryptionCodec implements PayloadCodec {
       const data = Buffer.from(payload.data ?? new Uint8Array());
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, 12));
       decipher.setAuthTag(data.subarray(data.length - 16));
-      return ProtoPayload.decode(Buffer.concat([decipher.update(data.subarray(12, data.length - 16)), decipher.final()]));
+      return ProtoPayload.decode(
+        Buffer.concat([decipher.update(data.subarray(12, data.length - 16)), decipher.final()]),
+      );
     });
   }
 }
@@ -203,9 +212,11 @@ export class FilesystemStorageDriver implements StorageDriver {
     return Promise.all(
       claims.map(async (claim) => {
         const digest = claim.claimData.sha256 ?? '';
-        if (!/^[0-9a-f]{64}$/.test(digest)) throw new Error(`bad external payload claim ${JSON.stringify(claim.claimData)}`);
+        if (!/^[0-9a-f]{64}$/.test(digest))
+          throw new Error(`bad external payload claim ${JSON.stringify(claim.claimData)}`);
         const bytes = await readFile(join(this.dir, `${digest}.bin`));
-        if (createHash('sha256').update(bytes).digest('hex') !== digest) throw new Error(`external payload ${digest} is corrupt`);
+        if (createHash('sha256').update(bytes).digest('hex') !== digest)
+          throw new Error(`external payload ${digest} is corrupt`);
         return ProtoPayload.decode(bytes);
       }),
     );
@@ -234,10 +245,17 @@ export interface DataConverterOptions {
 }
 
 /** The payload codecs alone (what the codec server and the transcript decoder need). */
-export function createPayloadCodecs(options: Pick<DataConverterOptions, 'encryptionKey' | 'previousEncryptionKeys'>): PayloadCodec[] {
+export function createPayloadCodecs(
+  options: Pick<DataConverterOptions, 'encryptionKey' | 'previousEncryptionKeys'>,
+): PayloadCodec[] {
   const codecs: PayloadCodec[] = [new CompressionCodec()];
   if (options.encryptionKey) {
-    codecs.push(new EncryptionCodec(parseEncryptionKey(options.encryptionKey), (options.previousEncryptionKeys ?? []).map(parseEncryptionKey)));
+    codecs.push(
+      new EncryptionCodec(
+        parseEncryptionKey(options.encryptionKey),
+        (options.previousEncryptionKeys ?? []).map(parseEncryptionKey),
+      ),
+    );
   }
   return codecs;
 }
@@ -245,7 +263,12 @@ export function createPayloadCodecs(options: Pick<DataConverterOptions, 'encrypt
 /** One data converter for workers and clients, so both sides read what the other wrote. */
 export function createDataConverter(options: DataConverterOptions): DataConverter {
   const fs = new FilesystemStorageDriver(options.payloadDir);
-  const s3 = options.s3 === undefined ? undefined : options.s3 instanceof S3StorageDriver ? options.s3 : new S3StorageDriver(options.s3);
+  const s3 =
+    options.s3 === undefined
+      ? undefined
+      : options.s3 instanceof S3StorageDriver
+        ? options.s3
+        : new S3StorageDriver(options.s3);
   return {
     payloadCodecs: createPayloadCodecs(options),
     externalStorage: new ExternalStorage({

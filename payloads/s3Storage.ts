@@ -1,6 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
-import { StorageDriverClaim, type Payload, type StorageDriver, type StorageDriverRetrieveContext, type StorageDriverStoreContext } from '@temporalio/common';
+import {
+  StorageDriverClaim,
+  type Payload,
+  type StorageDriver,
+  type StorageDriverRetrieveContext,
+  type StorageDriverStoreContext,
+} from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { S3StoreSettings } from '../settings/index.js';
 
@@ -74,12 +80,21 @@ export class S3StorageDriver implements StorageDriver {
         const digest = createHash('sha256').update(bytes).digest('hex');
         try {
           const { PutObjectCommand } = await sdk();
-          await (await this.s3()).send(
-            new PutObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest), Body: bytes, ContentType: 'application/octet-stream' }),
+          await (
+            await this.s3()
+          ).send(
+            new PutObjectCommand({
+              Bucket: this.bucket,
+              Key: this.keyOf(digest),
+              Body: bytes,
+              ContentType: 'application/octet-stream',
+            }),
             { abortSignal: context.abortSignal },
           );
         } catch (err) {
-          throw new Error(`storing payload ${digest} in s3://${this.bucket}/${this.keyOf(digest)} failed: ${describeS3Error(err)}`);
+          throw new Error(
+            `storing payload ${digest} in s3://${this.bucket}/${this.keyOf(digest)} failed: ${describeS3Error(err)}`,
+          );
         }
         return new StorageDriverClaim({ sha256: digest });
       }),
@@ -95,14 +110,22 @@ export class S3StorageDriver implements StorageDriver {
         let bytes: Uint8Array;
         const { GetObjectCommand, NoSuchKey } = await sdk();
         try {
-          const out = await (await this.s3()).send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }), { abortSignal: context.abortSignal });
+          const out = await (
+            await this.s3()
+          ).send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(digest) }), {
+            abortSignal: context.abortSignal,
+          });
           if (!out.Body) throw new Error('empty response');
           bytes = await out.Body.transformToByteArray();
         } catch (err) {
-          if (err instanceof NoSuchKey) throw new Error(`external payload ${digest} is not in ${where} (deleted by a lifecycle rule, or another bucket/prefix?)`);
+          if (err instanceof NoSuchKey)
+            throw new Error(
+              `external payload ${digest} is not in ${where} (deleted by a lifecycle rule, or another bucket/prefix?)`,
+            );
           throw new Error(`reading external payload ${where} failed: ${describeS3Error(err)}`);
         }
-        if (createHash('sha256').update(bytes).digest('hex') !== digest) throw new Error(`external payload ${digest} in ${where} is corrupt`);
+        if (createHash('sha256').update(bytes).digest('hex') !== digest)
+          throw new Error(`external payload ${digest} in ${where} is corrupt`);
         return ProtoPayload.decode(bytes);
       }),
     );

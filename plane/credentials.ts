@@ -44,7 +44,11 @@ export interface CredentialsDeps {
 }
 
 /** What a login problem says, exactly as the status and the servers paragraph show it. */
-export function loginProblemMessage(kind: LoginProblemKind, name: string, detail: { startedAt?: Date; reason?: string; scope?: string; to?: string } = {}): string {
+export function loginProblemMessage(
+  kind: LoginProblemKind,
+  name: string,
+  detail: { startedAt?: Date; reason?: string; scope?: string; to?: string } = {},
+): string {
   switch (kind) {
     case 'wanted':
       return `wants an account first: durable-mcp mcp login ${name}`;
@@ -61,7 +65,11 @@ export function loginProblemMessage(kind: LoginProblemKind, name: string, detail
   }
 }
 
-export function loginProblem(kind: LoginProblemKind, name: string, detail: { startedAt?: Date; reason?: string; scope?: string; to?: string } = {}): LoginProblem {
+export function loginProblem(
+  kind: LoginProblemKind,
+  name: string,
+  detail: { startedAt?: Date; reason?: string; scope?: string; to?: string } = {},
+): LoginProblem {
   return { kind, message: loginProblemMessage(kind, name, detail) };
 }
 
@@ -80,7 +88,9 @@ export function authorizationServerMove(recorded: string, authorizationServers: 
   try {
     const u = new URL(next);
     // It is shown in the status: an address carrying credentials is not taken for a server.
-    return (u.protocol === 'https:' || u.protocol === 'http:') && u.username === '' && u.password === '' ? next : undefined;
+    return (u.protocol === 'https:' || u.protocol === 'http:') && u.username === '' && u.password === ''
+      ? next
+      : undefined;
   } catch {
     return undefined;
   }
@@ -93,12 +103,18 @@ const DEAD_CODES = new Set(['invalid_grant', 'invalid_client', 'unauthorized_cli
  * The client a refresh presents: a pre-registered client's secret is read from the worker variable
  * its login names, and only when the operator lists that variable in DMCP_MCP_ENV.
  */
-function refreshClient(record: LoginRecord, env: NodeJS.ProcessEnv): { information: LoginRecord['client'] } | { reason: string } {
+function refreshClient(
+  record: LoginRecord,
+  env: NodeJS.ProcessEnv,
+): { information: LoginRecord['client'] } | { reason: string } {
   const secretEnv = record.clientSecretEnv;
   if (secretEnv === undefined) return { information: record.client };
   const listed = mcpEnvEntries(env).includes(secretEnv);
   const secret = listed ? env[secretEnv] : undefined;
-  if (!secret) return { reason: `its client secret is read from ${secretEnv}, which this worker ${listed ? 'does not have' : 'may not read: list it in DMCP_MCP_ENV'}` };
+  if (!secret)
+    return {
+      reason: `its client secret is read from ${secretEnv}, which this worker ${listed ? 'does not have' : 'may not read: list it in DMCP_MCP_ENV'}`,
+    };
   return { information: { ...record.client, client_secret: secret } };
 }
 
@@ -107,10 +123,21 @@ function refreshClient(record: LoginRecord, env: NodeJS.ProcessEnv): { informati
  * it cannot be read. A `resource_metadata` address from a 401 is followed only on the server's own
  * origin: the worker fetches nothing else a server names.
  */
-async function currentAuthorizationServers(fetchFn: FetchLike, serverUrl: string, resourceMetadataUrl: string | undefined): Promise<unknown> {
-  const own = resourceMetadataUrl !== undefined && URL.canParse(resourceMetadataUrl) && new URL(resourceMetadataUrl).origin === new URL(serverUrl).origin;
+async function currentAuthorizationServers(
+  fetchFn: FetchLike,
+  serverUrl: string,
+  resourceMetadataUrl: string | undefined,
+): Promise<unknown> {
+  const own =
+    resourceMetadataUrl !== undefined &&
+    URL.canParse(resourceMetadataUrl) &&
+    new URL(resourceMetadataUrl).origin === new URL(serverUrl).origin;
   try {
-    const metadata = await discoverOAuthProtectedResourceMetadata(serverUrl, own ? { resourceMetadataUrl } : {}, fetchFn);
+    const metadata = await discoverOAuthProtectedResourceMetadata(
+      serverUrl,
+      own ? { resourceMetadataUrl } : {},
+      fetchFn,
+    );
     return metadata.authorization_servers;
   } catch {
     return undefined;
@@ -130,31 +157,50 @@ interface RecordNotes {
  * Notes the scope a 403 wanted on the login, so `mcp list` shows it and the next `mcp login` asks
  * for it too; a login made since (another token) is not marked for what its predecessor lacked.
  */
-function recordWantedScope(notes: RecordNotes, server: string, serverUrl: string, deniedToken: string, scope: string | undefined): Promise<LoginProblem> {
+function recordWantedScope(
+  notes: RecordNotes,
+  server: string,
+  serverUrl: string,
+  deniedToken: string,
+  scope: string | undefined,
+): Promise<LoginProblem> {
   const { store, logger } = notes;
   const problem = loginProblem('insufficient_scope', server, { ...(scope ? { scope } : {}) });
   return store
     .withLock(server, async () => {
       const record = await store.read(server);
-      if (!record || record.tokens.access_token !== deniedToken || !sameServerUrl(record.serverUrl, serverUrl)) return problem;
+      if (!record || record.tokens.access_token !== deniedToken || !sameServerUrl(record.serverUrl, serverUrl))
+        return problem;
       const wanted = scopeUnion(record.wantedScope, scope);
       if (wanted !== undefined && wanted !== record.wantedScope) await store.write({ ...record, wantedScope: wanted });
       return problem;
     })
     .catch((err: unknown) => {
-      logger.warn({ server, reason: shortReason(err, notes.secrets(server)) }, 'could not note the scope the server wants');
+      logger.warn(
+        { server, reason: shortReason(err, notes.secrets(server)) },
+        'could not note the scope the server wants',
+      );
       return problem;
     });
 }
 
 /** Whether the server now names another authorization server than its login's, noted on the login (or cleared when it names the login's again). */
-async function recordAuthorizationServerMove(notes: RecordNotes, server: string, serverUrl: string, resourceMetadataUrl: string | undefined): Promise<LoginProblem | undefined> {
+async function recordAuthorizationServerMove(
+  notes: RecordNotes,
+  server: string,
+  serverUrl: string,
+  resourceMetadataUrl: string | undefined,
+): Promise<LoginProblem | undefined> {
   const { store, logger } = notes;
   try {
     const first = await store.read(server);
     if (!first || !sameServerUrl(first.serverUrl, serverUrl)) return undefined;
     // Fetched outside the lock, which refreshes in other processes wait for.
-    const servers = await currentAuthorizationServers(notes.fetchFn, serverUrl, resourceMetadataUrl ?? first.discovery.resourceMetadataUrl);
+    const servers = await currentAuthorizationServers(
+      notes.fetchFn,
+      serverUrl,
+      resourceMetadataUrl ?? first.discovery.resourceMetadataUrl,
+    );
     if (servers === undefined) return undefined;
     return await store.withLock(server, async () => {
       // Compared with the login as it is now: one made since at the new server has not moved.
@@ -170,13 +216,19 @@ async function recordAuthorizationServerMove(notes: RecordNotes, server: string,
         return undefined;
       }
       if (record.movedTo !== to) {
-        logger.warn({ server, from: record.discovery.authorizationServerUrl, to }, 'the server names another authorization server: its login must be made again there');
+        logger.warn(
+          { server, from: record.discovery.authorizationServerUrl, to },
+          'the server names another authorization server: its login must be made again there',
+        );
         await store.write({ ...record, movedTo: to });
       }
       return notes.movedProblem(server, record.discovery.authorizationServerUrl, to);
     });
   } catch (err) {
-    logger.warn({ server, reason: shortReason(err, notes.secrets(server)) }, 'could not check whether the server moved to another authorization server');
+    logger.warn(
+      { server, reason: shortReason(err, notes.secrets(server)) },
+      'could not check whether the server moved to another authorization server',
+    );
     return undefined;
   }
 }
@@ -191,11 +243,16 @@ function missingLogins(store: CredentialsDeps['store'], machineClient: Credentia
     return since ? loginProblem('in_progress', server, { startedAt: since }) : otherwise();
   };
   return {
-    noLogin: async (server: string): Promise<TokenAnswer> => ({ problem: await pendingOr(server, () => loginProblem('wanted', server)) }),
-    deadLogin: async (server: string): Promise<TokenAnswer> => ({ problem: await pendingOr(server, () => loginProblem('expired', server)) }),
+    noLogin: async (server: string): Promise<TokenAnswer> => ({
+      problem: await pendingOr(server, () => loginProblem('wanted', server)),
+    }),
+    deadLogin: async (server: string): Promise<TokenAnswer> => ({
+      problem: await pendingOr(server, () => loginProblem('expired', server)),
+    }),
     movedProblem: async (server: string, from: string, to: string): Promise<LoginProblem> => {
       // A machine login is made again by no person's login: its pin is let go of instead.
-      if (machineClient?.(server)) return { kind: 'moved', message: machineMovedMessage(server, { what: 'authorization server', from, to }) };
+      if (machineClient?.(server))
+        return { kind: 'moved', message: machineMovedMessage(server, { what: 'authorization server', from, to }) };
       return pendingOr(server, () => loginProblem('moved', server, { to }));
     },
   };
@@ -208,7 +265,8 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
   const timeoutMs = deps.refreshTimeoutMs ?? 15_000;
   const now = deps.now ?? Date.now;
   const baseFetch = deps.fetch ?? fetch;
-  const fetchFn: FetchLike = (url, init) => baseFetch(url, { ...init, signal: init?.signal ?? AbortSignal.timeout(timeoutMs) });
+  const fetchFn: FetchLike = (url, init) =>
+    baseFetch(url, { ...init, signal: init?.signal ?? AbortSignal.timeout(timeoutMs) });
   const known = new Map<string, string[]>();
 
   function remember(server: string, tokens: StoredTokens): void {
@@ -234,10 +292,14 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
     if (!record) return noLogin(server);
     remember(server, record.tokens);
     if (!sameServerUrl(record.serverUrl, serverUrl)) {
-      logger.warn({ server, loginUrl: record.serverUrl, serverUrl }, 'the OAuth login was made for another address; its token is not sent');
+      logger.warn(
+        { server, loginUrl: record.serverUrl, serverUrl },
+        'the OAuth login was made for another address; its token is not sent',
+      );
       return noLogin(server);
     }
-    if (record.movedTo !== undefined) return { problem: await movedProblem(server, record.discovery.authorizationServerUrl, record.movedTo) };
+    if (record.movedTo !== undefined)
+      return { problem: await movedProblem(server, record.discovery.authorizationServerUrl, record.movedTo) };
     if (record.dead) return deadLogin(server);
     return record;
   }
@@ -249,7 +311,12 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
    * the lock the record is read again, and if another process replaced that token already, its new
    * token is the answer and the refresh token is not spent again.
    */
-  function refresh(server: string, serverUrl: string, stale: string | undefined, why: 'expiring' | 'unauthorized'): Promise<TokenAnswer> {
+  function refresh(
+    server: string,
+    serverUrl: string,
+    stale: string | undefined,
+    why: 'expiring' | 'unauthorized',
+  ): Promise<TokenAnswer> {
     return store.withLock(server, async () => {
       const loaded = await load(server, serverUrl);
       if (!('tokens' in loaded)) return loaded;
@@ -281,7 +348,10 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
           fetchFn,
         });
       } catch (err) {
-        const reason = shortReason(err, [...(known.get(server) ?? []), ...(clientInformation.client_secret ? [clientInformation.client_secret] : [])]);
+        const reason = shortReason(err, [
+          ...(known.get(server) ?? []),
+          ...(clientInformation.client_secret ? [clientInformation.client_secret] : []),
+        ]);
         if (err instanceof OAuthError && DEAD_CODES.has(err.errorCode)) {
           logger.warn({ server, reason }, 'the authorization server refused the refresh token: the login is over');
           await markDead(record, reason);
@@ -320,7 +390,15 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
   }
 
   const notes: RecordNotes = { store, logger, fetchFn, secrets: (server) => known.get(server) ?? [], movedProblem };
-  const machine: MachineTokenDeps = { store, logger, env: deps.env ?? {}, fetch: fetchFn, now, marginMs: margin, remember };
+  const machine: MachineTokenDeps = {
+    store,
+    logger,
+    env: deps.env ?? {},
+    fetch: fetchFn,
+    now,
+    marginMs: margin,
+    remember,
+  };
 
   return {
     accessToken(server, serverUrl) {

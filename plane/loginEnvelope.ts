@@ -57,12 +57,21 @@ export function seal(kind: Kind, server: string, clear: ClearFields, value: unkn
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(aad(head));
   const data = Buffer.concat([cipher.update(JSON.stringify(value), 'utf8'), cipher.final()]);
-  return { ...head, keyId: keyId(key), iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') };
+  return {
+    ...head,
+    keyId: keyId(key),
+    iv: iv.toString('base64'),
+    tag: cipher.getAuthTag().toString('base64'),
+    data: data.toString('base64'),
+  };
 }
 
 /** Decrypts an envelope with whichever of `keys` wrote it. @throws TokenStoreError naming `file`. */
 export function unseal(envelope: Envelope, keys: Buffer[], file: string): unknown {
-  const candidates = [...keys.filter((k) => keyId(k) === envelope.keyId), ...keys.filter((k) => keyId(k) !== envelope.keyId)];
+  const candidates = [
+    ...keys.filter((k) => keyId(k) === envelope.keyId),
+    ...keys.filter((k) => keyId(k) !== envelope.keyId),
+  ];
   for (const key of candidates) {
     try {
       const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(envelope.iv, 'base64'));
@@ -87,9 +96,19 @@ export function parseEnvelope(text: string, file: string, kind: Kind, server: st
   } catch (err) {
     throw new TokenStoreError(`${file}: not a durable-mcp login file (${(err as Error).message})`);
   }
-  if (e?.v !== 1 || e.kind !== kind || typeof e.keyId !== 'string' || typeof e.iv !== 'string' || typeof e.tag !== 'string' || typeof e.data !== 'string') {
-    throw new TokenStoreError(`${file}: not a durable-mcp ${kind} file (fields v, kind, keyId, iv, tag, data expected)`);
+  if (
+    e?.v !== 1 ||
+    e.kind !== kind ||
+    typeof e.keyId !== 'string' ||
+    typeof e.iv !== 'string' ||
+    typeof e.tag !== 'string' ||
+    typeof e.data !== 'string'
+  ) {
+    throw new TokenStoreError(
+      `${file}: not a durable-mcp ${kind} file (fields v, kind, keyId, iv, tag, data expected)`,
+    );
   }
-  if (e.server !== server) throw new TokenStoreError(`${file}: holds server ${JSON.stringify(e.server)}, not ${JSON.stringify(server)}`);
+  if (e.server !== server)
+    throw new TokenStoreError(`${file}: holds server ${JSON.stringify(e.server)}, not ${JSON.stringify(server)}`);
   return e as Envelope;
 }

@@ -46,7 +46,8 @@ export interface LoginFolder {
 /** The folder is created on first write, not here. */
 export function createLoginFolder(dir: string): LoginFolder {
   let dirReady: Promise<void> | undefined;
-  const fileOf = (server: string, kind: Kind) => join(dir, `${server}${kind === 'login' ? LOGIN_SUFFIX : PENDING_SUFFIX}`);
+  const fileOf = (server: string, kind: Kind) =>
+    join(dir, `${server}${kind === 'login' ? LOGIN_SUFFIX : PENDING_SUFFIX}`);
 
   function ensureDir(): Promise<void> {
     dirReady ??= (async () => {
@@ -56,7 +57,9 @@ export function createLoginFolder(dir: string): LoginFolder {
         if ((s.mode & 0o077) !== 0) await chmod(dir, 0o700);
       } catch (err) {
         dirReady = undefined;
-        throw new TokenStoreError(`${dir} (DMCP_OAUTH_DIR): cannot create it as a private folder (${errno(err) ?? (err as Error).message})`);
+        throw new TokenStoreError(
+          `${dir} (DMCP_OAUTH_DIR): cannot create it as a private folder (${errno(err) ?? (err as Error).message})`,
+        );
       }
     })();
     return dirReady;
@@ -101,7 +104,13 @@ export function createLoginFolder(dir: string): LoginFolder {
         throw new TokenStoreError(`${dir} (DMCP_OAUTH_DIR): cannot list it (${errno(err) ?? (err as Error).message})`);
       }
       const found = names
-        .map((n) => (n.endsWith(LOGIN_SUFFIX) ? n.slice(0, -LOGIN_SUFFIX.length) : n.endsWith(PENDING_SUFFIX) ? n.slice(0, -PENDING_SUFFIX.length) : undefined))
+        .map((n) =>
+          n.endsWith(LOGIN_SUFFIX)
+            ? n.slice(0, -LOGIN_SUFFIX.length)
+            : n.endsWith(PENDING_SUFFIX)
+              ? n.slice(0, -PENDING_SUFFIX.length)
+              : undefined,
+        )
         .filter((n): n is string => n !== undefined && nameProblem(n) === undefined);
       return [...new Set(found)].sort();
     },

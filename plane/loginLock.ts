@@ -48,26 +48,34 @@ export function createLoginLocks(options: LoginLockOptions): <T>(server: string,
 }
 
 /** Creates the lock `file`, waiting out (or taking over when stale) another holder's; returns its release. */
-async function takeFileLock(file: string, times: Pick<LoginLockOptions, 'staleMs' | 'waitMs'>): Promise<() => Promise<void>> {
+async function takeFileLock(
+  file: string,
+  times: Pick<LoginLockOptions, 'staleMs' | 'waitMs'>,
+): Promise<() => Promise<void>> {
   const nonce = randomBytes(12).toString('hex');
   const deadline = Date.now() + times.waitMs;
   for (;;) {
     try {
       const handle = await open(file, 'wx', 0o600);
       try {
-        await handle.writeFile(JSON.stringify({ pid: process.pid, host: hostname(), at: new Date().toISOString(), nonce }));
+        await handle.writeFile(
+          JSON.stringify({ pid: process.pid, host: hostname(), at: new Date().toISOString(), nonce }),
+        );
       } finally {
         await handle.close();
       }
       return holdLock(file, nonce, times.staleMs);
     } catch (err) {
-      if (errno(err) !== 'EEXIST') throw new TokenStoreError(`${file}: cannot take the login lock (${errno(err) ?? (err as Error).message})`);
+      if (errno(err) !== 'EEXIST')
+        throw new TokenStoreError(`${file}: cannot take the login lock (${errno(err) ?? (err as Error).message})`);
     }
     const stale = await staleLock(file, times.staleMs);
     if (stale !== undefined && (await removeStaleLock(file, stale, times.staleMs))) continue;
     if (Date.now() > deadline) {
       const waited = times.waitMs >= 1000 ? `${Math.round(times.waitMs / 1000)} s` : `${times.waitMs} ms`;
-      throw new TokenStoreError(`${file}: another process has held the login lock for more than ${waited}; if none is refreshing, delete the file`);
+      throw new TokenStoreError(
+        `${file}: another process has held the login lock for more than ${waited}; if none is refreshing, delete the file`,
+      );
     }
     await sleep(25 + Math.floor(Math.random() * 25));
   }
@@ -75,13 +83,16 @@ async function takeFileLock(file: string, times: Pick<LoginLockOptions, 'staleMs
 
 /** Keeps a taken lock fresh (so a holder that runs long is not judged stale); the returned release removes it only while it is still ours. */
 function holdLock(file: string, nonce: string, staleMs: number): () => Promise<void> {
-  const touch = setInterval(() => {
-    void (async () => {
-      if ((await lockNonce(file)) !== nonce) return;
-      const now = new Date();
-      await utimes(file, now, now);
-    })().catch(() => undefined);
-  }, Math.max(1, Math.floor(staleMs / 3)));
+  const touch = setInterval(
+    () => {
+      void (async () => {
+        if ((await lockNonce(file)) !== nonce) return;
+        const now = new Date();
+        await utimes(file, now, now);
+      })().catch(() => undefined);
+    },
+    Math.max(1, Math.floor(staleMs / 3)),
+  );
   touch.unref();
   return async () => {
     clearInterval(touch);
@@ -102,7 +113,14 @@ async function removeStaleLock(file: string, staleText: string, staleMs: number)
     await (await open(claim, 'wx', 0o600)).close();
   } catch (err) {
     // A claim older than the stale limit was left by a process that died while taking over.
-    if (errno(err) === 'EEXIST' && (await stat(claim).then((c) => Date.now() - c.mtimeMs > staleMs, () => false))) await unlink(claim).catch(() => undefined);
+    if (
+      errno(err) === 'EEXIST' &&
+      (await stat(claim).then(
+        (c) => Date.now() - c.mtimeMs > staleMs,
+        () => false,
+      ))
+    )
+      await unlink(claim).catch(() => undefined);
     return false;
   }
   try {
@@ -120,7 +138,14 @@ async function removeStaleLock(file: string, staleText: string, staleMs: number)
         await link(aside, file);
       } catch (err) {
         // A file system without hard links: rename back, unless a lock was created meanwhile.
-        if (errno(err) !== 'EEXIST' && !(await stat(file).then(() => true, () => false))) await rename(aside, file).catch(() => undefined);
+        if (
+          errno(err) !== 'EEXIST' &&
+          !(await stat(file).then(
+            () => true,
+            () => false,
+          ))
+        )
+          await rename(aside, file).catch(() => undefined);
       }
     }
     await unlink(aside).catch(() => undefined);
@@ -146,7 +171,12 @@ async function staleLock(file: string, staleMs: number): Promise<string | undefi
     const [s, text] = await Promise.all([stat(file), readFile(file, 'utf8')]);
     if (Date.now() - s.mtimeMs > staleMs) return text;
     const holder = JSON.parse(text) as { pid?: number; host?: string };
-    return holder.host === hostname() && typeof holder.pid === 'number' && holder.pid !== process.pid && !isAlive(holder.pid) ? text : undefined;
+    return holder.host === hostname() &&
+      typeof holder.pid === 'number' &&
+      holder.pid !== process.pid &&
+      !isAlive(holder.pid)
+      ? text
+      : undefined;
   } catch {
     // Gone, or still being written by its new holder: not stale.
     return undefined;

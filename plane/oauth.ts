@@ -8,8 +8,18 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { auth, discoverOAuthServerInfo, extractWWWAuthenticateParams, type OAuthClientProvider, type OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import {
+  auth,
+  discoverOAuthServerInfo,
+  extractWWWAuthenticateParams,
+  type OAuthClientProvider,
+  type OAuthDiscoveryState,
+} from '@modelcontextprotocol/sdk/client/auth.js';
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { sameServerUrl, scopeUnion, shortReason, storedTokens } from './tokens.js';
 import { newLoginId, type LoginRecord, type PendingLogin, type TokenStore } from './tokenStore.js';
@@ -19,7 +29,10 @@ export class LoginError extends Error {
   override name = 'LoginError';
 
   /** `state`: the address belongs to another (older) login, so the pending one may still finish. */
-  constructor(message: string, readonly reason?: 'state') {
+  constructor(
+    message: string,
+    readonly reason?: 'state',
+  ) {
     super(message);
   }
 }
@@ -44,13 +57,18 @@ export function safeForTokens(url: string): boolean {
 /** Refuses a login whose code or tokens would go over plain http to another machine. */
 function checkTransport(server: string, discovery: OAuthDiscoveryState | undefined, serverUrl?: string): void {
   if (serverUrl !== undefined && !safeForTokens(serverUrl)) {
-    throw new LoginError(`${server}: ${serverUrl} is plain http to another machine: the login's code and tokens would cross the network readable; use an https:// address`);
+    throw new LoginError(
+      `${server}: ${serverUrl} is plain http to another machine: the login's code and tokens would cross the network readable; use an https:// address`,
+    );
   }
   if (!discovery) return;
   // The SDK's own fallback when the metadata names no token endpoint.
-  const tokenEndpoint = discovery.authorizationServerMetadata?.token_endpoint ?? new URL('/token', discovery.authorizationServerUrl).href;
+  const tokenEndpoint =
+    discovery.authorizationServerMetadata?.token_endpoint ?? new URL('/token', discovery.authorizationServerUrl).href;
   if (!safeForTokens(tokenEndpoint)) {
-    throw new LoginError(`${server}: the token endpoint ${tokenEndpoint} is plain http to another machine: the code and tokens would cross the network readable; the authorization server must use https`);
+    throw new LoginError(
+      `${server}: the token endpoint ${tokenEndpoint} is plain http to another machine: the code and tokens would cross the network readable; the authorization server must use https`,
+    );
   }
 }
 
@@ -88,7 +106,10 @@ interface FlowState {
  * What durable-mcp says of itself as an OAuth client: sent at dynamic registration, and, with
  * `client_id` set to its address, the client ID metadata document the operator hosts.
  */
-export function clientMetadataFor(redirectUrl: string, clientId?: string): OAuthClientMetadata & { application_type: 'native'; client_id?: string } {
+export function clientMetadataFor(
+  redirectUrl: string,
+  clientId?: string,
+): OAuthClientMetadata & { application_type: 'native'; client_id?: string } {
   return {
     ...(clientId !== undefined ? { client_id: clientId } : {}),
     client_name: 'durable-mcp',
@@ -180,8 +201,15 @@ export class LoginFlowProvider implements OAuthClientProvider {
  * resource metadata is, which scope it wants). Undefined when it does not answer 401: `auth()` then
  * looks at the well-known addresses itself.
  */
-export async function probeUnauthorized(serverUrl: string, fetchFn: FetchLike): Promise<{ resourceMetadataUrl?: URL; scope?: string } | undefined> {
-  const ask = async (method: string, params: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Response> => {
+export async function probeUnauthorized(
+  serverUrl: string,
+  fetchFn: FetchLike,
+): Promise<{ resourceMetadataUrl?: URL; scope?: string } | undefined> {
+  const ask = async (
+    method: string,
+    params: Record<string, unknown>,
+    headers: Record<string, string> = {},
+  ): Promise<Response> => {
     try {
       const res = await fetchFn(serverUrl, {
         method: 'POST',
@@ -194,11 +222,16 @@ export async function probeUnauthorized(serverUrl: string, fetchFn: FetchLike): 
       throw new LoginError(`cannot reach ${serverUrl}: ${shortReason(err, [])}`);
     }
   };
-  let res = await ask('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'durable-mcp', version: '0' } });
+  let res = await ask('initialize', {
+    protocolVersion: '2025-06-18',
+    capabilities: {},
+    clientInfo: { name: 'durable-mcp', version: '0' },
+  });
   // A 2026-07-28 server may refuse `initialize` as a bad request before asking for a token, or
   // let it through unauthenticated; its own first request, `server/discover`, gets the 401 whose
   // scope the login should ask for.
-  if (res.status !== 401) res = await ask('server/discover', {}, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'server/discover' });
+  if (res.status !== 401)
+    res = await ask('server/discover', {}, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'server/discover' });
   if (res.status !== 401) return undefined;
   const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(res);
   return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
@@ -215,11 +248,17 @@ export interface PreregisteredClient {
 }
 
 function clientOf(client: PreregisteredClient): OAuthClientInformationMixed {
-  return { client_id: client.clientId, ...(client.clientSecret !== undefined ? { client_secret: client.clientSecret } : {}) };
+  return {
+    client_id: client.clientId,
+    ...(client.clientSecret !== undefined ? { client_secret: client.clientSecret } : {}),
+  };
 }
 
 /** Client information fit for the token folder: a pre-registered client's secret stays in its variable. */
-function storableClient(client: OAuthClientInformationMixed, secretEnv: string | undefined): OAuthClientInformationMixed {
+function storableClient(
+  client: OAuthClientInformationMixed,
+  secretEnv: string | undefined,
+): OAuthClientInformationMixed {
   if (secretEnv === undefined) return client;
   const { client_secret: _secret, ...rest } = client as OAuthClientInformationMixed & { client_secret?: string };
   return rest;
@@ -236,15 +275,18 @@ export interface StartedLogin {
  * address (PKCE S256, state, resource), kept as the server's pending login (replacing an older
  * pending one). The current login, if any, stays in use until the new one is finished.
  */
-export async function startLogin(deps: LoginDeps, opts: {
-  server: string;
-  serverUrl: string;
-  redirectUrl: string;
-  /** A pre-registered client: no dynamic registration. */
-  client?: PreregisteredClient;
-  /** The client ID metadata document's address (https): the client ID where the authorization server accepts one. */
-  clientMetadataUrl?: string;
-}): Promise<StartedLogin> {
+export async function startLogin(
+  deps: LoginDeps,
+  opts: {
+    server: string;
+    serverUrl: string;
+    redirectUrl: string;
+    /** A pre-registered client: no dynamic registration. */
+    client?: PreregisteredClient;
+    /** The client ID metadata document's address (https): the client ID where the authorization server accepts one. */
+    clientMetadataUrl?: string;
+  },
+): Promise<StartedLogin> {
   checkTransport(opts.server, undefined, opts.serverUrl);
   const fetchFn = fetchOf(deps);
   const now = deps.now ?? Date.now;
@@ -256,13 +298,21 @@ export async function startLogin(deps: LoginDeps, opts: {
   const provider = new LoginFlowProvider({
     redirectUrl: opts.redirectUrl,
     state: randomBytes(24).toString('base64url'),
-    ...(opts.client ? { client: clientOf(opts.client) } : opts.clientMetadataUrl !== undefined ? { clientMetadataUrl: opts.clientMetadataUrl } : {}),
+    ...(opts.client
+      ? { client: clientOf(opts.client) }
+      : opts.clientMetadataUrl !== undefined
+        ? { clientMetadataUrl: opts.clientMetadataUrl }
+        : {}),
   });
   try {
     // Discovery first and apart, so metadata naming another issuer is refused before any of its
     // endpoints (registration included) is used; `auth()` then goes on from this discovery.
-    const found = await discoverOAuthServerInfo(opts.serverUrl, { ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), fetchFn });
-    if (found.resourceMetadata) checkMetadataIssuer(opts.server, found.authorizationServerUrl, found.authorizationServerMetadata?.issuer);
+    const found = await discoverOAuthServerInfo(opts.serverUrl, {
+      ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}),
+      fetchFn,
+    });
+    if (found.resourceMetadata)
+      checkMetadataIssuer(opts.server, found.authorizationServerUrl, found.authorizationServerMetadata?.issuer);
     // A login made at another authorization server carries nothing over (SEP-2352): its client
     // was registered there, and what it was granted there means nothing here.
     const moved = previous !== undefined && previous.discovery.authorizationServerUrl !== found.authorizationServerUrl;
@@ -273,9 +323,19 @@ export async function startLogin(deps: LoginDeps, opts: {
           `durable-mcp mcp forget ${opts.server} && durable-mcp mcp add ${opts.server} ${opts.serverUrl} --client-id <id> [--client-secret-env <VAR>]`,
       );
     }
-    const scope = scopeUnion(hint?.scope, moved ? undefined : scopeUnion(previous?.tokens.scope, previous?.wantedScope));
-    const metadataDocument = opts.clientMetadataUrl !== undefined && found.authorizationServerMetadata?.client_id_metadata_document_supported === true;
-    if (!opts.client && !metadataDocument && found.authorizationServerMetadata && !found.authorizationServerMetadata.registration_endpoint) {
+    const scope = scopeUnion(
+      hint?.scope,
+      moved ? undefined : scopeUnion(previous?.tokens.scope, previous?.wantedScope),
+    );
+    const metadataDocument =
+      opts.clientMetadataUrl !== undefined &&
+      found.authorizationServerMetadata?.client_id_metadata_document_supported === true;
+    if (
+      !opts.client &&
+      !metadataDocument &&
+      found.authorizationServerMetadata &&
+      !found.authorizationServerMetadata.registration_endpoint
+    ) {
       throw new LoginError(
         `${opts.server}: the authorization server ${found.authorizationServerUrl} offers no dynamic client registration: register a client there ` +
           `(redirect address ${opts.redirectUrl}), then put the server back with its ID: durable-mcp mcp forget ${opts.server} && ` +
@@ -288,16 +348,30 @@ export async function startLogin(deps: LoginDeps, opts: {
       ...(found.resourceMetadata ? { resourceMetadata: found.resourceMetadata } : {}),
       ...(found.authorizationServerMetadata ? { authorizationServerMetadata: found.authorizationServerMetadata } : {}),
     });
-    const result = await auth(provider, { serverUrl: opts.serverUrl, ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}), ...(scope ? { scope } : {}), fetchFn });
-    if (result !== 'REDIRECT' || !provider.authorizationUrl) throw new LoginError('the authorization server issued tokens without asking the browser; this login flow needs an authorization code');
+    const result = await auth(provider, {
+      serverUrl: opts.serverUrl,
+      ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}),
+      ...(scope ? { scope } : {}),
+      fetchFn,
+    });
+    if (result !== 'REDIRECT' || !provider.authorizationUrl)
+      throw new LoginError(
+        'the authorization server issued tokens without asking the browser; this login flow needs an authorization code',
+      );
   } catch (err) {
     if (err instanceof LoginError) throw err;
-    throw new LoginError(`${opts.server}: could not start the login at ${opts.serverUrl}${hint ? '' : ' (it did not answer 401 to a request without a token)'}: ${shortReason(err, [])}`);
+    throw new LoginError(
+      `${opts.server}: could not start the login at ${opts.serverUrl}${hint ? '' : ' (it did not answer 401 to a request without a token)'}: ${shortReason(err, [])}`,
+    );
   }
   const flow = provider.flow;
   const authorizationUrl = provider.authorizationUrl;
-  if (!flow.client || !flow.discovery || !flow.codeVerifier || !flow.state) throw new LoginError(`${opts.server}: the SDK's authorization left no client, discovery or verifier`);
-  const asked = withOfflineAccess(authorizationUrl.searchParams.get('scope') ?? undefined, flow.discovery.authorizationServerMetadata?.scopes_supported);
+  if (!flow.client || !flow.discovery || !flow.codeVerifier || !flow.state)
+    throw new LoginError(`${opts.server}: the SDK's authorization left no client, discovery or verifier`);
+  const asked = withOfflineAccess(
+    authorizationUrl.searchParams.get('scope') ?? undefined,
+    flow.discovery.authorizationServerMetadata?.scopes_supported,
+  );
   if (asked !== undefined) authorizationUrl.searchParams.set('scope', asked);
   checkTransport(opts.server, flow.discovery);
   const resource = authorizationUrl.searchParams.get('resource') ?? undefined;
@@ -332,7 +406,9 @@ export function checkMetadataIssuer(server: string, builtFrom: string, issuer: s
   if (issuer === undefined) return;
   const bare = (u: string) => (u.endsWith('/') ? u.slice(0, -1) : u);
   if (bare(issuer) !== bare(builtFrom)) {
-    throw new LoginError(`${server}: the authorization server metadata found for ${builtFrom} names another issuer, ${JSON.stringify(issuer.slice(0, 200))}; refusing to log in through it`);
+    throw new LoginError(
+      `${server}: the authorization server metadata found for ${builtFrom} names another issuer, ${JSON.stringify(issuer.slice(0, 200))}; refusing to log in through it`,
+    );
   }
 }
 
@@ -340,7 +416,10 @@ export function checkMetadataIssuer(server: string, builtFrom: string, issuer: s
  * The scope to ask for: `offline_access` added where the authorization server lists it, so the
  * login comes with a refresh token and outlives its first access token.
  */
-export function withOfflineAccess(scope: string | undefined, scopesSupported: readonly string[] | undefined): string | undefined {
+export function withOfflineAccess(
+  scope: string | undefined,
+  scopesSupported: readonly string[] | undefined,
+): string | undefined {
   if (!scopesSupported?.includes('offline_access')) return scope;
   const scopes = (scope ?? '').split(' ').filter((s) => s !== '');
   return scopes.includes('offline_access') ? scope : [...scopes, 'offline_access'].join(' ');
@@ -350,22 +429,34 @@ export function withOfflineAccess(scope: string | undefined, scopesSupported: re
  * What the address the browser ended on says: the authorization code, or why there is none.
  * @throws LoginError naming what is wrong with the address.
  */
-export function parseRedirectAddress(address: string, pending: Pick<PendingLogin, 'server' | 'state' | 'startedAt'> & { discovery?: Pick<OAuthDiscoveryState, 'authorizationServerMetadata'> }): { code: string } {
+export function parseRedirectAddress(
+  address: string,
+  pending: Pick<PendingLogin, 'server' | 'state' | 'startedAt'> & {
+    discovery?: Pick<OAuthDiscoveryState, 'authorizationServerMetadata'>;
+  },
+): { code: string } {
   let url: URL;
   try {
     url = new URL(address.trim());
   } catch {
-    throw new LoginError(`${pending.server}: ${JSON.stringify(address.length > 80 ? `${address.slice(0, 77)}...` : address)} is not an address; paste the whole address the browser ended on, in quotes`);
+    throw new LoginError(
+      `${pending.server}: ${JSON.stringify(address.length > 80 ? `${address.slice(0, 77)}...` : address)} is not an address; paste the whole address the browser ended on, in quotes`,
+    );
   }
   const p = url.searchParams;
   if (p.get('state') !== pending.state) {
-    throw new LoginError(`${pending.server}: the address does not belong to the login started ${pending.startedAt} (its state ${p.has('state') ? 'differs' : 'is missing'}); paste the address of the newest login, or start again`, 'state');
+    throw new LoginError(
+      `${pending.server}: the address does not belong to the login started ${pending.startedAt} (its state ${p.has('state') ? 'differs' : 'is missing'}); paste the address of the newest login, or start again`,
+      'state',
+    );
   }
   checkIssuerParameter(pending.server, p.get('iss'), pending.discovery?.authorizationServerMetadata);
   const error = p.get('error');
   if (error) {
     const description = p.get('error_description');
-    throw new LoginError(`${pending.server}: the authorization server refused the login: ${error}${description ? ` (${description.slice(0, 200)})` : ''}`);
+    throw new LoginError(
+      `${pending.server}: the authorization server refused the login: ${error}${description ? ` (${description.slice(0, 200)})` : ''}`,
+    );
   }
   const code = p.get('code');
   if (!code) throw new LoginError(`${pending.server}: the address carries no authorization code (no "code" parameter)`);
@@ -379,16 +470,28 @@ export function parseRedirectAddress(address: string, pending: Pick<PendingLogin
  * the server sends it.
  * @throws LoginError naming the issuer expected and the one the address carries.
  */
-export function checkIssuerParameter(server: string, iss: string | null, metadata: { issuer?: string; authorization_response_iss_parameter_supported?: boolean } | undefined): void {
+export function checkIssuerParameter(
+  server: string,
+  iss: string | null,
+  metadata: { issuer?: string; authorization_response_iss_parameter_supported?: boolean } | undefined,
+): void {
   const expected = metadata?.issuer;
   if (iss === null) {
     if (metadata?.authorization_response_iss_parameter_supported === true) {
-      throw new LoginError(`${server}: the address carries no "iss" parameter, though the authorization server ${expected ?? '(no issuer)'} says it sends one; start the login again`);
+      throw new LoginError(
+        `${server}: the address carries no "iss" parameter, though the authorization server ${expected ?? '(no issuer)'} says it sends one; start the login again`,
+      );
     }
     return;
   }
-  if (expected === undefined) throw new LoginError(`${server}: the address names the issuer ${JSON.stringify(iss.slice(0, 200))}, but the login knows no issuer to compare it with; start the login again`);
-  if (iss !== expected) throw new LoginError(`${server}: the address comes from the issuer ${JSON.stringify(iss.slice(0, 200))}, not ${JSON.stringify(expected)} where the login started; start the login again`);
+  if (expected === undefined)
+    throw new LoginError(
+      `${server}: the address names the issuer ${JSON.stringify(iss.slice(0, 200))}, but the login knows no issuer to compare it with; start the login again`,
+    );
+  if (iss !== expected)
+    throw new LoginError(
+      `${server}: the address comes from the issuer ${JSON.stringify(iss.slice(0, 200))}, not ${JSON.stringify(expected)} where the login started; start the login again`,
+    );
 }
 
 export interface FinishedLogin {
@@ -405,37 +508,50 @@ export interface FinishedLogin {
  * Finishes the pending login of `server` with the address the browser ended on: checks its state,
  * exchanges the code (PKCE verifier, resource) and stores the login under a new login ID.
  */
-export async function finishLogin(deps: LoginDeps, opts: {
-  server: string;
-  redirectAddress: string;
-  /** The address the shelf names now; a pending login for another one is refused. */
-  serverUrl?: string;
-  /** The pre-registered client's secret, read from the variable the pending login names. */
-  clientSecret?: string;
-}): Promise<FinishedLogin> {
+export async function finishLogin(
+  deps: LoginDeps,
+  opts: {
+    server: string;
+    redirectAddress: string;
+    /** The address the shelf names now; a pending login for another one is refused. */
+    serverUrl?: string;
+    /** The pre-registered client's secret, read from the variable the pending login names. */
+    clientSecret?: string;
+  },
+): Promise<FinishedLogin> {
   const fetchFn = fetchOf(deps);
   const now = deps.now ?? Date.now;
   const pending = await deps.store.readPending(opts.server);
-  if (!pending) throw new LoginError(`${opts.server}: no login is waiting for an address; start one with: durable-mcp mcp login ${opts.server}`);
+  if (!pending)
+    throw new LoginError(
+      `${opts.server}: no login is waiting for an address; start one with: durable-mcp mcp login ${opts.server}`,
+    );
   if (opts.serverUrl !== undefined && !sameServerUrl(opts.serverUrl, pending.serverUrl)) {
-    throw new LoginError(`${opts.server}: the waiting login was started for ${pending.serverUrl}, but the server is now at ${opts.serverUrl}; start again: durable-mcp mcp login ${opts.server}`);
+    throw new LoginError(
+      `${opts.server}: the waiting login was started for ${pending.serverUrl}, but the server is now at ${opts.serverUrl}; start again: durable-mcp mcp login ${opts.server}`,
+    );
   }
   const { code } = parseRedirectAddress(opts.redirectAddress, pending);
   checkTransport(opts.server, pending.discovery, pending.serverUrl);
   if (pending.clientSecretEnv !== undefined && opts.clientSecret === undefined) {
-    throw new LoginError(`${opts.server}: the client's secret is read from ${pending.clientSecretEnv}, which is not set here: set it and paste the address again: durable-mcp mcp login ${opts.server} '<address>'`);
+    throw new LoginError(
+      `${opts.server}: the client's secret is read from ${pending.clientSecretEnv}, which is not set here: set it and paste the address again: durable-mcp mcp login ${opts.server} '<address>'`,
+    );
   }
   const provider = new LoginFlowProvider({
     redirectUrl: pending.redirectUrl,
     state: pending.state,
-    client: pending.clientSecretEnv !== undefined ? { ...pending.client, client_secret: opts.clientSecret! } : pending.client,
+    client:
+      pending.clientSecretEnv !== undefined ? { ...pending.client, client_secret: opts.clientSecret! } : pending.client,
     discovery: pending.discovery,
     codeVerifier: pending.codeVerifier,
   });
   try {
     await auth(provider, { serverUrl: pending.serverUrl, authorizationCode: code, fetchFn });
   } catch (err) {
-    throw new LoginError(`${opts.server}: the authorization server did not exchange the code: ${shortReason(err, [code, pending.codeVerifier, ...(opts.clientSecret ? [opts.clientSecret] : [])])}`);
+    throw new LoginError(
+      `${opts.server}: the authorization server did not exchange the code: ${shortReason(err, [code, pending.codeVerifier, ...(opts.clientSecret ? [opts.clientSecret] : [])])}`,
+    );
   }
   const issued = provider.issued;
   if (!issued) throw new LoginError(`${opts.server}: the authorization server answered without tokens`);
@@ -479,7 +595,11 @@ export type CallbackOutcome = { done: boolean; ok: boolean; message: string };
  * Listens on 127.0.0.1:`port` for the browser's redirect to `/callback` and hands each one's full
  * address to `handle`. One login at a time: a taken port is a {@link LoginError} saying so.
  */
-export function listenForCallback(port: number, server: string, handle: (address: string) => Promise<CallbackOutcome>): Promise<CallbackListener> {
+export function listenForCallback(
+  port: number,
+  server: string,
+  handle: (address: string) => Promise<CallbackOutcome>,
+): Promise<CallbackListener> {
   let finish: () => void = () => undefined;
   const done = new Promise<void>((resolve) => (finish = resolve));
   let bound = port;
@@ -491,7 +611,12 @@ export function listenForCallback(port: number, server: string, handle: (address
     }
     handle(address).then(
       (outcome) => {
-        res.writeHead(outcome.ok ? 200 : 400, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(page(outcome));
+        res
+          .writeHead(outcome.ok ? 200 : 400, {
+            'content-type': 'text/html; charset=utf-8',
+            'cache-control': 'no-store',
+          })
+          .end(page(outcome));
         if (outcome.done) finish();
       },
       (err: unknown) => {
@@ -528,7 +653,10 @@ export function listenForCallback(port: number, server: string, handle: (address
 }
 
 function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+  return text.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
+  );
 }
 
 function page(outcome: CallbackOutcome): string {
@@ -552,14 +680,25 @@ export interface LogoutResult {
 export function revocationOf(record: Pick<LoginRecord, 'discovery'>): { endpoint?: string; methods?: string[] } {
   const m = record.discovery.authorizationServerMetadata as Record<string, unknown> | undefined;
   const endpoint = typeof m?.revocation_endpoint === 'string' ? m.revocation_endpoint : undefined;
-  const methods = Array.isArray(m?.revocation_endpoint_auth_methods_supported) ? (m.revocation_endpoint_auth_methods_supported as string[]) : undefined;
+  const methods = Array.isArray(m?.revocation_endpoint_auth_methods_supported)
+    ? (m.revocation_endpoint_auth_methods_supported as string[])
+    : undefined;
   return { ...(endpoint ? { endpoint } : {}), ...(methods ? { methods } : {}) };
 }
 
 /** RFC 7009 revocation of one token. @throws Error with a reason when the endpoint refuses. */
-async function revokeOne(endpoint: string, record: LoginRecord, token: string, hint: 'refresh_token' | 'access_token', fetchFn: FetchLike): Promise<void> {
+async function revokeOne(
+  endpoint: string,
+  record: LoginRecord,
+  token: string,
+  hint: 'refresh_token' | 'access_token',
+  fetchFn: FetchLike,
+): Promise<void> {
   const body = new URLSearchParams({ token, token_type_hint: hint });
-  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+  const headers: Record<string, string> = {
+    'content-type': 'application/x-www-form-urlencoded',
+    accept: 'application/json',
+  };
   const client = record.client;
   const { methods } = revocationOf(record);
   if (client.client_secret && methods?.includes('client_secret_basic') && !methods.includes('client_secret_post')) {
@@ -593,7 +732,9 @@ export async function logout(deps: LoginDeps, server: string): Promise<LogoutRes
       // The same rule as every other request that carries a token; the login is deleted anyway,
       // since a bad endpoint must not keep anyone logged in.
       result.revocationEndpoint = endpoint;
-      result.failures.push(`the tokens: the revocation endpoint ${endpoint} is plain http to another machine: the tokens would cross the network readable, so none was sent; they stay valid there until they expire`);
+      result.failures.push(
+        `the tokens: the revocation endpoint ${endpoint} is plain http to another machine: the tokens would cross the network readable, so none was sent; they stay valid there until they expire`,
+      );
     } else if (record && endpoint && !record.dead) {
       result.revocationEndpoint = endpoint;
       const secrets = [record.tokens.access_token, record.tokens.refresh_token ?? ''];

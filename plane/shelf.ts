@@ -86,71 +86,157 @@ export interface AddArguments {
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** The JWS algorithms a client assertion may be signed with (asymmetric keys in PEM). */
-export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512'] as const;
+export const SIGNING_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+] as const;
 
 /** Why the machine-login fields of a pre-registered client do not fit together, with the field to blame; undefined when they do. */
-export function machineClientProblem(client: ShelfOAuthClient, flags: boolean): { message: string; field: string } | undefined {
+export function machineClientProblem(
+  client: ShelfOAuthClient,
+  flags: boolean,
+): { message: string; field: string } | undefined {
   const say = (flag: string, field: string) => (flags ? flag : field);
   const idJag = idJagClientProblem(client, say);
   if (idJag !== null) return idJag;
   if (client.grant !== 'client_credentials') {
-    if (client.privateKeyEnv !== undefined) return { message: `${say('--private-key-env', 'oauth.privateKeyEnv')} is for a machine login (${say('--client-credentials', 'oauth.grant: client_credentials')})`, field: 'oauth.privateKeyEnv' };
-    if (client.signingAlgorithm !== undefined) return { message: `${say('--signing-algorithm', 'oauth.signingAlgorithm')} is for a machine login with a private key (${say('--client-credentials --private-key-env <VAR>', 'oauth.grant: client_credentials, oauth.privateKeyEnv')})`, field: 'oauth.signingAlgorithm' };
+    if (client.privateKeyEnv !== undefined)
+      return {
+        message: `${say('--private-key-env', 'oauth.privateKeyEnv')} is for a machine login (${say('--client-credentials', 'oauth.grant: client_credentials')})`,
+        field: 'oauth.privateKeyEnv',
+      };
+    if (client.signingAlgorithm !== undefined)
+      return {
+        message: `${say('--signing-algorithm', 'oauth.signingAlgorithm')} is for a machine login with a private key (${say('--client-credentials --private-key-env <VAR>', 'oauth.grant: client_credentials, oauth.privateKeyEnv')})`,
+        field: 'oauth.signingAlgorithm',
+      };
     return undefined;
   }
   if ((client.clientSecretEnv === undefined) === (client.privateKeyEnv === undefined)) {
-    return { message: `a machine login authenticates with either a secret (${say('--client-secret-env <VAR>', 'oauth.clientSecretEnv')}) or a private key (${say('--private-key-env <VAR>', 'oauth.privateKeyEnv')}): give one of them`, field: 'oauth' };
+    return {
+      message: `a machine login authenticates with either a secret (${say('--client-secret-env <VAR>', 'oauth.clientSecretEnv')}) or a private key (${say('--private-key-env <VAR>', 'oauth.privateKeyEnv')}): give one of them`,
+      field: 'oauth',
+    };
   }
   if (client.privateKeyEnv !== undefined && !VARIABLE_NAME.test(client.privateKeyEnv)) {
-    return { message: `${say('--private-key-env', 'oauth.privateKeyEnv')} takes the name of a variable holding the private key (PEM), not the key itself`, field: 'oauth.privateKeyEnv' };
+    return {
+      message: `${say('--private-key-env', 'oauth.privateKeyEnv')} takes the name of a variable holding the private key (PEM), not the key itself`,
+      field: 'oauth.privateKeyEnv',
+    };
   }
   if (client.signingAlgorithm !== undefined) {
-    if (client.privateKeyEnv === undefined) return { message: `${say('--signing-algorithm', 'oauth.signingAlgorithm')} applies to a private key (${say('--private-key-env', 'oauth.privateKeyEnv')}), not to a secret`, field: 'oauth.signingAlgorithm' };
-    if (!(SIGNING_ALGORITHMS as readonly string[]).includes(client.signingAlgorithm)) return { message: `${say('--signing-algorithm', 'oauth.signingAlgorithm')} ${JSON.stringify(client.signingAlgorithm.slice(0, 40))} is not one of ${SIGNING_ALGORITHMS.join(', ')}`, field: 'oauth.signingAlgorithm' };
+    if (client.privateKeyEnv === undefined)
+      return {
+        message: `${say('--signing-algorithm', 'oauth.signingAlgorithm')} applies to a private key (${say('--private-key-env', 'oauth.privateKeyEnv')}), not to a secret`,
+        field: 'oauth.signingAlgorithm',
+      };
+    if (!(SIGNING_ALGORITHMS as readonly string[]).includes(client.signingAlgorithm))
+      return {
+        message: `${say('--signing-algorithm', 'oauth.signingAlgorithm')} ${JSON.stringify(client.signingAlgorithm.slice(0, 40))} is not one of ${SIGNING_ALGORITHMS.join(', ')}`,
+        field: 'oauth.signingAlgorithm',
+      };
   }
   return undefined;
 }
 
-const ID_JAG_FIELDS = [['idpTokenEndpoint', '--idp-token-endpoint'], ['idpClientId', '--idp-client-id'], ['idTokenEnv', '--id-token-env']] as const;
+const ID_JAG_FIELDS = [
+  ['idpTokenEndpoint', '--idp-token-endpoint'],
+  ['idpClientId', '--idp-client-id'],
+  ['idTokenEnv', '--id-token-env'],
+] as const;
 
 /**
  * The cross-app access (`id_jag`) part of {@link machineClientProblem}: null when the entry is not
  * about it (neither the grant nor its fields), else its problem or undefined.
  */
-function idJagClientProblem(client: ShelfOAuthClient, say: (flag: string, field: string) => string): { message: string; field: string } | undefined | null {
+function idJagClientProblem(
+  client: ShelfOAuthClient,
+  say: (flag: string, field: string) => string,
+): { message: string; field: string } | undefined | null {
   if (client.grant !== 'id_jag') {
     const stray = ID_JAG_FIELDS.find(([field]) => client[field] !== undefined);
-    return stray ? { message: `${say(stray[1], `oauth.${stray[0]}`)} is for a cross-app access login (${say('--id-jag', 'oauth.grant: id_jag')})`, field: `oauth.${stray[0]}` } : null;
+    return stray
+      ? {
+          message: `${say(stray[1], `oauth.${stray[0]}`)} is for a cross-app access login (${say('--id-jag', 'oauth.grant: id_jag')})`,
+          field: `oauth.${stray[0]}`,
+        }
+      : null;
   }
   const missing = ID_JAG_FIELDS.find(([field]) => client[field] === undefined);
-  if (missing) return { message: `a cross-app access login (${say('--id-jag', 'oauth.grant: id_jag')}) needs ${say(`${missing[1]} <${missing[0] === 'idTokenEnv' ? 'VAR' : missing[0] === 'idpClientId' ? 'ID' : 'URL'}>`, `oauth.${missing[0]}`)}`, field: `oauth.${missing[0]}` };
-  if (client.clientSecretEnv === undefined) return { message: `a cross-app access login authenticates to the server's authorization server with a secret: give ${say('--client-secret-env <VAR>', 'oauth.clientSecretEnv')}`, field: 'oauth.clientSecretEnv' };
-  if (client.privateKeyEnv !== undefined || client.signingAlgorithm !== undefined) return { message: `a cross-app access login authenticates with a secret, not a private key: drop ${say('--private-key-env', 'oauth.privateKeyEnv')}`, field: 'oauth.privateKeyEnv' };
-  if (!VARIABLE_NAME.test(client.idTokenEnv!)) return { message: `${say('--id-token-env', 'oauth.idTokenEnv')} takes the name of a variable holding the ID token, not the token itself`, field: 'oauth.idTokenEnv' };
+  if (missing)
+    return {
+      message: `a cross-app access login (${say('--id-jag', 'oauth.grant: id_jag')}) needs ${say(`${missing[1]} <${missing[0] === 'idTokenEnv' ? 'VAR' : missing[0] === 'idpClientId' ? 'ID' : 'URL'}>`, `oauth.${missing[0]}`)}`,
+      field: `oauth.${missing[0]}`,
+    };
+  if (client.clientSecretEnv === undefined)
+    return {
+      message: `a cross-app access login authenticates to the server's authorization server with a secret: give ${say('--client-secret-env <VAR>', 'oauth.clientSecretEnv')}`,
+      field: 'oauth.clientSecretEnv',
+    };
+  if (client.privateKeyEnv !== undefined || client.signingAlgorithm !== undefined)
+    return {
+      message: `a cross-app access login authenticates with a secret, not a private key: drop ${say('--private-key-env', 'oauth.privateKeyEnv')}`,
+      field: 'oauth.privateKeyEnv',
+    };
+  if (!VARIABLE_NAME.test(client.idTokenEnv!))
+    return {
+      message: `${say('--id-token-env', 'oauth.idTokenEnv')} takes the name of a variable holding the ID token, not the token itself`,
+      field: 'oauth.idTokenEnv',
+    };
   let endpoint: URL | undefined;
   try {
     endpoint = new URL(client.idpTokenEndpoint!);
   } catch {
     endpoint = undefined;
   }
-  if (!endpoint || !['http:', 'https:'].includes(endpoint.protocol) || endpoint.username || endpoint.password) return { message: `${say('--idp-token-endpoint', 'oauth.idpTokenEndpoint')} must be the identity provider's http(s) token endpoint, without a user name or password`, field: 'oauth.idpTokenEndpoint' };
+  if (!endpoint || !['http:', 'https:'].includes(endpoint.protocol) || endpoint.username || endpoint.password)
+    return {
+      message: `${say('--idp-token-endpoint', 'oauth.idpTokenEndpoint')} must be the identity provider's http(s) token endpoint, without a user name or password`,
+      field: 'oauth.idpTokenEndpoint',
+    };
   const id = client.idpClientId!;
-  if (id.trim() === '' || id.length > 1024 || [...id].some((c) => c.charCodeAt(0) < 0x20)) return { message: `${say('--idp-client-id', 'oauth.idpClientId')} must be the client ID the identity provider gave (one line, at most 1024 characters)`, field: 'oauth.idpClientId' };
+  if (id.trim() === '' || id.length > 1024 || [...id].some((c) => c.charCodeAt(0) < 0x20))
+    return {
+      message: `${say('--idp-client-id', 'oauth.idpClientId')} must be the client ID the identity provider gave (one line, at most 1024 characters)`,
+      field: 'oauth.idpClientId',
+    };
   return undefined;
 }
 
 /** The pre-registered client of `mcp add`, or why its flags are wrong. */
 function oauthClientOf(name: string, args: AddArguments): ShelfOAuthClient | undefined {
   if (args.clientId === undefined) {
-    if (args.clientSecretEnv !== undefined) throw new ShelfInputError(`mcp add ${name}: --client-secret-env needs --client-id (the client the secret belongs to)`, 'oauth.clientSecretEnv');
-    if (args.clientCredentials || args.idJag || args.privateKeyEnv !== undefined) throw new ShelfInputError(`mcp add ${name}: a machine login (--client-credentials) needs --client-id (the client registered with the authorization server)`, 'oauth.clientId');
+    if (args.clientSecretEnv !== undefined)
+      throw new ShelfInputError(
+        `mcp add ${name}: --client-secret-env needs --client-id (the client the secret belongs to)`,
+        'oauth.clientSecretEnv',
+      );
+    if (args.clientCredentials || args.idJag || args.privateKeyEnv !== undefined)
+      throw new ShelfInputError(
+        `mcp add ${name}: a machine login (--client-credentials) needs --client-id (the client registered with the authorization server)`,
+        'oauth.clientId',
+      );
     return undefined;
   }
   const clientId = args.clientId.trim();
-  if (clientId === '' || clientId.length > 1024 || [...clientId].some((c) => c.charCodeAt(0) < 0x20)) throw new ShelfInputError(`mcp add ${name}: --client-id must be the client ID the authorization server gave (one line, at most 1024 characters)`, 'oauth.clientId');
+  if (clientId === '' || clientId.length > 1024 || [...clientId].some((c) => c.charCodeAt(0) < 0x20))
+    throw new ShelfInputError(
+      `mcp add ${name}: --client-id must be the client ID the authorization server gave (one line, at most 1024 characters)`,
+      'oauth.clientId',
+    );
   const secretEnv = args.clientSecretEnv?.replace(/^\$\{?|\}$/g, '');
   if (secretEnv !== undefined && !VARIABLE_NAME.test(secretEnv)) {
-    throw new ShelfInputError(`mcp add ${name}: --client-secret-env takes the name of a variable holding the secret (CLIENT_SECRET), not the secret itself`, 'oauth.clientSecretEnv');
+    throw new ShelfInputError(
+      `mcp add ${name}: --client-secret-env takes the name of a variable holding the secret (CLIENT_SECRET), not the secret itself`,
+      'oauth.clientSecretEnv',
+    );
   }
   const privateKeyEnv = args.privateKeyEnv?.replace(/^\$\{?|\}$/g, '');
   const client: ShelfOAuthClient = {
@@ -164,7 +250,11 @@ function oauthClientOf(name: string, args: AddArguments): ShelfOAuthClient | und
     ...(args.idpClientId !== undefined ? { idpClientId: args.idpClientId.trim() } : {}),
     ...(args.idTokenEnv !== undefined ? { idTokenEnv: args.idTokenEnv.replace(/^\$\{?|\}$/g, '') } : {}),
   };
-  if (args.idJag && args.clientCredentials) throw new ShelfInputError(`mcp add ${name}: --id-jag and --client-credentials are two different machine logins: give one`, 'oauth.grant');
+  if (args.idJag && args.clientCredentials)
+    throw new ShelfInputError(
+      `mcp add ${name}: --id-jag and --client-credentials are two different machine logins: give one`,
+      'oauth.grant',
+    );
   const problem = machineClientProblem(client, true);
   if (problem) throw new ShelfInputError(`mcp add ${name}: ${problem.message}`, problem.field);
   return client;
@@ -182,7 +272,10 @@ export function parseAddArguments(name: string, args: AddArguments): { name: str
   if (bad) throw new ShelfInputError(bad, 'name');
   const target = args.target;
   if (target.length === 0) {
-    throw new ShelfInputError(`mcp add ${name}: say what the server is: a URL (https://...), "sse <url>", or "-- <command> [args...]"`, 'target');
+    throw new ShelfInputError(
+      `mcp add ${name}: say what the server is: a URL (https://...), "sse <url>", or "-- <command> [args...]"`,
+      'target',
+    );
   }
   const headers = parsePairs(args.headers ?? [], ':', '--header', "'Name: value'");
   const env = parsePairs(args.env ?? [], '=', '--env', 'NAME=value');
@@ -193,17 +286,48 @@ export function parseAddArguments(name: string, args: AddArguments): { name: str
     const url = URL_START.test(first) ? first : rest[0];
     const extra = URL_START.test(first) ? rest : rest.slice(1);
     if (url === undefined) throw new ShelfInputError(`mcp add ${name} ${keyword}: the server's URL is missing`, 'url');
-    if (!URL_START.test(url)) throw new ShelfInputError(`mcp add ${name}: ${JSON.stringify(url)} is not a URL; write http://host:port/path or https://...`, 'url');
-    if (extra.length > 0) throw new ShelfInputError(`mcp add ${name}: unexpected ${JSON.stringify(extra.join(' '))} after the URL; a command goes after "--"`, 'target');
-    if (Object.keys(env).length > 0) throw new ShelfInputError(`mcp add ${name}: --env only applies to a command (-- <command>); send values to a remote server with --header`, 'env');
+    if (!URL_START.test(url))
+      throw new ShelfInputError(
+        `mcp add ${name}: ${JSON.stringify(url)} is not a URL; write http://host:port/path or https://...`,
+        'url',
+      );
+    if (extra.length > 0)
+      throw new ShelfInputError(
+        `mcp add ${name}: unexpected ${JSON.stringify(extra.join(' '))} after the URL; a command goes after "--"`,
+        'target',
+      );
+    if (Object.keys(env).length > 0)
+      throw new ShelfInputError(
+        `mcp add ${name}: --env only applies to a command (-- <command>); send values to a remote server with --header`,
+        'env',
+      );
     const oauth = oauthClientOf(name, args);
-    return { name, entry: { type, url, ...(Object.keys(headers).length > 0 ? { headers } : {}), ...(oauth ? { oauth } : {}) } };
+    return {
+      name,
+      entry: { type, url, ...(Object.keys(headers).length > 0 ? { headers } : {}), ...(oauth ? { oauth } : {}) },
+    };
   }
-  if (args.clientId !== undefined || args.clientSecretEnv !== undefined || args.clientCredentials || args.privateKeyEnv !== undefined) throw new ShelfInputError(`mcp add ${name}: --client-id, --client-secret-env, --client-credentials and --private-key-env only apply to a remote server (a URL) that wants a login`, 'oauth');
-  if (Object.keys(headers).length > 0) throw new ShelfInputError(`mcp add ${name}: --header only applies to a remote server (a URL); give a command values with --env NAME=value`, 'headers');
+  if (
+    args.clientId !== undefined ||
+    args.clientSecretEnv !== undefined ||
+    args.clientCredentials ||
+    args.privateKeyEnv !== undefined
+  )
+    throw new ShelfInputError(
+      `mcp add ${name}: --client-id, --client-secret-env, --client-credentials and --private-key-env only apply to a remote server (a URL) that wants a login`,
+      'oauth',
+    );
+  if (Object.keys(headers).length > 0)
+    throw new ShelfInputError(
+      `mcp add ${name}: --header only applies to a remote server (a URL); give a command values with --env NAME=value`,
+      'headers',
+    );
   const [command, ...commandArgs] = target as [string, ...string[]];
   if (command.trim() === '') throw new ShelfInputError(`mcp add ${name}: the command is empty`, 'command');
-  return { name, entry: { type: 'stdio', command, args: commandArgs, ...(Object.keys(env).length > 0 ? { env } : {}) } };
+  return {
+    name,
+    entry: { type: 'stdio', command, args: commandArgs, ...(Object.keys(env).length > 0 ? { env } : {}) },
+  };
 }
 
 /** `K: V` or `K=V` pairs into an object; a repeated name is refused rather than silently overwritten. */
@@ -212,8 +336,10 @@ function parsePairs(values: string[], separator: string, flag: string, form: str
   values.forEach((value, i) => {
     const at = value.indexOf(separator);
     const key = at < 0 ? '' : value.slice(0, at).trim();
-    if (at <= 0 || key === '') throw new ShelfInputError(`${flag} #${i + 1}: expected ${form}, got ${JSON.stringify(value)}`, flag.slice(2));
-    if (Object.hasOwn(out, key)) throw new ShelfInputError(`${flag} #${i + 1}: ${JSON.stringify(key)} is given twice`, flag.slice(2));
+    if (at <= 0 || key === '')
+      throw new ShelfInputError(`${flag} #${i + 1}: expected ${form}, got ${JSON.stringify(value)}`, flag.slice(2));
+    if (Object.hasOwn(out, key))
+      throw new ShelfInputError(`${flag} #${i + 1}: ${JSON.stringify(key)} is given twice`, flag.slice(2));
     out[key] = separator === ':' ? value.slice(at + 1).trim() : value.slice(at + 1);
   });
   return out;
@@ -232,12 +358,19 @@ function credentialHeader(name: string): boolean {
 
 /** The variables a value refers to (`$NAME`, `${NAME}`, `${NAME:-default}`). */
 function referencedVariables(value: string): string[] {
-  return [...value.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}|([A-Za-z_][A-Za-z0-9_]*))/g)].map((m) => (m[1] ?? m[2])!);
+  return [...value.matchAll(/\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}|([A-Za-z_][A-Za-z0-9_]*))/g)].map(
+    (m) => (m[1] ?? m[2])!,
+  );
 }
 
 /** Whether a value has literal text left once its variable references are taken out. */
 function hasLiteralText(value: string): boolean {
-  return value.replace(/\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$\$/g, '').replace(/^\s*Bearer\s+/i, '').trim() !== '';
+  return (
+    value
+      .replace(/\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$\$/g, '')
+      .replace(/^\s*Bearer\s+/i, '')
+      .trim() !== ''
+  );
 }
 
 /**
@@ -247,7 +380,12 @@ function hasLiteralText(value: string): boolean {
  * every other reference is expanded on the worker.
  */
 export function shelfConfigEntry(entry: ShelfEntry, env: NodeJS.ProcessEnv = {}): Record<string, unknown> {
-  if (entry.type !== 'stdio') return { type: entry.type, url: entry.url, ...(entry.headers && Object.keys(entry.headers).length > 0 ? { headers: entry.headers } : {}) };
+  if (entry.type !== 'stdio')
+    return {
+      type: entry.type,
+      url: entry.url,
+      ...(entry.headers && Object.keys(entry.headers).length > 0 ? { headers: entry.headers } : {}),
+    };
   const plain: Record<string, string> = {};
   const from: Record<string, string> = {};
   for (const [key, value] of Object.entries(entry.env ?? {})) {
@@ -304,16 +442,25 @@ function entryStrings(entry: ShelfEntry): [string, string][] {
  * environment). References (`${GITHUB_TOKEN}`) are fine: the worker resolves them.
  * @param env the caller's environment: its secret values are looked for, and its DMCP_MCP_ENV names secrets.
  */
-export function shelfEntryProblem(name: string, entry: ShelfEntry, env: NodeJS.ProcessEnv = {}): ShelfInputError | undefined {
+export function shelfEntryProblem(
+  name: string,
+  entry: ShelfEntry,
+  env: NodeJS.ProcessEnv = {},
+): ShelfInputError | undefined {
   const badName = nameProblem(name);
   if (badName) return new ShelfInputError(badName, 'name');
   // The values the scrubber would hide (plain words such as "true" are not secrets, whatever their name).
   const values = new Set(secretValues(env));
-  const known = Object.entries(env).filter(([k, v]) => typeof v === 'string' && values.has(v) && isSecretName(k, env)) as [string, string][];
+  const known = Object.entries(env).filter(
+    ([k, v]) => typeof v === 'string' && values.has(v) && isSecretName(k, env),
+  ) as [string, string][];
   for (const [field, value] of entryStrings(entry)) {
     const hit = known.find(([, secret]) => value.includes(secret));
     if (hit) {
-      return new ShelfInputError(`server "${name}": ${field} contains the value of the secret variable ${hit[0]}; the shelf is recorded in workflow history. Write \${${hit[0]}} instead: the worker resolves it`, field);
+      return new ShelfInputError(
+        `server "${name}": ${field} contains the value of the secret variable ${hit[0]}; the shelf is recorded in workflow history. Write \${${hit[0]}} instead: the worker resolves it`,
+        field,
+      );
     }
   }
   if (entry.type === 'stdio') {
@@ -321,7 +468,7 @@ export function shelfEntryProblem(name: string, entry: ShelfEntry, env: NodeJS.P
       if (isSecretName(key, env) && hasLiteralText(value)) {
         return new ShelfInputError(
           `server "${name}": env.${key} holds a literal value, and ${key} names a credential; the shelf is recorded in workflow history. ` +
-          `Write ${key}='\${${key}}' (handed over from the worker's environment; list ${key} in DMCP_MCP_ENV on the workers)`,
+            `Write ${key}='\${${key}}' (handed over from the worker's environment; list ${key} in DMCP_MCP_ENV on the workers)`,
           `env.${key}`,
         );
       }
@@ -331,18 +478,27 @@ export function shelfEntryProblem(name: string, entry: ShelfEntry, env: NodeJS.P
       if (credentialHeader(key) && hasLiteralText(value)) {
         return new ShelfInputError(
           `server "${name}": headers.${key} holds a literal credential; the shelf is recorded in workflow history. ` +
-          `Write 'Authorization: Bearer \${VAR}' with a worker variable listed in DMCP_MCP_ENV, or log in (durable-mcp mcp login ${name})`,
+            `Write 'Authorization: Bearer \${VAR}' with a worker variable listed in DMCP_MCP_ENV, or log in (durable-mcp mcp login ${name})`,
           `headers.${key}`,
         );
       }
     }
     const clientId = entry.oauth?.clientId;
-    if (clientId !== undefined && (clientId.trim() === '' || clientId.length > 1024 || [...clientId].some((c) => c.charCodeAt(0) < 0x20))) {
-      return new ShelfInputError(`server "${name}": oauth.clientId must be the client ID the authorization server gave (one line, not blank, at most 1024 characters)`, 'oauth.clientId');
+    if (
+      clientId !== undefined &&
+      (clientId.trim() === '' || clientId.length > 1024 || [...clientId].some((c) => c.charCodeAt(0) < 0x20))
+    ) {
+      return new ShelfInputError(
+        `server "${name}": oauth.clientId must be the client ID the authorization server gave (one line, not blank, at most 1024 characters)`,
+        'oauth.clientId',
+      );
     }
     const secretEnv = entry.oauth?.clientSecretEnv;
     if (secretEnv !== undefined && !VARIABLE_NAME.test(secretEnv)) {
-      return new ShelfInputError(`server "${name}": oauth.clientSecretEnv must name a variable (CLIENT_SECRET), not hold the secret`, 'oauth.clientSecretEnv');
+      return new ShelfInputError(
+        `server "${name}": oauth.clientSecretEnv must name a variable (CLIENT_SECRET), not hold the secret`,
+        'oauth.clientSecretEnv',
+      );
     }
     const machine = entry.oauth ? machineClientProblem(entry.oauth, false) : undefined;
     if (machine) return new ShelfInputError(`server "${name}": ${machine.message}`, machine.field);
@@ -354,7 +510,10 @@ export function shelfEntryProblem(name: string, entry: ShelfEntry, env: NodeJS.P
     }
     for (const [key, value] of query ?? []) {
       if (isSecretName(key.replace(/-/g, '_'), {}) && hasLiteralText(value)) {
-        return new ShelfInputError(`server "${name}": url: the query parameter ${JSON.stringify(key)} holds a literal credential; the shelf is recorded in workflow history`, 'url');
+        return new ShelfInputError(
+          `server "${name}": url: the query parameter ${JSON.stringify(key)} holds a literal credential; the shelf is recorded in workflow history`,
+          'url',
+        );
       }
     }
   }
@@ -371,8 +530,16 @@ function configProblem(name: string, entry: ShelfEntry, env: NodeJS.ProcessEnv):
   const needed = workerVariablesOf(entry, env);
   const checkEnv = { ...env, DMCP_MCP_ENV: [...mcpEnvEntries(env), ...needed].join(',') };
   const text = JSON.stringify({ mcpServers: { [name]: shelfConfigEntry(entry, checkEnv) } }, null, 2);
-  const result = parseConfigText(text, { kind: 'shelf', file: 'shelf', workspace: '/', folder: '/', checkOnly: true }, checkEnv);
-  if (result.error) return new ShelfInputError(`server "${name}": ${result.error.message.replace(/^shelf(:\d+)?: /, '')}`, result.error.field);
+  const result = parseConfigText(
+    text,
+    { kind: 'shelf', file: 'shelf', workspace: '/', folder: '/', checkOnly: true },
+    checkEnv,
+  );
+  if (result.error)
+    return new ShelfInputError(
+      `server "${name}": ${result.error.message.replace(/^shelf(:\d+)?: /, '')}`,
+      result.error.field,
+    );
   const refused = result.refused[0];
   if (refused) {
     const reason = refused.reason.replace(/^shelf:\d+: /, '');
@@ -429,7 +596,11 @@ export type MachineClient = ShelfOAuthClient & { grant: MachineGrant };
  * with the worker's turn key: only an entry the operator signed may have the workers send a
  * client's secret anywhere. Pure.
  */
-export function machineClientsOf(state: ShelfState, agent: string, key: Buffer | undefined): Map<string, MachineClient> {
+export function machineClientsOf(
+  state: ShelfState,
+  agent: string,
+  key: Buffer | undefined,
+): Map<string, MachineClient> {
   const out = new Map<string, MachineClient>();
   if (!key || agentIdProblem(agent)) return out;
   const servers = new Map(state.servers.map((s) => [s.name, s]));
@@ -449,7 +620,12 @@ export function machineClientsOf(state: ShelfState, agent: string, key: Buffer |
  * and a warning for each one left out because a proof does not verify. Pure.
  * @param env the worker's environment: which variables are secret (see {@link shelfConfigEntry}).
  */
-export function shelfLayerText(state: ShelfState, agent: string, key: Buffer | undefined, env: NodeJS.ProcessEnv = {}): { text: string | undefined; warnings: string[] } {
+export function shelfLayerText(
+  state: ShelfState,
+  agent: string,
+  key: Buffer | undefined,
+  env: NodeJS.ProcessEnv = {},
+): { text: string | undefined; warnings: string[] } {
   const warnings: string[] = [];
   if (agentIdProblem(agent)) return { text: undefined, warnings };
   const servers = new Map(state.servers.map((s) => [s.name, s]));
@@ -459,15 +635,21 @@ export function shelfLayerText(state: ShelfState, agent: string, key: Buffer | u
     const server = servers.get(grant.server);
     if (!server) continue;
     if (!key) {
-      warnings.push(`shelf: server "${server.name}" not used: this worker has no turn key to check the shelf's proofs with`);
+      warnings.push(
+        `shelf: server "${server.name}" not used: this worker has no turn key to check the shelf's proofs with`,
+      );
       continue;
     }
     if (!verifyShelfServer(key, server)) {
-      warnings.push(`shelf: server "${server.name}" not used: it is not signed with this worker's turn key (put it on the shelf again from a machine holding the key: durable-mcp mcp forget ${server.name}, then mcp add)`);
+      warnings.push(
+        `shelf: server "${server.name}" not used: it is not signed with this worker's turn key (put it on the shelf again from a machine holding the key: durable-mcp mcp forget ${server.name}, then mcp add)`,
+      );
       continue;
     }
     if (!verifyShelfGrant(key, grant, server.entry)) {
-      warnings.push(`shelf: server "${server.name}" not used for agent "${agent}": the grant is not signed with this worker's turn key (grant it again: durable-mcp mcp grant ${server.name} --agent ${agent})`);
+      warnings.push(
+        `shelf: server "${server.name}" not used for agent "${agent}": the grant is not signed with this worker's turn key (grant it again: durable-mcp mcp grant ${server.name} --agent ${agent})`,
+      );
       continue;
     }
     entries[server.name] = shelfConfigEntry(server.entry, env);

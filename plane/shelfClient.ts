@@ -25,7 +25,14 @@ import {
 import type { dmcpShelf, ShelfRunInput } from '../workflows/shelf.js';
 import { shelfChangeUpdate as changeDef, shelfQuery as queryDef } from '../workflows/definitions.js';
 import { applicationFailureOf, findCause } from '../workflows/failures.js';
-import { ShelfInputError, emptyShelf, shelfEntryProblem, shelfWorkflowId, signShelfGrant, signShelfServer } from './shelf.js';
+import {
+  ShelfInputError,
+  emptyShelf,
+  shelfEntryProblem,
+  shelfWorkflowId,
+  signShelfGrant,
+  signShelfServer,
+} from './shelf.js';
 
 /** Options of {@link ShelfClient}. */
 export interface ShelfClientOptions {
@@ -105,7 +112,16 @@ export class ShelfClient {
       {
         op: 'add',
         server: { name, entry, addedAt: now, addedBy: this.options.by, proof: signShelfServer(key, name, entry) },
-        ...(options.agent !== undefined ? { grant: { server: name, agent: options.agent, grantedAt: now, proof: signShelfGrant(key, name, options.agent, entry) } } : {}),
+        ...(options.agent !== undefined
+          ? {
+              grant: {
+                server: name,
+                agent: options.agent,
+                grantedAt: now,
+                proof: signShelfGrant(key, name, options.agent, entry),
+              },
+            }
+          : {}),
         by: this.options.by,
       },
       options,
@@ -122,9 +138,16 @@ export class ShelfClient {
     const key = this.key();
     if (key instanceof Error) throw key;
     const onShelf = (await this.read()).servers.find((s) => s.name === server);
-    if (!onShelf) throw new ShelfInputError(`server: "${server}" is not on the shelf; add it first (durable-mcp mcp add ${server} ...)`, 'server');
+    if (!onShelf)
+      throw new ShelfInputError(
+        `server: "${server}" is not on the shelf; add it first (durable-mcp mcp add ${server} ...)`,
+        'server',
+      );
     const proof = signShelfGrant(key, server, agent, onShelf.entry);
-    return this.send({ op: 'grant', grant: { server, agent, grantedAt: new Date().toISOString(), proof }, by: this.options.by }, options);
+    return this.send(
+      { op: 'grant', grant: { server, agent, grantedAt: new Date().toISOString(), proof }, by: this.options.by },
+      options,
+    );
   }
 
   /** Takes a server away from one agent; `changed: false` when the agent did not have it. */
@@ -138,12 +161,19 @@ export class ShelfClient {
   }
 
   private key(): Buffer | ShelfInputError {
-    return this.options.turnKey ?? new ShelfInputError('adding to the shelf and granting need the operator\'s turn key (turn.key in DMCP_DATA_DIR, as the workers have it)', 'turnKey');
+    return (
+      this.options.turnKey ??
+      new ShelfInputError(
+        "adding to the shelf and granting need the operator's turn key (turn.key in DMCP_DATA_DIR, as the workers have it)",
+        'turnKey',
+      )
+    );
   }
 
   private async send(change: ShelfChange, options: ChangeOptions): Promise<ShelfChangeResult> {
     const { client, taskQueue } = this.options;
-    const input: ShelfRunInput = this.options.continueAsNewAfter !== undefined ? { continueAsNewAfter: this.options.continueAsNewAfter } : {};
+    const input: ShelfRunInput =
+      this.options.continueAsNewAfter !== undefined ? { continueAsNewAfter: this.options.continueAsNewAfter } : {};
     const start = new WithStartWorkflowOperation<typeof dmcpShelf>(WorkflowType.shelf, {
       workflowId: this.workflowId,
       taskQueue,
@@ -177,7 +207,9 @@ export class ShelfClient {
     const code = grpcCode(err);
     if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || code === 4 /* DEADLINE_EXCEEDED */) {
       const seconds = Math.round((this.options.timeoutMs ?? 20_000) / 1000);
-      return new ShelfUnavailableError(`the shelf (workflow ${this.workflowId}) did not answer within ${seconds} s: no worker polls task queue "${this.options.taskQueue}" (start one: durable-mcp worker, or durable-mcp dev)`);
+      return new ShelfUnavailableError(
+        `the shelf (workflow ${this.workflowId}) did not answer within ${seconds} s: no worker polls task queue "${this.options.taskQueue}" (start one: durable-mcp worker, or durable-mcp dev)`,
+      );
     }
     return err as Error;
   }

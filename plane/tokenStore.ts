@@ -147,7 +147,12 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
   const folder = createLoginFolder(resolve(options.dir));
   const { fileOf, readEnvelope, removeFile } = folder;
   const keys = [options.key, ...(options.previousKeys ?? [])];
-  const locked = createLoginLocks({ dir: folder.dir, ensureDir: folder.ensureDir, staleMs: options.lockStaleMs ?? 30_000, waitMs: options.lockWaitMs ?? 20_000 });
+  const locked = createLoginLocks({
+    dir: folder.dir,
+    ensureDir: folder.ensureDir,
+    staleMs: options.lockStaleMs ?? 30_000,
+    waitMs: options.lockWaitMs ?? 20_000,
+  });
 
   const store: TokenStore = {
     dir: folder.dir,
@@ -175,7 +180,10 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
     async write(record) {
       checkServer(record.server);
       const clear = { loginId: record.loginId, ...(record.dead ? { deadAt: record.dead.at } : {}) };
-      await folder.writeEnvelope(fileOf(record.server, 'login'), seal('login', record.server, clear, record, options.key));
+      await folder.writeEnvelope(
+        fileOf(record.server, 'login'),
+        seal('login', record.server, clear, record, options.key),
+      );
     },
     async remove(server) {
       checkServer(server);
@@ -190,7 +198,10 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
     },
     async writePending(pending) {
       checkServer(pending.server);
-      await folder.writeEnvelope(fileOf(pending.server, 'pending'), seal('pending', pending.server, { startedAt: pending.startedAt }, pending, options.key));
+      await folder.writeEnvelope(
+        fileOf(pending.server, 'pending'),
+        seal('pending', pending.server, { startedAt: pending.startedAt }, pending, options.key),
+      );
     },
     async removePending(server) {
       checkServer(server);
@@ -208,7 +219,11 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
 }
 
 /** {@link TokenStore.rekey}: each file written with a key other than `current` is read and written again, under the server's lock. */
-async function rewriteWithKey(store: TokenStore, folder: LoginFolder, current: string): Promise<{ rewritten: string[] }> {
+async function rewriteWithKey(
+  store: TokenStore,
+  folder: LoginFolder,
+  current: string,
+): Promise<{ rewritten: string[] }> {
   const rewritten: string[] = [];
   for (const server of await folder.servers()) {
     await store.withLock(server, async () => {
@@ -254,7 +269,9 @@ async function keyFromFile(file: string, create: boolean): Promise<Buffer | unde
   }
   const mode = (await stat(file)).mode & 0o777;
   if ((mode & 0o077) !== 0) {
-    throw new TokenStoreError(`${file}: the OAuth key file is readable by other users (mode ${mode.toString(8)}); run chmod 600 on it`);
+    throw new TokenStoreError(
+      `${file}: the OAuth key file is readable by other users (mode ${mode.toString(8)}); run chmod 600 on it`,
+    );
   }
   try {
     return decodeKey32(text, file);
@@ -272,7 +289,9 @@ async function keyFromFile(file: string, create: boolean): Promise<Buffer | unde
  */
 export async function tokenStoreFromSettings(settings: Pick<Settings, 'dataDir' | 'oauth'>): Promise<TokenStore> {
   const file = oauthKeyFile(settings);
-  const previousKeys = settings.oauth.previousKeys.map((k, i) => decodeKey32(k, `DMCP_OAUTH_KEYS_PREVIOUS (key #${i + 1})`));
+  const previousKeys = settings.oauth.previousKeys.map((k, i) =>
+    decodeKey32(k, `DMCP_OAUTH_KEYS_PREVIOUS (key #${i + 1})`),
+  );
   let key: Buffer;
   let oldKeyFile: string | undefined;
   if (settings.oauth.key) {
@@ -293,7 +312,12 @@ export async function tokenStoreFromSettings(settings: Pick<Settings, 'dataDir' 
     async rekey() {
       const result = await store.rekey();
       // Still there after the rewrite (not deleted by hand meanwhile): then it is worth naming.
-      return (await stat(keyFile).then(() => true, () => false)) ? { ...result, oldKeyFile: keyFile } : result;
+      return (await stat(keyFile).then(
+        () => true,
+        () => false,
+      ))
+        ? { ...result, oldKeyFile: keyFile }
+        : result;
     },
   };
 }

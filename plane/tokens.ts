@@ -25,7 +25,11 @@ export function expiresWithin(tokens: Pick<StoredTokens, 'expiresAt'>, marginMs:
  * earlier than half its lifetime, so tokens that live shorter than the margin are not refreshed on
  * every request.
  */
-export function refreshDue(tokens: Pick<StoredTokens, 'expiresAt' | 'obtainedAt'>, marginMs: number, now: number): boolean {
+export function refreshDue(
+  tokens: Pick<StoredTokens, 'expiresAt' | 'obtainedAt'>,
+  marginMs: number,
+  now: number,
+): boolean {
   if (tokens.expiresAt === undefined) return false;
   const lifetime = tokens.expiresAt - tokens.obtainedAt;
   return expiresWithin(tokens, lifetime > 0 ? Math.min(marginMs, lifetime / 2) : marginMs, now);
@@ -33,7 +37,8 @@ export function refreshDue(tokens: Pick<StoredTokens, 'expiresAt' | 'obtainedAt'
 
 /** Tokens as stored: the issued ones plus when they expire on our clock. */
 export function storedTokens(tokens: OAuthTokens, now: number): StoredTokens {
-  const expiresIn = typeof tokens.expires_in === 'number' && Number.isFinite(tokens.expires_in) ? tokens.expires_in : undefined;
+  const expiresIn =
+    typeof tokens.expires_in === 'number' && Number.isFinite(tokens.expires_in) ? tokens.expires_in : undefined;
   return { ...tokens, obtainedAt: now, ...(expiresIn !== undefined ? { expiresAt: now + expiresIn * 1000 } : {}) };
 }
 
@@ -41,7 +46,8 @@ export function storedTokens(tokens: OAuthTokens, now: number): StoredTokens {
 export function shortReason(err: unknown, secrets: string[]): string {
   let text: string;
   if (err instanceof OAuthError) text = `${err.errorCode}${err.message ? `: ${err.message}` : ''}`;
-  else if (err instanceof Error && err.name === 'TimeoutError') text = 'the authorization server did not answer in time';
+  else if (err instanceof Error && err.name === 'TimeoutError')
+    text = 'the authorization server did not answer in time';
   else if (err instanceof Error) {
     const cause = (err as Error & { cause?: { code?: string } }).cause?.code;
     text = cause ? `${err.message} (${cause})` : err.message;

@@ -83,7 +83,10 @@ function configDirOf(env: Env): string | undefined {
 
 /** The entries of DMCP_MCP_ENV (comma- or whitespace-separated), as written: the config room checks each is a variable name. */
 export function mcpEnvEntries(env: Env): string[] {
-  return (env.DMCP_MCP_ENV ?? '').split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
+  return (env.DMCP_MCP_ENV ?? '')
+    .split(/[\s,]+/)
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
@@ -291,7 +294,10 @@ const port = (variable: string, fallback: number) =>
       if (v === undefined || v.trim() === '') return fallback;
       const n = Number(v);
       if (!Number.isInteger(n) || n < 0 || n > 65535) {
-        ctx.addIssue({ code: 'custom', message: `${variable} must be a port number (0-65535), got ${JSON.stringify(v)}` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `${variable} must be a port number (0-65535), got ${JSON.stringify(v)}`,
+        });
         return z.NEVER;
       }
       return n;
@@ -308,7 +314,12 @@ const optionalText = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
-function oneOf<const T extends readonly string[]>(variable: string, values: T, fallback: T[number], normalize: (v: string) => string) {
+function oneOf<const T extends readonly string[]>(
+  variable: string,
+  values: T,
+  fallback: T[number],
+  normalize: (v: string) => string,
+) {
   return z
     .string()
     .optional()
@@ -316,7 +327,10 @@ function oneOf<const T extends readonly string[]>(variable: string, values: T, f
       if (v === undefined || v.trim() === '') return fallback;
       const n = normalize(v.trim());
       if ((values as readonly string[]).includes(n)) return n as T[number];
-      ctx.addIssue({ code: 'custom', message: `${variable} must be one of ${values.join(', ')}, got ${JSON.stringify(v)}` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `${variable} must be one of ${values.join(', ')}, got ${JSON.stringify(v)}`,
+      });
       return z.NEVER;
     });
 }
@@ -335,26 +349,45 @@ function wrap<T>(variable: string, parse: (v: string | undefined) => T) {
     });
 }
 
-const duration = (variable: string, fallback: string) => wrap(variable, (v) => parseDuration(v === undefined || v.trim() === '' ? fallback : v, variable));
+const duration = (variable: string, fallback: string) =>
+  wrap(variable, (v) => parseDuration(v === undefined || v.trim() === '' ? fallback : v, variable));
 const flag = (variable: string, fallback: boolean) => wrap(variable, (v) => parseFlag(v, variable) ?? fallback);
 const list = z
   .string()
   .optional()
-  .transform((v) => (v ?? '').split(/[\s,]+/).map((s) => s.trim()).filter(Boolean));
+  .transform((v) =>
+    (v ?? '')
+      .split(/[\s,]+/)
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
 
 /** A `:`-separated list of absolute folders (like PATH); unset or empty is `undefined`. */
-const pathList = (variable: string) => wrap(variable, (v) => {
-  if (v === undefined || v.trim() === '') return undefined;
-  const dirs = v.split(delimiter).map((d) => d.trim()).filter(Boolean);
-  const relative = dirs.filter((d) => !isAbsolute(d));
-  if (relative.length > 0) throw new SettingsError(`${variable} must list absolute folders separated by "${delimiter}", got ${relative.map((d) => JSON.stringify(d)).join(', ')}`);
-  return dirs.map((d) => resolve(d));
-});
+const pathList = (variable: string) =>
+  wrap(variable, (v) => {
+    if (v === undefined || v.trim() === '') return undefined;
+    const dirs = v
+      .split(delimiter)
+      .map((d) => d.trim())
+      .filter(Boolean);
+    const relative = dirs.filter((d) => !isAbsolute(d));
+    if (relative.length > 0)
+      throw new SettingsError(
+        `${variable} must list absolute folders separated by "${delimiter}", got ${relative.map((d) => JSON.stringify(d)).join(', ')}`,
+      );
+    return dirs.map((d) => resolve(d));
+  });
 /** A `:`-separated list of absolute files or folders; unset or empty is `[]`. */
 function absolutePaths(v: string | undefined, variable: string): string[] {
-  const paths = (v ?? '').split(delimiter).map((p) => p.trim()).filter(Boolean);
+  const paths = (v ?? '')
+    .split(delimiter)
+    .map((p) => p.trim())
+    .filter(Boolean);
   const relative = paths.filter((p) => !isAbsolute(p));
-  if (relative.length > 0) throw new SettingsError(`${variable} must list absolute paths separated by "${delimiter}", got ${relative.map((p) => JSON.stringify(p)).join(', ')}`);
+  if (relative.length > 0)
+    throw new SettingsError(
+      `${variable} must list absolute paths separated by "${delimiter}", got ${relative.map((p) => JSON.stringify(p)).join(', ')}`,
+    );
   return paths.map((p) => resolve(p));
 }
 const optionalFlag = (variable: string) => wrap(variable, (v) => parseFlag(v, variable));
@@ -371,7 +404,10 @@ const envSchema = z.object({
     if (v === undefined || v.trim() === '') return 0;
     const n = Number(v);
     // Each spare is a whole server process per entry: a typo must not start hundreds.
-    if (!/^\s*\d+\s*$/.test(v) || n > 16) throw new SettingsError(`DMCP_WARM_SPARES must be a whole number from 0 to 16 (spares per server), got ${JSON.stringify(v)}`);
+    if (!/^\s*\d+\s*$/.test(v) || n > 16)
+      throw new SettingsError(
+        `DMCP_WARM_SPARES must be a whole number from 0 to 16 (spares per server), got ${JSON.stringify(v)}`,
+      );
     return n;
   }),
   DMCP_TURN_IDLE: duration('DMCP_TURN_IDLE', '30m'),
@@ -379,20 +415,25 @@ const envSchema = z.object({
     const ms = parseDuration(v === undefined || v.trim() === '' ? '24h' : v, 'DMCP_INPUT_TIMEOUT');
     // The turn refuses limits out of this range: say so here, once, instead of in every turn.
     const { min, max } = TURN_LIMIT_RANGES.inputTimeoutMs;
-    if (ms < min || ms > max) throw new SettingsError(`DMCP_INPUT_TIMEOUT must be from 1s to 30 days, got ${JSON.stringify(v)}`);
+    if (ms < min || ms > max)
+      throw new SettingsError(`DMCP_INPUT_TIMEOUT must be from 1s to 30 days, got ${JSON.stringify(v)}`);
     return ms;
   }),
   DMCP_LEGACY_INPUT_TIMEOUT: wrap('DMCP_LEGACY_INPUT_TIMEOUT', (v) => {
     const ms = parseDuration(v === undefined || v.trim() === '' ? '10m' : v, 'DMCP_LEGACY_INPUT_TIMEOUT');
     const { min, max } = TURN_LIMIT_RANGES.legacyInputTimeoutMs;
-    if (ms < min || ms > max) throw new SettingsError(`DMCP_LEGACY_INPUT_TIMEOUT must be from 1s to 6h (a connection is held while it waits), got ${JSON.stringify(v)}`);
+    if (ms < min || ms > max)
+      throw new SettingsError(
+        `DMCP_LEGACY_INPUT_TIMEOUT must be from 1s to 6h (a connection is held while it waits), got ${JSON.stringify(v)}`,
+      );
     return ms;
   }),
   DMCP_SHUTDOWN_GRACE: duration('DMCP_SHUTDOWN_GRACE', '30s'),
   DMCP_STICKY_WAIT: wrap('DMCP_STICKY_WAIT', (v) => {
     const ms = parseDuration(v === undefined || v.trim() === '' ? '500ms' : v, 'DMCP_STICKY_WAIT');
     // Below 100 ms a live worker's GC pause hands its turns to another worker, which replays them.
-    if (ms < 100 || ms > 60_000) throw new SettingsError(`DMCP_STICKY_WAIT must be from 100ms to 60s, got ${JSON.stringify(v)}`);
+    if (ms < 100 || ms > 60_000)
+      throw new SettingsError(`DMCP_STICKY_WAIT must be from 100ms to 60s, got ${JSON.stringify(v)}`);
     return ms;
   }),
   DMCP_FAST_PATH: flag('DMCP_FAST_PATH', true),
@@ -404,11 +445,19 @@ const envSchema = z.object({
   DMCP_ENCRYPTION_KEYS_PREVIOUS: z
     .string()
     .optional()
-    .transform((v) => (v ?? '').split(',').map((k) => k.trim()).filter(Boolean)),
+    .transform((v) =>
+      (v ?? '')
+        .split(',')
+        .map((k) => k.trim())
+        .filter(Boolean),
+    ),
   DMCP_EXTERNAL_THRESHOLD_BYTES: wrap('DMCP_EXTERNAL_THRESHOLD_BYTES', (v) => {
     if (v === undefined || v.trim() === '') return 16 * 1024;
     const n = Number(v);
-    if (!Number.isSafeInteger(n) || n < 0) throw new SettingsError(`DMCP_EXTERNAL_THRESHOLD_BYTES must be a whole number of bytes, got ${JSON.stringify(v)}`);
+    if (!Number.isSafeInteger(n) || n < 0)
+      throw new SettingsError(
+        `DMCP_EXTERNAL_THRESHOLD_BYTES must be a whole number of bytes, got ${JSON.stringify(v)}`,
+      );
     return n;
   }),
   DMCP_PAYLOAD_STORE: z
@@ -431,9 +480,13 @@ const envSchema = z.object({
     } catch {
       throw new SettingsError(`DMCP_S3_ENDPOINT must be a URL such as http://127.0.0.1:7070, got ${JSON.stringify(v)}`);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new SettingsError(`DMCP_S3_ENDPOINT must be an http or https URL, got ${JSON.stringify(v)}`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new SettingsError(`DMCP_S3_ENDPOINT must be an http or https URL, got ${JSON.stringify(v)}`);
     // Credentials belong in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, never in a URL that is logged.
-    if (url.username || url.password) throw new SettingsError('DMCP_S3_ENDPOINT must not hold credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY instead');
+    if (url.username || url.password)
+      throw new SettingsError(
+        'DMCP_S3_ENDPOINT must not hold credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY instead',
+      );
     return v.trim();
   }),
   DMCP_S3_REGION: optionalText,
@@ -463,35 +516,56 @@ const envSchema = z.object({
   DMCP_API_MAX_BODY: wrap('DMCP_API_MAX_BODY', (v) => {
     if (v === undefined || v.trim() === '') return 2 * 1024 * 1024;
     const n = Number(v);
-    if (!Number.isSafeInteger(n) || n < 1024) throw new SettingsError(`DMCP_API_MAX_BODY must be a whole number of bytes, at least 1024, got ${JSON.stringify(v)}`);
+    if (!Number.isSafeInteger(n) || n < 1024)
+      throw new SettingsError(
+        `DMCP_API_MAX_BODY must be a whole number of bytes, at least 1024, got ${JSON.stringify(v)}`,
+      );
     return n;
   }),
   DMCP_API_CALL_WAIT: duration('DMCP_API_CALL_WAIT', '30s'),
   DMCP_API_ALLOWED_HOSTS: wrap('DMCP_API_ALLOWED_HOSTS', (v) => {
-    const hosts = (v ?? '').split(/[\s,]+/).map((h) => h.trim()).filter(Boolean);
+    const hosts = (v ?? '')
+      .split(/[\s,]+/)
+      .map((h) => h.trim())
+      .filter(Boolean);
     const bad = hosts.filter((h) => !/^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/.test(h));
-    if (bad.length > 0) throw new SettingsError(`DMCP_API_ALLOWED_HOSTS must list host names, each with or without a port (api.example.com, api.example.com:8235), got ${bad.map((h) => JSON.stringify(h)).join(', ')}`);
+    if (bad.length > 0)
+      throw new SettingsError(
+        `DMCP_API_ALLOWED_HOSTS must list host names, each with or without a port (api.example.com, api.example.com:8235), got ${bad.map((h) => JSON.stringify(h)).join(', ')}`,
+      );
     return hosts;
   }),
   DMCP_API_ALLOWED_ORIGINS: wrap('DMCP_API_ALLOWED_ORIGINS', (v) => {
-    const origins = (v ?? '').split(/[\s,]+/).map((o) => o.trim()).filter(Boolean);
+    const origins = (v ?? '')
+      .split(/[\s,]+/)
+      .map((o) => o.trim())
+      .filter(Boolean);
     // An origin is what a browser sends: scheme, host and port, nothing after.
     const bad = origins.filter((o) => !/^https?:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/.test(o));
-    if (bad.length > 0) throw new SettingsError(`DMCP_API_ALLOWED_ORIGINS must list web origins (https://app.example.com, no path), got ${bad.map((o) => JSON.stringify(o)).join(', ')}`);
+    if (bad.length > 0)
+      throw new SettingsError(
+        `DMCP_API_ALLOWED_ORIGINS must list web origins (https://app.example.com, no path), got ${bad.map((o) => JSON.stringify(o)).join(', ')}`,
+      );
     return origins;
   }),
   DMCP_DEBUG: flag('DMCP_DEBUG', false),
-  DMCP_UNTRUSTED_STDIO: oneOf('DMCP_UNTRUSTED_STDIO', ['sandbox', 'refuse', 'allow'] as const, 'sandbox', (v) => v.toLowerCase()),
+  DMCP_UNTRUSTED_STDIO: oneOf('DMCP_UNTRUSTED_STDIO', ['sandbox', 'refuse', 'allow'] as const, 'sandbox', (v) =>
+    v.toLowerCase(),
+  ),
   DMCP_BWRAP: text('bwrap'),
   DMCP_SANDBOX_HIDE: wrap('DMCP_SANDBOX_HIDE', (v) => {
     const paths = absolutePaths(v, 'DMCP_SANDBOX_HIDE');
-    if (paths.includes(sep)) throw new SettingsError(`DMCP_SANDBOX_HIDE cannot hide / (a sandbox needs the root to run anything), got ${JSON.stringify(v)}`);
+    if (paths.includes(sep))
+      throw new SettingsError(
+        `DMCP_SANDBOX_HIDE cannot hide / (a sandbox needs the root to run anything), got ${JSON.stringify(v)}`,
+      );
     return paths;
   }),
   DMCP_METRICS_PORT: wrap('DMCP_METRICS_PORT', (v) => {
     if (v === undefined || v.trim() === '') return undefined;
     const n = Number(v);
-    if (!/^\s*\d+\s*$/.test(v) || n > 65535) throw new SettingsError(`DMCP_METRICS_PORT must be a port number (0-65535), got ${JSON.stringify(v)}`);
+    if (!/^\s*\d+\s*$/.test(v) || n > 65535)
+      throw new SettingsError(`DMCP_METRICS_PORT must be a port number (0-65535), got ${JSON.stringify(v)}`);
     return n;
   }),
   DMCP_METRICS_HOST: text('127.0.0.1'),
@@ -502,7 +576,10 @@ const envSchema = z.object({
     return v.trim();
   }),
   DMCP_OAUTH_KEYS_PREVIOUS: wrap('DMCP_OAUTH_KEYS_PREVIOUS', (v) => {
-    const keys = (v ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+    const keys = (v ?? '')
+      .split(',')
+      .map((k) => k.trim())
+      .filter(Boolean);
     keys.forEach((k, i) => decodeKey32(k, `DMCP_OAUTH_KEYS_PREVIOUS (key #${i + 1})`));
     return keys;
   }),
@@ -510,7 +587,8 @@ const envSchema = z.object({
   DMCP_OAUTH_CLIENT_METADATA_URL: wrap('DMCP_OAUTH_CLIENT_METADATA_URL', (v) => {
     if (v === undefined || v.trim() === '') return undefined;
     const problem = clientMetadataUrlProblem(v.trim());
-    if (problem) throw new SettingsError(`DMCP_OAUTH_CLIENT_METADATA_URL ${problem}, got ${JSON.stringify(v.slice(0, 200))}`);
+    if (problem)
+      throw new SettingsError(`DMCP_OAUTH_CLIENT_METADATA_URL ${problem}, got ${JSON.stringify(v.slice(0, 200))}`);
     return v.trim();
   }),
 });
@@ -527,7 +605,8 @@ export function clientMetadataUrlProblem(value: string): string | undefined {
     return 'must be an https:// address';
   }
   if (url.protocol !== 'https:') return 'must be an https:// address (authorization servers fetch it)';
-  if (url.pathname === '/' || url.pathname === '') return 'must have a path (https://host/client-metadata.json), not the bare host';
+  if (url.pathname === '/' || url.pathname === '')
+    return 'must have a path (https://host/client-metadata.json), not the bare host';
   if (url.hash !== '' || value.includes('#')) return 'must have no #fragment';
   if (url.username !== '' || url.password !== '') return 'must carry no user name or password';
   return undefined;
@@ -580,11 +659,20 @@ export function loadSettings(env: Env): Settings {
       externalThresholdBytes: e.DMCP_EXTERNAL_THRESHOLD_BYTES,
       ...(s3 ? { s3 } : {}),
     },
-    dev: { port: e.DMCP_DEV_PORT, uiPort: e.DMCP_DEV_UI_PORT, codecPort: e.DMCP_CODEC_PORT, ...(e.DMCP_CODEC_TOKEN ? { codecToken: e.DMCP_CODEC_TOKEN.trim() } : {}) },
+    dev: {
+      port: e.DMCP_DEV_PORT,
+      uiPort: e.DMCP_DEV_UI_PORT,
+      codecPort: e.DMCP_CODEC_PORT,
+      ...(e.DMCP_CODEC_TOKEN ? { codecToken: e.DMCP_CODEC_TOKEN.trim() } : {}),
+    },
     shape,
     config: { ...configSettings(env), mcpEnv: e.DMCP_MCP_ENV },
     governance: { allowedTools: e.DMCP_ALLOWED_TOOLS, disallowedTools: e.DMCP_DISALLOWED_TOOLS },
-    boundary: { allowInline: e.DMCP_ALLOW_INLINE, allowedConfigDirs: e.DMCP_ALLOWED_CONFIG_DIRS, workspaceRoots: e.DMCP_WORKSPACE_ROOTS },
+    boundary: {
+      allowInline: e.DMCP_ALLOW_INLINE,
+      allowedConfigDirs: e.DMCP_ALLOWED_CONFIG_DIRS,
+      workspaceRoots: e.DMCP_WORKSPACE_ROOTS,
+    },
     api: {
       host: e.DMCP_API_HOST,
       port: e.DMCP_API_PORT,
@@ -613,9 +701,13 @@ export function loadSettings(env: Env): Settings {
 function s3StoreFrom(e: z.infer<typeof envSchema>): S3StoreSettings | undefined {
   const store = e.DMCP_PAYLOAD_STORE ?? (e.DMCP_S3_BUCKET ? 's3' : 'fs');
   if (store === 'fs') return undefined;
-  if (!e.DMCP_S3_BUCKET) throw new SettingsError('DMCP_PAYLOAD_STORE=s3 needs DMCP_S3_BUCKET (the bucket every worker and client shares)');
+  if (!e.DMCP_S3_BUCKET)
+    throw new SettingsError('DMCP_PAYLOAD_STORE=s3 needs DMCP_S3_BUCKET (the bucket every worker and client shares)');
   const bucket = e.DMCP_S3_BUCKET.trim();
-  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw new SettingsError(`DMCP_S3_BUCKET must be an S3 bucket name (3-63 lowercase letters, digits, dots and hyphens), got ${JSON.stringify(bucket)}`);
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket))
+    throw new SettingsError(
+      `DMCP_S3_BUCKET must be an S3 bucket name (3-63 lowercase letters, digits, dots and hyphens), got ${JSON.stringify(bucket)}`,
+    );
   const prefix = e.DMCP_S3_PREFIX.replace(/^\/+/, '');
   return {
     bucket,
@@ -644,7 +736,10 @@ export function decodeKey32(value: string, variable: string): Buffer {
   if (/^[0-9a-fA-F]{64}$/.test(trimmed)) key = Buffer.from(trimmed, 'hex');
   else if (/^[A-Za-z0-9+/]{43}=?$/.test(trimmed)) key = Buffer.from(trimmed, 'base64');
   else if (/^[A-Za-z0-9_-]{43}$/.test(trimmed)) key = Buffer.from(trimmed, 'base64url');
-  if (key?.length !== 32) throw new SettingsError(`${variable} must be 32 bytes, written as 64 hex digits or base64 (e.g. \`openssl rand -base64 32\`)`);
+  if (key?.length !== 32)
+    throw new SettingsError(
+      `${variable} must be 32 bytes, written as 64 hex digits or base64 (e.g. \`openssl rand -base64 32\`)`,
+    );
   return key;
 }
 

@@ -47,7 +47,11 @@ export function describeBlock(block: unknown, index: number): BlockView {
         data: typeof block.data === 'string' ? block.data : '',
       };
     case 'audio':
-      return { kind: 'note', index, note: `${where}: audio (${describeData(block.mimeType, block.data)}) not shown: the model takes no audio` };
+      return {
+        kind: 'note',
+        index,
+        note: `${where}: audio (${describeData(block.mimeType, block.data)}) not shown: the model takes no audio`,
+      };
     case 'resource': {
       const r = isRecord(block.resource) ? block.resource : {};
       const uri = quote(r.uri, 'unnamed resource');
@@ -56,17 +60,30 @@ export function describeBlock(block: unknown, index: number): BlockView {
         return { kind: 'text', index, text: `Resource ${uri}${mime}:\n${r.text}` };
       }
       if (typeof r.blob === 'string') {
-        return { kind: 'note', index, note: `${where}: binary resource ${uri} (${describeData(r.mimeType, r.blob)}) not shown` };
+        return {
+          kind: 'note',
+          index,
+          note: `${where}: binary resource ${uri} (${describeData(r.mimeType, r.blob)}) not shown`,
+        };
       }
       return { kind: 'note', index, note: `${where}: resource ${uri} has no content` };
     }
     case 'resource_link': {
       const mime = typeof block.mimeType === 'string' ? `, ${quote(block.mimeType)}` : '';
-      const desc = typeof block.description === 'string' && block.description ? `: ${quote(block.description, '', 300)}` : '';
-      return { kind: 'text', index, text: `Resource link: ${quote(block.name, 'unnamed')} (${quote(block.uri, 'no uri')}${mime})${desc}` };
+      const desc =
+        typeof block.description === 'string' && block.description ? `: ${quote(block.description, '', 300)}` : '';
+      return {
+        kind: 'text',
+        index,
+        text: `Resource link: ${quote(block.name, 'unnamed')} (${quote(block.uri, 'no uri')}${mime})${desc}`,
+      };
     }
     default:
-      return { kind: 'note', index, note: `${where}: unsupported block type ${JSON.stringify(quote(block.type, 'none', 40))} not shown` };
+      return {
+        kind: 'note',
+        index,
+        note: `${where}: unsupported block type ${JSON.stringify(quote(block.type, 'none', 40))} not shown`,
+      };
   }
 }
 

@@ -46,7 +46,8 @@ export async function imageForModel(
   if (block.data === '') return `${label} not shown: it has no data`;
   const bytes = Buffer.from(block.data, 'base64');
   const type = sniffImageType(bytes);
-  if (!type) return `${label} not shown: its bytes are not a PNG, JPEG, GIF or WebP image (declared ${block.declaredType})`;
+  if (!type)
+    return `${label} not shown: its bytes are not a PNG, JPEG, GIF or WebP image (declared ${block.declaredType})`;
   if (shownSoFar >= limits.maxImages) return 'over-count';
   if (base64Size(bytes.length) <= limits.maxImageBytes) {
     return { image: { mimeType: type, data: bytes.toString('base64'), bytes: bytes.length, index } };

@@ -53,8 +53,10 @@ function describeServer(server: ServerStatus): string {
       return `- ${name}: connected, ${describeToolNames(server)}${describeWarnings(server.warnings)}`;
     case 'failed': {
       // The operator has to log in; the model can only tell them so (and must not try the tools).
-      if (server.login === 'refresh_failed' && server.error) return `- ${name}: not available this turn: ${quote(server.error)}`;
-      if (server.login !== undefined && server.error) return `- ${name}: not available until its operator logs in: ${quote(server.error)}`;
+      if (server.login === 'refresh_failed' && server.error)
+        return `- ${name}: not available this turn: ${quote(server.error)}`;
+      if (server.login !== undefined && server.error)
+        return `- ${name}: not available until its operator logs in: ${quote(server.error)}`;
       const reason = server.error === undefined || server.error.trim() === '' ? 'no reason given' : quote(server.error);
       return `- ${name}: not available, failed to start or answer: ${reason}`;
     }

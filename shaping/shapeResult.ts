@@ -41,7 +41,8 @@ export async function shapeForModel(outcome: CallOutcome, limits: ShapeLimits): 
       (b) => isRecord(b) && b.type === 'text' && (typeof b.text !== 'string' || b.text.trim() === ''),
     );
     const setting = limits.structured;
-    const showJson = json !== undefined && (setting === 'structured' || setting === 'both' || (setting === 'auto' && contentEmpty));
+    const showJson =
+      json !== undefined && (setting === 'structured' || setting === 'both' || (setting === 'auto' && contentEmpty));
     const showContent = !(setting === 'structured' && json !== undefined);
     if (showContent) await renderContent(content, limits, parts, notes, images);
     if (showJson) parts.push(setting === 'both' ? `Structured content:\n${json}` : json);
@@ -51,7 +52,9 @@ export async function shapeForModel(outcome: CallOutcome, limits: ShapeLimits): 
   const capped = capTokens(body, limits.maxTokens);
   const lines = capped.text ? [capped.text] : [];
   if (capped.cut > 0) {
-    lines.push(`[... ${capped.approximate ? 'about ' : ''}${capped.cut} tokens cut; the full result is kept in the turn's history]`);
+    lines.push(
+      `[... ${capped.approximate ? 'about ' : ''}${capped.cut} tokens cut; the full result is kept in the turn's history]`,
+    );
   }
   for (const note of notes) lines.push(`[${note}]`);
   if (images.length > 0) {

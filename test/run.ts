@@ -32,8 +32,10 @@ function ensureSystemPackages(files: string[]): void {
   const browser = process.env.DMCP_CHROMIUM ?? '/usr/bin/chromium';
   const wanted: string[] = [];
   if (files.some((f) => /(ui|oauthLogin)\.test\.js$/.test(f)) && !existsSync(browser)) wanted.push('chromium');
-  if (files.some((f) => f.endsWith('sandbox.test.js')) && spawnSync('bwrap', ['--version']).status !== 0) wanted.push('bubblewrap');
-  if (files.some((f) => /(governance|hooksCrash)\.test\.js$/.test(f)) && spawnSync('jq', ['--version']).status !== 0) wanted.push('jq');
+  if (files.some((f) => f.endsWith('sandbox.test.js')) && spawnSync('bwrap', ['--version']).status !== 0)
+    wanted.push('bubblewrap');
+  if (files.some((f) => /(governance|hooksCrash)\.test\.js$/.test(f)) && spawnSync('jq', ['--version']).status !== 0)
+    wanted.push('jq');
   if (wanted.length === 0 || process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) return;
   process.stderr.write(`Installing Debian packages for the tests (apt-get install ${wanted.join(' ')})...\n`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
@@ -43,7 +45,10 @@ function ensureSystemPackages(files: string[]): void {
 
 async function main(): Promise<number> {
   const requested = process.argv.slice(2);
-  const files = requested.length > 0 ? requested : ['unit', 'workflow', 'integration'].flatMap((tier) => testFiles(join(here, tier)));
+  const files =
+    requested.length > 0
+      ? requested
+      : ['unit', 'workflow', 'integration'].flatMap((tier) => testFiles(join(here, tier)));
   ensureSystemPackages(files);
   let server: DevServer | undefined;
   const env = { ...process.env };

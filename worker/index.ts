@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleOption, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  NativeConnection,
+  Worker,
+  bundleWorkflowCode,
+  type WorkflowBundleOption,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Logger } from 'pino';
 import { createActivities, type Activities } from '../activities/index.js';
@@ -24,8 +30,12 @@ export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
 }
 
 const quietBundlerLogger = {
-  log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined,
-  warn: (m: string) => process.stderr.write(`${m}\n`), error: (m: string) => process.stderr.write(`${m}\n`),
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (m: string) => process.stderr.write(`${m}\n`),
+  error: (m: string) => process.stderr.write(`${m}\n`),
 };
 
 /** Options of {@link startWorker}. */
@@ -79,7 +89,11 @@ export type WorkerRole = 'embedded' | 'joined';
  * neither the dev server's port nor a cluster's start permission says who chose them. Inline
  * servers start in this process's working directory, which the operator chose, not the turn.
  */
-export async function workerBoundary(settings: Settings, role: WorkerRole, cwd: string = process.cwd()): Promise<Boundary> {
+export async function workerBoundary(
+  settings: Settings,
+  role: WorkerRole,
+  cwd: string = process.cwd(),
+): Promise<Boundary> {
   const embedded = role === 'embedded';
   const b = settings.boundary;
   return {
@@ -131,7 +145,11 @@ export interface WorkerParts {
 }
 
 /** The server pool, the operator's governance, the shelf, the activities over them, and the metrics; nothing polls yet. */
-export async function createWorkerParts(options: StartWorkerOptions, settings: Settings, env: NodeJS.ProcessEnv): Promise<WorkerParts> {
+export async function createWorkerParts(
+  options: StartWorkerOptions,
+  settings: Settings,
+  env: NodeJS.ProcessEnv,
+): Promise<WorkerParts> {
   const taskQueue = options.taskQueue ?? settings.taskQueue;
   const workerQueue = `${taskQueue}@${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
   const logger = options.logger.child({ workerQueue });
@@ -167,7 +185,14 @@ export async function createWorkerParts(options: StartWorkerOptions, settings: S
   const activities = createActivities({
     pool,
     workerQueue,
-    loadConfig: async (refs, turn) => shelf.withLoginIds(await loadConfig(refs, env, undefined, { boundary, sessionId: turn.sessionId, shelf: (agent) => shelf.layerFor(agent) })),
+    loadConfig: async (refs, turn) =>
+      shelf.withLoginIds(
+        await loadConfig(refs, env, undefined, {
+          boundary,
+          sessionId: turn.sessionId,
+          shelf: (agent) => shelf.layerFor(agent),
+        }),
+      ),
     logger,
     scrub,
     governance,
@@ -218,16 +243,37 @@ async function createPollers(options: StartWorkerOptions, settings: Settings, pa
   if (shared.client) parts.shelf.attach(shared.client);
   // Running calls get this long to finish on shutdown before they are cancelled (SDK default: 0,
   // which would abort side-effecting calls mid-flight on every deploy).
-  const pinned = await Worker.create({ connection: options.connection, namespace, taskQueue: parts.workerQueue, identity, activities, dataConverter, shutdownGraceTime, ...(interceptors ? { interceptors } : {}) });
+  const pinned = await Worker.create({
+    connection: options.connection,
+    namespace,
+    taskQueue: parts.workerQueue,
+    identity,
+    activities,
+    dataConverter,
+    shutdownGraceTime,
+    ...(interceptors ? { interceptors } : {}),
+  });
   return { shared, pinned };
 }
 
 /** Runs both pollers, serves the metrics and stops idle sessions until shutdown; then stops every server. */
-async function runPollers(options: StartWorkerOptions, settings: Settings, parts: WorkerParts, { shared, pinned }: Pollers): Promise<RunningWorker> {
+async function runPollers(
+  options: StartWorkerOptions,
+  settings: Settings,
+  parts: WorkerParts,
+  { shared, pinned }: Pollers,
+): Promise<RunningWorker> {
   const { taskQueue, workerQueue, pool, logger, metrics } = parts;
-  const metricsServer = metrics && settings.metrics.port !== undefined
-    ? await startMetricsServer({ registry: metrics.registry, host: settings.metrics.host, port: settings.metrics.port, runtimeUrl: options.runtimeMetricsUrl ?? runtimeMetricsUrl(), logger })
-    : undefined;
+  const metricsServer =
+    metrics && settings.metrics.port !== undefined
+      ? await startMetricsServer({
+          registry: metrics.registry,
+          host: settings.metrics.host,
+          port: settings.metrics.port,
+          runtimeUrl: options.runtimeMetricsUrl ?? runtimeMetricsUrl(),
+          logger,
+        })
+      : undefined;
 
   const idleMs = settings.sessionIdleMs;
   // A session stops between idleMs and idleMs + interval after its last use.

@@ -1,7 +1,9 @@
 import pino, { type Logger } from 'pino';
 
 /** pino JSON to stderr; pretty when stderr is a terminal. The CLI passes DMCP_LOG_LEVEL as `level`. */
-export function createLogger(options: { level?: string; pretty?: boolean; destination?: NodeJS.WritableStream } = {}): Logger {
+export function createLogger(
+  options: { level?: string; pretty?: boolean; destination?: NodeJS.WritableStream } = {},
+): Logger {
   const level = options.level ?? 'info';
   const pretty = options.pretty ?? (process.stderr.isTTY === true && !options.destination);
   if (pretty) {

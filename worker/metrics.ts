@@ -13,7 +13,15 @@ import { ActivityName, FailureType, type CallOutcome, type CallToolInput } from 
 import type { PoolObserver, ServerPool } from '../mcp/pool.js';
 
 /** How a call ended, as counted: the label values of `dmcp_tool_calls_total{outcome}`. */
-export const CALL_OUTCOMES = ['ok', 'tool_error', 'bad_request', 'transport', 'timeout', 'cancelled', 'unknown'] as const;
+export const CALL_OUTCOMES = [
+  'ok',
+  'tool_error',
+  'bad_request',
+  'transport',
+  'timeout',
+  'cancelled',
+  'unknown',
+] as const;
 export type CallOutcomeKind = (typeof CALL_OUTCOMES)[number];
 
 /** The outcome of a call activity that returned. */
@@ -88,13 +96,51 @@ export interface WorkerMetrics {
 export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}): WorkerMetrics {
   const registry = new Registry();
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'dmcp_' });
-  const calls = new Counter({ name: 'dmcp_tool_calls_total', help: 'MCP tool call attempts by how they ended', labelNames: ['server', 'tool', 'outcome'] as const, registers: [registry] });
-  const latency = new Histogram({ name: 'dmcp_tool_call_duration_seconds', help: 'Time of one MCP tool call attempt in the worker', labelNames: ['server', 'tool'] as const, buckets: LATENCY_BUCKETS, registers: [registry] });
-  const bytes = new Histogram({ name: 'dmcp_tool_result_bytes', help: 'Size of the results of MCP tool calls that returned', labelNames: ['server', 'tool'] as const, buckets: SIZE_BUCKETS, registers: [registry] });
-  const retries = new Counter({ name: 'dmcp_tool_call_retries_total', help: 'MCP tool call attempts after the first (Temporal activity retries)', labelNames: ['server', 'tool'] as const, registers: [registry] });
-  const starts = new Counter({ name: 'dmcp_server_starts_total', help: 'MCP server starts (process or connection, handshake, first listing) by result', labelNames: ['server', 'result'] as const, registers: [registry] });
-  const startTime = new Histogram({ name: 'dmcp_server_start_duration_seconds', help: 'Time of MCP server starts', labelNames: ['server'] as const, buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [registry] });
-  const restarts = new Counter({ name: 'dmcp_server_restarts_total', help: 'MCP servers started again after they crashed or lost their connection', labelNames: ['server'] as const, registers: [registry] });
+  const calls = new Counter({
+    name: 'dmcp_tool_calls_total',
+    help: 'MCP tool call attempts by how they ended',
+    labelNames: ['server', 'tool', 'outcome'] as const,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: 'dmcp_tool_call_duration_seconds',
+    help: 'Time of one MCP tool call attempt in the worker',
+    labelNames: ['server', 'tool'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const bytes = new Histogram({
+    name: 'dmcp_tool_result_bytes',
+    help: 'Size of the results of MCP tool calls that returned',
+    labelNames: ['server', 'tool'] as const,
+    buckets: SIZE_BUCKETS,
+    registers: [registry],
+  });
+  const retries = new Counter({
+    name: 'dmcp_tool_call_retries_total',
+    help: 'MCP tool call attempts after the first (Temporal activity retries)',
+    labelNames: ['server', 'tool'] as const,
+    registers: [registry],
+  });
+  const starts = new Counter({
+    name: 'dmcp_server_starts_total',
+    help: 'MCP server starts (process or connection, handshake, first listing) by result',
+    labelNames: ['server', 'result'] as const,
+    registers: [registry],
+  });
+  const startTime = new Histogram({
+    name: 'dmcp_server_start_duration_seconds',
+    help: 'Time of MCP server starts',
+    labelNames: ['server'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  const restarts = new Counter({
+    name: 'dmcp_server_restarts_total',
+    help: 'MCP servers started again after they crashed or lost their connection',
+    labelNames: ['server'] as const,
+    registers: [registry],
+  });
   let pool: Pick<ServerPool, 'serverStates'> | undefined;
   new Gauge({
     name: 'dmcp_servers',
@@ -112,7 +158,8 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}):
     inbound: {
       async execute(input, next) {
         // A fast-path call (a local activity) is a call attempt like any other.
-        if (ctx.info.activityType !== ActivityName.callTool && ctx.info.activityType !== ActivityName.callToolLocal) return next(input);
+        if (ctx.info.activityType !== ActivityName.callTool && ctx.info.activityType !== ActivityName.callToolLocal)
+          return next(input);
         const call = input.args[0] as Pick<CallToolInput, 'server' | 'tool'>;
         const labels = { server: String(call.server), tool: String(call.tool) };
         if (ctx.info.attempt > 1) retries.inc(labels);
@@ -185,7 +232,10 @@ const RUNTIME_SCRAPE_TIMEOUT_MS = 2000;
  */
 export async function startMetricsServer(options: MetricsServerOptions): Promise<MetricsServer> {
   const { registry, logger } = options;
-  if (!options.runtimeUrl) logger.warn('the Temporal runtime was installed without metrics (installRuntime({ metrics: true })): /metrics serves the worker metrics alone');
+  if (!options.runtimeUrl)
+    logger.warn(
+      'the Temporal runtime was installed without metrics (installRuntime({ metrics: true })): /metrics serves the worker metrics alone',
+    );
   let runtimeFailing = false;
   const runtimeText = async (): Promise<string> => {
     if (!options.runtimeUrl) return '';
@@ -195,7 +245,11 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
       runtimeFailing = false;
       return await res.text();
     } catch (err) {
-      if (!runtimeFailing) logger.warn({ err: (err as Error).message, url: options.runtimeUrl }, 'the Temporal runtime metrics could not be read; serving the worker metrics alone');
+      if (!runtimeFailing)
+        logger.warn(
+          { err: (err as Error).message, url: options.runtimeUrl },
+          'the Temporal runtime metrics could not be read; serving the worker metrics alone',
+        );
       runtimeFailing = true;
       return '# the Temporal runtime metrics could not be read\n';
     }

@@ -53,7 +53,12 @@ export function runtimeMetricsUrl(): string | undefined {
   return runtimeMetrics;
 }
 
-function install(options: { logger: Logger; level: LogLevel; scrub?: (text: string) => string; metricsPort?: number }): void {
+function install(options: {
+  logger: Logger;
+  level: LogLevel;
+  scrub?: (text: string) => string;
+  metricsPort?: number;
+}): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const { logger } = options;
@@ -70,7 +75,13 @@ function install(options: { logger: Logger; level: LogLevel; scrub?: (text: stri
     }),
     // Seconds and the _total/_seconds suffixes: the Prometheus conventions our own metrics follow.
     ...(bindAddress
-      ? { telemetryOptions: { metrics: { prometheus: { bindAddress, useSecondsForDurations: true, countersTotalSuffix: true, unitSuffix: true } } } }
+      ? {
+          telemetryOptions: {
+            metrics: {
+              prometheus: { bindAddress, useSecondsForDurations: true, countersTotalSuffix: true, unitSuffix: true },
+            },
+          },
+        }
       : {}),
   });
   if (bindAddress) runtimeMetrics = `http://${bindAddress}/metrics`;

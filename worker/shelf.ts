@@ -46,22 +46,34 @@ export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
   let credentials: Promise<Credentials> | undefined;
   // A store that failed to open (a key file with loose permissions, say) is tried again next time:
   // the operator's fix must not wait for a worker restart.
-  const openStore = () => (store ??= tokenStoreFromSettings(options.settings).catch((err: unknown) => {
-    store = undefined;
-    throw err;
-  }));
-  const openCredentials = () => (credentials ??= openStore().then(
-    (s) => createCredentials({ store: s, logger: options.logger.child({ part: 'oauth' }), env: options.env, machineClient: (server) => machines.get(server) }),
-    (err: unknown) => {
-      credentials = undefined;
+  const openStore = () =>
+    (store ??= tokenStoreFromSettings(options.settings).catch((err: unknown) => {
+      store = undefined;
       throw err;
-    },
-  ));
+    }));
+  const openCredentials = () =>
+    (credentials ??= openStore().then(
+      (s) =>
+        createCredentials({
+          store: s,
+          logger: options.logger.child({ part: 'oauth' }),
+          env: options.env,
+          machineClient: (server) => machines.get(server),
+        }),
+      (err: unknown) => {
+        credentials = undefined;
+        throw err;
+      },
+    ));
   // The machine logins of the shelf as last read: their workers get tokens by themselves.
   const machines = new Map<string, MachineClient>();
   let opened: Credentials | undefined;
   // The token store failing is this server's problem, named in its status; the turn goes on.
-  const storeProblem = (server: string, err: unknown): LoginToken => ({ problem: loginProblem('refresh_failed', server, { reason: `the token store: ${(err as Error)?.message ?? String(err)}` }) });
+  const storeProblem = (server: string, err: unknown): LoginToken => ({
+    problem: loginProblem('refresh_failed', server, {
+      reason: `the token store: ${(err as Error)?.message ?? String(err)}`,
+    }),
+  });
   const lazy: LoginCredentials = {
     accessToken: async (server, url) => {
       try {
@@ -120,7 +132,13 @@ export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
         // would change and the session's servers (and their state) would be restarted.
         const kept = lastRead.get(agent);
         if (!kept) throw err;
-        return { ...kept.layer, warnings: [...kept.layer.warnings, `shelf: could not be read (${(err as Error)?.message ?? String(err)}); the servers it granted at ${kept.at} are used`] };
+        return {
+          ...kept.layer,
+          warnings: [
+            ...kept.layer.warnings,
+            `shelf: could not be read (${(err as Error)?.message ?? String(err)}); the servers it granted at ${kept.at} are used`,
+          ],
+        };
       }
       lastRead.delete(agent);
       lastRead.set(agent, { layer, at: new Date().toISOString() });
@@ -136,18 +154,20 @@ export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
       } catch (err) {
         warnings.push(`logins of shelf servers not read: ${(err as Error)?.message ?? String(err)}`);
       }
-      const servers = await Promise.all(config.servers.map(async (s) => {
-        if (s.login === undefined) return s;
-        // Known before its first token, so that token does not restart the server.
-        const machine = machines.get(s.login);
-        if (machine) return { ...s, loginId: machineLoginId(s.login, machine) };
-        if (!tokens) return s;
-        const loginId = await tokens.loginId(s.login).catch((err: unknown) => {
-          warnings.push(`${s.name}: its login could not be read (${(err as Error)?.message ?? String(err)})`);
-          return undefined;
-        });
-        return loginId === undefined ? s : { ...s, loginId };
-      }));
+      const servers = await Promise.all(
+        config.servers.map(async (s) => {
+          if (s.login === undefined) return s;
+          // Known before its first token, so that token does not restart the server.
+          const machine = machines.get(s.login);
+          if (machine) return { ...s, loginId: machineLoginId(s.login, machine) };
+          if (!tokens) return s;
+          const loginId = await tokens.loginId(s.login).catch((err: unknown) => {
+            warnings.push(`${s.name}: its login could not be read (${(err as Error)?.message ?? String(err)})`);
+            return undefined;
+          });
+          return loginId === undefined ? s : { ...s, loginId };
+        }),
+      );
       return { ...config, servers, warnings: [...config.warnings, ...warnings], hash: hashEntries(servers) };
     },
   };

@@ -70,7 +70,10 @@ export const RECONCILE_HEARTBEAT_TIMEOUT = '10s';
  * config is not, because it fails the same way every time. `scheduleToStartTimeout` is set when
  * the queue may have no worker any more.
  */
-export function reconcileOptions(queue: string, scheduleToStartTimeout?: ActivityOptions['scheduleToStartTimeout']): ActivityOptions {
+export function reconcileOptions(
+  queue: string,
+  scheduleToStartTimeout?: ActivityOptions['scheduleToStartTimeout'],
+): ActivityOptions {
   return {
     taskQueue: queue,
     startToCloseTimeout: '2m',
@@ -121,14 +124,19 @@ export function callOptions(
   limits: Limits,
   mayAskMidCall = true,
 ): ActivityOptions {
-  const nonRetryableErrorTypes: string[] = [FailureType.BadRequest, FailureType.ServerUnavailable, HEARTBEAT_TIMEOUT_TYPE];
+  const nonRetryableErrorTypes: string[] = [
+    FailureType.BadRequest,
+    FailureType.ServerUnavailable,
+    HEARTBEAT_TIMEOUT_TYPE,
+  ];
   return {
     taskQueue: queue,
     // The Temporal UI shows the summary in the event list: the tool's public name.
     summary: tool.name,
     // A 2025-era server may ask a person mid-call; the wait stops the tool's own timeout, so the
     // attempt may last that much longer. A 2026-era server asks between attempts instead.
-    startToCloseTimeout: callTimeoutMs(tool, limits) + (mayAskMidCall ? limits.legacyInputTimeoutMs + LEGACY_INPUT_GRACE_MS : 0),
+    startToCloseTimeout:
+      callTimeoutMs(tool, limits) + (mayAskMidCall ? limits.legacyInputTimeoutMs + LEGACY_INPUT_GRACE_MS : 0),
     // A lost worker is noticed by its missing heartbeat long before the tool timeout.
     heartbeatTimeout: limits.heartbeatTimeoutMs,
     // A pinned worker that does not pick the call up is taken for gone: the turn fails over.
@@ -162,7 +170,11 @@ export function endSessionOptions(queue: string): ActivityOptions {
  * `deliverInputAnswer` on `queue`, the worker holding the call that waits: it only hands an answer
  * over in memory, so seconds suffice; a worker that does not take it is gone, with the call.
  */
-export function deliverOptions(queue: string, tool: string, limits: Pick<Limits, 'scheduleToStartMs'>): ActivityOptions {
+export function deliverOptions(
+  queue: string,
+  tool: string,
+  limits: Pick<Limits, 'scheduleToStartMs'>,
+): ActivityOptions {
   return {
     taskQueue: queue,
     summary: `answer for ${tool}`,
@@ -181,7 +193,13 @@ export const HOOK_ACTIVITY_MARGIN_MS = 10_000;
  * lost worker (heartbeat or schedule-to-start) is the workflow's to handle, which moves the turn and
  * runs them again only while no decision is recorded.
  */
-export function hookOptions(queue: string, event: string, tool: Pick<ToolInfo, 'name'>, budgetMs: number, limits: Limits): ActivityOptions {
+export function hookOptions(
+  queue: string,
+  event: string,
+  tool: Pick<ToolInfo, 'name'>,
+  budgetMs: number,
+  limits: Limits,
+): ActivityOptions {
   return {
     taskQueue: queue,
     summary: `${event} ${tool.name}`,

@@ -9,11 +9,28 @@ import {
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
-import { RefusalType, type CallOutcome, type EndTurnOptions, type CallRequest, type ContinuedTurn, type TurnInput, type TurnResult, type ToolInfo } from '../contract/index.js';
+import {
+  RefusalType,
+  type CallOutcome,
+  type EndTurnOptions,
+  type CallRequest,
+  type ContinuedTurn,
+  type TurnInput,
+  type TurnResult,
+  type ToolInfo,
+} from '../contract/index.js';
 import { resolveLimits } from './activityOptions.js';
 import { batchProblem, callRequestProblem } from './bounds.js';
 import { runCall } from './calls.js';
-import { answerInputUpdate, callToolUpdate, cancelCallUpdate, endTurnUpdate, legacyInputAskedUpdate, statusQuery, turnStartedUpdate } from './definitions.js';
+import {
+  answerInputUpdate,
+  callToolUpdate,
+  cancelCallUpdate,
+  endTurnUpdate,
+  legacyInputAskedUpdate,
+  statusQuery,
+  turnStartedUpdate,
+} from './definitions.js';
 import { checkLegacyReport, legacyInputAsked } from './legacyInputs.js';
 import { alreadyRanOutcome, refusal } from './failures.js';
 import { moveOf, moveTurn } from './placement.js';
@@ -25,18 +42,26 @@ import { endTurnSession } from './session.js';
 import { detachTasks, takeUpProblem } from './detach.js';
 import { RECENT_CALLS_KEPT, TurnState, type TurnContext } from './turnState.js';
 
-
 /** One agent turn: reconcile, freeze the tool list, run the calls. */
 export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   const info = workflowInfo();
   // Before any handler: a cron schedule runs the caller's input again and again, each run
   // presented as continuing the one before.
   if (info.cronSchedule !== undefined) {
-    throw refusal(RefusalType.turnInput, `a turn never runs on a cron schedule (this one has ${JSON.stringify(info.cronSchedule)}); start it without one`);
+    throw refusal(
+      RefusalType.turnInput,
+      `a turn never runs on a cron schedule (this one has ${JSON.stringify(info.cronSchedule)}); start it without one`,
+    );
   }
   // Limits out of range are refused before anything runs.
   const limits = resolveLimits(input.limits);
-  const ctx: TurnContext = { input, limits, sharedQueue: info.taskQueue, firstRunId: info.firstExecutionRunId, state: new TurnState() };
+  const ctx: TurnContext = {
+    input,
+    limits,
+    sharedQueue: info.taskQueue,
+    firstRunId: info.firstExecutionRunId,
+    state: new TurnState(),
+  };
   const { state } = ctx;
 
   // Refused before anything runs.
@@ -49,8 +74,17 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   // can start a workflow can write one into the input. Temporal also says a run continues another
   // for a workflow retry's later attempt (started again with the caller's input), and the chain a
   // continuation names is one no caller can know before starting its own.
-  if (input.continued && (info.continuedFromExecutionRunId === undefined || info.attempt > 1 || input.continued.start.turnId !== info.workflowId || input.continued.firstRunId !== info.firstExecutionRunId)) {
-    throw refusal(RefusalType.turnInput, 'continuation refused: a turn carries one only into a run of its own made by continue-as-new; start the turn without it');
+  if (
+    input.continued &&
+    (info.continuedFromExecutionRunId === undefined ||
+      info.attempt > 1 ||
+      input.continued.start.turnId !== info.workflowId ||
+      input.continued.firstRunId !== info.firstExecutionRunId)
+  ) {
+    throw refusal(
+      RefusalType.turnInput,
+      'continuation refused: a turn carries one only into a run of its own made by continue-as-new; start the turn without it',
+    );
   }
 
   installHandlers(ctx);
@@ -68,7 +102,12 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
       state.ended = 'batch';
     } else {
       // The loop wakes after a burst of calls only when the run is due to continue as new.
-      await waitWhileOpen(state, ctx.limits.idleMs, () => continueIfLong(ctx), () => mayContinue(ctx));
+      await waitWhileOpen(
+        state,
+        ctx.limits.idleMs,
+        () => continueIfLong(ctx),
+        () => mayContinue(ctx),
+      );
     }
   } catch (err) {
     if (isCancellation(err)) {
@@ -145,9 +184,13 @@ function installHandlers(ctx: TurnContext): void {
     return scope !== undefined;
   });
   // A rejected Update leaves no trace in history; an accepted one is the recorded answer.
-  setHandler(answerInputUpdate, (requestId, answer) => takeAnswer(state, requestId, answer), { validator: (requestId, answer) => checkAnswer(state, requestId, answer) });
+  setHandler(answerInputUpdate, (requestId, answer) => takeAnswer(state, requestId, answer), {
+    validator: (requestId, answer) => checkAnswer(state, requestId, answer),
+  });
   // Only a running call's activity sends it; no turn recorded before could have received one.
-  setHandler(legacyInputAskedUpdate, (report) => legacyInputAsked(ctx, report), { validator: (report) => checkLegacyReport(state, report) });
+  setHandler(legacyInputAskedUpdate, (report) => legacyInputAsked(ctx, report), {
+    validator: (report) => checkLegacyReport(state, report),
+  });
   // An end sent before the argument existed, or without one, carries none.
   setHandler(endTurnUpdate, (options?: EndTurnOptions) => {
     state.ended ??= 'endTurn';
@@ -168,7 +211,15 @@ function resumeTurn(ctx: TurnContext, continued: ContinuedTurn): void {
   state.workerQueue = continued.start.workerQueue;
   state.tools = new Map(continued.start.tools.map((t) => [t.name, t]));
   // Refused tools are not in the list the caller got, but a call to one must still name its rule.
-  for (const r of continued.start.refusedTools ?? []) state.tools.set(r.name, { name: r.name, server: '', tool: '', description: '', inputSchema: {}, refusedBy: r.reason });
+  for (const r of continued.start.refusedTools ?? [])
+    state.tools.set(r.name, {
+      name: r.name,
+      server: '',
+      tool: '',
+      description: '',
+      inputSchema: {},
+      refusedBy: r.reason,
+    });
 }
 
 /** Reconciles the session's servers and freezes their tool list: what turnStarted answers. */
@@ -184,13 +235,18 @@ async function startTurn(ctx: TurnContext, turnId: string): Promise<void> {
     // queue): the session's servers go to whichever worker takes a reconcile from the shared queue.
     if (moveOf(err) !== 'not-taken') throw err;
     const problem = await moveTurn(ctx, queue, 'not-taken');
-    if (problem) throw ApplicationFailure.nonRetryable(`the worker that reconciled the servers was lost before it listed their tools, and they could not be reconciled on another: ${problem}`);
+    if (problem)
+      throw ApplicationFailure.nonRetryable(
+        `the worker that reconciled the servers was lost before it listed their tools, and they could not be reconciled on another: ${problem}`,
+      );
     frozen = await listTools(ctx, state.workerQueue);
   }
   state.tools = new Map(frozen.map((t) => [t.name, t]));
   // Tools the allowed-tools rules refuse are never listed to the model.
   const listed = frozen.filter((t) => t.refusedBy === undefined);
-  const refusedTools = frozen.flatMap((t) => (t.refusedBy === undefined ? [] : [{ name: t.name, reason: t.refusedBy }]));
+  const refusedTools = frozen.flatMap((t) =>
+    t.refusedBy === undefined ? [] : [{ name: t.name, reason: t.refusedBy }],
+  );
   // The next turn of the session reads this to prefer the worker that holds its servers.
   upsertMemo({ workerQueue: state.workerQueue });
   state.start = {
@@ -221,7 +277,11 @@ async function continueIfLong(ctx: TurnContext): Promise<void> {
   if (state.ended || state.inFlight > 0) return;
   const all = [...(input.continued?.recent ?? []), ...state.calls];
   const recent = all.slice(-RECENT_CALLS_KEPT);
-  const earlierIds = [...(input.continued?.earlierIds ?? []), ...state.droppedIds, ...all.slice(0, -RECENT_CALLS_KEPT).map((c) => c.id)];
+  const earlierIds = [
+    ...(input.continued?.earlierIds ?? []),
+    ...state.droppedIds,
+    ...all.slice(0, -RECENT_CALLS_KEPT).map((c) => c.id),
+  ];
   await continueAsNew<typeof agentTurn>({
     ...input,
     preferredWorkerQueue: undefined,

@@ -5,7 +5,15 @@
  * size) would fail the whole turn instead of the one request.
  */
 import {
-  MAX_BATCH_CALLS, MAX_BATCH_GROUP_CALLS, MAX_CALL_ID_CHARS, MAX_NESTING_DEPTH, MAX_TOOL_NAME_CHARS, END_TURN_UPDATE_ID, TURN_LIMIT_RANGES, nestedDeeperThan, type CallRequest,
+  MAX_BATCH_CALLS,
+  MAX_BATCH_GROUP_CALLS,
+  MAX_CALL_ID_CHARS,
+  MAX_NESTING_DEPTH,
+  MAX_TOOL_NAME_CHARS,
+  END_TURN_UPDATE_ID,
+  TURN_LIMIT_RANGES,
+  nestedDeeperThan,
+  type CallRequest,
   type TurnLimits,
 } from '../contract/index.js';
 
@@ -22,18 +30,24 @@ export const MAX_ARGUMENTS_DEPTH = MAX_NESTING_DEPTH;
 
 /** Why `request` cannot run, or undefined when it can. Pure: the Update validator and batch check use it. */
 export function callRequestProblem(request: unknown): string | undefined {
-  if (request === null || typeof request !== 'object' || Array.isArray(request)) return 'a call must be { id: string, name: string, arguments?: object }';
+  if (request === null || typeof request !== 'object' || Array.isArray(request))
+    return 'a call must be { id: string, name: string, arguments?: object }';
   const { id, name, arguments: args } = request as Partial<CallRequest>;
   if (typeof id !== 'string' || id === '') return 'a call needs a non-empty string id';
   if (id.length > MAX_CALL_ID_CHARS) return `call id is ${id.length} characters; at most ${MAX_CALL_ID_CHARS}`;
-  if (id === END_TURN_UPDATE_ID) return `call id "${END_TURN_UPDATE_ID}" is reserved for ending the turn; use another id`;
+  if (id === END_TURN_UPDATE_ID)
+    return `call id "${END_TURN_UPDATE_ID}" is reserved for ending the turn; use another id`;
   if (typeof name !== 'string' || name === '') return `call ${id}: needs a non-empty string name`;
-  if (name.length > MAX_TOOL_NAME_CHARS) return `call ${id}: tool name is ${name.length} characters; at most ${MAX_TOOL_NAME_CHARS}`;
+  if (name.length > MAX_TOOL_NAME_CHARS)
+    return `call ${id}: tool name is ${name.length} characters; at most ${MAX_TOOL_NAME_CHARS}`;
   if (args === undefined) return undefined;
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) return `call ${id}: arguments must be a JSON object`;
-  if (nestedDeeperThan(args, MAX_ARGUMENTS_DEPTH)) return `call ${id}: arguments nest deeper than ${MAX_ARGUMENTS_DEPTH} levels`;
+  if (args === null || typeof args !== 'object' || Array.isArray(args))
+    return `call ${id}: arguments must be a JSON object`;
+  if (nestedDeeperThan(args, MAX_ARGUMENTS_DEPTH))
+    return `call ${id}: arguments nest deeper than ${MAX_ARGUMENTS_DEPTH} levels`;
   const size = JSON.stringify(args).length;
-  if (size > MAX_ARGUMENTS_JSON_CHARS) return `call ${id}: arguments are ${size} characters of JSON; at most ${MAX_ARGUMENTS_JSON_CHARS}`;
+  if (size > MAX_ARGUMENTS_JSON_CHARS)
+    return `call ${id}: arguments are ${size} characters of JSON; at most ${MAX_ARGUMENTS_JSON_CHARS}`;
   return undefined;
 }
 
@@ -67,12 +81,16 @@ export function batchProblem(batch: unknown): string | undefined {
  */
 export function limitsRefusal(limits: unknown): { field: string; message: string } | undefined {
   if (limits === undefined) return undefined;
-  if (limits === null || typeof limits !== 'object' || Array.isArray(limits)) return { field: 'limits', message: 'limits must be an object of whole numbers' };
+  if (limits === null || typeof limits !== 'object' || Array.isArray(limits))
+    return { field: 'limits', message: 'limits must be an object of whole numbers' };
   for (const [field, { min, max }] of Object.entries(TURN_LIMIT_RANGES)) {
     const value = (limits as Record<string, unknown>)[field as keyof TurnLimits];
     if (value === undefined) continue;
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      return { field: `limits.${field}`, message: `limits.${field} is ${typeof value === 'number' ? value : JSON.stringify(value)}; it must be a whole number from ${min} to ${max}` };
+      return {
+        field: `limits.${field}`,
+        message: `limits.${field} is ${typeof value === 'number' ? value : JSON.stringify(value)}; it must be a whole number from ${min} to ${max}`,
+      };
     }
   }
   return undefined;

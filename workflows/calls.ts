@@ -1,19 +1,44 @@
 import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import {
-  FailureType, type CallHooks, type CallOutcome, type CallRequest, type CallToolInput, type HookRunRecord, type PostToolUseHooksResult,
-  type PreToolUseHooksResult, type ToolInfo,
+  FailureType,
+  type CallHooks,
+  type CallOutcome,
+  type CallRequest,
+  type CallToolInput,
+  type HookRunRecord,
+  type PostToolUseHooksResult,
+  type PreToolUseHooksResult,
+  type ToolInfo,
 } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { callOptions, hookOptions, isSafeToRetry, requestTimeoutMs } from './activityOptions.js';
 import {
-  cancelledCallOutcome, cancelledInHooksOutcome, errorOutcome, failureOutcome, hookDeniedOutcome, isFailureType, isTaskOnlyRefusal, messageOf, notAllowedOutcome,
+  cancelledCallOutcome,
+  cancelledInHooksOutcome,
+  errorOutcome,
+  failureOutcome,
+  hookDeniedOutcome,
+  isFailureType,
+  isTaskOnlyRefusal,
+  messageOf,
+  notAllowedOutcome,
   unknownToolOutcome,
 } from './failures.js';
 import { MAX_LOST_WORKER_MOVES, moveOf, moveTurn, neverRan } from './placement.js';
 import { waitForAnswers, type InputRounds } from './inputs.js';
 import { runTask, runsAsTask } from './tasks.js';
 import {
-  afterFastAttempt, eagerDispatch, endsBeforeTaskRenewal, fastCall, fastCallFailed, localCall, localCallOptions, takesEagerDispatch, takesFastPath, withFastAttempt, type FastCall,
+  afterFastAttempt,
+  eagerDispatch,
+  endsBeforeTaskRenewal,
+  fastCall,
+  fastCallFailed,
+  localCall,
+  localCallOptions,
+  takesEagerDispatch,
+  takesFastPath,
+  withFastAttempt,
+  type FastCall,
 } from './fastPath.js';
 import type { TurnContext } from './turnState.js';
 
@@ -28,11 +53,23 @@ export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOut
   state.details.callStarted(request.id, request.name);
   const args = request.arguments ?? {};
   const tool = state.tools.get(request.name);
-  const running = tool && tool.refusedBy === undefined && tool.hooks === undefined ? (unscopedFastCall(ctx, request, tool, args) ?? callActivity(ctx, request, tool, args)) : executeCall(ctx, request, args);
+  const running =
+    tool && tool.refusedBy === undefined && tool.hooks === undefined
+      ? (unscopedFastCall(ctx, request, tool, args) ?? callActivity(ctx, request, tool, args))
+      : executeCall(ctx, request, args);
   return running.then(
     (outcome) => {
       try {
-        state.record({ id: request.id, name: request.name, arguments: args, ...(request.taskId !== undefined ? { taskId: request.taskId } : {}), outcome }, ctx.input.batch !== undefined);
+        state.record(
+          {
+            id: request.id,
+            name: request.name,
+            arguments: args,
+            ...(request.taskId !== undefined ? { taskId: request.taskId } : {}),
+            outcome,
+          },
+          ctx.input.batch !== undefined,
+        );
       } finally {
         state.inFlight -= 1;
         state.touch();
@@ -56,22 +93,38 @@ export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOut
  * does not end it (a miss, a question, a failure) goes on through {@link callActivity}. Undefined
  * when the call does not take this way.
  */
-function unscopedFastCall(ctx: TurnContext, request: CallRequest, tool: ToolInfo, args: Record<string, unknown>): Promise<CallOutcome> | undefined {
+function unscopedFastCall(
+  ctx: TurnContext,
+  request: CallRequest,
+  tool: ToolInfo,
+  args: Record<string, unknown>,
+): Promise<CallOutcome> | undefined {
   // Interactive turns only: there each workflow task's local activities all start with the task (one
   // per Update it brings), while a batch's next group may start in the task of the last, later.
-  if (ctx.input.batch !== undefined || request.taskId !== undefined || runsAsTask(tool) || ctx.state.taskOnlyTools.has(tool.name)) return undefined;
+  if (
+    ctx.input.batch !== undefined ||
+    request.taskId !== undefined ||
+    runsAsTask(tool) ||
+    ctx.state.taskOnlyTools.has(tool.name)
+  )
+    return undefined;
   const input = callInputFor(ctx, request, tool, args);
   if (!takesFastPath(ctx, tool, input)) return undefined;
   const options = localCallOptions(tool, ctx.limits);
   if (!endsBeforeTaskRenewal(options, workflowInfo().taskTimeoutMs)) return undefined;
   ctx.state.details.callAttempt(request.id);
   return localCall(ctx, options, input).then(
-    ({ callId: _callId, ...result }) => (result.status === 'input_required' ? callActivity(ctx, request, tool, args, undefined, { result }) : result),
+    ({ callId: _callId, ...result }) =>
+      result.status === 'input_required' ? callActivity(ctx, request, tool, args, undefined, { result }) : result,
     (err: unknown) => callActivity(ctx, request, tool, args, undefined, fastCallFailed(ctx, err)),
   );
 }
 
-async function executeCall(ctx: TurnContext, request: CallRequest, args: Record<string, unknown>): Promise<CallOutcome> {
+async function executeCall(
+  ctx: TurnContext,
+  request: CallRequest,
+  args: Record<string, unknown>,
+): Promise<CallOutcome> {
   const { state } = ctx;
   const tool = state.tools.get(request.name);
   if (!tool) {
@@ -91,7 +144,9 @@ async function executeCall(ctx: TurnContext, request: CallRequest, args: Record<
   if (preBudget !== undefined) {
     // Its result is in history before the call is scheduled: after a crash the recorded decision is
     // read back, never taken again, whatever the hooks of the next worker would say.
-    const decided = await hookActivity(ctx, request, tool, 'PreToolUse', preBudget, (a) => a.preToolUseHooks({ ...hookInput(ctx, request, tool), arguments: args }));
+    const decided = await hookActivity(ctx, request, tool, 'PreToolUse', preBudget, (a) =>
+      a.preToolUseHooks({ ...hookInput(ctx, request, tool), arguments: args }),
+    );
     if ('status' in decided) return decided;
     pre = decided;
     hooks = { pre: preSummary(pre) };
@@ -104,9 +159,19 @@ async function executeCall(ctx: TurnContext, request: CallRequest, args: Record<
   const postBudget = tool.hooks.PostToolUse;
   // Like Claude Code's PostToolUse: only after the tool ran (an isError result did run).
   if (postBudget !== undefined && outcome.status === 'ok') {
-    const toolResponse = { content: outcome.content, isError: outcome.isError, ...(outcome.structuredContent ? { structuredContent: outcome.structuredContent } : {}) };
-    const post = await hookActivity(ctx, request, tool, 'PostToolUse', postBudget, (a) => a.postToolUseHooks({ ...hookInput(ctx, request, tool), arguments: callArgs, toolResponse }));
-    if ('status' in post) return { ...outcome, hooks: { ...hooks, post: { errors: [post.errorMessage ?? 'the PostToolUse hooks could not run'] } } };
+    const toolResponse = {
+      content: outcome.content,
+      isError: outcome.isError,
+      ...(outcome.structuredContent ? { structuredContent: outcome.structuredContent } : {}),
+    };
+    const post = await hookActivity(ctx, request, tool, 'PostToolUse', postBudget, (a) =>
+      a.postToolUseHooks({ ...hookInput(ctx, request, tool), arguments: callArgs, toolResponse }),
+    );
+    if ('status' in post)
+      return {
+        ...outcome,
+        hooks: { ...hooks, post: { errors: [post.errorMessage ?? 'the PostToolUse hooks could not run'] } },
+      };
     hooks = { ...hooks, post: postSummary(post) };
     return withPostHooks(outcome, post, hooks);
   }
@@ -132,7 +197,11 @@ function preSummary(pre: PreToolUseHooksResult): NonNullable<CallHooks['pre']> {
 }
 
 function postSummary(post: PostToolUseHooksResult): NonNullable<CallHooks['post']> {
-  return { ...(post.note !== undefined ? { note: post.note } : {}), ...(post.withheld !== undefined ? { withheld: post.withheld } : {}), ...errorsOf(post.runs) };
+  return {
+    ...(post.note !== undefined ? { note: post.note } : {}),
+    ...(post.withheld !== undefined ? { withheld: post.withheld } : {}),
+    ...errorsOf(post.runs),
+  };
 }
 
 /** The outcome the model reads after PostToolUse: the hooks' note after the result, or the result withheld. */
@@ -174,7 +243,8 @@ async function hookActivity<T>(
       // No decision was recorded, so hooks whose worker was lost may run again, once, elsewhere.
       if ((move !== 'not-taken' && move !== 'lost') || moved) return errorOutcome('transport', what);
       const problem = await moveTurn(ctx, queue, move);
-      if (problem) return errorOutcome('transport', `${what}; the servers could not be reconciled on another worker: ${problem}`);
+      if (problem)
+        return errorOutcome('transport', `${what}; the servers could not be reconciled on another worker: ${problem}`);
     } finally {
       state.running.delete(request.id);
     }
@@ -182,7 +252,13 @@ async function hookActivity<T>(
 }
 
 /** The `callTool` input of a call. */
-function callInputFor(ctx: TurnContext, request: CallRequest, tool: ToolInfo, args: Record<string, unknown>, hookProof?: string): CallToolInput {
+function callInputFor(
+  ctx: TurnContext,
+  request: CallRequest,
+  tool: ToolInfo,
+  args: Record<string, unknown>,
+  hookProof?: string,
+): CallToolInput {
   return {
     sessionId: ctx.input.sessionId,
     firstRunId: ctx.firstRunId,
@@ -201,7 +277,14 @@ function callInputFor(ctx: TurnContext, request: CallRequest, tool: ToolInfo, ar
  * Runs the call's `callTool` activity, with its one failover. `tried`: how a fast-path attempt made
  * before (by {@link unscopedFastCall}) ended, taken as this call's first.
  */
-async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolInfo, args: Record<string, unknown>, hookProof?: string, tried?: FastCall): Promise<CallOutcome> {
+async function callActivity(
+  ctx: TurnContext,
+  request: CallRequest,
+  tool: ToolInfo,
+  args: Record<string, unknown>,
+  hookProof?: string,
+  tried?: FastCall,
+): Promise<CallOutcome> {
   const { state, limits } = ctx;
   const safeToRetry = isSafeToRetry(tool);
   const callInput = callInputFor(ctx, request, tool, args, hookProof);
@@ -236,7 +319,11 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
         else if ('ownerLost' in tried) {
           // Its queue would hold the call until a schedule-to-start timeout: move first.
           const problem = await moveTurn(ctx, queue, 'lost');
-          if (problem) return errorOutcome('transport', `the worker holding the servers was lost, and they could not be reconciled on another: ${problem} (the call did not run)`);
+          if (problem)
+            return errorOutcome(
+              'transport',
+              `the worker holding the servers was lost, and they could not be reconciled on another: ${problem} (the call did not run)`,
+            );
           continue;
         } else fastRanTool = tried.ranTool;
       }
@@ -249,7 +336,11 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
         eagerTried = eager;
         eager = false;
         try {
-          result = await scope.run(() => proxyActivities<Activities>(input.inputReply ? { ...sent.options, summary: `${tool.name} (with answers)` } : sent.options).callTool(sent.input));
+          result = await scope.run(() =>
+            proxyActivities<Activities>(
+              input.inputReply ? { ...sent.options, summary: `${tool.name} (with answers)` } : sent.options,
+            ).callTool(sent.input),
+          );
         } finally {
           state.askingAttempts.delete(request.id);
         }
@@ -277,7 +368,11 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
       if (neverRan(move) && !failedOverUnstarted) {
         failedOverUnstarted = true;
         const problem = await moveTurn(ctx, queue, move);
-        if (problem) return errorOutcome('transport', `the servers could not be reconciled again: ${problem} (the call did not run)`);
+        if (problem)
+          return errorOutcome(
+            'transport',
+            `the servers could not be reconciled again: ${problem} (the call did not run)`,
+          );
         continue;
       }
       // The worker running the call is presumed gone. A call that is safe to run again follows the
@@ -286,7 +381,11 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
       if (safeToRetry && move === 'lost' && lostWorkerMoves < MAX_LOST_WORKER_MOVES) {
         lostWorkerMoves += 1;
         const problem = await moveTurn(ctx, queue, move);
-        if (problem) return errorOutcome('transport', `the worker running the call was lost, and the servers could not be reconciled on another: ${problem}`);
+        if (problem)
+          return errorOutcome(
+            'transport',
+            `the worker running the call was lost, and the servers could not be reconciled on another: ${problem}`,
+          );
         continue;
       }
       // Refused unrun because the server runs the tool only as a task: sent again as one below.
@@ -305,7 +404,14 @@ async function callActivity(ctx: TurnContext, request: CallRequest, tool: ToolIn
  * so the call is sent again as a task, its second attempt, and the turn's later calls of the tool
  * go straight to one.
  */
-function taskAfterRefusal(ctx: TurnContext, request: CallRequest, tool: ToolInfo, input: CallToolInput): Promise<CallOutcome> {
+function taskAfterRefusal(
+  ctx: TurnContext,
+  request: CallRequest,
+  tool: ToolInfo,
+  input: CallToolInput,
+): Promise<CallOutcome> {
   ctx.state.taskOnlyTools.add(tool.name);
-  return runTask(ctx, request, tool, input).then((outcome) => (outcome.status === 'ok' ? { ...outcome, attempts: outcome.attempts + 1 } : outcome));
+  return runTask(ctx, request, tool, input).then((outcome) =>
+    outcome.status === 'ok' ? { ...outcome, attempts: outcome.attempts + 1 } : outcome,
+  );
 }

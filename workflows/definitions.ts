@@ -5,7 +5,20 @@
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import {
-  QueryName, ShelfUpdateName, UpdateName, type CallOutcome, type CallRequest, type EndTurnOptions, type InputAnswer, type InputAnswerReceipt, type LegacyInputReport, type LegacyInputTicket, type ShelfChange, type ShelfChangeResult, type ShelfState, type TurnProgress,
+  QueryName,
+  ShelfUpdateName,
+  UpdateName,
+  type CallOutcome,
+  type CallRequest,
+  type EndTurnOptions,
+  type InputAnswer,
+  type InputAnswerReceipt,
+  type LegacyInputReport,
+  type LegacyInputTicket,
+  type ShelfChange,
+  type ShelfChangeResult,
+  type ShelfState,
+  type TurnProgress,
   type TurnStarted,
 } from '../contract/index.js';
 

@@ -8,7 +8,13 @@
  * behind the history's own payloads.
  */
 import {
-  serverNameProblem, type CallErrorKind, type CallOutcome, type ConfigRefs, type ProtocolEra, type ServerState, type TurnResult,
+  serverNameProblem,
+  type CallErrorKind,
+  type CallOutcome,
+  type ConfigRefs,
+  type ProtocolEra,
+  type ServerState,
+  type TurnResult,
 } from '../contract/index.js';
 
 /** Rows of calls the current details show; older calls are counted, not listed. */
@@ -155,7 +161,8 @@ export function turnStaticDetails(sessionId: string, refs: ConfigRefs, batchCall
   ];
   const inline = refs.inlineSpecs.map(inlineName);
   if (inline.length > 0) lines.push(`servers given inline: ${inline.map(code).join(', ')}`);
-  if (refs.mcpConfigFiles.length > 0) lines.push(`config files: ${refs.mcpConfigFiles.map((f) => code(baseName(f))).join(', ')}`);
+  if (refs.mcpConfigFiles.length > 0)
+    lines.push(`config files: ${refs.mcpConfigFiles.map((f) => code(baseName(f))).join(', ')}`);
   if (refs.plugins?.length) lines.push(`plugins: ${refs.plugins.map((p) => code(baseName(p))).join(', ')}`);
   // Two trailing spaces: a Markdown line break, so each fact keeps its line.
   return lines.join('  \n');
@@ -163,9 +170,16 @@ export function turnStaticDetails(sessionId: string, refs: ConfigRefs, batchCall
 
 /** A finished call's row fields, from its recorded outcome: its status and error kind, never its content or message. */
 export function finishedCall(id: string, name: string, outcome: CallOutcome): DetailsCall {
-  if (outcome.status === 'ok') return { id, name, status: 'ok', attempt: outcome.attempts, ...(outcome.isError ? { toolError: true } : {}) };
+  if (outcome.status === 'ok')
+    return { id, name, status: 'ok', attempt: outcome.attempts, ...(outcome.isError ? { toolError: true } : {}) };
   if (outcome.errorKind === 'cancelled') return { id, name, status: 'cancelled', attempt: outcome.attempts };
-  return { id, name, status: 'error', attempt: outcome.attempts, ...(outcome.errorKind !== undefined ? { errorKind: outcome.errorKind } : {}) };
+  return {
+    id,
+    name,
+    status: 'error',
+    attempt: outcome.attempts,
+    ...(outcome.errorKind !== undefined ? { errorKind: outcome.errorKind } : {}),
+  };
 }
 
 /**
@@ -178,7 +192,8 @@ export function describeWait(call: Pick<DetailsCall, 'input' | 'task'>): string 
     const { mode, fields = [], requestId } = call.input;
     const named = fields.slice(0, MAX_FIELDS_NAMED).map(code).join(', ');
     const more = fields.length > MAX_FIELDS_NAMED ? ` and ${fields.length - MAX_FIELDS_NAMED} more` : '';
-    const what = mode === 'url' ? 'a page to open (URL mode)' : fields.length > 0 ? `form asking for ${named}${more}` : 'form';
+    const what =
+      mode === 'url' ? 'a page to open (URL mode)' : fields.length > 0 ? `form asking for ${named}${more}` : 'form';
     return `waiting for input: ${what} (request ${code(requestId)})`;
   }
   if (call.task) return `task ${code(call.task.taskId)} ${code(call.task.status)}`;
@@ -210,7 +225,9 @@ function serversText(view: TurnDetailsView): string {
   if (view.mcpOff) return '**Servers** MCP is off on the worker';
   if (!view.servers) return '**Servers** not reconciled yet';
   if (view.servers.length === 0) return '**Servers** none';
-  const shown = view.servers.slice(0, SERVERS_SHOWN).map((s) => `${code(s.name)} ${s.state}${s.era ? ` (${s.era})` : ''}`);
+  const shown = view.servers
+    .slice(0, SERVERS_SHOWN)
+    .map((s) => `${code(s.name)} ${s.state}${s.era ? ` (${s.era})` : ''}`);
   const more = view.servers.length > SERVERS_SHOWN ? ` and ${view.servers.length - SERVERS_SHOWN} more` : '';
   return `**Servers** ${shown.join(', ')}${more}`;
 }
@@ -240,7 +257,10 @@ export function renderTurnDetails(view: TurnDetailsView): string {
   // lines around the list: the UI's Markdown does not let a list interrupt a paragraph.
   const head = `**Turn** ${phase} · ${serversText(view)}`;
   // Two trailing spaces: a Markdown line break before the summary a continued run carries.
-  const lines = view.continuedSummary === undefined ? [head, ''] : [`${head}  `, `${view.continuedSummary} · continued from an earlier run`, ''];
+  const lines =
+    view.continuedSummary === undefined
+      ? [head, '']
+      : [`${head}  `, `${view.continuedSummary} · continued from an earlier run`, ''];
   lines.push(countsLine(view));
   const open = view.open.slice(0, DETAILS_CALLS_SHOWN);
   const room = DETAILS_CALLS_SHOWN - open.length;

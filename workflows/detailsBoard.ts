@@ -1,6 +1,15 @@
 import { setCurrentDetails } from '@temporalio/workflow';
 import type { CallOutcome, TurnInput, TurnResult, TurnStatus } from '../contract/index.js';
-import { DETAILS_CALLS_SHOWN, finishedCall, renderTurnDetails, turnSummary, type DetailsCall, type InputWait, type TaskWait, type TurnDetailsView } from './details.js';
+import {
+  DETAILS_CALLS_SHOWN,
+  finishedCall,
+  renderTurnDetails,
+  turnSummary,
+  type DetailsCall,
+  type InputWait,
+  type TaskWait,
+  type TurnDetailsView,
+} from './details.js';
 
 /**
  * Keeps a turn's current details (Temporal user metadata) up to date: each change of what the UI
@@ -8,7 +17,13 @@ import { DETAILS_CALLS_SHOWN, finishedCall, renderTurnDetails, turnSummary, type
  * here and replay is unaffected. The text is bounded: open calls and the newest finished ones.
  */
 export class DetailsBoard {
-  private readonly view: TurnDetailsView = { phase: 'starting', open: [], finished: [], callsDone: 0, counts: { ok: 0, error: 0, cancelled: 0 } };
+  private readonly view: TurnDetailsView = {
+    phase: 'starting',
+    open: [],
+    finished: [],
+    callsDone: 0,
+    counts: { ok: 0, error: 0, cancelled: 0 },
+  };
   private readonly open = new Map<string, DetailsCall>();
 
   /** @param show where the text goes: the workflow's current details (a test captures it instead). */

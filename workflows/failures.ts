@@ -3,13 +3,29 @@
  * so the whole mapping can be tested outside a workflow.
  */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
-import { FailureType, type BadRequestDetails, type CallHooks, type CallOutcome, type RefusalDetail, type RefusalType } from '../contract/index.js';
+import {
+  FailureType,
+  type BadRequestDetails,
+  type CallHooks,
+  type CallOutcome,
+  type RefusalDetail,
+  type RefusalType,
+} from '../contract/index.js';
 
 export type ErrorKind = NonNullable<CallOutcome['errorKind']>;
 
 /** An error outcome; a call that never reached a tool has no start time, duration or attempts. */
 export function errorOutcome(kind: ErrorKind, message: string, durationMs = 0, attempts = 0): CallOutcome {
-  return { status: 'error', content: [], isError: true, errorKind: kind, errorMessage: message, startedAt: '', durationMs, attempts };
+  return {
+    status: 'error',
+    content: [],
+    isError: true,
+    errorKind: kind,
+    errorMessage: message,
+    startedAt: '',
+    durationMs,
+    attempts,
+  };
 }
 
 /** What a workflow refuses: never retried, typed so callers need not read the message. */
@@ -32,12 +48,18 @@ export function hookDeniedOutcome(name: string, reason: string | undefined, hook
 }
 
 export function alreadyRanOutcome(callId: string): CallOutcome {
-  return errorOutcome('bad_request', `call ${callId} already ran earlier in this turn; its outcome is in the transcript, not repeated here`);
+  return errorOutcome(
+    'bad_request',
+    `call ${callId} already ran earlier in this turn; its outcome is in the transcript, not repeated here`,
+  );
 }
 
 /** Cancelled while its hooks ran: after PreToolUse hooks the call itself never ran. */
 export function cancelledInHooksOutcome(event: 'PreToolUse' | 'PostToolUse'): CallOutcome {
-  return errorOutcome('cancelled', `the call was cancelled while its ${event} hooks ran${event === 'PreToolUse' ? ' (the call did not run)' : ''}`);
+  return errorOutcome(
+    'cancelled',
+    `the call was cancelled while its ${event} hooks ran${event === 'PreToolUse' ? ' (the call did not run)' : ''}`,
+  );
 }
 
 export function cancelledCallOutcome(): CallOutcome {
@@ -50,7 +72,10 @@ export function cancelledCallOutcome(): CallOutcome {
  */
 export function cancelledBeforeSentOutcome(now: string): CallOutcome {
   return {
-    ...errorOutcome('cancelled', 'the call was cancelled before it was sent to the turn (it waited for a free slot): the tool did not run'),
+    ...errorOutcome(
+      'cancelled',
+      'the call was cancelled before it was sent to the turn (it waited for a free slot): the tool did not run',
+    ),
     isError: false,
     startedAt: now,
   };
@@ -87,7 +112,11 @@ export function isScheduleToStartTimeout(err: unknown): boolean {
  * connection, or stalled), and with it the session's servers. The call may have started.
  */
 export function isHeartbeatTimeout(err: unknown): boolean {
-  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure && err.cause.timeoutType === TimeoutType.HEARTBEAT;
+  return (
+    err instanceof ActivityFailure &&
+    err.cause instanceof TimeoutFailure &&
+    err.cause.timeoutType === TimeoutType.HEARTBEAT
+  );
 }
 
 /** The message of what actually failed, not of Temporal's "activity task failed" wrapper. */
@@ -106,16 +135,21 @@ export function failureOutcome(err: unknown, safeToRetry: boolean): CallOutcome 
   const message = cause instanceof Error ? cause.message : String(cause);
   if (cause instanceof ApplicationFailure) {
     if (cause.type === FailureType.BadRequest) return errorOutcome('bad_request', message);
-    if (cause.type === FailureType.ServerUnavailable) return errorOutcome('transport', `${message} (the call did not run)`);
+    if (cause.type === FailureType.ServerUnavailable)
+      return errorOutcome('transport', `${message} (the call did not run)`);
   }
   // No worker picked the call up (again, after the one failover): it never started, so its result is known.
-  if (isScheduleToStartTimeout(err)) return errorOutcome('transport', 'no worker picked the call up in time (the call did not run)');
+  if (isScheduleToStartTimeout(err))
+    return errorOutcome('transport', 'no worker picked the call up in time (the call did not run)');
   // The MCP request timeout (classified by the activity) and Temporal's own activity timeouts.
   const toolTimeout = cause instanceof ApplicationFailure && cause.type === FailureType.ToolTimeout;
   const temporalTimeout = cause instanceof TimeoutFailure;
   if (!safeToRetry) {
     const what = toolTimeout || temporalTimeout ? `the call timed out (${message})` : message;
-    return errorOutcome('unknown_result', `the result is unknown: ${what}. The call may have had an effect; check before repeating it.`);
+    return errorOutcome(
+      'unknown_result',
+      `the result is unknown: ${what}. The call may have had an effect; check before repeating it.`,
+    );
   }
   if (temporalTimeout) return errorOutcome('timeout', `the call timed out (${cause.timeoutType})`);
   if (toolTimeout) return errorOutcome('timeout', `the call timed out: ${message}`);

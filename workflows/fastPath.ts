@@ -9,7 +9,15 @@
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import { isCancellation, proxyLocalActivities } from '@temporalio/workflow';
-import { FailureType, type CallOutcome, type FastPathMissDetails, type CallToolInput, type InputRequiredOutcome, type LocalCallOutcome, type ToolInfo } from '../contract/index.js';
+import {
+  FailureType,
+  type CallOutcome,
+  type FastPathMissDetails,
+  type CallToolInput,
+  type InputRequiredOutcome,
+  type LocalCallOutcome,
+  type ToolInfo,
+} from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
 import { failureOutcome, isTaskOnlyRefusal } from './failures.js';
@@ -27,7 +35,10 @@ import type { TurnContext } from './turnState.js';
 export const FAST_PATH_BOUND_MS = 4500;
 
 /** The local activity's options: the tool's public name as the UI label, one attempt, at most {@link FAST_PATH_BOUND_MS}. */
-export function localCallOptions(tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, limits: Pick<Limits, 'toolTimeoutMs'>): LocalActivityOptions {
+export function localCallOptions(
+  tool: Pick<ToolInfo, 'name' | 'timeoutMs'>,
+  limits: Pick<Limits, 'toolTimeoutMs'>,
+): LocalActivityOptions {
   return {
     summary: tool.name,
     startToCloseTimeout: Math.min(FAST_PATH_BOUND_MS, callTimeoutMs(tool, limits)),
@@ -40,7 +51,11 @@ export function localCallOptions(tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, lim
  * Whether this call tries the fast path first: a retry-safe call, on a turn whose last reconcile
  * said the worker allows it (DMCP_FAST_PATH, recorded in history), and that has not missed since.
  */
-export function takesFastPath(ctx: TurnContext, tool: Pick<ToolInfo, 'annotations' | 'retry'>, input: CallToolInput): boolean {
+export function takesFastPath(
+  ctx: TurnContext,
+  tool: Pick<ToolInfo, 'annotations' | 'retry'>,
+  input: CallToolInput,
+): boolean {
   const reconciled = ctx.state.lastReconcile;
   if (reconciled?.fastPath !== true || ctx.state.fastPathMissedOn === reconciled) return false;
   return input.inputReply === undefined && isSafeToRetry(tool);
@@ -54,7 +69,11 @@ export function takesFastPath(ctx: TurnContext, tool: Pick<ToolInfo, 'annotation
  * go to the shared queue without eager dispatch, to any worker. Asked under the same belief as the
  * fast path: the worker running the turn holds its servers, until a refusal says otherwise.
  */
-export function takesEagerDispatch(ctx: TurnContext, tool: Pick<ToolInfo, 'annotations' | 'retry'>, input: CallToolInput): boolean {
+export function takesEagerDispatch(
+  ctx: TurnContext,
+  tool: Pick<ToolInfo, 'annotations' | 'retry'>,
+  input: CallToolInput,
+): boolean {
   const reconciled = ctx.state.lastReconcile;
   if (reconciled?.eagerCalls !== true || ctx.state.fastPathMissedOn === reconciled) return false;
   return input.inputReply === undefined && !isSafeToRetry(tool);
@@ -65,8 +84,16 @@ export function takesEagerDispatch(ctx: TurnContext, tool: Pick<ToolInfo, 'annot
  * the SDK lets the server dispatch eagerly, naming the holder: a worker that is not the holder
  * refuses it unrun.
  */
-export function eagerDispatch(ctx: Pick<TurnContext, 'sharedQueue'>, options: ActivityOptions, input: CallToolInput, holderQueue: string): { options: ActivityOptions; input: CallToolInput } {
-  return { options: { ...options, taskQueue: ctx.sharedQueue, allowEagerDispatch: true }, input: { ...input, workerQueue: holderQueue } };
+export function eagerDispatch(
+  ctx: Pick<TurnContext, 'sharedQueue'>,
+  options: ActivityOptions,
+  input: CallToolInput,
+  holderQueue: string,
+): { options: ActivityOptions; input: CallToolInput } {
+  return {
+    options: { ...options, taskQueue: ctx.sharedQueue, allowEagerDispatch: true },
+    input: { ...input, workerQueue: holderQueue },
+  };
 }
 
 /**
@@ -76,7 +103,10 @@ export function eagerDispatch(ctx: Pick<TurnContext, 'sharedQueue'>, options: Ac
  */
 export async function ownWorkerQueue(): Promise<string | undefined> {
   try {
-    const info = await proxyLocalActivities<Activities>({ startToCloseTimeout: '5s', retry: { maximumAttempts: 1 } }).workerInfo();
+    const info = await proxyLocalActivities<Activities>({
+      startToCloseTimeout: '5s',
+      retry: { maximumAttempts: 1 },
+    }).workerInfo();
     return info.fastPath ? info.workerQueue : undefined;
   } catch (err) {
     if (isCancellation(err)) throw err;
@@ -97,7 +127,11 @@ export type FastCall =
  * outcome (`taskOnly`: one the regular path would not fix either, but a task may); any other failure, a timeout included, hands the call to the regular activity, which
  * may run it again: it is safe to. A cancellation is thrown, as from the regular activity.
  */
-export async function fastCall(ctx: TurnContext, tool: Pick<ToolInfo, 'name' | 'timeoutMs'>, input: CallToolInput): Promise<FastCall> {
+export async function fastCall(
+  ctx: TurnContext,
+  tool: Pick<ToolInfo, 'name' | 'timeoutMs'>,
+  input: CallToolInput,
+): Promise<FastCall> {
   try {
     const { callId: _callId, ...result } = await localCall(ctx, localCallOptions(tool, ctx.limits), input);
     return { result: result as CallOutcome | InputRequiredOutcome };
@@ -107,7 +141,11 @@ export async function fastCall(ctx: TurnContext, tool: Pick<ToolInfo, 'name' | '
 }
 
 /** The fast path's local activity for `input` ({@link localCallOptions}), scheduled in the current cancellation scope. */
-export function localCall(ctx: TurnContext, options: LocalActivityOptions, input: CallToolInput): Promise<LocalCallOutcome> {
+export function localCall(
+  ctx: TurnContext,
+  options: LocalActivityOptions,
+  input: CallToolInput,
+): Promise<LocalCallOutcome> {
   return proxyLocalActivities<Activities>(options).callToolLocal({ ...input, workerQueue: ctx.state.workerQueue });
 }
 
@@ -121,9 +159,14 @@ export function fastCallFailed(ctx: TurnContext, err: unknown): FastCall {
     ctx.state.fastPathMissedOn = ctx.state.lastReconcile;
     // Recorded in the marker, so a replay takes the same way.
     const details = (cause as ApplicationFailure).details?.[0] as Partial<FastPathMissDetails> | undefined;
-    return details?.ownerLost === true ? { fallback: true, ranTool: false, ownerLost: true } : { fallback: true, ranTool: false };
+    return details?.ownerLost === true
+      ? { fallback: true, ranTool: false, ownerLost: true }
+      : { fallback: true, ranTool: false };
   }
-  if (type === FailureType.BadRequest) return isTaskOnlyRefusal(cause) ? { outcome: failureOutcome(cause, true), taskOnly: true } : { outcome: failureOutcome(cause, true) };
+  if (type === FailureType.BadRequest)
+    return isTaskOnlyRefusal(cause)
+      ? { outcome: failureOutcome(cause, true), taskOnly: true }
+      : { outcome: failureOutcome(cause, true) };
   // A question sent the call on before it could finish: the regular activity's tries are its own.
   return { fallback: true, ranTool: type !== FailureType.ServerUnavailable && type !== FailureType.FastPathAsksPerson };
 }

@@ -1,4 +1,12 @@
 export { agentTurn } from './agentTurn.js';
 export { dmcpShelf, type ShelfRunInput } from './shelf.js';
 export { dmcpEndSession } from './session.js';
-export { turnStartedUpdate, callToolUpdate, endTurnUpdate, cancelCallUpdate, statusQuery, shelfChangeUpdate, shelfQuery } from './definitions.js';
+export {
+  turnStartedUpdate,
+  callToolUpdate,
+  endTurnUpdate,
+  cancelCallUpdate,
+  statusQuery,
+  shelfChangeUpdate,
+  shelfQuery,
+} from './definitions.js';

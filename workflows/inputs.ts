@@ -5,7 +5,16 @@
  */
 import { condition, type CancellationScope } from '@temporalio/workflow';
 import {
-  MAX_INPUT_ROUNDS, RefusalType, inputAnswerProblem, inputRequestId, type CallOutcome, type CallRequest, type InputAnswer, type InputAnswerReceipt, type InputReply, type InputRequest,
+  MAX_INPUT_ROUNDS,
+  RefusalType,
+  inputAnswerProblem,
+  inputRequestId,
+  type CallOutcome,
+  type CallRequest,
+  type InputAnswer,
+  type InputAnswerReceipt,
+  type InputReply,
+  type InputRequest,
   type InputRequiredOutcome,
 } from '../contract/index.js';
 import { errorOutcome, refusal } from './failures.js';
@@ -32,8 +41,16 @@ export async function waitForAnswers(
 ): Promise<InputReply | CallOutcome> {
   const { state, limits } = ctx;
   rounds.round += 1;
-  if (rounds.timedOut) return errorOutcome('timeout', `${request.name} asked again after its earlier questions went unanswered for ${limits.inputTimeoutMs / 1000} s; the call did not finish`);
-  if (rounds.round > MAX_INPUT_ROUNDS) return errorOutcome('bad_request', `${request.name} asked for input ${MAX_INPUT_ROUNDS} times without finishing; the call was given up`);
+  if (rounds.timedOut)
+    return errorOutcome(
+      'timeout',
+      `${request.name} asked again after its earlier questions went unanswered for ${limits.inputTimeoutMs / 1000} s; the call did not finish`,
+    );
+  if (rounds.round > MAX_INPUT_ROUNDS)
+    return errorOutcome(
+      'bad_request',
+      `${request.name} asked for input ${MAX_INPUT_ROUNDS} times without finishing; the call was given up`,
+    );
   const askedAt = new Date().toISOString();
   const open: InputRequest[] = asked.requests.map((spec) => ({
     ...spec,
@@ -48,8 +65,15 @@ export async function waitForAnswers(
   // The UI's current details name the question's fields, never its message or an answer.
   const first = open[0];
   if (first) {
-    const fields = first.kind === 'form' && first.requestedSchema && typeof first.requestedSchema.properties === 'object' ? Object.keys(first.requestedSchema.properties ?? {}) : undefined;
-    state.details.callWaitsForInput(request.id, { requestId: first.requestId, mode: first.kind, ...(fields ? { fields } : {}) });
+    const fields =
+      first.kind === 'form' && first.requestedSchema && typeof first.requestedSchema.properties === 'object'
+        ? Object.keys(first.requestedSchema.properties ?? {})
+        : undefined;
+    state.details.callWaitsForInput(request.id, {
+      requestId: first.requestId,
+      mode: first.kind,
+      ...(fields ? { fields } : {}),
+    });
   }
   try {
     const answered = () => open.every((r) => state.answers.has(r.requestId));
@@ -76,14 +100,26 @@ export async function waitForAnswers(
 export function checkAnswer(state: TurnState, requestId: unknown, answer: unknown): void {
   const open = typeof requestId === 'string' ? state.pendingInputs.get(requestId) : undefined;
   if (!open) {
-    throw refusal(RefusalType.inputAnswer, `no open input request ${JSON.stringify(requestId)} in this turn: it was answered, timed out, or never asked`, { field: 'requestId' });
+    throw refusal(
+      RefusalType.inputAnswer,
+      `no open input request ${JSON.stringify(requestId)} in this turn: it was answered, timed out, or never asked`,
+      { field: 'requestId' },
+    );
   }
   const problem = inputAnswerProblem(open, answer);
-  if (problem) throw refusal(RefusalType.inputAnswer, `answer to ${open.requestId} refused: ${problem.message}`, { field: problem.field });
+  if (problem)
+    throw refusal(RefusalType.inputAnswer, `answer to ${open.requestId} refused: ${problem.message}`, {
+      field: problem.field,
+    });
 }
 
 /** The `answerInput` handler: keeps only the fields the schema names, never more. */
 export function takeAnswer(state: TurnState, requestId: string, answer: InputAnswer): InputAnswerReceipt {
-  state.answers.set(requestId, answer.action === 'accept' && answer.content !== undefined ? { action: 'accept', content: answer.content } : { action: answer.action });
+  state.answers.set(
+    requestId,
+    answer.action === 'accept' && answer.content !== undefined
+      ? { action: 'accept', content: answer.content }
+      : { action: answer.action },
+  );
   return { requestId, action: answer.action };
 }

@@ -6,7 +6,16 @@
  */
 import { condition, isCancellation, proxyActivities, type CancellationScope } from '@temporalio/workflow';
 import {
-  InputKind, LEGACY_INPUT_KEY, MAX_INPUT_ROUNDS, MAX_INPUT_TEXT_CHARS, RefusalType, inputRequestId, type InputAnswer, type InputRequest, type LegacyInputReport, type LegacyInputTicket,
+  InputKind,
+  LEGACY_INPUT_KEY,
+  MAX_INPUT_ROUNDS,
+  MAX_INPUT_TEXT_CHARS,
+  RefusalType,
+  inputRequestId,
+  type InputAnswer,
+  type InputRequest,
+  type LegacyInputReport,
+  type LegacyInputTicket,
 } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { deliverOptions } from './activityOptions.js';
@@ -25,14 +34,25 @@ function legacyReportProblem(state: TurnState, report: unknown): string | undefi
   if (typeof callId !== 'string') return '"callId" must be a string';
   const attempt = state.askingAttempts.get(callId);
   if (!attempt) return `no call ${JSON.stringify(callId)} of this turn is running a callTool activity`;
-  if (typeof tool !== 'string' || tool !== attempt.tool) return `call ${JSON.stringify(callId)} runs ${attempt.tool}, not ${JSON.stringify(tool)}`;
+  if (typeof tool !== 'string' || tool !== attempt.tool)
+    return `call ${JSON.stringify(callId)} runs ${attempt.tool}, not ${JSON.stringify(tool)}`;
   if (typeof waitedMs !== 'number' || !Number.isFinite(waitedMs)) return '"waitedMs" must be a number';
-  if ((state.legacyRounds.get(callId) ?? 0) >= MAX_INPUT_ROUNDS) return `the call asked ${MAX_INPUT_ROUNDS} times already`;
+  if ((state.legacyRounds.get(callId) ?? 0) >= MAX_INPUT_ROUNDS)
+    return `the call asked ${MAX_INPUT_ROUNDS} times already`;
   if (typeof request !== 'object' || request === null) return '"request" must be an object';
-  if (!(InputKind as readonly unknown[]).includes(request.kind)) return `"request.kind" must be one of ${InputKind.join(', ')}`;
-  if (typeof request.message !== 'string' || request.message.length > MAX_INPUT_TEXT_CHARS) return `"request.message" must be a string of at most ${MAX_INPUT_TEXT_CHARS} characters`;
-  if (request.kind === 'form' && (typeof request.requestedSchema !== 'object' || request.requestedSchema === null || Array.isArray(request.requestedSchema))) return 'a form request needs "requestedSchema"';
-  if (request.kind === 'url' && (typeof request.url !== 'string' || request.url.length > MAX_INPUT_TEXT_CHARS)) return 'a URL request needs "url"';
+  if (!(InputKind as readonly unknown[]).includes(request.kind))
+    return `"request.kind" must be one of ${InputKind.join(', ')}`;
+  if (typeof request.message !== 'string' || request.message.length > MAX_INPUT_TEXT_CHARS)
+    return `"request.message" must be a string of at most ${MAX_INPUT_TEXT_CHARS} characters`;
+  if (
+    request.kind === 'form' &&
+    (typeof request.requestedSchema !== 'object' ||
+      request.requestedSchema === null ||
+      Array.isArray(request.requestedSchema))
+  )
+    return 'a form request needs "requestedSchema"';
+  if (request.kind === 'url' && (typeof request.url !== 'string' || request.url.length > MAX_INPUT_TEXT_CHARS))
+    return 'a URL request needs "url"';
   return undefined;
 }
 
@@ -45,7 +65,9 @@ export function legacyInputAsked(ctx: TurnContext, report: LegacyInputReport): L
   const attempt = state.askingAttempts.get(report.callId)!;
   // A question still open from an earlier try of the same activity (its worker was lost, Temporal
   // retried it) has nobody waiting for it any more: this one replaces it.
-  for (const stale of [...state.pendingInputs.values()].filter((r) => r.callId === report.callId && r.key === LEGACY_INPUT_KEY)) {
+  for (const stale of [...state.pendingInputs.values()].filter(
+    (r) => r.callId === report.callId && r.key === LEGACY_INPUT_KEY,
+  )) {
     state.pendingInputs.delete(stale.requestId);
     state.answers.delete(stale.requestId);
   }
@@ -60,13 +82,22 @@ export function legacyInputAsked(ctx: TurnContext, report: LegacyInputReport): L
     round,
     kind,
     message,
-    ...(kind === 'form' ? { requestedSchema } : { url, ...(typeof elicitationId === 'string' ? { elicitationId } : {}) }),
+    ...(kind === 'form'
+      ? { requestedSchema }
+      : { url, ...(typeof elicitationId === 'string' ? { elicitationId } : {}) }),
     askedAt: new Date().toISOString(),
   };
   state.pendingInputs.set(open.requestId, open);
   state.touch();
-  const fields = kind === 'form' && requestedSchema && typeof requestedSchema.properties === 'object' ? Object.keys(requestedSchema.properties ?? {}) : undefined;
-  state.details.callWaitsForInput(open.callId, { requestId: open.requestId, mode: kind, ...(fields ? { fields } : {}) });
+  const fields =
+    kind === 'form' && requestedSchema && typeof requestedSchema.properties === 'object'
+      ? Object.keys(requestedSchema.properties ?? {})
+      : undefined;
+  state.details.callWaitsForInput(open.callId, {
+    requestId: open.requestId,
+    mode: kind,
+    ...(fields ? { fields } : {}),
+  });
   const timeoutMs = Math.max(0, limits.legacyInputTimeoutMs - Math.max(0, report.waitedMs));
   void answerLegacyInput(ctx, open, attempt.scope, timeoutMs, attempt.queue);
   return { requestId: open.requestId, timeoutMs };
@@ -77,14 +108,23 @@ export function legacyInputAsked(ctx: TurnContext, report: LegacyInputReport): L
  * never answered) and delivers it to the activity, unless the call's attempt that asked has ended
  * meanwhile (finished, cancelled, its worker lost): then nobody waits for it any more.
  */
-async function answerLegacyInput(ctx: TurnContext, open: InputRequest, scope: CancellationScope, timeoutMs: number, queue: string): Promise<void> {
+async function answerLegacyInput(
+  ctx: TurnContext,
+  open: InputRequest,
+  scope: CancellationScope,
+  timeoutMs: number,
+  queue: string,
+): Promise<void> {
   const { state, limits } = ctx;
   const id = open.requestId;
   // Still waited for: the attempt that asked runs, and no later question of it replaced this one.
   const asked = () => state.askingAttempts.get(open.callId)?.scope === scope && state.pendingInputs.has(id);
   let answer: InputAnswer;
   try {
-    if (timeoutMs > 0) await condition(() => state.answers.has(id) || !asked(), timeoutMs, { summary: `waiting for an answer to ${open.tool}` });
+    if (timeoutMs > 0)
+      await condition(() => state.answers.has(id) || !asked(), timeoutMs, {
+        summary: `waiting for an answer to ${open.tool}`,
+      });
     if (!asked()) return;
     answer = state.answers.get(id) ?? { action: 'cancel' };
   } catch (err) {
@@ -97,7 +137,10 @@ async function answerLegacyInput(ctx: TurnContext, open: InputRequest, scope: Ca
     state.details.callWaitsForInput(open.callId, undefined);
   }
   try {
-    await proxyActivities<Activities>(deliverOptions(queue, open.tool, limits)).deliverInputAnswer({ requestId: id, answer });
+    await proxyActivities<Activities>(deliverOptions(queue, open.tool, limits)).deliverInputAnswer({
+      requestId: id,
+      answer,
+    });
   } catch {
     // Undelivered: the call's own wait ends with `cancel` shortly after the limit, or its worker is
     // gone and the call follows the retry rules.

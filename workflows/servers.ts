@@ -30,14 +30,18 @@ export async function reconcile(ctx: TurnContext, preferred?: string): Promise<s
   const request = reconcileInput(ctx);
   if (preferred) {
     try {
-      ctx.state.lastReconcile = await proxyActivities<Activities>(reconcileOptions(preferred, PREFERRED_QUEUE_WAIT)).reconcileServers(request);
+      ctx.state.lastReconcile = await proxyActivities<Activities>(
+        reconcileOptions(preferred, PREFERRED_QUEUE_WAIT),
+      ).reconcileServers(request);
       ctx.state.details.servers(ctx.state.lastReconcile.status);
       return ctx.state.lastReconcile.workerQueue;
     } catch (err) {
       if (!isScheduleToStartTimeout(err)) throw err;
     }
   }
-  ctx.state.lastReconcile = await proxyActivities<Activities>(reconcileOptions(ctx.sharedQueue)).reconcileServers(request);
+  ctx.state.lastReconcile = await proxyActivities<Activities>(reconcileOptions(ctx.sharedQueue)).reconcileServers(
+    request,
+  );
   ctx.state.details.servers(ctx.state.lastReconcile.status);
   return ctx.state.lastReconcile.workerQueue;
 }

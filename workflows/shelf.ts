@@ -22,7 +22,6 @@ export interface ShelfRunInput {
   continueAsNewAfter?: number;
 }
 
-
 /** Changes per run before continuing as new: well under Temporal's 2,000 Updates per run. */
 const DEFAULT_CONTINUE_AS_NEW_AFTER = 1000;
 /** The server-name rule of the config room (letters, digits, single `_`/`-` inside, at most 32). */
@@ -81,14 +80,17 @@ class Shelf {
   /** Why a change is refused, naming the field first (`url: ...`), or undefined. */
   problem(change: ShelfChange): string | undefined {
     if (typeof change !== 'object' || change === null) return 'change: expected an object';
-    if (typeof change.by !== 'string' || change.by.length > MAX_BY_CHARS) return `by: expected a string of at most ${MAX_BY_CHARS} characters`;
+    if (typeof change.by !== 'string' || change.by.length > MAX_BY_CHARS)
+      return `by: expected a string of at most ${MAX_BY_CHARS} characters`;
     switch (change.op) {
       case 'add': {
         const { server, grant } = change;
-        const bad = nameProblem(server?.name) ?? entryProblem(server?.entry) ?? proofProblem(server?.proof, 'server.proof');
+        const bad =
+          nameProblem(server?.name) ?? entryProblem(server?.entry) ?? proofProblem(server?.proof, 'server.proof');
         if (bad) return bad;
         if (grant !== undefined) {
-          if (grant.server !== server.name) return `grant.server: the grant is for "${String(grant.server)}", the server is "${server.name}"`;
+          if (grant.server !== server.name)
+            return `grant.server: the grant is for "${String(grant.server)}", the server is "${server.name}"`;
           const badGrant = agentProblem(grant.agent) ?? proofProblem(grant.proof, 'grant.proof');
           if (badGrant) return badGrant;
         }
@@ -103,9 +105,13 @@ class Shelf {
       }
       case 'grant': {
         const { grant } = change;
-        const bad = nameProblem(grant?.server, 'server') ?? agentProblem(grant?.agent) ?? proofProblem(grant?.proof, 'grant.proof');
+        const bad =
+          nameProblem(grant?.server, 'server') ??
+          agentProblem(grant?.agent) ??
+          proofProblem(grant?.proof, 'grant.proof');
         if (bad) return bad;
-        if (!this.servers.has(grant.server)) return `server: "${grant.server}" is not on the shelf; add it first (durable-mcp mcp add ${grant.server} ...)`;
+        if (!this.servers.has(grant.server))
+          return `server: "${grant.server}" is not on the shelf; add it first (durable-mcp mcp add ${grant.server} ...)`;
         return undefined;
       }
       case 'drop':
@@ -123,7 +129,13 @@ class Shelf {
     const record = (agent?: string) => {
       changed = true;
       this.version += 1;
-      this.log.push({ at, by: change.by, op: change.op, server: serverOf(change), ...(agent !== undefined ? { agent } : {}) });
+      this.log.push({
+        at,
+        by: change.by,
+        op: change.op,
+        server: serverOf(change),
+        ...(agent !== undefined ? { agent } : {}),
+      });
       if (this.log.length > SHELF_LOG_KEPT) this.log.splice(0, this.log.length - SHELF_LOG_KEPT);
     };
     switch (change.op) {
@@ -186,11 +198,19 @@ function agentProblem(agent: unknown): string | undefined {
 }
 
 function proofProblem(proof: unknown, field: string): string | undefined {
-  return typeof proof === 'string' && /^[0-9a-f]{64}$/.test(proof) ? undefined : `${field}: expected the turn key's proof (64 hex digits)`;
+  return typeof proof === 'string' && /^[0-9a-f]{64}$/.test(proof)
+    ? undefined
+    : `${field}: expected the turn key's proof (64 hex digits)`;
 }
 
 function isStringMap(value: unknown): boolean {
-  return value === undefined || (typeof value === 'object' && value !== null && !Array.isArray(value) && Object.values(value).every((v) => typeof v === 'string'));
+  return (
+    value === undefined ||
+    (typeof value === 'object' &&
+      value !== null &&
+      !Array.isArray(value) &&
+      Object.values(value).every((v) => typeof v === 'string'))
+  );
 }
 
 function entryProblem(entry: unknown): string | undefined {
@@ -204,7 +224,8 @@ function entryProblem(entry: unknown): string | undefined {
   }
   if (e.type === 'stdio') {
     if (typeof e.command !== 'string' || e.command === '') return 'command: expected a command';
-    if (!Array.isArray(e.args) || !e.args.every((a) => typeof a === 'string')) return 'args: expected a list of strings';
+    if (!Array.isArray(e.args) || !e.args.every((a) => typeof a === 'string'))
+      return 'args: expected a list of strings';
     if (!isStringMap(e.env)) return 'env: expected names to strings';
     return undefined;
   }
@@ -226,7 +247,11 @@ function differingField(a: ShelfEntry, b: ShelfEntry): string | undefined {
   return 'type';
 }
 
-function mapDifference(field: string, a: Record<string, string> = {}, b: Record<string, string> = {}): string | undefined {
+function mapDifference(
+  field: string,
+  a: Record<string, string> = {},
+  b: Record<string, string> = {},
+): string | undefined {
   const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
   const key = keys.find((k) => a[k] !== b[k]);
   return key === undefined ? undefined : `${field}.${key}`;

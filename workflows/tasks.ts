@@ -6,7 +6,19 @@
  */
 import { CancellationScope, isCancellation, proxyActivities, sleep } from '@temporalio/workflow';
 import type { ActivityOptions } from '@temporalio/common';
-import { FailureType, LEGACY_INPUT_GRACE_MS, taskIdProblem, type CallOutcome, type CallRequest, type CallToolInput, type InputAnswer, type TaskPoll, type TaskRef, type TaskStarted, type ToolInfo } from '../contract/index.js';
+import {
+  FailureType,
+  LEGACY_INPUT_GRACE_MS,
+  taskIdProblem,
+  type CallOutcome,
+  type CallRequest,
+  type CallToolInput,
+  type InputAnswer,
+  type TaskPoll,
+  type TaskRef,
+  type TaskStarted,
+  type ToolInfo,
+} from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
 import { callOptions, callTimeoutMs, isSafeToRetry, type Limits } from './activityOptions.js';
 import { cancelledCallOutcome, errorOutcome, failureOutcome, isFailureType, messageOf } from './failures.js';
@@ -65,12 +77,22 @@ export function pollDelayMs(suggestedMs: number | undefined, polls: number, ageM
 }
 
 /** What the model reads when its task ends without a result. */
-export function endedTaskOutcome(name: string, task: Pick<TaskStarted, 'taskId' | 'ttlMs'>, poll: TaskPoll): CallOutcome {
+export function endedTaskOutcome(
+  name: string,
+  task: Pick<TaskStarted, 'taskId' | 'ttlMs'>,
+  poll: TaskPoll,
+): CallOutcome {
   if (poll.status === 'lost') {
-    return errorOutcome('unknown_result', `${name}: task ${task.taskId} was lost: the server process that ran it is gone (a stdio server's tasks end with its process); it may have had an effect`);
+    return errorOutcome(
+      'unknown_result',
+      `${name}: task ${task.taskId} was lost: the server process that ran it is gone (a stdio server's tasks end with its process); it may have had an effect`,
+    );
   }
   const ttl = typeof task.ttlMs === 'number' ? ` (it was kept for ${Math.round(task.ttlMs / 1000)} s)` : '';
-  return errorOutcome('timeout', `${name}: task ${task.taskId} expired before it finished: the server no longer knows it${ttl}${poll.statusMessage ? `: ${poll.statusMessage}` : ''}`);
+  return errorOutcome(
+    'timeout',
+    `${name}: task ${task.taskId} expired before it finished: the server no longer knows it${ttl}${poll.statusMessage ? `: ${poll.statusMessage}` : ''}`,
+  );
 }
 
 /**
@@ -78,7 +100,11 @@ export function endedTaskOutcome(name: string, task: Pick<TaskStarted, 'taskId' 
  * before 2025-era task questions reached a person, or before 2026-07-28 ones did (`taskInput`
  * then answered `cannotAsk`). Kept so that those turns replay as they ran.
  */
-export function needsInputOutcome(name: string, task: Pick<TaskStarted, 'taskId'>, poll: Pick<TaskPoll, 'statusMessage'>): CallOutcome {
+export function needsInputOutcome(
+  name: string,
+  task: Pick<TaskStarted, 'taskId'>,
+  poll: Pick<TaskPoll, 'statusMessage'>,
+): CallOutcome {
   return errorOutcome(
     'unknown_result',
     `${name}: task ${task.taskId} asked for input${poll.statusMessage ? ` (${JSON.stringify(poll.statusMessage.slice(0, 300))})` : ''}, which durable-mcp cannot yet give to a task; the task was cancelled, and it may have had an effect`,
@@ -90,7 +116,12 @@ export function needsInputOutcome(name: string, task: Pick<TaskStarted, 'taskId'
  * the legacy limit while `taskInput` held a 2025-era task's request, or within the input limit
  * while the turn waited for a 2026-07-28 task's answers.
  */
-export function unansweredOutcome(name: string, task: Pick<TaskStarted, 'taskId'>, limitMs: number, setting = 'DMCP_LEGACY_INPUT_TIMEOUT'): CallOutcome {
+export function unansweredOutcome(
+  name: string,
+  task: Pick<TaskStarted, 'taskId'>,
+  limitMs: number,
+  setting = 'DMCP_LEGACY_INPUT_TIMEOUT',
+): CallOutcome {
   return errorOutcome(
     'unknown_result',
     `${name}: task ${task.taskId} asked for input and got no answer within ${Math.round(limitMs / 1000)} s (${setting}); it was cancelled if the server still knew it, and it may have had an effect: check before calling again`,
@@ -99,7 +130,10 @@ export function unansweredOutcome(name: string, task: Pick<TaskStarted, 'taskId'
 
 /** What the model reads when its task asked what no person can answer here (sampling). */
 export function refusedInputOutcome(name: string, task: Pick<TaskStarted, 'taskId'>, why: string): CallOutcome {
-  return errorOutcome('bad_request', `${name}: task ${task.taskId} asked for input that cannot be given (${why}); the task was cancelled, and it may have had an effect`);
+  return errorOutcome(
+    'bad_request',
+    `${name}: task ${task.taskId} asked for input that cannot be given (${why}); the task was cancelled, and it may have had an effect`,
+  );
 }
 
 /** Where a 2026-07-28 task is in its questions: the rounds asked, and the keys the server was sent answers for. */
@@ -115,9 +149,20 @@ interface TaskAnswers {
  * so a worker lost meanwhile loses nothing. Then one short `updateTask` sends them (`tasks/update`)
  * and the turn goes back to polling. Returns the call's outcome when it ends here instead.
  */
-async function answerTask(ctx: TurnContext, request: CallRequest, tool: ToolInfo, task: TaskStarted, ref: TaskRef, status: TaskPoll, answers: TaskAnswers): Promise<CallOutcome | undefined> {
+async function answerTask(
+  ctx: TurnContext,
+  request: CallRequest,
+  tool: ToolInfo,
+  task: TaskStarted,
+  ref: TaskRef,
+  status: TaskPoll,
+  answers: TaskAnswers,
+): Promise<CallOutcome | undefined> {
   const { limits } = ctx;
-  const cancelTask = () => CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
+  const cancelTask = () =>
+    CancellationScope.nonCancellable(() =>
+      taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref)),
+    ).catch(() => undefined);
   if (status.refused !== undefined) {
     await cancelTask();
     return refusedInputOutcome(tool.name, task, status.refused);
@@ -134,7 +179,13 @@ async function answerTask(ctx: TurnContext, request: CallRequest, tool: ToolInfo
   if (fresh.length === 0 && own.length === 0) return undefined;
   let given: Record<string, InputAnswer> = {};
   if (fresh.length > 0) {
-    const reply = await waitForAnswers(ctx, request, { status: 'input_required', requests: fresh }, answers.rounds, CancellationScope.current());
+    const reply = await waitForAnswers(
+      ctx,
+      request,
+      { status: 'input_required', requests: fresh },
+      answers.rounds,
+      CancellationScope.current(),
+    );
     if ('status' in reply) {
       await cancelTask();
       return reply;
@@ -142,7 +193,9 @@ async function answerTask(ctx: TurnContext, request: CallRequest, tool: ToolInfo
     given = reply.inputResponses;
   }
   const inputResponses = { ...Object.fromEntries(own), ...given };
-  const sent = await taskRequest(ctx, tool, `answers to the task of ${tool.name}`, (a) => a.updateTask({ ...ref, inputResponses }));
+  const sent = await taskRequest(ctx, tool, `answers to the task of ${tool.name}`, (a) =>
+    a.updateTask({ ...ref, inputResponses }),
+  );
   if (sent !== undefined && 'content' in sent) {
     if (sent.errorKind !== 'bad_request') return lostTrack(ctx, tool, task, ref, sent);
     // The answers cannot be sent: the task would wait for them until its TTL.
@@ -158,7 +211,11 @@ async function answerTask(ctx: TurnContext, request: CallRequest, tool: ToolInfo
  * legacy limit, heartbeating so a lost worker is noticed. Run once: the turn decides what a
  * failure means (the task lives on the server, which asks again).
  */
-export function taskInputOptions(queue: string, tool: Pick<ToolInfo, 'name'>, limits: Pick<Limits, 'legacyInputTimeoutMs' | 'heartbeatTimeoutMs' | 'scheduleToStartMs'>): ActivityOptions {
+export function taskInputOptions(
+  queue: string,
+  tool: Pick<ToolInfo, 'name'>,
+  limits: Pick<Limits, 'legacyInputTimeoutMs' | 'heartbeatTimeoutMs' | 'scheduleToStartMs'>,
+): ActivityOptions {
   return {
     taskQueue: queue,
     summary: `questions of the task of ${tool.name}`,
@@ -176,18 +233,32 @@ export function taskInputOptions(queue: string, tool: Pick<ToolInfo, 'name'>, li
  * meanwhile takes the question with it: the turn moves, polls again, and asks again if the task
  * still waits (the server sends its question again, or the task goes on without an answer).
  */
-async function askForTask(ctx: TurnContext, request: CallRequest, tool: ToolInfo, ref: TaskRef): Promise<TaskPoll | CallOutcome> {
+async function askForTask(
+  ctx: TurnContext,
+  request: CallRequest,
+  tool: ToolInfo,
+  ref: TaskRef,
+): Promise<TaskPoll | CallOutcome> {
   const { state, limits } = ctx;
   for (let failures = 1; ; failures += 1) {
     const queue = state.workerQueue;
     const scope = new CancellationScope();
     state.askingAttempts.set(request.id, { scope, queue, tool: tool.name });
     try {
-      return await scope.run(() => proxyActivities<Activities>(taskInputOptions(queue, tool, limits)).taskInput({ ...ref, waitMs: limits.legacyInputTimeoutMs }));
+      return await scope.run(() =>
+        proxyActivities<Activities>(taskInputOptions(queue, tool, limits)).taskInput({
+          ...ref,
+          waitMs: limits.legacyInputTimeoutMs,
+        }),
+      );
     } catch (err) {
       if (isCancellation(err)) throw err;
       if (isFailureType(err, FailureType.BadRequest)) return errorOutcome('bad_request', messageOf(err));
-      if (failures >= MAX_TASK_REQUEST_FAILURES) return errorOutcome('transport', `asking the questions of the task failed ${failures} times: ${messageOf(err)}`);
+      if (failures >= MAX_TASK_REQUEST_FAILURES)
+        return errorOutcome(
+          'transport',
+          `asking the questions of the task failed ${failures} times: ${messageOf(err)}`,
+        );
       const move = moveOf(err);
       // Moved or not, the poll below says whether the task still waits for its questions.
       if (move) await moveTurn(ctx, queue, move);
@@ -209,7 +280,12 @@ function taskRequestOptions(queue: string, tool: ToolInfo, limits: Limits, summa
     summary,
     startToCloseTimeout: Math.min(callTimeoutMs(tool, limits), TASK_REQUEST_TIMEOUT_MS),
     scheduleToStartTimeout: limits.scheduleToStartMs,
-    retry: { maximumAttempts: 3, initialInterval: '1s', backoffCoefficient: 2, nonRetryableErrorTypes: [FailureType.BadRequest, FailureType.ServerUnavailable] },
+    retry: {
+      maximumAttempts: 3,
+      initialInterval: '1s',
+      backoffCoefficient: 2,
+      nonRetryableErrorTypes: [FailureType.BadRequest, FailureType.ServerUnavailable],
+    },
   };
 }
 
@@ -218,13 +294,26 @@ function taskRequestOptions(queue: string, tool: ToolInfo, limits: Limits, summa
  * instead of creating one. Cancelling the call (or the turn) cancels the task on its server before
  * the cancellation is reported; detaching it (`endTurn` with `detach`) leaves the task running.
  */
-export async function runTask(ctx: TurnContext, request: CallRequest, tool: ToolInfo, input: CallToolInput, takeUp?: string): Promise<CallOutcome> {
+export async function runTask(
+  ctx: TurnContext,
+  request: CallRequest,
+  tool: ToolInfo,
+  input: CallToolInput,
+  takeUp?: string,
+): Promise<CallOutcome> {
   const { state } = ctx;
   const scope = new CancellationScope();
   state.running.set(request.id, scope);
   let task: TaskStarted | undefined;
   const startedAt = Date.now();
-  const detached = (t: TaskStarted) => detachedOutcome(tool.name, detachedTask(ctx, tool, t, state.followedTasks.get(request.id)?.createdAtMs ?? startedAt), ctx.input.endSession === true || state.endSession, startedAt, Date.now());
+  const detached = (t: TaskStarted) =>
+    detachedOutcome(
+      tool.name,
+      detachedTask(ctx, tool, t, state.followedTasks.get(request.id)?.createdAtMs ?? startedAt),
+      ctx.input.endSession === true || state.endSession,
+      startedAt,
+      Date.now(),
+    );
   const refOf = (t: TaskStarted): TaskRef => ({
     sessionId: input.sessionId,
     firstRunId: input.firstRunId,
@@ -238,28 +327,41 @@ export async function runTask(ctx: TurnContext, request: CallRequest, tool: Tool
   });
   try {
     return await scope.run(async () => {
-      const created = takeUp === undefined ? await createOnce(ctx, tool, input) : await takeOnce(ctx, tool, input, takeUp);
+      const created =
+        takeUp === undefined ? await createOnce(ctx, tool, input) : await takeOnce(ctx, tool, input, takeUp);
       if (!('kind' in created)) return created;
       task = created;
       const serverCreatedAt = created.createdAt !== undefined ? Date.parse(created.createdAt) : NaN;
-      state.followedTasks.set(request.id, { createdAtMs: Number.isFinite(serverCreatedAt) ? serverCreatedAt : Date.now() });
+      state.followedTasks.set(request.id, {
+        createdAtMs: Number.isFinite(serverCreatedAt) ? serverCreatedAt : Date.now(),
+      });
       // Set only behind the detach patch: a turn ended that way answers a task created after the end at once.
       if (state.detachTasks) return detached(task);
       const outcome = await pollUntilDone(ctx, request, tool, task, refOf(task));
       // The call took as long as its task, not as long as the request that fetched the result.
-      return outcome.status === 'ok' ? { ...outcome, startedAt: new Date(startedAt).toISOString(), durationMs: Date.now() - startedAt } : outcome;
+      return outcome.status === 'ok'
+        ? { ...outcome, startedAt: new Date(startedAt).toISOString(), durationMs: Date.now() - startedAt }
+        : outcome;
     });
   } catch (err) {
     if (!isCancellation(err)) throw err;
-    if (task && state.detached.has(request.id) && !CancellationScope.current().consideredCancelled) return detached(task);
+    if (task && state.detached.has(request.id) && !CancellationScope.current().consideredCancelled)
+      return detached(task);
     if (task) {
       const ref = refOf(task);
       state.details.callWaitsOnTask(request.id, { taskId: task.taskId, status: 'cancelling' });
       // Not cancellable itself: the cancellation that brought us here must reach the server.
-      await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
+      await CancellationScope.nonCancellable(() =>
+        taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref)),
+      ).catch(() => undefined);
     }
     if (CancellationScope.current().consideredCancelled) throw err;
-    return task ? errorOutcome('cancelled', `${tool.name}: the call was cancelled; its task ${task.taskId} was cancelled on the server (it may have had an effect)`) : cancelledCallOutcome();
+    return task
+      ? errorOutcome(
+          'cancelled',
+          `${tool.name}: the call was cancelled; its task ${task.taskId} was cancelled on the server (it may have had an effect)`,
+        )
+      : cancelledCallOutcome();
   } finally {
     state.details.callWaitsOnTask(request.id, undefined);
     state.running.delete(request.id);
@@ -275,14 +377,22 @@ async function createOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput
     const queue = state.workerQueue;
     state.details.callAttempt(input.callId);
     try {
-      const options = { ...callOptions(queue, tool, limits, false), summary: `${tool.name} (create task)`, retry: { maximumAttempts: 1 } };
+      const options = {
+        ...callOptions(queue, tool, limits, false),
+        summary: `${tool.name} (create task)`,
+        retry: { maximumAttempts: 1 },
+      };
       return await proxyActivities<Activities>(options).createTask(input);
     } catch (err) {
       if (isCancellation(err)) throw err;
       const move = moveOf(err);
       if (!neverRan(move) || moved) return failureOutcome(err, isSafeToRetry(tool));
       const problem = await moveTurn(ctx, queue, move);
-      if (problem) return errorOutcome('transport', `the servers could not be reconciled again: ${problem} (the call did not run)`);
+      if (problem)
+        return errorOutcome(
+          'transport',
+          `the servers could not be reconciled again: ${problem} (the call did not run)`,
+        );
     }
   }
 }
@@ -291,13 +401,24 @@ async function createOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput
  * Takes up a task an earlier call left running: `takeTask` checks the call as `callTool` would and
  * reads the task once. A task the server does not know is an outcome that says so; nothing is created.
  */
-async function takeOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput, taskId: string): Promise<TaskStarted | CallOutcome> {
+async function takeOnce(
+  ctx: TurnContext,
+  tool: ToolInfo,
+  input: CallToolInput,
+  taskId: string,
+): Promise<TaskStarted | CallOutcome> {
   const problem = taskIdProblem(taskId);
   if (problem) return errorOutcome('bad_request', `${tool.name}: ${problem}`);
   // A tool this turn found to run only as a task (a refused call) has tasks too.
   if (!runsAsTask(tool) && !ctx.state.taskOnlyTools.has(tool.name)) {
-    const why = tool.taskSupport === undefined ? 'its server lists no task support for it' : `its server runs it as a task only when asked, and the entry of server "${tool.server}" does not say "tasks": "prefer"`;
-    return errorOutcome('bad_request', `${tool.name}: its calls do not run as MCP tasks here (${why}), so it has no task to take up (the call did not run)`);
+    const why =
+      tool.taskSupport === undefined
+        ? 'its server lists no task support for it'
+        : `its server runs it as a task only when asked, and the entry of server "${tool.server}" does not say "tasks": "prefer"`;
+    return errorOutcome(
+      'bad_request',
+      `${tool.name}: its calls do not run as MCP tasks here (${why}), so it has no task to take up (the call did not run)`,
+    );
   }
   ctx.state.details.callAttempt(input.callId);
   const taken = await taskRequest(ctx, tool, `${tool.name} (take up task)`, (a) => a.takeTask({ ...input, taskId }));
@@ -306,10 +427,23 @@ async function takeOnce(ctx: TurnContext, tool: ToolInfo, input: CallToolInput, 
   return unknownTaskOutcome(tool.name, tool.server, remote, taskId, taken.statusMessage);
 }
 
-async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolInfo, task: TaskStarted, ref: TaskRef): Promise<CallOutcome> {
+async function pollUntilDone(
+  ctx: TurnContext,
+  request: CallRequest,
+  tool: ToolInfo,
+  task: TaskStarted,
+  ref: TaskRef,
+): Promise<CallOutcome> {
   const { state } = ctx;
   const createdAt = Date.now();
-  const { kind: _kind, taskId: _taskId, ttlMs: _ttlMs, serverInstance: _instance, pollIntervalMs: _interval, ...first } = task;
+  const {
+    kind: _kind,
+    taskId: _taskId,
+    ttlMs: _ttlMs,
+    serverInstance: _instance,
+    pollIntervalMs: _interval,
+    ...first
+  } = task;
   let status: TaskPoll = first;
   let interval = task.pollIntervalMs;
   const answers: TaskAnswers = { rounds: { round: 0, timedOut: false }, sent: new Set() };
@@ -323,7 +457,10 @@ async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolI
       if (ended) return ended;
     } else if (status.status === 'input_required') {
       const asked = await askForTask(ctx, request, tool, ref);
-      if ('content' in asked) return asked.status === 'error' && asked.errorKind === 'transport' ? lostTrack(ctx, tool, task, ref, asked) : asked;
+      if ('content' in asked)
+        return asked.status === 'error' && asked.errorKind === 'transport'
+          ? lostTrack(ctx, tool, task, ref, asked)
+          : asked;
       // A 2026-07-28 task whose questions were not read with its status (a turn that polled it
       // before they were): taskInput read them, and they are asked above.
       if (asked.status === 'input_required' && asked.inputRequests !== undefined) {
@@ -331,16 +468,25 @@ async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolI
         continue;
       }
       if (asked.status === 'input_required') {
-        await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
-        return asked.cannotAsk ? needsInputOutcome(tool.name, task, status) : unansweredOutcome(tool.name, task, ctx.limits.legacyInputTimeoutMs);
+        await CancellationScope.nonCancellable(() =>
+          taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref)),
+        ).catch(() => undefined);
+        return asked.cannotAsk
+          ? needsInputOutcome(tool.name, task, status)
+          : unansweredOutcome(tool.name, task, ctx.limits.legacyInputTimeoutMs);
       }
       status = asked;
       interval = asked.pollIntervalMs ?? interval;
       continue;
     }
     if (typeof task.ttlMs === 'number' && Date.now() - createdAt > task.ttlMs + TTL_GRACE_MS) {
-      await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
-      return endedTaskOutcome(tool.name, task, { status: 'unknown', statusMessage: `its TTL passed while it was still ${status.status}` });
+      await CancellationScope.nonCancellable(() =>
+        taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref)),
+      ).catch(() => undefined);
+      return endedTaskOutcome(tool.name, task, {
+        status: 'unknown',
+        statusMessage: `its TTL passed while it was still ${status.status}`,
+      });
     }
     // Past a day the waits grow with the task's age.
     const ageMs = Date.now() - createdAt;
@@ -354,7 +500,9 @@ async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolI
   if (status.status === 'lost' || status.status === 'unknown') return endedTaskOutcome(tool.name, task, status);
   state.details.callWaitsOnTask(request.id, { taskId: task.taskId, status: status.status });
   const result = await taskRequest(ctx, tool, `${tool.name} (task result)`, (a) => a.taskResult(ref));
-  return result.status === 'error' && result.errorKind === 'transport' ? lostTrack(ctx, tool, task, ref, result) : result;
+  return result.status === 'error' && result.errorKind === 'transport'
+    ? lostTrack(ctx, tool, task, ref, result)
+    : result;
 }
 
 /**
@@ -363,15 +511,26 @@ async function pollUntilDone(ctx: TurnContext, request: CallRequest, tool: ToolI
  * reads that the result is unknown, naming the task, rather than a transport error it might take
  * as "nothing happened" and call again.
  */
-async function lostTrack(ctx: TurnContext, tool: ToolInfo, task: TaskStarted, ref: TaskRef, failed: CallOutcome): Promise<CallOutcome> {
+async function lostTrack(
+  ctx: TurnContext,
+  tool: ToolInfo,
+  task: TaskStarted,
+  ref: TaskRef,
+  failed: CallOutcome,
+): Promise<CallOutcome> {
   if (failed.errorKind === 'bad_request') return failed;
-  await CancellationScope.nonCancellable(() => taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref))).catch(() => undefined);
+  await CancellationScope.nonCancellable(() =>
+    taskRequest(ctx, tool, `cancel task of ${tool.name}`, (a) => a.cancelTask(ref)),
+  ).catch(() => undefined);
   return lostTrackOutcome(tool.name, task, failed.errorMessage ?? 'it failed');
 }
 
 /** What the model reads when the turn lost track of its task (see {@link lostTrack}). */
 export function lostTrackOutcome(name: string, task: Pick<TaskStarted, 'taskId'>, why: string): CallOutcome {
-  return errorOutcome('unknown_result', `${name}: task ${task.taskId} could not be followed (${why}); it was cancelled if the server still knew it, and it may have had an effect: check before calling again`);
+  return errorOutcome(
+    'unknown_result',
+    `${name}: task ${task.taskId} could not be followed (${why}); it was cancelled if the server still knew it, and it may have had an effect: check before calling again`,
+  );
 }
 
 /**
@@ -381,7 +540,12 @@ export function lostTrackOutcome(name: string, task: Pick<TaskStarted, 'taskId'>
  * still there. Another failure is waited out on a durable timer and the request sent again.
  * Requests that keep failing end the call with what went wrong.
  */
-async function taskRequest<T>(ctx: TurnContext, tool: ToolInfo, summary: string, run: (a: Activities) => Promise<T>): Promise<T | CallOutcome> {
+async function taskRequest<T>(
+  ctx: TurnContext,
+  tool: ToolInfo,
+  summary: string,
+  run: (a: Activities) => Promise<T>,
+): Promise<T | CallOutcome> {
   const { state, limits } = ctx;
   for (let failures = 1; ; failures += 1) {
     const queue = state.workerQueue;
@@ -391,7 +555,8 @@ async function taskRequest<T>(ctx: TurnContext, tool: ToolInfo, summary: string,
       if (isCancellation(err)) throw err;
       const move = moveOf(err);
       if (isFailureType(err, FailureType.BadRequest)) return errorOutcome('bad_request', messageOf(err));
-      if (failures >= MAX_TASK_REQUEST_FAILURES) return errorOutcome('transport', `${summary} failed ${failures} times: ${messageOf(err)}`);
+      if (failures >= MAX_TASK_REQUEST_FAILURES)
+        return errorOutcome('transport', `${summary} failed ${failures} times: ${messageOf(err)}`);
       if (!neverRan(move)) {
         // A passing failure (the server's network, a restart): the task is still there, so the
         // turn asks again after a durable wait instead of giving up on a task of hours.

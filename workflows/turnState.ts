@@ -1,5 +1,15 @@
 import type { CancellationScope } from '@temporalio/workflow';
-import type { CallRecord, InputAnswer, InputRequest, ReconcileResult, ToolInfo, TurnInput, TurnProgress, TurnResult, TurnStart } from '../contract/index.js';
+import type {
+  CallRecord,
+  InputAnswer,
+  InputRequest,
+  ReconcileResult,
+  ToolInfo,
+  TurnInput,
+  TurnProgress,
+  TurnResult,
+  TurnStart,
+} from '../contract/index.js';
 import type { Limits } from './activityOptions.js';
 import { DetailsBoard } from './detailsBoard.js';
 
@@ -95,7 +105,9 @@ export class TurnState {
       callsDone: this.callsDone,
       callsInFlight: this.inFlight,
       // Only the questions still open; answers never leave the workflow through the status.
-      ...(this.pendingInputs.size > 0 ? { pendingInputs: [...this.pendingInputs.values()].filter((r) => !this.answers.has(r.requestId)) } : {}),
+      ...(this.pendingInputs.size > 0
+        ? { pendingInputs: [...this.pendingInputs.values()].filter((r) => !this.answers.has(r.requestId)) }
+        : {}),
     };
   }
 }

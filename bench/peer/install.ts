@@ -37,15 +37,24 @@ export async function ensurePeer(log: (line: string) => void): Promise<PeerInsta
   const dir = process.env.BENCH_PEER_DIR ?? join(tmpdir(), 'durable-mcp-peer-bench');
   await mkdir(dir, { recursive: true });
   if (!existsSync(join(dir, 'package.json'))) {
-    await writeFile(join(dir, 'package.json'), `${JSON.stringify({ name: 'durable-mcp-peer-bench', private: true, type: 'module' }, null, 2)}\n`);
+    await writeFile(
+      join(dir, 'package.json'),
+      `${JSON.stringify({ name: 'durable-mcp-peer-bench', private: true, type: 'module' }, null, 2)}\n`,
+    );
   }
   if (!existsSync(join(dir, 'node_modules/@temporalio/ai-sdk/package.json'))) {
     log(`installing the peer into ${dir}: ${PEER_PACKAGES.join(' ')}`);
     try {
-      await promisify(execFile)('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...PEER_PACKAGES], { cwd: dir, timeout: 300_000, maxBuffer: 16 * 2 ** 20 });
+      await promisify(execFile)('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...PEER_PACKAGES], {
+        cwd: dir,
+        timeout: 300_000,
+        maxBuffer: 16 * 2 ** 20,
+      });
     } catch (err) {
       const e = err as { stderr?: string; message: string };
-      throw new Error(`npm install of the peer failed: ${(e.stderr || e.message).trim().split('\n').slice(-5).join(' | ')}`);
+      throw new Error(
+        `npm install of the peer failed: ${(e.stderr || e.message).trim().split('\n').slice(-5).join(' | ')}`,
+      );
     }
   }
   const target = join(dir, 'bench-peer');
@@ -53,7 +62,9 @@ export async function ensurePeer(log: (line: string) => void): Promise<PeerInsta
   for (const file of ['peerWorker.js', 'peerWorkflow.js']) await copyFile(join(here, file), join(target, file));
   const versions: string[] = [];
   for (const name of ['@temporalio/ai-sdk', '@temporalio/worker', 'ai', '@ai-sdk/mcp']) {
-    const pkg = JSON.parse(await readFile(join(dir, 'node_modules', name, 'package.json'), 'utf8')) as { version: string };
+    const pkg = JSON.parse(await readFile(join(dir, 'node_modules', name, 'package.json'), 'utf8')) as {
+      version: string;
+    };
     versions.push(`${name}@${pkg.version}`);
   }
   return { dir, workerScript: join(target, 'peerWorker.js'), versions };

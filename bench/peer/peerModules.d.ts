@@ -4,7 +4,11 @@
  */
 declare module '@temporalio/ai-sdk' {
   export class AiSdkPlugin {
-    constructor(options: { modelProvider: unknown; mcpClientFactories?: Record<string, (args: unknown) => Promise<unknown>>; mcpConnectionIdleTimeout?: number });
+    constructor(options: {
+      modelProvider: unknown;
+      mcpClientFactories?: Record<string, (args: unknown) => Promise<unknown>>;
+      mcpConnectionIdleTimeout?: number;
+    });
   }
 }
 declare module '@temporalio/ai-sdk/workflow' {

@@ -25,7 +25,9 @@ const taskQueue = arg('task-queue');
 const idle = Number(arg('idle') ?? '300000');
 const servers = JSON.parse(arg('servers') ?? '{}') as Record<string, ServerSpec>;
 if (!address || !taskQueue) {
-  process.stderr.write('usage: TEMPORAL_ADDRESS=host:port node peerWorker.js --task-queue Q --idle MS --servers JSON\n');
+  process.stderr.write(
+    'usage: TEMPORAL_ADDRESS=host:port node peerWorker.js --task-queue Q --idle MS --servers JSON\n',
+  );
   process.exit(2);
 }
 
@@ -38,7 +40,12 @@ const factories = Object.fromEntries(
         transport:
           'url' in spec
             ? { type: 'http', url: spec.url }
-            : new Experimental_StdioMCPTransport({ command: spec.command, args: spec.args ?? [], env: { PATH: process.env.PATH ?? '' }, stderr: 'ignore' }),
+            : new Experimental_StdioMCPTransport({
+                command: spec.command,
+                args: spec.args ?? [],
+                env: { PATH: process.env.PATH ?? '' },
+                stderr: 'ignore',
+              }),
       }),
   ]),
 );

@@ -33,7 +33,9 @@ export async function peerTurn(server: string): Promise<number> {
   return calls;
 }
 
-const { noop } = proxyActivities<{ noop(input: { id: string; arguments: Record<string, unknown> }): Promise<unknown> }>({ startToCloseTimeout: '1m' });
+const { noop } = proxyActivities<{ noop(input: { id: string; arguments: Record<string, unknown> }): Promise<unknown> }>(
+  { startToCloseTimeout: '1m' },
+);
 
 export async function peerBareTurn(): Promise<number> {
   let ended = false;

@@ -35,7 +35,8 @@ export function answerFromText(text: string, opts: AnswerOptions): InputAnswer {
   } catch (err) {
     throw new UsageError(`the answer on stdin is not valid JSON: ${(err as Error).message}`);
   }
-  if (typeof content !== 'object' || content === null || Array.isArray(content)) throw new UsageError('the answer on stdin must be a JSON object of the requested fields, e.g. {"name":"db"}');
+  if (typeof content !== 'object' || content === null || Array.isArray(content))
+    throw new UsageError('the answer on stdin must be a JSON object of the requested fields, e.g. {"name":"db"}');
   return { action: 'accept', content: content as InputAnswer['content'] };
 }
 
@@ -44,7 +45,8 @@ async function readStdin(): Promise<string> {
   let size = 0;
   for await (const chunk of process.stdin as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_STDIN_ANSWER_BYTES) throw new UsageError(`the answer on stdin is longer than ${MAX_STDIN_ANSWER_BYTES} bytes`);
+    if (size > MAX_STDIN_ANSWER_BYTES)
+      throw new UsageError(`the answer on stdin is longer than ${MAX_STDIN_ANSWER_BYTES} bytes`);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
@@ -54,22 +56,37 @@ async function answerCommand(turnId: string, requestId: string | undefined, opts
   if (opts.decline && opts.cancel) throw new UsageError('give at most one of --decline and --cancel');
   const asksOnTerminal = requestId !== undefined && !opts.decline && !opts.cancel && process.stdin.isTTY === true;
   // Read before connecting, so a piped answer is taken even if the connection fails.
-  const answer = requestId !== undefined && !asksOnTerminal ? answerFromText(opts.decline || opts.cancel ? '' : await readStdin(), opts) : undefined;
+  const answer =
+    requestId !== undefined && !asksOnTerminal
+      ? answerFromText(opts.decline || opts.cancel ? '' : await readStdin(), opts)
+      : undefined;
   const settings = commandSettings();
-  const session = await connect({ logger: cliLogger(settings, 'warn'), withWorker: false, settings, env: process.env, progress });
+  const session = await connect({
+    logger: cliLogger(settings, 'warn'),
+    withWorker: false,
+    settings,
+    env: process.env,
+    progress,
+  });
   try {
     if (requestId === undefined) {
       const open = await session.client.pendingInputs(turnId);
       if (opts.json) process.stdout.write(`${terminalJson(open, 2)}\n`);
       else if (open.length === 0) process.stdout.write(`no open input requests in ${turnId}\n`);
-      else for (const r of open) process.stdout.write(`${describeRequest(r)}${r.requestedSchema ? `\n  schema: ${terminalJson(r.requestedSchema)}` : ''}\n`);
+      else
+        for (const r of open)
+          process.stdout.write(
+            `${describeRequest(r)}${r.requestedSchema ? `\n  schema: ${terminalJson(r.requestedSchema)}` : ''}\n`,
+          );
       return 0;
     }
     let given = answer;
     if (asksOnTerminal) {
       const request = (await session.client.pendingInputs(turnId)).find((r) => r.requestId === requestId);
       if (!request) {
-        process.stderr.write(`error: no open input request ${JSON.stringify(requestId)} in ${turnId}: it was answered, timed out, or never asked\n`);
+        process.stderr.write(
+          `error: no open input request ${JSON.stringify(requestId)} in ${turnId}: it was answered, timed out, or never asked\n`,
+        );
         return 1;
       }
       given = await promptOnTerminal(request, { turnId });
@@ -97,14 +114,19 @@ export function registerAnswerCommand(program: Command): void {
     .command('answer')
     .description("answer a running call's input request (without a request ID: list the open ones)")
     .argument('<turnId>', 'the turn, e.g. my-session/turn-1')
-    .argument('[requestId]', 'the request, e.g. toolu_01:1:name; the answer, a JSON object of the fields, is read from stdin (on a terminal: asked field by field)')
+    .argument(
+      '[requestId]',
+      'the request, e.g. toolu_01:1:name; the answer, a JSON object of the fields, is read from stdin (on a terminal: asked field by field)',
+    )
     .option('--decline', 'decline the request')
     .option('--cancel', 'cancel the request')
     .option('--json', 'print JSON')
     .allowExcessArguments()
     .action(async (turnId: string, requestId: string | undefined, opts: AnswerOptions, command: Command) => {
       if (command.args.length > 2) {
-        throw new UsageError('the answer is read from stdin, never from the command line, where other local users can read it and shell history keeps it: durable-mcp answer TURN REQUEST < answer.json');
+        throw new UsageError(
+          'the answer is read from stdin, never from the command line, where other local users can read it and shell history keeps it: durable-mcp answer TURN REQUEST < answer.json',
+        );
       }
       process.exitCode = await answerCommand(turnId, requestId, opts);
     });

@@ -13,7 +13,8 @@ async function apiCommand(command: Command): Promise<void> {
   const portFlag = givenOnCommandLine<string>(command, 'port');
   const host = givenOnCommandLine<string>(command, 'host') ?? settings.api.host;
   const port = portFlag !== undefined ? Number(portFlag) : settings.api.port;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number (0-65535), got ${JSON.stringify(portFlag)}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UsageError(`--port must be a port number (0-65535), got ${JSON.stringify(portFlag)}`);
   const server = await requireTemporalServer(process.env, settings.dataDir);
   const { dev } = server;
   const api = await serveApi(
@@ -28,17 +29,25 @@ async function apiCommand(command: Command): Promise<void> {
     { host, port },
   );
   const [how] = apiAuthLines(api.auth, api.url);
-  process.stdout.write(`durable-mcp api is listening on ${api.url} (Temporal ${server.address})\n  reference: ${api.url}/api/v1/docs\n  token:     ${how}\n`);
+  process.stdout.write(
+    `durable-mcp api is listening on ${api.url} (Temporal ${server.address})\n  reference: ${api.url}/api/v1/docs\n  token:     ${how}\n`,
+  );
   let stopped: Promise<void> | undefined;
   const stop = () => (stopped ??= api.close());
-  handleStopSignals({ graceful: stop, force: () => undefined, notice: (signal) => process.stderr.write(`stopping (${signal}): requests in flight may finish\n`) });
+  handleStopSignals({
+    graceful: stop,
+    force: () => undefined,
+    notice: (signal) => process.stderr.write(`stopping (${signal}): requests in flight may finish\n`),
+  });
 }
 
 /** Adds `durable-mcp api` to the program. */
 export function registerApiCommand(program: Command): void {
   program
     .command('api')
-    .description('serve the HTTP API (turns, calls, status, events, transcripts) against TEMPORAL_ADDRESS or a running `dev`')
+    .description(
+      'serve the HTTP API (turns, calls, status, events, transcripts) against TEMPORAL_ADDRESS or a running `dev`',
+    )
     // The flags win over the variables, the variables over the defaults (both read through the settings).
     .addOption(new Option('--host <host>', 'address to listen on (default 127.0.0.1)').env('DMCP_API_HOST'))
     .addOption(new Option('--port <port>', 'port to listen on (default 8235; 0 picks one)').env('DMCP_API_PORT'))

@@ -13,14 +13,30 @@ import { workerParts } from './worker.js';
  * `dev` serves the HTTP API too, so orchestrators in other languages can drive the embedded
  * default. A taken port is reported and dev goes on without it: the API is an extra, not the job.
  */
-async function devApi(settings: Settings, logger: Logger, target: { address: string; namespace: string; taskQueue: string }, undo: (() => Promise<unknown>)[]): Promise<string> {
-  const [{ serveApi, apiAuthLines }, { TUNED_MAX_IN_FLIGHT_UPDATES }] = await Promise.all([import('../api.js'), import('../../dev/devServer.js')]);
+async function devApi(
+  settings: Settings,
+  logger: Logger,
+  target: { address: string; namespace: string; taskQueue: string },
+  undo: (() => Promise<unknown>)[],
+): Promise<string> {
+  const [{ serveApi, apiAuthLines }, { TUNED_MAX_IN_FLIGHT_UPDATES }] = await Promise.all([
+    import('../api.js'),
+    import('../../dev/devServer.js'),
+  ]);
   const { host, port } = settings.api;
   try {
-    const api = await serveApi(settings, logger, { ...target, maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES }, { host, port });
+    const api = await serveApi(
+      settings,
+      logger,
+      { ...target, maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES },
+      { host, port },
+    );
     undo.push(() => api.close());
     // The token's file, never the token: the output of dev ends up in terminals' scrollback and logs.
-    return [`  HTTP API:         ${api.url} (reference ${api.url}/api/v1/docs)`, ...apiAuthLines(api.auth, api.url).map((l) => `  API token:        ${l}`)].join('\n');
+    return [
+      `  HTTP API:         ${api.url} (reference ${api.url}/api/v1/docs)`,
+      ...apiAuthLines(api.auth, api.url).map((l) => `  API token:        ${l}`),
+    ].join('\n');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
     logger.warn({ host, port }, 'HTTP API not started: port in use');
@@ -29,7 +45,18 @@ async function devApi(settings: Settings, logger: Logger, target: { address: str
 }
 
 /** What `dev` prints once everything runs. */
-function runningLines(p: { uiAddress: string | undefined; address: string; namespace: string; version: string; codecUrl: string; encrypted: boolean; apiLine: string; taskQueue: string; workerQueue: string; dataDir: string }): string {
+function runningLines(p: {
+  uiAddress: string | undefined;
+  address: string;
+  namespace: string;
+  version: string;
+  codecUrl: string;
+  encrypted: boolean;
+  apiLine: string;
+  taskQueue: string;
+  workerQueue: string;
+  dataDir: string;
+}): string {
   return [
     'durable-mcp dev is running.',
     `  Temporal UI:      ${p.uiAddress}`,
@@ -49,12 +76,19 @@ function runningLines(p: { uiAddress: string | undefined; address: string; names
 async function devCommand(): Promise<void> {
   const env = process.env;
   const settings = devSettings(commandSettings());
-  const { NativeConnection, installRuntime, startCodecServer, startDevServer, startWorker, temporalCliVersion } = await workerParts();
+  const { NativeConnection, installRuntime, startCodecServer, startDevServer, startWorker, temporalCliVersion } =
+    await workerParts();
   const logger = cliLogger(settings);
   await installRuntime({ logger, level: settings.sdkLogLevel, metrics: settings.metrics.port !== undefined });
-  if (settings.temporal.address) throw new UsageError('dev starts its own Temporal server: unset TEMPORAL_ADDRESS, or run `durable-mcp worker` against your cluster');
+  if (settings.temporal.address)
+    throw new UsageError(
+      'dev starts its own Temporal server: unset TEMPORAL_ADDRESS, or run `durable-mcp worker` against your cluster',
+    );
   const existing = await runningDev(settings.dataDir);
-  if (existing) throw new UsageError(`durable-mcp dev is already running (pid ${existing.pid}, ${existing.address}, UI ${existing.uiAddress ?? 'off'})`);
+  if (existing)
+    throw new UsageError(
+      `durable-mcp dev is already running (pid ${existing.pid}, ${existing.address}, UI ${existing.uiAddress ?? 'off'})`,
+    );
   const { port, uiPort } = settings.dev;
   const dataConverter = dataConverterFor(settings);
   // Everything started is undone in reverse order, on a signal, on a failed start, or when the
@@ -67,12 +101,14 @@ async function devCommand(): Promise<void> {
   const stop = (reason: string) => {
     stopping ??= (async () => {
       logger.info({ reason }, 'stopping');
-      for (const step of undo.reverse()) await step().catch((err: unknown) => logger.warn({ err }, 'cleanup step failed'));
+      for (const step of undo.reverse())
+        await step().catch((err: unknown) => logger.warn({ err }, 'cleanup step failed'));
     })();
     return stopping;
   };
   handleStopSignals({
-    notice: (signal) => process.stderr.write(`stopping (${signal}): running calls may finish; send it again to stop at once\n`),
+    notice: (signal) =>
+      process.stderr.write(`stopping (${signal}): running calls may finish; send it again to stop at once\n`),
     graceful: (signal) => stop(signal),
     force: (signal) => {
       logger.warn({ signal }, 'stopping at once');
@@ -90,7 +126,14 @@ async function devCommand(): Promise<void> {
     });
     undo.push(() => codec.close());
     progress('starting the Temporal dev server...');
-    const server = await startDevServer({ dbFile: devDbFile(settings.dataDir), port, uiPort, env, codecEndpoint: codec.url, ownProcessGroup: true });
+    const server = await startDevServer({
+      dbFile: devDbFile(settings.dataDir),
+      port,
+      uiPort,
+      env,
+      codecEndpoint: codec.url,
+      ownProcessGroup: true,
+    });
     devServerPid = server.pid;
     undo.push(() => server.stop());
     const taskQueue = settings.taskQueue;
@@ -99,14 +142,39 @@ async function devCommand(): Promise<void> {
     const worker = await startWorker({ connection, logger, env, settings, taskQueue, dataConverter });
     pool = worker.pool;
     undo.push(() => worker.shutdown());
-    const apiLine = await devApi(settings, logger, { address: server.address, namespace: server.namespace, taskQueue }, undo);
-    await writeDevState({ address: server.address, namespace: server.namespace, uiAddress: server.uiAddress, pid: process.pid, serverPid: server.pid, taskQueue }, settings.dataDir);
+    const apiLine = await devApi(
+      settings,
+      logger,
+      { address: server.address, namespace: server.namespace, taskQueue },
+      undo,
+    );
+    await writeDevState(
+      {
+        address: server.address,
+        namespace: server.namespace,
+        uiAddress: server.uiAddress,
+        pid: process.pid,
+        serverPid: server.pid,
+        taskQueue,
+      },
+      settings.dataDir,
+    );
     undo.push(() => removeDevState(settings.dataDir));
     const version = await temporalCliVersion(server.binary).catch(() => 'unknown version');
-    process.stdout.write(runningLines({
-      uiAddress: server.uiAddress, address: server.address, namespace: server.namespace, version, codecUrl: codec.url, encrypted: Boolean(settings.payloads.encryptionKey),
-      apiLine, taskQueue, workerQueue: worker.workerQueue, dataDir: settings.dataDir,
-    }));
+    process.stdout.write(
+      runningLines({
+        uiAddress: server.uiAddress,
+        address: server.address,
+        namespace: server.namespace,
+        version,
+        codecUrl: codec.url,
+        encrypted: Boolean(settings.payloads.encryptionKey),
+        apiLine,
+        taskQueue,
+        workerQueue: worker.workerQueue,
+        dataDir: settings.dataDir,
+      }),
+    );
     await worker.done;
   } finally {
     await stop('exit');
@@ -115,5 +183,8 @@ async function devCommand(): Promise<void> {
 
 /** Adds `durable-mcp dev` to the program. */
 export function registerDevCommand(program: Command): void {
-  program.command('dev').description('start the embedded Temporal dev server (with UI), a worker, and print the UI address').action(devCommand);
+  program
+    .command('dev')
+    .description('start the embedded Temporal dev server (with UI), a worker, and print the UI address')
+    .action(devCommand);
 }

@@ -37,7 +37,11 @@ export interface ServerFacts {
   probe?: ProbeResult;
 }
 
-export type ProbeResult = { kind: 'reachable'; era?: ProtocolEra } | { kind: 'unauthorized' } | { kind: 'unreachable'; why: string } | { kind: 'not_probed'; why: string };
+export type ProbeResult =
+  | { kind: 'reachable'; era?: ProtocolEra }
+  | { kind: 'unauthorized' }
+  | { kind: 'unreachable'; why: string }
+  | { kind: 'not_probed'; why: string };
 
 export interface ListRow {
   name: string;
@@ -53,7 +57,9 @@ export interface ListRow {
 /** The command line of a stdio entry, quoted where a word needs it. */
 export function commandLine(entry: ShelfEntry): string {
   if (entry.type !== 'stdio') return entry.url;
-  return [entry.command, ...entry.args].map((w) => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`)).join(' ');
+  return [entry.command, ...entry.args]
+    .map((w) => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`))
+    .join(' ');
 }
 
 /**
@@ -68,11 +74,15 @@ export function serverState(server: ShelfServer, agents: string[], facts: Server
   if (facts.loginId !== undefined && facts.loginUrl !== undefined && !sameServerUrl(facts.loginUrl, server.entry.url)) {
     return `logged in for another address (${facts.loginUrl}), so not used: durable-mcp mcp login ${server.name}`;
   }
-  if (facts.loginId !== undefined && facts.movedTo) return `its authorization server moved to ${facts.movedTo}: durable-mcp mcp login ${server.name}`;
-  if (facts.loginId !== undefined && facts.expiredAt) return `login expired or revoked ${facts.expiredAt.toISOString()}: durable-mcp mcp login ${server.name}`;
-  if (facts.loginId !== undefined && facts.wantedScope) return `logged in, wants more access (scope ${facts.wantedScope}): durable-mcp mcp login ${server.name}`;
+  if (facts.loginId !== undefined && facts.movedTo)
+    return `its authorization server moved to ${facts.movedTo}: durable-mcp mcp login ${server.name}`;
+  if (facts.loginId !== undefined && facts.expiredAt)
+    return `login expired or revoked ${facts.expiredAt.toISOString()}: durable-mcp mcp login ${server.name}`;
+  if (facts.loginId !== undefined && facts.wantedScope)
+    return `logged in, wants more access (scope ${facts.wantedScope}): durable-mcp mcp login ${server.name}`;
   if (facts.loginId !== undefined) return 'logged in';
-  if (facts.pendingSince) return `login started ${facts.pendingSince.toISOString()}, not finished: durable-mcp mcp login ${server.name}`;
+  if (facts.pendingSince)
+    return `login started ${facts.pendingSince.toISOString()}, not finished: durable-mcp mcp login ${server.name}`;
   const probe = facts.probe;
   if (!probe) return 'not probed';
   switch (probe.kind) {
@@ -92,9 +102,15 @@ export function serverState(server: ShelfServer, agents: string[], facts: Server
 /** A machine login's state: it needs no login, whatever the token store holds, unless its pinned authorization server moved. */
 function machineState(name: string, client: ShelfOAuthClient, facts: ServerFacts): string {
   const variable = client.privateKeyEnv ?? client.clientSecretEnv;
-  const scope = facts.wantedScope ? `; wants more access (scope ${facts.wantedScope}), asked for at the next grant` : '';
-  const moved = facts.loginId !== undefined && facts.movedTo ? `; its authorization server moved to ${facts.movedTo}, where no grant is made: if the move is expected, durable-mcp mcp logout ${name}` : '';
-  if (client.grant === 'id_jag') return `cross-app access (the workers exchange the ID token in ${client.idTokenEnv} at the identity provider, then present it with ${variable})${scope}${moved}`;
+  const scope = facts.wantedScope
+    ? `; wants more access (scope ${facts.wantedScope}), asked for at the next grant`
+    : '';
+  const moved =
+    facts.loginId !== undefined && facts.movedTo
+      ? `; its authorization server moved to ${facts.movedTo}, where no grant is made: if the move is expected, durable-mcp mcp logout ${name}`
+      : '';
+  if (client.grant === 'id_jag')
+    return `cross-app access (the workers exchange the ID token in ${client.idTokenEnv} at the identity provider, then present it with ${variable})${scope}${moved}`;
   return `client credentials (the workers get tokens with ${variable})${scope}${moved}`;
 }
 
@@ -107,24 +123,42 @@ export function listRows(state: ShelfState, facts: ReadonlyMap<string, ServerFac
   return [...state.servers]
     .sort((a, b) => a.name.localeCompare(b.name))
     .map((s) => {
-      const agents = state.grants.filter((g) => g.server === s.name).map((g) => g.agent).sort();
+      const agents = state.grants
+        .filter((g) => g.server === s.name)
+        .map((g) => g.agent)
+        .sort();
       return {
-        name: s.name, transport: s.entry.type, where: commandLine(s.entry), state: serverState(s, agents, facts.get(s.name) ?? {}),
-        agents, addedAt: s.addedAt, addedBy: s.addedBy,
+        name: s.name,
+        transport: s.entry.type,
+        where: commandLine(s.entry),
+        state: serverState(s, agents, facts.get(s.name) ?? {}),
+        agents,
+        addedAt: s.addedAt,
+        addedBy: s.addedBy,
       };
     });
 }
 
 /** Rows as an aligned table with a header line. */
 export function renderTable(rows: ListRow[]): string[] {
-  const table = [['SERVER', 'TRANSPORT', 'WHERE', 'STATE', 'AGENTS'], ...rows.map((r) => [r.name, r.transport, r.where, r.state, r.agents.join(', ') || '-'])];
+  const table = [
+    ['SERVER', 'TRANSPORT', 'WHERE', 'STATE', 'AGENTS'],
+    ...rows.map((r) => [r.name, r.transport, r.where, r.state, r.agents.join(', ') || '-']),
+  ];
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-  return table.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd());
+  return table.map((row) =>
+    row
+      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 /** The log as lines, oldest first. */
 export function renderLog(state: ShelfState): string[] {
-  return state.log.map((e) => `${e.at}  ${e.op.padEnd(6)}  ${e.server}${e.agent !== undefined ? ` (agent ${e.agent})` : ''}  by ${e.by}`);
+  return state.log.map(
+    (e) => `${e.at}  ${e.op.padEnd(6)}  ${e.server}${e.agent !== undefined ? ` (agent ${e.agent})` : ''}  by ${e.by}`,
+  );
 }
 
 // --- probing ---
@@ -137,7 +171,10 @@ export function renderLog(state: ShelfState): string[] {
 export async function probeServer(entry: ShelfEntry, timeoutMs: number): Promise<ProbeResult> {
   if (entry.type === 'stdio') return { kind: 'not_probed', why: 'a command' };
   const { probeRemote } = await import('../../mcp/probe.js');
-  const probe = await probeRemote({ type: entry.type, url: entry.url }, { timeoutMs, clientInfo: { name: 'durable-mcp mcp list', version: packageVersion() } });
+  const probe = await probeRemote(
+    { type: entry.type, url: entry.url },
+    { timeoutMs, clientInfo: { name: 'durable-mcp mcp list', version: packageVersion() } },
+  );
   switch (probe.kind) {
     case 'reachable':
       return { kind: 'reachable', era: probe.era };
@@ -162,7 +199,9 @@ function cliBy(): string {
 }
 
 /** What the token store says of one server's login (not secret: IDs and times). */
-export type LoginFacts = (server: string) => Promise<Pick<ServerFacts, 'loginId' | 'pendingSince' | 'expiredAt' | 'loginUrl' | 'wantedScope' | 'movedTo'>>;
+export type LoginFacts = (
+  server: string,
+) => Promise<Pick<ServerFacts, 'loginId' | 'pendingSince' | 'expiredAt' | 'loginUrl' | 'wantedScope' | 'movedTo'>>;
 
 interface ShelfCommandContext {
   shelf: ShelfClient;
@@ -192,15 +231,23 @@ async function openShelf(signing: boolean): Promise<ShelfCommandContext> {
       if (session.mode === 'TEMPORAL_ADDRESS') {
         const file = turnKeyFile(settings.dataDir);
         turnKey = await readTurnKey(file).catch((err: NodeJS.ErrnoException) => {
-          throw new ShelfCommandError(err.code === 'ENOENT'
-            ? `no turn key at ${file}: copy the workers' turn.key there (mode 0600), or set DMCP_DATA_DIR to the folder holding it; the shelf only takes changes signed with it`
-            : err.message);
+          throw new ShelfCommandError(
+            err.code === 'ENOENT'
+              ? `no turn key at ${file}: copy the workers' turn.key there (mode 0600), or set DMCP_DATA_DIR to the folder holding it; the shelf only takes changes signed with it`
+              : err.message,
+          );
         });
       } else {
         turnKey = await ensureTurnKey(settings.dataDir);
       }
     }
-    const shelf = new ShelfClient({ client: session.client.client, taskQueue: session.client.taskQueue, turnKey, by: cliBy(), env: process.env });
+    const shelf = new ShelfClient({
+      client: session.client.client,
+      taskQueue: session.client.taskQueue,
+      turnKey,
+      by: cliBy(),
+      env: process.env,
+    });
     return { shelf, settings, ...(turnKey ? { turnKey } : {}), close: () => session.close() };
   } catch (err) {
     await session.close();
@@ -253,7 +300,16 @@ function describe(name: string, entry: ShelfEntry): string {
 }
 
 /** The machine-login flags of `mcp add`, which parseAddArguments takes as commander gives them. */
-type MachineAddFlags = Pick<AddArguments, 'clientCredentials' | 'privateKeyEnv' | 'signingAlgorithm' | 'idJag' | 'idpTokenEndpoint' | 'idpClientId' | 'idTokenEnv'>;
+type MachineAddFlags = Pick<
+  AddArguments,
+  | 'clientCredentials'
+  | 'privateKeyEnv'
+  | 'signingAlgorithm'
+  | 'idJag'
+  | 'idpTokenEndpoint'
+  | 'idpClientId'
+  | 'idTokenEnv'
+>;
 
 interface AddOptions extends MachineAddFlags, Pick<AddArguments, 'clientId' | 'clientSecretEnv'> {
   agent: string[];
@@ -275,12 +331,18 @@ function machineAddArguments(opts: AddOptions): MachineAddFlags {
 }
 
 async function addCommand(program: Command, name: string, target: string[], opts: AddOptions): Promise<void> {
-  const { parseAddArguments, shelfEntryProblem, workerVariablesOf, ShelfInputError } = await import('../../plane/shelf.js');
+  const { parseAddArguments, shelfEntryProblem, workerVariablesOf, ShelfInputError } = await import(
+    '../../plane/shelf.js'
+  );
   const { agentIdProblem } = await import('../../contract/index.js');
   const parsed = await checked(() => {
     const p = parseAddArguments(name, {
-      target, headers: opts.header, env: opts.env, afterDashes: rawArgs(program).includes('--'),
-      ...(opts.clientId !== undefined ? { clientId: opts.clientId } : {}), ...(opts.clientSecretEnv !== undefined ? { clientSecretEnv: opts.clientSecretEnv } : {}),
+      target,
+      headers: opts.header,
+      env: opts.env,
+      afterDashes: rawArgs(program).includes('--'),
+      ...(opts.clientId !== undefined ? { clientId: opts.clientId } : {}),
+      ...(opts.clientSecretEnv !== undefined ? { clientSecretEnv: opts.clientSecretEnv } : {}),
       ...machineAddArguments(opts),
     });
     const problem = shelfEntryProblem(p.name, p.entry, process.env);
@@ -301,18 +363,44 @@ async function addCommand(program: Command, name: string, target: string[], opts
     for (const agent of more) results.push(await shelf.grant(parsed.name, agent));
     const granted = opts.agent;
     const version = Math.max(...results.map((r) => r.version));
-    if (!existed) print(`added ${describe(parsed.name, parsed.entry)}${granted.length > 0 ? `; granted to ${granted.join(', ')}` : ''} (shelf version ${version})`);
-    else if (results.some((r) => r.changed)) print(`${parsed.name} is on the shelf already with this entry; granted to ${granted.join(', ')} (shelf version ${version})`);
-    else print(`${parsed.name} is on the shelf already with this entry${granted.length > 0 ? ` and granted to ${granted.join(', ')}` : ''}; nothing changed`);
-    const machine = parsed.entry.type !== 'stdio' && isMachineGrant(parsed.entry.oauth?.grant) ? parsed.entry.oauth : undefined;
-    const secretEnv = parsed.entry.type !== 'stdio' ? machine?.privateKeyEnv ?? parsed.entry.oauth?.clientSecretEnv : undefined;
-    const variables = workerVariablesOf(parsed.entry, process.env).filter((v) => v !== secretEnv && v !== machine?.idTokenEnv);
-    if (machine?.grant === 'id_jag') print(`  a cross-app access login: the workers exchange the user's ID token in ${machine.idTokenEnv} at ${machine.idpTokenEndpoint} and present the grant with the client secret in ${secretEnv} (both listed in their DMCP_MCP_ENV); no mcp login needed`);
-    else if (machine) print(`  a machine login: the workers get its tokens by the client-credentials grant, with the ${machine.privateKeyEnv !== undefined ? 'private key (PEM)' : 'client secret'} in ${secretEnv} (listed in their DMCP_MCP_ENV); no mcp login needed`);
-    else if (secretEnv !== undefined) print(`  the client secret is read from ${secretEnv}: set it where durable-mcp mcp login runs, and on the workers (listed in their DMCP_MCP_ENV) for refreshes`);
-    if (variables.length > 0) print(`  workers hand ${variables.join(', ')} to it only when their DMCP_MCP_ENV lists ${variables.length > 1 ? 'them' : 'it'}`);
+    if (!existed)
+      print(
+        `added ${describe(parsed.name, parsed.entry)}${granted.length > 0 ? `; granted to ${granted.join(', ')}` : ''} (shelf version ${version})`,
+      );
+    else if (results.some((r) => r.changed))
+      print(
+        `${parsed.name} is on the shelf already with this entry; granted to ${granted.join(', ')} (shelf version ${version})`,
+      );
+    else
+      print(
+        `${parsed.name} is on the shelf already with this entry${granted.length > 0 ? ` and granted to ${granted.join(', ')}` : ''}; nothing changed`,
+      );
+    const machine =
+      parsed.entry.type !== 'stdio' && isMachineGrant(parsed.entry.oauth?.grant) ? parsed.entry.oauth : undefined;
+    const secretEnv =
+      parsed.entry.type !== 'stdio' ? (machine?.privateKeyEnv ?? parsed.entry.oauth?.clientSecretEnv) : undefined;
+    const variables = workerVariablesOf(parsed.entry, process.env).filter(
+      (v) => v !== secretEnv && v !== machine?.idTokenEnv,
+    );
+    if (machine?.grant === 'id_jag')
+      print(
+        `  a cross-app access login: the workers exchange the user's ID token in ${machine.idTokenEnv} at ${machine.idpTokenEndpoint} and present the grant with the client secret in ${secretEnv} (both listed in their DMCP_MCP_ENV); no mcp login needed`,
+      );
+    else if (machine)
+      print(
+        `  a machine login: the workers get its tokens by the client-credentials grant, with the ${machine.privateKeyEnv !== undefined ? 'private key (PEM)' : 'client secret'} in ${secretEnv} (listed in their DMCP_MCP_ENV); no mcp login needed`,
+      );
+    else if (secretEnv !== undefined)
+      print(
+        `  the client secret is read from ${secretEnv}: set it where durable-mcp mcp login runs, and on the workers (listed in their DMCP_MCP_ENV) for refreshes`,
+      );
+    if (variables.length > 0)
+      print(
+        `  workers hand ${variables.join(', ')} to it only when their DMCP_MCP_ENV lists ${variables.length > 1 ? 'them' : 'it'}`,
+      );
     if (granted.length === 0) print(`  no agent has it yet: durable-mcp mcp grant ${parsed.name} --agent <id>`);
-    if (parsed.entry.type !== 'stdio' && !machine) print(`  if it wants an account: durable-mcp mcp login ${parsed.name}`);
+    if (parsed.entry.type !== 'stdio' && !machine)
+      print(`  if it wants an account: durable-mcp mcp login ${parsed.name}`);
     return 0;
   });
 }
@@ -320,7 +408,9 @@ async function addCommand(program: Command, name: string, target: string[], opts
 /** `--agent` given at least once; commander's required options count a default of [] as given. */
 function needAgents(command: string, agents: string[]): boolean {
   if (agents.length > 0) return true;
-  process.stderr.write(`error: mcp ${command} needs --agent <id> (the agent to ${command === 'grant' ? 'give it to' : 'take it from'})\n`);
+  process.stderr.write(
+    `error: mcp ${command} needs --agent <id> (the agent to ${command === 'grant' ? 'give it to' : 'take it from'})\n`,
+  );
   process.exitCode = 2;
   return false;
 }
@@ -330,7 +420,11 @@ async function grantCommand(server: string, opts: { agent: string[] }): Promise<
   await shelfCommand(true, async ({ shelf }) => {
     for (const agent of opts.agent) {
       const r = await shelf.grant(server, agent);
-      print(r.changed ? `granted ${server} to ${agent} (shelf version ${r.version})` : `${agent} has ${server} already; nothing changed`);
+      print(
+        r.changed
+          ? `granted ${server} to ${agent} (shelf version ${r.version})`
+          : `${agent} has ${server} already; nothing changed`,
+      );
     }
     return 0;
   });
@@ -341,7 +435,11 @@ async function dropCommand(server: string, opts: { agent: string[] }): Promise<v
   await shelfCommand(false, async ({ shelf }) => {
     for (const agent of opts.agent) {
       const r = await shelf.drop(server, agent);
-      print(r.changed ? `dropped ${server} from ${agent} (shelf version ${r.version}); its next turn goes without it` : `${agent} does not have ${server}; nothing changed`);
+      print(
+        r.changed
+          ? `dropped ${server} from ${agent} (shelf version ${r.version}); its next turn goes without it`
+          : `${agent} does not have ${server}; nothing changed`,
+      );
     }
     return 0;
   });
@@ -355,7 +453,9 @@ async function forgetCommand(server: string): Promise<void> {
       return 0;
     }
     const agents = [...(r.agents ?? [])].sort();
-    print(`forgot ${server} (shelf version ${r.version})${agents.length > 0 ? `; taken from ${agents.join(', ')} as of their next turn` : ''}`);
+    print(
+      `forgot ${server} (shelf version ${r.version})${agents.length > 0 ? `; taken from ${agents.join(', ')} as of their next turn` : ''}`,
+    );
     return 0;
   });
 }
@@ -371,8 +471,11 @@ async function loginFacts(settings: Settings): Promise<{ facts: LoginFacts; warn
         const record = loginId !== undefined ? await store.read(server).catch(() => undefined) : undefined;
         const loginUrl = record?.serverUrl;
         return {
-          ...(loginId !== undefined ? { loginId } : {}), ...(pendingSince ? { pendingSince } : {}), ...(expiredAt ? { expiredAt } : {}),
-          ...(loginUrl !== undefined ? { loginUrl } : {}), ...(record?.wantedScope ? { wantedScope: record.wantedScope } : {}),
+          ...(loginId !== undefined ? { loginId } : {}),
+          ...(pendingSince ? { pendingSince } : {}),
+          ...(expiredAt ? { expiredAt } : {}),
+          ...(loginUrl !== undefined ? { loginUrl } : {}),
+          ...(record?.wantedScope ? { wantedScope: record.wantedScope } : {}),
           ...(record?.movedTo !== undefined ? { movedTo: record.movedTo } : {}),
         };
       },
@@ -385,7 +488,9 @@ async function loginFacts(settings: Settings): Promise<{ facts: LoginFacts; warn
 async function listCommand(opts: { json?: boolean; probeTimeout: string }): Promise<void> {
   const timeoutMs = Number(opts.probeTimeout) * 1000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-    process.stderr.write(`error: --probe-timeout must be a positive number of seconds, got ${JSON.stringify(opts.probeTimeout)}\n`);
+    process.stderr.write(
+      `error: --probe-timeout must be a positive number of seconds, got ${JSON.stringify(opts.probeTimeout)}\n`,
+    );
     process.exitCode = 2;
     return;
   }
@@ -398,19 +503,26 @@ async function listCommand(opts: { json?: boolean; probeTimeout: string }): Prom
       state.servers.map(async (s) => {
         if (!granted.has(s.name) || s.entry.type === 'stdio') return;
         const login = await logins.facts(s.name);
-        const probe = login.loginId === undefined && !login.pendingSince && !isMachineGrant(s.entry.oauth?.grant) ? await probeServer(s.entry, timeoutMs) : undefined;
+        const probe =
+          login.loginId === undefined && !login.pendingSince && !isMachineGrant(s.entry.oauth?.grant)
+            ? await probeServer(s.entry, timeoutMs)
+            : undefined;
         facts.set(s.name, { ...login, ...(probe ? { probe } : {}) });
       }),
     );
     const rows = listRows(state, facts);
     if (opts.json) {
       const entries = new Map(state.servers.map((s) => [s.name, s.entry]));
-      process.stdout.write(`${terminalJson({ version: state.version, servers: rows.map((r) => ({ ...r, entry: entries.get(r.name) })) }, 2)}\n`);
+      process.stdout.write(
+        `${terminalJson({ version: state.version, servers: rows.map((r) => ({ ...r, entry: entries.get(r.name) })) }, 2)}\n`,
+      );
       return 0;
     }
     if (logins.warning) process.stderr.write(`warning: ${stripTerminalControls(logins.warning)}\n`);
     if (rows.length === 0) {
-      print('the shelf is empty: durable-mcp mcp add <name> <url>, or durable-mcp mcp add <name> -- <command> [args...]');
+      print(
+        'the shelf is empty: durable-mcp mcp add <name> <url>, or durable-mcp mcp add <name> -- <command> [args...]',
+      );
       return 0;
     }
     for (const line of renderTable(rows)) print(line);
@@ -422,7 +534,9 @@ async function logCommand(opts: { json?: boolean }): Promise<void> {
   await shelfCommand(false, async ({ shelf }) => {
     const state = await shelf.read();
     if (opts.json) {
-      process.stdout.write(`${terminalJson({ version: state.version, workflowId: shelf.workflowId, log: state.log }, 2)}\n`);
+      process.stdout.write(
+        `${terminalJson({ version: state.version, workflowId: shelf.workflowId, log: state.log }, 2)}\n`,
+      );
       return 0;
     }
     if (state.log.length === 0) {
@@ -430,32 +544,47 @@ async function logCommand(opts: { json?: boolean }): Promise<void> {
       return 0;
     }
     for (const line of renderLog(state)) print(line);
-    print(`(the newest ${state.log.length} change${state.log.length === 1 ? '' : 's'}; the history of workflow ${shelf.workflowId} holds every one)`);
+    print(
+      `(the newest ${state.log.length} change${state.log.length === 1 ? '' : 's'}; the history of workflow ${shelf.workflowId} holds every one)`,
+    );
     return 0;
   });
 }
 
 /** The shelf entry of `server`, or a refusal naming what to do. */
-async function remoteEntry(shelf: ShelfClient, server: string, turnKey: Buffer | undefined): Promise<{ url: string; oauth?: ShelfOAuthClient }> {
+async function remoteEntry(
+  shelf: ShelfClient,
+  server: string,
+  turnKey: Buffer | undefined,
+): Promise<{ url: string; oauth?: ShelfOAuthClient }> {
   const state = await shelf.read();
   const found = state.servers.find((s) => s.name === server);
   if (!found) throw new ShelfCommandError(`${server} is not on the shelf: durable-mcp mcp add ${server} <url> first`);
-  if (found.entry.type === 'stdio') throw new ShelfCommandError(`${server} is a command, not a remote server: there is nothing to log in to`);
+  if (found.entry.type === 'stdio')
+    throw new ShelfCommandError(`${server} is a command, not a remote server: there is nothing to log in to`);
   // Whoever can send the shelf Updates could have put another address under this name: the
   // operator's browser is sent only to an address a holder of the turn key put there.
   const { verifyShelfServer } = await import('../../plane/shelf.js');
   if (turnKey && !verifyShelfServer(turnKey, found)) {
-    throw new ShelfCommandError(`${server} (${found.entry.url}) is not signed with this deployment's turn key, so no worker uses it; check the address, then put it back: durable-mcp mcp forget ${server} && durable-mcp mcp add ${server} <url>`);
+    throw new ShelfCommandError(
+      `${server} (${found.entry.url}) is not signed with this deployment's turn key, so no worker uses it; check the address, then put it back: durable-mcp mcp forget ${server} && durable-mcp mcp add ${server} <url>`,
+    );
   }
   if (found.entry.url.includes('${')) {
-    throw new ShelfCommandError(`${server}: its url ${found.entry.url} holds a variable that only the workers resolve; a login needs the address itself on the shelf`);
+    throw new ShelfCommandError(
+      `${server}: its url ${found.entry.url} holds a variable that only the workers resolve; a login needs the address itself on the shelf`,
+    );
   }
   return { url: found.entry.url, ...(found.entry.oauth ? { oauth: found.entry.oauth } : {}) };
 }
 
 const printError = (line: string) => process.stderr.write(`error: ${stripTerminalControls(line)}\n`);
 
-async function loginCli(server: string, address: string | undefined, opts: { browser: boolean; wait: boolean }): Promise<void> {
+async function loginCli(
+  server: string,
+  address: string | undefined,
+  opts: { browser: boolean; wait: boolean },
+): Promise<void> {
   let found: { url: string; oauth?: ShelfOAuthClient; settings: Settings } | undefined;
   // The shelf is read and the connection closed before the login waits for the browser.
   await shelfCommand(true, async ({ shelf, settings, turnKey }) => {
@@ -465,12 +594,24 @@ async function loginCli(server: string, address: string | undefined, opts: { bro
   if (!found) return;
   if (isMachineGrant(found.oauth?.grant)) {
     const { machineLoginCommand } = await import('../machineLogin.js');
-    process.exitCode = await machineLoginCommand({ server, serverUrl: found.url, client: { ...found.oauth, grant: found.oauth.grant }, settings: found.settings, out: print, err: printError });
+    process.exitCode = await machineLoginCommand({
+      server,
+      serverUrl: found.url,
+      client: { ...found.oauth, grant: found.oauth.grant },
+      settings: found.settings,
+      out: print,
+      err: printError,
+    });
     return;
   }
   const { loginCommand } = await import('../login.js');
   process.exitCode = await loginCommand({
-    server, serverUrl: found.url, settings: found.settings, out: print, err: printError, env: process.env,
+    server,
+    serverUrl: found.url,
+    settings: found.settings,
+    out: print,
+    err: printError,
+    env: process.env,
     ...(found.oauth ? { client: found.oauth } : {}),
     ...(address !== undefined ? { redirect: address } : {}),
     ...(opts.browser ? {} : { noBrowser: true }),
@@ -498,34 +639,71 @@ async function clientMetadataCli(): Promise<void> {
   const settings = commandSettings();
   const url = settings.oauth.clientMetadataUrl;
   if (url === undefined) {
-    process.stderr.write('DMCP_OAUTH_CLIENT_METADATA_URL is not set: set it to the https address where you will host the document (https://example.com/durable-mcp/client.json), then run durable-mcp mcp client-metadata again\n');
+    process.stderr.write(
+      'DMCP_OAUTH_CLIENT_METADATA_URL is not set: set it to the https address where you will host the document (https://example.com/durable-mcp/client.json), then run durable-mcp mcp client-metadata again\n',
+    );
     process.exitCode = 1;
     return;
   }
   const { callbackUrl, clientMetadataFor } = await import('../../plane/oauth.js');
-  process.stdout.write(`${JSON.stringify(clientMetadataFor(callbackUrl(settings.oauth.callbackPort), url), null, 2)}\n`);
+  process.stdout.write(
+    `${JSON.stringify(clientMetadataFor(callbackUrl(settings.oauth.callbackPort), url), null, 2)}\n`,
+  );
 }
 
 /** Adds `durable-mcp mcp ...` to the program. */
 export function registerMcpCommand(program: Command): void {
-  const mcp = program.command('mcp').description('the shelf: servers registered once and granted to agents by name, and their logins');
+  const mcp = program
+    .command('mcp')
+    .description('the shelf: servers registered once and granted to agents by name, and their logins');
   mcp
     .command('add')
     .description('put a server on the shelf: <name> <url>, <name> sse <url>, or <name> -- <command> [args...]')
     .argument('<name>', 'the server name agents see (mcp__<name>__<tool>)')
     .argument('[target...]', 'a URL (Streamable HTTP), "sse <url>", or after "--" a command and its arguments')
     .option('--agent <id>', 'grant it to this agent at once (repeatable; before "--")', collect, [])
-    .option('--header <header>', "a header of a remote server, 'Name: value' (repeatable; ${VAR} is resolved on the workers)", collect, [])
-    .option('--env <pair>', 'a variable of a command, NAME=value (repeatable; ${VAR} is resolved on the workers)', collect, [])
-    .option('--client-id <id>', 'log in as this client, registered with the authorization server beforehand (for servers without dynamic registration)')
-    .option('--client-secret-env <VAR>', "the variable holding that client's secret (where mcp login runs, and on the workers, listed in DMCP_MCP_ENV)")
-    .option('--client-credentials', 'a machine login: the workers get tokens by the client-credentials grant as --client-id, no mcp login (with --client-secret-env or --private-key-env)')
-    .option('--private-key-env <VAR>', "with --client-credentials: the worker variable holding the client's private key (PEM), for private_key_jwt")
-    .option('--id-jag', "a cross-app access login (enterprise-managed authorization): the workers exchange a user's ID token at the identity provider for an ID-JAG and present it as --client-id (with --client-secret-env, --idp-token-endpoint, --idp-client-id, --id-token-env)")
+    .option(
+      '--header <header>',
+      "a header of a remote server, 'Name: value' (repeatable; ${VAR} is resolved on the workers)",
+      collect,
+      [],
+    )
+    .option(
+      '--env <pair>',
+      'a variable of a command, NAME=value (repeatable; ${VAR} is resolved on the workers)',
+      collect,
+      [],
+    )
+    .option(
+      '--client-id <id>',
+      'log in as this client, registered with the authorization server beforehand (for servers without dynamic registration)',
+    )
+    .option(
+      '--client-secret-env <VAR>',
+      "the variable holding that client's secret (where mcp login runs, and on the workers, listed in DMCP_MCP_ENV)",
+    )
+    .option(
+      '--client-credentials',
+      'a machine login: the workers get tokens by the client-credentials grant as --client-id, no mcp login (with --client-secret-env or --private-key-env)',
+    )
+    .option(
+      '--private-key-env <VAR>',
+      "with --client-credentials: the worker variable holding the client's private key (PEM), for private_key_jwt",
+    )
+    .option(
+      '--id-jag',
+      "a cross-app access login (enterprise-managed authorization): the workers exchange a user's ID token at the identity provider for an ID-JAG and present it as --client-id (with --client-secret-env, --idp-token-endpoint, --idp-client-id, --id-token-env)",
+    )
     .option('--idp-token-endpoint <url>', "with --id-jag: the identity provider's token endpoint (token exchange)")
-    .option('--idp-client-id <id>', 'with --id-jag: this client\'s ID at the identity provider')
-    .option('--id-token-env <VAR>', "with --id-jag: the worker variable holding the user's ID token from the identity provider")
-    .option('--signing-algorithm <alg>', 'with --private-key-env: the JWS algorithm of the client assertion (RS256, PS256, ES256...; default from the key)')
+    .option('--idp-client-id <id>', "with --id-jag: this client's ID at the identity provider")
+    .option(
+      '--id-token-env <VAR>',
+      "with --id-jag: the worker variable holding the user's ID token from the identity provider",
+    )
+    .option(
+      '--signing-algorithm <alg>',
+      'with --private-key-env: the JWS algorithm of the client assertion (RS256, PS256, ES256...; default from the key)',
+    )
     .action((name: string, target: string[], opts: AddOptions) => addCommand(program, name, target, opts));
   mcp
     .command('list')
@@ -557,7 +735,9 @@ export function registerMcpCommand(program: Command): void {
     .action(logCommand);
   mcp
     .command('login')
-    .description("log in to a remote server on the shelf (OAuth in the browser); with an address, finish a login started elsewhere")
+    .description(
+      'log in to a remote server on the shelf (OAuth in the browser); with an address, finish a login started elsewhere',
+    )
     .argument('<name>')
     .argument('[address]', 'the address the browser ended on (paste-back)')
     .option('--no-browser', 'print the authorization address instead of opening a browser')
@@ -570,7 +750,9 @@ export function registerMcpCommand(program: Command): void {
     .action(logoutCli);
   mcp
     .command('client-metadata')
-    .description('print the client ID metadata document to host at DMCP_OAUTH_CLIENT_METADATA_URL (used as the client ID where the authorization server accepts it)')
+    .description(
+      'print the client ID metadata document to host at DMCP_OAUTH_CLIENT_METADATA_URL (used as the client ID where the authorization server accepts it)',
+    )
     .action(clientMetadataCli);
   mcp
     .command('rekey')

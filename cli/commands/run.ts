@@ -44,7 +44,9 @@ export function parseCallSpec(spec: string, index: number): CallRequest {
     }
   }
   if (typeof args !== 'object' || args === null || Array.isArray(args)) {
-    throw new UsageError(`--call #${index + 1} (${name}): arguments must be a JSON object, got ${JSON.stringify(args)}`);
+    throw new UsageError(
+      `--call #${index + 1} (${name}): arguments must be a JSON object, got ${JSON.stringify(args)}`,
+    );
   }
   return { id: `call-${index + 1}`, name, arguments: args as Record<string, unknown> };
 }
@@ -56,7 +58,8 @@ export function parseCallSpec(spec: string, index: number): CallRequest {
 export function parseTakeTaskSpec(spec: string, index: number): CallRequest {
   const parts = spec.trim().split(/\s+/);
   const [name, taskId] = parts;
-  if (parts.length !== 2 || !name || !taskId) throw new UsageError(`--take-task #${index + 1}: expected 'TOOL TASK_ID', got ${JSON.stringify(spec)}`);
+  if (parts.length !== 2 || !name || !taskId)
+    throw new UsageError(`--take-task #${index + 1}: expected 'TOOL TASK_ID', got ${JSON.stringify(spec)}`);
   const problem = taskIdProblem(taskId);
   if (problem) throw new UsageError(`--take-task #${index + 1} (${name}): ${problem}`);
   return { id: `take-task-${index + 1}`, name, taskId };
@@ -76,7 +79,9 @@ async function checkServerRefs(opts: RunOptions): Promise<void> {
   // Only checked: their commands run once, on the worker, whose environment is the one that counts.
   try {
     const refs = { workspace: opts.workspace ?? process.cwd(), mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp };
-    await loadConfig(refs, { ...process.env, DMCP_NO_USER_CONFIG: '1', DMCP_WORKSPACE_MCP: 'false' }, undefined, { checkOnly: true });
+    await loadConfig(refs, { ...process.env, DMCP_NO_USER_CONFIG: '1', DMCP_WORKSPACE_MCP: 'false' }, undefined, {
+      checkOnly: true,
+    });
   } catch (err) {
     if (err instanceof ConfigError) throw new UsageError(err.message);
     throw err;
@@ -96,13 +101,15 @@ async function reportUnknownTools(client: TurnClient, result: TurnResult, failed
   if (unknown.length === 0) return;
   const available = status.tools.map((t) => t.name).join(', ') || 'none';
   for (const c of unknown) process.stderr.write(`error: unknown tool "${c.name}" (available: ${available})\n`);
-  for (const s of status.status?.servers ?? []) if (s.error) process.stderr.write(`error: server "${s.name}" failed: ${stripTerminalControls(s.error)}\n`);
+  for (const s of status.status?.servers ?? [])
+    if (s.error) process.stderr.write(`error: server "${s.name}" failed: ${stripTerminalControls(s.error)}\n`);
 }
 
 /** Exit code 0 when every call succeeded, 1 when one failed. */
 async function runCommand(opts: RunOptions): Promise<number> {
   const calls = [...opts.call.map(parseCallSpec), ...opts.takeTask.map(parseTakeTaskSpec)];
-  if (calls.length === 0) throw new UsageError("run needs at least one --call 'TOOL JSON' (or --take-task 'TOOL TASK_ID')");
+  if (calls.length === 0)
+    throw new UsageError("run needs at least one --call 'TOOL JSON' (or --take-task 'TOOL TASK_ID')");
   const allowedTools = toolMatchers(opts.allowedTools, '--allowed-tools');
   const disallowedTools = toolMatchers(opts.disallowedTools, '--disallowed-tools');
   const agentProblem = opts.agent !== undefined ? agentIdProblem(opts.agent) : undefined;
@@ -115,29 +122,34 @@ async function runCommand(opts: RunOptions): Promise<number> {
   const session = await connect({ logger, withWorker: true, settings, env: process.env, progress });
   stopOnSignals(session);
   try {
-    const result = await session.client.runBatch({
-      sessionId,
-      // Named: offered to the servers as their root too. Not named: the current directory, for the
-      // workspace layer only, so a server keeps the directories its command line gave it.
-      ...(opts.workspace !== undefined ? { workspace: opts.workspace } : {}),
-      // A session made for this one turn is released with it, so no server waits on an idle client;
-      // one the user named may have more turns coming.
-      ...(opts.session === undefined ? { endSession: true } : {}),
-      servers: { mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp, plugins: opts.plugin },
-      calls: opts.parallel ? [calls] : calls.map((c) => [c]),
-      ...(allowedTools !== undefined ? { allowedTools } : {}),
-      ...(disallowedTools?.length ? { disallowedTools } : {}),
-      ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
-      onInput: cliInputHandler(answerMode),
-    }).catch((err: unknown) => {
-      throw err instanceof SecretInInputError ? new UsageError(err.message) : err;
-    });
+    const result = await session.client
+      .runBatch({
+        sessionId,
+        // Named: offered to the servers as their root too. Not named: the current directory, for the
+        // workspace layer only, so a server keeps the directories its command line gave it.
+        ...(opts.workspace !== undefined ? { workspace: opts.workspace } : {}),
+        // A session made for this one turn is released with it, so no server waits on an idle client;
+        // one the user named may have more turns coming.
+        ...(opts.session === undefined ? { endSession: true } : {}),
+        servers: { mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp, plugins: opts.plugin },
+        calls: opts.parallel ? [calls] : calls.map((c) => [c]),
+        ...(allowedTools !== undefined ? { allowedTools } : {}),
+        ...(disallowedTools?.length ? { disallowedTools } : {}),
+        ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
+        onInput: cliInputHandler(answerMode),
+      })
+      .catch((err: unknown) => {
+        throw err instanceof SecretInInputError ? new UsageError(err.message) : err;
+      });
     const failed = result.calls.filter((c) => c.outcome.status === 'error' || c.outcome.isError);
     if (opts.json) {
-      process.stdout.write(`${terminalJson({ turnId: result.turnId, sessionId, endedBy: result.endedBy, calls: result.calls }, 2)}\n`);
+      process.stdout.write(
+        `${terminalJson({ turnId: result.turnId, sessionId, endedBy: result.endedBy, calls: result.calls }, 2)}\n`,
+      );
     } else {
       // Tool output goes to a terminal: it must not be able to drive it.
-      for (const call of result.calls) process.stdout.write(`${call.name}: ${stripTerminalControls(outcomeText(call.outcome))}\n`);
+      for (const call of result.calls)
+        process.stdout.write(`${call.name}: ${stripTerminalControls(outcomeText(call.outcome))}\n`);
       process.stderr.write(`turn ${result.turnId} (see it again: durable-mcp transcript ${result.turnId})\n`);
     }
     await reportUnknownTools(session.client, result, failed);
@@ -152,19 +164,40 @@ export function registerRunCommand(program: Command): void {
   program
     .command('run')
     .description('run one batch turn and print the outcome of each call')
-    .option('--session <id>', 'session ID (default: a new one, ended when run exits; a named one is kept for its next turn)')
-    .option('--workspace <dir>', 'the turn workspace, also offered to the servers as their MCP root (default: the current directory, offered to none)')
+    .option(
+      '--session <id>',
+      'session ID (default: a new one, ended when run exits; a named one is kept for its next turn)',
+    )
+    .option(
+      '--workspace <dir>',
+      'the turn workspace, also offered to the servers as their MCP root (default: the current directory, offered to none)',
+    )
     .option('--mcp-config <file>', 'an mcp.json file (repeatable, in order)', collect, [])
     .option('--mcp <spec>', "an inline server 'name:command arg1 arg2' (repeatable)", collect, [])
     .option('--plugin <dir>', 'a plugin folder with .mcp.json and/or plugin.json (repeatable; untrusted)', collect, [])
-    .option('--call <call>', "a call 'TOOL JSON', e.g. 'mcp__x__echo {\"text\":\"hi\"}' (repeatable)", collect, [])
-    .option('--take-task <call>', "take up an MCP task a detached call left running, 'TOOL TASK_ID' (repeatable; after the --call calls): its result is this call's outcome", collect, [])
+    .option('--call <call>', 'a call \'TOOL JSON\', e.g. \'mcp__x__echo {"text":"hi"}\' (repeatable)', collect, [])
+    .option(
+      '--take-task <call>',
+      "take up an MCP task a detached call left running, 'TOOL TASK_ID' (repeatable; after the --call calls): its result is this call's outcome",
+      collect,
+      [],
+    )
     .option('--parallel', 'run the calls in parallel (default: one after another)')
     .option('--json', 'print one JSON object: { turnId, calls: [{ id, name, arguments, outcome }] }')
-    .option('--allowed-tools <matchers>', 'only these tools, e.g. "mcp__github__*,mcp__docs__search" (repeatable; narrows the worker\'s rules)', collectOptional)
+    .option(
+      '--allowed-tools <matchers>',
+      'only these tools, e.g. "mcp__github__*,mcp__docs__search" (repeatable; narrows the worker\'s rules)',
+      collectOptional,
+    )
     .option('--disallowed-tools <matchers>', 'never these tools (repeatable; a deny always wins)', collect, [])
-    .option('--agent <id>', 'run as this agent: the servers granted to it on the shelf join the turn (durable-mcp mcp grant)')
-    .option('--answer-input <mode>', 'answer every input request a call asks: accept-defaults, decline or cancel (default: ask on a terminal, else wait for durable-mcp answer)')
+    .option(
+      '--agent <id>',
+      'run as this agent: the servers granted to it on the shelf join the turn (durable-mcp mcp grant)',
+    )
+    .option(
+      '--answer-input <mode>',
+      'answer every input request a call asks: accept-defaults, decline or cancel (default: ask on a terminal, else wait for durable-mcp answer)',
+    )
     .action(async (opts: RunOptions) => {
       process.exitCode = await runCommand(opts);
     });

@@ -6,20 +6,33 @@ import { connect } from '../embedded.js';
 import { terminalJson } from '../../text/terminal.js';
 
 async function endSessionCommand(sessionId: string, opts: { json?: boolean }): Promise<number> {
-  if (!SESSION_ID_PATTERN.test(sessionId)) throw new UsageError(`invalid session ID ${JSON.stringify(sessionId)}: use letters, digits, ".", "_", ":" or "-" (at most 128)`);
+  if (!SESSION_ID_PATTERN.test(sessionId))
+    throw new UsageError(
+      `invalid session ID ${JSON.stringify(sessionId)}: use letters, digits, ".", "_", ":" or "-" (at most 128)`,
+    );
   const settings = commandSettings();
-  const session = await connect({ logger: cliLogger(settings, 'warn'), withWorker: false, settings, env: process.env, progress });
+  const session = await connect({
+    logger: cliLogger(settings, 'warn'),
+    withWorker: false,
+    settings,
+    env: process.env,
+    progress,
+  });
   try {
     // A dev server started for this command alone has no worker: no server runs for any session.
     if (session.mode === 'embedded') {
-      process.stderr.write(`no worker is running (no durable-mcp dev, no TEMPORAL_ADDRESS): session "${sessionId}" holds no servers\n`);
+      process.stderr.write(
+        `no worker is running (no durable-mcp dev, no TEMPORAL_ADDRESS): session "${sessionId}" holds no servers\n`,
+      );
       return 0;
     }
     const ended = await session.client.endSession(sessionId);
     if (opts.json) process.stdout.write(`${terminalJson(ended, 2)}\n`);
     else {
       const turns = ended.turnsEnded.length > 0 ? `; open turns ended: ${ended.turnsEnded.join(', ')}` : '';
-      process.stdout.write(`session ${sessionId} ended: ${ended.servers} server(s) stopped on ${ended.workers} worker(s)${turns}\n`);
+      process.stdout.write(
+        `session ${sessionId} ended: ${ended.servers} server(s) stopped on ${ended.workers} worker(s)${turns}\n`,
+      );
     }
     return 0;
   } finally {
@@ -32,7 +45,9 @@ export function registerSessionCommand(program: Command): void {
   const session = program.command('session').description('the sessions of the workers');
   session
     .command('end')
-    .description("end a session now: its open turns end and its servers stop (processes, remote sessions) on every worker that holds them")
+    .description(
+      'end a session now: its open turns end and its servers stop (processes, remote sessions) on every worker that holds them',
+    )
     .argument('<sessionId>')
     .option('--json', 'print { sessionId, turnsEnded, workers, servers } as JSON')
     .action(async (sessionId: string, opts: { json?: boolean }) => {

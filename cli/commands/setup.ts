@@ -7,13 +7,21 @@ import { findTemporalServer } from '../temporalServer.js';
 async function setupCommand(opts: { retention: string; createNamespace: boolean }): Promise<void> {
   // No data dir: a running `dev` sets itself up, so only a configured cluster counts here.
   const server = await findTemporalServer(process.env);
-  if (!server) throw new UsageError('setup needs a cluster: set TEMPORAL_ADDRESS (or a Temporal config profile); `durable-mcp dev` sets itself up');
+  if (!server)
+    throw new UsageError(
+      'setup needs a cluster: set TEMPORAL_ADDRESS (or a Temporal config profile); `durable-mcp dev` sets itself up',
+    );
   const print = (line: string) => process.stdout.write(`${line}\n`);
   print(`Temporal: ${server.summary}`);
   // Loaded here: the other commands need none of the cluster-admin client.
   const { SetupRefusedError, runSetup } = await import('../setup.js');
   try {
-    await runSetup({ target: { ...server.target, address: server.address }, retention: opts.retention, createNamespace: opts.createNamespace, print });
+    await runSetup({
+      target: { ...server.target, address: server.address },
+      retention: opts.retention,
+      createNamespace: opts.createNamespace,
+      print,
+    });
   } catch (err) {
     if (!(err instanceof SetupRefusedError)) throw err;
     process.stderr.write(`error: ${err.message}\n`);
@@ -25,7 +33,9 @@ async function setupCommand(opts: { retention: string; createNamespace: boolean 
 export function registerSetupCommand(program: Command): void {
   program
     .command('setup')
-    .description('prepare a Temporal cluster: create the namespace if missing, register the DmcpSessionId search attribute')
+    .description(
+      'prepare a Temporal cluster: create the namespace if missing, register the DmcpSessionId search attribute',
+    )
     .option('--retention <duration>', 'retention of a namespace created here', '72h')
     .option('--no-create-namespace', 'fail instead of creating a missing namespace')
     .action(setupCommand);

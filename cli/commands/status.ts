@@ -6,15 +6,25 @@ import { connect } from '../embedded.js';
 
 async function statusCommand(sessionId: string, opts: { json?: boolean }): Promise<number> {
   const settings = commandSettings();
-  const session = await connect({ logger: cliLogger(settings, 'warn'), withWorker: false, settings, env: process.env, progress });
+  const session = await connect({
+    logger: cliLogger(settings, 'warn'),
+    withWorker: false,
+    settings,
+    env: process.env,
+    progress,
+  });
   try {
     const latest = await session.client.getStatus(sessionId);
     if (!latest) throw new UsageError(`no turns for session "${sessionId}"`);
     if (opts.json) process.stdout.write(`${JSON.stringify(latest, null, 2)}\n`);
     else {
-      process.stdout.write(`session ${sessionId}, latest turn ${latest.turnId}, reported ${latest.status?.reportedAt ?? 'never'}\n`);
+      process.stdout.write(
+        `session ${sessionId}, latest turn ${latest.turnId}, reported ${latest.status?.reportedAt ?? 'never'}\n`,
+      );
       for (const s of latest.status?.servers ?? []) {
-        process.stdout.write(`  ${s.name} [${s.state}] ${s.transport}: ${s.tools.length} tools${s.error ? `; ${stripTerminalControls(s.error)}` : ''}\n`);
+        process.stdout.write(
+          `  ${s.name} [${s.state}] ${s.transport}: ${s.tools.length} tools${s.error ? `; ${stripTerminalControls(s.error)}` : ''}\n`,
+        );
       }
     }
     return 0;

@@ -10,13 +10,22 @@ import { terminalJson } from '../../text/terminal.js';
 /** Whether Temporal answered that the turn (or its namespace) is not there. */
 function notFound(err: unknown): boolean {
   // The history is read with a raw service call, which fails with the gRPC status, not the SDK's error.
-  return findCause(err, (e): e is WorkflowNotFoundError => e instanceof WorkflowNotFoundError) !== undefined || grpcStatusOf(err) === GrpcStatus.NOT_FOUND;
+  return (
+    findCause(err, (e): e is WorkflowNotFoundError => e instanceof WorkflowNotFoundError) !== undefined ||
+    grpcStatusOf(err) === GrpcStatus.NOT_FOUND
+  );
 }
 
 /** Exit code 0, or 1 when an image could not be saved; a turn that is not there is a usage error. */
 async function transcriptCommand(turnId: string, opts: { json?: boolean; saveImages?: string }): Promise<number> {
   const settings = commandSettings();
-  const session = await connect({ logger: cliLogger(settings, 'warn'), withWorker: false, settings, env: process.env, progress });
+  const session = await connect({
+    logger: cliLogger(settings, 'warn'),
+    withWorker: false,
+    settings,
+    env: process.env,
+    progress,
+  });
   try {
     const t = await session.client.transcript(turnId);
     process.stdout.write(opts.json ? `${terminalJson(t, 2)}\n` : `${renderTranscript(t)}\n`);

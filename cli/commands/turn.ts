@@ -15,12 +15,23 @@ interface EndOptions {
 }
 
 async function endTurnCommand(turnId: string, opts: EndOptions): Promise<number> {
-  if (!TURN_ID_PATTERN.test(turnId)) throw new UsageError(`invalid turn ID ${JSON.stringify(turnId)}: expected <sessionId>/turn-<n>, as \`durable-mcp transcript\` and the API name it`);
+  if (!TURN_ID_PATTERN.test(turnId))
+    throw new UsageError(
+      `invalid turn ID ${JSON.stringify(turnId)}: expected <sessionId>/turn-<n>, as \`durable-mcp transcript\` and the API name it`,
+    );
   const settings = commandSettings();
-  const session = await connect({ logger: cliLogger(settings, 'warn'), withWorker: false, settings, env: process.env, progress });
+  const session = await connect({
+    logger: cliLogger(settings, 'warn'),
+    withWorker: false,
+    settings,
+    env: process.env,
+    progress,
+  });
   try {
     if (session.mode === 'embedded') {
-      process.stderr.write(`no worker is running (no durable-mcp dev, no TEMPORAL_ADDRESS): turn "${turnId}" is not open\n`);
+      process.stderr.write(
+        `no worker is running (no durable-mcp dev, no TEMPORAL_ADDRESS): turn "${turnId}" is not open\n`,
+      );
       return 1;
     }
     const options = { ...(opts.detach ? { detach: true } : {}), ...(opts.endSession ? { endSession: true } : {}) };
@@ -30,8 +41,11 @@ async function endTurnCommand(turnId: string, opts: EndOptions): Promise<number>
       return 0;
     }
     // Tool output goes to a terminal: it must not be able to drive it.
-    for (const call of result.calls) process.stdout.write(`[${call.id}] ${call.name}: ${stripTerminalControls(outcomeText(call.outcome))}\n`);
-    process.stderr.write(`turn ${result.turnId} ended (${result.endedBy}); see it again: durable-mcp transcript ${result.turnId}\n`);
+    for (const call of result.calls)
+      process.stdout.write(`[${call.id}] ${call.name}: ${stripTerminalControls(outcomeText(call.outcome))}\n`);
+    process.stderr.write(
+      `turn ${result.turnId} ended (${result.endedBy}); see it again: durable-mcp transcript ${result.turnId}\n`,
+    );
     return 0;
   } finally {
     await session.close();
@@ -45,8 +59,14 @@ export function registerTurnCommand(program: Command): void {
     .command('end')
     .description('end an interactive turn once its calls are done, and print their outcomes')
     .argument('<turnId>', '<sessionId>/turn-<n>')
-    .option('--detach', 'do not wait for calls that run as MCP tasks: each is answered as detached, its task goes on, and its outcome says how a later turn takes it up (--take-task)')
-    .option('--end-session', "end the session too: its servers stop once the turn's calls are done (a stdio server's detached task with them)")
+    .option(
+      '--detach',
+      'do not wait for calls that run as MCP tasks: each is answered as detached, its task goes on, and its outcome says how a later turn takes it up (--take-task)',
+    )
+    .option(
+      '--end-session',
+      "end the session too: its servers stop once the turn's calls are done (a stdio server's detached task with them)",
+    )
     .option('--json', 'print the turn result { turnId, endedBy, calls } as JSON')
     .action(async (turnId: string, opts: EndOptions) => {
       process.exitCode = await endTurnCommand(turnId, opts);

@@ -44,5 +44,8 @@ async function workerCommand(): Promise<void> {
 
 /** Adds `durable-mcp worker` to the program. */
 export function registerWorkerCommand(program: Command): void {
-  program.command('worker').description('run a worker against TEMPORAL_ADDRESS (or a running `dev`)').action(workerCommand);
+  program
+    .command('worker')
+    .description('run a worker against TEMPORAL_ADDRESS (or a running `dev`)')
+    .action(workerCommand);
 }

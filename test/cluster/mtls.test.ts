@@ -14,7 +14,18 @@ import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
 import { Connection } from '@temporalio/client';
 import { tempDir } from '../support/harness.js';
-import { clusterSettings, makeTlsFiles, setupSchema, startPostgres, startProcess, startTemporalServer, type Postgres, type Proc, type TemporalCluster, type TlsFiles } from './processes.js';
+import {
+  clusterSettings,
+  makeTlsFiles,
+  setupSchema,
+  startPostgres,
+  startProcess,
+  startTemporalServer,
+  type Postgres,
+  type Proc,
+  type TemporalCluster,
+  type TlsFiles,
+} from './processes.js';
 
 const cli = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 const echoServer = fileURLToPath(new URL('../fixtures/echoServer.js', import.meta.url));
@@ -26,7 +37,10 @@ let temporal: TemporalCluster;
 let worker: Proc | undefined;
 let base: Record<string, string>;
 
-async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+async function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await promisify(execFile)(process.execPath, [cli, ...args], { env, timeout: 120_000 });
     return { code: 0, stdout, stderr };
@@ -59,7 +73,12 @@ after(async () => {
 });
 
 test('without a client certificate the server refuses the connection', async () => {
-  const r = await runCli(['setup'], { ...base, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_TLS_SERVER_CA_CERT_PATH: tls.ca, TEMPORAL_TLS_SERVER_NAME: 'localhost' });
+  const r = await runCli(['setup'], {
+    ...base,
+    TEMPORAL_ADDRESS: temporal.address,
+    TEMPORAL_TLS_SERVER_CA_CERT_PATH: tls.ca,
+    TEMPORAL_TLS_SERVER_NAME: 'localhost',
+  });
   assert.notEqual(r.code, 0, r.stdout);
   assert.match(r.stderr, /^error: .+/m, 'the failure is said in one line');
   // Plaintext to a TLS port fails as well.
@@ -85,7 +104,10 @@ test('a worker (TEMPORAL_TLS_* variables) and run (a TOML profile) reach the ser
   assert.match(setup.stdout, /^Temporal: 127\.0\.0\.1:\d+, mTLS$/m);
   assert.match(setup.stdout, /search attribute DmcpSessionId \(keyword\): (added|registered)/);
 
-  worker = startProcess('mtls-worker', process.execPath, [cli, 'worker'], { logDir: dir, env: { ...mtlsEnv, DMCP_ALLOW_INLINE: 'true' } });
+  worker = startProcess('mtls-worker', process.execPath, [cli, 'worker'], {
+    logDir: dir,
+    env: { ...mtlsEnv, DMCP_ALLOW_INLINE: 'true' },
+  });
   const log = () => readFile(worker!.logFile, 'utf8').catch(() => '');
   const deadline = Date.now() + 90_000;
   while (!/worker started/.test(await log())) {
@@ -96,21 +118,31 @@ test('a worker (TEMPORAL_TLS_* variables) and run (a TOML profile) reach the ser
 
   // The client side through a profile file alone: no TEMPORAL_* variable but the file and profile.
   const toml = join(dir, 'temporal.toml');
-  await writeFile(toml, [
-    '[profile.secure]',
-    `address = "${temporal.address}"`,
-    '[profile.secure.tls]',
-    `client_cert_path = "${tls.clientCert}"`,
-    `client_key_path = "${tls.clientKey}"`,
-    `server_ca_cert_path = "${tls.ca}"`,
-    'server_name = "localhost"',
-    '',
-  ].join('\n'));
-  const ran = await runCli(['run', '--mcp', `e:${process.execPath} ${echoServer}`, '--call', 'mcp__e__echo {"text":"over mTLS"}', '--json'], { ...base, TEMPORAL_CONFIG_FILE: toml, TEMPORAL_PROFILE: 'secure' });
+  await writeFile(
+    toml,
+    [
+      '[profile.secure]',
+      `address = "${temporal.address}"`,
+      '[profile.secure.tls]',
+      `client_cert_path = "${tls.clientCert}"`,
+      `client_key_path = "${tls.clientKey}"`,
+      `server_ca_cert_path = "${tls.ca}"`,
+      'server_name = "localhost"',
+      '',
+    ].join('\n'),
+  );
+  const ran = await runCli(
+    ['run', '--mcp', `e:${process.execPath} ${echoServer}`, '--call', 'mcp__e__echo {"text":"over mTLS"}', '--json'],
+    { ...base, TEMPORAL_CONFIG_FILE: toml, TEMPORAL_PROFILE: 'secure' },
+  );
   assert.equal(ran.code, 0, ran.stderr);
   const out = JSON.parse(ran.stdout) as { turnId: string; calls: { outcome: { content: { text?: string }[] } }[] };
   assert.equal(out.calls[0]!.outcome.content[0]?.text, 'over mTLS');
-  const shown = await runCli(['transcript', out.turnId], { ...base, TEMPORAL_CONFIG_FILE: toml, TEMPORAL_PROFILE: 'secure' });
+  const shown = await runCli(['transcript', out.turnId], {
+    ...base,
+    TEMPORAL_CONFIG_FILE: toml,
+    TEMPORAL_PROFILE: 'secure',
+  });
   assert.equal(shown.code, 0, shown.stderr);
   assert.match(shown.stdout, /over mTLS/);
 });

@@ -41,15 +41,27 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
 }
 
 /** Spawns `command` in its own process group, output to `<logDir>/<name>.log`. */
-export function startProcess(name: string, command: string, args: string[], options: { logDir: string; env?: NodeJS.ProcessEnv; cwd?: string }): Proc {
+export function startProcess(
+  name: string,
+  command: string,
+  args: string[],
+  options: { logDir: string; env?: NodeJS.ProcessEnv; cwd?: string },
+): Proc {
   const logFile = join(options.logDir, `${name}.log`);
   const log = createWriteStream(logFile, { flags: 'a' });
-  const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env ?? process.env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout?.pipe(log, { end: false });
   child.stderr?.pipe(log, { end: false });
   if (child.pid === undefined) throw new Error(`${name}: ${command} did not start`);
   const pid = child.pid;
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))),
+  );
   const proc: Proc = {
     name,
     pid,
@@ -117,7 +129,9 @@ export async function waitForPort(port: number, proc: Proc, timeoutMs: number): 
     if (ok) return;
     if (exited || Date.now() > deadline) {
       const tail = (await readFile(proc.logFile, 'utf8').catch(() => '')).split('\n').slice(-30).join('\n');
-      throw new Error(`${proc.name} ${exited ? 'exited' : `did not listen on ${port} within ${timeoutMs} ms`}; log tail:\n${tail}`);
+      throw new Error(
+        `${proc.name} ${exited ? 'exited' : `did not listen on ${port} within ${timeoutMs} ms`}; log tail:\n${tail}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -129,11 +143,20 @@ export async function clusterSettings() {
   return {
     env,
     tools: clusterToolPaths(env),
-    postgres: { user: required(env, 'POSTGRES_USER'), password: required(env, 'POSTGRES_PASSWORD'), db: required(env, 'TEMPORAL_DB'), visibilityDb: required(env, 'TEMPORAL_VISIBILITY_DB') },
+    postgres: {
+      user: required(env, 'POSTGRES_USER'),
+      password: required(env, 'POSTGRES_PASSWORD'),
+      db: required(env, 'TEMPORAL_DB'),
+      visibilityDb: required(env, 'TEMPORAL_VISIBILITY_DB'),
+    },
     numHistoryShards: Number(required(env, 'NUM_HISTORY_SHARDS')),
     namespace: required(env, 'TEMPORAL_NAMESPACE'),
     retention: required(env, 'TEMPORAL_RETENTION'),
-    s3: { access: required(env, 'S3_ACCESS_KEY'), secret: required(env, 'S3_SECRET_KEY'), bucket: required(env, 'DMCP_S3_BUCKET') },
+    s3: {
+      access: required(env, 'S3_ACCESS_KEY'),
+      secret: required(env, 'S3_SECRET_KEY'),
+      bucket: required(env, 'DMCP_S3_BUCKET'),
+    },
   };
 }
 
@@ -165,7 +188,13 @@ export interface Versity {
 }
 
 /** versitygw with a posix backend under `dir` (each bucket a folder), on a free loopback port. */
-export async function startVersity(options: { dir: string; logDir: string; access: string; secret: string; buckets: string[] }): Promise<Versity> {
+export async function startVersity(options: {
+  dir: string;
+  logDir: string;
+  access: string;
+  secret: string;
+  buckets: string[];
+}): Promise<Versity> {
   const { tools } = await clusterSettings();
   const root = join(options.dir, 'objects');
   await mkdir(root, { recursive: true });
@@ -192,7 +221,8 @@ const POSTGRES_ACCOUNT = 'postgres';
 function uidGid(user: string): { uid: number; gid: number } {
   const r = spawnSync('id', ['-u', user], { encoding: 'utf8' });
   const g = spawnSync('id', ['-g', user], { encoding: 'utf8' });
-  if (r.status !== 0 || g.status !== 0) throw new Error(`no "${user}" account: install Debian's postgresql package (node dist/dev/setupCluster.js)`);
+  if (r.status !== 0 || g.status !== 0)
+    throw new Error(`no "${user}" account: install Debian's postgresql package (node dist/dev/setupCluster.js)`);
   return { uid: Number(r.stdout.trim()), gid: Number(g.stdout.trim()) };
 }
 
@@ -200,9 +230,17 @@ function uidGid(user: string): { uid: number; gid: number } {
  * A private PostgreSQL cluster (`initdb`) under `dir`, listening on 127.0.0.1 and a socket in `dir`
  * only. As root it runs as the `postgres` account (runuser), which owns only `dir/pg`.
  */
-export async function startPostgres(options: { dir: string; logDir: string; user: string; password: string }): Promise<Postgres> {
+export async function startPostgres(options: {
+  dir: string;
+  logDir: string;
+  user: string;
+  password: string;
+}): Promise<Postgres> {
   const bin = await findPostgresBin();
-  if (!bin) throw new Error('PostgreSQL is not installed: run node dist/dev/setupCluster.js (Debian: apt-get install postgresql)');
+  if (!bin)
+    throw new Error(
+      'PostgreSQL is not installed: run node dist/dev/setupCluster.js (Debian: apt-get install postgresql)',
+    );
   const asRoot = process.getuid?.() === 0;
   const home = join(options.dir, 'pg');
   const data = join(home, 'data');
@@ -216,15 +254,41 @@ export async function startPostgres(options: { dir: string; logDir: string; user
     await chown(home, uid, gid);
     await chown(pwfile, uid, gid);
   }
-  const wrap = (cmd: string, args: string[]): [string, string[]] => (asRoot ? ['runuser', ['-u', POSTGRES_ACCOUNT, '--', cmd, ...args]] : [cmd, args]);
-  const [initCmd, initArgs] = wrap(join(bin, 'initdb'), ['-D', data, '-U', options.user, `--pwfile=${pwfile}`, '--auth-host=scram-sha-256', '--auth-local=peer', '-E', 'UTF8', '--no-instructions']);
+  const wrap = (cmd: string, args: string[]): [string, string[]] =>
+    asRoot ? ['runuser', ['-u', POSTGRES_ACCOUNT, '--', cmd, ...args]] : [cmd, args];
+  const [initCmd, initArgs] = wrap(join(bin, 'initdb'), [
+    '-D',
+    data,
+    '-U',
+    options.user,
+    `--pwfile=${pwfile}`,
+    '--auth-host=scram-sha-256',
+    '--auth-local=peer',
+    '-E',
+    'UTF8',
+    '--no-instructions',
+  ]);
   const init = spawnSync(initCmd, initArgs, { encoding: 'utf8', cwd: home });
   if (init.status !== 0) throw new Error(`initdb failed (exit ${init.status}): ${init.stderr || init.stdout}`);
   const port = await freePort();
   const [cmd, args] = wrap(join(bin, 'postgres'), [
-    '-D', data, '-p', String(port), '-k', home, '-c', 'listen_addresses=127.0.0.1',
+    '-D',
+    data,
+    '-p',
+    String(port),
+    '-k',
+    home,
+    '-c',
+    'listen_addresses=127.0.0.1',
     // A throwaway cluster: durability is not what the test measures.
-    '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300',
+    '-c',
+    'fsync=off',
+    '-c',
+    'synchronous_commit=off',
+    '-c',
+    'full_page_writes=off',
+    '-c',
+    'max_connections=300',
   ]);
   const proc = startProcess('postgres', cmd, args, { logDir: options.logDir, cwd: home });
   await waitForPort(port, proc, 30_000);
@@ -249,20 +313,35 @@ export interface TemporalCluster {
  * Creates the two databases and their schemas with Temporal's SQL tool, as Temporal's compose
  * setup does (create, setup-schema, update-schema to the newest version).
  */
-export async function setupSchema(options: { port: number; user: string; password: string; db: string; visibilityDb: string; logDir: string }): Promise<void> {
+export async function setupSchema(options: {
+  port: number;
+  user: string;
+  password: string;
+  db: string;
+  visibilityDb: string;
+  logDir: string;
+}): Promise<void> {
   const { tools } = await clusterSettings();
   const base = ['--plugin', 'postgres12', '--ep', '127.0.0.1', '-p', String(options.port), '-u', options.user];
   const env = { PATH: process.env.PATH, SQL_PASSWORD: options.password };
   const steps: [string, string[]][] = [];
-  for (const [db, schema] of [[options.db, 'temporal'], [options.visibilityDb, 'visibility']] as const) {
+  for (const [db, schema] of [
+    [options.db, 'temporal'],
+    [options.visibilityDb, 'visibility'],
+  ] as const) {
     steps.push([db, ['--db', db, 'create']]);
     steps.push([db, ['--db', db, 'setup-schema', '-v', '0.0']]);
     steps.push([db, ['--db', db, 'update-schema', '-d', `${await schemaDir()}/postgresql/v12/${schema}/versioned`]]);
   }
   for (const [db, args] of steps) {
     const r = spawnSync(tools.temporalSql, [...base, ...args], { encoding: 'utf8', env });
-    await writeFile(join(options.logDir, 'sql-tool.log'), `$ sql ${args.join(' ')}\n${r.stdout}${r.stderr}\n`, { flag: 'a' });
-    if (r.status !== 0) throw new Error(`temporal sql tool ${args.join(' ')} on ${db} failed (exit ${r.status}): ${(r.stderr || r.stdout).slice(-2000)}`);
+    await writeFile(join(options.logDir, 'sql-tool.log'), `$ sql ${args.join(' ')}\n${r.stdout}${r.stderr}\n`, {
+      flag: 'a',
+    });
+    if (r.status !== 0)
+      throw new Error(
+        `temporal sql tool ${args.join(' ')} on ${db} failed (exit ${r.status}): ${(r.stderr || r.stdout).slice(-2000)}`,
+      );
   }
 }
 
@@ -286,7 +365,12 @@ async function schemaDir(): Promise<string> {
  * the frontend requires client certificates signed by the CA (mutual TLS), and the services talk
  * to each other over TLS too.
  */
-export async function startTemporalServer(options: { dir: string; logDir: string; postgresPort: number; tls?: TlsFiles }): Promise<TemporalCluster> {
+export async function startTemporalServer(options: {
+  dir: string;
+  logDir: string;
+  postgresPort: number;
+  tls?: TlsFiles;
+}): Promise<TemporalCluster> {
   const s = await clusterSettings();
   const configDir = join(options.dir, 'temporal-config');
   await mkdir(configDir, { recursive: true });
@@ -295,7 +379,17 @@ export async function startTemporalServer(options: { dir: string; logDir: string
     const port = await freeLowPort();
     if (!ports.includes(port)) ports.push(port);
   }
-  const [frontend, frontendMembership, frontendHttp, history, historyMembership, matching, matchingMembership, worker, workerMembership] = ports as [number, number, number, number, number, number, number, number, number];
+  const [
+    frontend,
+    frontendMembership,
+    frontendHttp,
+    history,
+    historyMembership,
+    matching,
+    matchingMembership,
+    worker,
+    workerMembership,
+  ] = ports as [number, number, number, number, number, number, number, number, number];
   const store = (db: string, maxConns: number) => ({
     sql: {
       pluginName: 'postgres12',
@@ -319,7 +413,10 @@ export async function startTemporalServer(options: { dir: string; logDir: string
       defaultStore: 'postgres-default',
       visibilityStore: 'postgres-visibility',
       numHistoryShards: s.numHistoryShards,
-      datastores: { 'postgres-default': store(s.postgres.db, 20), 'postgres-visibility': store(s.postgres.visibilityDb, 4) },
+      datastores: {
+        'postgres-default': store(s.postgres.db, 20),
+        'postgres-visibility': store(s.postgres.visibilityDb, 4),
+      },
     },
     global: {
       membership: { maxJoinDuration: '30s', broadcastAddress: '127.0.0.1' },
@@ -327,7 +424,9 @@ export async function startTemporalServer(options: { dir: string; logDir: string
       ...(options.tls ? { tls: { internode: tlsGroup(options.tls), frontend: tlsGroup(options.tls) } } : {}),
     },
     services: {
-      frontend: { rpc: { grpcPort: frontend, membershipPort: frontendMembership, httpPort: frontendHttp, bindOnLocalHost: true } },
+      frontend: {
+        rpc: { grpcPort: frontend, membershipPort: frontendMembership, httpPort: frontendHttp, bindOnLocalHost: true },
+      },
       history: { rpc: { grpcPort: history, membershipPort: historyMembership, bindOnLocalHost: true } },
       matching: { rpc: { grpcPort: matching, membershipPort: matchingMembership, bindOnLocalHost: true } },
       worker: { rpc: { grpcPort: worker, membershipPort: workerMembership, bindOnLocalHost: true } },
@@ -337,17 +436,24 @@ export async function startTemporalServer(options: { dir: string; logDir: string
       failoverVersionIncrement: 10,
       masterClusterName: 'active',
       currentClusterName: 'active',
-      clusterInformation: { active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: `localhost:${frontend}` } },
+      clusterInformation: {
+        active: { enabled: true, initialFailoverVersion: 1, rpcName: 'frontend', rpcAddress: `localhost:${frontend}` },
+      },
     },
     dcRedirectionPolicy: { policy: 'noop' },
     dynamicConfigClient: { filepath: dynamicConfigFile, pollInterval: '10s' },
   };
   // JSON is YAML: the server's loader reads it as is.
   await writeFile(join(configDir, 'cluster.yaml'), `${JSON.stringify(config, null, 2)}\n`);
-  const proc = startProcess('temporal-server', s.tools.temporalServer, ['--root', options.dir, '--config', 'temporal-config', '--env', 'cluster', '--allow-no-auth', 'start'], {
-    logDir: options.logDir,
-    env: { PATH: process.env.PATH },
-  });
+  const proc = startProcess(
+    'temporal-server',
+    s.tools.temporalServer,
+    ['--root', options.dir, '--config', 'temporal-config', '--env', 'cluster', '--allow-no-auth', 'start'],
+    {
+      logDir: options.logDir,
+      env: { PATH: process.env.PATH },
+    },
+  );
   await waitForPort(frontend, proc, 60_000);
   const address = `127.0.0.1:${frontend}`;
   await waitForTemporal(address, proc, options.tls);
@@ -362,7 +468,11 @@ export async function waitForTemporal(address: string, proc: Proc, tls?: TlsFile
   void proc.exited.then(() => (exited = true));
   while (!exited && Date.now() < deadline) {
     try {
-      const connection = await Connection.connect({ address, connectTimeout: 2000, ...(tls ? { tls: await clientTls(tls) } : {}) });
+      const connection = await Connection.connect({
+        address,
+        connectTimeout: 2000,
+        ...(tls ? { tls: await clientTls(tls) } : {}),
+      });
       try {
         await connection.workflowService.getSystemInfo({});
         await connection.healthService.check({});
@@ -376,7 +486,9 @@ export async function waitForTemporal(address: string, proc: Proc, tls?: TlsFile
     }
   }
   const tail = (await readFile(proc.logFile, 'utf8').catch(() => '')).split('\n').slice(-30).join('\n');
-  throw new Error(`Temporal at ${address} ${exited ? 'exited' : 'is not healthy'}: ${(last as Error)?.message}; log tail:\n${tail}`);
+  throw new Error(
+    `Temporal at ${address} ${exited ? 'exited' : 'is not healthy'}: ${(last as Error)?.message}; log tail:\n${tail}`,
+  );
 }
 
 /** The client side of {@link TlsFiles} as the SDK takes it. */
@@ -398,16 +510,68 @@ export async function makeTlsFiles(dir: string): Promise<TlsFiles> {
     const r = spawnSync('openssl', args, { encoding: 'utf8', cwd: dir });
     if (r.status !== 0) throw new Error(`openssl ${args.join(' ')} failed: ${r.stderr}`);
   };
-  sh(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', f('ca.key'), '-out', f('ca.pem'), '-days', '2', '-subj', '/CN=dmcp-test-ca']);
+  sh([
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    f('ca.key'),
+    '-out',
+    f('ca.pem'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=dmcp-test-ca',
+  ]);
   for (const [name, cn, ext] of [
     ['server', 'localhost', 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n'],
     ['client', 'dmcp-worker', 'extendedKeyUsage=clientAuth\n'],
   ] as const) {
     await writeFile(f(`${name}.ext`), ext);
-    sh(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', f(`${name}.key`), '-out', f(`${name}.csr`), '-subj', `/CN=${cn}`]);
-    sh(['x509', '-req', '-in', f(`${name}.csr`), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f(`${name}.pem`), '-days', '2', '-extfile', f(`${name}.ext`)]);
+    sh([
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      f(`${name}.key`),
+      '-out',
+      f(`${name}.csr`),
+      '-subj',
+      `/CN=${cn}`,
+    ]);
+    sh([
+      'x509',
+      '-req',
+      '-in',
+      f(`${name}.csr`),
+      '-CA',
+      f('ca.pem'),
+      '-CAkey',
+      f('ca.key'),
+      '-CAcreateserial',
+      '-out',
+      f(`${name}.pem`),
+      '-days',
+      '2',
+      '-extfile',
+      f(`${name}.ext`),
+    ]);
   }
   // The SDK's TLS stack wants PKCS#8 keys.
-  for (const name of ['server', 'client']) sh(['pkcs8', '-topk8', '-nocrypt', '-in', f(`${name}.key`), '-out', f(`${name}.pk8.key`)]);
-  return { ca: f('ca.pem'), serverCert: f('server.pem'), serverKey: f('server.pk8.key'), clientCert: f('client.pem'), clientKey: f('client.pk8.key') };
+  for (const name of ['server', 'client'])
+    sh(['pkcs8', '-topk8', '-nocrypt', '-in', f(`${name}.key`), '-out', f(`${name}.pk8.key`)]);
+  return {
+    ca: f('ca.pem'),
+    serverCert: f('server.pem'),
+    serverKey: f('server.pk8.key'),
+    clientCert: f('client.pem'),
+    clientKey: f('client.pk8.key'),
+  };
 }

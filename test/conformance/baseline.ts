@@ -32,10 +32,13 @@ export async function readBaseline(path: string): Promise<Baseline> {
       return;
     }
     const entry = /^\s+-\s+(\S+)\s*(?:#\s*(.*?)\s*)?$/.exec(text);
-    if (!inClient || !entry) throw new Error(`${where}: expected "client:" and then "  - <scenario> # <issue>", got ${JSON.stringify(text)}`);
+    if (!inClient || !entry)
+      throw new Error(`${where}: expected "client:" and then "  - <scenario> # <issue>", got ${JSON.stringify(text)}`);
     const [, scenario, issue] = entry;
     if (!issue || !(BASELINE_ISSUES as readonly string[]).includes(issue)) {
-      throw new Error(`${where}: ${scenario} must name the issue that will remove it, one of ${BASELINE_ISSUES.map((s) => `"# ${s}"`).join(', ')}`);
+      throw new Error(
+        `${where}: ${scenario} must name the issue that will remove it, one of ${BASELINE_ISSUES.map((s) => `"# ${s}"`).join(', ')}`,
+      );
     }
     if (entries.has(scenario!)) throw new Error(`${where}: ${scenario} is listed twice`);
     entries.set(scenario!, issue as (typeof BASELINE_ISSUES)[number]);

@@ -126,7 +126,8 @@ function exampleValue(property: Record<string, unknown>): unknown {
 
 function describeServer(turn: Turn, name: string): string {
   const server = turn.status.servers.find((s) => s.name === name);
-  if (!server) return `no server "${name}" in the turn's status (warnings: ${turn.status.warnings.join('; ') || 'none'})`;
+  if (!server)
+    return `no server "${name}" in the turn's status (warnings: ${turn.status.warnings.join('; ') || 'none'})`;
   const parts = [`server "${name}": ${server.state}, ${server.tools.length} tool(s)`];
   if (server.error) parts.push(`error: ${server.error}`);
   if (server.warnings.length > 0) parts.push(`warnings: ${server.warnings.join('; ')}`);
@@ -147,10 +148,21 @@ interface TurnNotes {
 /** The login problems a person's new `mcp login` resolves, as the status names them. */
 const LOG_IN_AGAIN = new Set(['insufficient_scope', 'moved']);
 
-async function driveTurn(client: TurnClient, source: TurnSource, scenario: string, context: ScenarioContext, workspace: string, notes: TurnNotes = { logInAgain: false }): Promise<number> {
+async function driveTurn(
+  client: TurnClient,
+  source: TurnSource,
+  scenario: string,
+  context: ScenarioContext,
+  workspace: string,
+  notes: TurnNotes = { logInAgain: false },
+): Promise<number> {
   const name = source.name;
   const sessionId = `conformance-${scenario.replace(/[^A-Za-z0-9._:-]/g, '-')}-${randomBytes(4).toString('hex')}`;
-  const turn = await client.startTurn({ sessionId, workspace, ...('agent' in source ? { agent: source.agent } : { servers: source.servers }) });
+  const turn = await client.startTurn({
+    sessionId,
+    workspace,
+    ...('agent' in source ? { agent: source.agent } : { servers: source.servers }),
+  });
   process.stderr.write(`${turn.turnId}: ${describeServer(turn, name)}\n`);
   let exitCode = 0;
   try {
@@ -163,12 +175,24 @@ async function driveTurn(client: TurnClient, source: TurnSource, scenario: strin
     const tools = turn.tools.filter((t) => t.server === name && !t.refusedBy);
     const calls = (plans[scenario] ?? callEveryTool)(tools, context);
     for (const [i, call] of calls.entries()) {
-      const request: CallRequest = { id: `call-${i + 1}`, name: tools.find((t) => t.tool === call.tool)?.name ?? `mcp__${name}__${call.tool}`, arguments: call.arguments };
+      const request: CallRequest = {
+        id: `call-${i + 1}`,
+        name: tools.find((t) => t.tool === call.tool)?.name ?? `mcp__${name}__${call.tool}`,
+        arguments: call.arguments,
+      };
       // A scenario that asks for input gets what an unattended run answers: the schema's defaults.
-      const outcome = await turn.callTool(request, { inputPollMs: 200, onInput: (asked) => unattendedAnswer('accept-defaults', asked) });
-      const text = outcome.content.map((c) => (c.type === 'text' ? c.text : `[${c.type}]`)).join(' ').slice(0, 300);
+      const outcome = await turn.callTool(request, {
+        inputPollMs: 200,
+        onInput: (asked) => unattendedAnswer('accept-defaults', asked),
+      });
+      const text = outcome.content
+        .map((c) => (c.type === 'text' ? c.text : `[${c.type}]`))
+        .join(' ')
+        .slice(0, 300);
       if (outcome.isError && text.includes('wants more access')) notes.logInAgain = true;
-      process.stderr.write(`${request.name}: ${outcome.status}${outcome.isError ? ' (tool error)' : ''}${outcome.errorKind ? ` ${outcome.errorKind}: ${outcome.errorMessage ?? ''}` : ''} ${text}\n`);
+      process.stderr.write(
+        `${request.name}: ${outcome.status}${outcome.isError ? ' (tool error)' : ''}${outcome.errorKind ? ` ${outcome.errorKind}: ${outcome.errorMessage ?? ''}` : ''} ${text}\n`,
+      );
     }
   } finally {
     const result = await turn.end({ endSession: true });
@@ -181,8 +205,14 @@ async function driveTurn(client: TurnClient, source: TurnSource, scenario: strin
 function durableMcp(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {
     execFile(process.execPath, [cliScript, ...args], { env, timeout: 20_000 }, (err, stdout, stderr) => {
-      process.stderr.write(`$ durable-mcp ${args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a}'`)).join(' ')}\n${stdout}${stderr}`);
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      process.stderr.write(
+        `$ durable-mcp ${args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a}'`)).join(' ')}\n${stdout}${stderr}`,
+      );
+      const code = err
+        ? typeof (err as { code?: unknown }).code === 'number'
+          ? (err as { code: number }).code
+          : 1
+        : 0;
       resolve({ code, out: stdout });
     });
   });
@@ -193,8 +223,21 @@ function durableMcp(args: string[], env: NodeJS.ProcessEnv = process.env): Promi
  * a browser on the worker's machine does: start the login without waiting, open the address (here
  * a GET whose redirect is not followed), paste back where it redirects. False when a step refused.
  */
-async function logIn(name: string, url: string, agent: string, context: ScenarioContext, scenario: string): Promise<boolean> {
-  const client = context.client_id !== undefined ? ['--client-id', context.client_id, ...(context.client_secret !== undefined ? ['--client-secret-env', SECRET_VARIABLE] : [])] : [];
+async function logIn(
+  name: string,
+  url: string,
+  agent: string,
+  context: ScenarioContext,
+  scenario: string,
+): Promise<boolean> {
+  const client =
+    context.client_id !== undefined
+      ? [
+          '--client-id',
+          context.client_id,
+          ...(context.client_secret !== undefined ? ['--client-secret-env', SECRET_VARIABLE] : []),
+        ]
+      : [];
   if ((await durableMcp(['mcp', 'add', name, url, '--agent', agent, ...client])).code !== 0) return false;
   return logInAgain(name, context, scenario);
 }
@@ -259,11 +302,12 @@ async function machineWorker(queue: string, variables: Record<string, string>): 
     });
   });
   return {
-    stop: () => new Promise<void>((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
   };
 }
 
@@ -272,26 +316,62 @@ async function machineWorker(queue: string, variables: Record<string, string>): 
  * fleet sets it up: the workers hold the client's secret or key (and for cross-app access the
  * user's ID token), `mcp add ... --client-credentials` or `--id-jag`, then a turn, with no login step.
  */
-async function machineScenario(url: string, scenario: string, context: ScenarioContext, workspace: string, address: string): Promise<number> {
+async function machineScenario(
+  url: string,
+  scenario: string,
+  context: ScenarioContext,
+  workspace: string,
+  address: string,
+): Promise<number> {
   const suffix = randomBytes(4).toString('hex');
   const name = `auth-${suffix}`;
   const agent = `conformance-${suffix}`;
   const queue = `${loadSettings(process.env).taskQueue}-machine-${suffix}`;
   const key = context.private_key_pem !== undefined;
   const idJag = context.idp_id_token !== undefined;
-  const variables: Record<string, string> = key ? { [KEY_VARIABLE]: context.private_key_pem! } : { [SECRET_VARIABLE]: context.client_secret ?? '' };
+  const variables: Record<string, string> = key
+    ? { [KEY_VARIABLE]: context.private_key_pem! }
+    : { [SECRET_VARIABLE]: context.client_secret ?? '' };
   if (idJag) variables[ID_TOKEN_VARIABLE] = context.idp_id_token!;
   const worker = await machineWorker(queue, variables);
   const env = { ...process.env, DMCP_TASK_QUEUE: queue };
   try {
     const how = idJag
-      ? ['--id-jag', '--client-secret-env', SECRET_VARIABLE, '--idp-token-endpoint', context.idp_token_endpoint ?? '', '--idp-client-id', context.idp_client_id ?? '', '--id-token-env', ID_TOKEN_VARIABLE]
+      ? [
+          '--id-jag',
+          '--client-secret-env',
+          SECRET_VARIABLE,
+          '--idp-token-endpoint',
+          context.idp_token_endpoint ?? '',
+          '--idp-client-id',
+          context.idp_client_id ?? '',
+          '--id-token-env',
+          ID_TOKEN_VARIABLE,
+        ]
       : key
-        ? ['--client-credentials', '--private-key-env', KEY_VARIABLE, ...(context.signing_algorithm ? ['--signing-algorithm', context.signing_algorithm] : [])]
+        ? [
+            '--client-credentials',
+            '--private-key-env',
+            KEY_VARIABLE,
+            ...(context.signing_algorithm ? ['--signing-algorithm', context.signing_algorithm] : []),
+          ]
         : ['--client-credentials', '--client-secret-env', SECRET_VARIABLE];
-    if ((await durableMcp(['mcp', 'add', name, url, '--agent', agent, '--client-id', context.client_id ?? '', ...how], env)).code !== 0) return 1;
+    if (
+      (
+        await durableMcp(
+          ['mcp', 'add', name, url, '--agent', agent, '--client-id', context.client_id ?? '', ...how],
+          env,
+        )
+      ).code !== 0
+    )
+      return 1;
     const settings = loadSettings(env);
-    const client = await TurnClient.connect({ address, taskQueue: queue, dataDir: settings.dataDir, dataConverter: dataConverterFor(settings) });
+    const client = await TurnClient.connect({
+      address,
+      taskQueue: queue,
+      dataDir: settings.dataDir,
+      dataConverter: dataConverterFor(settings),
+    });
     try {
       return await driveTurn(client, { name, agent }, scenario, context, workspace);
     } finally {
@@ -307,16 +387,24 @@ async function main(): Promise<number> {
   const scenario = process.env.MCP_CONFORMANCE_SCENARIO;
   const address = process.env.TEMPORAL_ADDRESS;
   if (!url || !/^https?:\/\//.test(url) || !scenario || !address) {
-    process.stderr.write('usage: TEMPORAL_ADDRESS=host:port DMCP_TASK_QUEUE=q DMCP_DATA_DIR=dir MCP_CONFORMANCE_SCENARIO=name node client.js <server-url>\n');
+    process.stderr.write(
+      'usage: TEMPORAL_ADDRESS=host:port DMCP_TASK_QUEUE=q DMCP_DATA_DIR=dir MCP_CONFORMANCE_SCENARIO=name node client.js <server-url>\n',
+    );
     return 2;
   }
   const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as ScenarioContext;
   const settings = loadSettings(process.env);
-  const client = await TurnClient.connect({ address, taskQueue: settings.taskQueue, dataDir: settings.dataDir, dataConverter: dataConverterFor(settings) });
+  const client = await TurnClient.connect({
+    address,
+    taskQueue: settings.taskQueue,
+    dataDir: settings.dataDir,
+    dataConverter: dataConverterFor(settings),
+  });
   // An empty workspace: the turn's servers are the scenario's alone, not a checkout's .mcp.json.
   const workspace = await mkdtemp(join(tmpdir(), 'dmcp-conformance-workspace-'));
   try {
-    if (scenario.startsWith('auth/client-credentials-') || scenario.startsWith('auth/cross-app-access-')) return await machineScenario(url, scenario, context, workspace, address);
+    if (scenario.startsWith('auth/client-credentials-') || scenario.startsWith('auth/cross-app-access-'))
+      return await machineScenario(url, scenario, context, workspace, address);
     if (scenario.startsWith('auth/')) {
       // Scenarios run side by side on one deployment: each gets its own shelf name and agent.
       const suffix = randomBytes(4).toString('hex');
@@ -332,7 +420,13 @@ async function main(): Promise<number> {
       if (!(await logInAgain(name, context, scenario))) return 1;
       return await driveTurn(client, { name, agent }, scenario, context, workspace);
     }
-    return await driveTurn(client, { name: SERVER, servers: { inlineSpecs: [`${SERVER}:${url}`] } }, scenario, context, workspace);
+    return await driveTurn(
+      client,
+      { name: SERVER, servers: { inlineSpecs: [`${SERVER}:${url}`] } },
+      scenario,
+      context,
+      workspace,
+    );
   } finally {
     await client.close();
     await rm(workspace, { recursive: true, force: true });

@@ -19,7 +19,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import pino from 'pino';
-import { CONFORMANCE_LINES, requireConformanceTools, type ConformanceLine, type ConformanceTools } from '../../dev/conformanceTools.js';
+import {
+  CONFORMANCE_LINES,
+  requireConformanceTools,
+  type ConformanceLine,
+  type ConformanceTools,
+} from '../../dev/conformanceTools.js';
 import { startDevServer } from '../../dev/devServer.js';
 import { dataConverterFor } from '../../payloads/dataConverter.js';
 import { loadSettings } from '../../settings/index.js';
@@ -45,7 +50,12 @@ interface ScenarioRun {
   seconds: number;
 }
 
-function collect(command: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; out: string; timedOut: boolean }> {
+function collect(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+): Promise<{ code: number | null; out: string; timedOut: boolean }> {
   return new Promise((resolve, reject) => {
     // Its own process group: on a timeout the suite, its shell and the client all go.
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env, detached: true });
@@ -66,7 +76,12 @@ function collect(command: string, args: string[], env: NodeJS.ProcessEnv, timeou
 }
 
 async function listScenarios(tools: ConformanceTools, line: ConformanceLine): Promise<string[]> {
-  const args = [tools.suites.get(line.line)!, 'list', '--client', ...(line.specVersion ? ['--spec-version', line.specVersion] : [])];
+  const args = [
+    tools.suites.get(line.line)!,
+    'list',
+    '--client',
+    ...(line.specVersion ? ['--spec-version', line.specVersion] : []),
+  ];
   const { code, out } = await collect(tools.node, args, process.env, 30_000);
   if (code !== 0) throw new Error(`conformance ${line.version} list exited with ${code}: ${out.slice(-2000)}`);
   return [...out.matchAll(/^\s+- (\S+)/gm)].map((m) => m[1]!);
@@ -77,24 +92,47 @@ async function failedChecks(dir: string): Promise<string[]> {
   const found: string[] = [];
   for (const entry of await readdir(dir, { recursive: true }).catch(() => [] as string[])) {
     if (!entry.endsWith('checks.json')) continue;
-    const checks = JSON.parse(await readFile(join(dir, entry), 'utf8')) as { id: string; name: string; status: string; errorMessage?: string }[];
-    for (const c of checks) if (c.status === 'FAILURE' || c.status === 'WARNING') found.push(`${c.status.toLowerCase()} ${c.id}${c.name && c.name !== c.id ? ` (${c.name})` : ''}`);
+    const checks = JSON.parse(await readFile(join(dir, entry), 'utf8')) as {
+      id: string;
+      name: string;
+      status: string;
+      errorMessage?: string;
+    }[];
+    for (const c of checks)
+      if (c.status === 'FAILURE' || c.status === 'WARNING')
+        found.push(`${c.status.toLowerCase()} ${c.id}${c.name && c.name !== c.id ? ` (${c.name})` : ''}`);
   }
   return found;
 }
 
-async function runScenario(tools: ConformanceTools, line: ConformanceLine, scenario: string, env: NodeJS.ProcessEnv, resultsDir: string): Promise<ScenarioRun> {
+async function runScenario(
+  tools: ConformanceTools,
+  line: ConformanceLine,
+  scenario: string,
+  env: NodeJS.ProcessEnv,
+  resultsDir: string,
+): Promise<ScenarioRun> {
   const started = Date.now();
   const outDir = join(resultsDir, line.line, scenario.replace(/\//g, '_'));
   await mkdir(outDir, { recursive: true });
   const args = [
-    tools.suites.get(line.line)!, 'client', '--command', `${process.execPath} ${clientScript}`, '--scenario', scenario,
-    '--timeout', String(CLIENT_TIMEOUT_MS), '--output-dir', outDir, ...(line.specVersion ? ['--spec-version', line.specVersion] : []),
+    tools.suites.get(line.line)!,
+    'client',
+    '--command',
+    `${process.execPath} ${clientScript}`,
+    '--scenario',
+    scenario,
+    '--timeout',
+    String(CLIENT_TIMEOUT_MS),
+    '--output-dir',
+    outDir,
+    ...(line.specVersion ? ['--spec-version', line.specVersion] : []),
   ];
   const { code, out, timedOut } = await collect(tools.node, args, env, SCENARIO_TIMEOUT_MS);
   const problems = await failedChecks(outDir);
   if (timedOut) problems.push(`killed after ${SCENARIO_TIMEOUT_MS / 1000}s`);
-  if (code !== 0 && problems.length === 0) problems.push(`suite exited with ${code}: ${out.trim().split('\n').slice(-3).join(' / ')}`);
+  if (code !== 0 && problems.length === 0)
+    problems.push(`suite exited with ${code}: ${out.trim().split('\n').slice(-3).join(' / ')}`);
   return { line, scenario, passed: code === 0 && !timedOut, problems, seconds: (Date.now() - started) / 1000 };
 }
 
@@ -115,17 +153,30 @@ const verdict = (run: ScenarioRun, baseline: Baseline): Verdict => baselineVerdi
 
 function printLine(line: ConformanceLine, runs: ScenarioRun[], baseline: Baseline): number {
   const width = Math.max(...runs.map((r) => r.scenario.length));
-  process.stdout.write(`\n${line.line} (@modelcontextprotocol/conformance ${line.version}${line.specVersion ? `, --spec-version ${line.specVersion}` : ''})\n`);
+  process.stdout.write(
+    `\n${line.line} (@modelcontextprotocol/conformance ${line.version}${line.specVersion ? `, --spec-version ${line.specVersion}` : ''})\n`,
+  );
   let bad = 0;
   for (const run of runs) {
     const v = verdict(run, baseline);
     if (v === 'REGRESSION' || v === 'STALE') bad += 1;
     const issue = baseline.entries.get(run.scenario);
-    const note = v === 'expected' ? `(${issue})` : v === 'STALE' ? `passes: remove it from ${baseline.file}` : v === 'REGRESSION' ? run.problems.join('; ') : '';
-    process.stdout.write(`  ${run.scenario.padEnd(width)}  ${(run.passed ? 'pass' : 'fail').padEnd(4)}  ${v.padEnd(10)} ${run.seconds.toFixed(1).padStart(5)}s  ${note}\n`);
+    const note =
+      v === 'expected'
+        ? `(${issue})`
+        : v === 'STALE'
+          ? `passes: remove it from ${baseline.file}`
+          : v === 'REGRESSION'
+            ? run.problems.join('; ')
+            : '';
+    process.stdout.write(
+      `  ${run.scenario.padEnd(width)}  ${(run.passed ? 'pass' : 'fail').padEnd(4)}  ${v.padEnd(10)} ${run.seconds.toFixed(1).padStart(5)}s  ${note}\n`,
+    );
   }
   const passed = runs.filter((r) => r.passed).length;
-  process.stdout.write(`  ${passed} of ${runs.length} pass, ${runs.length - passed} fail (${runs.filter((r) => verdict(r, baseline) === 'expected').length} expected)\n`);
+  process.stdout.write(
+    `  ${passed} of ${runs.length} pass, ${runs.length - passed} fail (${runs.filter((r) => verdict(r, baseline) === 'expected').length} expected)\n`,
+  );
   return bad;
 }
 
@@ -137,7 +188,8 @@ async function main(): Promise<number> {
     if (/\s/.test(path)) throw new Error(`the conformance suite cannot run a command whose path has a space: ${path}`);
   }
   const baselines = new Map<string, Baseline>();
-  for (const line of CONFORMANCE_LINES) baselines.set(line.line, await readBaseline(join(sourceDir, `baseline-${line.line}.yml`)));
+  for (const line of CONFORMANCE_LINES)
+    baselines.set(line.line, await readBaseline(join(sourceDir, `baseline-${line.line}.yml`)));
   const started = Date.now();
   const work = await mkdtemp(join(tmpdir(), 'dmcp-conformance-'));
   Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
@@ -145,33 +197,57 @@ async function main(): Promise<number> {
   const taskQueue = `conformance-${randomBytes(4).toString('hex')}`;
   const dataDir = join(work, 'data');
   // The client ends each turn's session, which closes the scenario server's streams at once.
-  const workerEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1', DMCP_DATA_DIR: dataDir };
+  const workerEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DMCP_NO_USER_CONFIG: '1',
+    DMCP_DATA_DIR: dataDir,
+  };
   const connection = await NativeConnection.connect({ address: server.address });
   const logger = pino({ level: 'info' }, pino.destination({ dest: join(work, 'worker.log'), sync: false }));
   const settings = loadSettings(workerEnv);
   const worker = await startWorker({
-    connection, logger, taskQueue, env: workerEnv, settings, dataConverter: dataConverterFor(settings), workflowBundle: await bundleWorkflows(),
+    connection,
+    logger,
+    taskQueue,
+    env: workerEnv,
+    settings,
+    dataConverter: dataConverterFor(settings),
+    workflowBundle: await bundleWorkflows(),
   });
   process.stderr.write(`Temporal ${server.address}, worker on ${taskQueue}; results in ${work}\n`);
   try {
-    const clientEnv = { ...process.env, TEMPORAL_ADDRESS: server.address, DMCP_TASK_QUEUE: taskQueue, DMCP_DATA_DIR: dataDir, DMCP_NO_USER_CONFIG: '1' };
+    const clientEnv = {
+      ...process.env,
+      TEMPORAL_ADDRESS: server.address,
+      DMCP_TASK_QUEUE: taskQueue,
+      DMCP_DATA_DIR: dataDir,
+      DMCP_NO_USER_CONFIG: '1',
+    };
     const jobs: { line: ConformanceLine; scenario: string }[] = [];
     for (const line of CONFORMANCE_LINES) {
-      for (const scenario of await listScenarios(tools, line)) if (only.length === 0 || only.includes(scenario)) jobs.push({ line, scenario });
+      for (const scenario of await listScenarios(tools, line))
+        if (only.length === 0 || only.includes(scenario)) jobs.push({ line, scenario });
     }
-    const runs = await inPool(jobs, PARALLEL, (j) => runScenario(tools, j.line, j.scenario, clientEnv, join(work, 'results')));
+    const runs = await inPool(jobs, PARALLEL, (j) =>
+      runScenario(tools, j.line, j.scenario, clientEnv, join(work, 'results')),
+    );
     let bad = 0;
     for (const line of CONFORMANCE_LINES) {
       const baseline = baselines.get(line.line)!;
       const lineRuns = runs.filter((r) => r.line.line === line.line);
       if (lineRuns.length > 0) bad += printLine(line, lineRuns, baseline);
-      const notRun = only.length > 0 ? [] : [...baseline.entries.keys()].filter((s) => !lineRuns.some((r) => r.scenario === s));
-      for (const s of notRun) process.stdout.write(`  STALE: ${baseline.file} lists ${s}, which this line does not have\n`);
+      const notRun =
+        only.length > 0 ? [] : [...baseline.entries.keys()].filter((s) => !lineRuns.some((r) => r.scenario === s));
+      for (const s of notRun)
+        process.stdout.write(`  STALE: ${baseline.file} lists ${s}, which this line does not have\n`);
       bad += notRun.length;
     }
     const passed = runs.filter((r) => verdict(r, baselines.get(r.line.line)!) === 'pass').length;
     const expected = runs.filter((r) => verdict(r, baselines.get(r.line.line)!) === 'expected').length;
-    process.stdout.write(`\n${expected} expected failures (baselined); ${((Date.now() - started) / 1000).toFixed(0)}s\n`);
+    process.stdout.write(
+      `\n${expected} expected failures (baselined); ${((Date.now() - started) / 1000).toFixed(0)}s\n`,
+    );
     process.stdout.write(`conformance: ${passed} passed, ${bad} failed\n`);
     return bad > 0 ? 1 : 0;
   } finally {

@@ -13,12 +13,22 @@ const usage: GenerateResult['usage'] = {
 /** The AI SDK's mock model answering each step with its tool calls, then with text. */
 export function scriptedModel(steps: ScriptedCall[][]): MockLanguageModelV3 {
   const responses: GenerateResult[] = steps.map((calls) => ({
-    content: calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.id, toolName: c.name, input: JSON.stringify(c.args) })),
+    content: calls.map((c) => ({
+      type: 'tool-call' as const,
+      toolCallId: c.id,
+      toolName: c.name,
+      input: JSON.stringify(c.args),
+    })),
     finishReason: { unified: 'tool-calls', raw: undefined },
     usage,
     warnings: [],
   }));
-  responses.push({ content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] });
+  responses.push({
+    content: [{ type: 'text', text: 'done' }],
+    finishReason: { unified: 'stop', raw: undefined },
+    usage,
+    warnings: [],
+  });
   return new MockLanguageModelV3({ doGenerate: responses });
 }
 
@@ -35,7 +45,9 @@ function seenIn(prompt: MockLanguageModelV3['doGenerateCalls'][number]['prompt']
         seen.push({ id: part.toolCallId, text: output.value, images: [], isError: output.type === 'error-text' });
       } else if (output.type === 'content') {
         const text = output.value.flatMap((v) => (v.type === 'text' ? [v.text] : [])).join('\n');
-        const images = output.value.flatMap((v) => (v.type === 'image-data' ? [{ mediaType: v.mediaType, data: v.data }] : []));
+        const images = output.value.flatMap((v) =>
+          v.type === 'image-data' ? [{ mediaType: v.mediaType, data: v.data }] : [],
+        );
         seen.push({ id: part.toolCallId, text, images, isError: false });
       } else {
         seen.push({ id: part.toolCallId, text: JSON.stringify(output), images: [] });
@@ -51,7 +63,14 @@ adapterSuite({
   errorFlag: true,
   async run(turn, steps, { system, signal }) {
     const model = scriptedModel(steps);
-    await generateText({ model, system, prompt: 'Use the tools.', tools: toolSet(turn), stopWhen: stepCountIs(steps.length + 1), abortSignal: signal });
+    await generateText({
+      model,
+      system,
+      prompt: 'Use the tools.',
+      tools: toolSet(turn),
+      stopWhen: stepCountIs(steps.length + 1),
+      abortSignal: signal,
+    });
     // Request i+1 carries the results of step i after its last assistant message.
     return steps.map((_, i) => seenIn(model.doGenerateCalls[i + 1]!.prompt));
   },

@@ -12,7 +12,12 @@ function seenIn(request: Request): SeenResult[] {
   const seen: SeenResult[] = [];
   for (const item of items.slice(lastCall + 1)) {
     if (item.type !== 'function_call_result') continue;
-    const parts = typeof item.output === 'string' ? [{ type: 'text', text: item.output }] : Array.isArray(item.output) ? item.output : [item.output];
+    const parts =
+      typeof item.output === 'string'
+        ? [{ type: 'text', text: item.output }]
+        : Array.isArray(item.output)
+          ? item.output
+          : [item.output];
     const texts: string[] = [];
     const images: SeenResult['images'] = [];
     for (const part of parts as { type: string; text?: string; image?: unknown }[]) {
@@ -40,7 +45,10 @@ adapterSuite({
       [assistantMessage('done')],
     ]);
     const agent = new Agent({ name: 'durable', instructions: system, model, tools: functionTools(turn) });
-    await new Runner({ tracingDisabled: true }).run(agent, 'Use the tools.', { maxTurns: steps.length + 2, ...(signal ? { signal } : {}) });
+    await new Runner({ tracingDisabled: true }).run(agent, 'Use the tools.', {
+      maxTurns: steps.length + 2,
+      ...(signal ? { signal } : {}),
+    });
     return steps.map((_, i) => seenIn(model.calls[i + 1]!.request));
   },
 });

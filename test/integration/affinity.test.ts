@@ -7,8 +7,16 @@ import { after, before, describe, test } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
 import { TurnClient, type Turn } from '../../client/turnClient.js';
 import {
-  isAlive, killGroups, lifecycleEntry, temporalAddress, tempDir, uniqueQueue, waitFor,
-  workerProcessScript, workflowBundleFile, writeMcpJson,
+  isAlive,
+  killGroups,
+  lifecycleEntry,
+  temporalAddress,
+  tempDir,
+  uniqueQueue,
+  waitFor,
+  workerProcessScript,
+  workflowBundleFile,
+  writeMcpJson,
 } from '../support/harness.js';
 
 interface WorkerProc {
@@ -21,7 +29,13 @@ interface WorkerProc {
 /** Starts test/fixtures/workerProcess.js and waits for the line that names its worker queue. */
 async function startWorkerProcess(taskQueue: string, bundle: string): Promise<WorkerProc> {
   const child = spawn(process.execPath, [workerProcessScript, '--task-queue', taskQueue, '--bundle', bundle], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: temporalAddress(), DMCP_NO_USER_CONFIG: '1', DMCP_LOG_LEVEL: 'warn' },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      TEMPORAL_ADDRESS: temporalAddress(),
+      DMCP_NO_USER_CONFIG: '1',
+      DMCP_LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stderr: string[] = [];
@@ -62,7 +76,9 @@ describe('session affinity and failover between two worker processes', () => {
     dir = await tempDir('dmcp-affinity-');
     const taskQueue = uniqueQueue('affinity');
     const bundle = await workflowBundleFile(dir);
-    workers.push(...(await Promise.all([startWorkerProcess(taskQueue, bundle), startWorkerProcess(taskQueue, bundle)])));
+    workers.push(
+      ...(await Promise.all([startWorkerProcess(taskQueue, bundle), startWorkerProcess(taskQueue, bundle)])),
+    );
     const connection = await Connection.connect({ address: temporalAddress() });
     client = new TurnClient({ client: new Client({ connection }), taskQueue });
     config = join(dir, 'mcp.json');
@@ -76,7 +92,10 @@ describe('session affinity and failover between two worker processes', () => {
 
   function pids(turn: Turn): number[] {
     const found = turn.status.servers.map((s) => s.pid);
-    assert.ok(found.every((p): p is number => typeof p === 'number' && p > 0), JSON.stringify(turn.status.servers));
+    assert.ok(
+      found.every((p): p is number => typeof p === 'number' && p > 0),
+      JSON.stringify(turn.status.servers),
+    );
     for (const p of found) seenPids.add(p);
     return found;
   }
@@ -119,6 +138,9 @@ describe('session affinity and failover between two worker processes', () => {
     // Orphans: the dead worker's stdio servers see EOF on stdin and exit on their own (an SDK
     // server has nothing else keeping it alive). A server that ignored EOF would be left behind;
     // after() kills any by PID.
-    assert.ok(await waitFor(() => firstPids.every((p) => !isAlive(p)), 5000), `servers of the killed worker exited: ${firstPids.filter(isAlive).join(' ')}`);
+    assert.ok(
+      await waitFor(() => firstPids.every((p) => !isAlive(p)), 5000),
+      `servers of the killed worker exited: ${firstPids.filter(isAlive).join(' ')}`,
+    );
   });
 });

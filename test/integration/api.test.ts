@@ -17,7 +17,17 @@ import { TurnClient } from '../../client/turnClient.js';
 import { hashToken, parseTokens } from '../../api/auth.js';
 import { startApiServer, type RunningApi } from '../../api/server.js';
 import { DEFAULT_SHAPE_LIMITS } from '../../shaping/index.js';
-import { everythingServer, fixtureServer, readLines, startHarness, temporalAddress, tempDir, waitUntil, within, type Harness } from '../support/harness.js';
+import {
+  everythingServer,
+  fixtureServer,
+  readLines,
+  startHarness,
+  temporalAddress,
+  tempDir,
+  waitUntil,
+  within,
+  type Harness,
+} from '../support/harness.js';
 
 const cliMain = fileURLToPath(new URL('../../cli/main.js', import.meta.url));
 
@@ -40,14 +50,23 @@ describe('the HTTP API', () => {
   const spec = () => `fixture:${process.execPath} ${fixtureServer}`;
 
   const post = async (path: string, body: unknown, init: RequestInit = {}) => {
-    const res = await fetch(`${api.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: JSON.stringify(body), ...init });
+    const res = await fetch(`${api.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...AUTH },
+      body: JSON.stringify(body),
+      ...init,
+    });
     return { status: res.status, headers: res.headers, body: (await res.json()) as Json };
   };
   const get = async (path: string, init: RequestInit = {}) => {
-    const res = await fetch(`${api.url}${path}`, { ...init, headers: { ...AUTH, ...(init.headers as Record<string, string> | undefined) } });
+    const res = await fetch(`${api.url}${path}`, {
+      ...init,
+      headers: { ...AUTH, ...(init.headers as Record<string, string> | undefined) },
+    });
     return { status: res.status, headers: res.headers, body: (await res.json()) as Json };
   };
-  const executions = async (match: (line: Json) => boolean) => (await readLines(execLog)).map((l) => JSON.parse(l) as Json).filter(match).length;
+  const executions = async (match: (line: Json) => boolean) =>
+    (await readLines(execLog)).map((l) => JSON.parse(l) as Json).filter(match).length;
   const startTurn = async (sessionId: string, inline = [spec()]) => {
     const res = await post(`/api/v1/sessions/${sessionId}/turns`, { workspace: dir, servers: { inlineSpecs: inline } });
     assert.equal(res.status, 201, JSON.stringify(res.body));
@@ -102,10 +121,22 @@ describe('the HTTP API', () => {
     assert.equal(other.body.error.field, 'body.id');
     const otherTool = await post(calls, { ...request, name: 'mcp__fixture__fail' });
     assert.equal(otherTool.status, 409);
-    assert.equal(await executions((l) => l.tool === 'echo' && l.args.text === 'api once'), 1, 'the tool ran exactly once');
-    assert.equal(await executions((l) => l.args.text === 'something else' || l.tool === 'fail'), 0, 'the conflicting requests ran nothing');
+    assert.equal(
+      await executions((l) => l.tool === 'echo' && l.args.text === 'api once'),
+      1,
+      'the tool ran exactly once',
+    );
+    assert.equal(
+      await executions((l) => l.args.text === 'something else' || l.tool === 'fail'),
+      0,
+      'the conflicting requests ran nothing',
+    );
 
-    const model = await post(`${calls}?render=model`, { id: 'toolu_api_model', name: 'mcp__fixture__echo', arguments: { text: 'for the model' } });
+    const model = await post(`${calls}?render=model`, {
+      id: 'toolu_api_model',
+      name: 'mcp__fixture__echo',
+      arguments: { text: 'for the model' },
+    });
     assert.equal(model.status, 200);
     assert.match(model.body.model.text, /<toolOutput>[\s\S]*for the model[\s\S]*<\/toolOutput>/);
 
@@ -121,7 +152,10 @@ describe('the HTTP API', () => {
     assert.ok(!Number.isNaN(Date.parse(status.body.reportedAt)), 'reportedAt is a time');
 
     const list = await get(`/api/v1/sessions/${sessionId}/turns`);
-    assert.deepEqual(list.body.turns.map((t: Json) => t.turnId), [started.turnId]);
+    assert.deepEqual(
+      list.body.turns.map((t: Json) => t.turnId),
+      [started.turnId],
+    );
 
     const ended = await post(started.links.end, {});
     assert.equal(ended.status, 200, JSON.stringify(ended.body));
@@ -135,17 +169,32 @@ describe('the HTTP API', () => {
 
   test('after continue-as-new, a retried call ID is still answered from the record, and other arguments are still 409', async () => {
     const sessionId = `api-continued-${Date.now()}`;
-    const turn = await turns.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec()] }, limits: { continueAsNewAfterCalls: 2 } });
+    const turn = await turns.startTurn({
+      sessionId,
+      workspace: dir,
+      servers: { inlineSpecs: [spec()] },
+      limits: { continueAsNewAfterCalls: 2 },
+    });
     const calls = `/api/v1/sessions/${sessionId}/turn-1/calls`.replace('/turn-1', '/turns/turn-1');
     const first = { id: 'toolu_c1', name: 'mcp__fixture__echo', arguments: { text: 'carried one' } };
     const answered = await post(calls, first);
     assert.equal(answered.status, 200, JSON.stringify(answered.body));
-    for (const n of [2, 3]) assert.equal((await post(calls, { id: `toolu_c${n}`, name: 'mcp__fixture__echo', arguments: { text: `carried ${n}` } })).status, 200);
-    await waitUntil('the turn to continue as new', async () => {
-      const runs: string[] = [];
-      for await (const w of h.client.client.workflow.list({ query: `WorkflowId = '${turn.turnId}'` })) runs.push(w.runId);
-      return runs.length > 1;
-    }, 15_000);
+    for (const n of [2, 3])
+      assert.equal(
+        (await post(calls, { id: `toolu_c${n}`, name: 'mcp__fixture__echo', arguments: { text: `carried ${n}` } }))
+          .status,
+        200,
+      );
+    await waitUntil(
+      'the turn to continue as new',
+      async () => {
+        const runs: string[] = [];
+        for await (const w of h.client.client.workflow.list({ query: `WorkflowId = '${turn.turnId}'` }))
+          runs.push(w.runId);
+        return runs.length > 1;
+      },
+      15_000,
+    );
     // Other arguments first: the new run has never seen this ID as an Update, so only its input tells.
     const changed = await post(calls, { ...first, arguments: { text: 'carried changed' } });
     assert.equal(changed.status, 409, JSON.stringify(changed.body));
@@ -163,7 +212,12 @@ describe('the HTTP API', () => {
     const res = await post(`/api/v1/sessions/${sessionId}/turns`, {
       workspace: dir,
       servers: { inlineSpecs: [spec()] },
-      calls: [[{ id: 'b1', name: 'mcp__fixture__echo', arguments: { text: 'batch one' } }, { id: 'b2', name: 'mcp__fixture__echo', arguments: { text: 'batch two' } }]],
+      calls: [
+        [
+          { id: 'b1', name: 'mcp__fixture__echo', arguments: { text: 'batch one' } },
+          { id: 'b2', name: 'mcp__fixture__echo', arguments: { text: 'batch two' } },
+        ],
+      ],
     });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.endedBy, 'batch');
@@ -175,8 +229,17 @@ describe('the HTTP API', () => {
     const started = await startTurn(sessionId);
     const request = { id: 'toolu_disconnect', name: 'mcp__fixture__slow', arguments: { ms: 1500, tag: 'disconnect' } };
     const gone = new AbortController();
-    const first = fetch(`${api.url}${started.links.calls}`, { method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: JSON.stringify(request), signal: gone.signal });
-    await waitUntil('the slow call to start', async () => (await executions((l) => l.args.tag === 'disconnect')) === 1, 10_000);
+    const first = fetch(`${api.url}${started.links.calls}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...AUTH },
+      body: JSON.stringify(request),
+      signal: gone.signal,
+    });
+    await waitUntil(
+      'the slow call to start',
+      async () => (await executions((l) => l.args.tag === 'disconnect')) === 1,
+      10_000,
+    );
     gone.abort();
     await assert.rejects(first, /abort/i);
     const retry = await within(15_000, 'the retried call', post(started.links.calls, request));
@@ -196,18 +259,29 @@ describe('the HTTP API', () => {
     assert.equal(accepted.headers.get('location'), accepted.body.poll);
     let outcome: Json | undefined;
     let progressSeen: Json | undefined;
-    await waitUntil('the polled outcome', async () => {
-      const res = await get(accepted.body.poll);
-      if (res.status === 202) progressSeen ??= res.body.progress;
-      if (res.status === 200) outcome = res.body.outcome;
-      return res.status === 200;
-    }, 20_000);
+    await waitUntil(
+      'the polled outcome',
+      async () => {
+        const res = await get(accepted.body.poll);
+        if (res.status === 202) progressSeen ??= res.body.progress;
+        if (res.status === 200) outcome = res.body.outcome;
+        return res.status === 200;
+      },
+      20_000,
+    );
     assert.deepEqual(outcome?.content, [{ type: 'text', text: 'done after 6 steps' }]);
     progressSeen ??= accepted.body.progress;
-    assert.ok(progressSeen && typeof progressSeen.progress === 'number', `a 202 carried the server's progress (got ${JSON.stringify(progressSeen)})`);
+    assert.ok(
+      progressSeen && typeof progressSeen.progress === 'number',
+      `a 202 carried the server's progress (got ${JSON.stringify(progressSeen)})`,
+    );
     assert.equal(await executions((l) => l.tool === 'progress'), 1);
     // wait=0 still answers only once the call is accepted: the poll finds it at once.
-    const now = await post(`${started.links.calls}?wait=0`, { id: 'toolu_now', name: 'mcp__fixture__slow', arguments: { ms: 500, tag: 'now' } });
+    const now = await post(`${started.links.calls}?wait=0`, {
+      id: 'toolu_now',
+      name: 'mcp__fixture__slow',
+      arguments: { ms: 500, tag: 'now' },
+    });
     assert.equal(now.status, 202, JSON.stringify(now.body));
     const polled = await get(now.body.poll);
     assert.ok(polled.status === 202 || polled.status === 200, `the poll finds the call (${polled.status})`);
@@ -229,8 +303,18 @@ describe('the HTTP API', () => {
         while ((end = buffer.indexOf('\n\n')) >= 0) {
           const raw = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
-          const field = (name: string) => raw.split('\n').find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim();
-          if (field('event')) events.push({ event: field('event')!, id: field('id') ?? '', data: JSON.parse(field('data') ?? '{}') as Json });
+          const field = (name: string) =>
+            raw
+              .split('\n')
+              .find((l) => l.startsWith(`${name}:`))
+              ?.slice(name.length + 1)
+              .trim();
+          if (field('event'))
+            events.push({
+              event: field('event')!,
+              id: field('id') ?? '',
+              data: JSON.parse(field('data') ?? '{}') as Json,
+            });
         }
       }
     })().catch(() => undefined);
@@ -251,7 +335,10 @@ describe('the HTTP API', () => {
     assert.equal(status.data.turnId, started.turnId);
     const servers = Object.fromEntries((status.data.status.servers as Json[]).map((s) => [s.name, s.state]));
     assert.deepEqual(servers, { fixture: 'ready', broken: 'failed' });
-    assert.deepEqual(events.map((e) => e.event), ['mcp.status', 'call.started', 'call.finished']);
+    assert.deepEqual(
+      events.map((e) => e.event),
+      ['mcp.status', 'call.started', 'call.finished'],
+    );
     assert.equal(events[2]!.data.id, 'toolu_evt');
     assert.equal(events[2]!.data.status, 'ok');
     await post(started.links.end, {});
@@ -265,15 +352,23 @@ describe('the HTTP API', () => {
     // The SDK adds an abort listener to a request's signal and never removes it: a signal shared by
     // every read of a long stream would hold one per read.
     let mostListeners = 0;
-    const callContext = (connection as unknown as { callContextStorage: AsyncLocalStorage<{ abortSignal?: AbortSignal }> }).callContextStorage;
+    const callContext = (
+      connection as unknown as { callContextStorage: AsyncLocalStorage<{ abortSignal?: AbortSignal }> }
+    ).callContextStorage;
     const counted = new Proxy(service, {
       get(target, prop, receiver) {
         const value = Reflect.get(target, prop, receiver) as unknown;
-        if ((prop !== 'getWorkflowExecutionHistory' && prop !== 'getWorkflowExecutionHistoryReverse') || typeof value !== 'function') return value;
+        if (
+          (prop !== 'getWorkflowExecutionHistory' && prop !== 'getWorkflowExecutionHistoryReverse') ||
+          typeof value !== 'function'
+        )
+          return value;
         return async (...args: unknown[]) => {
           const signal = callContext.getStore()?.abortSignal;
           if (signal) mostListeners = Math.max(mostListeners, getEventListeners(signal, 'abort').length);
-          const res = (await (value as (...a: unknown[]) => Promise<{ history?: { events?: unknown[] | null } | null }>).apply(target, args));
+          const res = await (
+            value as (...a: unknown[]) => Promise<{ history?: { events?: unknown[] | null } | null }>
+          ).apply(target, args);
           eventsRead += res.history?.events?.length ?? 0;
           return res;
         };
@@ -281,15 +376,27 @@ describe('the HTTP API', () => {
     });
     Object.defineProperty(connection, 'workflowService', { value: counted });
     const own = await startApiServer({
-      host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }), turns: new TurnClient({ client: new Client({ connection }), taskQueue: h.taskQueue }),
-      tokens: parseTokens(`${hashToken(TOKEN)} *`, 'DMCP_API_TOKENS'), boundary: { allowInline: true, allowedConfigDirs: [], workspaceRoots: [dir] },
-      maxBodyBytes: 64 * 1024, callWaitMs: 20_000, shapeLimits: DEFAULT_SHAPE_LIMITS, eventsPollMs: 100,
+      host: '127.0.0.1',
+      port: 0,
+      logger: pino({ level: 'silent' }),
+      turns: new TurnClient({ client: new Client({ connection }), taskQueue: h.taskQueue }),
+      tokens: parseTokens(`${hashToken(TOKEN)} *`, 'DMCP_API_TOKENS'),
+      boundary: { allowInline: true, allowedConfigDirs: [], workspaceRoots: [dir] },
+      maxBodyBytes: 64 * 1024,
+      callWaitMs: 20_000,
+      shapeLimits: DEFAULT_SHAPE_LIMITS,
+      eventsPollMs: 100,
     });
     const stop = new AbortController();
     try {
       const sessionId = `api-follow-${Date.now()}`;
       const started = await startTurn(sessionId);
-      const call = (i: number) => post(started.links.calls, { id: `toolu_follow_${i}`, name: 'mcp__fixture__echo', arguments: { text: `follow ${i}` } });
+      const call = (i: number) =>
+        post(started.links.calls, {
+          id: `toolu_follow_${i}`,
+          name: 'mcp__fixture__echo',
+          arguments: { text: `follow ${i}` },
+        });
       for (let i = 0; i < 6; i++) assert.equal((await call(i)).status, 200);
       const { events, reading } = await streamEvents(own.url, sessionId, stop);
       const finished = () => events.filter((e) => e.event === 'call.finished').length;
@@ -301,9 +408,16 @@ describe('the HTTP API', () => {
       stop.abort();
       await reading;
       const length = (await turns.client.workflow.getHandle(started.turnId).fetchHistory()).events?.length ?? 0;
-      assert.deepEqual(events.map((e) => e.id), [...new Set(events.map((e) => e.id))], 'no event is sent twice');
+      assert.deepEqual(
+        events.map((e) => e.id),
+        [...new Set(events.map((e) => e.id))],
+        'no event is sent twice',
+      );
       assert.ok(eventsRead <= length, `the stream read ${eventsRead} history events of a history of ${length}`);
-      assert.ok(mostListeners <= 1, `a history read found ${mostListeners} abort listeners on its signal: the stream's reads leak them`);
+      assert.ok(
+        mostListeners <= 1,
+        `a history read found ${mostListeners} abort listeners on its signal: the stream's reads leak them`,
+      );
       await post(started.links.end, {});
     } finally {
       stop.abort();
@@ -314,26 +428,52 @@ describe('the HTTP API', () => {
 
   test('an event stream follows a turn across continue-as-new, and one opened after it still starts from the status', async () => {
     const sessionId = `api-follow-continued-${Date.now()}`;
-    const turn = await turns.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec()] }, limits: { continueAsNewAfterCalls: 2 } });
+    const turn = await turns.startTurn({
+      sessionId,
+      workspace: dir,
+      servers: { inlineSpecs: [spec()] },
+      limits: { continueAsNewAfterCalls: 2 },
+    });
     const stops = [new AbortController(), new AbortController()];
     try {
       const before = await streamEvents(api.url, sessionId, stops[0]!);
       const calls = `/api/v1/sessions/${sessionId}/turns/turn-1/calls`;
-      const call = (n: number) => post(calls, { id: `toolu_fc${n}`, name: 'mcp__fixture__echo', arguments: { text: `continued ${n}` } });
+      const call = (n: number) =>
+        post(calls, { id: `toolu_fc${n}`, name: 'mcp__fixture__echo', arguments: { text: `continued ${n}` } });
       for (const n of [1, 2, 3]) assert.equal((await call(n)).status, 200);
-      await waitUntil('the turn to continue as new', async () => {
-        let runs = 0;
-        for await (const w of h.client.client.workflow.list({ query: `WorkflowId = '${turn.turnId}'` })) runs += w.runId ? 1 : 0;
-        return runs > 1;
-      }, 15_000);
+      await waitUntil(
+        'the turn to continue as new',
+        async () => {
+          let runs = 0;
+          for await (const w of h.client.client.workflow.list({ query: `WorkflowId = '${turn.turnId}'` }))
+            runs += w.runId ? 1 : 0;
+          return runs > 1;
+        },
+        15_000,
+      );
       const afterwards = await streamEvents(api.url, sessionId, stops[1]!);
       assert.equal((await call(4)).status, 200);
       await turn.end();
       const expected = ['mcp.status', ...[1, 2, 3, 4].flatMap(() => ['call.started', 'call.finished']), 'turn.ended'];
-      for (const [name, stream] of [['opened before', before], ['opened after continue-as-new', afterwards]] as const) {
-        await waitUntil(`turn.ended on the stream ${name}`, async () => stream.events.some((e) => e.event === 'turn.ended'), 15_000);
-        assert.deepEqual(stream.events.map((e) => e.event), expected, name);
-        assert.deepEqual(stream.events.filter((e) => e.event === 'call.finished').map((e) => e.data.id), ['toolu_fc1', 'toolu_fc2', 'toolu_fc3', 'toolu_fc4'], name);
+      for (const [name, stream] of [
+        ['opened before', before],
+        ['opened after continue-as-new', afterwards],
+      ] as const) {
+        await waitUntil(
+          `turn.ended on the stream ${name}`,
+          async () => stream.events.some((e) => e.event === 'turn.ended'),
+          15_000,
+        );
+        assert.deepEqual(
+          stream.events.map((e) => e.event),
+          expected,
+          name,
+        );
+        assert.deepEqual(
+          stream.events.filter((e) => e.event === 'call.finished').map((e) => e.data.id),
+          ['toolu_fc1', 'toolu_fc2', 'toolu_fc3', 'toolu_fc4'],
+          name,
+        );
       }
     } finally {
       for (const stop of stops) stop.abort();
@@ -343,7 +483,11 @@ describe('the HTTP API', () => {
   test('a transcript with an image comes back with a working link to the bytes', async () => {
     const sessionId = `api-image-${Date.now()}`;
     const started = await startTurn(sessionId, [`everything:${process.execPath} ${everythingServer} stdio`]);
-    const call = await post(started.links.calls, { id: 'toolu_img', name: 'mcp__everything__get-tiny-image', arguments: {} });
+    const call = await post(started.links.calls, {
+      id: 'toolu_img',
+      name: 'mcp__everything__get-tiny-image',
+      arguments: {},
+    });
     assert.equal(call.status, 200, JSON.stringify(call.body).slice(0, 500));
     await post(started.links.end, {});
     const transcript = await get(started.links.transcript);
@@ -361,7 +505,14 @@ describe('the HTTP API', () => {
     assert.deepEqual([...body.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'PNG bytes');
     const original = call.body.outcome.content.find((b: Json) => b.type === 'image');
     assert.equal(body.toString('base64'), original.data);
-    assert.equal((await fetch(`${api.url}${started.links.transcript.replace(/transcript$/, 'calls/toolu_img/content/99')}`, { headers: AUTH })).status, 404);
+    assert.equal(
+      (
+        await fetch(`${api.url}${started.links.transcript.replace(/transcript$/, 'calls/toolu_img/content/99')}`, {
+          headers: AUTH,
+        })
+      ).status,
+      404,
+    );
   });
 
   test('bad bodies get 400 naming the field; references and secrets the API does not allow are refused', async () => {
@@ -383,27 +534,49 @@ describe('the HTTP API', () => {
       assert.ok(res.body.error.message.startsWith(field), res.body.error.message);
       assert.ok(res.body.error.requestId);
     }
-    const malformed = await fetch(`${api.url}${calls}`, { method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: '{"id": "x",' });
+    const malformed = await fetch(`${api.url}${calls}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...AUTH },
+      body: '{"id": "x",',
+    });
     assert.equal(malformed.status, 400);
     assert.equal(((await malformed.json()) as Json).error.field, 'body');
-    const plain = await fetch(`${api.url}${calls}`, { method: 'POST', headers: { 'content-type': 'text/plain', ...AUTH }, body: '{"id":"x","name":"y"}' });
+    const plain = await fetch(`${api.url}${calls}`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain', ...AUTH },
+      body: '{"id":"x","name":"y"}',
+    });
     assert.equal(plain.status, 415);
     assert.equal(((await plain.json()) as Json).error.code, 'unsupported_media_type');
-    const big = await post(calls, { id: 'big', name: 'mcp__fixture__echo', arguments: { text: 'x'.repeat(70 * 1024) } });
+    const big = await post(calls, {
+      id: 'big',
+      name: 'mcp__fixture__echo',
+      arguments: { text: 'x'.repeat(70 * 1024) },
+    });
     assert.equal(big.status, 413);
     assert.equal(big.body.error.code, 'payload_too_large');
     const badSession = await get('/api/v1/sessions/bad%20id/turns');
     assert.equal(badSession.status, 400);
     assert.equal(badSession.body.error.field, 'path.sessionId');
 
-    const outside = await post(`/api/v1/sessions/${sessionId}-2/turns`, { workspace: '/', servers: { inlineSpecs: [spec()] } });
+    const outside = await post(`/api/v1/sessions/${sessionId}-2/turns`, {
+      workspace: '/',
+      servers: { inlineSpecs: [spec()] },
+    });
     assert.equal(outside.status, 403);
     assert.equal(outside.body.error.field, 'body.workspace');
-    const file = await post(`/api/v1/sessions/${sessionId}-2/turns`, { workspace: dir, servers: { mcpConfigFiles: [join(dir, 'mcp.json')] } });
+    const file = await post(`/api/v1/sessions/${sessionId}-2/turns`, {
+      workspace: dir,
+      servers: { mcpConfigFiles: [join(dir, 'mcp.json')] },
+    });
     assert.equal(file.status, 403);
     assert.equal(file.body.error.field, 'body.servers.mcpConfigFiles[0]');
 
-    const secret = await post(calls, { id: 'leak', name: 'mcp__fixture__echo', arguments: { text: `token ${SECRET}` } });
+    const secret = await post(calls, {
+      id: 'leak',
+      name: 'mcp__fixture__echo',
+      arguments: { text: `token ${SECRET}` },
+    });
     assert.equal(secret.status, 422);
     assert.equal(secret.body.error.code, 'secret_in_input');
     assert.match(secret.body.error.message, /API_TEST_TOKEN/);
@@ -429,7 +602,8 @@ describe('the HTTP API', () => {
       shapeLimits: DEFAULT_SHAPE_LIMITS,
     });
     try {
-      const at = (path: string, auth?: string) => fetch(`${secured.url}${path}`, auth ? { headers: { authorization: auth } } : {});
+      const at = (path: string, auth?: string) =>
+        fetch(`${secured.url}${path}`, auth ? { headers: { authorization: auth } } : {});
       const none = await at('/api/v1/sessions/team-a-1/turns');
       assert.equal(none.status, 401);
       assert.equal(none.headers.get('www-authenticate'), 'Bearer');
@@ -442,14 +616,21 @@ describe('the HTTP API', () => {
       const allowed = await at('/api/v1/sessions/team-a-1/turns', `Bearer ${token}`);
       assert.equal(allowed.status, 200);
       assert.deepEqual(((await allowed.json()) as Json).turns, []);
-      assert.equal((await at('/api/v1/sessions/shared-x/mcp', `Bearer ${token}`)).status, 404, 'allowed, and no turns yet');
+      assert.equal(
+        (await at('/api/v1/sessions/shared-x/mcp', `Bearer ${token}`)).status,
+        404,
+        'allowed, and no turns yet',
+      );
       assert.equal((await at('/healthz')).status, 200, 'health needs no token');
       assert.equal((await at('/api/v1/openapi.json')).status, 200, 'the document needs no token');
     } finally {
       await secured.close();
     }
     assert.ok(logs.length >= 6, 'requests were logged');
-    assert.ok(logs.every((l) => !l.includes(token) && !l.includes('wrong-token')), 'no token in the logs');
+    assert.ok(
+      logs.every((l) => !l.includes(token) && !l.includes('wrong-token')),
+      'no token in the logs',
+    );
     assert.ok(logs.some((l) => /"requestId":"[^"]+"/.test(l) && /"status":403/.test(l)));
   });
 
@@ -460,7 +641,12 @@ describe('the HTTP API', () => {
     assert.equal(ready.body.temporal, 'reachable');
     const doc = await get('/api/v1/openapi.json');
     assert.equal(doc.body.openapi, '3.1.0');
-    for (const path of ['/api/v1/sessions/{sessionId}/turns', '/api/v1/sessions/{sessionId}/turns/{turn}/calls', '/api/v1/sessions/{sessionId}/mcp', '/api/v1/sessions/{sessionId}/events']) {
+    for (const path of [
+      '/api/v1/sessions/{sessionId}/turns',
+      '/api/v1/sessions/{sessionId}/turns/{turn}/calls',
+      '/api/v1/sessions/{sessionId}/mcp',
+      '/api/v1/sessions/{sessionId}/events',
+    ]) {
       assert.ok(doc.body.paths[path], `${path} is documented`);
     }
     assert.deepEqual(doc.body.components.schemas.CallRequest.required.sort(), ['id', 'name']);
@@ -473,8 +659,18 @@ describe('the HTTP API', () => {
   });
 
   test('the `api` command: serves on the port it prints, refuses a plaintext token, stops on SIGTERM', async () => {
-    const env = { PATH: process.env.PATH ?? '', HOME: dir, DMCP_DATA_DIR: join(dir, 'cli-data'), TEMPORAL_ADDRESS: temporalAddress(), DMCP_LOG_LEVEL: 'warn' };
-    const refused = spawnSync(process.execPath, [cliMain, 'api', '--port', '0'], { env: { ...env, DMCP_API_TOKENS: 'plain-token team-a-' }, encoding: 'utf8', timeout: 30_000 });
+    const env = {
+      PATH: process.env.PATH ?? '',
+      HOME: dir,
+      DMCP_DATA_DIR: join(dir, 'cli-data'),
+      TEMPORAL_ADDRESS: temporalAddress(),
+      DMCP_LOG_LEVEL: 'warn',
+    };
+    const refused = spawnSync(process.execPath, [cliMain, 'api', '--port', '0'], {
+      env: { ...env, DMCP_API_TOKENS: 'plain-token team-a-' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     assert.equal(refused.status, 2, refused.stderr);
     assert.match(refused.stderr, /DMCP_API_TOKENS entry 1: entries hold the SHA-256 of a token, not the token/);
     assert.ok(!refused.stderr.includes('plain-token'));
@@ -482,10 +678,18 @@ describe('the HTTP API', () => {
     try {
       let out = '';
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      await waitUntil('the api command to listen', async () => /listening on http:\/\/127\.0\.0\.1:\d+/.test(out), 20_000);
+      await waitUntil(
+        'the api command to listen',
+        async () => /listening on http:\/\/127\.0\.0\.1:\d+/.test(out),
+        20_000,
+      );
       const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)![1]!;
       const file = join(dir, 'cli-data', 'api.token');
-      await waitUntil('the api command to print its token file', async () => out.includes(`token:     ${file} (0600;`), 5000);
+      await waitUntil(
+        'the api command to print its token file',
+        async () => out.includes(`token:     ${file} (0600;`),
+        5000,
+      );
       const ready = await fetch(`${url}/readyz`);
       assert.equal(ready.status, 200);
       assert.equal((await fetch(`${url}/api/v1/shelf`)).status, 401, 'without DMCP_API_TOKENS the API is not open');
@@ -493,7 +697,11 @@ describe('the HTTP API', () => {
       assert.ok(!out.includes(token), 'the token itself is not printed');
       const bearer = { authorization: `Bearer ${token}` };
       assert.equal((await fetch(`${url}/api/v1/sessions/api-cli-1/turns`, { headers: bearer })).status, 200);
-      assert.equal((await fetch(`${url}/api/v1/shelf`, { method: 'PATCH', headers: bearer })).status, 405, "past the shelf scope: the data dir's token has it");
+      assert.equal(
+        (await fetch(`${url}/api/v1/shelf`, { method: 'PATCH', headers: bearer })).status,
+        405,
+        "past the shelf scope: the data dir's token has it",
+      );
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       assert.equal(await within(10_000, 'the api command to stop', exited), 143);
@@ -504,16 +712,37 @@ describe('the HTTP API', () => {
 
   test('graceful shutdown: a request in flight finishes, event streams end, new connections are refused', async () => {
     const own = await startApiServer({
-      host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }), turns, tokens: parseTokens(`${hashToken(TOKEN)} *`, 'DMCP_API_TOKENS'),
-      boundary: { allowInline: true, allowedConfigDirs: [], workspaceRoots: [dir] }, maxBodyBytes: 64 * 1024, callWaitMs: 20_000, shapeLimits: DEFAULT_SHAPE_LIMITS,
+      host: '127.0.0.1',
+      port: 0,
+      logger: pino({ level: 'silent' }),
+      turns,
+      tokens: parseTokens(`${hashToken(TOKEN)} *`, 'DMCP_API_TOKENS'),
+      boundary: { allowInline: true, allowedConfigDirs: [], workspaceRoots: [dir] },
+      maxBodyBytes: 64 * 1024,
+      callWaitMs: 20_000,
+      shapeLimits: DEFAULT_SHAPE_LIMITS,
     });
     const sessionId = `api-shutdown-${Date.now()}`;
-    const start = await fetch(`${own.url}/api/v1/sessions/${sessionId}/turns`, { method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: JSON.stringify({ workspace: dir, servers: { inlineSpecs: [spec()] } }) });
+    const start = await fetch(`${own.url}/api/v1/sessions/${sessionId}/turns`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...AUTH },
+      body: JSON.stringify({ workspace: dir, servers: { inlineSpecs: [spec()] } }),
+    });
     const started = (await start.json()) as Json;
     const inFlight = fetch(`${own.url}${started.links.calls}`, {
-      method: 'POST', headers: { 'content-type': 'application/json', connection: 'close', ...AUTH }, body: JSON.stringify({ id: 'toolu_shutdown', name: 'mcp__fixture__slow', arguments: { ms: 1200, tag: 'shutdown' } }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', connection: 'close', ...AUTH },
+      body: JSON.stringify({
+        id: 'toolu_shutdown',
+        name: 'mcp__fixture__slow',
+        arguments: { ms: 1200, tag: 'shutdown' },
+      }),
     });
-    await waitUntil('the slow call to start', async () => (await executions((l) => l.args.tag === 'shutdown')) === 1, 10_000);
+    await waitUntil(
+      'the slow call to start',
+      async () => (await executions((l) => l.args.tag === 'shutdown')) === 1,
+      10_000,
+    );
     const stream = await fetch(`${own.url}/api/v1/sessions/${sessionId}/events`, { headers: AUTH });
     const streamEnded = (async () => {
       for await (const chunk of stream.body as unknown as AsyncIterable<Uint8Array>) void chunk;
@@ -524,7 +753,11 @@ describe('the HTTP API', () => {
     assert.equal(res.status, 200);
     assert.equal(((await res.json()) as Json).outcome.content[0].text, 'slept 1200 ms');
     await within(5000, 'the server to close', closed);
-    assert.equal(await within(5000, 'the event stream to end', streamEnded), 'ended', 'an open event stream does not hold the shutdown');
+    assert.equal(
+      await within(5000, 'the event stream to end', streamEnded),
+      'ended',
+      'an open event stream does not hold the shutdown',
+    );
     await assert.rejects(fetch(`${own.url}/healthz`), /fetch failed/);
     await turns.endTurn(started.turnId);
   });

@@ -59,7 +59,10 @@ describe('fuzzing the API from its OpenAPI document (Schemathesis, every check)'
   });
 
   const fuzz = async (mode: 'configured' | 'dataDir') => {
-    assert.ok(existsSync(schemathesis), `Schemathesis is not installed at ${schemathesis}: python3 -m venv .tools/schemathesis && .tools/schemathesis/bin/pip install 'schemathesis==4.32.5' (.ci/run does this)`);
+    assert.ok(
+      existsSync(schemathesis),
+      `Schemathesis is not installed at ${schemathesis}: python3 -m venv .tools/schemathesis && .tools/schemathesis/bin/pip install 'schemathesis==4.32.5' (.ci/run does this)`,
+    );
     const dir = await tempDir(`dmcp-api-fuzz-${mode}-`);
     const logs: string[] = [];
     let token: string;
@@ -75,10 +78,17 @@ describe('fuzzing the API from its OpenAPI document (Schemathesis, every check)'
     let api: RunningApi | undefined;
     try {
       api = await startApiServer({
-        host: '127.0.0.1', port: 0, logger: pino({ level: 'info' }, { write: (l: string) => void logs.push(l) }), turns: h.client, tokens, tokenSource: mode,
+        host: '127.0.0.1',
+        port: 0,
+        logger: pino({ level: 'info' }, { write: (l: string) => void logs.push(l) }),
+        turns: h.client,
+        tokens,
+        tokenSource: mode,
         // Generated turns name random commands and files: none of them may run.
         boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [] },
-        maxBodyBytes: 64 * 1024, callWaitMs: 2000, shapeLimits: DEFAULT_SHAPE_LIMITS,
+        maxBodyBytes: 64 * 1024,
+        callWaitMs: 2000,
+        shapeLimits: DEFAULT_SHAPE_LIMITS,
         // Shelf changes are signed (and so accepted); no turn may name an agent outside the roots, so none runs them.
         shelf: { turnKey: randomBytes(32), env: {}, timeoutMs: 10_000 },
       });
@@ -87,30 +97,52 @@ describe('fuzzing the API from its OpenAPI document (Schemathesis, every check)'
         execFile(
           schemathesis,
           [
-            'run', `${api!.url}/api/v1/openapi.json`,
-            '--checks', 'all',
-            '-H', `Authorization: Bearer ${token}`,
-            '--max-examples', process.env.DMCP_FUZZ_EXAMPLES ?? '25',
-            '--request-timeout', '30',
-            '--seed', '1',
-            '--generation-database', 'none',
-            '--report', 'junit', '--report-dir', join(dir, 'report'),
+            'run',
+            `${api!.url}/api/v1/openapi.json`,
+            '--checks',
+            'all',
+            '-H',
+            `Authorization: Bearer ${token}`,
+            '--max-examples',
+            process.env.DMCP_FUZZ_EXAMPLES ?? '25',
+            '--request-timeout',
+            '30',
+            '--seed',
+            '1',
+            '--generation-database',
+            'none',
+            '--report',
+            'junit',
+            '--report-dir',
+            join(dir, 'report'),
             '--no-color',
           ],
           { timeout: 700_000, maxBuffer: 64 * 1024 * 1024, cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: dir } },
-          (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
+          (err, stdout, stderr) =>
+            resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${stdout}${stderr}` }),
         );
       });
       // A failure's reproduction can hold a body of many kilobytes: show the summary and the failures' headings.
       const summary = result.out.slice(result.out.indexOf('SUMMARY'));
-      const headings = result.out.split('\n').filter((l) => /^(_{3,} |- ST\d+|\s+Expected|\s+Invalid component|\[\d{3}\])/.test(l)).join('\n');
+      const headings = result.out
+        .split('\n')
+        .filter((l) => /^(_{3,} |- ST\d+|\s+Expected|\s+Invalid component|\[\d{3}\])/.test(l))
+        .join('\n');
       assert.equal(result.code, 0, `${headings.slice(0, 8000)}\n${summary.slice(0, 4000)}`);
       assert.match(result.out, /Stateful/, 'the stateful phase ran');
-      const answered = logs.map((l) => JSON.parse(l) as { msg: string; status?: number }).filter((l) => l.msg === 'request');
+      const answered = logs
+        .map((l) => JSON.parse(l) as { msg: string; status?: number })
+        .filter((l) => l.msg === 'request');
       assert.ok(answered.length > 50, `Schemathesis sent requests (${answered.length} answered)`);
       assert.equal(answered.filter((l) => (l.status ?? 0) >= 500).length, 0);
-      assert.ok(answered.some((l) => l.status === 401), 'requests without the token were sent, and refused');
-      assert.ok(logs.every((l) => !l.includes(token)), 'the token is never logged');
+      assert.ok(
+        answered.some((l) => l.status === 401),
+        'requests without the token were sent, and refused',
+      );
+      assert.ok(
+        logs.every((l) => !l.includes(token)),
+        'the token is never logged',
+      );
     } finally {
       await api?.close();
     }

@@ -83,7 +83,14 @@ describe('a server that moves to another authorization server', { timeout: 240_0
     const turnKey = await ensureTurnKey(dataDir);
     turns = new TurnClient({ client: h.client.client, taskQueue: h.taskQueue, turnKey });
     store = await tokenStoreFromSettings(settings);
-    env = { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: temporalAddress(), DMCP_TASK_QUEUE: h.taskQueue, DMCP_DATA_DIR: dataDir, DMCP_NO_USER_CONFIG: '1' };
+    env = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      TEMPORAL_ADDRESS: temporalAddress(),
+      DMCP_TASK_QUEUE: h.taskQueue,
+      DMCP_DATA_DIR: dataDir,
+      DMCP_NO_USER_CONFIG: '1',
+    };
     const added = await mcp('add', 'docs', fx.url, '--agent', 'agent-a');
     assert.equal(added.code, 0, added.stderr);
   });
@@ -99,7 +106,13 @@ describe('a server that moves to another authorization server', { timeout: 240_0
     const as1Client = (await store.read('docs'))!.client.client_id;
     const before = await turns.startTurn({ sessionId: 'as-move', agent: 'agent-a' });
     assert.equal(serverIn(before.status, 'docs').state, 'ready');
-    assert.equal(textOf((await before.callTool({ id: 'e1', name: 'mcp__docs__echo', arguments: { text: 'at the first' } })).content?.[0]), 'at the first');
+    assert.equal(
+      textOf(
+        (await before.callTool({ id: 'e1', name: 'mcp__docs__echo', arguments: { text: 'at the first' } }))
+          .content?.[0],
+      ),
+      'at the first',
+    );
     await before.end({ endSession: true });
 
     await fx.moveToSecond();
@@ -124,14 +137,20 @@ describe('a server that moves to another authorization server', { timeout: 240_0
     assert.equal(record.discovery.authorizationServerUrl, fx.as2);
     const after = await turns.startTurn({ sessionId: 'as-move-3', agent: 'agent-a' });
     assert.equal(serverIn(after.status, 'docs').state, 'ready');
-    assert.equal(textOf((await after.callTool({ id: 'e2', name: 'mcp__docs__echo', arguments: { text: 'at the second' } })).content?.[0]), 'at the second');
+    assert.equal(
+      textOf(
+        (await after.callTool({ id: 'e2', name: 'mcp__docs__echo', arguments: { text: 'at the second' } }))
+          .content?.[0],
+      ),
+      'at the second',
+    );
     await after.end({ endSession: true });
     assert.match(await listRow(), /\slogged in\s+agent-a$/);
 
     const end = await fx.stats();
     assert.equal(end.as2Registrations, 1, 'registered at the new server');
     assert.equal(end.as2Authorizations, 1);
-    assert.equal(end.foreignClientAtAs2, 0, 'the old server\'s client was never presented at the new one');
+    assert.equal(end.foreignClientAtAs2, 0, "the old server's client was never presented at the new one");
     assert.equal(end.registrations, 1, 'registered once at the old server, and not again');
   });
 });

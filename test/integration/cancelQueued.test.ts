@@ -18,7 +18,8 @@ describe('cancelling a call queued in the client', { timeout: 120_000 }, () => {
   let h: Harness;
   let dir: string;
   let execLog: string;
-  const executions = async (): Promise<Execution[]> => (await readLines(execLog)).map((l) => JSON.parse(l) as Execution);
+  const executions = async (): Promise<Execution[]> =>
+    (await readLines(execLog)).map((l) => JSON.parse(l) as Execution);
 
   before(async () => {
     dir = await tempDir('dmcp-cancel-queued-');
@@ -31,10 +32,23 @@ describe('cancelling a call queued in the client', { timeout: 120_000 }, () => {
 
   test('a queued call that is cancelled never runs; the running and later calls do', async () => {
     const inFlight: number[] = [];
-    const client = new TurnClient({ client: h.client.client, taskQueue: h.taskQueue, maxCallsInFlight: 1, onCallsInFlight: (n) => inFlight.push(n) });
-    const turn = await client.startTurn({ sessionId: `cancel-queued-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] } });
+    const client = new TurnClient({
+      client: h.client.client,
+      taskQueue: h.taskQueue,
+      maxCallsInFlight: 1,
+      onCallsInFlight: (n) => inFlight.push(n),
+    });
+    const turn = await client.startTurn({
+      sessionId: `cancel-queued-${Date.now()}`,
+      workspace: dir,
+      servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] },
+    });
 
-    const running = turn.callTool({ id: 'running', name: 'mcp__fixture__slow', arguments: { ms: 1500, tag: 'running' } });
+    const running = turn.callTool({
+      id: 'running',
+      name: 'mcp__fixture__slow',
+      arguments: { ms: 1500, tag: 'running' },
+    });
     const queued = turn.callTool({ id: 'queued', name: 'mcp__fixture__slow', arguments: { ms: 10, tag: 'queued' } });
     const later = turn.callTool({ id: 'later', name: 'mcp__fixture__echo', arguments: { text: 'later' } });
     await waitUntil('the first call to start', async () => (await executions()).some((e) => e.args.tag === 'running'));
@@ -55,15 +69,27 @@ describe('cancelling a call queued in the client', { timeout: 120_000 }, () => {
     assert.equal(inFlight[inFlight.length - 1], 0, 'every slot was given back');
 
     const result = await turn.end();
-    assert.deepEqual(result.calls.map((c) => c.id), ['running', 'later'], 'the turn recorded only the calls that were sent');
+    assert.deepEqual(
+      result.calls.map((c) => c.id),
+      ['running', 'later'],
+      'the turn recorded only the calls that were sent',
+    );
     const ran = await executions();
-    assert.deepEqual(ran.filter((e) => e.tool === 'slow').map((e) => e.args.tag), ['running'], 'the cancelled call never reached the server');
+    assert.deepEqual(
+      ran.filter((e) => e.tool === 'slow').map((e) => e.args.tag),
+      ['running'],
+      'the cancelled call never reached the server',
+    );
     assert.ok(ran.some((e) => e.tool === 'echo' && e.args.text === 'later'));
   });
 
   test('cancelling a queued call does not cancel a running call with another ID', async () => {
     const client = new TurnClient({ client: h.client.client, taskQueue: h.taskQueue, maxCallsInFlight: 1 });
-    const turn = await client.startTurn({ sessionId: `cancel-queued-2-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] } });
+    const turn = await client.startTurn({
+      sessionId: `cancel-queued-2-${Date.now()}`,
+      workspace: dir,
+      servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] },
+    });
     const running = turn.callTool({ id: 'r', name: 'mcp__fixture__slow', arguments: { ms: 800, tag: 'r2' } });
     const queued = turn.callTool({ id: 'q', name: 'mcp__fixture__echo', arguments: { text: 'never' } });
     assert.equal(await turn.cancelCall('q'), true);
@@ -74,7 +100,10 @@ describe('cancelling a call queued in the client', { timeout: 120_000 }, () => {
     // An ID the client never queued still goes to the turn, which knows no such call.
     assert.equal(await turn.cancelCall('unknown'), false);
     const result = await turn.end();
-    assert.deepEqual(result.calls.map((c) => c.id), ['r']);
+    assert.deepEqual(
+      result.calls.map((c) => c.id),
+      ['r'],
+    );
     assert.ok(!(await executions()).some((e) => e.args.text === 'never'));
   });
 });

@@ -7,11 +7,15 @@ import { everythingServer, fixtureServer, runCli, tempDir } from '../support/har
 /** ESC, BEL or the 8-bit CSI: any of them in printed output could drive a terminal. */
 const hasTerminalControl = (s: string) => /[\u001b\u0007\u009b]/.test(s); // eslint-disable-line no-control-regex
 
-
 describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no dev running)', () => {
   let dataDir: string;
   const run = async (args: string[]) => {
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_DATA_DIR: dataDir, DMCP_NO_USER_CONFIG: '1' };
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DMCP_DATA_DIR: dataDir,
+      DMCP_NO_USER_CONFIG: '1',
+    };
     return runCli(args, env);
   };
 
@@ -21,13 +25,20 @@ describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no d
 
   test('run --json, then transcript in a separate command reads the same call from history', async () => {
     const ran = await run([
-      'run', '--mcp', `everything:${process.execPath} ${everythingServer} stdio`,
-      '--call', 'mcp__everything__echo {"message":"extension check"}',
-      '--call', 'mcp__everything__get-tiny-image {}',
+      'run',
+      '--mcp',
+      `everything:${process.execPath} ${everythingServer} stdio`,
+      '--call',
+      'mcp__everything__echo {"message":"extension check"}',
+      '--call',
+      'mcp__everything__get-tiny-image {}',
       '--json',
     ]);
     assert.equal(ran.code, 0, ran.stderr);
-    const out = JSON.parse(ran.stdout) as { turnId: string; calls: { name: string; arguments: unknown; outcome: { content: { text?: string }[] } }[] };
+    const out = JSON.parse(ran.stdout) as {
+      turnId: string;
+      calls: { name: string; arguments: unknown; outcome: { content: { text?: string }[] } }[];
+    };
     assert.match(out.turnId, /^run-.+\/turn-1$/);
     assert.equal(out.calls[0]!.name, 'mcp__everything__echo');
     assert.deepEqual(out.calls[0]!.arguments, { message: 'extension check' });
@@ -48,7 +59,13 @@ describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no d
 
   test('server text cannot drive the terminal: run and transcript strip control sequences', async () => {
     const evil = '\u001b]0;pwned\u0007\u001b[2J\u001b[31mred text';
-    const ran = await run(['run', '--mcp', `fixture:${process.execPath} ${fixtureServer}`, '--call', `mcp__fixture__echo ${JSON.stringify({ text: evil })}`]);
+    const ran = await run([
+      'run',
+      '--mcp',
+      `fixture:${process.execPath} ${fixtureServer}`,
+      '--call',
+      `mcp__fixture__echo ${JSON.stringify({ text: evil })}`,
+    ]);
     assert.equal(ran.code, 0, ran.stderr);
     assert.match(ran.stdout, /mcp__fixture__echo: red text/);
     assert.ok(!hasTerminalControl(ran.stdout), ran.stdout);
@@ -61,7 +78,13 @@ describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no d
   });
 
   test('bad input: one clear line on stderr and a non-zero exit, no stack trace', async () => {
-    const badJson = await run(['run', '--mcp', `fixture:${process.execPath} ${fixtureServer}`, '--call', 'mcp__fixture__echo {"text":']);
+    const badJson = await run([
+      'run',
+      '--mcp',
+      `fixture:${process.execPath} ${fixtureServer}`,
+      '--call',
+      'mcp__fixture__echo {"text":',
+    ]);
     assert.equal(badJson.code, 2);
     assert.match(badJson.stderr, /^error: --call #1 \(mcp__fixture__echo\): arguments are not valid JSON/m);
     assert.doesNotMatch(badJson.stderr, /\n\s+at /);
@@ -70,7 +93,13 @@ describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no d
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /nope\.json/);
 
-    const unknown = await run(['run', '--mcp', `fixture:${process.execPath} ${fixtureServer}`, '--call', 'mcp__fixture__nope {}']);
+    const unknown = await run([
+      'run',
+      '--mcp',
+      `fixture:${process.execPath} ${fixtureServer}`,
+      '--call',
+      'mcp__fixture__nope {}',
+    ]);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /error: unknown tool "mcp__fixture__nope" \(available: .*mcp__fixture__echo/);
 

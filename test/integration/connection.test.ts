@@ -13,9 +13,15 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Connection } from '@temporalio/client';
 import { SESSION_ID_SEARCH_ATTRIBUTE } from '../../contract/index.js';
-import { cliScript as cli, fixtureServer, killGroups, runCli, tempDir, temporalAddress, waitUntil } from '../support/harness.js';
-
-
+import {
+  cliScript as cli,
+  fixtureServer,
+  killGroups,
+  runCli,
+  tempDir,
+  temporalAddress,
+  waitUntil,
+} from '../support/harness.js';
 
 describe('durable-mcp setup, worker and run through a Temporal TOML profile', () => {
   const namespace = `dmcp-conn-${randomBytes(4).toString('hex')}`;
@@ -27,7 +33,10 @@ describe('durable-mcp setup, worker and run through a Temporal TOML profile', ()
     dir = await tempDir('dmcp-conn-');
     const toml = join(dir, 'temporal.toml');
     // The profile is the only place the address and namespace are written.
-    await writeFile(toml, [`[profile.agents]`, `address = "${temporalAddress()}"`, `namespace = "${namespace}"`, ''].join('\n'));
+    await writeFile(
+      toml,
+      [`[profile.agents]`, `address = "${temporalAddress()}"`, `namespace = "${namespace}"`, ''].join('\n'),
+    );
     base = {
       PATH: process.env.PATH,
       HOME: dir,
@@ -46,9 +55,18 @@ describe('durable-mcp setup, worker and run through a Temporal TOML profile', ()
   test('setup creates the namespace and registers DmcpSessionId; a second run changes nothing', async () => {
     const first = await runCli(['setup', '--retention', '24h'], base);
     assert.equal(first.code, 0, first.stderr);
-    assert.match(first.stdout, new RegExp(`^Temporal: ${temporalAddress().replace(/\./g, '\\.')}, plaintext, from profile "agents" in .*temporal\\.toml$`, 'm'));
+    assert.match(
+      first.stdout,
+      new RegExp(
+        `^Temporal: ${temporalAddress().replace(/\./g, '\\.')}, plaintext, from profile "agents" in .*temporal\\.toml$`,
+        'm',
+      ),
+    );
     assert.match(first.stdout, new RegExp(`^namespace ${namespace}: created \\(retention 24h\\)$`, 'm'));
-    assert.match(first.stdout, new RegExp(`^search attribute ${SESSION_ID_SEARCH_ATTRIBUTE} \\(keyword\\): added$`, 'm'));
+    assert.match(
+      first.stdout,
+      new RegExp(`^search attribute ${SESSION_ID_SEARCH_ATTRIBUTE} \\(keyword\\): added$`, 'm'),
+    );
 
     // What the server holds now, asked directly.
     const connection = await Connection.connect({ address: temporalAddress() });
@@ -64,24 +82,46 @@ describe('durable-mcp setup, worker and run through a Temporal TOML profile', ()
     const second = await runCli(['setup'], base);
     assert.equal(second.code, 0, second.stderr);
     assert.match(second.stdout, new RegExp(`^namespace ${namespace}: exists$`, 'm'));
-    assert.match(second.stdout, new RegExp(`^search attribute ${SESSION_ID_SEARCH_ATTRIBUTE} \\(keyword\\): registered$`, 'm'));
+    assert.match(
+      second.stdout,
+      new RegExp(`^search attribute ${SESSION_ID_SEARCH_ATTRIBUTE} \\(keyword\\): registered$`, 'm'),
+    );
   });
 
   test('setup --no-create-namespace refuses a missing namespace, saying how to create it', async () => {
     const missing = `dmcp-missing-${randomBytes(3).toString('hex')}`;
     const r = await runCli(['setup', '--no-create-namespace'], { ...base, TEMPORAL_NAMESPACE: missing });
     assert.equal(r.code, 3);
-    assert.match(r.stderr, new RegExp(`namespace "${missing}" does not exist on .*temporal operator namespace create --namespace ${missing}`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `namespace "${missing}" does not exist on .*temporal operator namespace create --namespace ${missing}`,
+      ),
+    );
   });
 
-  test('a worker process and `run` reach the profile\'s namespace with no TEMPORAL_ADDRESS', async () => {
+  test("a worker process and `run` reach the profile's namespace with no TEMPORAL_ADDRESS", async () => {
     const env = { ...base, DMCP_ALLOW_INLINE: 'true', DMCP_LOG_LEVEL: 'info' };
     worker = spawn(process.execPath, [cli, 'worker'], { env, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
     worker.stderr?.on('data', (c: Buffer) => (log += c.toString()));
     await waitUntil('the worker to start', async () => /worker started/.test(log), 60_000);
-    assert.match(log, /"temporal":"[^"]+, plaintext, from profile \\"agents\\"/, 'the worker logs where it connected, from the profile');
-    const ran = await runCli(['run', '--mcp', `e:${process.execPath} ${fixtureServer}`, '--call', 'mcp__e__echo {"text":"via profile"}', '--json'], env);
+    assert.match(
+      log,
+      /"temporal":"[^"]+, plaintext, from profile \\"agents\\"/,
+      'the worker logs where it connected, from the profile',
+    );
+    const ran = await runCli(
+      [
+        'run',
+        '--mcp',
+        `e:${process.execPath} ${fixtureServer}`,
+        '--call',
+        'mcp__e__echo {"text":"via profile"}',
+        '--json',
+      ],
+      env,
+    );
     assert.equal(ran.code, 0, ran.stderr);
     const out = JSON.parse(ran.stdout) as { turnId: string; calls: { outcome: { content: { text?: string }[] } }[] };
     assert.equal(out.calls[0]!.outcome.content[0]?.text, 'via profile');
@@ -90,7 +130,10 @@ describe('durable-mcp setup, worker and run through a Temporal TOML profile', ()
     try {
       const sessionId = out.turnId.split('/')[0]!;
       await waitUntil('the turn in visibility', async () => {
-        const r = await connection.workflowService.countWorkflowExecutions({ namespace, query: `${SESSION_ID_SEARCH_ATTRIBUTE} = '${sessionId}'` });
+        const r = await connection.workflowService.countWorkflowExecutions({
+          namespace,
+          query: `${SESSION_ID_SEARCH_ATTRIBUTE} = '${sessionId}'`,
+        });
         return Number(r.count) === 1;
       });
     } finally {
@@ -99,7 +142,10 @@ describe('durable-mcp setup, worker and run through a Temporal TOML profile', ()
   });
 
   test('a profile that does not exist stops the command with exit code 2, naming it', async () => {
-    const r = await runCli(['run', '--mcp', `e:${process.execPath} ${fixtureServer}`, '--call', 'mcp__e__echo {"text":"x"}'], { ...base, TEMPORAL_PROFILE: 'nope' });
+    const r = await runCli(
+      ['run', '--mcp', `e:${process.execPath} ${fixtureServer}`, '--call', 'mcp__e__echo {"text":"x"}'],
+      { ...base, TEMPORAL_PROFILE: 'nope' },
+    );
     assert.equal(r.code, 2);
     assert.match(r.stderr, /^error: TEMPORAL_PROFILE=nope: no such profile in .*temporal\.toml$/m);
   });

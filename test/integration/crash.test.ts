@@ -10,10 +10,18 @@ import { ActivityName, type CallToolInput } from '../../contract/index.js';
 import { decodeHistoryPayloads } from '../../payloads/decodeHistory.js';
 import { startDevServer, freePort, type DevServer } from '../../dev/devServer.js';
 import { bundleWorkflows } from '../../worker/index.js';
-import { fixtureServer, readLines, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type WorkerProcess } from '../support/harness.js';
+import {
+  fixtureServer,
+  readLines,
+  startWorkerProcess,
+  stopWorkerProcess,
+  tempDir,
+  temporalAddress,
+  uniqueQueue,
+  waitUntil,
+  type WorkerProcess,
+} from '../support/harness.js';
 import { textOf } from '../support/content.js';
-
-
 
 /** One activity of a turn as its history shows it: where it was scheduled, how it started and ended. */
 interface ActivityTrace {
@@ -41,8 +49,16 @@ async function activityTraces(client: TurnClient, turnId: string): Promise<Activ
     const scheduled = e.activityTaskScheduledEventAttributes;
     if (scheduled) {
       const type = scheduled.activityType?.name ?? '';
-      const input = type === ActivityName.callTool && scheduled.input?.payloads?.[0] ? converter.payloadConverter.fromPayload<CallToolInput>(scheduled.input.payloads[0]) : undefined;
-      byScheduled.set(eventId, { type, queue: scheduled.taskQueue?.name ?? '', callId: input?.callId, scheduledEventId: eventId });
+      const input =
+        type === ActivityName.callTool && scheduled.input?.payloads?.[0]
+          ? converter.payloadConverter.fromPayload<CallToolInput>(scheduled.input.payloads[0])
+          : undefined;
+      byScheduled.set(eventId, {
+        type,
+        queue: scheduled.taskQueue?.name ?? '',
+        callId: input?.callId,
+        scheduledEventId: eventId,
+      });
       continue;
     }
     const started = e.activityTaskStartedEventAttributes;
@@ -52,7 +68,10 @@ async function activityTraces(client: TurnClient, turnId: string): Promise<Activ
       trace.identity = started.identity ?? undefined;
       continue;
     }
-    const closed = e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes ?? e.activityTaskCanceledEventAttributes;
+    const closed =
+      e.activityTaskCompletedEventAttributes ??
+      e.activityTaskFailedEventAttributes ??
+      e.activityTaskCanceledEventAttributes;
     if (closed) byScheduled.get(Number(closed.scheduledEventId))!.closedEventId = eventId;
     const timedOut = e.activityTaskTimedOutEventAttributes;
     if (timedOut) {
@@ -94,8 +113,16 @@ describe('a worker SIGKILLed in the middle of a turn', () => {
     // The regular path's failover (heartbeat timeout, then another worker): with the fast path on, the
     // 6 s read-only call would first run as a local activity on whichever worker runs the workflow
     // task, and fall back when it outlives that bound. fastPath.test.ts kills a worker during a fast call.
-    const env = { TEMPORAL_ADDRESS: temporalAddress(), FIXTURE_LOG: execLog, DMCP_NO_USER_CONFIG: '1', DMCP_FAST_PATH: 'false' };
-    workers.push(await startWorkerProcess(taskQueue, bundleFile, env), await startWorkerProcess(taskQueue, bundleFile, env));
+    const env = {
+      TEMPORAL_ADDRESS: temporalAddress(),
+      FIXTURE_LOG: execLog,
+      DMCP_NO_USER_CONFIG: '1',
+      DMCP_FAST_PATH: 'false',
+    };
+    workers.push(
+      await startWorkerProcess(taskQueue, bundleFile, env),
+      await startWorkerProcess(taskQueue, bundleFile, env),
+    );
     const connection = await Connection.connect({ address: temporalAddress() });
     const client = new TurnClient({ client: new Client({ connection }), taskQueue });
     const started = Date.now();
@@ -111,14 +138,23 @@ describe('a worker SIGKILLed in the middle of a turn', () => {
       const survivor = workers.find((w) => w.workerQueue !== turn.workerQueue)!;
       assert.ok(victim, 'the turn is pinned to one of our two workers');
 
-      const done = await turn.callTool({ id: 'done', name: 'mcp__fixture__echo', arguments: { text: 'before the crash' } });
+      const done = await turn.callTool({
+        id: 'done',
+        name: 'mcp__fixture__echo',
+        arguments: { text: 'before the crash' },
+      });
       assert.equal(done.status, 'ok');
 
       const executions = async (tool: string, tag?: string) =>
-        (await readLines(execLog)).map((l) => JSON.parse(l) as { tool: string; args: { tag?: string; text?: string } }).filter((e) => e.tool === tool && (tag === undefined || e.args.tag === tag));
+        (await readLines(execLog))
+          .map((l) => JSON.parse(l) as { tool: string; args: { tag?: string; text?: string } })
+          .filter((e) => e.tool === tool && (tag === undefined || e.args.tag === tag));
       const readOnly = turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: 6000, tag: 'ro' } });
       const sideEffect = turn.callTool({ id: 'se', name: 'mcp__fixture__slow', arguments: { ms: 6000, tag: 'se' } });
-      await waitUntil('both calls to start', async () => (await executions('read_slow', 'ro')).length === 1 && (await executions('slow', 'se')).length === 1);
+      await waitUntil(
+        'both calls to start',
+        async () => (await executions('read_slow', 'ro')).length === 1 && (await executions('slow', 'se')).length === 1,
+      );
 
       const killedAt = Date.now();
       process.kill(victim.pid, 'SIGKILL');
@@ -132,39 +168,88 @@ describe('a worker SIGKILLed in the middle of a turn', () => {
       assert.match(se.errorMessage ?? '', /may have had an effect/);
       assert.equal((await executions('slow', 'se')).length, 1, 'the side-effecting call ran at most once');
 
-      const later = await turn.callTool({ id: 'later', name: 'mcp__fixture__echo', arguments: { text: 'after the crash' } });
+      const later = await turn.callTool({
+        id: 'later',
+        name: 'mcp__fixture__echo',
+        arguments: { text: 'after the crash' },
+      });
       assert.equal(later.status, 'ok', `a new call: ${later.errorMessage}`);
       const result = await turn.end();
       const recoveredMs = Date.now() - killedAt;
 
       assert.equal(result.workerQueue, survivor.workerQueue, 'the turn finished on the surviving worker');
-      assert.equal((await executions('echo')).filter((e) => e.args.text === 'before the crash').length, 1, 'completed calls never ran again');
+      assert.equal(
+        (await executions('echo')).filter((e) => e.args.text === 'before the crash').length,
+        1,
+        'completed calls never ran again',
+      );
       const transcript = await client.transcript(turn.turnId);
       const byId = Object.fromEntries(transcript.calls.map((c) => [c.id, c.outcome?.status]));
       assert.deepEqual(byId, { done: 'ok', ro: 'ok', se: 'error', later: 'ok' });
-      assert.ok(transcript.calls.find((c) => c.id === 'se')!.failures.some((f) => /heartbeat/i.test(f)), 'history shows the heartbeat timeout');
+      assert.ok(
+        transcript.calls.find((c) => c.id === 'se')!.failures.some((f) => /heartbeat/i.test(f)),
+        'history shows the heartbeat timeout',
+      );
 
       // Where each activity went, from history alone: once the heartbeat timed out, nothing more was
       // scheduled on the dead worker's queue, and the read-only call moved to the survivor directly.
       const { TimeoutType, RetryState } = proto.temporal.api.enums.v1;
       const traces = await activityTraces(client, turn.turnId);
       const ro1 = traces.filter((t) => t.callId === 'ro');
-      assert.deepEqual(ro1.map((t) => t.queue), [victim.workerQueue, survivor.workerQueue], 'the read-only call: scheduled once on the dead worker, then once on the survivor');
+      assert.deepEqual(
+        ro1.map((t) => t.queue),
+        [victim.workerQueue, survivor.workerQueue],
+        'the read-only call: scheduled once on the dead worker, then once on the survivor',
+      );
       const [lost, retried] = ro1 as [ActivityTrace, ActivityTrace];
-      assert.equal(lost.timeoutType, TimeoutType.TIMEOUT_TYPE_HEARTBEAT, 'the first attempt ended with the heartbeat timeout');
-      assert.equal(lost.retryState, RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE, 'Temporal did not retry it on the dead queue');
+      assert.equal(
+        lost.timeoutType,
+        TimeoutType.TIMEOUT_TYPE_HEARTBEAT,
+        'the first attempt ended with the heartbeat timeout',
+      );
+      assert.equal(
+        lost.retryState,
+        RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE,
+        'Temporal did not retry it on the dead queue',
+      );
       assert.equal(lost.attempt, 1, 'one attempt on the dead worker');
-      assert.equal(retried.identity, survivor.workerQueue, "the retry ran on the survivor (a worker's identity is its own queue)");
+      assert.equal(
+        retried.identity,
+        survivor.workerQueue,
+        "the retry ran on the survivor (a worker's identity is its own queue)",
+      );
       assert.equal(retried.attempt, 1);
       const afterLoss = traces.filter((t) => t.scheduledEventId > lost.closedEventId!);
-      assert.deepEqual(afterLoss.filter((t) => t.queue === victim.workerQueue), [], 'nothing scheduled on the dead worker\'s queue after its heartbeat timed out');
-      assert.ok(afterLoss.some((t) => t.type === ActivityName.reconcileServers && t.queue === taskQueue && t.scheduledEventId < retried.scheduledEventId), 'reconciled on the shared queue before the retry');
-      assert.deepEqual(traces.filter((t) => t.timeoutType === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START), [], 'no schedule-to-start timeout: no call waited for the dead worker');
+      assert.deepEqual(
+        afterLoss.filter((t) => t.queue === victim.workerQueue),
+        [],
+        "nothing scheduled on the dead worker's queue after its heartbeat timed out",
+      );
+      assert.ok(
+        afterLoss.some(
+          (t) =>
+            t.type === ActivityName.reconcileServers &&
+            t.queue === taskQueue &&
+            t.scheduledEventId < retried.scheduledEventId,
+        ),
+        'reconciled on the shared queue before the retry',
+      );
+      assert.deepEqual(
+        traces.filter((t) => t.timeoutType === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START),
+        [],
+        'no schedule-to-start timeout: no call waited for the dead worker',
+      );
       const se1 = traces.filter((t) => t.callId === 'se');
       assert.equal(se1.length, 1, 'the side-effecting call was scheduled once');
       // The move to another worker is deterministic: the turn replays from its history.
-      await Worker.runReplayHistory({ workflowBundle: { codePath: bundleFile }, replayName: 'crash-replay' }, await client.client.workflow.getHandle(turn.turnId).fetchHistory(), turn.turnId);
-      process.stderr.write(`worker crash: turn recovered ${recoveredMs} ms after SIGKILL (total ${Date.now() - started} ms)\n`);
+      await Worker.runReplayHistory(
+        { workflowBundle: { codePath: bundleFile }, replayName: 'crash-replay' },
+        await client.client.workflow.getHandle(turn.turnId).fetchHistory(),
+        turn.turnId,
+      );
+      process.stderr.write(
+        `worker crash: turn recovered ${recoveredMs} ms after SIGKILL (total ${Date.now() - started} ms)\n`,
+      );
     } finally {
       await client.close();
     }
@@ -187,11 +272,25 @@ describe('the Temporal dev server restarts in the middle of a turn', () => {
     const bundleFile = join(dir, 'workflows.js');
     await writeFile(bundleFile, (await bundleWorkflows()).code);
     const taskQueue = uniqueQueue('restart');
-    worker = await startWorkerProcess(taskQueue, bundleFile, { TEMPORAL_ADDRESS: server.address, DMCP_NO_USER_CONFIG: '1' });
-    const connect = async () => new TurnClient({ client: new Client({ connection: await Connection.connect({ address: server!.address }) }), taskQueue });
+    worker = await startWorkerProcess(taskQueue, bundleFile, {
+      TEMPORAL_ADDRESS: server.address,
+      DMCP_NO_USER_CONFIG: '1',
+    });
+    const connect = async () =>
+      new TurnClient({
+        client: new Client({ connection: await Connection.connect({ address: server!.address }) }),
+        taskQueue,
+      });
     let client = await connect();
-    const turn = await client.startTurn({ sessionId: `restart-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] } });
-    assert.equal((await turn.callTool({ id: 'a', name: 'mcp__fixture__echo', arguments: { text: 'before' } })).status, 'ok');
+    const turn = await client.startTurn({
+      sessionId: `restart-${Date.now()}`,
+      workspace: dir,
+      servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] },
+    });
+    assert.equal(
+      (await turn.callTool({ id: 'a', name: 'mcp__fixture__echo', arguments: { text: 'before' } })).status,
+      'ok',
+    );
 
     await server.stop();
     server = await startDevServer({ dbFile, port, headless: true });
@@ -199,11 +298,17 @@ describe('the Temporal dev server restarts in the middle of a turn', () => {
     client = await connect();
     const handle = client.client.workflow.getHandle(turn.turnId);
     const { callToolUpdate, endTurnUpdate } = await import('../../workflows/index.js');
-    const after = await handle.executeUpdate(callToolUpdate, { args: [{ id: 'b', name: 'mcp__fixture__echo', arguments: { text: 'after' } }], updateId: 'b' });
+    const after = await handle.executeUpdate(callToolUpdate, {
+      args: [{ id: 'b', name: 'mcp__fixture__echo', arguments: { text: 'after' } }],
+      updateId: 'b',
+    });
     assert.equal(after.status, 'ok', after.errorMessage);
     await handle.executeUpdate(endTurnUpdate, { updateId: 'end' });
     const result = await handle.result();
-    assert.deepEqual(result.calls.map((c: { id: string }) => c.id), ['a', 'b']);
+    assert.deepEqual(
+      result.calls.map((c: { id: string }) => c.id),
+      ['a', 'b'],
+    );
     await client.close();
   });
 });

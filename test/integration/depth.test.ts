@@ -37,12 +37,18 @@ describe('bounds on what a server sends', { timeout: 180_000 }, () => {
     n += 1;
     const config = join(dir, `mcp-${n}.json`);
     const state = join(dir, `state-${n}`);
-    await writeMcpJson(config, { b: { command: process.execPath, args: [boundsServer, '--state', state, ...args], startTimeout } });
+    await writeMcpJson(config, {
+      b: { command: process.execPath, args: [boundsServer, '--state', state, ...args], startTimeout },
+    });
     return { sessionId: `depth-${process.pid}-${Date.now()}-${n}`, config };
   }
 
   async function turnOf(s: { sessionId: string; config: string }): Promise<Turn> {
-    return within(30_000, 'starting a turn', h.client.startTurn({ sessionId: s.sessionId, workspace: dir, servers: { mcpConfigFiles: [s.config] } }));
+    return within(
+      30_000,
+      'starting a turn',
+      h.client.startTurn({ sessionId: s.sessionId, workspace: dir, servers: { mcpConfigFiles: [s.config] } }),
+    );
   }
 
   test('a tool listing that never ends fails its server after 100 pages; the session goes on', async () => {
@@ -87,13 +93,22 @@ describe('bounds on what a server sends', { timeout: 180_000 }, () => {
     const second = await turnOf(s);
     const b = status(second, 'b');
     assert.equal(b.state, 'degraded', JSON.stringify(b));
-    assert.ok(b.warnings.some((w) => /^tool "deep" left out: its schemas nest deeper than \d+ levels$/.test(w)), `the status says which tool was left out and why: ${JSON.stringify(b.warnings)}`);
+    assert.ok(
+      b.warnings.some((w) => /^tool "deep" left out: its schemas nest deeper than \d+ levels$/.test(w)),
+      `the status says which tool was left out and why: ${JSON.stringify(b.warnings)}`,
+    );
     assert.ok(!second.tools.some((t) => t.tool === 'deep'), 'the deep tool is not offered');
-    assert.ok(second.tools.some((t) => t.tool === 'echo'), 'the other tools are');
+    assert.ok(
+      second.tools.some((t) => t.tool === 'echo'),
+      'the other tools are',
+    );
     const echo = await second.callTool({ id: 'd2', name: 'mcp__b__echo', arguments: { text: 'still here' } });
     assert.deepEqual(echo.content, [{ type: 'text', text: 'still here' }]);
     await second.end();
-    assert.ok(h.logs.some((l) => /schemas nest too deeply/.test(l) && l.includes('"deep"')), 'the worker log says which tool was left out and why');
+    assert.ok(
+      h.logs.some((l) => /schemas nest too deeply/.test(l) && l.includes('"deep"')),
+      'the worker log says which tool was left out and why',
+    );
     // A new session of the same server starts with the deep tool in its very first listing.
     const fresh = await turnOf({ ...s, sessionId: `${s.sessionId}-fresh` });
     assert.equal(status(fresh, 'b').state, 'degraded');
@@ -104,11 +119,19 @@ describe('bounds on what a server sends', { timeout: 180_000 }, () => {
   test('a result nested 200,000 levels deep becomes a readable tool error; the turn goes on', async () => {
     const s = await session(10);
     const turn = await turnOf(s);
-    const deep = await within(30_000, 'the deep call', turn.callTool({ id: 'deep', name: 'mcp__b__deep_result', arguments: {} }));
+    const deep = await within(
+      30_000,
+      'the deep call',
+      turn.callTool({ id: 'deep', name: 'mcp__b__deep_result', arguments: {} }),
+    );
     assert.equal(deep.status, 'ok', deep.errorMessage);
     assert.equal(deep.isError, true, 'the tool ran, but its result cannot be kept');
     assert.match(JSON.stringify(deep.content), /nested deeper than 64 levels/);
-    const next = await within(30_000, 'the next call', turn.callTool({ id: 'after', name: 'mcp__b__echo', arguments: { text: 'still here' } }));
+    const next = await within(
+      30_000,
+      'the next call',
+      turn.callTool({ id: 'after', name: 'mcp__b__echo', arguments: { text: 'still here' } }),
+    );
     assert.equal(next.status, 'ok', next.errorMessage);
     await turn.end();
   });

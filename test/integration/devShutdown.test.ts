@@ -10,27 +10,35 @@ import { after, describe, test } from 'node:test';
 import { TurnClient } from '../../client/turnClient.js';
 import { isAlive, killGroups, readLines, startDevProcess, waitUntil, type DevProcess } from '../support/harness.js';
 
-
 interface Dev extends DevProcess {
   log: string;
   doneLog: string;
 }
 
 async function startDev(): Promise<Dev> {
-  const logs = (dataDir: string) => ({ FIXTURE_LOG: join(dataDir, 'calls.log'), FIXTURE_DONE_LOG: join(dataDir, 'done.log') });
+  const logs = (dataDir: string) => ({
+    FIXTURE_LOG: join(dataDir, 'calls.log'),
+    FIXTURE_DONE_LOG: join(dataDir, 'done.log'),
+  });
   const dev = await startDevProcess('dmcp-dev-', logs, (child) => started.push(child.pid!));
   const { FIXTURE_LOG: log, FIXTURE_DONE_LOG: doneLog } = logs(dev.dataDir);
   return { ...dev, log, doneLog };
 }
 
-async function slowCallRunning(dev: Dev, ms: number): Promise<{ serverPid: number; devServerPid: number; call: Promise<unknown> }> {
+async function slowCallRunning(
+  dev: Dev,
+  ms: number,
+): Promise<{ serverPid: number; devServerPid: number; call: Promise<unknown> }> {
   const client = await TurnClient.connect({ address: dev.address, dataDir: dev.dataDir });
   const turn = await client.startTurn({ sessionId: `shutdown-${Date.now()}`, workspace: dev.dataDir });
-  const call = turn.callTool({ id: 'slow-1', name: 'mcp__fixture__slow', arguments: { ms, tag: 'in-flight' } }).catch((err: unknown) => err);
+  const call = turn
+    .callTool({ id: 'slow-1', name: 'mcp__fixture__slow', arguments: { ms, tag: 'in-flight' } })
+    .catch((err: unknown) => err);
   await waitUntil('the call to start', async () => (await readLines(dev.log)).some((l) => l.includes('in-flight')));
   const serverPid = (JSON.parse((await readLines(dev.log))[0]!) as { pid: number }).pid;
   started.push(serverPid);
-  const devServerPid = (JSON.parse(await readFile(join(dev.dataDir, 'dev.json'), 'utf8')) as { serverPid: number }).serverPid;
+  const devServerPid = (JSON.parse(await readFile(join(dev.dataDir, 'dev.json'), 'utf8')) as { serverPid: number })
+    .serverPid;
   started.push(devServerPid);
   void call.finally(() => client.close().catch(() => undefined));
   return { serverPid, devServerPid, call };
@@ -48,10 +56,17 @@ describe('durable-mcp dev and Ctrl-C', { timeout: 180_000 }, () => {
     const session = `dev-api-${Date.now()}`;
     // dev's API needs the token it wrote into its data dir.
     const auth = { authorization: `Bearer ${(await readFile(join(dev.dataDir, 'api.token'), 'utf8')).trim()}` };
-    const started = await fetch(`${url}/api/v1/sessions/${session}/turns`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: '{}' });
+    const started = await fetch(`${url}/api/v1/sessions/${session}/turns`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...auth },
+      body: '{}',
+    });
     assert.equal(started.status, 201, await started.clone().text());
     const turn = (await started.json()) as { turn: number; tools: { name: string }[] };
-    assert.ok(turn.tools.some((t) => t.name === 'mcp__fixture__echo'), JSON.stringify(turn.tools));
+    assert.ok(
+      turn.tools.some((t) => t.name === 'mcp__fixture__echo'),
+      JSON.stringify(turn.tools),
+    );
     const call = await fetch(`${url}/api/v1/sessions/${session}/turns/${turn.turn}/calls`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...auth },
@@ -76,7 +91,11 @@ describe('durable-mcp dev and Ctrl-C', { timeout: 180_000 }, () => {
       'the call in flight ran to its end before the servers stopped',
     );
     assert.ok(!(await readLines(dev.log)).some((l) => l.includes('"cancelled"')), 'the call was not cancelled');
-    await waitUntil('no MCP server and no dev server left', async () => !isAlive(serverPid) && !isAlive(devServerPid), 10_000);
+    await waitUntil(
+      'no MCP server and no dev server left',
+      async () => !isAlive(serverPid) && !isAlive(devServerPid),
+      10_000,
+    );
   });
 
   test('a second Ctrl-C stops at once and still kills every server process group', async () => {
@@ -89,6 +108,10 @@ describe('durable-mcp dev and Ctrl-C', { timeout: 180_000 }, () => {
     const code = await dev.exit;
     assert.equal(code, 130);
     assert.ok(Date.now() - started < 20_000, 'it did not wait for the 60 s call');
-    await waitUntil('no MCP server and no dev server left', async () => !isAlive(serverPid) && !isAlive(devServerPid), 10_000);
+    await waitUntil(
+      'no MCP server and no dev server left',
+      async () => !isAlive(serverPid) && !isAlive(devServerPid),
+      10_000,
+    );
   });
 });

@@ -16,7 +16,11 @@ after(async () => {
   for (const child of started) {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
   }
-  await Promise.all(started.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : undefined)));
+  await Promise.all(
+    started.map((c) =>
+      c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : undefined,
+    ),
+  );
   killGroups(started.map((c) => c.pid!));
 });
 
@@ -46,7 +50,11 @@ function fixtureProcessesUnder(root: number): number[] {
 }
 
 function startDev(env: NodeJS.ProcessEnv): Promise<DevProcess> {
-  return startDevProcess('dmcp-dev-spares-', () => env, (child) => started.push(child));
+  return startDevProcess(
+    'dmcp-dev-spares-',
+    () => env,
+    (child) => started.push(child),
+  );
 }
 
 /** Starts and ends a one-call turn of a new session; the PID of its fixture server. */
@@ -84,7 +92,7 @@ describe('dev keeps a warm spare per trusted stdio server by default', { timeout
       const first = await sessionServerPid(client, dev.dataDir, 'nospares-a');
       // A spare starts 1 s after its entry is used; give it several times that.
       const extra = await waitFor(() => fixtureProcessesUnder(dev.child.pid!).some((pid) => pid !== first), 5000, 200);
-      assert.equal(extra, false, 'no process besides the session\'s server');
+      assert.equal(extra, false, "no process besides the session's server");
       const second = await sessionServerPid(client, dev.dataDir, 'nospares-b');
       assert.notEqual(second, first);
     } finally {

@@ -22,14 +22,21 @@ describe('@modelcontextprotocol/server-everything over stdio', () => {
     });
     const names = turn.tools.map((t) => t.name);
     assert.ok(names.length >= 5, `expected several tools, got ${names.join(', ')}`);
-    assert.ok(names.every((n) => n.startsWith('mcp__everything__')), names.join(', '));
+    assert.ok(
+      names.every((n) => n.startsWith('mcp__everything__')),
+      names.join(', '),
+    );
     assert.ok(names.includes('mcp__everything__echo'));
     assert.ok(names.includes('mcp__everything__get-tiny-image'));
     const everything = turn.status.servers.find((s) => s.name === 'everything');
     assert.equal(everything?.state, 'ready');
     assert.ok(everything.pid && everything.pid > 0);
 
-    const echo = await turn.callTool({ id: 'c-echo', name: 'mcp__everything__echo', arguments: { message: 'hello everything' } });
+    const echo = await turn.callTool({
+      id: 'c-echo',
+      name: 'mcp__everything__echo',
+      arguments: { message: 'hello everything' },
+    });
     assert.equal(echo.status, 'ok');
     assert.match(String(textOf(echo.content[0])), /hello everything/);
 

@@ -6,13 +6,30 @@ import { Client, Connection } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { TurnClient, type Turn } from '../../client/turnClient.js';
-import { ActivityName, FailureType, type CallToolInput, type LocalCallOutcome, type ReconcileResult } from '../../contract/index.js';
+import {
+  ActivityName,
+  FailureType,
+  type CallToolInput,
+  type LocalCallOutcome,
+  type ReconcileResult,
+} from '../../contract/index.js';
 import { decodeHistoryPayloads } from '../../payloads/decodeHistory.js';
 import { bundleWorkflows } from '../../worker/index.js';
 import { FAST_PATH_BOUND_MS } from '../../workflows/fastPath.js';
 import { textOf } from '../support/content.js';
 import {
-  fixtureServer, readLines, runtimeLogs, startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess,
+  fixtureServer,
+  readLines,
+  runtimeLogs,
+  startHarness,
+  startWorkerProcess,
+  stopWorkerProcess,
+  tempDir,
+  temporalAddress,
+  uniqueQueue,
+  waitUntil,
+  type Harness,
+  type WorkerProcess,
 } from '../support/harness.js';
 
 type History = temporal.api.history.v1.IHistory;
@@ -46,13 +63,24 @@ async function historyOf(client: TurnClient, turnId: string): Promise<History> {
 
 function callPaths(client: TurnClient, history: History): CallPaths {
   const converter = client.client.options.loadedDataConverter.payloadConverter;
-  const paths: CallPaths = { local: new Map(), localFailures: [], regular: [], reconciledFastPath: [], reconciledEager: [], regularFailures: [], reconcileQueues: [], workerInfo: 0 };
+  const paths: CallPaths = {
+    local: new Map(),
+    localFailures: [],
+    regular: [],
+    reconciledFastPath: [],
+    reconciledEager: [],
+    regularFailures: [],
+    reconcileQueues: [],
+    workerInfo: 0,
+  };
   const calls = new Set<string>();
   const reconciles = new Set<string>();
   for (const e of history.events ?? []) {
     const marker = e.markerRecordedEventAttributes;
     if (marker?.markerName === 'core_local_activity') {
-      const data = converter.fromPayload<{ activity_type?: string; activityType?: string }>(marker.details!.data!.payloads![0]!);
+      const data = converter.fromPayload<{ activity_type?: string; activityType?: string }>(
+        marker.details!.data!.payloads![0]!,
+      );
       const type = data.activity_type ?? data.activityType;
       if (type === ActivityName.workerInfo) {
         paths.workerInfo += 1;
@@ -61,11 +89,18 @@ function callPaths(client: TurnClient, history: History): CallPaths {
       assert.equal(type, ActivityName.callToolLocal, 'the only other local activity a turn runs');
       if (marker.failure) {
         const f = marker.failure;
-        paths.localFailures.push(f.applicationFailureInfo?.type ?? f.cause?.applicationFailureInfo?.type ?? (f.timeoutFailureInfo || f.cause?.timeoutFailureInfo ? 'timeout' : f.message ?? ''));
+        paths.localFailures.push(
+          f.applicationFailureInfo?.type ??
+            f.cause?.applicationFailureInfo?.type ??
+            (f.timeoutFailureInfo || f.cause?.timeoutFailureInfo ? 'timeout' : (f.message ?? '')),
+        );
         continue;
       }
       const result = converter.fromPayload<LocalCallOutcome>(marker.details!.result!.payloads![0]!);
-      paths.local.set(result.callId, e.userMetadata?.summary ? converter.fromPayload<string>(e.userMetadata.summary) : undefined);
+      paths.local.set(
+        result.callId,
+        e.userMetadata?.summary ? converter.fromPayload<string>(e.userMetadata.summary) : undefined,
+      );
     }
     const scheduled = e.activityTaskScheduledEventAttributes;
     if (scheduled?.activityType?.name === ActivityName.callTool) {
@@ -74,7 +109,8 @@ function callPaths(client: TurnClient, history: History): CallPaths {
       calls.add(String(e.eventId));
     }
     const failed = e.activityTaskFailedEventAttributes;
-    if (failed && calls.has(String(failed.scheduledEventId))) paths.regularFailures.push(failed.failure?.applicationFailureInfo?.type ?? failed.failure?.message ?? '');
+    if (failed && calls.has(String(failed.scheduledEventId)))
+      paths.regularFailures.push(failed.failure?.applicationFailureInfo?.type ?? failed.failure?.message ?? '');
     if (scheduled?.activityType?.name === ActivityName.reconcileServers) {
       reconciles.add(String(e.eventId));
       paths.reconcileQueues.push(scheduled.taskQueue?.name ?? '');
@@ -107,12 +143,18 @@ describe('the fast path: retry-safe calls as local activities', () => {
     for (const h of harnesses) await h.stop();
   });
   const executions = async (tool: string, tag?: string) =>
-    (await readLines(execLog)).map((l) => JSON.parse(l) as { tool: string; args: { tag?: string; text?: string } }).filter((e) => e.tool === tool && (tag === undefined || e.args.tag === tag));
+    (await readLines(execLog))
+      .map((l) => JSON.parse(l) as { tool: string; args: { tag?: string; text?: string } })
+      .filter((e) => e.tool === tool && (tag === undefined || e.args.tag === tag));
 
   test('a read-only call is a local activity marker with its UI label; a side-effecting call is a regular activity; both replay', async () => {
     const h = await startHarness('fast', { FIXTURE_LOG: execLog });
     harnesses.push(h);
-    const turn = await h.client.startTurn({ sessionId: `fast-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [spec] } });
+    const turn = await h.client.startTurn({
+      sessionId: `fast-${Date.now()}`,
+      workspace: dir,
+      servers: { inlineSpecs: [spec] },
+    });
     const ro = await turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'fast-ro' } });
     const se = await turn.callTool({ id: 'se', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'fast-se' } });
     assert.equal(ro.status, 'ok', ro.errorMessage);
@@ -126,9 +168,17 @@ describe('the fast path: retry-safe calls as local activities', () => {
     assert.deepEqual(paths.reconciledFastPath, [true]);
     assert.equal(paths.workerInfo, 1, 'a new session asks which worker runs its turn');
     assert.deepEqual(paths.reconcileQueues, [h.worker.workerQueue], 'and reconciles there first');
-    assert.deepEqual([...paths.local], [['ro', 'mcp__fixture__read_slow']], 'the read-only call ran as a local activity, labelled with its public name');
+    assert.deepEqual(
+      [...paths.local],
+      [['ro', 'mcp__fixture__read_slow']],
+      'the read-only call ran as a local activity, labelled with its public name',
+    );
     assert.deepEqual(paths.localFailures, []);
-    assert.deepEqual(paths.regular, [{ callId: 'se', queue: h.taskQueue }], 'the side-effecting call never ran as a local activity: it was sent to the shared queue for eager dispatch');
+    assert.deepEqual(
+      paths.regular,
+      [{ callId: 'se', queue: h.taskQueue }],
+      'the side-effecting call never ran as a local activity: it was sent to the shared queue for eager dispatch',
+    );
     assert.deepEqual(paths.regularFailures, []);
     assert.equal((await executions('slow', 'fast-se')).length, 1);
     assert.equal((await executions('read_slow', 'fast-ro')).length, 1);
@@ -138,31 +188,62 @@ describe('the fast path: retry-safe calls as local activities', () => {
     assert.equal(call?.summary, 'mcp__fixture__read_slow', 'the transcript shows the marker as the call');
     assert.equal(call?.outcome?.status, 'ok');
     assert.equal(textOf(call?.outcome?.content[0]), 'read after 0 ms');
-    await Worker.runReplayHistory({ workflowBundle: { codePath: bundleFile }, replayName: 'fast-replay' }, history, turn.turnId);
+    await Worker.runReplayHistory(
+      { workflowBundle: { codePath: bundleFile }, replayName: 'fast-replay' },
+      history,
+      turn.turnId,
+    );
   });
 
-  test('a read-only call that outlives the fast path\'s bound is run again as a regular activity', async () => {
+  test("a read-only call that outlives the fast path's bound is run again as a regular activity", async () => {
     const h = await startHarness('fast-slow', { FIXTURE_LOG: execLog });
     harnesses.push(h);
-    const turn = await h.client.startTurn({ sessionId: `fast-slow-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [spec] } });
-    const slow = await turn.callTool({ id: 'slow', name: 'mcp__fixture__read_slow', arguments: { ms: FAST_PATH_BOUND_MS + 1000, tag: 'fast-slow' } });
+    const turn = await h.client.startTurn({
+      sessionId: `fast-slow-${Date.now()}`,
+      workspace: dir,
+      servers: { inlineSpecs: [spec] },
+    });
+    const slow = await turn.callTool({
+      id: 'slow',
+      name: 'mcp__fixture__read_slow',
+      arguments: { ms: FAST_PATH_BOUND_MS + 1000, tag: 'fast-slow' },
+    });
     assert.equal(slow.status, 'ok', slow.errorMessage);
     assert.equal(textOf(slow.content[0]), `read after ${FAST_PATH_BOUND_MS + 1000} ms`);
     assert.equal(slow.attempts, 2, 'the local attempt reached the tool, so it counts');
-    const next = await turn.callTool({ id: 'next', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'fast-next' } });
+    const next = await turn.callTool({
+      id: 'next',
+      name: 'mcp__fixture__read_slow',
+      arguments: { ms: 0, tag: 'fast-next' },
+    });
     assert.equal(next.status, 'ok', next.errorMessage);
     await turn.end();
     const paths = callPaths(h.client, await historyOf(h.client, turn.turnId));
     assert.deepEqual(paths.localFailures, ['timeout']);
-    assert.deepEqual(paths.regular.map((r) => r.callId), ['slow']);
-    assert.deepEqual([...paths.local.keys()], ['next'], 'a timeout is no miss: the next call takes the fast path again');
+    assert.deepEqual(
+      paths.regular.map((r) => r.callId),
+      ['slow'],
+    );
+    assert.deepEqual(
+      [...paths.local.keys()],
+      ['next'],
+      'a timeout is no miss: the next call takes the fast path again',
+    );
     assert.equal((await executions('read_slow', 'fast-slow')).length, 2);
   });
 
   test('DMCP_FAST_PATH=false: the reconcile says so, and a read-only call is a regular activity', async () => {
-    const h = await startHarness('fast-off', { FIXTURE_LOG: execLog, DMCP_FAST_PATH: 'false', DMCP_EAGER_CALLS: 'false' });
+    const h = await startHarness('fast-off', {
+      FIXTURE_LOG: execLog,
+      DMCP_FAST_PATH: 'false',
+      DMCP_EAGER_CALLS: 'false',
+    });
     harnesses.push(h);
-    const turn = await h.client.startTurn({ sessionId: `fast-off-${Date.now()}`, workspace: dir, servers: { inlineSpecs: [spec] } });
+    const turn = await h.client.startTurn({
+      sessionId: `fast-off-${Date.now()}`,
+      workspace: dir,
+      servers: { inlineSpecs: [spec] },
+    });
     const ro = await turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'off-ro' } });
     assert.equal(ro.status, 'ok', ro.errorMessage);
     const se = await turn.callTool({ id: 'se', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'off-se' } });
@@ -171,10 +252,21 @@ describe('the fast path: retry-safe calls as local activities', () => {
     const paths = callPaths(h.client, await historyOf(h.client, turn.turnId));
     assert.deepEqual(paths.reconciledFastPath, [false]);
     assert.deepEqual(paths.reconciledEager, [false], 'DMCP_EAGER_CALLS=false is recorded too');
-    assert.deepEqual(paths.reconcileQueues, [h.taskQueue], 'a worker without the fast path reconciles a new session on the shared queue');
+    assert.deepEqual(
+      paths.reconcileQueues,
+      [h.taskQueue],
+      'a worker without the fast path reconciles a new session on the shared queue',
+    );
     assert.equal(paths.local.size, 0);
     assert.deepEqual(paths.localFailures, []);
-    assert.deepEqual(paths.regular, [{ callId: 'ro', queue: h.worker.workerQueue }, { callId: 'se', queue: h.worker.workerQueue }], 'both on the worker\'s own queue');
+    assert.deepEqual(
+      paths.regular,
+      [
+        { callId: 'ro', queue: h.worker.workerQueue },
+        { callId: 'se', queue: h.worker.workerQueue },
+      ],
+      "both on the worker's own queue",
+    );
   });
 
   /**
@@ -190,7 +282,8 @@ describe('the fast path: retry-safe calls as local activities', () => {
     const first = await a.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec] } });
     await first.end();
     await waitUntil('turn 1 to be listed', async () => {
-      for await (const w of a.client.client.workflow.list({ query: `DmcpSessionId = '${sessionId}'` })) if (w.memo?.workerQueue === a.worker.workerQueue) return true;
+      for await (const w of a.client.client.workflow.list({ query: `DmcpSessionId = '${sessionId}'` }))
+        if (w.memo?.workerQueue === a.worker.workerQueue) return true;
       return false;
     });
     return { a, b, turn: await b.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec] } }) };
@@ -200,8 +293,16 @@ describe('the fast path: retry-safe calls as local activities', () => {
     const logsBefore = runtimeLogs.length;
     const { a, b, turn } = await secondTurnAwayFromServers('fast');
     assert.equal(turn.workerQueue, a.worker.workerQueue, 'turn 2 reconciled on the worker holding the servers');
-    const one = await turn.callTool({ id: 'one', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'miss-1' } });
-    const two = await turn.callTool({ id: 'two', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'miss-2' } });
+    const one = await turn.callTool({
+      id: 'one',
+      name: 'mcp__fixture__read_slow',
+      arguments: { ms: 0, tag: 'miss-1' },
+    });
+    const two = await turn.callTool({
+      id: 'two',
+      name: 'mcp__fixture__read_slow',
+      arguments: { ms: 0, tag: 'miss-2' },
+    });
     assert.equal(one.status, 'ok', one.errorMessage);
     assert.equal(one.attempts, 1, 'a miss ran nothing, so it is no attempt');
     assert.equal(two.status, 'ok', two.errorMessage);
@@ -210,9 +311,16 @@ describe('the fast path: retry-safe calls as local activities', () => {
     const paths = callPaths(b.client, await historyOf(b.client, turn.turnId));
     assert.deepEqual(paths.localFailures, [FailureType.FastPathMiss], 'one miss, then no more tries');
     assert.equal(paths.local.size, 0);
-    assert.deepEqual(paths.regular, [{ callId: 'one', queue: a.worker.workerQueue }, { callId: 'two', queue: a.worker.workerQueue }]);
+    assert.deepEqual(paths.regular, [
+      { callId: 'one', queue: a.worker.workerQueue },
+      { callId: 'two', queue: a.worker.workerQueue },
+    ]);
     assert.equal((await executions('read_slow', 'miss-1')).length, 1, 'the miss never reached the tool');
-    assert.deepEqual(runtimeLogs.slice(logsBefore).filter((l) => l.includes('Activity failed') && l.includes('callToolLocal')), [], 'a miss is no warning: nothing went wrong');
+    assert.deepEqual(
+      runtimeLogs.slice(logsBefore).filter((l) => l.includes('Activity failed') && l.includes('callToolLocal')),
+      [],
+      'a miss is no warning: nothing went wrong',
+    );
   });
 
   test('a side-effecting call sent for eager dispatch to a worker without the servers is refused unrun, runs once on the holder, and the turn stops trying', async () => {
@@ -222,7 +330,11 @@ describe('the fast path: retry-safe calls as local activities', () => {
     const { a, b, turn } = await secondTurnAwayFromServers('eager');
     assert.equal(turn.workerQueue, a.worker.workerQueue);
     const one = await turn.callTool({ id: 'se1', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'eager-1' } });
-    const ro = await turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'eager-ro' } });
+    const ro = await turn.callTool({
+      id: 'ro',
+      name: 'mcp__fixture__read_slow',
+      arguments: { ms: 0, tag: 'eager-ro' },
+    });
     const two = await turn.callTool({ id: 'se2', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'eager-2' } });
     for (const o of [one, ro, two]) assert.equal(o.status, 'ok', o.errorMessage);
     assert.equal(one.attempts, 1, 'the refusal ran nothing, so it is no attempt');
@@ -230,25 +342,45 @@ describe('the fast path: retry-safe calls as local activities', () => {
 
     const history = await historyOf(b.client, turn.turnId);
     const paths = callPaths(b.client, history);
-    assert.deepEqual(paths.regular, [
-      { callId: 'se1', queue: b.taskQueue },
-      { callId: 'se1', queue: a.worker.workerQueue },
-      { callId: 'ro', queue: a.worker.workerQueue },
-      { callId: 'se2', queue: a.worker.workerQueue },
-    ], 'one refusal, then the holder\'s own queue, and no more tries: not even the fast path');
+    assert.deepEqual(
+      paths.regular,
+      [
+        { callId: 'se1', queue: b.taskQueue },
+        { callId: 'se1', queue: a.worker.workerQueue },
+        { callId: 'ro', queue: a.worker.workerQueue },
+        { callId: 'se2', queue: a.worker.workerQueue },
+      ],
+      "one refusal, then the holder's own queue, and no more tries: not even the fast path",
+    );
     assert.deepEqual(paths.regularFailures, [FailureType.FastPathMiss]);
     assert.deepEqual(paths.localFailures, []);
     assert.equal((await executions('slow', 'eager-1')).length, 1, 'the side-effecting call ran once');
     assert.equal((await executions('slow', 'eager-2')).length, 1);
-    assert.deepEqual(runtimeLogs.slice(logsBefore).filter((l) => l.includes('Activity failed') && l.includes('callTool')), [], 'a refusal is no warning: nothing went wrong');
-    await Worker.runReplayHistory({ workflowBundle: { codePath: bundleFile }, replayName: 'eager-replay' }, history, turn.turnId);
+    assert.deepEqual(
+      runtimeLogs.slice(logsBefore).filter((l) => l.includes('Activity failed') && l.includes('callTool')),
+      [],
+      'a refusal is no warning: nothing went wrong',
+    );
+    await Worker.runReplayHistory(
+      { workflowBundle: { codePath: bundleFile }, replayName: 'eager-replay' },
+      history,
+      turn.turnId,
+    );
   });
 
   /** A turn on `h` whose fixture server is retry-safe by its entry, so `slow` (not read-only) takes the fast path. */
   async function retrySafeTurn(h: Harness, name: string, limits?: { heartbeatTimeoutMs: number }) {
     const file = join(dir, `${name}-mcp.json`);
-    await writeFile(file, JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [fixtureServer], retry: 'safe' } } }));
-    return h.client.startTurn({ sessionId: `${name}-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [file] }, ...(limits ? { limits } : {}) });
+    await writeFile(
+      file,
+      JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [fixtureServer], retry: 'safe' } } }),
+    );
+    return h.client.startTurn({
+      sessionId: `${name}-${Date.now()}`,
+      workspace: dir,
+      servers: { mcpConfigFiles: [file] },
+      ...(limits ? { limits } : {}),
+    });
   }
 
   // A fast call holds its workflow task, and Temporal hands a cancel (an Update, or the turn's
@@ -259,7 +391,11 @@ describe('the fast path: retry-safe calls as local activities', () => {
     harnesses.push(h);
     // Workflow task timeout 2 s: extended at 1.6 s, well before the 4.5 s bound.
     const turn = await retrySafeTurn(h, 'fast-cancel', { heartbeatTimeoutMs: 2000 });
-    const pending = turn.callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 60_000, tag: 'fast-cancel' } });
+    const pending = turn.callTool({
+      id: 'c1',
+      name: 'mcp__fixture__slow',
+      arguments: { ms: 60_000, tag: 'fast-cancel' },
+    });
     await waitUntil('the fast call to start', async () => (await executions('slow', 'fast-cancel')).length === 1);
     const sent = Date.now();
     assert.equal(await turn.cancelCall('c1'), true, 'the call was still running');
@@ -268,8 +404,15 @@ describe('the fast path: retry-safe calls as local activities', () => {
     assert.equal(outcome.status, 'error');
     assert.equal(outcome.errorKind, 'cancelled', outcome.errorMessage);
     assert.ok(answeredMs < FAST_PATH_BOUND_MS, `the cancel was answered after ${answeredMs} ms, not only at the bound`);
-    await waitUntil('the server to receive notifications/cancelled', async () => (await executions('cancelled', 'fast-cancel')).length === 1);
-    const next = await turn.callTool({ id: 'c2', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'fast-cancel-next' } });
+    await waitUntil(
+      'the server to receive notifications/cancelled',
+      async () => (await executions('cancelled', 'fast-cancel')).length === 1,
+    );
+    const next = await turn.callTool({
+      id: 'c2',
+      name: 'mcp__fixture__slow',
+      arguments: { ms: 0, tag: 'fast-cancel-next' },
+    });
     assert.equal(next.status, 'ok', next.errorMessage);
     await turn.end();
     const paths = callPaths(h.client, await historyOf(h.client, turn.turnId));
@@ -283,10 +426,12 @@ describe('the fast path: retry-safe calls as local activities', () => {
     harnesses.push(h);
     const turn = await retrySafeTurn(h, 'fast-cancel-late');
     let resultAt = 0;
-    const pending = turn.callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 1500, tag: 'fast-cancel-late' } }).then((o) => {
-      resultAt = Date.now();
-      return o;
-    });
+    const pending = turn
+      .callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 1500, tag: 'fast-cancel-late' } })
+      .then((o) => {
+        resultAt = Date.now();
+        return o;
+      });
     await waitUntil('the fast call to start', async () => (await executions('slow', 'fast-cancel-late')).length === 1);
     assert.equal(await turn.cancelCall('c1'), false, 'the call had ended when the cancel reached the turn');
     const cancelAnsweredAt = Date.now();
@@ -301,15 +446,20 @@ describe('the fast path: retry-safe calls as local activities', () => {
     const h = await startHarness('fast-cancel-turn', { FIXTURE_LOG: execLog });
     harnesses.push(h);
     const turn = await retrySafeTurn(h, 'fast-cancel-turn', { heartbeatTimeoutMs: 2000 });
-    const pending = turn.callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 60_000, tag: 'fast-cancel-turn' } }).catch((err: unknown) => err);
+    const pending = turn
+      .callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 60_000, tag: 'fast-cancel-turn' } })
+      .catch((err: unknown) => err);
     await waitUntil('the fast call to start', async () => (await executions('slow', 'fast-cancel-turn')).length === 1);
     const sent = Date.now();
     await turn.handle.cancel();
-    await waitUntil('the server to receive notifications/cancelled', async () => (await executions('cancelled', 'fast-cancel-turn')).length === 1);
+    await waitUntil(
+      'the server to receive notifications/cancelled',
+      async () => (await executions('cancelled', 'fast-cancel-turn')).length === 1,
+    );
     await pending;
     const description = await turn.handle.describe();
     assert.equal(description.status.name, 'CANCELLED');
-    assert.ok(Date.now() - sent < FAST_PATH_BOUND_MS, 'the call was cancelled before the fast path\'s bound');
+    assert.ok(Date.now() - sent < FAST_PATH_BOUND_MS, "the call was cancelled before the fast path's bound");
     const paths = callPaths(h.client, await historyOf(h.client, turn.turnId));
     assert.deepEqual(paths.regular, [], 'nothing was handed to the regular path');
     assert.equal((await executions('slow', 'fast-cancel-turn')).length, 1);
@@ -359,22 +509,38 @@ describe('a worker SIGKILLed during a fast call', () => {
       for (const s of turn.status.servers) if (s.pid) serverPids.add(s.pid);
       assert.equal(turn.workerQueue, victim.workerQueue);
       const executions = async (tool: string, tag?: string) =>
-        (await readLines(execLog)).map((l) => JSON.parse(l) as { tool: string; args: { tag?: string } }).filter((e) => e.tool === tool && (tag === undefined || e.args.tag === tag));
+        (await readLines(execLog))
+          .map((l) => JSON.parse(l) as { tool: string; args: { tag?: string } })
+          .filter((e) => e.tool === tool && (tag === undefined || e.args.tag === tag));
 
       const done = await turn.callTool({ id: 'done', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'done' } });
       assert.equal(done.status, 'ok');
-      const warm = await turn.callTool({ id: 'warm', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'warm' } });
+      const warm = await turn.callTool({
+        id: 'warm',
+        name: 'mcp__fixture__read_slow',
+        arguments: { ms: 0, tag: 'warm' },
+      });
       assert.equal(warm.status, 'ok');
-      assert.ok(callPaths(client, await historyOf(client, turn.turnId)).local.has('warm'), 'the victim runs read-only calls on the fast path');
+      assert.ok(
+        callPaths(client, await historyOf(client, turn.turnId)).local.has('warm'),
+        'the victim runs read-only calls on the fast path',
+      );
       const survivor = await startWorkerProcess(taskQueue, bundleFile, env);
       workers.push(survivor);
 
-      const readOnly = turn.callTool({ id: 'ro', name: 'mcp__fixture__read_slow', arguments: { ms: RERUN_MS, tag: 'ro' } });
+      const readOnly = turn.callTool({
+        id: 'ro',
+        name: 'mcp__fixture__read_slow',
+        arguments: { ms: RERUN_MS, tag: 'ro' },
+      });
       await waitUntil('the fast call to start', async () => (await executions('read_slow', 'ro')).length === 1);
       // Sent while the fast call holds the victim's workflow task: its command cannot leave the victim.
       const sideEffect = turn.callTool({ id: 'se', name: 'mcp__fixture__slow', arguments: { ms: 0, tag: 'se' } });
       const before = callPaths(client, await historyOf(client, turn.turnId));
-      assert.ok(!before.regular.some((r) => r.callId === 'ro') && !before.local.has('ro'), 'the running call is in no event yet: it is a local activity');
+      assert.ok(
+        !before.regular.some((r) => r.callId === 'ro') && !before.local.has('ro'),
+        'the running call is in no event yet: it is a local activity',
+      );
       const killedAt = Date.now();
       process.kill(victim.pid, 'SIGKILL');
 
@@ -383,15 +549,29 @@ describe('a worker SIGKILLed during a fast call', () => {
       assert.equal(ro.status, 'ok', `read-only call: ${ro.errorMessage}`);
       assert.equal(textOf(ro.content[0]), `read after ${RERUN_MS} ms`);
       assert.equal(se.status, 'ok', `side-effecting call: ${se.errorMessage}`);
-      const later = await turn.callTool({ id: 'later', name: 'mcp__fixture__read_slow', arguments: { ms: 0, tag: 'later' } });
+      const later = await turn.callTool({
+        id: 'later',
+        name: 'mcp__fixture__read_slow',
+        arguments: { ms: 0, tag: 'later' },
+      });
       assert.equal(later.status, 'ok', later.errorMessage);
       const result = await turn.end();
       assert.equal(result.workerQueue, survivor.workerQueue);
 
       assert.equal((await executions('slow', 'done')).length, 1, 'a completed side-effecting call never ran again');
-      assert.equal((await executions('slow', 'se')).length, 1, 'the side-effecting call sent during the fast call ran once');
+      assert.equal(
+        (await executions('slow', 'se')).length,
+        1,
+        'the side-effecting call sent during the fast call ran once',
+      );
       assert.equal((await executions('read_slow', 'ro')).length, 2, 'the read-only call ran again on the survivor');
-      assert.deepEqual(result.calls.map((c) => [c.id, c.outcome.status]).sort(), [['done', 'ok'], ['later', 'ok'], ['ro', 'ok'], ['se', 'ok'], ['warm', 'ok']]);
+      assert.deepEqual(result.calls.map((c) => [c.id, c.outcome.status]).sort(), [
+        ['done', 'ok'],
+        ['later', 'ok'],
+        ['ro', 'ok'],
+        ['se', 'ok'],
+        ['warm', 'ok'],
+      ]);
 
       const history = await historyOf(client, turn.turnId);
       const paths = callPaths(client, history);
@@ -399,15 +579,27 @@ describe('a worker SIGKILLed during a fast call', () => {
       // follows the turn's heartbeat timeout; the survivor's miss then sees that and moves the turn
       // before the call runs again, instead of sending it to the dead worker's queue first.
       const started = history.events![0]!.workflowExecutionStartedEventAttributes!;
-      assert.equal(Number(started.workflowTaskTimeout!.seconds) * 1000, HEARTBEAT_MS, 'the turn\'s workflow task timeout follows its heartbeat timeout');
+      assert.equal(
+        Number(started.workflowTaskTimeout!.seconds) * 1000,
+        HEARTBEAT_MS,
+        "the turn's workflow task timeout follows its heartbeat timeout",
+      );
       assert.deepEqual(paths.localFailures.slice(-1), [FailureType.FastPathMiss], 'the survivor missed');
-      assert.deepEqual(paths.regular.filter((r) => r.callId === 'ro').map((r) => r.queue), [survivor.workerQueue], 'the read-only call never went to the dead worker\'s queue');
+      assert.deepEqual(
+        paths.regular.filter((r) => r.callId === 'ro').map((r) => r.queue),
+        [survivor.workerQueue],
+        "the read-only call never went to the dead worker's queue",
+      );
       assert.ok(
         recoveredMs <= HEARTBEAT_MS + 3000 + RERUN_MS,
         `both calls answered ${recoveredMs} ms after SIGKILL: more than the heartbeat timeout + 3 s, plus the ${RERUN_MS} ms the call takes to run again`,
       );
       assert.ok(paths.local.has('later'), 'after the move the survivor holds the servers and takes the fast path');
-      await Worker.runReplayHistory({ workflowBundle: { codePath: bundleFile }, replayName: 'fast-crash-replay' }, history, turn.turnId);
+      await Worker.runReplayHistory(
+        { workflowBundle: { codePath: bundleFile }, replayName: 'fast-crash-replay' },
+        history,
+        turn.turnId,
+      );
       process.stderr.write(`worker crash during a fast call: both calls answered ${recoveredMs} ms after SIGKILL\n`);
     } finally {
       await client.close();

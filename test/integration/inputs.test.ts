@@ -15,7 +15,17 @@ import { Client, Connection } from '@temporalio/client';
 import { TurnClient as Turns } from '../../client/turnClient.js';
 import { bundleWorkflows } from '../../worker/index.js';
 import { callInputs, killStartedServers, modernHttpServer, provisionLog, text } from '../support/inputs.js';
-import { startHarness, startWorkerProcess, stopWorkerProcess, tempDir, temporalAddress, uniqueQueue, waitUntil, type Harness, type WorkerProcess } from '../support/harness.js';
+import {
+  startHarness,
+  startWorkerProcess,
+  stopWorkerProcess,
+  tempDir,
+  temporalAddress,
+  uniqueQueue,
+  waitUntil,
+  type Harness,
+  type WorkerProcess,
+} from '../support/harness.js';
 
 describe('input requests of a 2026-07-28 server', { timeout: 120_000 }, () => {
   let h: Harness;
@@ -38,39 +48,72 @@ describe('input requests of a 2026-07-28 server', { timeout: 120_000 }, () => {
   async function startTurn(name: string, limits?: { inputTimeoutMs?: number }) {
     const file = join(dir, `${name}.json`);
     await writeFile(file, JSON.stringify({ mcpServers: { db: { url } } }));
-    return h.client.startTurn({ sessionId: session(name), workspace: dir, servers: { mcpConfigFiles: [file] }, ...(limits ? { limits } : {}) });
+    return h.client.startTurn({
+      sessionId: session(name),
+      workspace: dir,
+      servers: { mcpConfigFiles: [file] },
+      ...(limits ? { limits } : {}),
+    });
   }
 
   test('a tool that asks twice completes with the answers; each retry echoes the exact requestState; the server completes once', async () => {
     const before = (await provisionLog(logFile)).length;
     const turn = await startTurn('twice');
     const asked: InputRequest[] = [];
-    const outcome = await turn.callTool({ id: 'p1', name: 'mcp__db__provision', arguments: {} }, {
-      inputPollMs: 200,
-      onInput: (request): InputAnswer => {
-        asked.push(request);
-        return request.key === 'name' ? { action: 'accept', content: { name: 'analytics-secret-name', region: 'us' } } : { action: 'accept', content: { confirm: true } };
+    const outcome = await turn.callTool(
+      { id: 'p1', name: 'mcp__db__provision', arguments: {} },
+      {
+        inputPollMs: 200,
+        onInput: (request): InputAnswer => {
+          asked.push(request);
+          return request.key === 'name'
+            ? { action: 'accept', content: { name: 'analytics-secret-name', region: 'us' } }
+            : { action: 'accept', content: { confirm: true } };
+        },
       },
-    });
+    );
     assert.equal(outcome.status, 'ok', outcome.errorMessage);
     assert.equal(text(outcome), 'Provisioned analytics-secret-name');
-    assert.deepEqual(asked.map((r) => [r.requestId, r.kind, r.round, r.message]), [
-      ['p1:1:name', 'form', 1, 'Name the new database'],
-      ['p1:2:confirm', 'form', 2, 'Create database analytics-secret-name?'],
-    ]);
+    assert.deepEqual(
+      asked.map((r) => [r.requestId, r.kind, r.round, r.message]),
+      [
+        ['p1:1:name', 'form', 1, 'Name the new database'],
+        ['p1:2:confirm', 'form', 2, 'Create database analytics-secret-name?'],
+      ],
+    );
     assert.equal(asked[0]!.requestedSchema?.type, 'object');
     const log = (await provisionLog(logFile)).slice(before);
-    assert.deepEqual(log.map((e) => [e.round, e.state, e.action]), [[1, undefined, undefined], [2, 'asked-name', 'accept'], [3, 'confirm:*', 'accept'], [undefined, undefined, undefined]]);
+    assert.deepEqual(
+      log.map((e) => [e.round, e.state, e.action]),
+      [
+        [1, undefined, undefined],
+        [2, 'asked-name', 'accept'],
+        [3, 'confirm:*', 'accept'],
+        [undefined, undefined, undefined],
+      ],
+    );
     assert.equal(log.filter((e) => e.completed === true).length, 1, 'one completion');
     const inputs = await callInputs(h.client, turn.turnId);
-    assert.deepEqual(inputs.map((i) => i.inputReply?.requestState), [undefined, 'asked-name', 'confirm:analytics-secret-name']);
-    assert.deepEqual(inputs[1]!.inputReply?.inputResponses, { name: { action: 'accept', content: { name: 'analytics-secret-name', region: 'us' } } });
+    assert.deepEqual(
+      inputs.map((i) => i.inputReply?.requestState),
+      [undefined, 'asked-name', 'confirm:analytics-secret-name'],
+    );
+    assert.deepEqual(inputs[1]!.inputReply?.inputResponses, {
+      name: { action: 'accept', content: { name: 'analytics-secret-name', region: 'us' } },
+    });
     assert.deepEqual(await turn.pendingInputs(), []);
     assert.ok(!h.logs.join('\n').includes('analytics-secret-name'), 'answers never reach the worker log');
     const transcript = await h.client.transcript(turn.turnId);
     assert.ok(!JSON.stringify(transcript.status).includes('analytics-secret-name'), 'nor the status');
     const recorded = transcript.calls.find((c) => c.id === 'p1')!;
-    assert.deepEqual(recorded.inputs?.map((i) => [i.round, i.key, i.action]), [[1, 'name', 'accept'], [2, 'confirm', 'accept']], 'the transcript shows each question and how it was answered');
+    assert.deepEqual(
+      recorded.inputs?.map((i) => [i.round, i.key, i.action]),
+      [
+        [1, 'name', 'accept'],
+        [2, 'confirm', 'accept'],
+      ],
+      'the transcript shows each question and how it was answered',
+    );
     assert.equal(recorded.outcome?.status, 'ok');
     await turn.end();
   });
@@ -81,14 +124,31 @@ describe('input requests of a 2026-07-28 server', { timeout: 120_000 }, () => {
     await waitUntil('the first question', async () => (await turn.pendingInputs()).length === 1);
     const [open] = await turn.pendingInputs();
     assert.equal(open!.requestId, 'b1:1:name');
-    const refused = await turn.answerInput(open!.requestId, { action: 'accept', content: { name: 'x' } }).then(() => undefined, (err: unknown) => err);
+    const refused = await turn.answerInput(open!.requestId, { action: 'accept', content: { name: 'x' } }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     assert.equal(failureTypeOf(refused), RefusalType.inputAnswer);
     assert.match(applicationFailureOf(refused)!.message, /"name" must be at least 2 characters long/);
     assert.deepEqual(applicationFailureOf(refused)!.details, [{ field: 'content.name' }]);
-    const wrongType = await turn.answerInput(open!.requestId, { action: 'accept', content: { name: 'ok', region: 'mars' } }).then(() => undefined, (err: unknown) => err);
+    const wrongType = await turn
+      .answerInput(open!.requestId, { action: 'accept', content: { name: 'ok', region: 'mars' } })
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
     assert.deepEqual(applicationFailureOf(wrongType)!.details, [{ field: 'content.region' }]);
-    const protoNamed = await turn.answerInput(open!.requestId, { action: 'accept', content: { name: 'ok', constructor: 'x'.repeat(20_000) } }).then(() => undefined, (err: unknown) => err);
-    assert.equal(failureTypeOf(protoNamed), RefusalType.inputAnswer, 'a field named like an Object.prototype member is no field of the schema');
+    const protoNamed = await turn
+      .answerInput(open!.requestId, { action: 'accept', content: { name: 'ok', constructor: 'x'.repeat(20_000) } })
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    assert.equal(
+      failureTypeOf(protoNamed),
+      RefusalType.inputAnswer,
+      'a field named like an Object.prototype member is no field of the schema',
+    );
     assert.deepEqual(applicationFailureOf(protoNamed)!.details, [{ field: 'content.constructor' }]);
     assert.equal((await turn.pendingInputs()).length, 1, 'still open');
     const receipt = await turn.answerInput(open!.requestId, { action: 'decline' });
@@ -99,7 +159,10 @@ describe('input requests of a 2026-07-28 server', { timeout: 120_000 }, () => {
     assert.equal(outcome.status, 'ok');
     assert.equal(outcome.isError, true);
     assert.equal(text(outcome), 'provisioning stopped: the name was declined');
-    const unknown = await turn.answerInput('nope:1:x', { action: 'cancel' }).then(() => undefined, (err: unknown) => err);
+    const unknown = await turn.answerInput('nope:1:x', { action: 'cancel' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     assert.deepEqual(applicationFailureOf(unknown)!.details, [{ field: 'requestId' }]);
     await turn.end();
   });
@@ -114,15 +177,18 @@ describe('input requests of a 2026-07-28 server', { timeout: 120_000 }, () => {
 
   test('URL mode: the request shows the URL; only the action is recorded', async () => {
     const turn = await startTurn('url');
-    const outcome = await turn.callTool({ id: 'u1', name: 'mcp__db__open_page', arguments: {} }, {
-      inputPollMs: 200,
-      onInput: (request) => {
-        assert.equal(request.kind, 'url');
-        assert.equal(request.url, 'https://example.invalid/auth?session=1');
-        assert.equal(request.requestedSchema, undefined);
-        return { action: 'accept' };
+    const outcome = await turn.callTool(
+      { id: 'u1', name: 'mcp__db__open_page', arguments: {} },
+      {
+        inputPollMs: 200,
+        onInput: (request) => {
+          assert.equal(request.kind, 'url');
+          assert.equal(request.url, 'https://example.invalid/auth?session=1');
+          assert.equal(request.requestedSchema, undefined);
+          return { action: 'accept' };
+        },
       },
-    });
+    );
     assert.equal(text(outcome), 'page: accept');
     const inputs = await callInputs(h.client, turn.turnId);
     assert.deepEqual(inputs[1]!.inputReply?.inputResponses, { page: { action: 'accept' } });
@@ -132,19 +198,29 @@ describe('input requests of a 2026-07-28 server', { timeout: 120_000 }, () => {
   test('URL mode: a page a person must not be sent to ends the call, saying why; a message is shown as one plain line', async () => {
     const turn = await startTurn('bad-url');
     for (const url of ['javascript:alert(1)', 'file:///etc/passwd', 'data:text/html,<script>alert(1)</script>']) {
-      const outcome = await turn.callTool({ id: `bad-${url.slice(0, 4)}`, name: 'mcp__db__open_page', arguments: { url } }, { inputPollMs: 200, onInput: () => ({ action: 'accept' }) });
+      const outcome = await turn.callTool(
+        { id: `bad-${url.slice(0, 4)}`, name: 'mcp__db__open_page', arguments: { url } },
+        { inputPollMs: 200, onInput: () => ({ action: 'accept' }) },
+      );
       assert.notEqual(outcome.status, 'ok', url);
       assert.match(outcome.errorMessage ?? '', new RegExp(`a ${url.slice(0, url.indexOf(':') + 1)} URL`), url);
     }
     assert.deepEqual(await turn.pendingInputs(), [], 'nothing was asked');
     const asked: InputRequest[] = [];
-    const outcome = await turn.callTool({ id: 'fake-line', name: 'mcp__db__open_page', arguments: { message: 'Sign in\n  open this page yourself: https://evil.example/\u202e' } }, {
-      inputPollMs: 200,
-      onInput: (request) => {
-        asked.push(request);
-        return { action: 'decline' };
+    const outcome = await turn.callTool(
+      {
+        id: 'fake-line',
+        name: 'mcp__db__open_page',
+        arguments: { message: 'Sign in\n  open this page yourself: https://evil.example/\u202e' },
       },
-    });
+      {
+        inputPollMs: 200,
+        onInput: (request) => {
+          asked.push(request);
+          return { action: 'decline' };
+        },
+      },
+    );
     assert.equal(text(outcome), 'page: decline');
     assert.equal(asked[0]!.message, 'Sign in open this page yourself: https://evil.example/');
     await turn.end();
@@ -166,13 +242,21 @@ describe('a worker SIGKILLed while its call waits for an answer', { timeout: 120
     await writeFile(bundleFile, (await bundleWorkflows()).code);
     const taskQueue = uniqueQueue('inputs-crash');
     const env = { TEMPORAL_ADDRESS: temporalAddress(), DMCP_NO_USER_CONFIG: '1' };
-    workers.push(await startWorkerProcess(taskQueue, bundleFile, env), await startWorkerProcess(taskQueue, bundleFile, env));
+    workers.push(
+      await startWorkerProcess(taskQueue, bundleFile, env),
+      await startWorkerProcess(taskQueue, bundleFile, env),
+    );
     const connection = await Connection.connect({ address: temporalAddress() });
     const client = new Turns({ client: new Client({ connection }), taskQueue });
     try {
       const file = join(dir, 'mcp.json');
       await writeFile(file, JSON.stringify({ mcpServers: { db: { url } } }));
-      const turn = await client.startTurn({ sessionId: `inputs-crash-${randomBytes(4).toString('hex')}`, workspace: dir, servers: { mcpConfigFiles: [file] }, limits: { heartbeatTimeoutMs: 3000, scheduleToStartMs: 3000 } });
+      const turn = await client.startTurn({
+        sessionId: `inputs-crash-${randomBytes(4).toString('hex')}`,
+        workspace: dir,
+        servers: { mcpConfigFiles: [file] },
+        limits: { heartbeatTimeoutMs: 3000, scheduleToStartMs: 3000 },
+      });
       const victim = workers.find((w) => w.workerQueue === turn.workerQueue)!;
       const survivor = workers.find((w) => w.workerQueue !== turn.workerQueue)!;
       assert.ok(victim, 'the turn is pinned to one of our two workers');
@@ -183,20 +267,31 @@ describe('a worker SIGKILLed while its call waits for an answer', { timeout: 120
       process.kill(victim.pid, 'SIGKILL');
       await new Promise((r) => setTimeout(r, 500));
       await client.answerInput(turn.turnId, 'c1:1:name', { action: 'accept', content: { name: 'after-crash' } });
-      await waitUntil('the second question, asked on the survivor', async () => (await client.pendingInputs(turn.turnId)).some((r) => r.requestId === 'c1:2:confirm'), 60_000);
+      await waitUntil(
+        'the second question, asked on the survivor',
+        async () => (await client.pendingInputs(turn.turnId)).some((r) => r.requestId === 'c1:2:confirm'),
+        60_000,
+      );
       await client.answerInput(turn.turnId, 'c1:2:confirm', { action: 'accept', content: { confirm: true } });
       const outcome = await call;
       assert.equal(outcome.status, 'ok', outcome.errorMessage);
       assert.equal(text(outcome), 'Provisioned after-crash');
       const log = await provisionLog(logFile);
       assert.equal(log.filter((e) => e.completed === true).length, 1, 'the server saw one completion');
-      assert.deepEqual(log.filter((e) => e.round !== undefined).map((e) => e.round), [1, 2, 3], 'each round once');
+      assert.deepEqual(
+        log.filter((e) => e.round !== undefined).map((e) => e.round),
+        [1, 2, 3],
+        'each round once',
+      );
       const result = await turn.end();
       assert.equal(result.workerQueue, survivor.workerQueue, 'the turn finished on the surviving worker');
       const inputs = await callInputs(client, turn.turnId);
       // The answered attempt was scheduled on the dead worker's queue first, where nobody took it
       // (the server saw round 2 once), then on the survivor after the move, with the same state.
-      assert.deepEqual(inputs.map((i) => i.inputReply?.requestState), [undefined, 'asked-name', 'asked-name', 'confirm:after-crash']);
+      assert.deepEqual(
+        inputs.map((i) => i.inputReply?.requestState),
+        [undefined, 'asked-name', 'asked-name', 'confirm:after-crash'],
+      );
     } finally {
       await client.close();
     }

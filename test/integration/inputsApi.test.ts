@@ -27,7 +27,11 @@ describe('input requests over the HTTP API', { timeout: 90_000 }, () => {
   let dir: string;
   let configFile: string;
   const post = async (path: string, body: unknown) => {
-    const res = await fetch(`${api.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...AUTH }, body: JSON.stringify(body) });
+    const res = await fetch(`${api.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...AUTH },
+      body: JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json()) as Json };
   };
   const get = async (path: string) => {
@@ -76,8 +80,18 @@ describe('input requests over the HTTP API', { timeout: 90_000 }, () => {
         while ((end = buffer.indexOf('\n\n')) >= 0) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
-          const field = (name: string) => block.split('\n').find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim();
-          if (field('event')) seen.events.push({ event: field('event')!, id: field('id') ?? '', data: JSON.parse(field('data') ?? '{}') as Json });
+          const field = (name: string) =>
+            block
+              .split('\n')
+              .find((l) => l.startsWith(`${name}:`))
+              ?.slice(name.length + 1)
+              .trim();
+          if (field('event'))
+            seen.events.push({
+              event: field('event')!,
+              id: field('id') ?? '',
+              data: JSON.parse(field('data') ?? '{}') as Json,
+            });
         }
       }
     })().catch((err: unknown) => {
@@ -90,18 +104,28 @@ describe('input requests over the HTTP API', { timeout: 90_000 }, () => {
     const sessionId = `inputs-api-${Date.now()}`;
     const stop = new AbortController();
     const stream = listen(sessionId, stop.signal);
-    const started = await post(`/api/v1/sessions/${sessionId}/turns`, { workspace: dir, servers: { mcpConfigFiles: [configFile] } });
+    const started = await post(`/api/v1/sessions/${sessionId}/turns`, {
+      workspace: dir,
+      servers: { mcpConfigFiles: [configFile] },
+    });
     assert.equal(started.status, 201, JSON.stringify(started.body));
     const base = `/api/v1/sessions/${sessionId}/turns/turn-1`;
     const call = await post(`${base}/calls?wait=300`, { id: 'toolu_p', name: 'mcp__db__provision', arguments: {} });
     assert.equal(call.status, 202, JSON.stringify(call.body));
 
     let inputs: Json[] = [];
-    await waitUntil('the first question', async () => (inputs = (await get(`${base}/inputs`)).body.inputs as Json[]).length === 1);
+    await waitUntil(
+      'the first question',
+      async () => (inputs = (await get(`${base}/inputs`)).body.inputs as Json[]).length === 1,
+    );
     assert.equal(inputs[0]!.requestId, 'toolu_p:1:name');
     assert.equal(inputs[0]!.kind, 'form');
     assert.equal(inputs[0]!.requestedSchema.properties.name.type, 'string');
-    await waitUntil('call.input_required on the stream', async () => stream.seen.events.some((e) => e.event === 'call.input_required'), 15_000);
+    await waitUntil(
+      'call.input_required on the stream',
+      async () => stream.seen.events.some((e) => e.event === 'call.input_required'),
+      15_000,
+    );
     const asked = stream.seen.events.find((e) => e.event === 'call.input_required')!;
     assert.equal(asked.id, `${sessionId}/turn-1|toolu_p:1:name|input_required`);
     assert.equal(asked.data.requestId, 'toolu_p:1:name', 'the ID the answer is posted under');
@@ -115,7 +139,11 @@ describe('input requests over the HTTP API', { timeout: 90_000 }, () => {
     assert.equal(bad.status, 422, JSON.stringify(bad.body));
     assert.equal(bad.body.error.code, 'answer_refused');
     assert.equal(bad.body.error.field, 'body.content.name');
-    const malformed = await post(`${base}/inputs/toolu_p:1:name`, { action: 'accept', content: { name: 'ok' }, extra: 1 });
+    const malformed = await post(`${base}/inputs/toolu_p:1:name`, {
+      action: 'accept',
+      content: { name: 'ok' },
+      extra: 1,
+    });
     assert.equal(malformed.status, 400, JSON.stringify(malformed.body));
     const unknown = await post(`${base}/inputs/toolu_p:9:nope`, { action: 'cancel' });
     assert.equal(unknown.status, 404, JSON.stringify(unknown.body));
@@ -125,8 +153,13 @@ describe('input requests over the HTTP API', { timeout: 90_000 }, () => {
     assert.deepEqual(first, { status: 200, body: { requestId: 'toolu_p:1:name', action: 'accept' } });
     const again = await post(`${base}/inputs/toolu_p:1:name`, { action: 'decline' });
     assert.deepEqual(again.body, first.body, 'a second answer is the first');
-    await waitUntil('the second question', async () => ((await get(`${base}/inputs`)).body.inputs as Json[]).some((r) => r.requestId === 'toolu_p:2:confirm'));
-    assert.equal((await post(`${base}/inputs/toolu_p:2:confirm`, { action: 'accept', content: { confirm: true } })).status, 200);
+    await waitUntil('the second question', async () =>
+      ((await get(`${base}/inputs`)).body.inputs as Json[]).some((r) => r.requestId === 'toolu_p:2:confirm'),
+    );
+    assert.equal(
+      (await post(`${base}/inputs/toolu_p:2:confirm`, { action: 'accept', content: { confirm: true } })).status,
+      200,
+    );
     let outcome: Json | undefined;
     await waitUntil('the outcome', async () => {
       const res = await get(`${base}/calls/toolu_p`);
@@ -136,12 +169,21 @@ describe('input requests over the HTTP API', { timeout: 90_000 }, () => {
     assert.equal(outcome!.status, 'ok');
     assert.deepEqual(outcome!.content, [{ type: 'text', text: 'Provisioned api-db' }]);
     assert.deepEqual((await get(`${base}/inputs`)).body, { inputs: [] });
-    await waitUntil('call.finished on the stream', async () => stream.seen.events.some((e) => e.event === 'call.finished'), 15_000);
+    await waitUntil(
+      'call.finished on the stream',
+      async () => stream.seen.events.some((e) => e.event === 'call.finished'),
+      15_000,
+    );
     stop.abort();
     await stream.reading;
     assert.deepEqual(
       stream.seen.events.filter((e) => e.event.startsWith('call.')).map((e) => [e.event, e.data.requestId]),
-      [['call.started', undefined], ['call.input_required', 'toolu_p:1:name'], ['call.input_required', 'toolu_p:2:confirm'], ['call.finished', undefined]],
+      [
+        ['call.started', undefined],
+        ['call.input_required', 'toolu_p:1:name'],
+        ['call.input_required', 'toolu_p:2:confirm'],
+        ['call.finished', undefined],
+      ],
       'each question once, in order, between the start and the end',
     );
     // The server itself repeats the name in its second question; nothing else may carry it.

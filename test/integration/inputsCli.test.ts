@@ -23,7 +23,12 @@ describe('input requests from the CLI', { timeout: 120_000 }, () => {
     await writeFile(configFile, JSON.stringify({ mcpServers: { db: { url } } }));
     const taskQueue = uniqueQueue('inputs-cli');
     env = {
-      PATH: process.env.PATH, HOME: process.env.HOME, DMCP_DATA_DIR: join(dir, 'data'), DMCP_NO_USER_CONFIG: '1', TEMPORAL_ADDRESS: temporalAddress(), DMCP_TASK_QUEUE: taskQueue,
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DMCP_DATA_DIR: join(dir, 'data'),
+      DMCP_NO_USER_CONFIG: '1',
+      TEMPORAL_ADDRESS: temporalAddress(),
+      DMCP_TASK_QUEUE: taskQueue,
       DMCP_ALLOWED_CONFIG_DIRS: dir,
     };
     // With TEMPORAL_ADDRESS the CLI is only a client: its turns run on a `durable-mcp worker` of the same data dir (its turn key).
@@ -48,40 +53,77 @@ describe('input requests from the CLI', { timeout: 120_000 }, () => {
     child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
     child.stdin.end(input);
     const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-    return new Promise((resolve) => child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    }));
+    return new Promise((resolve) =>
+      child.once('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      }),
+    );
   }
 
   test('run --answer-input decline and accept-defaults answer unattended; the server says what that meant', async () => {
-    const declined = await runCli(['run', '--mcp-config', configFile, '--call', 'mcp__db__provision {}', '--answer-input', 'decline'], env);
+    const declined = await runCli(
+      ['run', '--mcp-config', configFile, '--call', 'mcp__db__provision {}', '--answer-input', 'decline'],
+      env,
+    );
     assert.equal(declined.code, 1, declined.stderr);
-    assert.match(declined.stdout, /mcp__db__provision: tool reported an error: provisioning stopped: the name was declined/);
-    assert.match(declined.stderr, /mcp__db__provision asks \(.+:1:name\): Name the new database\n {2}answered: decline/);
+    assert.match(
+      declined.stdout,
+      /mcp__db__provision: tool reported an error: provisioning stopped: the name was declined/,
+    );
+    assert.match(
+      declined.stderr,
+      /mcp__db__provision asks \(.+:1:name\): Name the new database\n {2}answered: decline/,
+    );
     // The name is required and has no default: accept-defaults cannot accept, so it declines.
-    const defaults = await runCli(['run', '--mcp-config', configFile, '--call', 'mcp__db__open_page {}', '--answer-input', 'accept-defaults'], env);
+    const defaults = await runCli(
+      ['run', '--mcp-config', configFile, '--call', 'mcp__db__open_page {}', '--answer-input', 'accept-defaults'],
+      env,
+    );
     assert.equal(defaults.code, 0, defaults.stderr);
     assert.match(defaults.stdout, /mcp__db__open_page: page: decline/);
     assert.match(defaults.stderr, /open this page yourself: https:\/\/example\.invalid\/auth\?session=1/);
-    const bad = await runCli(['run', '--mcp-config', configFile, '--call', 'mcp__db__provision {}', '--answer-input', 'maybe'], env);
+    const bad = await runCli(
+      ['run', '--mcp-config', configFile, '--call', 'mcp__db__provision {}', '--answer-input', 'maybe'],
+      env,
+    );
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--answer-input must be one of accept-defaults, decline, cancel/);
   });
 
   test('a run waits while durable-mcp answer lists and answers its questions from another shell', async () => {
-    const child = spawn(process.execPath, [cliScript, 'run', '--session', `cli-wait-${Date.now()}`, '--mcp-config', configFile, '--call', 'mcp__db__provision {}'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        cliScript,
+        'run',
+        '--session',
+        `cli-wait-${Date.now()}`,
+        '--mcp-config',
+        configFile,
+        '--call',
+        'mcp__db__provision {}',
+      ],
+      { env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
     child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     try {
-      await waitUntil('the hint to answer from another shell', async () => /durable-mcp answer \S+ \S+:1:name/.test(stderr), 60_000);
+      await waitUntil(
+        'the hint to answer from another shell',
+        async () => /durable-mcp answer \S+ \S+:1:name/.test(stderr),
+        60_000,
+      );
       const [, turnId, requestId] = /durable-mcp answer (\S+) (\S+:1:name)/.exec(stderr)!;
       const listed = await runCli(['answer', turnId!], env);
       assert.equal(listed.code, 0, listed.stderr);
-      assert.match(listed.stdout, /mcp__db__provision asks \(.+:1:name\): Name the new database\n {2}schema: \{"type":"object"/);
+      assert.match(
+        listed.stdout,
+        /mcp__db__provision asks \(.+:1:name\): Name the new database\n {2}schema: \{"type":"object"/,
+      );
       // An answer on the command line would be visible to every local user and kept in shell history.
       const onCommandLine = await runCli(['answer', turnId!, requestId!, '{"name":"cli-db"}'], env);
       assert.equal(onCommandLine.code, 2, onCommandLine.stderr);
@@ -93,9 +135,15 @@ describe('input requests from the CLI', { timeout: 120_000 }, () => {
       assert.equal(answered.code, 0, answered.stderr);
       assert.equal(answered.stdout, `${requestId}: accept\n`);
       await waitUntil('the second question', async () => /:2:confirm/.test(stderr), 30_000);
-      const confirm = await answerCli([turnId!, requestId!.replace(':1:name', ':2:confirm'), '--json'], '{"confirm":true}');
+      const confirm = await answerCli(
+        [turnId!, requestId!.replace(':1:name', ':2:confirm'), '--json'],
+        '{"confirm":true}',
+      );
       assert.equal(confirm.code, 0, confirm.stderr);
-      assert.deepEqual(JSON.parse(confirm.stdout), { requestId: requestId!.replace(':1:name', ':2:confirm'), action: 'accept' });
+      assert.deepEqual(JSON.parse(confirm.stdout), {
+        requestId: requestId!.replace(':1:name', ':2:confirm'),
+        action: 'accept',
+      });
       assert.equal(await exited, 0, stderr);
       assert.match(stdout, /mcp__db__provision: Provisioned cli-db/);
     } finally {

@@ -10,7 +10,11 @@ describe('config layers through a real turn', () => {
   let root: string;
   before(async () => {
     root = await tempDir('dmcp-layers-');
-    const config = await writeConfigDir(join(root, 'config'), { shared: { command: process.execPath, args: [fixtureServer] }, broken: { comand: 'x' } }, { indent: 2 });
+    const config = await writeConfigDir(
+      join(root, 'config'),
+      { shared: { command: process.execPath, args: [fixtureServer] }, broken: { comand: 'x' } },
+      { indent: 2 },
+    );
     h = await startHarness('layers', { ...config, DMCP_WORKSPACE_MCP: 'true' });
   });
   after(async () => {
@@ -33,7 +37,12 @@ describe('config layers through a real turn', () => {
     const plugin = join(root, 'plugins', 'notes');
     await mkdir(plugin, { recursive: true });
     await writeFile(join(plugin, 'plugin.json'), JSON.stringify({ name: 'notes' }));
-    await writeFile(join(plugin, '.mcp.json'), JSON.stringify({ mcpServers: { echo: { command: process.execPath, args: [fixtureServer], cwd: '${PLUGIN_ROOT}' } } }));
+    await writeFile(
+      join(plugin, '.mcp.json'),
+      JSON.stringify({
+        mcpServers: { echo: { command: process.execPath, args: [fixtureServer], cwd: '${PLUGIN_ROOT}' } },
+      }),
+    );
 
     const turn = await h.client.startTurn({
       sessionId: `layers-${Date.now()}`,
@@ -44,7 +53,9 @@ describe('config layers through a real turn', () => {
     assert.equal(byName.shared?.state, 'ready');
     assert.equal(byName.shared?.layer, 'configDir', 'the workspace never replaces a trusted server');
     assert.ok(
-      [...turn.status.warnings, ...(byName.shared?.warnings ?? [])].some((w) => /workspace/i.test(w) && /shared/.test(w)),
+      [...turn.status.warnings, ...(byName.shared?.warnings ?? [])].some(
+        (w) => /workspace/i.test(w) && /shared/.test(w),
+      ),
       `a warning says the workspace entry was ignored: ${JSON.stringify(turn.status.warnings)}`,
     );
     assert.equal(byName.local?.layer, 'workspace');
@@ -57,7 +68,11 @@ describe('config layers through a real turn', () => {
     assert.equal(byName.plugin_notes_echo?.state, 'ready');
     assert.equal(byName.plugin_notes_echo?.layer, 'plugin');
     assert.equal(byName.inline?.state, 'ready');
-    const echo = await turn.callTool({ id: 'p', name: 'mcp__plugin_notes_echo__echo', arguments: { text: 'from a plugin' } });
+    const echo = await turn.callTool({
+      id: 'p',
+      name: 'mcp__plugin_notes_echo__echo',
+      arguments: { text: 'from a plugin' },
+    });
     assert.equal(textOf(echo.content[0]), 'from a plugin');
     assert.match(turn.serversParagraph, /broken/);
     await turn.end();

@@ -5,7 +5,15 @@ import { after, before, describe, test } from 'node:test';
 import type { Turn } from '../../client/turnClient.js';
 import type { ServerStatus } from '../../contract/index.js';
 import {
-  isAlive, killGroups, lifecycleEntry, processesInGroups, readLines, startHarness, tempDir, waitFor, writeMcpJson,
+  isAlive,
+  killGroups,
+  lifecycleEntry,
+  processesInGroups,
+  readLines,
+  startHarness,
+  tempDir,
+  waitFor,
+  writeMcpJson,
   type Harness,
 } from '../support/harness.js';
 
@@ -53,7 +61,11 @@ describe('server lifecycle: starting, reconciliation and status', () => {
 
   /** Starts an interactive turn of `session` with one mcp.json file, ends it, and returns its start. */
   async function turnWith(session: string, configFile: string): Promise<Turn> {
-    const turn = await h.client.startTurn({ sessionId: session, workspace: dir, servers: { mcpConfigFiles: [configFile] } });
+    const turn = await h.client.startTurn({
+      sessionId: session,
+      workspace: dir,
+      servers: { mcpConfigFiles: [configFile] },
+    });
     await turn.end();
     return turn;
   }
@@ -67,7 +79,11 @@ describe('server lifecycle: starting, reconciliation and status', () => {
       slowlist: { ...lifecycleEntry('slowlist', '--sleep-before-list', '30000'), startTimeout: 2 },
     });
     const started = Date.now();
-    const turn = await h.client.startTurn({ sessionId: sessionId('start'), workspace: dir, servers: { mcpConfigFiles: [config] } });
+    const turn = await h.client.startTurn({
+      sessionId: sessionId('start'),
+      workspace: dir,
+      servers: { mcpConfigFiles: [config] },
+    });
     const elapsed = Date.now() - started;
     await turn.end();
 
@@ -77,17 +93,27 @@ describe('server lifecycle: starting, reconciliation and status', () => {
     assert.match(server(turn, 'slow').error ?? '', /^timed out after 2s during handshake/);
     assert.equal(server(turn, 'slowlist').state, 'failed');
     assert.match(server(turn, 'slowlist').error ?? '', /^timed out after 2s during tool listing/);
-    assert.ok(turn.tools.some((t) => t.name === 'mcp__fast1__whoami') && turn.tools.some((t) => t.name === 'mcp__fast2__whoami'));
+    assert.ok(
+      turn.tools.some((t) => t.name === 'mcp__fast1__whoami') &&
+        turn.tools.some((t) => t.name === 'mcp__fast2__whoami'),
+    );
     // One deadline, not two (4 s) and not the sleep (30 s).
     assert.ok(elapsed >= 2000 && elapsed < 3700, `the turn started in ${elapsed} ms`);
 
     // The reconcile activity itself (from history) took about one deadline.
     const history = await h.client.client.workflow.getHandle(turn.turnId).fetchHistory();
     const events = history.events ?? [];
-    const scheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'reconcileServers');
-    const completed = events.find((e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === String(scheduled?.eventId));
-    const started2 = events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(scheduled?.eventId));
-    const seconds = (e: typeof completed) => Number(e?.eventTime?.seconds ?? 0) * 1000 + Math.floor((e?.eventTime?.nanos ?? 0) / 1e6);
+    const scheduled = events.find(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'reconcileServers',
+    );
+    const completed = events.find(
+      (e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === String(scheduled?.eventId),
+    );
+    const started2 = events.find(
+      (e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(scheduled?.eventId),
+    );
+    const seconds = (e: typeof completed) =>
+      Number(e?.eventTime?.seconds ?? 0) * 1000 + Math.floor((e?.eventTime?.nanos ?? 0) / 1e6);
     const reconcileMs = seconds(completed) - seconds(started2);
     assert.ok(reconcileMs >= 1900 && reconcileMs < 3000, `reconcileServers took ${reconcileMs} ms`);
   });
@@ -95,7 +121,10 @@ describe('server lifecycle: starting, reconciliation and status', () => {
   test('6.2: an unchanged config keeps the same server processes across turns', async () => {
     const log = join(dir, 'same.log');
     const config = join(dir, 'same.json');
-    await writeMcpJson(config, { a: lifecycleEntry('a', '--start-log', log), b: lifecycleEntry('b', '--start-log', log) });
+    await writeMcpJson(config, {
+      a: lifecycleEntry('a', '--start-log', log),
+      b: lifecycleEntry('b', '--start-log', log),
+    });
     const session = sessionId('same');
     const t1 = await turnWith(session, config);
     const t2 = await turnWith(session, config);
@@ -107,12 +136,18 @@ describe('server lifecycle: starting, reconciliation and status', () => {
   test('6.2: a changed config file restarts every server of the session', async () => {
     const log = join(dir, 'changed.log');
     const config = join(dir, 'changed.json');
-    await writeMcpJson(config, { a: lifecycleEntry('a', '--start-log', log), b: lifecycleEntry('b', '--start-log', log) });
+    await writeMcpJson(config, {
+      a: lifecycleEntry('a', '--start-log', log),
+      b: lifecycleEntry('b', '--start-log', log),
+    });
     const session = sessionId('changed');
     const t1 = await turnWith(session, config);
     const [a1, b1] = [pidOf(t1, 'a'), pidOf(t1, 'b')];
     // Only b's entry changes; a restarts too, because the session's config as a whole changed.
-    await writeMcpJson(config, { a: lifecycleEntry('a', '--start-log', log), b: lifecycleEntry('b', '--start-log', log, '--stderr', 'v2') });
+    await writeMcpJson(config, {
+      a: lifecycleEntry('a', '--start-log', log),
+      b: lifecycleEntry('b', '--start-log', log, '--stderr', 'v2'),
+    });
     const t2 = await turnWith(session, config);
     const [a2, b2] = [pidOf(t2, 'a'), pidOf(t2, 'b')];
     assert.notEqual(a2, a1);
@@ -138,7 +173,17 @@ describe('server lifecycle: starting, reconciliation and status', () => {
   test('6.2/6.5: a server that never started is not retried with an unchanged config, but is after a change; its status has the stderr tail', async () => {
     const log = join(dir, 'broken.log');
     const config = join(dir, 'broken.json');
-    const broken = lifecycleEntry('broken', '--start-log', log, '--stderr', 'loading database', '--stderr', 'fatal: cannot open /nope.db', '--exit-before-handshake', '1');
+    const broken = lifecycleEntry(
+      'broken',
+      '--start-log',
+      log,
+      '--stderr',
+      'loading database',
+      '--stderr',
+      'fatal: cannot open /nope.db',
+      '--exit-before-handshake',
+      '1',
+    );
     await writeMcpJson(config, { ok: lifecycleEntry('ok'), broken });
     const session = sessionId('broken');
     const t1 = await turnWith(session, config);
@@ -208,7 +253,10 @@ describe('server lifecycle: starting, reconciliation and status', () => {
     assert.match(call.errorMessage ?? '', /unknown tool "mcp__lc__added_1"/);
     await t1.end();
     const transcript = await h.client.transcript(t1.turnId);
-    assert.deepEqual(transcript.tools.map((t) => t.name), before);
+    assert.deepEqual(
+      transcript.tools.map((t) => t.name),
+      before,
+    );
 
     const t2 = await h.client.startTurn({ sessionId: session, workspace: dir, servers: { mcpConfigFiles: [config] } });
     assert.equal(pidOf(t2, 'lc'), pidOf(t1, 'lc'));
@@ -246,7 +294,11 @@ describe('server lifecycle: starting, reconciliation and status', () => {
       beta: lifecycleEntry('beta', '--tool', 'a.b'),
     });
     const session = sessionId('names');
-    const turn = await h.client.startTurn({ sessionId: session, workspace: dir, servers: { mcpConfigFiles: [config] } });
+    const turn = await h.client.startTurn({
+      sessionId: session,
+      workspace: dir,
+      servers: { mcpConfigFiles: [config] },
+    });
     const ours = turn.tools.filter((t) => ['a.b', 'a_b', 'a/b'].includes(t.tool));
     assert.equal(ours.length, 4);
     assert.equal(new Set(ours.map((t) => t.name)).size, 4, ours.map((t) => t.name).join(', '));
@@ -271,9 +323,14 @@ describe('stopping servers', () => {
 
     // A batch turn holds nothing past its calls (an interactive one holds its servers until it idles out).
     const batch = await h.client.runBatch({
-      sessionId: session, workspace: dir, servers: { mcpConfigFiles: [config] },
+      sessionId: session,
+      workspace: dir,
+      servers: { mcpConfigFiles: [config] },
       // A call longer than the idle time keeps its session.
-      calls: [[{ id: 'who', name: 'mcp__sleepy__whoami', arguments: {} }], [{ id: 'sleep', name: 'mcp__sleepy__sleep', arguments: { ms: 3000 } }]],
+      calls: [
+        [{ id: 'who', name: 'mcp__sleepy__whoami', arguments: {} }],
+        [{ id: 'sleep', name: 'mcp__sleepy__sleep', arguments: { ms: 3000 } }],
+      ],
     });
     const ended = Date.now();
     const [who, long] = batch.calls.map((c) => c.outcome);
@@ -300,7 +357,12 @@ describe('stopping servers', () => {
     await writeMcpJson(config, { memory: lifecycleEntry('memory') });
     const session = sessionId('hold');
 
-    const turn = await h.client.startTurn({ sessionId: session, workspace: dir, servers: { mcpConfigFiles: [config] }, limits: { idleMs: 8000 } });
+    const turn = await h.client.startTurn({
+      sessionId: session,
+      workspace: dir,
+      servers: { mcpConfigFiles: [config] },
+      limits: { idleMs: 8000 },
+    });
     const pid = pidOf(turn, 'memory');
     await new Promise((r) => setTimeout(r, 2500));
     // Well past the session idle time, the turn's next call still finds the same process (and its state).

@@ -32,7 +32,9 @@ interface Stats {
   authorizations: number;
 }
 
-async function startOAuthServer(env: NodeJS.ProcessEnv): Promise<{ url: string; issuer: string; child: ChildProcess; stats(): Promise<Stats> }> {
+async function startOAuthServer(
+  env: NodeJS.ProcessEnv,
+): Promise<{ url: string; issuer: string; child: ChildProcess; stats(): Promise<Stats> }> {
   return startOAuthFixture<Stats>(env);
 }
 
@@ -72,17 +74,55 @@ describe('machine logins (client credentials) in turns', { timeout: 180_000 }, (
       OAUTH_FIXTURE_CC_PUBLIC_KEY: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
     });
     const dataDir = join(await tempDir('dmcp-machine-login-'), 'data');
-    const env = { DMCP_DATA_DIR: dataDir, FLEET_SECRET: SECRET, FLEET_KEY: PRIVATE_PEM, WRONG_SECRET: WRONG, DMCP_MCP_ENV: 'FLEET_SECRET,FLEET_KEY,WRONG_SECRET' };
+    const env = {
+      DMCP_DATA_DIR: dataDir,
+      FLEET_SECRET: SECRET,
+      FLEET_KEY: PRIVATE_PEM,
+      WRONG_SECRET: WRONG,
+      DMCP_MCP_ENV: 'FLEET_SECRET,FLEET_KEY,WRONG_SECRET',
+    };
     h = await startHarness('machine-login', env);
     const turnKey = await ensureTurnKey(dataDir);
     turns = new TurnClient({ client: h.client.client, taskQueue: h.taskQueue, turnKey });
     const shelf = new ShelfClient({ client: h.client.client, taskQueue: h.taskQueue, turnKey, by: 'test' });
     store = await tokenStoreFromSettings(loadSettings({ DMCP_DATA_DIR: dataDir }));
     const agent = { agent: 'fleet' };
-    await shelf.add('basic', { type: 'http', url: fx.url, oauth: { clientId: 'fleet', clientSecretEnv: 'FLEET_SECRET', grant: 'client_credentials' } }, agent);
-    await shelf.add('jwt', { type: 'http', url: fx.url, oauth: { clientId: 'fleet-key', privateKeyEnv: 'FLEET_KEY', grant: 'client_credentials' } }, agent);
-    await shelf.add('wrong', { type: 'http', url: fx.url, oauth: { clientId: 'fleet', clientSecretEnv: 'WRONG_SECRET', grant: 'client_credentials' } }, agent);
-    await shelf.add('unlisted', { type: 'http', url: fx.url, oauth: { clientId: 'fleet', clientSecretEnv: 'NOT_LISTED', grant: 'client_credentials' } }, agent);
+    await shelf.add(
+      'basic',
+      {
+        type: 'http',
+        url: fx.url,
+        oauth: { clientId: 'fleet', clientSecretEnv: 'FLEET_SECRET', grant: 'client_credentials' },
+      },
+      agent,
+    );
+    await shelf.add(
+      'jwt',
+      {
+        type: 'http',
+        url: fx.url,
+        oauth: { clientId: 'fleet-key', privateKeyEnv: 'FLEET_KEY', grant: 'client_credentials' },
+      },
+      agent,
+    );
+    await shelf.add(
+      'wrong',
+      {
+        type: 'http',
+        url: fx.url,
+        oauth: { clientId: 'fleet', clientSecretEnv: 'WRONG_SECRET', grant: 'client_credentials' },
+      },
+      agent,
+    );
+    await shelf.add(
+      'unlisted',
+      {
+        type: 'http',
+        url: fx.url,
+        oauth: { clientId: 'fleet', clientSecretEnv: 'NOT_LISTED', grant: 'client_credentials' },
+      },
+      agent,
+    );
   });
 
   after(async () => {
@@ -97,17 +137,28 @@ describe('machine logins (client credentials) in turns', { timeout: 180_000 }, (
       const s = serverIn(turn.status, name);
       assert.equal(s.state, 'ready', s.error);
       assert.equal(s.login, undefined);
-      const outcome = await turn.callTool({ id: `${name}-1`, name: `mcp__${name}__echo`, arguments: { text: `from ${name}` } });
+      const outcome = await turn.callTool({
+        id: `${name}-1`,
+        name: `mcp__${name}__echo`,
+        arguments: { text: `from ${name}` },
+      });
       assert.equal(outcome.status, 'ok', JSON.stringify(outcome));
       assert.equal(textOf(outcome.content?.[0]), `from ${name}`);
     }
     const stats = await fx.stats();
-    assert.deepEqual([...new Set(stats.clientCredentials.map((c) => c.method))].sort(), ['client_secret_basic', 'private_key_jwt']);
+    assert.deepEqual([...new Set(stats.clientCredentials.map((c) => c.method))].sort(), [
+      'client_secret_basic',
+      'private_key_jwt',
+    ]);
     for (const grant of stats.clientCredentials) {
       assert.equal(grant.resource, fx.url);
       assert.equal(grant.scope, 'mcp:tools');
     }
-    assert.equal(stats.registrations + stats.authorizations + stats.refreshes, 0, 'no registration, browser step or refresh');
+    assert.equal(
+      stats.registrations + stats.authorizations + stats.refreshes,
+      0,
+      'no registration, browser step or refresh',
+    );
     assert.equal((await store.read('basic'))?.grant, 'client_credentials', 'the token is kept in the token store');
     await noteTokens();
     await turn.end();
@@ -140,10 +191,16 @@ describe('machine logins (client credentials) in turns', { timeout: 180_000 }, (
     const wrong = serverIn(turn.status, 'wrong');
     assert.equal(wrong.state, 'failed');
     assert.equal(wrong.login, 'refresh_failed');
-    assert.match(wrong.error ?? '', /^the authorization server refused its client credentials \(the token endpoint answered HTTP 401 invalid_client\): check WRONG_SECRET on the workers, or put the server back with the right client: durable-mcp mcp forget wrong, then durable-mcp mcp add wrong <url> --client-credentials --client-id fleet --client-secret-env WRONG_SECRET; tried again next turn$/);
+    assert.match(
+      wrong.error ?? '',
+      /^the authorization server refused its client credentials \(the token endpoint answered HTTP 401 invalid_client\): check WRONG_SECRET on the workers, or put the server back with the right client: durable-mcp mcp forget wrong, then durable-mcp mcp add wrong <url> --client-credentials --client-id fleet --client-secret-env WRONG_SECRET; tried again next turn$/,
+    );
     const unlisted = serverIn(turn.status, 'unlisted');
     assert.equal(unlisted.state, 'failed');
-    assert.equal(unlisted.error, 'could not get a token by the client-credentials grant (its client secret is read from NOT_LISTED, which this worker may not read: list it in DMCP_MCP_ENV); tried again next turn');
+    assert.equal(
+      unlisted.error,
+      'could not get a token by the client-credentials grant (its client secret is read from NOT_LISTED, which this worker may not read: list it in DMCP_MCP_ENV); tried again next turn',
+    );
     assert.match(turn.serversParagraph, /- wrong: not available this turn: .*refused its client credentials/);
     assert.ok((await fx.stats()).refusedClientCredentials >= 1);
     statusTexts.push(JSON.stringify(turn.status), turn.serversParagraph);
@@ -153,7 +210,12 @@ describe('machine logins (client credentials) in turns', { timeout: 180_000 }, (
 
   test('no secret, key or token reached history, status or logs', () => {
     assert.ok(tokensSeen.size >= 3, `expected several tokens, saw ${tokensSeen.size}`);
-    const places: Record<string, string[]> = { history: historyTexts, status: statusTexts, logs: h.logs, sdkLogs: runtimeLogs };
+    const places: Record<string, string[]> = {
+      history: historyTexts,
+      status: statusTexts,
+      logs: h.logs,
+      sdkLogs: runtimeLogs,
+    };
     for (const secret of [SECRET, WRONG, KEY_LINE, ...tokensSeen]) {
       for (const [where, texts] of Object.entries(places)) {
         assert.ok(!texts.some((t) => t.includes(secret)), `a secret (${secret.slice(0, 6)}...) appears in ${where}`);
@@ -164,7 +226,10 @@ describe('machine logins (client credentials) in turns', { timeout: 180_000 }, (
 
 describe('mcp login on a machine login', { timeout: 60_000 }, () => {
   test('without the variable here: no login needed; with it: a test grant (client_secret_post where only that is offered), kept for the workers; refused: what to fix', async () => {
-    const fx = await startOAuthServer({ OAUTH_FIXTURE_CC_CLIENT: `fleet:${SECRET}`, OAUTH_FIXTURE_CC_METHODS: 'client_secret_post' });
+    const fx = await startOAuthServer({
+      OAUTH_FIXTURE_CC_CLIENT: `fleet:${SECRET}`,
+      OAUTH_FIXTURE_CC_METHODS: 'client_secret_post',
+    });
     try {
       const dir = join(await tempDir('dmcp-machine-cli-'), 'oauth');
       const store = createTokenStore({ dir, key: randomBytes(32) });
@@ -173,29 +238,53 @@ describe('mcp login on a machine login', { timeout: 60_000 }, () => {
       const run = async (env: NodeJS.ProcessEnv) => {
         const out: string[] = [];
         const err: string[] = [];
-        const code = await machineLoginCommand({ server: 'docs', serverUrl: fx.url, client, settings, env, store, out: (l) => out.push(l), err: (l) => err.push(l) });
+        const code = await machineLoginCommand({
+          server: 'docs',
+          serverUrl: fx.url,
+          client,
+          settings,
+          env,
+          store,
+          out: (l) => out.push(l),
+          err: (l) => err.push(l),
+        });
         return { code, out, err };
       };
       const unset = await run({});
-      assert.deepEqual(unset, { code: 0, err: [], out: [
-        'docs needs no login: the workers get its tokens by the client-credentials grant, as client fleet with the client secret in FLEET_SECRET (listed in their DMCP_MCP_ENV).',
-        'To test the grant from here, set FLEET_SECRET and run durable-mcp mcp login docs again.',
-      ] });
+      assert.deepEqual(unset, {
+        code: 0,
+        err: [],
+        out: [
+          'docs needs no login: the workers get its tokens by the client-credentials grant, as client fleet with the client secret in FLEET_SECRET (listed in their DMCP_MCP_ENV).',
+          'To test the grant from here, set FLEET_SECRET and run durable-mcp mcp login docs again.',
+        ],
+      });
       assert.equal(await store.read('docs'), undefined);
 
       const granted = await run({ FLEET_SECRET: SECRET });
       assert.equal(granted.code, 0, granted.err.join('\n'));
-      assert.match(granted.out[0]!, /^docs: the authorization server granted a token to client fleet \(scope mcp:tools\), expires \d{4}-.*Z; kept for the workers until then\.$/);
+      assert.match(
+        granted.out[0]!,
+        /^docs: the authorization server granted a token to client fleet \(scope mcp:tools\), expires \d{4}-.*Z; kept for the workers until then\.$/,
+      );
       const record = (await store.read('docs'))!;
       assert.equal(record.grant, 'client_credentials');
       assert.equal(record.tokens.refresh_token, undefined);
       assert.ok(!JSON.stringify(record).includes(SECRET), 'the login file holds no client secret');
-      assert.deepEqual((await fx.stats()).clientCredentials, [{ method: 'client_secret_post', scope: 'mcp:tools', resource: fx.url }]);
+      assert.deepEqual((await fx.stats()).clientCredentials, [
+        { method: 'client_secret_post', scope: 'mcp:tools', resource: fx.url },
+      ]);
 
       const wrong = await run({ FLEET_SECRET: WRONG });
       assert.equal(wrong.code, 1);
-      assert.deepEqual(wrong.err, [`docs: the authorization server refused its client credentials (the token endpoint answered HTTP 401 invalid_client): check FLEET_SECRET here and on the workers, or put the server back with the right client: durable-mcp mcp forget docs, then durable-mcp mcp add docs ${fx.url} --client-credentials --client-id fleet --client-secret-env FLEET_SECRET`]);
-      assert.ok(![...granted.out, ...wrong.err].some((l) => l.includes(SECRET) || l.includes(WRONG) || l.includes(record.tokens.access_token)));
+      assert.deepEqual(wrong.err, [
+        `docs: the authorization server refused its client credentials (the token endpoint answered HTTP 401 invalid_client): check FLEET_SECRET here and on the workers, or put the server back with the right client: durable-mcp mcp forget docs, then durable-mcp mcp add docs ${fx.url} --client-credentials --client-id fleet --client-secret-env FLEET_SECRET`,
+      ]);
+      assert.ok(
+        ![...granted.out, ...wrong.err].some(
+          (l) => l.includes(SECRET) || l.includes(WRONG) || l.includes(record.tokens.access_token),
+        ),
+      );
     } finally {
       fx.child.kill();
     }

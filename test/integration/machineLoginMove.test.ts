@@ -41,7 +41,16 @@ describe('a machine login whose server moves to another authorization server', {
   async function cliLogin(): Promise<{ code: number; out: string[]; err: string[] }> {
     const out: string[] = [];
     const err: string[] = [];
-    const code = await machineLoginCommand({ server: 'docs', serverUrl: fx.url, client, settings, env: { FLEET_SECRET: SECRET }, store, out: (l) => out.push(l), err: (l) => err.push(l) });
+    const code = await machineLoginCommand({
+      server: 'docs',
+      serverUrl: fx.url,
+      client,
+      settings,
+      env: { FLEET_SECRET: SECRET },
+      store,
+      out: (l) => out.push(l),
+      err: (l) => err.push(l),
+    });
     statusTexts.push(...out, ...err);
     return { code, out, err };
   }
@@ -56,7 +65,11 @@ describe('a machine login whose server moves to another authorization server', {
     fx = await startOAuthFixture<Stats>({ OAUTH_FIXTURE_SECOND_AS: '1', OAUTH_FIXTURE_CC_CLIENT: `fleet:${SECRET}` });
     as2 = fx.printed.as2!;
     const dataDir = join(await tempDir('dmcp-machine-move-'), 'data');
-    h = await startHarness('machine-move', { DMCP_DATA_DIR: dataDir, FLEET_SECRET: SECRET, DMCP_MCP_ENV: 'FLEET_SECRET' });
+    h = await startHarness('machine-move', {
+      DMCP_DATA_DIR: dataDir,
+      FLEET_SECRET: SECRET,
+      DMCP_MCP_ENV: 'FLEET_SECRET',
+    });
     const turnKey = await ensureTurnKey(dataDir);
     turns = new TurnClient({ client: h.client.client, taskQueue: h.taskQueue, turnKey });
     settings = loadSettings({ DMCP_DATA_DIR: dataDir });
@@ -73,11 +86,18 @@ describe('a machine login whose server moves to another authorization server', {
   test('pinned at the first grant; after the move nothing goes to the new server and the status says so; mcp logout re-pins', async () => {
     const first = await turnStatus('move-1');
     assert.equal(serverIn(first.status, 'docs').state, 'ready', serverIn(first.status, 'docs').error);
-    assert.equal(textOf((await first.callTool({ id: 'e1', name: 'mcp__docs__echo', arguments: { text: 'at the first' } })).content?.[0]), 'at the first');
+    assert.equal(
+      textOf(
+        (await first.callTool({ id: 'e1', name: 'mcp__docs__echo', arguments: { text: 'at the first' } })).content?.[0],
+      ),
+      'at the first',
+    );
     await first.end({ endSession: true });
     assert.equal((await fx.stats()).clientCredentials.length, 1);
 
-    assert.deepEqual(await (await fetch(new URL('/admin/move-as', fx.issuer), { method: 'POST' })).json(), { moved: true });
+    assert.deepEqual(await (await fetch(new URL('/admin/move-as', fx.issuer), { method: 'POST' })).json(), {
+      moved: true,
+    });
     const moved = `its authorization server moved from ${fx.issuer} to ${as2}, where its client credentials are not sent (only to where its first grant was made): if the move is expected, durable-mcp mcp logout docs; the next grant is then made at the new one and kept to it`;
 
     // Its token is still good here, and refused by the server: the 401 finds the move.
@@ -95,7 +115,12 @@ describe('a machine login whose server moves to another authorization server', {
     assert.equal(serverIn(expired.status, 'docs').login, 'moved');
     assert.equal(serverIn(expired.status, 'docs').error, moved);
     // The paragraph quotes 200 characters at most: the move and where come first.
-    assert.ok(expired.serversParagraph.includes(`- docs: not available until its operator logs in: its authorization server moved from ${fx.issuer} to ${as2}, where its client credentials are not sent`), expired.serversParagraph);
+    assert.ok(
+      expired.serversParagraph.includes(
+        `- docs: not available until its operator logs in: its authorization server moved from ${fx.issuer} to ${as2}, where its client credentials are not sent`,
+      ),
+      expired.serversParagraph,
+    );
     await expired.end({ endSession: true });
 
     const refused = await cliLogin();
@@ -112,9 +137,16 @@ describe('a machine login whose server moves to another authorization server', {
     assert.equal((await store.read('docs'))?.discovery.authorizationServerMetadata?.issuer, as2);
     const again = await turnStatus('move-4');
     assert.equal(serverIn(again.status, 'docs').state, 'ready', serverIn(again.status, 'docs').error);
-    assert.equal(textOf((await again.callTool({ id: 'e2', name: 'mcp__docs__echo', arguments: { text: 'at the second' } })).content?.[0]), 'at the second');
+    assert.equal(
+      textOf(
+        (await again.callTool({ id: 'e2', name: 'mcp__docs__echo', arguments: { text: 'at the second' } }))
+          .content?.[0],
+      ),
+      'at the second',
+    );
     await again.end({ endSession: true });
     assert.equal((await fx.stats()).as2TokenRequests.length, 1, 'one grant at the new server, after the logout');
-    for (const text of [...statusTexts, ...h.logs]) assert.ok(!text.includes(SECRET), 'the secret appears in a status or log');
+    for (const text of [...statusTexts, ...h.logs])
+      assert.ok(!text.includes(SECRET), 'the secret appears in a status or log');
   });
 });

@@ -36,7 +36,11 @@ describe('what the Temporal UI shows for a turn (user metadata)', () => {
     assert.ok(!staticDetails.includes(SECRET) && !staticDetails.includes(dir), staticDetails);
 
     const slow = turn.callTool({ id: 'toolu_slow', name: 'mcp__fixture__slow', arguments: { ms: 4000, tag: SECRET } });
-    await waitUntil('the slow call to show as running', async () => (await currentDetails(turn.handle)).includes('`toolu_slow` `mcp__fixture__slow` **running**'), 10_000);
+    await waitUntil(
+      'the slow call to show as running',
+      async () => (await currentDetails(turn.handle)).includes('`toolu_slow` `mcp__fixture__slow` **running**'),
+      10_000,
+    );
     const running = await currentDetails(turn.handle);
     assert.match(running, /^\*\*Turn\*\* ready · \*\*Servers\*\* `fixture` ready \((legacy|modern)\)\n/);
     assert.match(running, /1 running · 0 done/);
@@ -65,20 +69,36 @@ describe('what the Temporal UI shows for a turn (user metadata)', () => {
       sessionId: `meta-batch-${Date.now()}`,
       workspace: dir,
       servers: { inlineSpecs: [spec] },
-      calls: [[{ id: 'b1', name: 'mcp__fixture__echo', arguments: { text: SECRET } }, { id: 'b2', name: 'mcp__fixture__echo', arguments: { text: 'two' } }]],
+      calls: [
+        [
+          { id: 'b1', name: 'mcp__fixture__echo', arguments: { text: SECRET } },
+          { id: 'b2', name: 'mcp__fixture__echo', arguments: { text: 'two' } },
+        ],
+      ],
     });
     const batchHandle = h.client.client.workflow.getHandle(batch.turnId);
     assert.match((await (await batchHandle.describe()).staticDetails()) ?? '', /batch of 2 calls/);
     assert.match(await currentDetails(batchHandle), /^\*\*Turn\*\* ended \(batch\)[\s\S]*2 done \(2 ok/);
 
     const sessionId = `meta-continued-${Date.now()}`;
-    const turn = await h.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec] }, limits: { continueAsNewAfterCalls: 2 } });
-    for (const n of [1, 2]) await turn.callTool({ id: `toolu_c${n}`, name: 'mcp__fixture__echo', arguments: { text: SECRET } });
-    await waitUntil('the turn to continue as new', async () => {
-      const runs: string[] = [];
-      for await (const w of h.client.client.workflow.list({ query: `WorkflowId = '${turn.turnId}'` })) runs.push(w.runId);
-      return runs.length > 1;
-    }, 15_000);
+    const turn = await h.client.startTurn({
+      sessionId,
+      workspace: dir,
+      servers: { inlineSpecs: [spec] },
+      limits: { continueAsNewAfterCalls: 2 },
+    });
+    for (const n of [1, 2])
+      await turn.callTool({ id: `toolu_c${n}`, name: 'mcp__fixture__echo', arguments: { text: SECRET } });
+    await waitUntil(
+      'the turn to continue as new',
+      async () => {
+        const runs: string[] = [];
+        for await (const w of h.client.client.workflow.list({ query: `WorkflowId = '${turn.turnId}'` }))
+          runs.push(w.runId);
+        return runs.length > 1;
+      },
+      15_000,
+    );
     await turn.callTool({ id: 'toolu_c3', name: 'mcp__fixture__echo', arguments: { text: SECRET } });
     const latest = h.client.client.workflow.getHandle(turn.turnId);
     const details = await currentDetails(latest);

@@ -13,7 +13,9 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
     if (line.startsWith('#')) continue;
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]));
+    const have = Object.fromEntries(
+      [...(m[2] ?? '').matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]),
+    );
     if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(m[3]);
   }
   return undefined;
@@ -93,21 +95,40 @@ describe('metrics on DMCP_METRICS_PORT', () => {
     const echo = { server: 'fixture', tool: 'echo' };
     assert.equal(sample(text, 'dmcp_tool_calls_total', { ...echo, outcome: 'ok' }), 2);
     assert.equal(sample(text, 'dmcp_tool_calls_total', { server: 'fixture', tool: 'fail', outcome: 'tool_error' }), 1);
-    assert.equal(sample(text, 'dmcp_tool_calls_total', { server: 'fixture', tool: 'bad_request', outcome: 'bad_request' }), 1);
-    assert.equal(sample(text, 'dmcp_tool_calls_total', { ...echo, outcome: 'transport' }), undefined, 'no outcome that did not happen');
+    assert.equal(
+      sample(text, 'dmcp_tool_calls_total', { server: 'fixture', tool: 'bad_request', outcome: 'bad_request' }),
+      1,
+    );
+    assert.equal(
+      sample(text, 'dmcp_tool_calls_total', { ...echo, outcome: 'transport' }),
+      undefined,
+      'no outcome that did not happen',
+    );
 
     assert.equal(sample(text, 'dmcp_tool_call_duration_seconds_count', echo), 2);
     assert.equal(sample(text, 'dmcp_tool_call_duration_seconds_bucket', { ...echo, le: '+Inf' }), 2);
-    assert.equal(sample(text, 'dmcp_tool_call_duration_seconds_bucket', { ...echo, le: '300' }), 2, 'a local echo takes far less than 5 min');
+    assert.equal(
+      sample(text, 'dmcp_tool_call_duration_seconds_bucket', { ...echo, le: '300' }),
+      2,
+      'a local echo takes far less than 5 min',
+    );
     assert.equal(sample(text, 'dmcp_tool_call_duration_seconds_bucket', { ...echo, le: '0.005' }) !== undefined, true);
     const sum = sample(text, 'dmcp_tool_call_duration_seconds_sum', echo)!;
     assert.ok(sum > 0 && sum < 10, `latency sum ${sum} s`);
-    assert.equal(sample(text, 'dmcp_tool_call_duration_seconds_count', { server: 'fixture', tool: 'bad_request' }), 1, 'failed calls have a latency too');
+    assert.equal(
+      sample(text, 'dmcp_tool_call_duration_seconds_count', { server: 'fixture', tool: 'bad_request' }),
+      1,
+      'failed calls have a latency too',
+    );
 
     // 'hello' is 5 bytes, 'héllo wörld' 13 in UTF-8.
     assert.equal(sample(text, 'dmcp_tool_result_bytes_sum', echo), 18);
     assert.equal(sample(text, 'dmcp_tool_result_bytes_bucket', { ...echo, le: '64' }), 2);
-    assert.equal(sample(text, 'dmcp_tool_result_bytes_count', { server: 'fixture', tool: 'bad_request' }), undefined, 'a refused call has no result');
+    assert.equal(
+      sample(text, 'dmcp_tool_result_bytes_count', { server: 'fixture', tool: 'bad_request' }),
+      undefined,
+      'a refused call has no result',
+    );
 
     assert.equal(sample(text, 'dmcp_server_starts_total', { server: 'fixture', result: 'ready' }), 1);
     assert.equal(sample(text, 'dmcp_servers', { server: 'fixture', state: 'ready' }), 1);
@@ -115,30 +136,59 @@ describe('metrics on DMCP_METRICS_PORT', () => {
 
     // The Temporal SDK's own worker metrics are on the same scrape.
     const own = { task_queue: h.worker.workerQueue };
-    assert.equal(sample(text, 'temporal_worker_task_slots_available', { ...own, worker_type: 'ActivityWorker' }), 100, 'SDK task slots of the call poller');
+    assert.equal(
+      sample(text, 'temporal_worker_task_slots_available', { ...own, worker_type: 'ActivityWorker' }),
+      100,
+      'SDK task slots of the call poller',
+    );
     // The side-effecting calls were dispatched eagerly through the shared queue: listTools is the one sure to use the worker's own.
-    assert.ok((sample(text, 'temporal_activity_schedule_to_start_latency_seconds_count', own) ?? 0) >= 1, 'SDK activity schedule-to-start latency: listTools');
-    assert.ok((sample(text, 'temporal_workflow_task_schedule_to_start_latency_seconds_count', { task_queue: h.taskQueue }) ?? 0) >= 1, 'SDK workflow task schedule-to-start latency');
+    assert.ok(
+      (sample(text, 'temporal_activity_schedule_to_start_latency_seconds_count', own) ?? 0) >= 1,
+      'SDK activity schedule-to-start latency: listTools',
+    );
+    assert.ok(
+      (sample(text, 'temporal_workflow_task_schedule_to_start_latency_seconds_count', { task_queue: h.taskQueue }) ??
+        0) >= 1,
+      'SDK workflow task schedule-to-start latency',
+    );
     assert.ok(sample(text, 'dmcp_nodejs_eventloop_lag_seconds') !== undefined, 'process metrics');
   });
 
   test('a crashed server restarted by the next turn is counted; servers by state follow', async () => {
     const sessionId = `restart-${Date.now()}`;
-    const first = await h.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec.replace('fixture:', 'crashy:')] } });
+    const first = await h.client.startTurn({
+      sessionId,
+      workspace: dir,
+      servers: { inlineSpecs: [spec.replace('fixture:', 'crashy:')] },
+    });
     await first.callTool({ id: 'r1', name: 'mcp__crashy__echo', arguments: { text: 'up' } });
     await first.end();
     const pid = h.worker.pool.pids(sessionId).crashy;
     assert.ok(pid, 'the server has a process');
     process.kill(-pid, 'SIGKILL');
-    assert.ok(await waitFor(async () => sample(await scrape(url), 'dmcp_servers', { server: 'crashy', state: 'failed' }) === 1, 10_000), 'the dead server shows as failed');
-    const second = await h.client.startTurn({ sessionId, workspace: dir, servers: { inlineSpecs: [spec.replace('fixture:', 'crashy:')] } });
+    assert.ok(
+      await waitFor(
+        async () => sample(await scrape(url), 'dmcp_servers', { server: 'crashy', state: 'failed' }) === 1,
+        10_000,
+      ),
+      'the dead server shows as failed',
+    );
+    const second = await h.client.startTurn({
+      sessionId,
+      workspace: dir,
+      servers: { inlineSpecs: [spec.replace('fixture:', 'crashy:')] },
+    });
     await second.callTool({ id: 'r2', name: 'mcp__crashy__echo', arguments: { text: 'again' } });
     await second.end();
     const text = await scrape(url);
     assert.equal(sample(text, 'dmcp_server_restarts_total', { server: 'crashy' }), 1);
     assert.equal(sample(text, 'dmcp_server_starts_total', { server: 'crashy', result: 'ready' }), 2);
     assert.equal(sample(text, 'dmcp_servers', { server: 'crashy', state: 'ready' }), 1);
-    assert.equal(sample(text, 'dmcp_servers', { server: 'crashy', state: 'failed' }), undefined, 'the old state is gone');
+    assert.equal(
+      sample(text, 'dmcp_servers', { server: 'crashy', state: 'failed' }),
+      undefined,
+      'the old state is gone',
+    );
     assert.equal(sample(text, 'dmcp_server_start_duration_seconds_count', { server: 'crashy' }), 2);
   });
 
@@ -146,7 +196,11 @@ describe('metrics on DMCP_METRICS_PORT', () => {
     const file = join(dir, 'mcp.json');
     // A 2 s tool timeout gives a 1 s MCP request timeout; read_slow is read-only, so it is retried.
     await writeMcpJson(file, { slowpoke: { command: process.execPath, args: [fixtureServer], toolTimeout: 2 } });
-    const turn = await h.client.startTurn({ sessionId: `retry-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [file] } });
+    const turn = await h.client.startTurn({
+      sessionId: `retry-${Date.now()}`,
+      workspace: dir,
+      servers: { mcpConfigFiles: [file] },
+    });
     const outcome = await turn.callTool({ id: 't1', name: 'mcp__slowpoke__read_slow', arguments: { ms: 5000 } });
     assert.equal(outcome.status, 'error');
     await turn.end();
@@ -158,7 +212,9 @@ describe('metrics on DMCP_METRICS_PORT', () => {
   });
 
   test('every metric the Grafana dashboard queries is on the scrape', async () => {
-    const dashboard = JSON.parse(readFileSync(fileURLToPath(new URL('../../../deploy/grafana/durable-mcp.json', import.meta.url)), 'utf8')) as {
+    const dashboard = JSON.parse(
+      readFileSync(fileURLToPath(new URL('../../../deploy/grafana/durable-mcp.json', import.meta.url)), 'utf8'),
+    ) as {
       panels: { targets?: { expr: string }[] }[];
     };
     const exprs = dashboard.panels.flatMap((p) => p.targets ?? []).map((t) => t.expr);
@@ -170,13 +226,21 @@ describe('metrics on DMCP_METRICS_PORT', () => {
   });
 
   test('with DMCP_METRICS_PORT unset the worker serves no metrics and opens no port', async () => {
-    assert.equal(socketsWithMetrics.size, socketsBefore.size + 1, 'the metrics worker opened exactly one listening socket');
+    assert.equal(
+      socketsWithMetrics.size,
+      socketsBefore.size + 1,
+      'the metrics worker opened exactly one listening socket',
+    );
     const quietBefore = listeningSockets();
     const quiet = await startHarness('metrics-off', {});
     try {
       assert.equal(quiet.worker.metrics, undefined);
       const after = listeningSockets();
-      assert.deepEqual([...after].filter((s) => !quietBefore.has(s)), [], 'no new listening socket');
+      assert.deepEqual(
+        [...after].filter((s) => !quietBefore.has(s)),
+        [],
+        'no new listening socket',
+      );
     } finally {
       await quiet.stop();
     }

@@ -41,7 +41,10 @@ describe('an interactive turn on a worker with no workflow cache', { timeout: 90
       turn.callTool({ id: 'c2', name: 'mcp__fixture__slow', arguments: { ms: 200, tag: 'p1' } }),
       turn.callTool({ id: 'c3', name: 'mcp__fixture__echo', arguments: { text: 'three' } }),
     ]);
-    assert.deepEqual(parallel.map((o) => o.status), ['ok', 'ok']);
+    assert.deepEqual(
+      parallel.map((o) => o.status),
+      ['ok', 'ok'],
+    );
     assert.deepEqual(parallel[0]!.content, [{ type: 'text', text: 'slept 200 ms' }]);
     assert.deepEqual(parallel[1]!.content, [{ type: 'text', text: 'three' }]);
 
@@ -62,9 +65,17 @@ describe('an interactive turn on a worker with no workflow cache', { timeout: 90
     assert.deepEqual(executions, ['echo', 'echo', 'fail', 'slow'], 'every call ran once, replays ran none');
 
     const history = await h.client.client.workflow.getHandle(result.turnId).fetchHistory();
-    const taskQueues = new Set(history.events!.flatMap((e) => (e.workflowTaskScheduledEventAttributes ? [e.workflowTaskScheduledEventAttributes.taskQueue?.name] : [])));
+    const taskQueues = new Set(
+      history.events!.flatMap((e) =>
+        e.workflowTaskScheduledEventAttributes ? [e.workflowTaskScheduledEventAttributes.taskQueue?.name] : [],
+      ),
+    );
     // A worker with a cache asks for later tasks on its sticky queue; without one, every task goes to the shared queue.
-    assert.deepEqual([...taskQueues], [h.taskQueue], 'no workflow task went to a sticky queue: the worker really ran without a cache');
+    assert.deepEqual(
+      [...taskQueues],
+      [h.taskQueue],
+      'no workflow task went to a sticky queue: the worker really ran without a cache',
+    );
 
     const transcript = await h.client.transcript(result.turnId);
     assert.deepEqual(transcript.calls.map((c) => c.id).sort(), ['c1', 'c2', 'c3', 'c4', 'c5']);

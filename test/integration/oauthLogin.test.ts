@@ -64,8 +64,14 @@ interface Running {
 const children: ChildProcess[] = [];
 
 /** Starts a server script and waits for its JSON line with a `url`. */
-async function startServer(script: string, env: NodeJS.ProcessEnv = {}): Promise<Running & { line: Record<string, unknown> }> {
-  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+async function startServer(
+  script: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<Running & { line: Record<string, unknown> }> {
+  const child = spawn(process.execPath, [script], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   const stderr: string[] = [];
   child.stderr!.on('data', (d: Buffer) => stderr.push(String(d)));
@@ -93,7 +99,8 @@ async function startFixture(env: NodeJS.ProcessEnv = {}) {
     ...s,
     issuer,
     stats: async () => (await (await fetch(String(s.line.stats))).json()) as Stats,
-    admin: async (what: 'revoke-all' | 'expire-access') => assert.equal((await fetch(new URL(`/admin/${what}`, issuer), { method: 'POST' })).status, 200),
+    admin: async (what: 'revoke-all' | 'expire-access') =>
+      assert.equal((await fetch(new URL(`/admin/${what}`, issuer), { method: 'POST' })).status, 200),
   };
 }
 
@@ -106,7 +113,10 @@ async function freePort(): Promise<number> {
 }
 
 async function settingsFor(): Promise<Settings> {
-  return loadSettings({ DMCP_DATA_DIR: await tempDir('dmcp-oauth-'), DMCP_OAUTH_CALLBACK_PORT: String(await freePort()) });
+  return loadSettings({
+    DMCP_DATA_DIR: await tempDir('dmcp-oauth-'),
+    DMCP_OAUTH_CALLBACK_PORT: String(await freePort()),
+  });
 }
 
 function lines() {
@@ -123,19 +133,48 @@ function authorizationUrlIn(out: string[]): string {
 }
 
 /** Paste-back: start without waiting, follow the address without a browser, hand back where it ends. */
-async function pasteBackLogin(settings: Settings, store: TokenStore, server: string, serverUrl: string): Promise<string[]> {
+async function pasteBackLogin(
+  settings: Settings,
+  store: TokenStore,
+  server: string,
+  serverUrl: string,
+): Promise<string[]> {
   const start = lines();
-  assert.equal(await loginCommand({ server, serverUrl, noWait: true, settings, store, out: start.o, err: start.e }), 0, start.err.join('\n'));
+  assert.equal(
+    await loginCommand({ server, serverUrl, noWait: true, settings, store, out: start.o, err: start.e }),
+    0,
+    start.err.join('\n'),
+  );
   const res = await fetch(authorizationUrlIn(start.out), { redirect: 'manual' });
   assert.equal(res.status, 302);
   const finish = lines();
-  assert.equal(await loginCommand({ server, serverUrl, redirect: res.headers.get('location')!, settings, store, out: finish.o, err: finish.e }), 0, finish.err.join('\n'));
+  assert.equal(
+    await loginCommand({
+      server,
+      serverUrl,
+      redirect: res.headers.get('location')!,
+      settings,
+      store,
+      out: finish.o,
+      err: finish.e,
+    }),
+    0,
+    finish.err.join('\n'),
+  );
   return [...start.out, ...finish.out];
 }
 
 async function mcpClient(url: string, token: string): Promise<Client> {
   const client = new Client({ name: 'oauth-test', version: '1.0.0' });
-  await within(10_000, 'connect', client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } })));
+  await within(
+    10_000,
+    'connect',
+    client.connect(
+      new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    ),
+  );
   return client;
 }
 
@@ -151,7 +190,16 @@ function assertNoSecret(texts: string[], secrets: (string | undefined)[]): void 
 }
 
 /** Runs one credentials call in a separate process over the same token folder; starts it at `startAt` (epoch ms). */
-function refreshInChild(args: { dir: string; key: Buffer; server: string; url: string; mode: 'expiring' | '401'; startAt: number; marginMs: number; failed?: string }): Promise<{ token?: string; loginId?: string; problem?: unknown }> {
+function refreshInChild(args: {
+  dir: string;
+  key: Buffer;
+  server: string;
+  url: string;
+  mode: 'expiring' | '401';
+  startAt: number;
+  marginMs: number;
+  failed?: string;
+}): Promise<{ token?: string; loginId?: string; problem?: unknown }> {
   const script = `
     const [credPath, storePath, dir, keyHex, server, url, mode, startAt, margin, failed] = process.argv.slice(1);
     const { createCredentials } = await import(credPath);
@@ -165,7 +213,21 @@ function refreshInChild(args: { dir: string; key: Buffer; server: string; url: s
   `;
   const child = spawn(
     process.execPath,
-    ['--input-type=module', '-e', script, credentialsModule, tokenStoreModule, args.dir, args.key.toString('hex'), args.server, args.url, args.mode, String(args.startAt), String(args.marginMs), args.failed ?? ''],
+    [
+      '--input-type=module',
+      '-e',
+      script,
+      credentialsModule,
+      tokenStoreModule,
+      args.dir,
+      args.key.toString('hex'),
+      args.server,
+      args.url,
+      args.mode,
+      String(args.startAt),
+      String(args.marginMs),
+      args.failed ?? '',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   children.push(child);
@@ -176,7 +238,11 @@ function refreshInChild(args: { dir: string; key: Buffer; server: string; url: s
   return within(
     30_000,
     'refreshing child',
-    new Promise((resolve, reject) => child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as { token?: string }) : reject(new Error(`child exited ${code}: ${err}`))))),
+    new Promise((resolve, reject) =>
+      child.once('exit', (code) =>
+        code === 0 ? resolve(JSON.parse(out) as { token?: string }) : reject(new Error(`child exited ${code}: ${err}`)),
+      ),
+    ),
   );
 }
 
@@ -188,8 +254,22 @@ describe('login through a browser against the SDK example server', { timeout: 90
   let browser: Browser | undefined;
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `Chromium not found at ${CHROMIUM}: apt-get install chromium, or set DMCP_CHROMIUM`);
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+    assert.ok(
+      existsSync(CHROMIUM),
+      `Chromium not found at ${CHROMIUM}: apt-get install chromium, or set DMCP_CHROMIUM`,
+    );
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
   });
   after(async () => {
     await browser?.close();
@@ -216,13 +296,23 @@ describe('login through a browser against the SDK example server', { timeout: 90
       }),
     );
     assert.equal(code, 0, `${login.out.join('\n')}\n${login.err.join('\n')}`);
-    assert.match(login.out.find((l) => l.startsWith('Logged in')) ?? '', new RegExp(`^Logged in to example \\(${example.url.replace(/[.]/g, '\\.')}\\): the access token expires \\d{4}-\\d\\d-\\d\\dT`));
+    assert.match(
+      login.out.find((l) => l.startsWith('Logged in')) ?? '',
+      new RegExp(
+        `^Logged in to example \\(${example.url.replace(/[.]/g, '\\.')}\\): the access token expires \\d{4}-\\d\\d-\\d\\dT`,
+      ),
+    );
     assert.match(login.out.join('\n'), /The server gave no refresh token/);
     const authorizationUrl = new URL(authorizationUrlIn(login.out));
     assert.equal(authorizationUrl.searchParams.get('code_challenge_method'), 'S256');
     assert.equal(authorizationUrl.searchParams.get('resource'), example.url);
-    assert.equal(authorizationUrl.searchParams.get('redirect_uri'), `http://127.0.0.1:${settings.oauth.callbackPort}/callback`);
-    await page.waitForURL((u) => u.href.startsWith(`http://127.0.0.1:${settings.oauth.callbackPort}/callback?code=`), { timeout: 10_000 });
+    assert.equal(
+      authorizationUrl.searchParams.get('redirect_uri'),
+      `http://127.0.0.1:${settings.oauth.callbackPort}/callback`,
+    );
+    await page.waitForURL((u) => u.href.startsWith(`http://127.0.0.1:${settings.oauth.callbackPort}/callback?code=`), {
+      timeout: 10_000,
+    });
     await page.waitForLoadState('domcontentloaded');
     assert.match(await page.content(), /Logged in to example\. You can close this tab\./);
 
@@ -255,26 +345,85 @@ describe('login through a browser against the SDK example server', { timeout: 90
     const settings = await settingsFor();
     const store = createTokenStore({ dir: settings.oauth.dir, key: randomBytes(32) });
     const start = lines();
-    assert.equal(await loginCommand({ server: 'example', serverUrl: example.url, noWait: true, settings, store, out: start.o, err: start.e }), 0);
+    assert.equal(
+      await loginCommand({
+        server: 'example',
+        serverUrl: example.url,
+        noWait: true,
+        settings,
+        store,
+        out: start.o,
+        err: start.e,
+      }),
+      0,
+    );
     assert.equal(start.out[3], "  durable-mcp mcp login example '<address>'");
     const since = await store.pendingSince('example');
     assert.ok(since, 'a pending login');
-    assert.deepEqual(await createCredentials({ store, logger: logCapture().logger }).accessToken('example', example.url), {
-      problem: { kind: 'in_progress', message: `a login was started ${since.toISOString()} and not finished: finish it in the browser, or paste the address it ends on: durable-mcp mcp login example '<address>'` },
-    });
+    assert.deepEqual(
+      await createCredentials({ store, logger: logCapture().logger }).accessToken('example', example.url),
+      {
+        problem: {
+          kind: 'in_progress',
+          message: `a login was started ${since.toISOString()} and not finished: finish it in the browser, or paste the address it ends on: durable-mcp mcp login example '<address>'`,
+        },
+      },
+    );
     const res = await fetch(authorizationUrlIn(start.out), { redirect: 'manual' });
     const location = new URL(res.headers.get('location')!);
     const forged = new URL(location);
     forged.searchParams.set('state', 'someone-else');
     const bad = lines();
-    assert.equal(await loginCommand({ server: 'example', serverUrl: example.url, redirect: forged.href, settings, store, out: bad.o, err: bad.e }), 1);
-    assert.match(bad.err[0]!, new RegExp(`^example: the address does not belong to the login started ${since.toISOString()} \\(its state differs\\)`));
+    assert.equal(
+      await loginCommand({
+        server: 'example',
+        serverUrl: example.url,
+        redirect: forged.href,
+        settings,
+        store,
+        out: bad.o,
+        err: bad.e,
+      }),
+      1,
+    );
+    assert.match(
+      bad.err[0]!,
+      new RegExp(
+        `^example: the address does not belong to the login started ${since.toISOString()} \\(its state differs\\)`,
+      ),
+    );
     assert.equal((await store.pendingSince('example'))?.getTime(), since.getTime());
     const moved = lines();
-    assert.equal(await loginCommand({ server: 'example', serverUrl: 'http://127.0.0.1:9/mcp', redirect: location.href, settings, store, out: moved.o, err: moved.e }), 1);
-    assert.equal(moved.err[0], `example: the waiting login was started for ${example.url}, but the server is now at http://127.0.0.1:9/mcp; start again: durable-mcp mcp login example`);
+    assert.equal(
+      await loginCommand({
+        server: 'example',
+        serverUrl: 'http://127.0.0.1:9/mcp',
+        redirect: location.href,
+        settings,
+        store,
+        out: moved.o,
+        err: moved.e,
+      }),
+      1,
+    );
+    assert.equal(
+      moved.err[0],
+      `example: the waiting login was started for ${example.url}, but the server is now at http://127.0.0.1:9/mcp; start again: durable-mcp mcp login example`,
+    );
     const good = lines();
-    assert.equal(await loginCommand({ server: 'example', serverUrl: example.url, redirect: location.href, settings, store, out: good.o, err: good.e }), 0, good.err.join('\n'));
+    assert.equal(
+      await loginCommand({
+        server: 'example',
+        serverUrl: example.url,
+        redirect: location.href,
+        settings,
+        store,
+        out: good.o,
+        err: good.e,
+      }),
+      0,
+      good.err.join('\n'),
+    );
     assert.match(good.out[0]!, /^Logged in to example/);
     assert.equal(await store.pendingSince('example'), undefined);
     const record = (await store.read('example'))!;
@@ -283,8 +432,22 @@ describe('login through a browser against the SDK example server', { timeout: 90
     await client.close();
     // The same address again: the login it belonged to is finished.
     const again = lines();
-    assert.equal(await loginCommand({ server: 'example', serverUrl: example.url, redirect: location.href, settings, store, out: again.o, err: again.e }), 1);
-    assert.equal(again.err[0], 'example: no login is waiting for an address; start one with: durable-mcp mcp login example');
+    assert.equal(
+      await loginCommand({
+        server: 'example',
+        serverUrl: example.url,
+        redirect: location.href,
+        settings,
+        store,
+        out: again.o,
+        err: again.e,
+      }),
+      1,
+    );
+    assert.equal(
+      again.err[0],
+      'example: no login is waiting for an address; start one with: durable-mcp mcp login example',
+    );
   });
 
   test('a taken callback port is named, with the variable and the paste-back way', async () => {
@@ -293,9 +456,19 @@ describe('login through a browser against the SDK example server', { timeout: 90
     await new Promise<void>((r) => blocker.listen(settings.oauth.callbackPort, '127.0.0.1', r));
     try {
       const run = lines();
-      const code = await loginCommand({ server: 'example', serverUrl: 'http://127.0.0.1:9/mcp', settings, out: run.o, err: run.e, noBrowser: true });
+      const code = await loginCommand({
+        server: 'example',
+        serverUrl: 'http://127.0.0.1:9/mcp',
+        settings,
+        out: run.o,
+        err: run.e,
+        noBrowser: true,
+      });
       assert.equal(code, 1);
-      assert.match(run.err[0]!, new RegExp(`^port ${settings.oauth.callbackPort} \\(DMCP_OAUTH_CALLBACK_PORT\\) on 127\\.0\\.0\\.1 is taken`));
+      assert.match(
+        run.err[0]!,
+        new RegExp(`^port ${settings.oauth.callbackPort} \\(DMCP_OAUTH_CALLBACK_PORT\\) on 127\\.0\\.0\\.1 is taken`),
+      );
     } finally {
       await new Promise((r) => blocker.close(r));
     }
@@ -305,23 +478,75 @@ describe('login through a browser against the SDK example server', { timeout: 90
 describe('refresh, revocation and logout against the fixture', { timeout: 90_000 }, () => {
   test('a pre-registered client: refused without it, naming the command; its secret from a variable at login and on the worker, never stored', async () => {
     const settings = await settingsFor();
-    const fx = await startFixture({ OAUTH_FIXTURE_CLIENT: 'team-app:team-app-secret-77', OAUTH_FIXTURE_REDIRECT_URI: `http://127.0.0.1:${settings.oauth.callbackPort}/callback` });
+    const fx = await startFixture({
+      OAUTH_FIXTURE_CLIENT: 'team-app:team-app-secret-77',
+      OAUTH_FIXTURE_REDIRECT_URI: `http://127.0.0.1:${settings.oauth.callbackPort}/callback`,
+    });
     const store = createTokenStore({ dir: settings.oauth.dir, key: randomBytes(32) });
     const bare = lines();
-    assert.equal(await loginCommand({ server: 'fx', serverUrl: fx.url, noWait: true, settings, store, out: bare.o, err: bare.e }), 1);
-    assert.match(bare.err.join('\n'), /offers no dynamic client registration: register a client there .*durable-mcp mcp forget fx && durable-mcp mcp add fx http:\/\/127\.0\.0\.1:\d+\/mcp --client-id <id> \[--client-secret-env <VAR>\]$/);
+    assert.equal(
+      await loginCommand({ server: 'fx', serverUrl: fx.url, noWait: true, settings, store, out: bare.o, err: bare.e }),
+      1,
+    );
+    assert.match(
+      bare.err.join('\n'),
+      /offers no dynamic client registration: register a client there .*durable-mcp mcp forget fx && durable-mcp mcp add fx http:\/\/127\.0\.0\.1:\d+\/mcp --client-id <id> \[--client-secret-env <VAR>\]$/,
+    );
     const client = { clientId: 'team-app', clientSecretEnv: 'FX_CLIENT_SECRET' };
     const unset = lines();
-    assert.equal(await loginCommand({ server: 'fx', serverUrl: fx.url, noWait: true, settings, store, client, env: {}, out: unset.o, err: unset.e }), 1);
-    assert.deepEqual(unset.err, ['fx: its client secret is read from FX_CLIENT_SECRET, which is not set here: set FX_CLIENT_SECRET to the secret of client team-app and run durable-mcp mcp login fx again']);
+    assert.equal(
+      await loginCommand({
+        server: 'fx',
+        serverUrl: fx.url,
+        noWait: true,
+        settings,
+        store,
+        client,
+        env: {},
+        out: unset.o,
+        err: unset.e,
+      }),
+      1,
+    );
+    assert.deepEqual(unset.err, [
+      'fx: its client secret is read from FX_CLIENT_SECRET, which is not set here: set FX_CLIENT_SECRET to the secret of client team-app and run durable-mcp mcp login fx again',
+    ]);
 
     const env = { FX_CLIENT_SECRET: 'team-app-secret-77' };
     const start = lines();
-    assert.equal(await loginCommand({ server: 'fx', serverUrl: fx.url, noWait: true, settings, store, client, env, out: start.o, err: start.e }), 0, start.err.join('\n'));
+    assert.equal(
+      await loginCommand({
+        server: 'fx',
+        serverUrl: fx.url,
+        noWait: true,
+        settings,
+        store,
+        client,
+        env,
+        out: start.o,
+        err: start.e,
+      }),
+      0,
+      start.err.join('\n'),
+    );
     const res = await fetch(authorizationUrlIn(start.out), { redirect: 'manual' });
     assert.equal(res.status, 302);
     const finish = lines();
-    assert.equal(await loginCommand({ server: 'fx', serverUrl: fx.url, redirect: res.headers.get('location')!, settings, store, client, env, out: finish.o, err: finish.e }), 0, finish.err.join('\n'));
+    assert.equal(
+      await loginCommand({
+        server: 'fx',
+        serverUrl: fx.url,
+        redirect: res.headers.get('location')!,
+        settings,
+        store,
+        client,
+        env,
+        out: finish.o,
+        err: finish.e,
+      }),
+      0,
+      finish.err.join('\n'),
+    );
     const record = (await store.read('fx'))!;
     assert.equal(record.client.client_id, 'team-app');
     assert.ok(!JSON.stringify(record).includes('team-app-secret-77'), 'the login file holds no client secret');
@@ -331,14 +556,31 @@ describe('refresh, revocation and logout against the fixture', { timeout: 90_000
     const now = () => Date.now() + ahead;
     ahead = record.tokens.expiresAt! - Date.now() - 500;
     // A worker that may not hand the variable over cannot refresh, and says which variable to list.
-    const unlisted = await createCredentials({ store, logger, refreshMarginMs: 1000, now, env }).afterUnauthorized('fx', fx.url, record.tokens.access_token);
-    assert.ok('problem' in unlisted && /FX_CLIENT_SECRET, which this worker may not read: list it in DMCP_MCP_ENV/.test(unlisted.problem.message), JSON.stringify(unlisted));
-    const refreshed = await createCredentials({ store, logger, refreshMarginMs: 1000, now, env: { ...env, DMCP_MCP_ENV: 'FX_CLIENT_SECRET' } }).accessToken('fx', fx.url);
+    const unlisted = await createCredentials({ store, logger, refreshMarginMs: 1000, now, env }).afterUnauthorized(
+      'fx',
+      fx.url,
+      record.tokens.access_token,
+    );
+    assert.ok(
+      'problem' in unlisted &&
+        /FX_CLIENT_SECRET, which this worker may not read: list it in DMCP_MCP_ENV/.test(unlisted.problem.message),
+      JSON.stringify(unlisted),
+    );
+    const refreshed = await createCredentials({
+      store,
+      logger,
+      refreshMarginMs: 1000,
+      now,
+      env: { ...env, DMCP_MCP_ENV: 'FX_CLIENT_SECRET' },
+    }).accessToken('fx', fx.url);
     assert.ok('token' in refreshed && refreshed.token !== record.tokens.access_token, JSON.stringify(refreshed));
     const stats = await fx.stats();
     assert.equal(stats.registrations, 0);
     assert.equal(stats.refreshes, 1);
-    assertNoSecret([...start.out, ...finish.out, ...logs], ['team-app-secret-77', record.tokens.access_token, record.tokens.refresh_token]);
+    assertNoSecret(
+      [...start.out, ...finish.out, ...logs],
+      ['team-app-secret-77', record.tokens.access_token, record.tokens.refresh_token],
+    );
   });
 
   test('refreshed before expiry and after a 401, same login ID, the resource sent each time', async () => {
@@ -354,7 +596,10 @@ describe('refresh, revocation and logout against the fixture', { timeout: 90_000
     const a = await creds.accessToken('fx', fx.url);
     assert.deepEqual(a, { token: first.tokens.access_token, loginId: first.loginId });
     const client = await mcpClient(fx.url, first.tokens.access_token);
-    assert.match(JSON.stringify((await client.callTool({ name: 'echo', arguments: { text: 'with a token' } })).content), /with a token/);
+    assert.match(
+      JSON.stringify((await client.callTool({ name: 'echo', arguments: { text: 'with a token' } })).content),
+      /with a token/,
+    );
     await client.close();
     assert.equal((await fx.stats()).refreshes, 0);
 
@@ -381,10 +626,20 @@ describe('refresh, revocation and logout against the fixture', { timeout: 90_000
     assert.equal(stats.codeChallenges, 1);
     assert.deepEqual(stats.resources, [fx.url, fx.url, fx.url]);
     const latest = (await store.read('fx'))!;
-    assertNoSecret([...printed, ...logs], [first.tokens.access_token, first.tokens.refresh_token, latest.tokens.access_token, latest.tokens.refresh_token]);
+    assertNoSecret(
+      [...printed, ...logs],
+      [first.tokens.access_token, first.tokens.refresh_token, latest.tokens.access_token, latest.tokens.refresh_token],
+    );
     // Three logins' worth of access and refresh tokens (the login, two refreshes), all known to the scrubber.
     const known = creds.secretsOf!('fx');
-    for (const t of [first.tokens.access_token, first.tokens.refresh_token!, b.token, d.token, latest.tokens.refresh_token!]) assert.ok(known.includes(t));
+    for (const t of [
+      first.tokens.access_token,
+      first.tokens.refresh_token!,
+      b.token,
+      d.token,
+      latest.tokens.refresh_token!,
+    ])
+      assert.ok(known.includes(t));
     assert.equal(new Set(known).size, 6);
   });
 
@@ -399,7 +654,10 @@ describe('refresh, revocation and logout against the fixture', { timeout: 90_000
     // Both see the token expiring within the margin at the same moment.
     const startAt = first.tokens.expiresAt! - 1500;
     const common = { dir: settings.oauth.dir, key, server: 'fx', url: fx.url, marginMs: 2000, startAt };
-    const [x, y] = await Promise.all([refreshInChild({ ...common, mode: 'expiring' }), refreshInChild({ ...common, mode: 'expiring' })]);
+    const [x, y] = await Promise.all([
+      refreshInChild({ ...common, mode: 'expiring' }),
+      refreshInChild({ ...common, mode: 'expiring' }),
+    ]);
     assert.ok(x.token && y.token, JSON.stringify({ x, y }));
     assert.equal(x.token, y.token);
     assert.notEqual(x.token, first.tokens.access_token);
@@ -411,7 +669,13 @@ describe('refresh, revocation and logout against the fixture', { timeout: 90_000
 
     // Both got a 401 to the same token at the same moment.
     const second = (await store.read('fx'))!;
-    const again = { ...common, startAt: Date.now() + 1500, marginMs: 0, mode: '401' as const, failed: second.tokens.access_token };
+    const again = {
+      ...common,
+      startAt: Date.now() + 1500,
+      marginMs: 0,
+      mode: '401' as const,
+      failed: second.tokens.access_token,
+    };
     const [p, q] = await Promise.all([refreshInChild(again), refreshInChild(again)]);
     assert.ok(p.token && p.token === q.token && p.token !== second.tokens.access_token, JSON.stringify({ p, q }));
     stats = await fx.stats();
@@ -421,7 +685,12 @@ describe('refresh, revocation and logout against the fixture', { timeout: 90_000
     // The counter does see a double spend: the spent refresh token presented once more.
     const latest = (await store.read('fx'))!;
     await assert.rejects(
-      refreshAuthorization(latest.discovery.authorizationServerUrl, { metadata: latest.discovery.authorizationServerMetadata!, clientInformation: latest.client, refreshToken: second.tokens.refresh_token!, resource: latest.resource! }),
+      refreshAuthorization(latest.discovery.authorizationServerUrl, {
+        metadata: latest.discovery.authorizationServerMetadata!,
+        clientInformation: latest.client,
+        refreshToken: second.tokens.refresh_token!,
+        resource: latest.resource!,
+      }),
       /already used/,
     );
     assert.equal((await fx.stats()).spentRefreshReuse, 1);
@@ -435,11 +704,33 @@ describe('refresh, revocation and logout against the fixture', { timeout: 90_000
     const old = (await store.read('fx'))!;
     const creds = createCredentials({ store, logger: logCapture().logger });
     const start = lines();
-    assert.equal(await loginCommand({ server: 'fx', serverUrl: fx.url, noWait: true, settings, store, out: start.o, err: start.e }), 0);
+    assert.equal(
+      await loginCommand({
+        server: 'fx',
+        serverUrl: fx.url,
+        noWait: true,
+        settings,
+        store,
+        out: start.o,
+        err: start.e,
+      }),
+      0,
+    );
     assert.deepEqual(await creds.accessToken('fx', fx.url), { token: old.tokens.access_token, loginId: old.loginId });
     const res = await fetch(authorizationUrlIn(start.out), { redirect: 'manual' });
     const finish = lines();
-    assert.equal(await loginCommand({ server: 'fx', serverUrl: fx.url, redirect: res.headers.get('location')!, settings, store, out: finish.o, err: finish.e }), 0);
+    assert.equal(
+      await loginCommand({
+        server: 'fx',
+        serverUrl: fx.url,
+        redirect: res.headers.get('location')!,
+        settings,
+        store,
+        out: finish.o,
+        err: finish.e,
+      }),
+      0,
+    );
     const now = await creds.accessToken('fx', fx.url);
     assert.ok('token' in now);
     assert.notEqual(now.loginId, old.loginId);
@@ -455,9 +746,14 @@ describe('refresh, revocation and logout against the fixture', { timeout: 90_000
     const record = (await store.read('fx'))!;
     let ahead = record.tokens.expiresAt! - Date.now() - 10_000;
     const creds = createCredentials({ store, logger: logCapture().logger, now: () => Date.now() + ahead });
-    assert.deepEqual(await creds.accessToken('fx', fx.url), { token: record.tokens.access_token, loginId: record.loginId });
+    assert.deepEqual(await creds.accessToken('fx', fx.url), {
+      token: record.tokens.access_token,
+      loginId: record.loginId,
+    });
     ahead = record.tokens.expiresAt! - Date.now() + 1000;
-    assert.deepEqual(await creds.accessToken('fx', fx.url), { problem: { kind: 'expired', message: 'its login expired or was revoked: durable-mcp mcp login fx' } });
+    assert.deepEqual(await creds.accessToken('fx', fx.url), {
+      problem: { kind: 'expired', message: 'its login expired or was revoked: durable-mcp mcp login fx' },
+    });
     assert.equal((await fx.stats()).refreshes, 0);
   });
 
@@ -469,16 +765,29 @@ describe('refresh, revocation and logout against the fixture', { timeout: 90_000
     const record = (await store.read('fx'))!;
     const out = lines();
     assert.equal(await logoutCommand({ server: 'fx', settings, store, out: out.o, err: out.e }), 0, out.err.join('\n'));
-    assert.deepEqual(out.out, [`fx: revoked the refresh token and the access token at ${new URL('/revoke', fx.issuer).href}.`, 'fx: logged out; the login is deleted for every worker.']);
+    assert.deepEqual(out.out, [
+      `fx: revoked the refresh token and the access token at ${new URL('/revoke', fx.issuer).href}.`,
+      'fx: logged out; the login is deleted for every worker.',
+    ]);
     assert.deepEqual((await fx.stats()).revocations, [
       { hint: 'refresh_token', kind: 'refresh' },
       { hint: 'access_token', kind: 'access' },
     ]);
     assert.equal(await store.loginId('fx'), undefined);
-    const res = await fetch(fx.url, { method: 'POST', headers: { authorization: `Bearer ${record.tokens.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    const res = await fetch(fx.url, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${record.tokens.access_token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: '{}',
+    });
     assert.equal(res.status, 401);
     const { logger } = logCapture();
-    assert.deepEqual(await createCredentials({ store, logger }).accessToken('fx', fx.url), { problem: { kind: 'wanted', message: 'wants an account first: durable-mcp mcp login fx' } });
+    assert.deepEqual(await createCredentials({ store, logger }).accessToken('fx', fx.url), {
+      problem: { kind: 'wanted', message: 'wants an account first: durable-mcp mcp login fx' },
+    });
     const twice = lines();
     assert.equal(await logoutCommand({ server: 'fx', settings, store, out: twice.o, err: twice.e }), 0);
     assert.deepEqual(twice.out, ['fx: not logged in; nothing to do.']);
@@ -492,7 +801,10 @@ describe('refresh, revocation and logout against the fixture', { timeout: 90_000
     await pasteBackLogin(settings, store, 'fx', fx.url);
     const out = lines();
     assert.equal(await logoutCommand({ server: 'fx', settings, store, out: out.o, err: out.e }), 0);
-    assert.equal(out.out[0], 'fx: the authorization server offers no revocation; the tokens stay valid there until they expire.');
+    assert.equal(
+      out.out[0],
+      'fx: the authorization server offers no revocation; the tokens stay valid there until they expire.',
+    );
     assert.deepEqual((await fx.stats()).revocations, []);
     assert.equal(await store.loginId('fx'), undefined);
   });
@@ -507,7 +819,10 @@ describe('refresh, revocation and logout against the fixture', { timeout: 90_000
     await new Promise((r) => fx.child.once('exit', r));
     const out = lines();
     assert.equal(await logoutCommand({ server: 'fx', settings, store, out: out.o, err: out.e }), 1);
-    assert.deepEqual(out.err, ['fx: could not revoke refresh_token: fetch failed (ECONNREFUSED)', 'fx: could not revoke access_token: fetch failed (ECONNREFUSED)']);
+    assert.deepEqual(out.err, [
+      'fx: could not revoke refresh_token: fetch failed (ECONNREFUSED)',
+      'fx: could not revoke access_token: fetch failed (ECONNREFUSED)',
+    ]);
     assert.deepEqual(out.out, ['fx: logged out; the login is deleted for every worker.']);
     assert.equal(await store.loginId('fx'), undefined);
     assertNoSecret([...out.out, ...out.err], [record.tokens.access_token, record.tokens.refresh_token]);
@@ -523,14 +838,22 @@ describe('refresh, revocation and logout against the fixture', { timeout: 90_000
     const creds = createCredentials({ store, logger });
 
     const elsewhere = await creds.accessToken('fx', 'http://127.0.0.1:1/mcp');
-    assert.deepEqual(elsewhere, { problem: { kind: 'wanted', message: 'wants an account first: durable-mcp mcp login fx' } });
+    assert.deepEqual(elsewhere, {
+      problem: { kind: 'wanted', message: 'wants an account first: durable-mcp mcp login fx' },
+    });
 
     await fx.admin('revoke-all');
-    const expired = { problem: { kind: 'expired', message: 'its login expired or was revoked: durable-mcp mcp login fx' } };
+    const expired = {
+      problem: { kind: 'expired', message: 'its login expired or was revoked: durable-mcp mcp login fx' },
+    };
     assert.deepEqual(await creds.afterUnauthorized('fx', fx.url, record.tokens.access_token), expired);
     assert.deepEqual(await creds.accessToken('fx', fx.url), expired);
     assert.equal((await fx.stats()).refusedRefresh, 1);
-    assert.equal(await store.loginId('fx'), record.loginId, 'the dead login stays, so the status says expired, not wanted');
+    assert.equal(
+      await store.loginId('fx'),
+      record.loginId,
+      'the dead login stays, so the status says expired, not wanted',
+    );
     const state = await store.loginState('fx');
     assert.equal(state.loginId, record.loginId);
     assert.ok(state.expiredAt instanceof Date && !Number.isNaN(state.expiredAt.getTime()));
@@ -548,9 +871,16 @@ describe('refresh, revocation and logout against the fixture', { timeout: 90_000
     const afterExpiry = await late.afterUnauthorized('fx', fx.url, fresh.tokens.access_token);
     assert.ok('problem' in afterExpiry);
     assert.equal(afterExpiry.problem.kind, 'refresh_failed');
-    assert.match(afterExpiry.problem.message, /^could not refresh its login \(fetch failed \(ECONNREFUSED\)\); tried again next turn, or durable-mcp mcp login fx$/);
-    assertNoSecret(logs, [record.tokens.access_token, record.tokens.refresh_token, fresh.tokens.access_token, fresh.tokens.refresh_token]);
+    assert.match(
+      afterExpiry.problem.message,
+      /^could not refresh its login \(fetch failed \(ECONNREFUSED\)\); tried again next turn, or durable-mcp mcp login fx$/,
+    );
+    assertNoSecret(logs, [
+      record.tokens.access_token,
+      record.tokens.refresh_token,
+      fresh.tokens.access_token,
+      fresh.tokens.refresh_token,
+    ]);
     assert.ok(logs.some((l) => l.includes('could not refresh the OAuth login')));
   });
 });
-

@@ -33,17 +33,31 @@ describe('parallel calls beyond the server limit on Updates in flight', { timeou
 
   test(`${CALLS} parallel calls complete, each executed once, never more than ${BOUND} in flight`, async () => {
     const counts: number[] = [];
-    const client = new TurnClient({ client: h.client.client, taskQueue: h.taskQueue, maxCallsInFlight: BOUND, onCallsInFlight: (n) => counts.push(n) });
+    const client = new TurnClient({
+      client: h.client.client,
+      taskQueue: h.taskQueue,
+      maxCallsInFlight: BOUND,
+      onCallsInFlight: (n) => counts.push(n),
+    });
     const turn = await client.startTurn({
       sessionId: `parallel-${Date.now()}`,
       workspace: dir,
       servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] },
     });
-    const calls = Array.from({ length: CALLS }, (_, i) => ({ id: `p${i}`, name: 'mcp__fixture__slow', arguments: { ms: 300, tag: `t${i}` } }));
+    const calls = Array.from({ length: CALLS }, (_, i) => ({
+      id: `p${i}`,
+      name: 'mcp__fixture__slow',
+      arguments: { ms: 300, tag: `t${i}` },
+    }));
 
     const outcomes = await Promise.all(calls.map((c) => turn.callTool(c)));
-    assert.deepEqual(outcomes.map((o) => o.status), calls.map(() => 'ok'));
-    assert.ok(outcomes.every((o) => JSON.stringify(o.content) === JSON.stringify([{ type: 'text', text: 'slept 300 ms' }])));
+    assert.deepEqual(
+      outcomes.map((o) => o.status),
+      calls.map(() => 'ok'),
+    );
+    assert.ok(
+      outcomes.every((o) => JSON.stringify(o.content) === JSON.stringify([{ type: 'text', text: 'slept 300 ms' }])),
+    );
     assert.equal(Math.max(...counts), BOUND, 'the bound was reached and never exceeded');
     assert.equal(counts[counts.length - 1], 0, 'every slot was given back');
 
@@ -54,7 +68,9 @@ describe('parallel calls beyond the server limit on Updates in flight', { timeou
 
     const result = await turn.end();
     assert.equal(result.calls.length, CALLS);
-    const slow = (await readLines(execLog)).map((l) => JSON.parse(l) as { tool: string; args: { tag: string } }).filter((e) => e.tool === 'slow');
+    const slow = (await readLines(execLog))
+      .map((l) => JSON.parse(l) as { tool: string; args: { tag: string } })
+      .filter((e) => e.tool === 'slow');
     assert.equal(slow.length, CALLS, 'each call executed exactly once');
     assert.deepEqual(new Set(slow.map((e) => e.args.tag)), new Set(calls.map((c) => c.arguments.tag)));
   });

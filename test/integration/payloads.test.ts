@@ -76,7 +76,10 @@ describe('big payloads go to external storage; history keeps references', () => 
     });
     const [img, txt] = result.calls;
     assert.equal(img?.outcome.status, 'ok', JSON.stringify(img?.outcome.errorMessage));
-    assert.equal(sha(Buffer.from(String(dataOf(img.outcome.content[0])), 'base64')), sha(fakePng(10 * 1024 * 1024, 'a')));
+    assert.equal(
+      sha(Buffer.from(String(dataOf(img.outcome.content[0])), 'base64')),
+      sha(fakePng(10 * 1024 * 1024, 'a')),
+    );
     assert.equal(txt?.outcome.status, 'ok');
     assert.equal(sha(String(textOf(txt.outcome.content[0]))), sha(bigText(3 * 1024 * 1024, 'b')));
 
@@ -90,12 +93,23 @@ describe('big payloads go to external storage; history keeps references', () => 
 
     const transcript = await s.client.transcript(result.turnId);
     const recorded = transcript.calls.find((c) => c.id === 'img')?.outcome?.content[0];
-    assert.equal(sha(Buffer.from(String(dataOf(recorded)), 'base64')), sha(fakePng(10 * 1024 * 1024, 'a')), 'the transcript reads the image back');
+    assert.equal(
+      sha(Buffer.from(String(dataOf(recorded)), 'base64')),
+      sha(fakePng(10 * 1024 * 1024, 'a')),
+      'the transcript reads the image back',
+    );
   });
 
   test('200 calls of 100 KB each stay far below the history limits', async () => {
-    const calls = Array.from({ length: 200 }, (_, i) => [{ id: `c${i}`, name: 'mcp__big__text', arguments: { bytes: 100 * 1024, seed: `s${i}` } }]);
-    const result = await s.client.runBatch({ sessionId: `many-${Date.now()}`, workspace: s.workspace, servers: { inlineSpecs: [spec()] }, calls });
+    const calls = Array.from({ length: 200 }, (_, i) => [
+      { id: `c${i}`, name: 'mcp__big__text', arguments: { bytes: 100 * 1024, seed: `s${i}` } },
+    ]);
+    const result = await s.client.runBatch({
+      sessionId: `many-${Date.now()}`,
+      workspace: s.workspace,
+      servers: { inlineSpecs: [spec()] },
+      calls,
+    });
     assert.equal(result.calls.filter((c) => c.outcome.status === 'ok').length, 200);
     const raw = await s.client.client.workflow.getHandle(result.turnId).fetchHistory();
     const events = raw.events?.length ?? 0;
@@ -152,29 +166,59 @@ describe('encryption: with DMCP_ENCRYPTION_KEY the raw history holds no plaintex
       // attempt, type and times. The call's arguments are not in the marker; its result is, encrypted.
       if (paths[i]!.includes('markerRecordedEventAttributes.details.data')) {
         const data = JSON.parse(bytes.toString()) as Record<string, unknown>;
-        assert.deepEqual(Object.keys(data).filter((k) => !['seq', 'attempt', 'activity_id', 'activity_type', 'complete_time', 'backoff', 'original_schedule_time'].includes(k)), [], `local activity marker ${paths[i]}`);
-        assert.ok(['callToolLocal', 'workerInfo'].includes(String(data.activity_type)), `local activity marker ${paths[i]}: ${String(data.activity_type)}`);
+        assert.deepEqual(
+          Object.keys(data).filter(
+            (k) =>
+              ![
+                'seq',
+                'attempt',
+                'activity_id',
+                'activity_type',
+                'complete_time',
+                'backoff',
+                'original_schedule_time',
+              ].includes(k),
+          ),
+          [],
+          `local activity marker ${paths[i]}`,
+        );
+        assert.ok(
+          ['callToolLocal', 'workerInfo'].includes(String(data.activity_type)),
+          `local activity marker ${paths[i]}: ${String(data.activity_type)}`,
+        );
         return;
       }
       assert.ok(encoding === 'binary/dmcp-aes256gcm' || isReferencePayload(p), `payload at ${paths[i]} is ${encoding}`);
     });
     for (const file of await readdir(s.payloadDir)) {
       const { readFile } = await import('node:fs/promises');
-      assert.ok(!(await readFile(join(s.payloadDir, file))).includes(marker.slice(0, 16)), 'external files are encrypted too');
+      assert.ok(
+        !(await readFile(join(s.payloadDir, file))).includes(marker.slice(0, 16)),
+        'external files are encrypted too',
+      );
     }
     const transcript = await s.client.transcript(result.turnId);
     assert.equal(textOf(transcript.calls.find((c) => c.id === 'e1')?.outcome?.content[0]), marker);
-    assert.ok(paths.some((p) => p.includes('markerRecordedEventAttributes.details.result')), 'the read-only call\'s result is in a local activity marker');
+    assert.ok(
+      paths.some((p) => p.includes('markerRecordedEventAttributes.details.result')),
+      "the read-only call's result is in a local activity marker",
+    );
     assert.equal(textOf(transcript.calls.find((c) => c.id === 'e3')?.outcome?.content[0]), marker);
 
     const converter = s.client.client.options.loadedDataConverter;
     codec = await startCodecServer({ codecs: converter.payloadCodecs, externalStorage: converter.externalStorage });
-    const encrypted = payloads.find((p) => Buffer.from(p.metadata?.encoding ?? new Uint8Array()).toString() === 'binary/dmcp-aes256gcm')!;
+    const encrypted = payloads.find(
+      (p) => Buffer.from(p.metadata?.encoding ?? new Uint8Array()).toString() === 'binary/dmcp-aes256gcm',
+    )!;
     const body = {
-      payloads: [{
-        metadata: Object.fromEntries(Object.entries(encrypted.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v!).toString('base64')])),
-        data: Buffer.from(encrypted.data!).toString('base64'),
-      }],
+      payloads: [
+        {
+          metadata: Object.fromEntries(
+            Object.entries(encrypted.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v!).toString('base64')]),
+          ),
+          data: Buffer.from(encrypted.data!).toString('base64'),
+        },
+      ],
     };
     const res = await fetch(`${codec.url}/decode`, {
       method: 'POST',

@@ -4,13 +4,15 @@ import { after, before, describe, test } from 'node:test';
 import { fixtureServer, readLines, startHarness, tempDir, type Harness, waitUntil } from '../support/harness.js';
 import { textOf } from '../support/content.js';
 
-
 describe('durable tool phases: failure tiers, timeouts, progress, cancellation', () => {
   let h: Harness;
   let dir: string;
   let execLog: string;
   const servers = () => ({ inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] });
-  const executions = async (tool: string) => (await readLines(execLog)).map((l) => JSON.parse(l) as { tool: string; args: { tag?: string } }).filter((e) => e.tool === tool);
+  const executions = async (tool: string) =>
+    (await readLines(execLog))
+      .map((l) => JSON.parse(l) as { tool: string; args: { tag?: string } })
+      .filter((e) => e.tool === tool);
 
   before(async () => {
     dir = await tempDir();
@@ -40,7 +42,10 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
     const next = await turn.callTool({ id: 't4', name: 'mcp__fixture__echo', arguments: { text: 'still working' } });
     assert.equal(textOf(next.content[0]), 'still working');
     const result = await turn.end();
-    assert.deepEqual(result.calls.map((c) => c.id), ['t1', 't2', 't3', 't4']);
+    assert.deepEqual(
+      result.calls.map((c) => c.id),
+      ['t1', 't2', 't3', 't4'],
+    );
   });
 
   test('an MCP request timeout is classified before the activity times out: a side-effecting call gets "result unknown"', async () => {
@@ -51,7 +56,11 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
       limits: { toolTimeoutMs: 3000 },
     });
     const started = Date.now();
-    const outcome = await turn.callTool({ id: 'slow', name: 'mcp__fixture__slow', arguments: { ms: 20_000, tag: 'timeout' } });
+    const outcome = await turn.callTool({
+      id: 'slow',
+      name: 'mcp__fixture__slow',
+      arguments: { ms: 20_000, tag: 'timeout' },
+    });
     const elapsed = Date.now() - started;
     assert.equal(outcome.status, 'error');
     assert.equal(outcome.errorKind, 'unknown_result');
@@ -66,7 +75,11 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
 
   test('progress notifications reach the activity as heartbeat details', async () => {
     const turn = await h.client.startTurn({ sessionId: `progress-${Date.now()}`, workspace: dir, servers: servers() });
-    const pending = turn.callTool({ id: 'p', name: 'mcp__fixture__progress', arguments: { steps: 8, intervalMs: 500 } });
+    const pending = turn.callTool({
+      id: 'p',
+      name: 'mcp__fixture__progress',
+      arguments: { steps: 8, intervalMs: 500 },
+    });
     const converter = h.client.client.options.loadedDataConverter.payloadConverter;
     let seen: unknown;
     await waitUntil('a progress heartbeat', async () => {
@@ -84,8 +97,14 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
 
   test('cancelling a call aborts it, tells the server, and the turn goes on', async () => {
     const turn = await h.client.startTurn({ sessionId: `cancel-${Date.now()}`, workspace: dir, servers: servers() });
-    const pending = turn.callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 60_000, tag: 'cancel-call' } });
-    await waitUntil('the slow call to start', async () => (await executions('slow')).some((e) => e.args.tag === 'cancel-call'));
+    const pending = turn.callTool({
+      id: 'c1',
+      name: 'mcp__fixture__slow',
+      arguments: { ms: 60_000, tag: 'cancel-call' },
+    });
+    await waitUntil('the slow call to start', async () =>
+      (await executions('slow')).some((e) => e.args.tag === 'cancel-call'),
+    );
     assert.equal(await turn.cancelCall('c1'), true);
     const outcome = await pending;
     assert.equal(outcome.errorKind, 'cancelled');
@@ -99,9 +118,17 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
   });
 
   test('cancelling the turn cancels its in-flight call on the server', async () => {
-    const turn = await h.client.startTurn({ sessionId: `cancel-turn-${Date.now()}`, workspace: dir, servers: servers() });
-    const pending = turn.callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 60_000, tag: 'cancel-turn' } }).catch((err: unknown) => err);
-    await waitUntil('the slow call to start', async () => (await executions('slow')).some((e) => e.args.tag === 'cancel-turn'));
+    const turn = await h.client.startTurn({
+      sessionId: `cancel-turn-${Date.now()}`,
+      workspace: dir,
+      servers: servers(),
+    });
+    const pending = turn
+      .callTool({ id: 'c1', name: 'mcp__fixture__slow', arguments: { ms: 60_000, tag: 'cancel-turn' } })
+      .catch((err: unknown) => err);
+    await waitUntil('the slow call to start', async () =>
+      (await executions('slow')).some((e) => e.args.tag === 'cancel-turn'),
+    );
     await turn.handle.cancel();
     await waitUntil('the server to receive notifications/cancelled', async () =>
       (await executions('cancelled')).some((e) => e.args.tag === 'cancel-turn'),
@@ -120,18 +147,29 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
     });
     const firstRunId = (await turn.handle.describe()).runId;
     for (let i = 1; i <= 7; i += 1) {
-      const outcome = await turn.callTool({ id: `long-${i}`, name: 'mcp__fixture__echo', arguments: { text: `long call ${i}` } });
+      const outcome = await turn.callTool({
+        id: `long-${i}`,
+        name: 'mcp__fixture__echo',
+        arguments: { text: `long call ${i}` },
+      });
       assert.equal(textOf(outcome.content[0]), `long call ${i}`);
     }
     assert.notEqual((await turn.handle.describe()).runId, firstRunId, 'the turn continued as new');
-    const retried = await turn.callTool({ id: 'long-2', name: 'mcp__fixture__echo', arguments: { text: 'long call 2' } });
+    const retried = await turn.callTool({
+      id: 'long-2',
+      name: 'mcp__fixture__echo',
+      arguments: { text: 'long call 2' },
+    });
     assert.equal(textOf(retried.content[0]), 'long call 2');
     const ran = (await executions('echo')).filter((e) => (e.args as { text?: string }).text === 'long call 2');
     assert.equal(ran.length, 1, 'a call retried after continue-as-new returns its recorded outcome');
     const result = await turn.end();
     assert.equal((result.callsBefore ?? 0) + result.calls.length, 7);
     const transcript = await h.client.transcript(turn.turnId);
-    assert.deepEqual(transcript.calls.map((c) => c.id), ['long-1', 'long-2', 'long-3', 'long-4', 'long-5', 'long-6', 'long-7']);
+    assert.deepEqual(
+      transcript.calls.map((c) => c.id),
+      ['long-1', 'long-2', 'long-3', 'long-4', 'long-5', 'long-6', 'long-7'],
+    );
     assert.equal(transcript.status?.servers[0]?.state, 'ready', 'status comes from the first run');
   });
 
@@ -145,7 +183,10 @@ describe('durable tool phases: failure tiers, timeouts, progress, cancellation',
     const long = await turn.callTool({ id: 'long', name: 'mcp__fixture__slow', arguments: { ms: 2500, tag: 'idle' } });
     assert.equal(long.status, 'ok', 'a call longer than the idle time is not cut short');
     for (let i = 0; i < 5; i += 1) {
-      assert.equal((await turn.callTool({ id: `quick-${i}`, name: 'mcp__fixture__echo', arguments: { text: 'q' } })).status, 'ok');
+      assert.equal(
+        (await turn.callTool({ id: `quick-${i}`, name: 'mcp__fixture__echo', arguments: { text: 'q' } })).status,
+        'ok',
+      );
     }
     const started = Date.now();
     const result = await turn.handle.result();

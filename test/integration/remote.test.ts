@@ -5,7 +5,13 @@
  * transport; no Temporal server is needed.
  */
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -21,7 +27,9 @@ interface Seen {
   headers: IncomingHttpHeaders;
 }
 
-async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ server: Server; origin: string }> {
+async function listen(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Promise<{ server: Server; origin: string }> {
   const server = createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
@@ -48,16 +56,32 @@ async function answer(seen: Seen[], req: IncomingMessage, res: ServerResponse): 
   {
     seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
     if (req.method !== 'POST') return void res.writeHead(req.method === 'DELETE' ? 200 : 405).end();
-    const message = JSON.parse(await readBody(req)) as { id?: number; method: string; params?: { name?: string; protocolVersion?: string; _meta?: { progressToken?: unknown } } };
+    const message = JSON.parse(await readBody(req)) as {
+      id?: number;
+      method: string;
+      params?: { name?: string; protocolVersion?: string; _meta?: { progressToken?: unknown } };
+    };
     if (message.id === undefined) return void res.writeHead(202).end();
-    const json = (result: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+    const json = (result: unknown) =>
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
     const text = (t: string) => ({ content: [{ type: 'text', text: t }] });
     if (message.method === 'initialize') {
-      return json({ protocolVersion: message.params?.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'remote-fixture', version: '1.0.0' } });
+      return json({
+        protocolVersion: message.params?.protocolVersion,
+        capabilities: { tools: {} },
+        serverInfo: { name: 'remote-fixture', version: '1.0.0' },
+      });
     }
     if (message.method === 'ping') return json({});
     if (message.method === 'tools/list') {
-      return json({ tools: ['small', 'huge', 'chatty_sse', 'huge_sse', 'whoami'].map((name) => ({ name, inputSchema: { type: 'object' } })) });
+      return json({
+        tools: ['small', 'huge', 'chatty_sse', 'huge_sse', 'whoami'].map((name) => ({
+          name,
+          inputSchema: { type: 'object' },
+        })),
+      });
     }
     const name = message.params?.name;
     if (name === 'small') return json(text('small answer'));
@@ -67,7 +91,11 @@ async function answer(seen: Seen[], req: IncomingMessage, res: ServerResponse): 
     const event = (data: unknown) => res.write(`event: message\ndata: ${JSON.stringify(data)}\n\n`);
     if (name === 'chatty_sse') {
       for (let i = 1; i <= 30; i++) {
-        event({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'p'.repeat(100 * 1024) } });
+        event({
+          jsonrpc: '2.0',
+          method: 'notifications/message',
+          params: { level: 'info', data: 'p'.repeat(100 * 1024) },
+        });
       }
       event({ jsonrpc: '2.0', id: message.id, result: text('chatty done') });
     } else {
@@ -78,7 +106,19 @@ async function answer(seen: Seen[], req: IncomingMessage, res: ServerResponse): 
 }
 
 function entry(name: string, url: string, type: 'http' | 'sse' = 'http'): ServerEntry {
-  return { name, layer: 'inline', source: '--mcp #1', trusted: true, type, url, args: [], env: {}, envFrom: {}, headers: {}, enabled: true };
+  return {
+    name,
+    layer: 'inline',
+    source: '--mcp #1',
+    trusted: true,
+    type,
+    url,
+    args: [],
+    env: {},
+    envFrom: {},
+    headers: {},
+    enabled: true,
+  };
 }
 
 function managed(e: ServerEntry, headers: Record<string, string>): ManagedServer {
@@ -102,7 +142,9 @@ describe('remote servers: redirects, credentials in clear, response size', { tim
   before(async () => {
     // The other origin: records every request, so a leaked header would show here.
     target = await listen(mcpHandler(targetSeen));
-    redirector = await listen((req, res) => void res.writeHead(307, { location: `${target.origin}${req.url ?? '/'}` }).end());
+    redirector = await listen(
+      (req, res) => void res.writeHead(307, { location: `${target.origin}${req.url ?? '/'}` }).end(),
+    );
     mcp = await listen(mcpHandler(mcpSeen));
   });
   after(async () => {
@@ -112,12 +154,19 @@ describe('remote servers: redirects, credentials in clear, response size', { tim
   for (const type of ['http', 'sse'] as const) {
     test(`${type}: a redirect to another origin is not followed, and its headers never reach it`, async () => {
       const before = targetSeen.length;
-      const server = managed(entry(`redir-${type}`, `${redirector.origin}/${type === 'sse' ? 'sse' : 'mcp'}`, type), { 'X-Api-Key': 'key-secret-4711', Authorization: 'Bearer token-secret-4711' });
+      const server = managed(entry(`redir-${type}`, `${redirector.origin}/${type === 'sse' ? 'sse' : 'mcp'}`, type), {
+        'X-Api-Key': 'key-secret-4711',
+        Authorization: 'Bearer token-secret-4711',
+      });
       await within(15_000, 'start', server.start());
       try {
         assert.equal(server.state, 'failed');
         assert.match(String(server.error), /not followed|307/, String(server.error));
-        assert.equal(targetSeen.length, before, `the other origin got no request: ${JSON.stringify(targetSeen.slice(before).map((s) => s.headers))}`);
+        assert.equal(
+          targetSeen.length,
+          before,
+          `the other origin got no request: ${JSON.stringify(targetSeen.slice(before).map((s) => s.headers))}`,
+        );
       } finally {
         await server.stop();
       }
@@ -161,13 +210,21 @@ describe('remote servers: redirects, credentials in clear, response size', { tim
 
   test('responses past the message limit are refused; a long SSE stream of small events is not', async () => {
     const client = new Client({ name: 'remote-test', version: '0.0.0' }, { capabilities: {} });
-    const transport = createRemoteTransport(entry('capped', `${mcp.origin}/mcp`), {}, new WireTracker(), { maxMessageBytes: MIB });
+    const transport = createRemoteTransport(entry('capped', `${mcp.origin}/mcp`), {}, new WireTracker(), {
+      maxMessageBytes: MIB,
+    });
     await within(10_000, 'connect', client.connect(transport));
     try {
       const small = await client.callTool({ name: 'small', arguments: {} });
       assert.deepEqual(small.content, [{ type: 'text', text: 'small answer' }]);
-      await assert.rejects(within(10_000, 'huge', client.callTool({ name: 'huge', arguments: {} })), /larger than 1048576 bytes/);
-      await assert.rejects(within(10_000, 'huge_sse', client.callTool({ name: 'huge_sse', arguments: {} })), /larger than 1048576 bytes/);
+      await assert.rejects(
+        within(10_000, 'huge', client.callTool({ name: 'huge', arguments: {} })),
+        /larger than 1048576 bytes/,
+      );
+      await assert.rejects(
+        within(10_000, 'huge_sse', client.callTool({ name: 'huge_sse', arguments: {} })),
+        /larger than 1048576 bytes/,
+      );
       // 3 MB in all, but no event above the limit.
       const chatty = await within(10_000, 'chatty_sse', client.callTool({ name: 'chatty_sse', arguments: {} }));
       assert.deepEqual(chatty.content, [{ type: 'text', text: 'chatty done' }]);

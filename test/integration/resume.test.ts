@@ -14,9 +14,16 @@ describe('a turn whose servers stopped while it was open', () => {
 
   test('the next call reconciles again and runs (it never started, so retrying is safe)', async () => {
     const sessionId = `resume-${Date.now()}`;
-    const turn = await h.client.startTurn({ sessionId, workspace: await tempDir(), servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] } });
+    const turn = await h.client.startTurn({
+      sessionId,
+      workspace: await tempDir(),
+      servers: { inlineSpecs: [`fixture:${process.execPath} ${fixtureServer}`] },
+    });
     const before = turn.status.servers[0]!.pid!;
-    assert.equal((await turn.callTool({ id: 'a', name: 'mcp__fixture__echo', arguments: { text: 'first' } })).status, 'ok');
+    assert.equal(
+      (await turn.callTool({ id: 'a', name: 'mcp__fixture__echo', arguments: { text: 'first' } })).status,
+      'ok',
+    );
     // The server dies while the turn stays open (an open turn holds its servers against the idle
     // stop, so a crash is what takes them away now).
     process.kill(-before, 'SIGKILL');

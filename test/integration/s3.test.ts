@@ -41,7 +41,14 @@ function storeSettings(prefix: string): S3StoreSettings {
 
 /** A client for the gateway with explicit credentials (the processes take them from AWS_* variables). */
 function s3Client(secret = versity.secret): S3Client {
-  return new S3Client({ region: 'us-east-1', endpoint: versity.endpoint, forcePathStyle: true, credentials: { accessKeyId: versity.access, secretAccessKey: secret }, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' });
+  return new S3Client({
+    region: 'us-east-1',
+    endpoint: versity.endpoint,
+    forcePathStyle: true,
+    credentials: { accessKeyId: versity.access, secretAccessKey: secret },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
 }
 
 function driver(prefix: string, secret?: string): S3StorageDriver {
@@ -64,7 +71,13 @@ before(async () => {
   await installClusterTools(await readDotEnv(), (m) => process.stderr.write(`${m}\n`), ['versitygw']);
   const dir = await tempDir('dmcp-s3-');
   logDir = dir;
-  versity = await startVersity({ dir, logDir, access: `test-${randomBytes(4).toString('hex')}`, secret: randomBytes(16).toString('hex'), buckets: [BUCKET] });
+  versity = await startVersity({
+    dir,
+    logDir,
+    access: `test-${randomBytes(4).toString('hex')}`,
+    secret: randomBytes(16).toString('hex'),
+    buckets: [BUCKET],
+  });
 });
 
 after(async () => {
@@ -72,7 +85,10 @@ after(async () => {
 });
 
 describe('the S3 storage driver', () => {
-  const payload = (text: string): Payload => ({ metadata: { encoding: new TextEncoder().encode('json/plain') }, data: new TextEncoder().encode(JSON.stringify(text)) });
+  const payload = (text: string): Payload => ({
+    metadata: { encoding: new TextEncoder().encode('json/plain') },
+    data: new TextEncoder().encode(JSON.stringify(text)),
+  });
 
   test('stores content-addressed under the prefix, and the claim holds only the digest', async () => {
     const d = driver('unit/');
@@ -96,20 +112,32 @@ describe('the S3 storage driver', () => {
     const digest = claim!.claimData.sha256!;
     const [file] = await objectFiles('tamper');
     await writeFile(file!, Buffer.from('something else'));
-    await assert.rejects(d.retrieve({}, [claim!]), new RegExp(`external payload ${digest} in s3://${BUCKET}/tamper/${digest}\\.bin is corrupt`));
+    await assert.rejects(
+      d.retrieve({}, [claim!]),
+      new RegExp(`external payload ${digest} in s3://${BUCKET}/tamper/${digest}\\.bin is corrupt`),
+    );
     await rm(file!);
-    await assert.rejects(d.retrieve({}, [claim!]), /is not in s3:\/\/dmcp-test\/tamper\/.*\(deleted by a lifecycle rule, or another bucket\/prefix\?\)/);
+    await assert.rejects(
+      d.retrieve({}, [claim!]),
+      /is not in s3:\/\/dmcp-test\/tamper\/.*\(deleted by a lifecycle rule, or another bucket\/prefix\?\)/,
+    );
   });
 
   test('a claim that is not a digest is refused before any request', async () => {
     const { StorageDriverClaim } = await import('@temporalio/common');
-    await assert.rejects(driver('x/').retrieve({}, [new StorageDriverClaim({ sha256: '../../etc/passwd' })]), /bad external payload claim/);
+    await assert.rejects(
+      driver('x/').retrieve({}, [new StorageDriverClaim({ sha256: '../../etc/passwd' })]),
+      /bad external payload claim/,
+    );
   });
 
-  test('wrong credentials fail with the service\'s code, and the message holds no secret', async () => {
+  test("wrong credentials fail with the service's code, and the message holds no secret", async () => {
     const wrongSecret = `wrong-${randomBytes(8).toString('hex')}`;
     await assert.rejects(driver('creds/', wrongSecret).store({}, [payload('x')]), (err: Error) => {
-      assert.match(err.message, /storing payload [0-9a-f]{64} in s3:\/\/dmcp-test\/creds\/.* failed: SignatureDoesNotMatch \(HTTP 403\)/);
+      assert.match(
+        err.message,
+        /storing payload [0-9a-f]{64} in s3:\/\/dmcp-test\/creds\/.* failed: SignatureDoesNotMatch \(HTTP 403\)/,
+      );
       assert.equal(err.message.includes(wrongSecret) || err.message.includes(versity.secret), false);
       return true;
     });
@@ -120,13 +148,22 @@ describe('the S3 storage driver', () => {
     process.env.AWS_ACCESS_KEY_ID = versity.access;
     process.env.AWS_SECRET_ACCESS_KEY = versity.secret;
     try {
-      const settings = loadSettings({ DMCP_S3_BUCKET: BUCKET, DMCP_S3_PREFIX: 'settings', DMCP_S3_ENDPOINT: versity.endpoint, DMCP_S3_FORCE_PATH_STYLE: '1', DMCP_EXTERNAL_THRESHOLD_BYTES: '1' });
+      const settings = loadSettings({
+        DMCP_S3_BUCKET: BUCKET,
+        DMCP_S3_PREFIX: 'settings',
+        DMCP_S3_ENDPOINT: versity.endpoint,
+        DMCP_S3_FORCE_PATH_STYLE: '1',
+        DMCP_EXTERNAL_THRESHOLD_BYTES: '1',
+      });
       const { dataConverterFor } = await import('../../payloads/dataConverter.js');
       const converter = dataConverterFor(settings);
       const s3 = converter.externalStorage!.drivers[0]!;
       assert.equal(s3.name, 'dmcp-s3');
       const [claim] = await s3.store({}, [payload('via settings')]);
-      assert.equal((await objectFiles('settings')).map((f) => f.endsWith(`${claim!.claimData.sha256}.bin`)).includes(true), true);
+      assert.equal(
+        (await objectFiles('settings')).map((f) => f.endsWith(`${claim!.claimData.sha256}.bin`)).includes(true),
+        true,
+      );
     } finally {
       process.env.AWS_ACCESS_KEY_ID = saved.id;
       process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
@@ -145,14 +182,29 @@ describe('workers and clients in different folders share large payloads through 
   let turnKey: Buffer;
 
   /** A converter whose filesystem store is in its own folder: only S3 is shared. */
-  const converterIn = (folder: string, encryptionKey = key): DataConverter => createDataConverter({ payloadDir: join(folder, 'payloads'), encryptionKey, s3: driver(prefix) });
+  const converterIn = (folder: string, encryptionKey = key): DataConverter =>
+    createDataConverter({ payloadDir: join(folder, 'payloads'), encryptionKey, s3: driver(prefix) });
 
   async function workerIn(folder: string): Promise<RunningWorker> {
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1', DMCP_DATA_DIR: join(folder, '.data') };
+    const env = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DMCP_NO_USER_CONFIG: '1',
+      DMCP_DATA_DIR: join(folder, '.data'),
+    };
     const settings = loadSettings(env);
     const connection = await NativeConnection.connect({ address: temporalAddress() });
     const boundary = { ...(await workerBoundary(settings, 'embedded', folder)), turnKey };
-    const worker = await startWorker({ connection, logger: pino({ level: 'silent' }), env, settings, taskQueue, dataConverter: converterIn(folder), workflowBundle: await bundle, boundary });
+    const worker = await startWorker({
+      connection,
+      logger: pino({ level: 'silent' }),
+      env,
+      settings,
+      taskQueue,
+      dataConverter: converterIn(folder),
+      workflowBundle: await bundle,
+      boundary,
+    });
     stops.push(async () => {
       await worker.shutdown();
       await connection.close();
@@ -161,7 +213,13 @@ describe('workers and clients in different folders share large payloads through 
   }
 
   async function clientIn(folder: string, dataConverter = converterIn(folder)): Promise<TurnClient> {
-    const client = await TurnClient.connect({ address: temporalAddress(), taskQueue, dataConverter, dataDir: join(folder, '.data'), turnKey });
+    const client = await TurnClient.connect({
+      address: temporalAddress(),
+      taskQueue,
+      dataConverter,
+      dataDir: join(folder, '.data'),
+      turnKey,
+    });
     stops.push(() => client.close());
     return client;
   }
@@ -175,26 +233,43 @@ describe('workers and clients in different folders share large payloads through 
   });
 
   test('a client writes big arguments a worker reads; the worker writes big results a client in a third folder reads', async () => {
-    const [workerDir, clientDir, readerDir, otherWorkerDir] = await Promise.all([tempDir(), tempDir(), tempDir(), tempDir()]);
+    const [workerDir, clientDir, readerDir, otherWorkerDir] = await Promise.all([
+      tempDir(),
+      tempDir(),
+      tempDir(),
+      tempDir(),
+    ]);
     const worker = await workerIn(workerDir);
     const client = await clientIn(clientDir);
     const sessionId = `s3-${randomBytes(4).toString('hex')}`;
     const marker = `MARKER-${randomBytes(8).toString('hex')}`;
     const bigArg = `${marker} ${'x'.repeat(40_000)}`;
-    const result = await within(60_000, 'turn 1', client.runBatch({
-      sessionId,
-      workspace: clientDir,
-      servers: { inlineSpecs: [`e:${process.execPath} ${echoServer}`, `big:${process.execPath} ${bigServer}`] },
-      calls: [[{ id: 'echo', name: 'mcp__e__echo', arguments: { text: bigArg } }], [{ id: 'txt', name: 'mcp__big__text', arguments: { bytes: 200_000, seed: marker } }]],
-    }));
+    const result = await within(
+      60_000,
+      'turn 1',
+      client.runBatch({
+        sessionId,
+        workspace: clientDir,
+        servers: { inlineSpecs: [`e:${process.execPath} ${echoServer}`, `big:${process.execPath} ${bigServer}`] },
+        calls: [
+          [{ id: 'echo', name: 'mcp__e__echo', arguments: { text: bigArg } }],
+          [{ id: 'txt', name: 'mcp__big__text', arguments: { bytes: 200_000, seed: marker } }],
+        ],
+      }),
+    );
     const [echo, txt] = result.calls;
     assert.equal(echo?.outcome.status, 'ok', JSON.stringify(echo?.outcome));
     assert.equal(textOf(echo.outcome.content[0]), bigArg, 'the worker read the arguments the client stored');
     assert.equal(txt?.outcome.status, 'ok', JSON.stringify(txt?.outcome));
-    assert.equal(textOf(txt.outcome.content[0]), bigText(200_000, marker), 'the client read the result the worker stored');
+    assert.equal(
+      textOf(txt.outcome.content[0]),
+      bigText(200_000, marker),
+      'the client read the result the worker stored',
+    );
 
     // Nothing large landed in either folder's filesystem store: S3 is the one store.
-    for (const dir of [workerDir, clientDir]) assert.deepEqual(await readdir(join(dir, 'payloads')).catch(() => []), []);
+    for (const dir of [workerDir, clientDir])
+      assert.deepEqual(await readdir(join(dir, 'payloads')).catch(() => []), []);
     const objects = await objectFiles(prefix);
     assert.ok(objects.length >= 2, `objects in S3: ${objects.length}`);
     // Encrypted before upload: no object holds the marker, in plain or compressed form a reader could grep.
@@ -209,13 +284,17 @@ describe('workers and clients in different folders share large payloads through 
     // A second worker in its own folder takes the session's next turn and reads turn 1's payloads.
     await worker.shutdown();
     await workerIn(otherWorkerDir);
-    const turn2 = await within(60_000, 'turn 2', client.runBatch({
-      sessionId,
-      turn: 2,
-      workspace: clientDir,
-      servers: { inlineSpecs: [`e:${process.execPath} ${echoServer}`] },
-      calls: [[{ id: 'echo2', name: 'mcp__e__echo', arguments: { text: bigArg } }]],
-    }));
+    const turn2 = await within(
+      60_000,
+      'turn 2',
+      client.runBatch({
+        sessionId,
+        turn: 2,
+        workspace: clientDir,
+        servers: { inlineSpecs: [`e:${process.execPath} ${echoServer}`] },
+        calls: [[{ id: 'echo2', name: 'mcp__e__echo', arguments: { text: bigArg } }]],
+      }),
+    );
     assert.equal(textOf(turn2.calls[0]!.outcome.content[0]), bigArg);
   });
 
@@ -226,8 +305,13 @@ describe('workers and clients in different folders share large payloads through 
     const digest = file.split('/').pop()!.replace('.bin', '');
     const converter = converterIn(folder, randomBytes(32).toString('base64'));
     const { StorageDriverClaim } = await import('@temporalio/common');
-    const [stored] = await converter.externalStorage!.drivers[0]!.retrieve({}, [new StorageDriverClaim({ sha256: digest })]);
+    const [stored] = await converter.externalStorage!.drivers[0]!.retrieve({}, [
+      new StorageDriverClaim({ sha256: digest }),
+    ]);
     const codecs = converter.payloadCodecs!;
-    await assert.rejects(codecs.reduceRight(async (acc, c) => c.decode(await acc), Promise.resolve([stored!])), /encrypted with key [0-9a-f]{12}, which this process does not have/);
+    await assert.rejects(
+      codecs.reduceRight(async (acc, c) => c.decode(await acc), Promise.resolve([stored!])),
+      /encrypted with key [0-9a-f]{12}, which this process does not have/,
+    );
   });
 });

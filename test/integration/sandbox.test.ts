@@ -25,7 +25,11 @@ interface Probe {
 }
 
 async function ask(turn: Turn, server: string, tool: string, args: Record<string, unknown> = {}): Promise<Probe> {
-  const outcome = await turn.callTool({ id: `${server}-${tool}-${randomBytes(3).toString('hex')}`, name: `mcp__${server}__${tool}`, arguments: args });
+  const outcome = await turn.callTool({
+    id: `${server}-${tool}-${randomBytes(3).toString('hex')}`,
+    name: `mcp__${server}__${tool}`,
+    arguments: args,
+  });
   assert.equal(outcome.status, 'ok', JSON.stringify(outcome));
   return JSON.parse(textOf(outcome.status === 'ok' ? outcome.content[0] : undefined) ?? 'null') as Probe;
 }
@@ -35,7 +39,12 @@ async function ask(turn: Turn, server: string, tool: string, args: Record<string
  * the workspace layer) both run the probe, so every sandbox assertion has a control that shows
  * what the same server can do outside the sandbox.
  */
-async function setUp(name: string, env: NodeJS.ProcessEnv, moreWorkspaceServers: Record<string, unknown> = {}, workspaceAt?: string) {
+async function setUp(
+  name: string,
+  env: NodeJS.ProcessEnv,
+  moreWorkspaceServers: Record<string, unknown> = {},
+  workspaceAt?: string,
+) {
   const root = await tempDir(`dmcp-sandbox-${name}-`);
   const configDir = join(root, 'config');
   // The default data dir (./.data): the client signs the turn's references with the turn key there.
@@ -48,7 +57,12 @@ async function setUp(name: string, env: NodeJS.ProcessEnv, moreWorkspaceServers:
   await writeFile(join(configDir, 'secret.txt'), 'config-dir-secret\n');
   await writeFile(join(dataDir, secretName), 'data-dir-secret\n');
   dataFiles.push(join(dataDir, secretName));
-  await writeFile(join(workspace, '.agents', 'mcp.json'), JSON.stringify({ mcpServers: { wsprobe: { ...probe, env: { PLAIN_SETTING: 'from-the-entry' } }, ...moreWorkspaceServers } }));
+  await writeFile(
+    join(workspace, '.agents', 'mcp.json'),
+    JSON.stringify({
+      mcpServers: { wsprobe: { ...probe, env: { PLAIN_SETTING: 'from-the-entry' } }, ...moreWorkspaceServers },
+    }),
+  );
   const marker = `marker-${randomBytes(6).toString('hex')}`;
   const h = await startHarness(`sandbox-${name}`, {
     ...config,
@@ -69,12 +83,16 @@ describe('untrusted stdio servers run in a sandbox', () => {
     hostTmp = await mkdtemp('/tmp/dmcp-host-secret-');
     strays.push(hostTmp);
     await writeFile(join(hostTmp, 'secret.txt'), 'host-tmp-secret\n');
-    s = await setUp('on', {}, {
-      // An entry cannot show its sandbox a host folder: not by naming it on its command line...
-      wsargs: { ...probe, args: [...probe.args, join(hostTmp, 'secret.txt'), `--data=${hostTmp}`] },
-      // ...nor by starting there.
-      wscwd: { ...probe, cwd: hostTmp },
-    });
+    s = await setUp(
+      'on',
+      {},
+      {
+        // An entry cannot show its sandbox a host folder: not by naming it on its command line...
+        wsargs: { ...probe, args: [...probe.args, join(hostTmp, 'secret.txt'), `--data=${hostTmp}`] },
+        // ...nor by starting there.
+        wscwd: { ...probe, cwd: hostTmp },
+      },
+    );
   });
   after(async () => {
     await s?.h.stop();
@@ -89,7 +107,11 @@ describe('untrusted stdio servers run in a sandbox', () => {
       // The control: outside the sandbox the file is there.
       assert.equal((await ask(turn, 'trusted', 'read', { path: secret })).value, 'host-tmp-secret\n');
       assert.equal(byName.wsargs?.state, 'ready', JSON.stringify(byName.wsargs));
-      assert.equal((await ask(turn, 'wsargs', 'read', { path: secret })).ok, false, 'a /tmp folder named on the command line is not shown');
+      assert.equal(
+        (await ask(turn, 'wsargs', 'read', { path: secret })).ok,
+        false,
+        'a /tmp folder named on the command line is not shown',
+      );
       assert.equal((await ask(turn, 'wsprobe', 'read', { path: secret })).ok, false);
       assert.equal(byName.wscwd?.state, 'failed', JSON.stringify(byName.wscwd));
       const source = join(s.workspace, '.agents', 'mcp.json');
@@ -111,7 +133,10 @@ describe('untrusted stdio servers run in a sandbox', () => {
       const trustedEnv = (await ask(turn, 'trusted', 'env')).value as Record<string, string>;
       assert.equal(trustedEnv.PROBE_WORKER_MARKER, s.marker);
       const workerEnviron = await ask(turn, 'trusted', 'environ', { pid: process.pid });
-      assert.ok(workerEnviron.ok && (workerEnviron.value as string[]).some((v) => v.startsWith('TEMPORAL_ADDRESS=')), JSON.stringify(workerEnviron).slice(0, 300));
+      assert.ok(
+        workerEnviron.ok && (workerEnviron.value as string[]).some((v) => v.startsWith('TEMPORAL_ADDRESS=')),
+        JSON.stringify(workerEnviron).slice(0, 300),
+      );
       assert.equal((await ask(turn, 'trusted', 'read', { path: s.dataSecret })).value, 'data-dir-secret\n');
       assert.ok(((await ask(turn, 'trusted', 'pids')).value as number[]).includes(process.pid));
 
@@ -120,16 +145,26 @@ describe('untrusted stdio servers run in a sandbox', () => {
       assert.equal(env.PROBE_WORKER_MARKER, undefined);
       assert.equal(env.TEMPORAL_ADDRESS, undefined);
       assert.equal(env.PLAIN_SETTING, 'from-the-entry');
-      assert.deepEqual(Object.keys(env).filter((k) => !['PATH', 'HOME', 'LANG', 'PLAIN_SETTING', 'PWD'].includes(k)), [], JSON.stringify(env));
+      assert.deepEqual(
+        Object.keys(env).filter((k) => !['PATH', 'HOME', 'LANG', 'PLAIN_SETTING', 'PWD'].includes(k)),
+        [],
+        JSON.stringify(env),
+      );
 
       // No other process: the worker's PID is not there, and its parent holds no worker variable.
       const pids = (await ask(turn, 'wsprobe', 'pids')).value as number[];
-      assert.ok(!pids.includes(process.pid) || process.pid < 10, `worker PID ${process.pid} visible: ${JSON.stringify(pids)}`);
+      assert.ok(
+        !pids.includes(process.pid) || process.pid < 10,
+        `worker PID ${process.pid} visible: ${JSON.stringify(pids)}`,
+      );
       assert.ok(pids.length < 10, `only the sandbox's own processes: ${JSON.stringify(pids)}`);
       const worker = await ask(turn, 'wsprobe', 'environ', { pid: process.pid });
       assert.ok(!JSON.stringify(worker).includes('TEMPORAL_ADDRESS'), JSON.stringify(worker).slice(0, 300));
       const parent = await ask(turn, 'wsprobe', 'environ');
-      assert.ok(!JSON.stringify(parent).includes('TEMPORAL_ADDRESS') && !JSON.stringify(parent).includes(s.marker), JSON.stringify(parent).slice(0, 300));
+      assert.ok(
+        !JSON.stringify(parent).includes('TEMPORAL_ADDRESS') && !JSON.stringify(parent).includes(s.marker),
+        JSON.stringify(parent).slice(0, 300),
+      );
 
       // The data dir and the config dir are empty inside.
       assert.equal((await ask(turn, 'wsprobe', 'read', { path: s.dataSecret })).ok, false);
@@ -157,7 +192,7 @@ describe('untrusted stdio servers run in a sandbox', () => {
   });
 });
 
-describe('the sandbox hides the files the worker\'s settings name, and its home', () => {
+describe("the sandbox hides the files the worker's settings name, and its home", () => {
   // Outside the host's /tmp, which the private /tmp hides anyway: under the working directory.
   const base = resolve(`.dmcp-sandbox-secrets-${randomBytes(4).toString('hex')}`);
   const home = join(base, 'home');
@@ -182,14 +217,19 @@ describe('the sandbox hides the files the worker\'s settings name, and its home'
     await writeFile(join(workspace, 'notes.txt'), 'workspace notes\n');
     await mkdir(join(home, '.agents'), { recursive: true });
     await writeFile(join(home, '.agents', 'mcp.json'), JSON.stringify({ mcpServers: { homeprobe: probe } }));
-    s = await setUp('hide', {
-      HOME: home,
-      TEMPORAL_TLS_CLIENT_KEY_PATH: secrets.tlsKey,
-      TEMPORAL_TLS_CLIENT_CERT_PATH: secrets.tlsCert,
-      TEMPORAL_CONFIG_FILE: secrets.profile,
-      DMCP_API_TOKENS_FILE: secrets.tokensFile,
-      DMCP_SANDBOX_HIDE: join(base, 'extra'),
-    }, {}, workspace);
+    s = await setUp(
+      'hide',
+      {
+        HOME: home,
+        TEMPORAL_TLS_CLIENT_KEY_PATH: secrets.tlsKey,
+        TEMPORAL_TLS_CLIENT_CERT_PATH: secrets.tlsCert,
+        TEMPORAL_CONFIG_FILE: secrets.profile,
+        DMCP_API_TOKENS_FILE: secrets.tokensFile,
+        DMCP_SANDBOX_HIDE: join(base, 'extra'),
+      },
+      {},
+      workspace,
+    );
   });
   after(async () => {
     await s?.h.stop();
@@ -208,7 +248,10 @@ describe('the sandbox hides the files the worker\'s settings name, and its home'
         if ((await ask(turn, 'wsprobe', 'read', { path: file })).ok) readable.push(name);
       }
       assert.deepEqual(readable, [], 'secrets readable in the sandbox');
-      assert.equal((await ask(turn, 'wsprobe', 'read', { path: join(workspace, 'notes.txt') })).value, 'workspace notes\n');
+      assert.equal(
+        (await ask(turn, 'wsprobe', 'read', { path: join(workspace, 'notes.txt') })).value,
+        'workspace notes\n',
+      );
       const made = join(workspace, 'made-by-probe.txt');
       assert.deepEqual(await ask(turn, 'wsprobe', 'write', { path: made }), { ok: true, value: 'written' });
       assert.equal(await readFile(made, 'utf8'), 'written by the probe server\n');

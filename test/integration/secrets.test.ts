@@ -68,7 +68,13 @@ function base64Fields(node: unknown, out: string[] = []): string[] {
 /** Every form of `value` that must not be found: itself and its usual encodings. */
 function forms(value: string): string[] {
   const basic = Buffer.from(`user:${value}`).toString('base64');
-  return [value, Buffer.from(value).toString('base64'), Buffer.from(value).toString('base64url'), encodeURIComponent(value), basic.slice(8, 40)];
+  return [
+    value,
+    Buffer.from(value).toString('base64'),
+    Buffer.from(value).toString('base64url'),
+    encodeURIComponent(value),
+    basic.slice(8, 40),
+  ];
 }
 
 /**
@@ -79,20 +85,25 @@ function forms(value: string): string[] {
 async function startReflectingServer(): Promise<{ server: Server; port: number }> {
   const server = createServer((req, res) => {
     const mcp = new McpServer({ name: 'reflect', version: '1.0.0' });
-    mcp.registerTool('reflect', { description: 'Returns the request it was sent.', inputSchema: {} }, async (_args, extra) => {
-      const headers = extra.requestInfo?.headers ?? {};
-      const seen = `${req.url ?? ''} ${String(headers['x-api-key'])}`;
-      return {
-        content: [
-          { type: 'text', text: `url=${req.url ?? ''} x-api-key=${String(headers['x-api-key'])}` },
-          { type: 'text', text: `encoded: ${Buffer.from(seen).toString('base64')} ${encodeURIComponent(seen)}` },
-        ],
-        structuredContent: { headers, [String(headers['x-api-key'])]: 'key as a key' },
-      };
-    });
+    mcp.registerTool(
+      'reflect',
+      { description: 'Returns the request it was sent.', inputSchema: {} },
+      async (_args, extra) => {
+        const headers = extra.requestInfo?.headers ?? {};
+        const seen = `${req.url ?? ''} ${String(headers['x-api-key'])}`;
+        return {
+          content: [
+            { type: 'text', text: `url=${req.url ?? ''} x-api-key=${String(headers['x-api-key'])}` },
+            { type: 'text', text: `encoded: ${Buffer.from(seen).toString('base64')} ${encodeURIComponent(seen)}` },
+          ],
+          structuredContent: { headers, [String(headers['x-api-key'])]: 'key as a key' },
+        };
+      },
+    );
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on('close', () => void transport.close());
-    mcp.connect(transport)
+    mcp
+      .connect(transport)
       .then(() => transport.handleRequest(req, res))
       .catch(() => res.writeHead(500).end());
   });
@@ -148,11 +159,18 @@ describe('proof of no leak: secrets in history, status and logs', () => {
       file,
       JSON.stringify({
         mcpServers: {
-          withSecret: { command: process.execPath, args: [slowStdio], envFrom: { MY_SECRET: 'STDIO_SECRET' }, env: { FIXTURE_STDERR_VAR: 'MY_SECRET' } },
+          withSecret: {
+            command: process.execPath,
+            args: [slowStdio],
+            envFrom: { MY_SECRET: 'STDIO_SECRET' },
+            env: { FIXTURE_STDERR_VAR: 'MY_SECRET' },
+          },
           plain: { command: process.execPath, args: [slowStdio] },
           leaky: {
-            command: process.execPath, args: [slowStdio],
-            envFrom: { MY_SECRET: 'STDIO_SECRET' }, env: { FIXTURE_STDERR_VAR: 'MY_SECRET', FIXTURE_EXIT_AFTER_LEAK: '1' },
+            command: process.execPath,
+            args: [slowStdio],
+            envFrom: { MY_SECRET: 'STDIO_SECRET' },
+            env: { FIXTURE_STDERR_VAR: 'MY_SECRET', FIXTURE_EXIT_AFTER_LEAK: '1' },
           },
           web: { url: `http://127.0.0.1:${port}/mcp`, bearerTokenEnv: 'WEB_TOKEN' },
         },
@@ -161,17 +179,23 @@ describe('proof of no leak: secrets in history, status and logs', () => {
     const sessionId = `secrets-${randomBytes(4).toString('hex')}`;
     const turn = await h.client.startTurn({ sessionId, workspace: dir, servers: { mcpConfigFiles: [file] } });
     const byName = Object.fromEntries(turn.status.servers.map((s) => [s.name, s]));
-    for (const name of ['withSecret', 'plain', 'web']) assert.equal(byName[name]?.state, 'ready', `${name}: ${byName[name]?.error}`);
+    for (const name of ['withSecret', 'plain', 'web'])
+      assert.equal(byName[name]?.state, 'ready', `${name}: ${byName[name]?.error}`);
     // The leaky server printed the secret and exited: its start error carries its stderr, scrubbed.
     assert.equal(byName.leaky?.state, 'failed');
     assert.match(byName.leaky?.error ?? '', /MY_SECRET=\[redacted\]/);
 
     let n = 0;
-    const call = async (name: string, args: Record<string, unknown> = {}) => text(await turn.callTool({ id: `call-${++n}`, name, arguments: args }));
+    const call = async (name: string, args: Record<string, unknown> = {}) =>
+      text(await turn.callTool({ id: `call-${++n}`, name, arguments: args }));
 
     assert.equal(await call('mcp__web__whoami'), 'token ok', 'the HTTP server received the bearer token');
     assert.equal(await call('mcp__withSecret__env', { name: 'MY_SECRET' }), 'set', 'envFrom reached the stdio server');
-    assert.equal(await call('mcp__withSecret__echoEnv', { name: 'MY_SECRET' }), 'value: [redacted]', 'a secret a server hands back is scrubbed from its result');
+    assert.equal(
+      await call('mcp__withSecret__echoEnv', { name: 'MY_SECRET' }),
+      'value: [redacted]',
+      'a secret a server hands back is scrubbed from its result',
+    );
     const withSecretHashes = (await call('mcp__withSecret__envHashes')).split('\n');
     assert.ok(withSecretHashes.includes(sha256(secrets.STDIO_SECRET)), 'the stdio server holds the secret value');
     assert.ok(!withSecretHashes.includes(sha256(secrets.WEB_TOKEN)), 'but not the HTTP token');
@@ -203,34 +227,61 @@ describe('proof of no leak: secrets in history, status and logs', () => {
       for (const value of Object.values(p.metadata ?? {})) plain.push(Buffer.from(value).toString('utf8'));
     }
     // The search must see the content, or finding nothing proves nothing.
-    assert.ok(plain.some((t) => t.includes('token ok')), 'decoded payloads hold the call outcomes');
-    assert.ok(plain.some((t) => t.includes('MY_SECRET=[redacted]')), 'decoded payloads hold the status');
+    assert.ok(
+      plain.some((t) => t.includes('token ok')),
+      'decoded payloads hold the call outcomes',
+    );
+    assert.ok(
+      plain.some((t) => t.includes('MY_SECRET=[redacted]')),
+      'decoded payloads hold the status',
+    );
 
     // --- status, twice: as the turn returned it and as the client reads it later
     const later = await h.client.getStatus(sessionId);
     assert.ok(later?.status, 'the status is readable after the turn');
-    const statusTexts = [JSON.stringify(turn.status), turn.serversParagraph, JSON.stringify(later.status), JSON.stringify(result)];
+    const statusTexts = [
+      JSON.stringify(turn.status),
+      turn.serversParagraph,
+      JSON.stringify(later.status),
+      JSON.stringify(result),
+    ];
 
     // --- logs: the worker logged the server's stderr line, scrubbed
     const logs = h.logs.join('\n');
     assert.match(logs, /MY_SECRET=\[redacted\]/, 'the stderr line that printed the secret was logged, scrubbed');
 
-    const places: Record<string, string[]> = { history: [json], base64: decodedBase64, payloads: plain, status: statusTexts, logs: h.logs, sdkLogs: runtimeLogs };
+    const places: Record<string, string[]> = {
+      history: [json],
+      base64: decodedBase64,
+      payloads: plain,
+      status: statusTexts,
+      logs: h.logs,
+      sdkLogs: runtimeLogs,
+    };
     for (const [name, value] of Object.entries(secrets)) {
       for (const [place, texts] of Object.entries(places)) {
-        for (const form of forms(value)) assert.ok(!texts.some((t) => t.includes(form)), `${name} (as ${form.slice(0, 12)}...) appears in ${place}`);
+        for (const form of forms(value))
+          assert.ok(!texts.some((t) => t.includes(form)), `${name} (as ${form.slice(0, 12)}...) appears in ${place}`);
       }
     }
   });
-  test('a remote server\'s own header values and URL token never reach history, even when it sends them back', async () => {
+  test("a remote server's own header values and URL token never reach history, even when it sends them back", async () => {
     const headerValue = secret('hdr-');
     const queryToken = secret('qry-');
     const reflecting = await startReflectingServer();
     try {
       const file = join(dir, 'reflect.json');
-      await writeFile(file, JSON.stringify({
-        mcpServers: { reflect: { url: `http://127.0.0.1:${reflecting.port}/mcp?key=${queryToken}`, headers: { 'X-Api-Key': headerValue } } },
-      }));
+      await writeFile(
+        file,
+        JSON.stringify({
+          mcpServers: {
+            reflect: {
+              url: `http://127.0.0.1:${reflecting.port}/mcp?key=${queryToken}`,
+              headers: { 'X-Api-Key': headerValue },
+            },
+          },
+        }),
+      );
       const sessionId = `secrets-remote-${randomBytes(4).toString('hex')}`;
       const turn = await h.client.startTurn({ sessionId, workspace: dir, servers: { mcpConfigFiles: [file] } });
       assert.equal(turn.status.servers[0]?.state, 'ready', turn.status.servers[0]?.error);
@@ -244,7 +295,10 @@ describe('proof of no leak: secrets in history, status and logs', () => {
       const decoded = base64Fields(JSON.parse(json) as unknown);
       for (const [name, value] of Object.entries({ headerValue, queryToken })) {
         for (const form of forms(value)) {
-          assert.ok(!json.includes(form) && !decoded.some((t) => t.includes(form)), `${name} (as ${form.slice(0, 12)}...) appears in history`);
+          assert.ok(
+            !json.includes(form) && !decoded.some((t) => t.includes(form)),
+            `${name} (as ${form.slice(0, 12)}...) appears in history`,
+          );
           assert.ok(!JSON.stringify(outcome).includes(form), `${name} appears in the outcome`);
         }
       }
@@ -254,7 +308,7 @@ describe('proof of no leak: secrets in history, status and logs', () => {
     }
   });
 
-  test('the Temporal SDK\'s own log stream goes through the same scrubbing', () => {
+  test("the Temporal SDK's own log stream goes through the same scrubbing", () => {
     const before = runtimeLogs.length;
     // What the SDK logs (activity failures, workflow task errors) may quote a secret in its message or meta.
     Runtime.instance().logger.warn(`sdk says ${secrets.ANTHROPIC_API_KEY}`, {
@@ -266,7 +320,8 @@ describe('proof of no leak: secrets in history, status and logs', () => {
     assert.equal(lines.length, 1, 'the SDK log line was captured');
     assert.match(lines[0]!, /sdk says \[redacted\]/);
     for (const [name, value] of Object.entries(secrets)) {
-      for (const form of forms(value)) assert.ok(!runtimeLogs.some((l) => l.includes(form)), `${name} appears in the SDK log`);
+      for (const form of forms(value))
+        assert.ok(!runtimeLogs.some((l) => l.includes(form)), `${name} appears in the SDK log`);
     }
   });
 });

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { DEFAULT_SHAPE_LIMITS } from '../../shaping/index.js';
 import { everythingServer, startHarness, tempDir, type Harness } from '../support/harness.js';
 
-describe("shaping real server-everything results for the model", () => {
+describe('shaping real server-everything results for the model', () => {
   let h: Harness;
   before(async () => {
     h = await startHarness('shaping');
@@ -43,17 +43,29 @@ describe("shaping real server-everything results for the model", () => {
     }
 
     const embeddedText = await call('res', 'get-resource-reference', { resourceType: 'Text', resourceId: 1 });
-    const resource = embeddedText.outcome.content.find((b) => b.type === 'resource')?.resource as { uri: string; text?: string } | undefined;
+    const resource = embeddedText.outcome.content.find((b) => b.type === 'resource')?.resource as
+      | { uri: string; text?: string }
+      | undefined;
     assert.ok(resource?.text, 'server-everything embedded a text resource');
     assert.ok(embeddedText.model.text.includes(resource.text), 'embedded text resources become text');
 
     const structured = await call('st', 'get-structured-content', { location: 'Chicago' });
     assert.ok(structured.outcome.structuredContent, 'structuredContent is kept in the outcome');
     assert.equal(typeof structured.outcome.structuredContent.temperature, 'number');
-    const both = await call('st2', 'get-structured-content', { location: 'Chicago' }, { ...DEFAULT_SHAPE_LIMITS, structured: 'both' });
+    const both = await call(
+      'st2',
+      'get-structured-content',
+      { location: 'Chicago' },
+      { ...DEFAULT_SHAPE_LIMITS, structured: 'both' },
+    );
     assert.match(both.model.text, /"temperature"/);
 
-    const capped = await call('cap', 'echo', { message: 'word '.repeat(400) }, { ...DEFAULT_SHAPE_LIMITS, maxTokens: 50 });
+    const capped = await call(
+      'cap',
+      'echo',
+      { message: 'word '.repeat(400) },
+      { ...DEFAULT_SHAPE_LIMITS, maxTokens: 50 },
+    );
     assert.ok(capped.model.cutTokens > 0);
     assert.match(capped.model.text, /tokens cut/);
     await turn.end();

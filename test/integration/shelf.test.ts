@@ -14,17 +14,28 @@ import { after, before, describe, test } from 'node:test';
 import { ensureTurnKey } from '../../config/load.js';
 import { dataConverterFor } from '../../payloads/dataConverter.js';
 import { loadSettings } from '../../settings/index.js';
-import { cliScript as cli, killGroups, runCli, startHarness, temporalAddress, tempDir, waitUntil, type Harness } from '../support/harness.js';
+import {
+  cliScript as cli,
+  killGroups,
+  runCli,
+  startHarness,
+  temporalAddress,
+  tempDir,
+  waitUntil,
+  type Harness,
+} from '../support/harness.js';
 
 const httpFixture = fileURLToPath(new URL('../fixtures/httpFixtureServer.js', import.meta.url));
 const oauthFixture = fileURLToPath(new URL('../fixtures/oauthServer.js', import.meta.url));
-
 
 const started = new Set<number>();
 
 /** Starts the HTTP fixture server and waits for its port. */
 async function startFixture(mode: 'http' | 'sse', env: NodeJS.ProcessEnv = {}): Promise<number> {
-  const child = spawn(process.execPath, [httpFixture, mode], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [httpFixture, mode], {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   started.add(child.pid!);
   return new Promise<number>((resolve, reject) => {
     let out = '';
@@ -43,7 +54,10 @@ async function startFixture(mode: 'http' | 'sse', env: NodeJS.ProcessEnv = {}): 
 
 /** Starts the OAuth-protected MCP fixture (consent is automatic) and waits for its addresses. */
 async function startOAuthFixture(): Promise<{ url: string }> {
-  const child = spawn(process.execPath, [oauthFixture], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [oauthFixture], {
+    env: { PATH: process.env.PATH },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   started.add(child.pid!);
   return new Promise((resolve, reject) => {
     let out = '';
@@ -79,10 +93,21 @@ describe('durable-mcp mcp against TEMPORAL_ADDRESS with a worker on its queue', 
   before(async () => {
     dataDir = await tempDir('dmcp-shelf-cli-');
     // The worker reads what the CLI writes: the same data converter, as in a deployment.
-    harness = await startHarness('shelf-cli', {}, { dataConverter: dataConverterFor(loadSettings({ DMCP_DATA_DIR: dataDir })) });
+    harness = await startHarness(
+      'shelf-cli',
+      {},
+      { dataConverter: dataConverterFor(loadSettings({ DMCP_DATA_DIR: dataDir })) },
+    );
     // The workers' key: a cluster's CLI signs with the same file.
     await ensureTurnKey(dataDir);
-    env = { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: temporalAddress(), DMCP_TASK_QUEUE: harness.taskQueue, DMCP_DATA_DIR: dataDir, DMCP_NO_USER_CONFIG: '1' };
+    env = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      TEMPORAL_ADDRESS: temporalAddress(),
+      DMCP_TASK_QUEUE: harness.taskQueue,
+      DMCP_DATA_DIR: dataDir,
+      DMCP_NO_USER_CONFIG: '1',
+    };
     ports = {
       open: await startFixture('http'),
       locked: await startFixture('http', { FIXTURE_EXPECT_TOKEN: 'fixture-token-123' }),
@@ -105,18 +130,44 @@ describe('durable-mcp mcp against TEMPORAL_ADDRESS with a worker on its queue', 
     const open = `http://127.0.0.1:${ports.open}/mcp`;
     const added = await mcp('add', 'docs', open, '--agent', 'support-bot', '--header', 'X-Team: core');
     assert.equal(added.code, 0, added.stderr);
-    assert.match(added.stdout, new RegExp(`^added docs \\(http ${open.replace(/[.]/g, '\\.')}\\); granted to support-bot \\(shelf version 1\\)$`, 'm'));
+    assert.match(
+      added.stdout,
+      new RegExp(
+        `^added docs \\(http ${open.replace(/[.]/g, '\\.')}\\); granted to support-bot \\(shelf version 1\\)$`,
+        'm',
+      ),
+    );
     const again = await mcp('add', 'docs', open, '--agent', 'support-bot', '--header', 'X-Team: core');
     assert.equal(again.code, 0, again.stderr);
-    assert.match(again.stdout, /^docs is on the shelf already with this entry and granted to support-bot; nothing changed$/m);
+    assert.match(
+      again.stdout,
+      /^docs is on the shelf already with this entry and granted to support-bot; nothing changed$/m,
+    );
     const helper = await mcp('add', 'docs', open, '--agent', 'helper', '--header', 'X-Team: core');
-    assert.match(helper.stdout, /^docs is on the shelf already with this entry; granted to helper \(shelf version 2\)$/m);
+    assert.match(
+      helper.stdout,
+      /^docs is on the shelf already with this entry; granted to helper \(shelf version 2\)$/m,
+    );
 
     for (const args of [
       ['add', 'locked', `http://127.0.0.1:${ports.locked}/mcp`, '--agent', 'support-bot'],
       ['add', 'stream', 'sse', `http://127.0.0.1:${ports.sse}/sse`, '--agent', 'triage'],
       ['add', 'gone', `http://127.0.0.1:${ports.closed}/mcp`, '--agent', 'triage'],
-      ['add', 'files', '--agent', 'support-bot', '--agent', 'triage', '--env', 'GITHUB_TOKEN=${GITHUB_TOKEN}', '--', process.execPath, '--version', '--agent', 'x'],
+      [
+        'add',
+        'files',
+        '--agent',
+        'support-bot',
+        '--agent',
+        'triage',
+        '--env',
+        'GITHUB_TOKEN=${GITHUB_TOKEN}',
+        '--',
+        process.execPath,
+        '--version',
+        '--agent',
+        'x',
+      ],
       ['add', 'idle', 'https://idle.example/mcp'],
     ]) {
       const r = await mcp(...args);
@@ -127,19 +178,35 @@ describe('durable-mcp mcp against TEMPORAL_ADDRESS with a worker on its queue', 
     const lines = list.stdout.trimEnd().split('\n');
     assert.match(lines[0]!, /^SERVER\s+TRANSPORT\s+WHERE\s+STATE\s+AGENTS$/);
     const row = (name: string) => lines.find((l) => l.startsWith(`${name} `)) ?? '';
-    assert.match(row('docs'), /\s+http\s+http:\/\/127\.0\.0\.1:\d+\/mcp\s+reachable \(legacy MCP\)\s+helper, support-bot$/);
+    assert.match(
+      row('docs'),
+      /\s+http\s+http:\/\/127\.0\.0\.1:\d+\/mcp\s+reachable \(legacy MCP\)\s+helper, support-bot$/,
+    );
     assert.match(row('locked'), /\s+wants an account: durable-mcp mcp login locked\s+support-bot$/);
     assert.match(row('stream'), /\s+sse\s+http:\/\/127\.0\.0\.1:\d+\/sse\s+reachable \(legacy MCP\)\s+triage$/);
     assert.match(row('gone'), /\s+unreachable: ECONNREFUSED\s+triage$/);
     // Everything after "--" is the command's, "--agent x" included.
-    assert.match(row('files'), new RegExp(`\\s+stdio\\s+${process.execPath.replace(/[.]/g, '\\.')} --version --agent x\\s+command\\s+support-bot, triage$`));
+    assert.match(
+      row('files'),
+      new RegExp(
+        `\\s+stdio\\s+${process.execPath.replace(/[.]/g, '\\.')} --version --agent x\\s+command\\s+support-bot, triage$`,
+      ),
+    );
     assert.match(row('idle'), /\s+not granted\s+-$/);
 
     const json = await mcp('list', '--json');
     assert.equal(json.code, 0, json.stderr);
-    const parsed = JSON.parse(json.stdout) as { version: number; servers: { name: string; state: string; agents: string[]; entry: unknown }[] };
+    const parsed = JSON.parse(json.stdout) as {
+      version: number;
+      servers: { name: string; state: string; agents: string[]; entry: unknown }[];
+    };
     assert.equal(parsed.version, 8);
-    assert.deepEqual(parsed.servers.find((s) => s.name === 'files')?.entry, { type: 'stdio', command: process.execPath, args: ['--version', '--agent', 'x'], env: { GITHUB_TOKEN: '${GITHUB_TOKEN}' } });
+    assert.deepEqual(parsed.servers.find((s) => s.name === 'files')?.entry, {
+      type: 'stdio',
+      command: process.execPath,
+      args: ['--version', '--agent', 'x'],
+      env: { GITHUB_TOKEN: '${GITHUB_TOKEN}' },
+    });
 
     const granted = await mcp('grant', 'idle', '--agent', 'triage');
     assert.equal(granted.code, 0, granted.stderr);
@@ -150,7 +217,10 @@ describe('durable-mcp mcp against TEMPORAL_ADDRESS with a worker on its queue', 
     assert.match(droppedAgain.stdout, /^triage does not have files; nothing changed$/m);
     const forgot = await mcp('forget', 'docs');
     assert.equal(forgot.code, 0, forgot.stderr);
-    assert.match(forgot.stdout, /^forgot docs \(shelf version 11\); taken from helper, support-bot as of their next turn$/m);
+    assert.match(
+      forgot.stdout,
+      /^forgot docs \(shelf version 11\); taken from helper, support-bot as of their next turn$/m,
+    );
     const forgotAgain = await mcp('forget', 'docs');
     assert.match(forgotAgain.stdout, /^docs is not on the shelf; nothing changed$/m);
 
@@ -161,18 +231,33 @@ describe('durable-mcp mcp against TEMPORAL_ADDRESS with a worker on its queue', 
     assert.match(entries[0]!, /^\d{4}-\d\d-\d\dT[\d:.]+Z {2}add {5}docs \(agent support-bot\) {2}by cli \S+@\S+$/);
     assert.match(entries[1]!, / {2}add {5}docs \(agent helper\) {2}by cli /);
     assert.match(entries[10]!, / {2}forget {2}docs {2}by cli /);
-    assert.match(entries[11]!, /^\(the newest 11 changes; the history of workflow durable-mcp\/shelf\/test-shelf-cli-\w+ holds every one\)$/);
+    assert.match(
+      entries[11]!,
+      /^\(the newest 11 changes; the history of workflow durable-mcp\/shelf\/test-shelf-cli-\w+ holds every one\)$/,
+    );
   });
 
   test('refusals: one line naming the field, exit code 2, and nothing recorded', async () => {
     const before = JSON.parse((await mcp('log', '--json')).stdout) as { version: number };
     const rows: [string[], RegExp][] = [
       [['add', 'bad__name', 'https://x.example/mcp'], /^error: server name "bad__name" has two separators in a row/],
-      [['add', 'leak', 'https://x.example/mcp', '--header', 'Authorization: Bearer abc123'], /^error: server "leak": headers\.Authorization holds a literal credential/],
-      [['add', 'leak', '--env', 'API_KEY=sk-live-123', '--', 'srv'], /^error: server "leak": env\.API_KEY holds a literal value/],
+      [
+        ['add', 'leak', 'https://x.example/mcp', '--header', 'Authorization: Bearer abc123'],
+        /^error: server "leak": headers\.Authorization holds a literal credential/,
+      ],
+      [
+        ['add', 'leak', '--env', 'API_KEY=sk-live-123', '--', 'srv'],
+        /^error: server "leak": env\.API_KEY holds a literal value/,
+      ],
       [['add', 'ws', 'wss://x.example/mcp'], /^error: server "ws": WebSocket URLs/],
-      [['add', 'bad', 'https://x.example/mcp', '--agent', 'no spaces'], /^error: --agent: agent ID "no spaces" is not valid/],
-      [['add', 'stream', 'sse', 'https://other.example/sse'], /^error: url: "stream" is on the shelf already with another url; take it off first \(durable-mcp mcp forget stream\)/],
+      [
+        ['add', 'bad', 'https://x.example/mcp', '--agent', 'no spaces'],
+        /^error: --agent: agent ID "no spaces" is not valid/,
+      ],
+      [
+        ['add', 'stream', 'sse', 'https://other.example/sse'],
+        /^error: url: "stream" is on the shelf already with another url; take it off first \(durable-mcp mcp forget stream\)/,
+      ],
       [['grant', 'nope', '--agent', 'bot'], /^error: server: "nope" is not on the shelf; add it first/],
       [['grant', 'stream'], /^error: mcp grant needs --agent <id>/],
       [['drop', 'stream'], /^error: mcp drop needs --agent <id>/],
@@ -207,7 +292,11 @@ describe('durable-mcp mcp against TEMPORAL_ADDRESS with a worker on its queue', 
     assert.equal(begun.code, 0, begun.stderr);
     const authorizationUrl = /^ {2}(http\S+\/authorize\?\S+)$/m.exec(begun.stdout)?.[1];
     assert.ok(authorizationUrl, begun.stdout);
-    assert.match(authorizationUrl, new RegExp(`resource=${encodeURIComponent(url).replace(/[.]/g, '\\.')}`), 'the login is for the shelf entry\'s address');
+    assert.match(
+      authorizationUrl,
+      new RegExp(`resource=${encodeURIComponent(url).replace(/[.]/g, '\\.')}`),
+      "the login is for the shelf entry's address",
+    );
     assert.match(await row(), /\s+login started \S+, not finished: durable-mcp mcp login linear\s+support-bot$/);
     const redirect = await fetch(authorizationUrl, { redirect: 'manual' });
     const address = redirect.headers.get('location');
@@ -245,9 +334,15 @@ describe('durable-mcp mcp on a fresh machine (embedded server and worker)', { ti
   test('add then list, each command starting and stopping its own server', async () => {
     const dataDir = await tempDir('dmcp-shelf-fresh-');
     const env = { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_DATA_DIR: dataDir, DMCP_NO_USER_CONFIG: '1' };
-    const added = await runCli(['mcp', 'add', 'fs', '--agent', 'bot', '--', 'npx', '-y', '@modelcontextprotocol/server-filesystem', '/srv'], env);
+    const added = await runCli(
+      ['mcp', 'add', 'fs', '--agent', 'bot', '--', 'npx', '-y', '@modelcontextprotocol/server-filesystem', '/srv'],
+      env,
+    );
     assert.equal(added.code, 0, added.stderr);
-    assert.match(added.stdout, /^added fs \(stdio npx -y @modelcontextprotocol\/server-filesystem \/srv\); granted to bot \(shelf version 1\)$/m);
+    assert.match(
+      added.stdout,
+      /^added fs \(stdio npx -y @modelcontextprotocol\/server-filesystem \/srv\); granted to bot \(shelf version 1\)$/m,
+    );
     const list = await runCli(['mcp', 'list'], env);
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, /^fs\s+stdio\s+npx -y @modelcontextprotocol\/server-filesystem \/srv\s+command\s+bot$/m);
@@ -267,32 +362,58 @@ describe('durable-mcp mcp with `durable-mcp dev` running', { timeout: 180_000 },
     const dev = spawn(process.execPath, [cli, 'dev'], {
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...env, DMCP_DEV_PORT: '0', DMCP_DEV_UI_PORT: '0', DMCP_CODEC_PORT: '0', DMCP_API_PORT: '0', DMCP_LOG_LEVEL: 'warn' },
+      env: {
+        ...env,
+        DMCP_DEV_PORT: '0',
+        DMCP_DEV_UI_PORT: '0',
+        DMCP_CODEC_PORT: '0',
+        DMCP_API_PORT: '0',
+        DMCP_LOG_LEVEL: 'warn',
+      },
     });
     groups.push(dev.pid!);
     const exit = new Promise<number | null>((resolve) => dev.once('exit', (code) => resolve(code)));
     let out = '';
     dev.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
     dev.stderr.resume();
-    await waitUntil('dev to start', async () => out.includes('durable-mcp dev is running.') || dev.exitCode !== null, 90_000);
+    await waitUntil(
+      'dev to start',
+      async () => out.includes('durable-mcp dev is running.') || dev.exitCode !== null,
+      90_000,
+    );
     const api = /HTTP API:\s+(http:\/\/\S+)/.exec(out)?.[1];
     assert.ok(api, out);
 
     const added = await runCli(['mcp', 'add', 'docs', 'https://docs.example.com/mcp', '--agent', 'support-bot'], env);
     assert.equal(added.code, 0, added.stderr);
-    assert.match(added.stdout, /^added docs \(http https:\/\/docs\.example\.com\/mcp\); granted to support-bot \(shelf version 1\)$/m);
+    assert.match(
+      added.stdout,
+      /^added docs \(http https:\/\/docs\.example\.com\/mcp\); granted to support-bot \(shelf version 1\)$/m,
+    );
     // dev's API signs with the same data dir's key: the CLI's server and the API's grant both verify.
     // With the token dev wrote into the same data dir (it has the shelf scope).
     const auth = { authorization: `Bearer ${(await readFile(join(dataDir, 'api.token'), 'utf8')).trim()}` };
-    assert.equal((await fetch(`${api}/api/v1/shelf/servers/docs/agents/triage`, { method: 'PUT' })).status, 401, 'not without it');
+    assert.equal(
+      (await fetch(`${api}/api/v1/shelf/servers/docs/agents/triage`, { method: 'PUT' })).status,
+      401,
+      'not without it',
+    );
     const granted = await fetch(`${api}/api/v1/shelf/servers/docs/agents/triage`, { method: 'PUT', headers: auth });
     assert.equal(granted.status, 201, await granted.clone().text());
-    const servers = (await (await fetch(`${api}/api/v1/agents/triage/servers`, { headers: auth })).json()) as { servers: { name: string; verified: boolean }[] };
-    assert.deepEqual(servers.servers.map((x) => [x.name, x.verified]), [['docs', true]]);
+    const servers = (await (await fetch(`${api}/api/v1/agents/triage/servers`, { headers: auth })).json()) as {
+      servers: { name: string; verified: boolean }[];
+    };
+    assert.deepEqual(
+      servers.servers.map((x) => [x.name, x.verified]),
+      [['docs', true]],
+    );
     const log = await runCli(['mcp', 'log'], env);
     assert.match(log.stdout, / {2}grant {3}docs \(agent triage\) {2}by api token api\.token$/m);
     const list = await runCli(['mcp', 'list', '--json'], env);
-    assert.deepEqual((JSON.parse(list.stdout) as { servers: { agents: string[] }[] }).servers[0]!.agents, ['support-bot', 'triage']);
+    assert.deepEqual((JSON.parse(list.stdout) as { servers: { agents: string[] }[] }).servers[0]!.agents, [
+      'support-bot',
+      'triage',
+    ]);
 
     process.kill(-dev.pid!, 'SIGINT');
     assert.equal(await exit, 130);

@@ -49,17 +49,29 @@ describe('the shelf over HTTP', { timeout: 120_000 }, () => {
     await harness?.stop();
   });
 
-  const call = async (method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: Json }> => {
+  const call = async (
+    method: string,
+    path: string,
+    token?: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: Json }> => {
     const headers: Record<string, string> = {};
     if (token) headers.authorization = `Bearer ${token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(`${api.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const res = await fetch(`${api.url}${path}`, {
+      method,
+      headers,
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
     const text = await res.text();
     return { status: res.status, body: text ? (JSON.parse(text) as Json) : {} };
   };
 
   test('reading and changing the shelf needs the shelf scope', async () => {
-    const docs = { entry: { type: 'http', url: 'https://docs.example/mcp', headers: { 'X-Team': 'core' } }, agents: ['team-a-bot'] };
+    const docs = {
+      entry: { type: 'http', url: 'https://docs.example/mcp', headers: { 'X-Team': 'core' } },
+      agents: ['team-a-bot'],
+    };
     const rows: [string, string, string | undefined, unknown, number][] = [
       ['GET', '/api/v1/shelf', undefined, undefined, 401],
       ['GET', '/api/v1/shelf', 'not-a-known-token', undefined, 401],
@@ -77,11 +89,17 @@ describe('the shelf over HTTP', { timeout: 120_000 }, () => {
     const empty = await call('GET', '/api/v1/shelf', ADMIN);
     assert.equal(empty.status, 200);
     assert.deepEqual(empty.body, { version: 0, servers: [], grants: [], log: [] });
-    assert.ok(logs.every((l) => !l.includes(ADMIN) && !l.includes(TEAM_A)), 'no token in the logs');
+    assert.ok(
+      logs.every((l) => !l.includes(ADMIN) && !l.includes(TEAM_A)),
+      'no token in the logs',
+    );
   });
 
   test('put, grant, read, drop and forget; conflicts, secrets and bad input are named', async () => {
-    const docs = { entry: { type: 'http', url: 'https://docs.example/mcp', headers: { Authorization: 'Bearer ${DOCS_TOKEN}' } }, agents: ['team-a-bot', 'team-a-helper'] };
+    const docs = {
+      entry: { type: 'http', url: 'https://docs.example/mcp', headers: { Authorization: 'Bearer ${DOCS_TOKEN}' } },
+      agents: ['team-a-bot', 'team-a-helper'],
+    };
     const created = await call('PUT', '/api/v1/shelf/servers/docs', ADMIN, docs);
     assert.equal(created.status, 201, JSON.stringify(created.body));
     assert.deepEqual(created.body, { changed: true, version: 2 });
@@ -90,24 +108,182 @@ describe('the shelf over HTTP', { timeout: 120_000 }, () => {
     assert.deepEqual(same.body, { changed: false, version: 2 });
 
     const refusals: [string, string, unknown, number, string, string | undefined, RegExp][] = [
-      ['PUT', '/api/v1/shelf/servers/docs', { entry: { type: 'http', url: 'https://other.example/mcp' } }, 409, 'shelf_conflict', 'body.entry.url', /"docs" is on the shelf already with another url/],
-      ['PUT', '/api/v1/shelf/servers/leak', { entry: { type: 'http', url: 'https://x.example/mcp', headers: { 'X-Api-Key': 'abc123' } } }, 422, 'entry_refused', 'body.entry.headers.X-Api-Key', /literal credential/],
-      ['PUT', '/api/v1/shelf/servers/leak', { entry: { type: 'http', url: 'https://x.example/mcp?api_key=abc123' } }, 422, 'entry_refused', 'body.entry.url', /query parameter "api_key" holds a literal credential/],
-      ['PUT', '/api/v1/shelf/servers/leak', { entry: { type: 'stdio', command: 'srv', args: ['${BROKEN'] } }, 422, 'entry_refused', undefined, /unclosed/],
-      ['PUT', '/api/v1/shelf/servers/url', { entry: { type: 'http', url: 'ftp://x.example/mcp' } }, 400, 'bad_request', 'body.entry.url', /an http:\/\/ or https:\/\/ URL/],
-      ['PUT', '/api/v1/shelf/servers/url', { entry: { type: 'http', url: 'https://user:pw@x.example/mcp' } }, 400, 'bad_request', 'body.entry.url', /without a user name or password/],
-      ['PUT', '/api/v1/shelf/servers/env', { entry: { type: 'stdio', command: 'srv', env: { 'NOT A NAME': 'x' } } }, 400, 'bad_request', undefined, /body\.entry\.env/],
-      ['PUT', '/api/v1/shelf/servers/leak', { entry: { type: 'stdio', command: 'srv', args: ['--token', 'docs-secret-value-42'] } }, 422, 'secret_in_input', 'body.entry.args[1]', /value of the secret variable DOCS_TOKEN/],
-      ['PUT', '/api/v1/shelf/servers/ftp', { entry: { type: 'ftp', url: 'ftp://x' } }, 400, 'bad_request', undefined, /body\.entry\.type/],
-      ['PUT', '/api/v1/shelf/servers/bad__name', { entry: { type: 'http', url: 'https://x.example/mcp' } }, 400, 'bad_request', 'path.name', /with single "_" or "-" between them/],
-      ['PUT', '/api/v1/shelf/servers/x', { entry: { type: 'http', url: 'https://x.example/mcp' }, agents: ['no spaces'] }, 400, 'bad_request', undefined, /body\.agents\.0/],
-      ['PUT', '/api/v1/shelf/servers/gh', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', clientSecretEnv: 'not a name' } } }, 400, 'bad_request', undefined, /body\.entry\.oauth\.clientSecretEnv/],
-      ['PUT', '/api/v1/shelf/servers/gh', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', clientSecret: 'abc' } } }, 400, 'bad_request', undefined, /body\.entry\.oauth/],
-      ['PUT', '/api/v1/shelf/servers/gh', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'docs-secret-value-42' } } }, 422, 'secret_in_input', 'body.entry.oauth.clientId', /value of the secret variable DOCS_TOKEN/],
-      ['PUT', '/api/v1/shelf/servers/m2m', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', grant: 'client_credentials' } } }, 422, 'entry_refused', 'body.entry.oauth', /either a secret \(oauth\.clientSecretEnv\) or a private key \(oauth\.privateKeyEnv\)/],
-      ['PUT', '/api/v1/shelf/servers/m2m', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', privateKeyEnv: 'KEY' } } }, 422, 'entry_refused', 'body.entry.oauth.privateKeyEnv', /is for a machine login \(oauth\.grant: client_credentials\)/],
-      ['PUT', '/api/v1/shelf/servers/m2m', { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', grant: 'client_credentials', privateKeyEnv: 'KEY', signingAlgorithm: 'HS256' } } }, 400, 'bad_request', undefined, /body\.entry\.oauth\.signingAlgorithm/],
-      ['PUT', '/api/v1/shelf/servers/nope/agents/team-a-bot', undefined, 404, 'not_found', 'path.name', /"nope" is not on the shelf/],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/docs',
+        { entry: { type: 'http', url: 'https://other.example/mcp' } },
+        409,
+        'shelf_conflict',
+        'body.entry.url',
+        /"docs" is on the shelf already with another url/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/leak',
+        { entry: { type: 'http', url: 'https://x.example/mcp', headers: { 'X-Api-Key': 'abc123' } } },
+        422,
+        'entry_refused',
+        'body.entry.headers.X-Api-Key',
+        /literal credential/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/leak',
+        { entry: { type: 'http', url: 'https://x.example/mcp?api_key=abc123' } },
+        422,
+        'entry_refused',
+        'body.entry.url',
+        /query parameter "api_key" holds a literal credential/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/leak',
+        { entry: { type: 'stdio', command: 'srv', args: ['${BROKEN'] } },
+        422,
+        'entry_refused',
+        undefined,
+        /unclosed/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/url',
+        { entry: { type: 'http', url: 'ftp://x.example/mcp' } },
+        400,
+        'bad_request',
+        'body.entry.url',
+        /an http:\/\/ or https:\/\/ URL/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/url',
+        { entry: { type: 'http', url: 'https://user:pw@x.example/mcp' } },
+        400,
+        'bad_request',
+        'body.entry.url',
+        /without a user name or password/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/env',
+        { entry: { type: 'stdio', command: 'srv', env: { 'NOT A NAME': 'x' } } },
+        400,
+        'bad_request',
+        undefined,
+        /body\.entry\.env/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/leak',
+        { entry: { type: 'stdio', command: 'srv', args: ['--token', 'docs-secret-value-42'] } },
+        422,
+        'secret_in_input',
+        'body.entry.args[1]',
+        /value of the secret variable DOCS_TOKEN/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/ftp',
+        { entry: { type: 'ftp', url: 'ftp://x' } },
+        400,
+        'bad_request',
+        undefined,
+        /body\.entry\.type/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/bad__name',
+        { entry: { type: 'http', url: 'https://x.example/mcp' } },
+        400,
+        'bad_request',
+        'path.name',
+        /with single "_" or "-" between them/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/x',
+        { entry: { type: 'http', url: 'https://x.example/mcp' }, agents: ['no spaces'] },
+        400,
+        'bad_request',
+        undefined,
+        /body\.agents\.0/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/gh',
+        {
+          entry: {
+            type: 'http',
+            url: 'https://x.example/mcp',
+            oauth: { clientId: 'c1', clientSecretEnv: 'not a name' },
+          },
+        },
+        400,
+        'bad_request',
+        undefined,
+        /body\.entry\.oauth\.clientSecretEnv/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/gh',
+        { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', clientSecret: 'abc' } } },
+        400,
+        'bad_request',
+        undefined,
+        /body\.entry\.oauth/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/gh',
+        { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'docs-secret-value-42' } } },
+        422,
+        'secret_in_input',
+        'body.entry.oauth.clientId',
+        /value of the secret variable DOCS_TOKEN/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/m2m',
+        {
+          entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', grant: 'client_credentials' } },
+        },
+        422,
+        'entry_refused',
+        'body.entry.oauth',
+        /either a secret \(oauth\.clientSecretEnv\) or a private key \(oauth\.privateKeyEnv\)/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/m2m',
+        { entry: { type: 'http', url: 'https://x.example/mcp', oauth: { clientId: 'c1', privateKeyEnv: 'KEY' } } },
+        422,
+        'entry_refused',
+        'body.entry.oauth.privateKeyEnv',
+        /is for a machine login \(oauth\.grant: client_credentials\)/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/m2m',
+        {
+          entry: {
+            type: 'http',
+            url: 'https://x.example/mcp',
+            oauth: { clientId: 'c1', grant: 'client_credentials', privateKeyEnv: 'KEY', signingAlgorithm: 'HS256' },
+          },
+        },
+        400,
+        'bad_request',
+        undefined,
+        /body\.entry\.oauth\.signingAlgorithm/,
+      ],
+      [
+        'PUT',
+        '/api/v1/shelf/servers/nope/agents/team-a-bot',
+        undefined,
+        404,
+        'not_found',
+        'path.name',
+        /"nope" is not on the shelf/,
+      ],
     ];
     for (const [method, path, body, status, code, field, message] of refusals) {
       const r = await call(method, path, ADMIN, body);
@@ -123,11 +299,18 @@ describe('the shelf over HTTP', { timeout: 120_000 }, () => {
     const shelf = await call('GET', '/api/v1/shelf', ADMIN);
     assert.equal(shelf.status, 200);
     assert.equal(shelf.body.version, 3);
-    assert.deepEqual(shelf.body.servers.map((s: Json) => [s.name, s.agents]), [['docs', ['ops-bot', 'team-a-bot', 'team-a-helper']]]);
+    assert.deepEqual(
+      shelf.body.servers.map((s: Json) => [s.name, s.agents]),
+      [['docs', ['ops-bot', 'team-a-bot', 'team-a-helper']]],
+    );
     assert.ok(!JSON.stringify(shelf.body).includes('proof'), 'proofs are not shown');
     assert.equal(shelf.body.log[0].by, 'api token DMCP_API_TOKENS line 1');
     // Signed with the API's key: a worker holding it uses the server.
-    const state = await new ShelfClient({ client: harness.client.client, taskQueue: harness.taskQueue, by: 'test' }).read();
+    const state = await new ShelfClient({
+      client: harness.client.client,
+      taskQueue: harness.taskQueue,
+      by: 'test',
+    }).read();
     assert.equal(verifyShelfServer(key, state.servers[0]!), true);
 
     const dropped = await call('DELETE', '/api/v1/shelf/servers/docs/agents/ops-bot', ADMIN);
@@ -138,26 +321,53 @@ describe('the shelf over HTTP', { timeout: 120_000 }, () => {
     // An agent's servers: the shelf scope, or a token whose prefixes reach the agent.
     const own = await call('GET', '/api/v1/agents/team-a-bot/servers', TEAM_A);
     assert.equal(own.status, 200, JSON.stringify(own.body));
-    assert.deepEqual(own.body.servers.map((s: Json) => [s.name, s.verified, s.entry.url]), [['docs', true, 'https://docs.example/mcp']]);
+    assert.deepEqual(
+      own.body.servers.map((s: Json) => [s.name, s.verified, s.entry.url]),
+      [['docs', true, 'https://docs.example/mcp']],
+    );
     const other = await call('GET', '/api/v1/agents/ops-bot/servers', TEAM_A);
     assert.equal(other.status, 403);
     assert.match(other.body.error.message, /may not reach agent "ops-bot"/);
-    assert.deepEqual((await call('GET', '/api/v1/agents/ops-bot/servers', ADMIN)).body, { agent: 'ops-bot', servers: [] });
+    assert.deepEqual((await call('GET', '/api/v1/agents/ops-bot/servers', ADMIN)).body, {
+      agent: 'ops-bot',
+      servers: [],
+    });
     assert.equal((await call('GET', '/api/v1/agents/team-a-bot/servers')).status, 401);
 
     const forgot = await call('DELETE', '/api/v1/shelf/servers/docs', ADMIN);
-    assert.deepEqual([forgot.status, forgot.body], [200, { changed: true, version: 5, agents: ['team-a-bot', 'team-a-helper'] }]);
-    assert.deepEqual((await call('DELETE', '/api/v1/shelf/servers/docs', ADMIN)).body, { changed: false, version: 5, agents: [] });
+    assert.deepEqual(
+      [forgot.status, forgot.body],
+      [200, { changed: true, version: 5, agents: ['team-a-bot', 'team-a-helper'] }],
+    );
+    assert.deepEqual((await call('DELETE', '/api/v1/shelf/servers/docs', ADMIN)).body, {
+      changed: false,
+      version: 5,
+      agents: [],
+    });
 
     // A pre-registered client: its ID and the name of the variable holding its secret.
-    const gh = { type: 'http', url: 'https://gh.example/mcp', oauth: { clientId: 'Iv1.abc', clientSecretEnv: 'GH_CLIENT_SECRET' } };
+    const gh = {
+      type: 'http',
+      url: 'https://gh.example/mcp',
+      oauth: { clientId: 'Iv1.abc', clientSecretEnv: 'GH_CLIENT_SECRET' },
+    };
     assert.equal((await call('PUT', '/api/v1/shelf/servers/gh', ADMIN, { entry: gh })).status, 201);
-    assert.deepEqual((await call('GET', '/api/v1/shelf', ADMIN)).body.servers.map((s: Json) => s.entry), [gh]);
+    assert.deepEqual(
+      (await call('GET', '/api/v1/shelf', ADMIN)).body.servers.map((s: Json) => s.entry),
+      [gh],
+    );
     assert.equal((await call('DELETE', '/api/v1/shelf/servers/gh', ADMIN)).status, 200);
     // A machine login: the client's ID, the grant, and the name of the variable holding its key.
-    const fleet = { type: 'http', url: 'https://fleet.example/mcp', oauth: { clientId: 'fleet', grant: 'client_credentials', privateKeyEnv: 'FLEET_KEY', signingAlgorithm: 'ES256' } };
+    const fleet = {
+      type: 'http',
+      url: 'https://fleet.example/mcp',
+      oauth: { clientId: 'fleet', grant: 'client_credentials', privateKeyEnv: 'FLEET_KEY', signingAlgorithm: 'ES256' },
+    };
     assert.equal((await call('PUT', '/api/v1/shelf/servers/fleet', ADMIN, { entry: fleet })).status, 201);
-    assert.deepEqual((await call('GET', '/api/v1/shelf', ADMIN)).body.servers.map((s: Json) => s.entry), [fleet]);
+    assert.deepEqual(
+      (await call('GET', '/api/v1/shelf', ADMIN)).body.servers.map((s: Json) => s.entry),
+      [fleet],
+    );
     assert.equal((await call('DELETE', '/api/v1/shelf/servers/fleet', ADMIN)).status, 200);
   });
 
@@ -188,32 +398,69 @@ describe('the shelf over HTTP', { timeout: 120_000 }, () => {
   });
 
   test('without a token nothing reaches the shelf, from this machine either; an API without tokens serves no one', async () => {
-    const entry = JSON.stringify({ entry: { type: 'stdio', command: 'sh', args: ['-c', 'id'] }, agents: ['support-bot'] });
-    for (const [method, path, body] of [['GET', '/api/v1/shelf'], ['PUT', '/api/v1/shelf/servers/notes', entry], ['PUT', '/api/v1/shelf/servers/notes/agents/support-bot'], ['GET', '/api/v1/agents/support-bot/servers']] as const) {
-      const res = await fetch(`${api.url}${path}`, { method, ...(body ? { headers: { 'content-type': 'application/json' }, body } : {}) });
+    const entry = JSON.stringify({
+      entry: { type: 'stdio', command: 'sh', args: ['-c', 'id'] },
+      agents: ['support-bot'],
+    });
+    for (const [method, path, body] of [
+      ['GET', '/api/v1/shelf'],
+      ['PUT', '/api/v1/shelf/servers/notes', entry],
+      ['PUT', '/api/v1/shelf/servers/notes/agents/support-bot'],
+      ['GET', '/api/v1/agents/support-bot/servers'],
+    ] as const) {
+      const res = await fetch(`${api.url}${path}`, {
+        method,
+        ...(body ? { headers: { 'content-type': 'application/json' }, body } : {}),
+      });
       assert.equal(res.status, 401, `${method} ${path}`);
     }
     const keyless = await startApiServer({
-      host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }), turns: harness.client, tokens: [],
-      boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [] }, maxBodyBytes: 4096, callWaitMs: 1000, shapeLimits: DEFAULT_SHAPE_LIMITS,
+      host: '127.0.0.1',
+      port: 0,
+      logger: pino({ level: 'silent' }),
+      turns: harness.client,
+      tokens: [],
+      boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [] },
+      maxBodyBytes: 4096,
+      callWaitMs: 1000,
+      shapeLimits: DEFAULT_SHAPE_LIMITS,
     });
     try {
-      const put = await fetch(`${keyless.url}/api/v1/shelf/servers/notes`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: entry });
+      const put = await fetch(`${keyless.url}/api/v1/shelf/servers/notes`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: entry,
+      });
       assert.equal(put.status, 401);
       assert.match(((await put.json()) as Json).error.message, /has no tokens configured, so it serves no one/);
     } finally {
       await keyless.close();
     }
-    assert.deepEqual((await call('GET', '/api/v1/shelf', ADMIN)).body.servers.map((s: Json) => s.name), [], 'nothing reached the shelf');
+    assert.deepEqual(
+      (await call('GET', '/api/v1/shelf', ADMIN)).body.servers.map((s: Json) => s.name),
+      [],
+      'nothing reached the shelf',
+    );
   });
 
   test('an API without the turn key refuses to sign, even for the shelf scope', async () => {
     const unsigned = await startApiServer({
-      host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }), turns: harness.client, tokens: parseTokens(`${hashToken(ADMIN)} * shelf`, 'DMCP_API_TOKENS'),
-      boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [] }, maxBodyBytes: 4096, callWaitMs: 1000, shapeLimits: DEFAULT_SHAPE_LIMITS,
+      host: '127.0.0.1',
+      port: 0,
+      logger: pino({ level: 'silent' }),
+      turns: harness.client,
+      tokens: parseTokens(`${hashToken(ADMIN)} * shelf`, 'DMCP_API_TOKENS'),
+      boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [] },
+      maxBodyBytes: 4096,
+      callWaitMs: 1000,
+      shapeLimits: DEFAULT_SHAPE_LIMITS,
     });
     try {
-      const keyless = await fetch(`${unsigned.url}/api/v1/shelf/servers/docs`, { method: 'PUT', headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` }, body: JSON.stringify({ entry: { type: 'http', url: 'https://x.example/mcp' } }) });
+      const keyless = await fetch(`${unsigned.url}/api/v1/shelf/servers/docs`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN}` },
+        body: JSON.stringify({ entry: { type: 'http', url: 'https://x.example/mcp' } }),
+      });
       assert.equal(keyless.status, 403);
       assert.match(((await keyless.json()) as Json).error.message, /cannot sign shelf changes: it has no turn key/);
     } finally {
@@ -223,7 +470,12 @@ describe('the shelf over HTTP', { timeout: 120_000 }, () => {
 
   test('the OpenAPI document describes the shelf routes and the agent of a turn', async () => {
     const doc = (await (await fetch(`${api.url}/api/v1/openapi.json`)).json()) as Json;
-    for (const path of ['/api/v1/shelf', '/api/v1/shelf/servers/{name}', '/api/v1/shelf/servers/{name}/agents/{agent}', '/api/v1/agents/{agent}/servers']) {
+    for (const path of [
+      '/api/v1/shelf',
+      '/api/v1/shelf/servers/{name}',
+      '/api/v1/shelf/servers/{name}/agents/{agent}',
+      '/api/v1/agents/{agent}/servers',
+    ]) {
       assert.ok(doc.paths[path], `${path} is in the document`);
     }
     assert.ok(doc.paths['/api/v1/shelf/servers/{name}'].put.responses['409']);

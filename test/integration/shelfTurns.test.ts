@@ -21,8 +21,16 @@ import { loadSettings } from '../../settings/index.js';
 import { textOf } from '../support/content.js';
 import { startOAuthFixture, serverIn, decodedData } from '../support/oauthFixture.js';
 import {
-  lifecycleEntry, runtimeLogs, startHarness, temporalAddress, startWorkerProcess, stopWorkerProcess, tempDir, workflowBundleFile,
-  type Harness, type WorkerProcess,
+  lifecycleEntry,
+  runtimeLogs,
+  startHarness,
+  temporalAddress,
+  startWorkerProcess,
+  stopWorkerProcess,
+  tempDir,
+  workflowBundleFile,
+  type Harness,
+  type WorkerProcess,
 } from '../support/harness.js';
 
 interface Fixture {
@@ -89,7 +97,10 @@ describe('the shelf in turns: grants, logins, refresh, logout, forget', { timeou
 
   test('agent A gets its shelf servers, agent B none; before login the remote one wants an account', async () => {
     const b = await turns.startTurn({ sessionId: 'shelf-b', agent: 'agent-b' });
-    assert.deepEqual(b.status.servers.map((s) => s.name), []);
+    assert.deepEqual(
+      b.status.servers.map((s) => s.name),
+      [],
+    );
     assert.deepEqual(b.tools, []);
     await b.end();
 
@@ -99,7 +110,10 @@ describe('the shelf in turns: grants, logins, refresh, logout, forget', { timeou
     assert.equal(docs.state, 'failed');
     assert.equal(docs.login, 'wanted');
     assert.equal(docs.error, 'wants an account first: durable-mcp mcp login docs');
-    assert.match(a.serversParagraph, /- docs: not available until its operator logs in: wants an account first: durable-mcp mcp login docs/);
+    assert.match(
+      a.serversParagraph,
+      /- docs: not available until its operator logs in: wants an account first: durable-mcp mcp login docs/,
+    );
     assert.equal(serverIn(a.status, 'files').state, 'ready');
     assert.ok(a.tools.some((t) => t.name === 'mcp__files__whoami'));
     assert.ok(!a.tools.some((t) => t.name.startsWith('mcp__docs__')));
@@ -139,13 +153,22 @@ describe('the shelf in turns: grants, logins, refresh, logout, forget', { timeou
   });
 
   test('another worker process uses the same login (and refreshes it) once the first is gone', async () => {
-    second = await startWorkerProcess(h.taskQueue, await workflowBundleFile(dataDir), { ...env, TEMPORAL_ADDRESS: temporalAddress(), DMCP_NO_USER_CONFIG: '1', HOME: process.env.HOME });
+    second = await startWorkerProcess(h.taskQueue, await workflowBundleFile(dataDir), {
+      ...env,
+      TEMPORAL_ADDRESS: temporalAddress(),
+      DMCP_NO_USER_CONFIG: '1',
+      HOME: process.env.HOME,
+    });
     await h.worker.shutdown();
     await sleep(3_500); // let the access token expire again: the new worker must refresh it
     const turn = await turns.startTurn({ sessionId: 'shelf-a2', agent: 'agent-a' });
     assert.equal(turn.workerQueue, second.workerQueue);
     assert.equal(serverIn(turn.status, 'docs').state, 'ready', serverIn(turn.status, 'docs').error);
-    const outcome = await turn.callTool({ id: 'w2', name: 'mcp__docs__echo', arguments: { text: 'from the second worker' } });
+    const outcome = await turn.callTool({
+      id: 'w2',
+      name: 'mcp__docs__echo',
+      arguments: { text: 'from the second worker' },
+    });
     assert.equal(outcome.status, 'ok', JSON.stringify(outcome));
     assert.equal((await fx.stats()).spentRefreshReuse, 0, 'a rotated refresh token was spent twice');
     await noteTokens();
@@ -153,7 +176,7 @@ describe('the shelf in turns: grants, logins, refresh, logout, forget', { timeou
     await keepHistory(turn.turnId);
   });
 
-  test('forget takes a server off A\'s next turn without cancelling its call in flight', async () => {
+  test("forget takes a server off A's next turn without cancelling its call in flight", async () => {
     const turn = await turns.startTurn({ sessionId: 'shelf-a2', agent: 'agent-a' });
     const slow = turn.callTool({ id: 's1', name: 'mcp__files__sleep', arguments: { ms: 2500 } });
     await sleep(500);
@@ -199,7 +222,12 @@ describe('the shelf in turns: grants, logins, refresh, logout, forget', { timeou
 
   test('no token reached history, status, results or logs', () => {
     assert.ok(tokensSeen.size >= 3, `expected the first tokens and refreshed ones, saw ${tokensSeen.size}`);
-    const places: Record<string, string[]> = { history: historyTexts, status: statusTexts, logs: h.logs, sdkLogs: runtimeLogs };
+    const places: Record<string, string[]> = {
+      history: historyTexts,
+      status: statusTexts,
+      logs: h.logs,
+      sdkLogs: runtimeLogs,
+    };
     for (const token of tokensSeen) {
       for (const [where, texts] of Object.entries(places)) {
         assert.ok(!texts.some((t) => t.includes(token)), `a token (${token.slice(0, 6)}...) appears in ${where}`);

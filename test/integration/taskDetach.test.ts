@@ -19,7 +19,17 @@ import { ActivityName, type CallOutcome, type TurnResult } from '../../contract/
 import { dataConverterFor } from '../../payloads/dataConverter.js';
 import { loadSettings } from '../../settings/index.js';
 import { DEFAULT_SHAPE_LIMITS } from '../../shaping/index.js';
-import { configFiles, everythingServer, readLines, runCli, startHarness, tempDir, temporalAddress, waitUntil, type Harness } from '../support/harness.js';
+import {
+  configFiles,
+  everythingServer,
+  readLines,
+  runCli,
+  startHarness,
+  tempDir,
+  temporalAddress,
+  waitUntil,
+  type Harness,
+} from '../support/harness.js';
 import { textOf } from '../support/content.js';
 import { printedPort } from '../support/printedPort.js';
 
@@ -39,7 +49,10 @@ after(() => {
 });
 
 async function startModernTaskServer(log: string): Promise<string> {
-  const child = spawn(process.execPath, [taskServer, 'modern'], { env: { PATH: process.env.PATH, FIXTURE_LOG: log }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [taskServer, 'modern'], {
+    env: { PATH: process.env.PATH, FIXTURE_LOG: log },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   if (child.pid === undefined) throw new Error('could not start the task fixture');
   startedPids.add(child.pid);
   return `http://127.0.0.1:${await printedPort(child, 'the task fixture')}/mcp`;
@@ -57,7 +70,9 @@ async function taskEvents(log: string): Promise<TaskEvent[]> {
 
 async function activityTypes(h: Harness, turnId: string): Promise<string[]> {
   const history = await h.client.client.workflow.getHandle(turnId).fetchHistory();
-  return (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((t): t is string => t !== undefined);
+  return (history.events ?? [])
+    .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+    .filter((t): t is string => t !== undefined);
 }
 
 function detachedOf(outcome: CallOutcome | undefined): NonNullable<CallOutcome['detached']> {
@@ -78,21 +93,28 @@ describe('endTurn with detach, and a later turn that takes the task up (2026-07-
     h = await startHarness('task-detach');
     const url = await startModernTaskServer(log);
     // The same server twice: `jobs` runs its calls as tasks, `plain` as ordinary calls.
-    fixtureFile = await configFiles(dir)({ jobs: { type: 'http', url, protocol: '2026-07-28', tasks: 'prefer' }, plain: { type: 'http', url, protocol: '2026-07-28' } });
+    fixtureFile = await configFiles(dir)({
+      jobs: { type: 'http', url, protocol: '2026-07-28', tasks: 'prefer' },
+      plain: { type: 'http', url, protocol: '2026-07-28' },
+    });
   });
   after(async () => {
     await h?.stop();
   });
 
-  test('a turn ended with detach while a task runs ends at once with the detached outcome; an ordinary call in flight is still waited for; a later turn of another session fetches the same task\'s result', async () => {
+  test("a turn ended with detach while a task runs ends at once with the detached outcome; an ordinary call in flight is still waited for; a later turn of another session fetches the same task's result", async () => {
     const sessionId = `detach-${Date.now()}`;
     const turn = await h.client.startTurn({ sessionId, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
     const job = turn.callTool({ id: 'job', name: 'mcp__jobs__long_job', arguments: { seconds: 25, tag: 'det1' } });
-    await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'det1'));
+    await waitUntil('the task to be created', async () =>
+      (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'det1'),
+    );
     const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'det1')!;
     const plain = turn.callTool({ id: 'plain', name: 'mcp__plain__long_call', arguments: { seconds: 3 } });
     // Both calls accepted by the turn before it is asked to end: an Update sent later would be refused.
-    await waitUntil('the ordinary call to be running', async () => (await h.client.transcript(turn.turnId)).calls.some((c) => c.id === 'plain'));
+    await waitUntil('the ordinary call to be running', async () =>
+      (await h.client.transcript(turn.turnId)).calls.some((c) => c.id === 'plain'),
+    );
 
     const endedAt = Date.now();
     const result = await turn.end({ detach: true });
@@ -110,7 +132,12 @@ describe('endTurn with detach, and a later turn that takes the task up (2026-07-
     // The fixture keeps a task 600 s: its TTL ends about ten minutes from its creation.
     const expiresIn = Date.parse(detached.expiresAt ?? '') - Date.now();
     assert.ok(expiresIn > 500_000 && expiresIn <= 600_000, `expires in ${expiresIn} ms`);
-    assert.match(outcome.errorMessage ?? '', new RegExp(`mcp__jobs__long_job: the turn ended without waiting for this call \\(detached\\): its task ${created.taskId} goes on on server "jobs"; the server keeps it until ${detached.expiresAt!.replace(/\./g, '\\.')} \\(its TTL\\)\\. To fetch its result, send the call \\{"id":"<a new call ID>","name":"mcp__jobs__long_job","taskId":"${created.taskId}"\\}`));
+    assert.match(
+      outcome.errorMessage ?? '',
+      new RegExp(
+        `mcp__jobs__long_job: the turn ended without waiting for this call \\(detached\\): its task ${created.taskId} goes on on server "jobs"; the server keeps it until ${detached.expiresAt!.replace(/\./g, '\\.')} \\(its TTL\\)\\. To fetch its result, send the call \\{"id":"<a new call ID>","name":"mcp__jobs__long_job","taskId":"${created.taskId}"\\}`,
+      ),
+    );
 
     const plainOutcome = await plain;
     assert.equal(plainOutcome.status, 'ok', plainOutcome.errorMessage);
@@ -118,36 +145,65 @@ describe('endTurn with detach, and a later turn that takes the task up (2026-07-
     assert.equal(result.calls.find((c) => c.id === 'plain')?.outcome.status, 'ok');
     assert.equal(result.calls.find((c) => c.id === 'job')?.outcome.errorKind, 'detached');
 
-    assert.ok(!(await taskEvents(log)).some((e) => e.event === 'task-cancelled' && e.taskId === created.taskId), 'the detached task was not cancelled');
+    assert.ok(
+      !(await taskEvents(log)).some((e) => e.event === 'task-cancelled' && e.taskId === created.taskId),
+      'the detached task was not cancelled',
+    );
     const types = await activityTypes(h, turn.turnId);
-    assert.equal(types.filter((t) => t === ActivityName.taskResult).length, 0, 'no result was fetched in the detached turn');
+    assert.equal(
+      types.filter((t) => t === ActivityName.taskResult).length,
+      0,
+      'no result was fetched in the detached turn',
+    );
     assert.equal(types.filter((t) => t === ActivityName.cancelTask).length, 0);
     const rendered = renderTranscript(await h.client.transcript(turn.turnId));
-    assert.match(rendered, new RegExp(`task ${created.taskId}: working(, step \\d+/25)? \\(\\d+ polls?\\); detached: the turn ended without it, and the task goes on on its server`));
+    assert.match(
+      rendered,
+      new RegExp(
+        `task ${created.taskId}: working(, step \\d+/25)? \\(\\d+ polls?\\); detached: the turn ended without it, and the task goes on on its server`,
+      ),
+    );
     assert.match(rendered, /detached: mcp__jobs__long_job: the turn ended without waiting for this call \(detached\)/);
 
     // A later turn, of another session: a remote server's task is reachable from any session with the entry.
-    const later = await h.client.startTurn({ sessionId: `${sessionId}-later`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
+    const later = await h.client.startTurn({
+      sessionId: `${sessionId}-later`,
+      workspace: dir,
+      servers: { mcpConfigFiles: [fixtureFile] },
+    });
     const fetched = await later.callTool({ id: 'fetch', name: 'mcp__jobs__long_job', taskId: created.taskId });
     await later.end();
     assert.equal(fetched.status, 'ok', fetched.errorMessage);
     assert.equal(textOf(fetched.content[0]), 'finished det1 after 25 s');
-    assert.equal((await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'det1').length, 1, 'the task was created once');
+    assert.equal(
+      (await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'det1').length,
+      1,
+      'the task was created once',
+    );
     const laterTypes = await activityTypes(h, later.turnId);
-    assert.equal(laterTypes.filter((t) => t === ActivityName.createTask).length, 0, 'nothing was created in the later turn');
+    assert.equal(
+      laterTypes.filter((t) => t === ActivityName.createTask).length,
+      0,
+      'nothing was created in the later turn',
+    );
     assert.equal(laterTypes.filter((t) => t === ActivityName.takeTask).length, 1);
     assert.equal(laterTypes.filter((t) => t === ActivityName.taskResult).length, 1);
     const laterTranscript = await h.client.transcript(later.turnId);
     const call = laterTranscript.calls.find((c) => c.id === 'fetch');
     assert.equal(call?.task?.takenUp, true);
-    assert.match(renderTranscript(laterTranscript), new RegExp(`task ${created.taskId} \\(taken up\\): completed, step 25/25`));
+    assert.match(
+      renderTranscript(laterTranscript),
+      new RegExp(`task ${created.taskId} \\(taken up\\): completed, step 25/25`),
+    );
   });
 
   test('a task ID the server does not know, and one whose TTL ran out while detached, are a bad request that says so; nothing is created', async () => {
     const sessionId = `detach-unknown-${Date.now()}`;
     const turn = await h.client.startTurn({ sessionId, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
     const expiring = turn.callTool({ id: 'exp', name: 'mcp__jobs__expiring_job', arguments: { tag: 'det-exp' } });
-    await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'det-exp'));
+    await waitUntil('the task to be created', async () =>
+      (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'det-exp'),
+    );
     await turn.end({ detach: true });
     const detached = detachedOf(await expiring);
 
@@ -158,19 +214,36 @@ describe('endTurn with detach, and a later turn that takes the task up (2026-07-
     const expired = await later.callTool({ id: 'expired', name: 'mcp__jobs__expiring_job', taskId: detached.taskId });
     const refused = await later.callTool({ id: 'refused', name: 'mcp__plain__long_call', taskId: detached.taskId });
     await later.end();
-    for (const [outcome, id] of [[unknown, 'no-such-task'], [expired, detached.taskId]] as const) {
+    for (const [outcome, id] of [
+      [unknown, 'no-such-task'],
+      [expired, detached.taskId],
+    ] as const) {
       assert.equal(outcome.status, 'error');
       assert.equal(outcome.errorKind, 'bad_request', outcome.errorMessage);
-      assert.match(outcome.errorMessage ?? '', new RegExp(`server "jobs" does not know task ${id}: it expired \\(a server forgets a task after its TTL\\), or it never existed on this server .*nothing was taken up`));
+      assert.match(
+        outcome.errorMessage ?? '',
+        new RegExp(
+          `server "jobs" does not know task ${id}: it expired \\(a server forgets a task after its TTL\\), or it never existed on this server .*nothing was taken up`,
+        ),
+      );
     }
     assert.equal(refused.errorKind, 'bad_request');
-    assert.match(refused.errorMessage ?? '', /mcp__plain__long_call: its calls do not run as MCP tasks here \(its server runs it as a task only when asked, and the entry of server "plain" does not say "tasks": "prefer"\), so it has no task to take up \(the call did not run\)/);
+    assert.match(
+      refused.errorMessage ?? '',
+      /mcp__plain__long_call: its calls do not run as MCP tasks here \(its server runs it as a task only when asked, and the entry of server "plain" does not say "tasks": "prefer"\), so it has no task to take up \(the call did not run\)/,
+    );
     assert.equal((await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'det-exp').length, 1);
   });
 
   test('a call whose taskId cannot be a task ID is refused before it runs', async () => {
-    const turn = await h.client.startTurn({ sessionId: `detach-bad-${Date.now()}`, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
-    await assert.rejects(turn.callTool({ id: 'bad', name: 'mcp__jobs__long_job', taskId: 'two words' }), (err: Error) => /call bad: taskId may hold only visible ASCII characters/.test(String((err.cause as Error | undefined)?.message)));
+    const turn = await h.client.startTurn({
+      sessionId: `detach-bad-${Date.now()}`,
+      workspace: dir,
+      servers: { mcpConfigFiles: [fixtureFile] },
+    });
+    await assert.rejects(turn.callTool({ id: 'bad', name: 'mcp__jobs__long_job', taskId: 'two words' }), (err: Error) =>
+      /call bad: taskId may hold only visible ASCII characters/.test(String((err.cause as Error | undefined)?.message)),
+    );
     await turn.end();
   });
 });
@@ -190,16 +263,31 @@ describe('endTurn with detach on a stdio server (server-everything, 2025-11-25 t
     const sessionId = `detach-stdio-${Date.now()}`;
     const servers = { inlineSpecs: [`everything:${process.execPath} ${everythingServer} stdio`] };
     const turn = await h.client.startTurn({ sessionId, workspace: dir, servers });
-    const research = turn.callTool({ id: 'research', name: 'mcp__everything__simulate-research-query', arguments: { topic: 'detached work' } });
-    await waitUntil('the task to be created', async () => (await h.client.transcript(turn.turnId)).calls.some((c) => c.id === 'research' && c.task !== undefined));
+    const research = turn.callTool({
+      id: 'research',
+      name: 'mcp__everything__simulate-research-query',
+      arguments: { topic: 'detached work' },
+    });
+    await waitUntil('the task to be created', async () =>
+      (await h.client.transcript(turn.turnId)).calls.some((c) => c.id === 'research' && c.task !== undefined),
+    );
     await turn.end({ detach: true });
     const detached = detachedOf(await research);
     assert.equal(detached.remote, false);
-    assert.match((await research).errorMessage ?? '', new RegExp(`in a later turn of session "${sessionId}" \\(a stdio server's task lives only as long as its process`));
+    assert.match(
+      (await research).errorMessage ?? '',
+      new RegExp(
+        `in a later turn of session "${sessionId}" \\(a stdio server's task lives only as long as its process`,
+      ),
+    );
 
     const later = await h.client.startTurn({ sessionId, workspace: dir, servers });
     assert.equal(later.status.servers[0]?.pid, turn.status.servers[0]?.pid, 'the session kept its server process');
-    const fetched = await later.callTool({ id: 'fetch', name: 'mcp__everything__simulate-research-query', taskId: detached.taskId });
+    const fetched = await later.callTool({
+      id: 'fetch',
+      name: 'mcp__everything__simulate-research-query',
+      taskId: detached.taskId,
+    });
     await later.end();
     assert.equal(fetched.status, 'ok', fetched.errorMessage);
     assert.match(String(textOf(fetched.content[0])), /# Research Report: detached work/);
@@ -220,9 +308,20 @@ describe('detach and take up through the CLI and the HTTP API (2026-07-28 fixtur
     log = join(dir, 'tasks.log');
     const turnKey = await ensureTurnKey(dir);
     // The worker, the CLI and the client share the data dir: its turn key signs what a turn names.
-    h = await startHarness('task-detach-cli', { DMCP_DATA_DIR: dir }, { dataConverter: dataConverterFor(loadSettings({ DMCP_DATA_DIR: dir })) });
+    h = await startHarness(
+      'task-detach-cli',
+      { DMCP_DATA_DIR: dir },
+      { dataConverter: dataConverterFor(loadSettings({ DMCP_DATA_DIR: dir })) },
+    );
     client = new TurnClient({ client: h.client.client, taskQueue: h.taskQueue, turnKey });
-    cliEnv = { PATH: process.env.PATH, HOME: process.env.HOME, TEMPORAL_ADDRESS: temporalAddress(), DMCP_TASK_QUEUE: h.taskQueue, DMCP_DATA_DIR: dir, DMCP_NO_USER_CONFIG: '1' };
+    cliEnv = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      TEMPORAL_ADDRESS: temporalAddress(),
+      DMCP_TASK_QUEUE: h.taskQueue,
+      DMCP_DATA_DIR: dir,
+      DMCP_NO_USER_CONFIG: '1',
+    };
     const url = await startModernTaskServer(log);
     fixtureFile = await configFiles(dir)({ jobs: { type: 'http', url, protocol: '2026-07-28', tasks: 'prefer' } });
     api = await startApiServer({
@@ -246,20 +345,46 @@ describe('detach and take up through the CLI and the HTTP API (2026-07-28 fixtur
     const sessionId = `detach-cli-${Date.now()}`;
     const turn = await client.startTurn({ sessionId, workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
     const job = turn.callTool({ id: 'cli', name: 'mcp__jobs__long_job', arguments: { seconds: 8, tag: 'det-cli' } });
-    await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'det-cli'));
+    await waitUntil('the task to be created', async () =>
+      (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'det-cli'),
+    );
     const created = (await taskEvents(log)).find((e) => e.event === 'task-created' && e.tag === 'det-cli')!;
     const end = await runCli(['turn', 'end', turn.turnId, '--detach'], cliEnv);
     assert.equal(end.code, 0, end.stdout + end.stderr);
-    assert.match(end.stdout, new RegExp(`^\\[cli\\] mcp__jobs__long_job: detached: mcp__jobs__long_job: the turn ended without waiting for this call \\(detached\\): its task ${created.taskId} goes on .*\\(CLI: durable-mcp run --session ${sessionId} --take-task 'mcp__jobs__long_job ${created.taskId}' with the same servers\\)\\.$`, 'm'));
+    assert.match(
+      end.stdout,
+      new RegExp(
+        `^\\[cli\\] mcp__jobs__long_job: detached: mcp__jobs__long_job: the turn ended without waiting for this call \\(detached\\): its task ${created.taskId} goes on .*\\(CLI: durable-mcp run --session ${sessionId} --take-task 'mcp__jobs__long_job ${created.taskId}' with the same servers\\)\\.$`,
+        'm',
+      ),
+    );
     assert.equal((await job).errorKind, 'detached');
 
-    const run = await runCli(['run', '--json', '--session', sessionId, '--mcp-config', fixtureFile, '--take-task', `mcp__jobs__long_job ${created.taskId}`], cliEnv);
+    const run = await runCli(
+      [
+        'run',
+        '--json',
+        '--session',
+        sessionId,
+        '--mcp-config',
+        fixtureFile,
+        '--take-task',
+        `mcp__jobs__long_job ${created.taskId}`,
+      ],
+      cliEnv,
+    );
     assert.equal(run.code, 0, run.stdout + run.stderr);
     const printed = JSON.parse(run.stdout) as TurnResult;
-    assert.deepEqual(printed.calls.map((c) => [c.id, c.taskId, c.outcome.status, textOf(c.outcome.content[0])]), [['take-task-1', created.taskId, 'ok', 'finished det-cli after 8 s']]);
+    assert.deepEqual(
+      printed.calls.map((c) => [c.id, c.taskId, c.outcome.status, textOf(c.outcome.content[0])]),
+      [['take-task-1', created.taskId, 'ok', 'finished det-cli after 8 s']],
+    );
     assert.equal((await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'det-cli').length, 1);
 
-    const bad = await runCli(['run', '--session', sessionId, '--mcp-config', fixtureFile, '--take-task', 'mcp__jobs__long_job'], cliEnv);
+    const bad = await runCli(
+      ['run', '--session', sessionId, '--mcp-config', fixtureFile, '--take-task', 'mcp__jobs__long_job'],
+      cliEnv,
+    );
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--take-task #1: expected 'TOOL TASK_ID'/);
     const badTurn = await runCli(['turn', 'end', 'not-a-turn'], cliEnv);
@@ -272,7 +397,10 @@ describe('detach and take up through the CLI and the HTTP API (2026-07-28 fixtur
     const post = async (path: string, body?: unknown) => {
       const res = await fetch(`${api.url}/api/v1/sessions/${sessionId}${path}`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${TOKEN}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       });
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
@@ -280,14 +408,22 @@ describe('detach and take up through the CLI and the HTTP API (2026-07-28 fixtur
     const started = await post('/turns', { workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
     assert.equal(started.status, 201, JSON.stringify(started.body));
     const turn = started.body.turn as string;
-    const pending = await post(`/turns/${turn}/calls?wait=0`, { id: 'apijob', name: 'mcp__jobs__long_job', arguments: { seconds: 6, tag: 'det-api' } });
+    const pending = await post(`/turns/${turn}/calls?wait=0`, {
+      id: 'apijob',
+      name: 'mcp__jobs__long_job',
+      arguments: { seconds: 6, tag: 'det-api' },
+    });
     assert.equal(pending.status, 202, JSON.stringify(pending.body));
-    await waitUntil('the task to be created', async () => (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'det-api'));
+    await waitUntil('the task to be created', async () =>
+      (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'det-api'),
+    );
     const refused = await post(`/turns/${turn}/end`, { detach: 'yes' });
     assert.equal(refused.status, 400, JSON.stringify(refused.body));
     const ended = await post(`/turns/${turn}/end`, { detach: true });
     assert.equal(ended.status, 200, JSON.stringify(ended.body));
-    const outcome = (ended.body.calls as { id: string; outcome: CallOutcome }[]).find((c) => c.id === 'apijob')!.outcome;
+    const outcome = (ended.body.calls as { id: string; outcome: CallOutcome }[]).find(
+      (c) => c.id === 'apijob',
+    )!.outcome;
     const detached = detachedOf(outcome);
 
     const later = await post('/turns', { workspace: dir, servers: { mcpConfigFiles: [fixtureFile] } });
@@ -298,8 +434,16 @@ describe('detach and take up through the CLI and the HTTP API (2026-07-28 fixtur
     assert.equal(result.status, 'ok', result.errorMessage);
     assert.equal(textOf(result.content[0]), 'finished det-api after 6 s');
     // The same call ID naming another task is another call: 409, never the recorded outcome.
-    const conflict = await post(`/turns/${later.body.turn as string}/calls`, { id: 'apifetch', name: detached.takeUp.name, taskId: 'another-task' });
+    const conflict = await post(`/turns/${later.body.turn as string}/calls`, {
+      id: 'apifetch',
+      name: detached.takeUp.name,
+      taskId: 'another-task',
+    });
     assert.equal(conflict.status, 409, JSON.stringify(conflict.body));
-    assert.equal((await post(`/turns/${later.body.turn as string}/end`)).status, 200, 'an end without a body still ends the turn');
+    assert.equal(
+      (await post(`/turns/${later.body.turn as string}/end`)).status,
+      200,
+      'an end without a body still ends the turn',
+    );
   });
 });

@@ -5,7 +5,15 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { configFiles, everythingServer, type Harness, readLines, serverStatus, startHarness, tempDir } from '../support/harness.js';
+import {
+  configFiles,
+  everythingServer,
+  type Harness,
+  readLines,
+  serverStatus,
+  startHarness,
+  tempDir,
+} from '../support/harness.js';
 import { printedPort } from '../support/printedPort.js';
 
 const httpFixture = fileURLToPath(new URL('../fixtures/httpFixtureServer.js', import.meta.url));
@@ -78,7 +86,11 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function waitForLine(read: () => Promise<string[]> | string[], pattern: RegExp, timeoutMs: number): Promise<void> {
+async function waitForLine(
+  read: () => Promise<string[]> | string[],
+  pattern: RegExp,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if ((await read()).some((l) => pattern.test(l))) return;
@@ -96,7 +108,11 @@ describe('Streamable HTTP and SSE transports, and transport loss', () => {
   before(async () => {
     dir = await tempDir('dmcp-transports-');
     config = configFiles(dir);
-    h = await startHarness('transports', { DMCP_MCP_ENV: 'WEB_TOKEN,WRONG_TOKEN', WEB_TOKEN: token, WRONG_TOKEN: wrongToken });
+    h = await startHarness('transports', {
+      DMCP_MCP_ENV: 'WEB_TOKEN,WRONG_TOKEN',
+      WEB_TOKEN: token,
+      WRONG_TOKEN: wrongToken,
+    });
   });
   after(async () => {
     killAllStarted();
@@ -115,13 +131,21 @@ describe('Streamable HTTP and SSE transports, and transport loss', () => {
       const type = mode === 'sse' ? 'sse' : 'http';
       const url = `http://127.0.0.1:${server.port}/${mode === 'sse' ? 'sse' : 'mcp'}`;
       const file = await config({ everything: { type, url } });
-      const turn = await h.client.startTurn({ sessionId: session(`everything-${type}`), workspace: dir, servers: { mcpConfigFiles: [file] } });
+      const turn = await h.client.startTurn({
+        sessionId: session(`everything-${type}`),
+        workspace: dir,
+        servers: { mcpConfigFiles: [file] },
+      });
       const status = serverStatus(turn.status.servers, 'everything');
       assert.equal(status.state, 'ready', status.error);
       assert.equal(status.transport, type);
       assert.ok(turn.tools.length >= 5, `tools listed: ${turn.tools.map((t) => t.name).join(', ')}`);
       assert.ok(turn.tools.some((t) => t.name === 'mcp__everything__echo'));
-      const outcome = await turn.callTool({ id: 'echo-1', name: 'mcp__everything__echo', arguments: { message: `hello over ${type}` } });
+      const outcome = await turn.callTool({
+        id: 'echo-1',
+        name: 'mcp__everything__echo',
+        arguments: { message: `hello over ${type}` },
+      });
       assert.equal(outcome.status, 'ok', outcome.errorMessage);
       assert.deepEqual(outcome.content, [{ type: 'text', text: `Echo: hello over ${type}` }]);
       await turn.end();
@@ -134,10 +158,16 @@ describe('Streamable HTTP and SSE transports, and transport loss', () => {
       const log = join(dir, `fixture-${mode}-${randomBytes(3).toString('hex')}.log`);
       const server = await startListening([httpFixture, mode], { FIXTURE_EXPECT_TOKEN: token, FIXTURE_LOG: log });
       const url = `http://127.0.0.1:${server.port}/${mode === 'sse' ? 'sse' : 'mcp'}`;
-      const file = await config({ web: { type: mode, url, bearerTokenEnv: 'WEB_TOKEN', headers: { 'X-Fixture': 'transports-test' } } });
+      const file = await config({
+        web: { type: mode, url, bearerTokenEnv: 'WEB_TOKEN', headers: { 'X-Fixture': 'transports-test' } },
+      });
       const sessionId = session(`fixture-${mode}`);
       const turn = await h.client.startTurn({ sessionId, workspace: dir, servers: { mcpConfigFiles: [file] } });
-      assert.equal(serverStatus(turn.status.servers, 'web').state, 'ready', serverStatus(turn.status.servers, 'web').error);
+      assert.equal(
+        serverStatus(turn.status.servers, 'web').state,
+        'ready',
+        serverStatus(turn.status.servers, 'web').error,
+      );
       const outcome = await turn.callTool({ id: 'whoami-1', name: 'mcp__web__whoami', arguments: {} });
       assert.deepEqual(outcome.content, [{ type: 'text', text: 'token ok' }]);
       await turn.end();
@@ -147,7 +177,11 @@ describe('Streamable HTTP and SSE transports, and transport loss', () => {
       const initialized = events.filter((e) => e.event === 'initialized');
       assert.equal(initialized.length, 1, 'one session for the whole turn');
       if (mode === 'http') {
-        assert.deepEqual(events.filter((e) => e.event === 'delete').map((e) => e.session), [initialized[0]!.session], 'the session was ended with DELETE');
+        assert.deepEqual(
+          events.filter((e) => e.event === 'delete').map((e) => e.session),
+          [initialized[0]!.session],
+          'the session was ended with DELETE',
+        );
       }
       await killStarted(server.pid);
     });
@@ -162,13 +196,21 @@ describe('Streamable HTTP and SSE transports, and transport loss', () => {
         wrong: { type: mode, url, bearerTokenEnv: 'WRONG_TOKEN' },
         right: { type: mode, url, bearerTokenEnv: 'WEB_TOKEN' },
       });
-      const turn = await h.client.startTurn({ sessionId: session(`refused-${mode}`), workspace: dir, servers: { mcpConfigFiles: [file] } });
+      const turn = await h.client.startTurn({
+        sessionId: session(`refused-${mode}`),
+        workspace: dir,
+        servers: { mcpConfigFiles: [file] },
+      });
       for (const name of ['anonymous', 'wrong']) {
         const status = serverStatus(turn.status.servers, name);
         assert.equal(status.state, 'failed');
         assert.match(status.error ?? '', /HTTP 401: unauthorized/);
       }
-      assert.equal(serverStatus(turn.status.servers, 'right').state, 'ready', 'one refused server does not affect another');
+      assert.equal(
+        serverStatus(turn.status.servers, 'right').state,
+        'ready',
+        'one refused server does not affect another',
+      );
       assert.match(turn.serversParagraph, /HTTP 401: unauthorized/);
       const everything = JSON.stringify(turn.status) + turn.serversParagraph;
       assert.ok(!everything.includes(wrongToken) && !everything.includes(token), 'no token in the status');
@@ -179,8 +221,15 @@ describe('Streamable HTTP and SSE transports, and transport loss', () => {
 
   test('a server that is not listening shows as connection refused', async () => {
     const port = await freePort();
-    const file = await config({ gone: { url: `http://127.0.0.1:${port}/mcp` }, goneSse: { type: 'sse', url: `http://127.0.0.1:${port}/sse` } });
-    const turn = await h.client.startTurn({ sessionId: session('refused'), workspace: dir, servers: { mcpConfigFiles: [file] } });
+    const file = await config({
+      gone: { url: `http://127.0.0.1:${port}/mcp` },
+      goneSse: { type: 'sse', url: `http://127.0.0.1:${port}/sse` },
+    });
+    const turn = await h.client.startTurn({
+      sessionId: session('refused'),
+      workspace: dir,
+      servers: { mcpConfigFiles: [file] },
+    });
     for (const name of ['gone', 'goneSse']) {
       const status = serverStatus(turn.status.servers, name);
       assert.equal(status.state, 'failed');
@@ -196,17 +245,26 @@ describe('Streamable HTTP and SSE transports, and transport loss', () => {
       const url = `http://127.0.0.1:${first.port}/${mode === 'sse' ? 'sse' : 'mcp'}`;
       const file = await config({ web: { type: mode, url } });
       const sessionId = session(`kill-${mode}`);
-      const turn = await h.client.startTurn({ sessionId, workspace: dir, servers: { mcpConfigFiles: [file] }, limits: { toolTimeoutMs: 60_000 } });
+      const turn = await h.client.startTurn({
+        sessionId,
+        workspace: dir,
+        servers: { mcpConfigFiles: [file] },
+        limits: { toolTimeoutMs: 60_000 },
+      });
       assert.equal(serverStatus(turn.status.servers, 'web').state, 'ready');
 
       const callStart = Date.now();
-      const pending = turn.callTool({ id: 'slow-1', name: 'mcp__web__slow', arguments: { ms: 50_000 } }).then((o) => ({ outcome: o, at: Date.now() }));
+      const pending = turn
+        .callTool({ id: 'slow-1', name: 'mcp__web__slow', arguments: { ms: 50_000 } })
+        .then((o) => ({ outcome: o, at: Date.now() }));
       await waitForLine(() => readLines(log), /slow-started/, 15_000);
       const killedAt = Date.now();
       await killStarted(first.pid);
       const { outcome, at } = await pending;
       const detectMs = at - killedAt;
-      process.stderr.write(`# ${mode}: call failed ${detectMs} ms after the kill (${at - callStart} ms after it started)\n`);
+      process.stderr.write(
+        `# ${mode}: call failed ${detectMs} ms after the kill (${at - callStart} ms after it started)\n`,
+      );
       assert.equal(outcome.status, 'error');
       assert.match(outcome.errorMessage ?? '', /connection to MCP server "web" lost/);
       assert.ok(detectMs < 5000, `failed ${detectMs} ms after the kill`);
@@ -216,7 +274,11 @@ describe('Streamable HTTP and SSE transports, and transport loss', () => {
       // The server counts as crashed: the next turn restarts it (a new server on the same port).
       const second = await startListening([httpFixture, mode], { FIXTURE_PORT: String(first.port) });
       const next = await h.client.startTurn({ sessionId, workspace: dir, servers: { mcpConfigFiles: [file] } });
-      assert.equal(serverStatus(next.status.servers, 'web').state, 'ready', serverStatus(next.status.servers, 'web').error);
+      assert.equal(
+        serverStatus(next.status.servers, 'web').state,
+        'ready',
+        serverStatus(next.status.servers, 'web').error,
+      );
       const echo = await next.callTool({ id: 'echo-after', name: 'mcp__web__echo', arguments: { text: 'back' } });
       assert.deepEqual(echo.content, [{ type: 'text', text: 'back' }]);
       await next.end();
@@ -227,12 +289,19 @@ describe('Streamable HTTP and SSE transports, and transport loss', () => {
   test('killing a stdio server mid-call fails the call within 1 s', async () => {
     const file = await config({ slow: { command: process.execPath, args: [slowStdio] } });
     const sessionId = session('kill-stdio');
-    const turn = await h.client.startTurn({ sessionId, workspace: dir, servers: { mcpConfigFiles: [file] }, limits: { toolTimeoutMs: 60_000 } });
+    const turn = await h.client.startTurn({
+      sessionId,
+      workspace: dir,
+      servers: { mcpConfigFiles: [file] },
+      limits: { toolTimeoutMs: 60_000 },
+    });
     const status = serverStatus(turn.status.servers, 'slow');
     assert.equal(status.state, 'ready');
     assert.ok(status.pid, 'stdio servers report their PID');
     const logsBefore = h.logs.length;
-    const pending = turn.callTool({ id: 'slow-1', name: 'mcp__slow__slow', arguments: { ms: 50_000 } }).then((o) => ({ outcome: o, at: Date.now() }));
+    const pending = turn
+      .callTool({ id: 'slow-1', name: 'mcp__slow__slow', arguments: { ms: 50_000 } })
+      .then((o) => ({ outcome: o, at: Date.now() }));
     await waitForLine(() => h.logs.slice(logsBefore), /slow call started/, 15_000);
     const killedAt = Date.now();
     process.kill(status.pid, 'SIGKILL');

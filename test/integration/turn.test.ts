@@ -33,7 +33,9 @@ describe('a durable turn against the fixture echo server', () => {
     assert.deepEqual(outcome.content, [{ type: 'text', text: 'extension check' }]);
 
     const history = await h.client.client.workflow.getHandle(result.turnId).fetchHistory();
-    const scheduled = history.events!.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callTool');
+    const scheduled = history.events!.filter(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callTool',
+    );
     assert.equal(scheduled.length, 1);
     const converter = h.client.client.options.loadedDataConverter.payloadConverter;
     assert.equal(converter.fromPayload(scheduled[0]!.userMetadata!.summary!), 'mcp__fixture__echo');
@@ -41,7 +43,9 @@ describe('a durable turn against the fixture echo server', () => {
       (e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId) === String(scheduled[0]!.eventId),
     );
     assert.ok(completed, 'the callTool activity completed');
-    const recorded = converter.fromPayload<{ content: unknown[] }>(completed.activityTaskCompletedEventAttributes!.result!.payloads![0]!);
+    const recorded = converter.fromPayload<{ content: unknown[] }>(
+      completed.activityTaskCompletedEventAttributes!.result!.payloads![0]!,
+    );
     assert.deepEqual(recorded.content, [{ type: 'text', text: 'extension check' }]);
 
     const transcript = await h.client.transcript(result.turnId);

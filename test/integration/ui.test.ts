@@ -61,9 +61,15 @@ describe('Temporal UI: a finished turn with tool-name summaries and decoded resu
     if (!existsSync(CHROMIUM)) return; // the test fails with the install hint
     workspace = await tempDir('dmcp-ui-');
     stops.push(() => rm(workspace, { recursive: true, force: true }));
-    const dataConverter = createDataConverter({ payloadDir: join(workspace, 'payloads'), encryptionKey: randomBytes(32).toString('base64') });
+    const dataConverter = createDataConverter({
+      payloadDir: join(workspace, 'payloads'),
+      encryptionKey: randomBytes(32).toString('base64'),
+    });
     // Started first: the UI learns the codec endpoint when the dev server starts.
-    codec = await startCodecServer({ codecs: dataConverter.payloadCodecs ?? [], externalStorage: dataConverter.externalStorage });
+    codec = await startCodecServer({
+      codecs: dataConverter.payloadCodecs ?? [],
+      externalStorage: dataConverter.externalStorage,
+    });
     stops.push(() => codec.close());
     dev = await startDevServer({ codecEndpoint: codec.url, headless: false });
     stops.push(() => dev.stop());
@@ -107,7 +113,8 @@ describe('Temporal UI: a finished turn with tool-name summaries and decoded resu
     // Summaries are payloads too, so they are encrypted: the UI can only show them through the codec server.
     for (const e of raw.events ?? []) {
       const summary = e.activityTaskScheduledEventAttributes ? e.userMetadata?.summary : undefined;
-      if (summary) assert.equal(Buffer.from(summary.metadata?.encoding ?? new Uint8Array()).toString(), 'binary/dmcp-aes256gcm');
+      if (summary)
+        assert.equal(Buffer.from(summary.metadata?.encoding ?? new Uint8Array()).toString(), 'binary/dmcp-aes256gcm');
     }
     assert.ok(!rawBytes.includes(TOOL), 'the raw history holds the summaries in plaintext');
 
@@ -138,7 +145,9 @@ describe('Temporal UI: a finished turn with tool-name summaries and decoded resu
 
       // Expanding the first call's Activity Task Completed row shows its decoded result in full.
       await row(calls[0]!.completed).click();
-      const expanded = row(calls[0]!.completed).locator('xpath=following-sibling::tr[1][@data-testid="event-summary-row-expanded"]');
+      const expanded = row(calls[0]!.completed).locator(
+        'xpath=following-sibling::tr[1][@data-testid="event-summary-row-expanded"]',
+      );
       // The expanded group also shows the call's input (the same text as arguments): read the result's own block.
       const resultBlock = expanded.locator('.cm-content', { hasText: '"status"' });
       await resultBlock.filter({ hasText: texts[0]! }).waitFor({ timeout: 15_000 });
@@ -152,7 +161,11 @@ describe('Temporal UI: a finished turn with tool-name summaries and decoded resu
       // details the workflow keeps, rendered as Markdown: a list with one row per call.
       await page.getByText('User Metadata', { exact: true }).click();
       const rendered = page.locator('iframe[title="output"]');
-      await rendered.first().contentFrame().getByText(`session ${sessionId} · servers fixture`).waitFor({ timeout: 15_000 });
+      await rendered
+        .first()
+        .contentFrame()
+        .getByText(`session ${sessionId} · servers fixture`)
+        .waitFor({ timeout: 15_000 });
       const callRows = rendered.last().contentFrame().locator('li', { hasText: TOOL });
       await callRows.first().waitFor({ timeout: 15_000 });
       assert.equal(await callRows.count(), 2, 'the current details list both calls');

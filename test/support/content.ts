@@ -13,6 +13,7 @@ export function dataOf(block: ContentBlock | undefined): string | undefined {
 /** The messages of an error and its causes, joined: a failed turn's reason is a few causes deep. */
 export function causeMessages(err: unknown): string {
   const out: string[] = [];
-  for (let e = err as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) if (e.message) out.push(e.message);
+  for (let e = err as { message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e)
+    if (e.message) out.push(e.message);
   return out.join(' <- ');
 }

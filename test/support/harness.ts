@@ -20,12 +20,15 @@ import { bundleWorkflows, startWorker, type RunningWorker } from '../../worker/i
 /** The Temporal server the test run started (test/run.ts sets TEMPORAL_ADDRESS). */
 export function temporalAddress(): string {
   const address = process.env.TEMPORAL_ADDRESS;
-  if (!address) throw new Error('TEMPORAL_ADDRESS is not set: run the tests with `npm test`, which starts a dev server');
+  if (!address)
+    throw new Error('TEMPORAL_ADDRESS is not set: run the tests with `npm test`, which starts a dev server');
   return address;
 }
 
 export const fixtureServer = fileURLToPath(new URL('../fixtures/echoServer.js', import.meta.url));
-export const everythingServer = fileURLToPath(new URL('../../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url));
+export const everythingServer = fileURLToPath(
+  new URL('../../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url),
+);
 
 let runtimeInstalled = false;
 /**
@@ -99,16 +102,23 @@ export interface HarnessOptions {
   maxCachedWorkflows?: number;
 }
 
-export async function startHarness(name: string, env: NodeJS.ProcessEnv = {}, options: HarnessOptions = {}): Promise<Harness> {
+export async function startHarness(
+  name: string,
+  env: NodeJS.ProcessEnv = {},
+  options: HarnessOptions = {},
+): Promise<Harness> {
   const workerEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1', ...env };
   harnessEnvs.push(workerEnv);
   if (!runtimeInstalled) {
-    const sdkLogger = pino({ level: 'debug' }, {
-      write: (line: string) => {
-        runtimeLogs.push(line);
-        process.stderr.write(line);
+    const sdkLogger = pino(
+      { level: 'debug' },
+      {
+        write: (line: string) => {
+          runtimeLogs.push(line);
+          process.stderr.write(line);
+        },
       },
-    });
+    );
     installRuntimeLogger(sdkLogger, 'WARN', (text) => harnessEnvs.reduce((out, e) => scrubSecrets(out, e), text));
     runtimeInstalled = true;
   }
@@ -161,12 +171,21 @@ export interface WorkerProcess {
  * worker bundles its own workflows), and resolves once it polls. Its environment is PATH,
  * `DMCP_LOG_LEVEL=warn` and `env`, nothing else inherited. `script`: another build's worker process.
  */
-export function startWorkerProcess(taskQueue: string, bundleFile: string | undefined, env: NodeJS.ProcessEnv, script = workerProcessScript): Promise<WorkerProcess> {
+export function startWorkerProcess(
+  taskQueue: string,
+  bundleFile: string | undefined,
+  env: NodeJS.ProcessEnv,
+  script = workerProcessScript,
+): Promise<WorkerProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, '--task-queue', taskQueue, ...(bundleFile ? ['--bundle', bundleFile] : [])], {
-      env: { PATH: process.env.PATH, DMCP_LOG_LEVEL: 'warn', ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      [script, '--task-queue', taskQueue, ...(bundleFile ? ['--bundle', bundleFile] : [])],
+      {
+        env: { PATH: process.env.PATH, DMCP_LOG_LEVEL: 'warn', ...env },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     let out = '';
     const timer = setTimeout(() => reject(new Error('worker process did not start in 30 s')), 30_000);
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -235,7 +254,8 @@ export async function writeConfigDir(
 ): Promise<{ DMCP_NO_USER_CONFIG: '0'; DMCP_CONFIG_DIR: string }> {
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'mcp.json'), JSON.stringify({ mcpServers }, null, options.indent));
-  if (options.settings !== undefined) await writeFile(join(dir, 'settings.json'), JSON.stringify(options.settings, null, 2));
+  if (options.settings !== undefined)
+    await writeFile(join(dir, 'settings.json'), JSON.stringify(options.settings, null, 2));
   return { DMCP_NO_USER_CONFIG: '0', DMCP_CONFIG_DIR: dir };
 }
 
@@ -268,7 +288,11 @@ export function processesInGroups(groups: Iterable<number>): number[] {
 }
 
 /** Polls `check` until it returns true or `timeoutMs` passes; returns the last result. */
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, intervalMs = 50): Promise<boolean> {
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  intervalMs = 50,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return true;
@@ -307,7 +331,12 @@ export async function waitUntil(what: string, check: () => Promise<boolean>, tim
 export async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)))]);
+    return await Promise.race([
+      p,
+      new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)),
+      ),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -328,7 +357,10 @@ export interface CliRun {
 /** Runs `durable-mcp <args>` with exactly `env` (nothing inherited) and resolves with its exit code and output; at most 90 s. */
 export async function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [cliScript, ...args], { env, timeout: 90_000 });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [cliScript, ...args], {
+      env,
+      timeout: 90_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
@@ -354,11 +386,18 @@ export interface DevProcess {
  * server, plus `env(dataDir)`; resolves once dev says it is running. `onSpawn` gets the process at
  * once, so the caller can stop it even if the start fails.
  */
-export async function startDevProcess(prefix: string, env: (dataDir: string) => NodeJS.ProcessEnv, onSpawn: (child: ChildProcess) => void): Promise<DevProcess> {
+export async function startDevProcess(
+  prefix: string,
+  env: (dataDir: string) => NodeJS.ProcessEnv,
+  onSpawn: (child: ChildProcess) => void,
+): Promise<DevProcess> {
   const dataDir = await tempDir(prefix);
   const configDir = join(dataDir, 'config');
   await mkdir(configDir);
-  await writeFile(join(configDir, 'mcp.json'), JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [fixtureServer] } } }));
+  await writeFile(
+    join(configDir, 'mcp.json'),
+    JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [fixtureServer] } } }),
+  );
   const child = spawn(process.execPath, [cliScript, 'dev'], {
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -380,7 +419,11 @@ export async function startDevProcess(prefix: string, env: (dataDir: string) => 
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
   child.stderr!.setEncoding('utf8').on('data', (c: string) => (err = (err + c).slice(-4000)));
-  await waitUntil('dev to start', async () => out.includes('durable-mcp dev is running.') || child.exitCode !== null, 90_000);
+  await waitUntil(
+    'dev to start',
+    async () => out.includes('durable-mcp dev is running.') || child.exitCode !== null,
+    90_000,
+  );
   if (child.exitCode !== null) throw new Error(`dev exited early (${child.exitCode}): ${out}\n${err}`);
   const address = /Temporal server:\s+(\S+)/.exec(out)?.[1];
   if (!address) throw new Error(`dev printed no Temporal address: ${out}`);

@@ -7,7 +7,8 @@ export function neutralizePaths(historyJson: string, paths: [string, string][]):
     const record = node as Record<string, unknown>;
     // A failure's stack trace names the files it passed through.
     const trace = record.stackTrace;
-    if (typeof trace === 'string') record.stackTrace = paths.reduce((text, [path, placeholder]) => text.split(path).join(placeholder), trace);
+    if (typeof trace === 'string')
+      record.stackTrace = paths.reduce((text, [path, placeholder]) => text.split(path).join(placeholder), trace);
     if (typeof record.data === 'string' && typeof record.metadata === 'object') {
       let text = Buffer.from(record.data, 'base64').toString('utf8');
       for (const [path, placeholder] of paths) text = text.split(path).join(placeholder);

@@ -32,14 +32,21 @@ export class InMemoryServers {
     const record: InMemoryServer = { name: entry.name, id: this.started.length + 1, listings: 0, closed: false };
     this.started.push(record);
     const added: string[] = [];
-    const server = new Server({ name: `in-memory-${entry.name}`, version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+    const server = new Server(
+      { name: `in-memory-${entry.name}`, version: '1.0.0' },
+      { capabilities: { tools: { listChanged: true } } },
+    );
     const text = (value: unknown) => ({ content: [{ type: 'text' as const, text: JSON.stringify(value) }] });
     server.setRequestHandler('tools/list', () => {
       record.listings += 1;
       const tools: Tool[] = [
         { name: 'whoami', description: 'Returns the server name and id.', inputSchema: plain },
         { name: 'add_tool', description: 'Adds a tool and sends tools/list_changed.', inputSchema: plain },
-        { name: 'sleep', description: 'Answers after `ms` milliseconds.', inputSchema: { type: 'object', properties: { ms: { type: 'number' } } } },
+        {
+          name: 'sleep',
+          description: 'Answers after `ms` milliseconds.',
+          inputSchema: { type: 'object', properties: { ms: { type: 'number' } } },
+        },
         ...added.map((t) => ({ name: t, description: 'Added at run time.', inputSchema: plain })),
       ];
       return { tools };

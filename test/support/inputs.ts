@@ -12,7 +12,10 @@ const started = new Set<number>();
 
 /** Starts the 2026 fixture over HTTP with its own log; resolves with its URL. */
 export async function modernHttpServer(logFile: string): Promise<string> {
-  const child = spawn(process.execPath, [modernFixture, 'http', '--legacy', 'reject'], { env: { PATH: process.env.PATH, FIXTURE_LOG: logFile }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [modernFixture, 'http', '--legacy', 'reject'], {
+    env: { PATH: process.env.PATH, FIXTURE_LOG: logFile },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   if (child.pid === undefined) throw new Error('could not start the modern fixture');
   started.add(child.pid);
   child.stdout.setEncoding('utf8');
@@ -36,7 +39,6 @@ export function killStartedServers(): void {
     }
   }
 }
-
 
 /** The `callTool` activity inputs of a turn, decoded from its history. */
 export async function callInputs(client: TurnClient, turnId: string): Promise<CallToolInput[]> {
@@ -64,7 +66,8 @@ export async function historyTexts(client: TurnClient, turnId: string): Promise<
     if (Array.isArray(node)) return node.forEach(walk);
     if (typeof node !== 'object' || node === null || node instanceof Uint8Array) return;
     const p = node as { data?: unknown; metadata?: unknown };
-    if (p.data instanceof Uint8Array && typeof p.metadata === 'object' && p.metadata !== null) payloads.push(Buffer.from(p.data).toString('utf8'));
+    if (p.data instanceof Uint8Array && typeof p.metadata === 'object' && p.metadata !== null)
+      payloads.push(Buffer.from(p.data).toString('utf8'));
     else Object.values(node).forEach(walk);
   };
   walk(history);

@@ -18,17 +18,30 @@ export interface OAuthFixture<Stats> {
 
 /** Starts the OAuth fixture with `env` over this process's environment; waits (20 s at most) for the line naming its addresses. */
 export async function startOAuthFixture<Stats>(env: NodeJS.ProcessEnv = {}): Promise<OAuthFixture<Stats>> {
-  const child = spawn(process.execPath, [oauthFixture], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [oauthFixture], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let buffer = '';
-  const printed = await within(20_000, 'the OAuth fixture to listen', new Promise<Record<string, string>>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      buffer += String(d);
-      const l = buffer.split('\n').find((x) => x.startsWith('{') && x.includes('"url"'));
-      if (l) resolve(JSON.parse(l) as Record<string, string>);
-    });
-    child.once('exit', (code) => reject(new Error(`OAuth fixture exited (${code})`)));
-  }));
-  return { url: printed.url!, issuer: printed.issuer!, printed, child, stats: async () => (await (await fetch(printed.stats!)).json()) as Stats };
+  const printed = await within(
+    20_000,
+    'the OAuth fixture to listen',
+    new Promise<Record<string, string>>((resolve, reject) => {
+      child.stdout!.on('data', (d: Buffer) => {
+        buffer += String(d);
+        const l = buffer.split('\n').find((x) => x.startsWith('{') && x.includes('"url"'));
+        if (l) resolve(JSON.parse(l) as Record<string, string>);
+      });
+      child.once('exit', (code) => reject(new Error(`OAuth fixture exited (${code})`)));
+    }),
+  );
+  return {
+    url: printed.url!,
+    issuer: printed.issuer!,
+    printed,
+    child,
+    stats: async () => (await (await fetch(printed.stats!)).json()) as Stats,
+  };
 }
 
 /** The status entry of server `name`; fails naming the servers there are. */

@@ -36,7 +36,8 @@ async function main(): Promise<void> {
     await turn.end();
     // Record only a turn that shows what it is meant to: a result, a tool error, a bad request.
     const kinds = outcomes.map((o) => (o.status === 'ok' ? (o.isError ? 'isError' : 'ok') : o.errorKind));
-    if (kinds.join() !== 'ok,isError,bad_request') throw new Error(`unexpected outcomes ${kinds.join()}: not recording`);
+    if (kinds.join() !== 'ok,isError,bad_request')
+      throw new Error(`unexpected outcomes ${kinds.join()}: not recording`);
 
     const batch = await h.client.runBatch({
       sessionId: 'replay-batch',
@@ -61,32 +62,61 @@ async function main(): Promise<void> {
     if (fastOutcomes.some((o) => o.status !== 'ok')) throw new Error('unexpected fast-path outcomes: not recording');
 
     // An MCP task: created once, polled from durable timers, its result fetched once.
-    const taskTurn = await h.client.startTurn({ sessionId: 'replay-task', workspace, servers: { inlineSpecs: [`jobs:${process.execPath} ${taskServer} stdio`] } });
-    const taskOutcome = await taskTurn.callTool({ id: 'toolu_21', name: 'mcp__jobs__long_job', arguments: { seconds: 2, tag: 'recorded' } });
+    const taskTurn = await h.client.startTurn({
+      sessionId: 'replay-task',
+      workspace,
+      servers: { inlineSpecs: [`jobs:${process.execPath} ${taskServer} stdio`] },
+    });
+    const taskOutcome = await taskTurn.callTool({
+      id: 'toolu_21',
+      name: 'mcp__jobs__long_job',
+      arguments: { seconds: 2, tag: 'recorded' },
+    });
     await taskTurn.end();
-    if (taskOutcome.status !== 'ok' || !textOf(taskOutcome.content[0])?.includes('finished recorded')) throw new Error(`unexpected task outcome ${JSON.stringify(taskOutcome)}: not recording`);
+    if (taskOutcome.status !== 'ok' || !textOf(taskOutcome.content[0])?.includes('finished recorded'))
+      throw new Error(`unexpected task outcome ${JSON.stringify(taskOutcome)}: not recording`);
 
     // A task left running by a turn ended with detach, and taken up by the session's next turn.
     const jobs = { inlineSpecs: [`jobs:${process.execPath} ${taskServer} stdio`] };
     const detaching = await h.client.startTurn({ sessionId: 'replay-task-detach', workspace, servers: jobs });
-    const leftRunning = detaching.callTool({ id: 'toolu_41', name: 'mcp__jobs__long_job', arguments: { seconds: 4, tag: 'detached' } });
-    await waitUntil('the task', async () => (await h.client.transcript(detaching.turnId)).calls.some((c) => c.task !== undefined));
+    const leftRunning = detaching.callTool({
+      id: 'toolu_41',
+      name: 'mcp__jobs__long_job',
+      arguments: { seconds: 4, tag: 'detached' },
+    });
+    await waitUntil('the task', async () =>
+      (await h.client.transcript(detaching.turnId)).calls.some((c) => c.task !== undefined),
+    );
     await detaching.end({ detach: true });
     const detached = (await leftRunning).detached;
     if (!detached) throw new Error(`unexpected detached outcome ${JSON.stringify(await leftRunning)}: not recording`);
     const takingUp = await h.client.startTurn({ sessionId: 'replay-task-detach', workspace, servers: jobs });
-    const takenUp = await takingUp.callTool({ id: 'toolu_42', name: detached.takeUp.name, taskId: detached.takeUp.taskId });
+    const takenUp = await takingUp.callTool({
+      id: 'toolu_42',
+      name: detached.takeUp.name,
+      taskId: detached.takeUp.taskId,
+    });
     await takingUp.end();
-    if (takenUp.status !== 'ok' || !textOf(takenUp.content[0])?.includes('finished detached')) throw new Error(`unexpected taken-up outcome ${JSON.stringify(takenUp)}: not recording`);
+    if (takenUp.status !== 'ok' || !textOf(takenUp.content[0])?.includes('finished detached'))
+      throw new Error(`unexpected taken-up outcome ${JSON.stringify(takenUp)}: not recording`);
 
     // A 2025-era question mid-call: reported by the call's activity, answered, delivered back.
-    const legacy = await h.client.startTurn({ sessionId: 'replay-legacy-input', workspace, servers: { inlineSpecs: [`everything:${process.execPath} ${everythingServer} stdio`] } });
-    const asking = legacy.callTool({ id: 'toolu_31', name: 'mcp__everything__trigger-elicitation-request', arguments: {} });
+    const legacy = await h.client.startTurn({
+      sessionId: 'replay-legacy-input',
+      workspace,
+      servers: { inlineSpecs: [`everything:${process.execPath} ${everythingServer} stdio`] },
+    });
+    const asking = legacy.callTool({
+      id: 'toolu_31',
+      name: 'mcp__everything__trigger-elicitation-request',
+      arguments: {},
+    });
     await waitUntil('the question', async () => (await legacy.pendingInputs()).length === 1);
     await legacy.answerInput('toolu_31:1:elicitation', { action: 'accept', content: { name: 'recorded' } });
     const legacyOutcome = await asking;
     await legacy.end();
-    if (legacyOutcome.status !== 'ok' || !textOf(legacyOutcome.content[1])?.includes('Name: recorded')) throw new Error(`unexpected legacy outcome ${JSON.stringify(legacyOutcome)}: not recording`);
+    if (legacyOutcome.status !== 'ok' || !textOf(legacyOutcome.content[1])?.includes('Name: recorded'))
+      throw new Error(`unexpected legacy outcome ${JSON.stringify(legacyOutcome)}: not recording`);
 
     // A 2026-07-28 task's question: recorded with its status, answered, sent back with tasks/update.
     const modern = spawn(process.execPath, [taskServer, 'modern'], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -95,28 +125,62 @@ async function main(): Promise<void> {
     try {
       const modernConfig = join(workspace, 'mcp-2026.json');
       const port = await printedPort(modern, 'the 2026-07-28 task fixture');
-      await writeFile(modernConfig, JSON.stringify({ mcpServers: { jobs: { type: 'http', url: `http://127.0.0.1:${port}/mcp`, protocol: '2026-07-28', tasks: 'prefer' } } }));
-      const modernTurn = await h.client.startTurn({ sessionId: 'replay-task-question', workspace, servers: { mcpConfigFiles: [modernConfig] } });
+      await writeFile(
+        modernConfig,
+        JSON.stringify({
+          mcpServers: {
+            jobs: { type: 'http', url: `http://127.0.0.1:${port}/mcp`, protocol: '2026-07-28', tasks: 'prefer' },
+          },
+        }),
+      );
+      const modernTurn = await h.client.startTurn({
+        sessionId: 'replay-task-question',
+        workspace,
+        servers: { mcpConfigFiles: [modernConfig] },
+      });
       modernTurnId = modernTurn.turnId;
-      const question = modernTurn.callTool({ id: 'toolu_41', name: 'mcp__jobs__asking_job', arguments: { tag: 'colour' } });
-      await waitUntil('the task\'s question', async () => (await modernTurn.pendingInputs()).length === 1);
+      const question = modernTurn.callTool({
+        id: 'toolu_41',
+        name: 'mcp__jobs__asking_job',
+        arguments: { tag: 'colour' },
+      });
+      await waitUntil("the task's question", async () => (await modernTurn.pendingInputs()).length === 1);
       await modernTurn.answerInput('toolu_41:1:choice', { action: 'accept', content: { choice: 'recorded' } });
       const questionOutcome = await question;
       await modernTurn.end();
-      if (questionOutcome.status !== 'ok' || textOf(questionOutcome.content[0]) !== 'colour: recorded') throw new Error(`unexpected task question outcome ${JSON.stringify(questionOutcome)}: not recording`);
+      if (questionOutcome.status !== 'ok' || textOf(questionOutcome.content[0]) !== 'colour: recorded')
+        throw new Error(`unexpected task question outcome ${JSON.stringify(questionOutcome)}: not recording`);
 
       // Without "tasks": "prefer": the task-only tool refuses the ordinary call (-32021), which is
       // sent again as a task; the next call of the tool goes straight to one.
       const plainConfig = join(workspace, 'mcp-2026-plain.json');
-      await writeFile(plainConfig, JSON.stringify({ mcpServers: { jobs: { type: 'http', url: `http://127.0.0.1:${port}/mcp`, protocol: '2026-07-28' } } }));
-      const refusedTurn = await h.client.startTurn({ sessionId: 'replay-task-on-refusal', workspace, servers: { mcpConfigFiles: [plainConfig] } });
+      await writeFile(
+        plainConfig,
+        JSON.stringify({
+          mcpServers: { jobs: { type: 'http', url: `http://127.0.0.1:${port}/mcp`, protocol: '2026-07-28' } },
+        }),
+      );
+      const refusedTurn = await h.client.startTurn({
+        sessionId: 'replay-task-on-refusal',
+        workspace,
+        servers: { mcpConfigFiles: [plainConfig] },
+      });
       refusedTurnId = refusedTurn.turnId;
       const refusedOutcomes = [
-        await refusedTurn.callTool({ id: 'toolu_51', name: 'mcp__jobs__long_job', arguments: { seconds: 1, tag: 'refused' } }),
-        await refusedTurn.callTool({ id: 'toolu_52', name: 'mcp__jobs__long_job', arguments: { seconds: 1, tag: 'straight' } }),
+        await refusedTurn.callTool({
+          id: 'toolu_51',
+          name: 'mcp__jobs__long_job',
+          arguments: { seconds: 1, tag: 'refused' },
+        }),
+        await refusedTurn.callTool({
+          id: 'toolu_52',
+          name: 'mcp__jobs__long_job',
+          arguments: { seconds: 1, tag: 'straight' },
+        }),
       ];
       await refusedTurn.end();
-      if (refusedOutcomes.some((o) => o.status !== 'ok')) throw new Error(`unexpected outcomes after a refusal ${JSON.stringify(refusedOutcomes)}: not recording`);
+      if (refusedOutcomes.some((o) => o.status !== 'ok'))
+        throw new Error(`unexpected outcomes after a refusal ${JSON.stringify(refusedOutcomes)}: not recording`);
     } finally {
       modern.kill('SIGKILL');
     }
@@ -135,7 +199,14 @@ async function main(): Promise<void> {
     ] as const;
     for (const [file, id] of recorded.filter(([file]) => only.length === 0 || only.includes(file))) {
       const history = await h.client.client.workflow.getHandle(id).fetchHistory();
-      await writeFile(join(outDir, file), `${neutralizePaths(historyToJSON(history), [[process.execPath, 'node'], [workspace, '/workspace'], [projectRoot, '/project/']])}\n`);
+      await writeFile(
+        join(outDir, file),
+        `${neutralizePaths(historyToJSON(history), [
+          [process.execPath, 'node'],
+          [workspace, '/workspace'],
+          [projectRoot, '/project/'],
+        ])}\n`,
+      );
       process.stderr.write(`recorded ${id} -> test/histories/${file}\n`);
     }
   } finally {

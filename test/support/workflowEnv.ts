@@ -85,7 +85,8 @@ export class FakePool {
     };
     return new Proxy(impl, {
       get: (target, prop, receiver) => {
-        if (typeof prop === 'string' && !Object.hasOwn(target, prop)) this.fail(`the activities used pool.${prop}, which the fake pool does not implement`);
+        if (typeof prop === 'string' && !Object.hasOwn(target, prop))
+          this.fail(`the activities used pool.${prop}, which the fake pool does not implement`);
         return Reflect.get(target, prop, receiver) as unknown;
       },
     });
@@ -132,10 +133,16 @@ export class FakePool {
     }));
   }
 
-  private async callTool(sessionId: string, server: string, tool: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  private async callTool(
+    sessionId: string,
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+  ): Promise<CallToolResult> {
     if (!this.reconciled.includes(sessionId)) this.fail(`callTool(${sessionId}) before the session was reconciled`);
     if (server !== this.server) this.fail(`callTool on server "${server}"; the fake has only "${this.server}"`);
-    const spec = this.byName.get(tool) ?? this.fail(`callTool of unknown tool "${tool}" (the workflow should have refused it)`);
+    const spec =
+      this.byName.get(tool) ?? this.fail(`callTool of unknown tool "${tool}" (the workflow should have refused it)`);
     const call: FakeCall = { sessionId, server, tool, args, startedAt: Date.now() };
     this.calls.push(call);
     const attempt = this.calls.filter((c) => c.sessionId === sessionId && c.tool === tool).length;
@@ -160,7 +167,8 @@ export async function createWorkflowEnv(): Promise<TestWorkflowEnvironment> {
     runtimeInstalled = true;
   }
   const cli = await findTemporalCli();
-  if (!cli) throw new Error('no Temporal CLI found: run `npm run setup:temporal` (the workflow tests never download one)');
+  if (!cli)
+    throw new Error('no Temporal CLI found: run `npm run setup:temporal` (the workflow tests never download one)');
   return TestWorkflowEnvironment.createLocal({
     server: {
       executable: { type: 'existing-path', path: cli.path },
@@ -197,7 +205,12 @@ type Activities = ReturnType<typeof createActivities>;
  * queue, with `pool` as the server pool: a shared-queue worker and a pinned worker queue, as in
  * production.
  */
-export async function startFakeWorker(env: TestWorkflowEnvironment, name: string, pool: FakePool, options: FakeWorkerOptions = {}): Promise<FakeWorker> {
+export async function startFakeWorker(
+  env: TestWorkflowEnvironment,
+  name: string,
+  pool: FakePool,
+  options: FakeWorkerOptions = {},
+): Promise<FakeWorker> {
   bundle ??= bundleWorkflows();
   const taskQueue = uniqueQueue(name);
   const workerQueue = `${taskQueue}@fake-worker`;

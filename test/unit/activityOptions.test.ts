@@ -1,8 +1,24 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
-import { FailureType, LEGACY_INPUT_GRACE_MS, TURN_INPUT_FAILURE_TYPE, TURN_LIMIT_RANGES, type ToolInfo, type TurnLimits } from '../../contract/index.js';
-import { DEFAULT_LIMITS, HEARTBEAT_TIMEOUT_TYPE, callOptions, isSafeToRetry, pinnedOptions, reconcileOptions, requestTimeoutMs, resolveLimits } from '../../workflows/activityOptions.js';
+import {
+  FailureType,
+  LEGACY_INPUT_GRACE_MS,
+  TURN_INPUT_FAILURE_TYPE,
+  TURN_LIMIT_RANGES,
+  type ToolInfo,
+  type TurnLimits,
+} from '../../contract/index.js';
+import {
+  DEFAULT_LIMITS,
+  HEARTBEAT_TIMEOUT_TYPE,
+  callOptions,
+  isSafeToRetry,
+  pinnedOptions,
+  reconcileOptions,
+  requestTimeoutMs,
+  resolveLimits,
+} from '../../workflows/activityOptions.js';
 import { reconcileInput } from '../../workflows/servers.js';
 
 function tool(extra: Partial<ToolInfo> = {}): ToolInfo {
@@ -39,7 +55,12 @@ describe('callOptions', () => {
   }
 
   test('timeouts come from the limits, the server toolTimeout wins for start-to-close, stretched by the wait for a person', () => {
-    const limits = resolveLimits({ toolTimeoutMs: 5000, heartbeatTimeoutMs: 2000, scheduleToStartMs: 3000, legacyInputTimeoutMs: 60_000 });
+    const limits = resolveLimits({
+      toolTimeoutMs: 5000,
+      heartbeatTimeoutMs: 2000,
+      scheduleToStartMs: 3000,
+      legacyInputTimeoutMs: 60_000,
+    });
     assert.deepEqual(callOptions('worker-1', tool(), limits), {
       taskQueue: 'worker-1',
       summary: 'mcp__s__t',
@@ -53,8 +74,14 @@ describe('callOptions', () => {
         nonRetryableErrorTypes: [FailureType.BadRequest, FailureType.ServerUnavailable, HEARTBEAT_TIMEOUT_TYPE],
       },
     });
-    assert.equal(callOptions('worker-1', tool({ timeoutMs: 120_000 }), limits).startToCloseTimeout, 120_000 + 60_000 + LEGACY_INPUT_GRACE_MS);
-    assert.equal(callOptions('worker-1', tool(), resolveLimits({ toolTimeoutMs: 5000 })).startToCloseTimeout, 5000 + 10 * 60_000 + LEGACY_INPUT_GRACE_MS);
+    assert.equal(
+      callOptions('worker-1', tool({ timeoutMs: 120_000 }), limits).startToCloseTimeout,
+      120_000 + 60_000 + LEGACY_INPUT_GRACE_MS,
+    );
+    assert.equal(
+      callOptions('worker-1', tool(), resolveLimits({ toolTimeoutMs: 5000 })).startToCloseTimeout,
+      5000 + 10 * 60_000 + LEGACY_INPUT_GRACE_MS,
+    );
     // A server known to speak 2026-07-28 asks between attempts, never during one.
     assert.equal(callOptions('worker-1', tool(), limits, false).startToCloseTimeout, 5000);
   });
@@ -62,7 +89,11 @@ describe('callOptions', () => {
   test('failing over on a lost worker: Temporal does not retry a heartbeat timeout on the pinned queue', () => {
     for (const extra of [{}, { annotations: { readOnlyHint: true } }] as Partial<ToolInfo>[]) {
       const options = callOptions('worker-1', tool(extra), DEFAULT_LIMITS);
-      assert.deepEqual(options.retry?.nonRetryableErrorTypes, [FailureType.BadRequest, FailureType.ServerUnavailable, HEARTBEAT_TIMEOUT_TYPE]);
+      assert.deepEqual(options.retry?.nonRetryableErrorTypes, [
+        FailureType.BadRequest,
+        FailureType.ServerUnavailable,
+        HEARTBEAT_TIMEOUT_TYPE,
+      ]);
     }
     // The name Temporal's retry policy gives a heartbeat timeout: its prefix and the timeout type.
     assert.equal(HEARTBEAT_TIMEOUT_TYPE, 'TemporalTimeout:Heartbeat');
@@ -95,13 +126,23 @@ describe('reconcile and pinned options', () => {
 describe('reconcileInput: an interactive turn asks the worker to keep its servers for its idle limit', () => {
   const refs = { workspace: '/w', mcpConfigFiles: [], inlineSpecs: [] };
   test('interactive turn', () => {
-    assert.deepEqual(reconcileInput({ input: { sessionId: 's', refs }, limits: resolveLimits({ idleMs: 90_000 }), firstRunId: 'r1' }), { sessionId: 's', firstRunId: 'r1', refs, turnIdleMs: 90_000 });
+    assert.deepEqual(
+      reconcileInput({ input: { sessionId: 's', refs }, limits: resolveLimits({ idleMs: 90_000 }), firstRunId: 'r1' }),
+      { sessionId: 's', firstRunId: 'r1', refs, turnIdleMs: 90_000 },
+    );
   });
   test('interactive turn, default idle limit', () => {
-    assert.equal(reconcileInput({ input: { sessionId: 's', refs }, limits: resolveLimits(undefined), firstRunId: 'r1' }).turnIdleMs, DEFAULT_LIMITS.idleMs);
+    assert.equal(
+      reconcileInput({ input: { sessionId: 's', refs }, limits: resolveLimits(undefined), firstRunId: 'r1' })
+        .turnIdleMs,
+      DEFAULT_LIMITS.idleMs,
+    );
   });
   test('batch turn: no hold', () => {
-    assert.deepEqual(reconcileInput({ input: { sessionId: 's', refs, batch: [[]] }, limits: DEFAULT_LIMITS, firstRunId: 'r1' }), { sessionId: 's', firstRunId: 'r1', refs });
+    assert.deepEqual(
+      reconcileInput({ input: { sessionId: 's', refs, batch: [[]] }, limits: DEFAULT_LIMITS, firstRunId: 'r1' }),
+      { sessionId: 's', firstRunId: 'r1', refs },
+    );
   });
 });
 
@@ -117,7 +158,13 @@ describe('resolveLimits: a limit out of range is refused, naming the field', () 
 
   const refused: Array<[string, unknown]> = [];
   for (const [field, { min, max }] of Object.entries(TURN_LIMIT_RANGES)) {
-    refused.push([field, { [field]: min - 1 }], [field, { [field]: max + 1 }], [field, { [field]: min + 0.5 }], [field, { [field]: String(min) }], [field, { [field]: null }]);
+    refused.push(
+      [field, { [field]: min - 1 }],
+      [field, { [field]: max + 1 }],
+      [field, { [field]: min + 0.5 }],
+      [field, { [field]: String(min) }],
+      [field, { [field]: null }],
+    );
   }
   for (const [field, limits] of refused) {
     test(`${JSON.stringify(limits)} is refused`, () => {
@@ -128,7 +175,11 @@ describe('resolveLimits: a limit out of range is refused, naming the field', () 
           assert.equal(err.type, TURN_INPUT_FAILURE_TYPE);
           assert.equal(err.nonRetryable, true);
           assert.match(err.message, new RegExp(`limits\\.${field} `));
-          assert.deepEqual(err.details, [{ field: `limits.${field}` }], 'the field travels as data, for callers that point at it');
+          assert.deepEqual(
+            err.details,
+            [{ field: `limits.${field}` }],
+            'the field travels as data, for callers that point at it',
+          );
           return true;
         },
       );
@@ -136,6 +187,9 @@ describe('resolveLimits: a limit out of range is refused, naming the field', () 
   }
 
   test('a heartbeat timeout under a second is refused, saying what is allowed', () => {
-    assert.throws(() => resolveLimits({ heartbeatTimeoutMs: 999 }), /limits\.heartbeatTimeoutMs is 999; it must be a whole number from 1000 to 3600000/);
+    assert.throws(
+      () => resolveLimits({ heartbeatTimeoutMs: 999 }),
+      /limits\.heartbeatTimeoutMs is 999; it must be a whole number from 1000 to 3600000/,
+    );
   });
 });

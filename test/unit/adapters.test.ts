@@ -14,7 +14,14 @@ import { DEFAULT_SHAPE_LIMITS, shapeForModel } from '../../shaping/index.js';
 import { modelOutput, toolSet } from '../../adapters/aiSdk.js';
 import { functionToolName, functionTools, toolOutput } from '../../adapters/openaiAgents.js';
 import { structuredTools, toolMessage } from '../../adapters/langchain.js';
-import { CallAbortedError, MissingToolCallIdError, objectSchema, runDurableCall, turnBriefing, type DurableToolResult } from '../../adapters/durableCall.js';
+import {
+  CallAbortedError,
+  MissingToolCallIdError,
+  objectSchema,
+  runDurableCall,
+  turnBriefing,
+  type DurableToolResult,
+} from '../../adapters/durableCall.js';
 import { smallImage } from './fixtures-images.js';
 
 const base = { startedAt: '2026-01-01T00:00:00.000Z', durationMs: 5, attempts: 1 };
@@ -27,11 +34,61 @@ const png = async () => (await smallImage('png')).toString('base64');
 
 /** Each kind of outcome, and what each framework must hand the model for it. */
 const cases: { name: string; outcome: () => Promise<CallOutcome>; failed: boolean; images: number; text: RegExp }[] = [
-  { name: 'text', outcome: async () => ({ ...base, status: 'ok', isError: false, content: [{ type: 'text', text: 'hello' }] }), failed: false, images: 0, text: /<toolOutput>\nhello\n<\/toolOutput>/ },
-  { name: 'tool error (isError)', outcome: async () => ({ ...base, status: 'ok', isError: true, content: [{ type: 'text', text: 'no such file' }] }), failed: true, images: 0, text: /The tool reported an error:\nno such file/ },
-  { name: 'transport failure', outcome: async () => ({ ...base, status: 'error', isError: false, content: [], errorKind: 'unknown_result', errorMessage: 'the worker was lost; it may have had an effect' }), failed: true, images: 0, text: /Tool call failed: the worker was lost/ },
-  { name: 'image', outcome: async () => ({ ...base, status: 'ok', isError: false, content: [{ type: 'text', text: 'a picture' }, { type: 'image', data: await png(), mimeType: 'image/png' }] }), failed: false, images: 1, text: /1 image \(content\[1\]\) follows/ },
-  { name: 'tool error with an image', outcome: async () => ({ ...base, status: 'ok', isError: true, content: [{ type: 'image', data: await png(), mimeType: 'image/png' }] }), failed: true, images: 1, text: /The tool reported an error:/ },
+  {
+    name: 'text',
+    outcome: async () => ({ ...base, status: 'ok', isError: false, content: [{ type: 'text', text: 'hello' }] }),
+    failed: false,
+    images: 0,
+    text: /<toolOutput>\nhello\n<\/toolOutput>/,
+  },
+  {
+    name: 'tool error (isError)',
+    outcome: async () => ({ ...base, status: 'ok', isError: true, content: [{ type: 'text', text: 'no such file' }] }),
+    failed: true,
+    images: 0,
+    text: /The tool reported an error:\nno such file/,
+  },
+  {
+    name: 'transport failure',
+    outcome: async () => ({
+      ...base,
+      status: 'error',
+      isError: false,
+      content: [],
+      errorKind: 'unknown_result',
+      errorMessage: 'the worker was lost; it may have had an effect',
+    }),
+    failed: true,
+    images: 0,
+    text: /Tool call failed: the worker was lost/,
+  },
+  {
+    name: 'image',
+    outcome: async () => ({
+      ...base,
+      status: 'ok',
+      isError: false,
+      content: [
+        { type: 'text', text: 'a picture' },
+        { type: 'image', data: await png(), mimeType: 'image/png' },
+      ],
+    }),
+    failed: false,
+    images: 1,
+    text: /1 image \(content\[1\]\) follows/,
+  },
+  {
+    name: 'tool error with an image',
+    outcome: async () => ({
+      ...base,
+      status: 'ok',
+      isError: true,
+      content: [{ type: 'image', data: await png(), mimeType: 'image/png' }],
+    }),
+    failed: true,
+    images: 1,
+    text: /The tool reported an error:/,
+  },
 ];
 
 describe('what each framework hands the model', () => {
@@ -46,7 +103,10 @@ describe('what each framework hands the model', () => {
         assert.equal(out.type, 'content');
         const value = (out as { value: { type: string; text?: string; data?: string; mediaType?: string }[] }).value;
         assert.match(value[0]!.text ?? '', c.text);
-        assert.deepEqual(value.slice(1).map((v) => [v.type, v.mediaType, v.data]), r.model.images.map((i) => ['image-data', 'image/png', i.data]));
+        assert.deepEqual(
+          value.slice(1).map((v) => [v.type, v.mediaType, v.data]),
+          r.model.images.map((i) => ['image-data', 'image/png', i.data]),
+        );
       }
     });
 
@@ -55,7 +115,10 @@ describe('what each framework hands the model', () => {
       const out = toolOutput(r);
       assert.equal(out[0]!.type, 'text');
       assert.match((out[0] as { text: string }).text, c.text);
-      assert.deepEqual(out.slice(1), r.model.images.map((i) => ({ type: 'image', image: { data: i.data, mediaType: 'image/png' } })));
+      assert.deepEqual(
+        out.slice(1),
+        r.model.images.map((i) => ({ type: 'image', image: { data: i.data, mediaType: 'image/png' } })),
+      );
       assert.equal(out.length, 1 + c.images);
     });
 
@@ -68,7 +131,10 @@ describe('what each framework hands the model', () => {
       assert.equal(m.artifact, r, 'the whole result rides along as the artifact');
       const blocks = m.content as { type: string; text?: string; mimeType?: string; data?: string }[];
       assert.match(blocks[0]!.text ?? '', c.text);
-      assert.deepEqual(blocks.slice(1), r.model.images.map((i) => ({ type: 'image', mimeType: 'image/png', data: i.data })));
+      assert.deepEqual(
+        blocks.slice(1),
+        r.model.images.map((i) => ({ type: 'image', mimeType: 'image/png', data: i.data })),
+      );
     });
   }
 });
@@ -77,13 +143,19 @@ test('objectSchema: an MCP input schema as a tool parameter schema', () => {
   const rows: [Record<string, unknown>, Record<string, unknown>][] = [
     [{ type: 'object' }, { type: 'object', properties: {} }],
     [{}, { type: 'object', properties: {} }],
-    [{ type: 'object', properties: { a: { type: 'string' } }, required: ['a'] }, { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] }],
+    [
+      { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] },
+      { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] },
+    ],
   ];
   for (const [input, expected] of rows) assert.deepEqual(objectSchema(input), expected);
 });
 
 test('turnBriefing: the instructions, then the servers paragraph', () => {
-  const turn = { serversParagraph: 'MCP servers for this turn:\n- s: connected', status: { mcp: 'on' as const, servers: [], warnings: [], reportedAt: 'now' } };
+  const turn = {
+    serversParagraph: 'MCP servers for this turn:\n- s: connected',
+    status: { mcp: 'on' as const, servers: [], warnings: [], reportedAt: 'now' },
+  };
   assert.equal(turnBriefing(turn, 'Be brief.\n').system, 'Be brief.\n\nMCP servers for this turn:\n- s: connected');
   assert.equal(turnBriefing(turn).system, turn.serversParagraph);
   assert.equal(turnBriefing(turn, 'x').status, turn.status);
@@ -97,7 +169,13 @@ test('functionToolName: what the OpenAI Agents SDK names a tool', () => {
 // --- the call plumbing, on a stand-in Turn ---
 
 const tools: ToolInfo[] = [
-  { name: 'mcp__s__echo', server: 's', tool: 'echo', description: 'Echoes.', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
+  {
+    name: 'mcp__s__echo',
+    server: 's',
+    tool: 'echo',
+    description: 'Echoes.',
+    inputSchema: { type: 'object', properties: { text: { type: 'string' } } },
+  },
   { name: 'mcp__s__get-x', server: 's', tool: 'get-x', description: 'Gets x.', inputSchema: { type: 'object' } },
 ];
 
@@ -136,7 +214,11 @@ function fakeTurn(toolList: ToolInfo[] = tools, findsOnTry = 1): FakeTurn {
 describe('runDurableCall', () => {
   test('the request goes out with the given ID; without an abort nothing is cancelled', async () => {
     const f = fakeTurn();
-    const pending = runDurableCall(f.turn, { id: 'call_1', name: 'mcp__s__echo', arguments: { text: 'x' } }, new AbortController().signal);
+    const pending = runDurableCall(
+      f.turn,
+      { id: 'call_1', name: 'mcp__s__echo', arguments: { text: 'x' } },
+      new AbortController().signal,
+    );
     f.finish();
     assert.match((await pending).model.text, /ran call_1/);
     assert.deepEqual(f.requests, [{ id: 'call_1', name: 'mcp__s__echo', arguments: { text: 'x' } }]);
@@ -147,7 +229,10 @@ describe('runDurableCall', () => {
     const f = fakeTurn();
     const controller = new AbortController();
     controller.abort();
-    await assert.rejects(runDurableCall(f.turn, { id: 'call_1', name: 'mcp__s__echo' }, controller.signal), CallAbortedError);
+    await assert.rejects(
+      runDurableCall(f.turn, { id: 'call_1', name: 'mcp__s__echo' }, controller.signal),
+      CallAbortedError,
+    );
     assert.deepEqual(f.requests, []);
   });
 
@@ -168,7 +253,10 @@ describe('the tools each adapter builds', () => {
     assert.deepEqual(Object.keys(set), ['mcp__s__echo', 'mcp__s__get-x']);
     const echo = set.mcp__s__echo!;
     assert.equal(echo.description, 'Echoes.');
-    assert.deepEqual((echo.inputSchema as { jsonSchema: unknown }).jsonSchema, { type: 'object', properties: { text: { type: 'string' } } });
+    assert.deepEqual((echo.inputSchema as { jsonSchema: unknown }).jsonSchema, {
+      type: 'object',
+      properties: { text: { type: 'string' } },
+    });
     const pending = echo.execute!({ text: 'hi' }, { toolCallId: 'toolu_7', messages: [] });
     f.finish();
     assert.match(((await pending) as DurableToolResult).model.text, /ran toolu_7/);
@@ -183,7 +271,9 @@ describe('the tools each adapter builds', () => {
     assert.equal(echo!.strict, false);
     assert.deepEqual(echo!.parameters, { type: 'object', properties: { text: { type: 'string' } } });
     const context = new RunContext();
-    const pending = echo!.invoke(context, JSON.stringify({ text: 'hi' }), { toolCall: { type: 'function_call', callId: 'fc_1', name: 'mcp__s__echo', arguments: '{"text":"hi"}' } });
+    const pending = echo!.invoke(context, JSON.stringify({ text: 'hi' }), {
+      toolCall: { type: 'function_call', callId: 'fc_1', name: 'mcp__s__echo', arguments: '{"text":"hi"}' },
+    });
     f.finish();
     assert.match(JSON.stringify(await pending), /ran fc_1/);
     assert.deepEqual(f.requests, [{ id: 'fc_1', name: 'mcp__s__echo', arguments: { text: 'hi' } }]);
@@ -193,10 +283,13 @@ describe('the tools each adapter builds', () => {
 
   test('OpenAI Agents: two tools the SDK would give one name are refused, naming both', () => {
     const clash: ToolInfo[] = [tools[1]!, { ...tools[1]!, name: 'mcp__s__get_x', tool: 'get_x' }];
-    assert.throws(() => functionTools(fakeTurn(clash).turn), /mcp__s__get-x and mcp__s__get_x would both be named mcp__s__get_x/);
+    assert.throws(
+      () => functionTools(fakeTurn(clash).turn),
+      /mcp__s__get-x and mcp__s__get_x would both be named mcp__s__get_x/,
+    );
   });
 
-  test('LangChain: structured tools; the tool call\'s id is the call ID; bare arguments are refused', async () => {
+  test("LangChain: structured tools; the tool call's id is the call ID; bare arguments are refused", async () => {
     const f = fakeTurn();
     const [echo] = structuredTools(f.turn);
     assert.equal(echo!.name, 'mcp__s__echo');

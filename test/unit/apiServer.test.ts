@@ -20,10 +20,17 @@ const noTurns = { sessionTurns: async () => [] } as unknown as TurnClient;
 
 async function serve(limits: Partial<ApiServerOptions> & Record<string, unknown>): Promise<RunningApi> {
   return startApiServer({
-    host: '127.0.0.1', port: 0, logger: pino({ level: 'silent' }), turns: noTurns,
+    host: '127.0.0.1',
+    port: 0,
+    logger: pino({ level: 'silent' }),
+    turns: noTurns,
     tokens: parseTokens(`${hashToken(TOKEN_A)} *\n${hashToken(TOKEN_B)} *`, 'DMCP_API_TOKENS'),
     boundary: { allowInline: false, allowedConfigDirs: [], workspaceRoots: [] },
-    maxBodyBytes: 64 * 1024, callWaitMs: 1000, shapeLimits: DEFAULT_SHAPE_LIMITS, eventsPollMs: 50, closeGraceMs: 500,
+    maxBodyBytes: 64 * 1024,
+    callWaitMs: 1000,
+    shapeLimits: DEFAULT_SHAPE_LIMITS,
+    eventsPollMs: 50,
+    closeGraceMs: 500,
     ...limits,
   });
 }
@@ -51,7 +58,10 @@ async function open(api: RunningApi): Promise<RawConnection> {
 
 function settleWithin<T>(ms: number, p: Promise<T>): Promise<T | 'still pending'> {
   let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<'still pending'>((resolve) => (timer = setTimeout(() => resolve('still pending'), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    p,
+    new Promise<'still pending'>((resolve) => (timer = setTimeout(() => resolve('still pending'), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 async function waitFor(what: string, check: () => boolean, ms: number): Promise<void> {
@@ -68,8 +78,14 @@ test('an unauthenticated chunked POST whose body never finishes gets 401 at once
     for (const auth of ['', `Authorization: Bearer not-a-known-token\r\n`]) {
       const c = await open(api);
       const host = `127.0.0.1:${api.port}`;
-      c.socket.write(`POST /api/v1/sessions/s1/turns HTTP/1.1\r\nHost: ${host}\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n{"works"\r\n`);
-      await waitFor(`the 401 (${auth ? 'unknown token' : 'no token'}); received ${JSON.stringify(c.received())}`, () => c.received().includes('\r\n\r\n{'), 3000);
+      c.socket.write(
+        `POST /api/v1/sessions/s1/turns HTTP/1.1\r\nHost: ${host}\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n{"works"\r\n`,
+      );
+      await waitFor(
+        `the 401 (${auth ? 'unknown token' : 'no token'}); received ${JSON.stringify(c.received())}`,
+        () => c.received().includes('\r\n\r\n{'),
+        3000,
+      );
       assert.match(c.received(), /^HTTP\/1\.1 401 /);
       assert.match(c.received(), /"code":"unauthorized"/);
       c.socket.destroy();
@@ -86,19 +102,34 @@ test('a connection that sends nothing, or half a request, is closed within the h
     const half = await open(api);
     half.socket.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${api.port}\r\n`);
     const slowBody = await open(api);
-    slowBody.socket.write(`POST /api/v1/sessions/s1/turns HTTP/1.1\r\nHost: 127.0.0.1:${api.port}\r\nAuthorization: Bearer ${TOKEN_A}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n`);
-    for (const [name, c, bound] of [['silent', silent, 1000], ['half a request', half, 1000], ['a body that never ends', slowBody, 2000]] as const) {
+    slowBody.socket.write(
+      `POST /api/v1/sessions/s1/turns HTTP/1.1\r\nHost: 127.0.0.1:${api.port}\r\nAuthorization: Bearer ${TOKEN_A}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n`,
+    );
+    for (const [name, c, bound] of [
+      ['silent', silent, 1000],
+      ['half a request', half, 1000],
+      ['a body that never ends', slowBody, 2000],
+    ] as const) {
       const after = await settleWithin(bound + 3000, c.closed);
       assert.notEqual(after, 'still pending', `${name}: the connection is still open ${bound + 3000} ms later`);
-      assert.ok(typeof after === 'number' && after >= bound - 100, `${name}: closed after ${after} ms, not before its timeout`);
+      assert.ok(
+        typeof after === 'number' && after >= bound - 100,
+        `${name}: closed after ${after} ms, not before its timeout`,
+      );
     }
     assert.match(half.received(), /^HTTP\/1\.1 408 /, 'half a request is told it timed out');
     // An event stream is a request that was received whole: it outlives the request timeout.
-    const stream = await fetch(`${api.url}/api/v1/sessions/s1/events`, { headers: { authorization: `Bearer ${TOKEN_A}` } });
+    const stream = await fetch(`${api.url}/api/v1/sessions/s1/events`, {
+      headers: { authorization: `Bearer ${TOKEN_A}` },
+    });
     assert.equal(stream.status, 200);
     const reader = stream.body!.getReader();
     await new Promise((resolve) => setTimeout(resolve, 3500));
-    assert.equal(await settleWithin(200, reader.closed), 'still pending', 'the event stream is still open after the request timeout');
+    assert.equal(
+      await settleWithin(200, reader.closed),
+      'still pending',
+      'the event stream is still open after the request timeout',
+    );
     await reader.cancel();
   } finally {
     await api.close();
@@ -127,7 +158,10 @@ test('event streams beyond the cap per token, or the cap overall, get 429 with a
   const streams: AbortController[] = [];
   const openStream = async (token: string) => {
     const stop = new AbortController();
-    const res = await fetch(`${api.url}/api/v1/sessions/s1/events`, { headers: { authorization: `Bearer ${token}` }, signal: stop.signal });
+    const res = await fetch(`${api.url}/api/v1/sessions/s1/events`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: stop.signal,
+    });
     if (res.status === 200) streams.push(stop);
     const body = res.status === 200 ? undefined : ((await res.json()) as { error: { code: string; message: string } });
     return { status: res.status, stop, retryAfter: res.headers.get('retry-after'), body };

@@ -25,12 +25,39 @@ const allowed: Record<string, string[]> = {
   plane: ['contract', 'text', 'settings', 'config', 'workflows'],
   activities: ['contract', 'config', 'mcp', 'shaping', 'governance'],
   workflows: ['contract'],
-  worker: ['contract', 'settings', 'config', 'mcp', 'shaping', 'payloads', 'activities', 'workflows', 'governance', 'connection', 'plane'],
+  worker: [
+    'contract',
+    'settings',
+    'config',
+    'mcp',
+    'shaping',
+    'payloads',
+    'activities',
+    'workflows',
+    'governance',
+    'connection',
+    'plane',
+  ],
   client: ['contract', 'workflows', 'payloads', 'shaping', 'text'],
   adapters: ['contract', 'client', 'shaping', 'text'],
   api: ['contract', 'settings', 'payloads', 'client', 'shaping', 'text', 'connection', 'plane', 'config'],
   dev: ['contract', 'text'],
-  cli: ['contract', 'settings', 'config', 'payloads', 'worker', 'client', 'dev', 'shaping', 'text', 'api', 'connection', 'governance', 'plane', 'mcp'],
+  cli: [
+    'contract',
+    'settings',
+    'config',
+    'payloads',
+    'worker',
+    'client',
+    'dev',
+    'shaping',
+    'text',
+    'api',
+    'connection',
+    'governance',
+    'plane',
+    'mcp',
+  ],
 };
 /** Type-only imports may also reach these rooms (the workflow names the activities' types). */
 const typeOnlyExtra: Record<string, string[]> = {
@@ -103,7 +130,8 @@ function roomEdges(): Edge[] {
       const text = readFileSync(file, 'utf8');
       for (const m of text.matchAll(/^(import|export)\s+(type\s+)?[^'";]*?from\s+'(\.[^']+)'/gm)) {
         const target = relative(root, resolve(dirname(file), m[3]!)).split(/[\\/]/)[0]!;
-        if (target !== room) edges.push({ from: room, to: target, file: relative(root, file), typeOnly: Boolean(m[2]) });
+        if (target !== room)
+          edges.push({ from: room, to: target, file: relative(root, file), typeOnly: Boolean(m[2]) });
       }
     }
   }
@@ -156,7 +184,9 @@ function fileEdges(): Map<string, string[]> {
     for (const file of sources(join(root, room))) {
       const from = relative(root, file);
       const targets: string[] = [];
-      for (const m of readFileSync(file, 'utf8').matchAll(/^(import|export)\s+(type\s+)?[^'";]*?from\s+'(\.[^']+)'/gm)) {
+      for (const m of readFileSync(file, 'utf8').matchAll(
+        /^(import|export)\s+(type\s+)?[^'";]*?from\s+'(\.[^']+)'/gm,
+      )) {
         if (m[2]) continue;
         targets.push(relative(root, resolve(dirname(file), m[3]!)).replace(/\.js$/, '.ts'));
       }
@@ -192,7 +222,8 @@ test('no production file imports, at run time, a file that imports it (directly 
 });
 
 test('durable names are spelled only in contract/', () => {
-  const literal = /'(reconcileServers|listTools|turnStarted|cancelCall|DmcpSessionId|ServerUnavailable|TransportFailure|ToolTimeout|BadRequest)'/;
+  const literal =
+    /'(reconcileServers|listTools|turnStarted|cancelCall|DmcpSessionId|ServerUnavailable|TransportFailure|ToolTimeout|BadRequest)'/;
   const offenders: string[] = [];
   for (const room of Object.keys(allowed).filter((r) => r !== 'contract' && existsSync(join(root, r)))) {
     for (const file of sources(join(root, room))) {
@@ -222,7 +253,11 @@ test('dynamic import() only of own modules by a literal relative path, or of a l
   );
   // Every listed package is still loaded where the list says: a stale entry would allow a new one.
   for (const [file, packages] of Object.entries(lazyPackages)) {
-    for (const name of packages) assert.ok(found.some((d) => d.file === file && d.specifier === name), `${file} no longer imports ${name} lazily: drop it from the list`);
+    for (const name of packages)
+      assert.ok(
+        found.some((d) => d.file === file && d.specifier === name),
+        `${file} no longer imports ${name} lazily: drop it from the list`,
+      );
   }
 });
 
@@ -236,7 +271,8 @@ test('no patch before the first release: workflow code calls neither patched() n
     readFileSync(file, 'utf8')
       .split('\n')
       .forEach((line, i) => {
-        if (/\b(patched|deprecatePatch)\s*\(/.test(line) && !/^\s*(\/\/|\*)/.test(line)) offenders.push(`${relative(root, file)}:${i + 1}: ${line.trim()}`);
+        if (/\b(patched|deprecatePatch)\s*\(/.test(line) && !/^\s*(\/\/|\*)/.test(line))
+          offenders.push(`${relative(root, file)}:${i + 1}: ${line.trim()}`);
       });
   }
   assert.deepEqual(offenders, []);
@@ -247,10 +283,29 @@ test('no patch before the first release: workflow code calls neither patched() n
  * convention another library owns, or tooling that must run before the rest exists.
  */
 const envReadExceptions: Record<string, { names: string[]; why: string }> = {
-  'connection/index.ts': { names: ['TEMPORAL_CONFIG_FILE', 'TEMPORAL_PROFILE', 'TEMPORAL_ADDRESS', 'TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH', 'TEMPORAL_TLS_SERVER_CA_CERT_PATH'], why: "Temporal's own env-config conventions, resolved with @temporalio/envconfig" },
-  'dev/temporalCli.ts': { names: ['DMCP_TEMPORAL_CLI'], why: 'finding the Temporal CLI is setup tooling, run by npm before anything is configured' },
-  'dev/clusterTools.ts': { names: ['DMCP_CLUSTER_TOOLS_DIR'], why: 'where the cluster test and bench find their built servers is setup tooling, like the Temporal CLI' },
-  'payloads/s3Storage.ts': { names: ['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'], why: "a write that silences the AWS SDK's own warning" },
+  'connection/index.ts': {
+    names: [
+      'TEMPORAL_CONFIG_FILE',
+      'TEMPORAL_PROFILE',
+      'TEMPORAL_ADDRESS',
+      'TEMPORAL_TLS_CLIENT_CERT_PATH',
+      'TEMPORAL_TLS_CLIENT_KEY_PATH',
+      'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+    ],
+    why: "Temporal's own env-config conventions, resolved with @temporalio/envconfig",
+  },
+  'dev/temporalCli.ts': {
+    names: ['DMCP_TEMPORAL_CLI'],
+    why: 'finding the Temporal CLI is setup tooling, run by npm before anything is configured',
+  },
+  'dev/clusterTools.ts': {
+    names: ['DMCP_CLUSTER_TOOLS_DIR'],
+    why: 'where the cluster test and bench find their built servers is setup tooling, like the Temporal CLI',
+  },
+  'payloads/s3Storage.ts': {
+    names: ['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'],
+    why: "a write that silences the AWS SDK's own warning",
+  },
 };
 
 test('the environment is read by name only in settings/ (loadSettings, configSettings), but for the listed conventions', () => {
@@ -260,41 +315,98 @@ test('the environment is read by name only in settings/ (loadSettings, configSet
     if (room === 'settings' || !existsSync(join(root, room))) continue;
     for (const file of sources(join(root, room))) {
       const rel = relative(root, file);
-      readFileSync(file, 'utf8').split('\n').forEach((text, i) => {
-        if (/^\s*(\/\/|\*|\/\*)/.test(text)) return;
-        for (const m of text.matchAll(/\b(?:process\.env|env)\??\.((?:DMCP|TEMPORAL)_[A-Z0-9_]+)|\bprocess\.env\.([A-Z][A-Z0-9_]*)/g)) {
-          const name = (m[1] ?? m[2])!;
-          if (envReadExceptions[rel]?.names.includes(name)) used.add(`${rel} ${name}`);
-          else found.push(`${rel}:${i + 1} reads ${name}`);
-        }
-      });
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .forEach((text, i) => {
+          if (/^\s*(\/\/|\*|\/\*)/.test(text)) return;
+          for (const m of text.matchAll(
+            /\b(?:process\.env|env)\??\.((?:DMCP|TEMPORAL)_[A-Z0-9_]+)|\bprocess\.env\.([A-Z][A-Z0-9_]*)/g,
+          )) {
+            const name = (m[1] ?? m[2])!;
+            if (envReadExceptions[rel]?.names.includes(name)) used.add(`${rel} ${name}`);
+            else found.push(`${rel}:${i + 1} reads ${name}`);
+          }
+        });
     }
   }
   assert.deepEqual(found, [], 'read it through loadSettings or configSettings, or add a setting for it');
-  const stale = Object.entries(envReadExceptions).flatMap(([file, e]) => e.names.filter((n) => !used.has(`${file} ${n}`)).map((n) => `${file} ${n}`));
+  const stale = Object.entries(envReadExceptions).flatMap(([file, e]) =>
+    e.names.filter((n) => !used.has(`${file} ${n}`)).map((n) => `${file} ${n}`),
+  );
   assert.deepEqual(stale, [], 'an exception that no longer occurs is removed from the list');
 });
 
-/** The longest a production function may be: a reader holds it on a page or two. */
-const MAX_FUNCTION_LINES = 160;
+/** The longest a production function may be (as Prettier prints it): a reader holds it on a page or two. */
+const MAX_FUNCTION_LINES = 100;
+/** The longest a production file may be: one job per file. */
+const MAX_FILE_LINES = 500;
 
-test(`no production function is longer than ${MAX_FUNCTION_LINES} lines`, async () => {
+/**
+ * Functions and files still over the limits, each to be split by its job. The list only shrinks: an
+ * entry that is no longer over its limit fails the test until it is removed.
+ */
+const oversized: string[] = [
+  'api/schemas.ts',
+  'cli/commands/mcp.ts',
+  'client/transcript.ts',
+  'client/turnClient.ts',
+  'config/load.ts',
+  'config/parse.ts',
+  'mcp/managedServer.ts',
+  'mcp/pool.ts',
+  'plane/machineLogin.ts',
+  'plane/oauth.ts',
+  'plane/shelf.ts',
+  'settings/index.ts',
+  'workflows/tasks.ts',
+  'api/turnRoutes.ts:26',
+  'cli/commands/dev.ts:76',
+  'cli/commands/mcp.ts:655',
+  'cli/embedded.ts:53',
+  'cli/login.ts:126',
+  'client/transcript.ts:268',
+  'governance/index.ts:72',
+  'payloads/codecServer.ts:81',
+  'plane/credentials.ts:262',
+  'plane/machineLogin.ts:356',
+  'plane/oauth.ts:278',
+  'worker/metrics.ts:96',
+  'worker/shelf.ts:42',
+  'workflows/calls.ts:280',
+];
+
+test(`no production file is longer than ${MAX_FILE_LINES} lines, and no function longer than ${MAX_FUNCTION_LINES}`, async () => {
   const ts = (await import('typescript')).default;
   const long: string[] = [];
   for (const room of Object.keys(allowed)) {
     if (!existsSync(join(root, room))) continue;
     for (const file of sources(join(root, room))) {
-      const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true);
+      const rel = relative(root, file);
+      const text = readFileSync(file, 'utf8');
+      if (text.split('\n').length - 1 > MAX_FILE_LINES) long.push(rel);
+      const source = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
       const visit = (node: import('typescript').Node): void => {
         if (ts.isFunctionLike(node) && 'body' in node && node.body) {
           const start = source.getLineAndCharacterOfPosition(node.getStart()).line;
           const end = source.getLineAndCharacterOfPosition(node.getEnd()).line;
-          if (end - start + 1 > MAX_FUNCTION_LINES) long.push(`${relative(root, file)}:${start + 1} ${end - start + 1} lines`);
+          if (end - start + 1 > MAX_FUNCTION_LINES) long.push(`${rel}:${start + 1}`);
         }
         ts.forEachChild(node, visit);
       };
       visit(source);
     }
   }
-  assert.deepEqual(long, []);
+  // A function still too long may move within its file: match those entries by file.
+  const listed = (entry: string) =>
+    oversized.includes(entry) ||
+    (entry.includes(':') && oversized.some((o) => o.startsWith(`${entry.split(':')[0]}:`)));
+  assert.deepEqual(
+    long.filter((entry) => !listed(entry)),
+    [],
+    'split it by its job',
+  );
+  const shrunk = oversized.filter((o) =>
+    o.includes(':') ? !long.some((l) => l.startsWith(`${o.split(':')[0]}:`)) : !long.includes(o),
+  );
+  assert.deepEqual(shrunk, [], 'no longer oversized: remove it from the list');
 });

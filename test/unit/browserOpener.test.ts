@@ -39,7 +39,14 @@ for (const [platform, want] of expected) {
 
 test('anything but an http(s) address is not opened: the openers also start files and programs', () => {
   for (const platform of ['win32', 'darwin', 'linux'] as const) {
-    for (const url of ['file:///etc/passwd', 'C:\\Windows\\System32\\calc.exe', '/usr/bin/xterm', 'javascript:alert(1)', '-a Terminal', '']) {
+    for (const url of [
+      'file:///etc/passwd',
+      'C:\\Windows\\System32\\calc.exe',
+      '/usr/bin/xterm',
+      'javascript:alert(1)',
+      '-a Terminal',
+      '',
+    ]) {
       assert.equal(browserOpener(platform, url), undefined, `${platform} ${url}`);
     }
   }

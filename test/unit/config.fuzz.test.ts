@@ -17,20 +17,71 @@ const layers: LayerInfo[] = [
 /** Strings that hit the expander, the URL and header rules and the name rules. */
 const spicy = fc.oneof(
   fc.string(),
-  fc.constantFrom('$', '$$', '${', '${A:-', '$(', '$(x)', '${GH_TOKEN}', '$SET_VAR', 'ws://a', 'https://u:p@a', 'Bearer ${GH_TOKEN}', '\r\n', '~', '', '__proto__', 'constructor'),
+  fc.constantFrom(
+    '$',
+    '$$',
+    '${',
+    '${A:-',
+    '$(',
+    '$(x)',
+    '${GH_TOKEN}',
+    '$SET_VAR',
+    'ws://a',
+    'https://u:p@a',
+    'Bearer ${GH_TOKEN}',
+    '\r\n',
+    '~',
+    '',
+    '__proto__',
+    'constructor',
+  ),
   fc.stringMatching(/^[a-z$_{}():\-/.~ ]{0,12}$/),
 );
 const fieldName = fc.oneof(
-  fc.constantFrom('type', 'command', 'args', 'env', 'envFrom', 'cwd', 'url', 'headers', 'bearerTokenEnv', 'tools', 'startTimeout', 'toolTimeout', 'enabled', 'retry', 'Authorization'),
+  fc.constantFrom(
+    'type',
+    'command',
+    'args',
+    'env',
+    'envFrom',
+    'cwd',
+    'url',
+    'headers',
+    'bearerTokenEnv',
+    'tools',
+    'startTimeout',
+    'toolTimeout',
+    'enabled',
+    'retry',
+    'Authorization',
+  ),
   fc.string({ maxLength: 8 }),
 );
 const value = fc.letrec((tie) => ({
-  leaf: fc.oneof(spicy, fc.double(), fc.integer(), fc.boolean(), fc.constant(null), fc.constantFrom('stdio', 'http', 'sse', 'auto', 'safe', 'never')),
-  node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, tie('leaf'), fc.array(tie('node'), { maxLength: 4 }), fc.dictionary(fieldName, tie('node'), { maxKeys: 5 })),
+  leaf: fc.oneof(
+    spicy,
+    fc.double(),
+    fc.integer(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.constantFrom('stdio', 'http', 'sse', 'auto', 'safe', 'never'),
+  ),
+  node: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    tie('leaf'),
+    fc.array(tie('node'), { maxLength: 4 }),
+    fc.dictionary(fieldName, tie('node'), { maxKeys: 5 }),
+  ),
 })).node;
 const entry = fc.dictionary(fieldName, value, { maxKeys: 6 });
 const document = fc.oneof(
-  fc.record({ mcpServers: fc.dictionary(fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('a', 'srv', 'a__b', '9')), fc.oneof(entry, value), { maxKeys: 5 }) }),
+  fc.record({
+    mcpServers: fc.dictionary(
+      fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('a', 'srv', 'a__b', '9')),
+      fc.oneof(entry, value),
+      { maxKeys: 5 },
+    ),
+  }),
   value,
 );
 

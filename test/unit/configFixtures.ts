@@ -26,7 +26,10 @@ export function configText(members: string[]): string {
 }
 
 /** An in-memory ConfigIO that records which files were read and which commands ran. */
-export function fakeIO(files: Record<string, string>, outputs: Record<string, string> = {}): ConfigIO & { calls: CommandRequest[]; reads: string[] } {
+export function fakeIO(
+  files: Record<string, string>,
+  outputs: Record<string, string> = {},
+): ConfigIO & { calls: CommandRequest[]; reads: string[] } {
   const calls: CommandRequest[] = [];
   const reads: string[] = [];
   return {

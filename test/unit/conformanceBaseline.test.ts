@@ -12,7 +12,8 @@ const sourceDir = fileURLToPath(new URL('../../../test/conformance/', import.met
 test('each committed conformance baseline parses, and every entry names the issue that removes it', async () => {
   for (const line of CONFORMANCE_LINES) {
     const baseline = await readBaseline(join(sourceDir, `baseline-${line.line}.yml`));
-    for (const [scenario, issue] of baseline.entries) assert.ok(BASELINE_ISSUES.includes(issue), `${scenario}: ${issue}`);
+    for (const [scenario, issue] of baseline.entries)
+      assert.ok(BASELINE_ISSUES.includes(issue), `${scenario}: ${issue}`);
   }
 });
 

@@ -5,7 +5,14 @@ import { DETAILS_CALLS_SHOWN } from '../../workflows/details.js';
 import { DetailsBoard } from '../../workflows/detailsBoard.js';
 
 const input: TurnInput = { sessionId: 's1', refs: { workspace: '/w', mcpConfigFiles: [], inlineSpecs: ['fs:cmd'] } };
-const ok: CallOutcome = { status: 'ok', content: [{ type: 'text', text: 'secret-result' }], isError: false, startedAt: '', durationMs: 1, attempts: 1 };
+const ok: CallOutcome = {
+  status: 'ok',
+  content: [{ type: 'text', text: 'secret-result' }],
+  isError: false,
+  startedAt: '',
+  durationMs: 1,
+  attempts: 1,
+};
 
 function board(): { board: DetailsBoard; shown: string[] } {
   const shown: string[] = [];
@@ -14,14 +21,33 @@ function board(): { board: DetailsBoard; shown: string[] } {
 
 test('a call waits for input, is answered, runs again and ends: each step is shown', () => {
   const { board: b, shown } = board();
-  b.servers({ mcp: 'on', servers: [{ name: 'fs', layer: 'inline', source: '--mcp #1', transport: 'stdio', state: 'ready', tools: [], warnings: [], era: 'modern' }], warnings: [], reportedAt: '' });
+  b.servers({
+    mcp: 'on',
+    servers: [
+      {
+        name: 'fs',
+        layer: 'inline',
+        source: '--mcp #1',
+        transport: 'stdio',
+        state: 'ready',
+        tools: [],
+        warnings: [],
+        era: 'modern',
+      },
+    ],
+    warnings: [],
+    reportedAt: '',
+  });
   b.ready(input);
   b.callStarted('c1', 'mcp__fs__write');
   b.callAttempt('c1');
   const before = shown.length;
   b.callWaitsForInput('c1', { requestId: 'r1', mode: 'form', fields: ['path'] });
   assert.equal(shown.length, before + 1);
-  assert.match(shown.at(-1)!, /- `c1` `mcp__fs__write` \*\*waiting\*\* · waiting for input: form asking for `path` \(request `r1`\)/);
+  assert.match(
+    shown.at(-1)!,
+    /- `c1` `mcp__fs__write` \*\*waiting\*\* · waiting for input: form asking for `path` \(request `r1`\)/,
+  );
   assert.match(shown.at(-1)!, /0 running · 1 waiting · 0 done/);
   b.callWaitsForInput('c1', undefined);
   b.callAttempt('c1');
@@ -35,7 +61,7 @@ test('a call waits for input, is answered, runs again and ends: each step is sho
   assert.ok(shown.every((t) => !t.includes('secret-result')));
 });
 
-test('a first attempt shows nothing new; a call ended by the turn\'s cancellation shows as cancelled', () => {
+test("a first attempt shows nothing new; a call ended by the turn's cancellation shows as cancelled", () => {
   const { board: b, shown } = board();
   b.callStarted('c1', 't');
   const before = shown.length;

@@ -4,7 +4,14 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { buildTranscript, renderTranscript } from '../../client/transcript.js';
-import { FAST_PATH_BOUND_MS, afterFastAttempt, eagerDispatch, endsBeforeTaskRenewal, localCallOptions, withFastAttempt } from '../../workflows/fastPath.js';
+import {
+  FAST_PATH_BOUND_MS,
+  afterFastAttempt,
+  eagerDispatch,
+  endsBeforeTaskRenewal,
+  localCallOptions,
+  withFastAttempt,
+} from '../../workflows/fastPath.js';
 import { errorOutcome } from '../../workflows/failures.js';
 import type { CallOutcome } from '../../contract/index.js';
 import proto, { type temporal } from '@temporalio/proto';
@@ -19,8 +26,15 @@ const bounds: { timeoutMs?: number; toolTimeoutMs: number; expected: number }[] 
 ];
 for (const row of bounds) {
   void test(`a fast call with tool timeout ${row.timeoutMs ?? '-'} and turn timeout ${row.toolTimeoutMs} is bounded by ${row.expected} ms, one attempt, labelled`, () => {
-    const options = localCallOptions({ name: 'mcp__s__t', ...(row.timeoutMs !== undefined ? { timeoutMs: row.timeoutMs } : {}) }, { toolTimeoutMs: row.toolTimeoutMs });
-    assert.deepEqual(options, { summary: 'mcp__s__t', startToCloseTimeout: row.expected, retry: { maximumAttempts: 1 } });
+    const options = localCallOptions(
+      { name: 'mcp__s__t', ...(row.timeoutMs !== undefined ? { timeoutMs: row.timeoutMs } : {}) },
+      { toolTimeoutMs: row.toolTimeoutMs },
+    );
+    assert.deepEqual(options, {
+      summary: 'mcp__s__t',
+      startToCloseTimeout: row.expected,
+      retry: { maximumAttempts: 1 },
+    });
   });
 }
 
@@ -37,9 +51,14 @@ const renewals: { timeoutMs?: number; heartbeatTimeoutMs?: number; expected: boo
 ];
 for (const row of renewals) {
   void test(`a fast call with tool timeout ${row.timeoutMs ?? '-'} in a turn with heartbeat timeout ${row.heartbeatTimeoutMs ?? 'default'} ${row.expected ? 'ends' : 'may not end'} before its workflow task is renewed`, () => {
-    const taskTimeoutMs = turnTaskTimeoutMs(row.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: row.heartbeatTimeoutMs } : undefined);
+    const taskTimeoutMs = turnTaskTimeoutMs(
+      row.heartbeatTimeoutMs !== undefined ? { heartbeatTimeoutMs: row.heartbeatTimeoutMs } : undefined,
+    );
     const tool = { name: 'mcp__s__t', ...(row.timeoutMs !== undefined ? { timeoutMs: row.timeoutMs } : {}) };
-    assert.equal(endsBeforeTaskRenewal(localCallOptions(tool, { toolTimeoutMs: DEFAULT_LIMITS.toolTimeoutMs }), taskTimeoutMs), row.expected);
+    assert.equal(
+      endsBeforeTaskRenewal(localCallOptions(tool, { toolTimeoutMs: DEFAULT_LIMITS.toolTimeoutMs }), taskTimeoutMs),
+      row.expected,
+    );
   });
 }
 
@@ -50,7 +69,8 @@ const attempts: [string, CallOutcome, boolean, number][] = [
   ['an error outcome keeps its own count', errorOutcome('transport', 'gone', 0, 0), true, 0],
 ];
 for (const [name, outcome, ranTool, expected] of attempts) {
-  void test(`attempts after a fallback: ${name}`, () => assert.equal(withFastAttempt(outcome, ranTool).attempts, expected));
+  void test(`attempts after a fallback: ${name}`, () =>
+    assert.equal(withFastAttempt(outcome, ranTool).attempts, expected));
 }
 
 const retries: [string, number | undefined, boolean, number | undefined][] = [
@@ -61,7 +81,10 @@ const retries: [string, number | undefined, boolean, number | undefined][] = [
 ];
 for (const [name, maximumAttempts, ranTool, expected] of retries) {
   void test(`regular attempts after the fast path: ${name}`, () => {
-    const options = { startToCloseTimeout: 1000, ...(maximumAttempts !== undefined ? { retry: { maximumAttempts, initialInterval: '1s' } } : {}) };
+    const options = {
+      startToCloseTimeout: 1000,
+      ...(maximumAttempts !== undefined ? { retry: { maximumAttempts, initialInterval: '1s' } } : {}),
+    };
     const after = afterFastAttempt(options, ranTool);
     assert.equal(after.retry?.maximumAttempts, expected);
     if (after.retry) assert.equal(after.retry.initialInterval, '1s', 'the rest of the policy is kept');
@@ -83,7 +106,13 @@ void test('the transcript reads a recorded fast-path call from its local activit
   assert.match(renderTranscript(t), /\[toolu_11\] mcp__fixture__read_slow \{"ms":0\}[^\n]*\n\s+read after 0 ms/);
 });
 
-const taskTimeouts: [number | undefined, number][] = [[undefined, 10_000], [1000, 2000], [3000, 3000], [10_000, 10_000], [60_000, 10_000]];
+const taskTimeouts: [number | undefined, number][] = [
+  [undefined, 10_000],
+  [1000, 2000],
+  [3000, 3000],
+  [10_000, 10_000],
+  [60_000, 10_000],
+];
 for (const [heartbeatTimeoutMs, expected] of taskTimeouts) {
   void test(`a turn with heartbeat timeout ${heartbeatTimeoutMs ?? 'default'} has workflow task timeout ${expected} ms`, () => {
     assert.equal(turnTaskTimeoutMs(heartbeatTimeoutMs === undefined ? undefined : { heartbeatTimeoutMs }), expected);
@@ -98,39 +127,103 @@ const event = (e: Record<string, unknown>) => e as Event;
 /** A turn's newest events, newest first, ending with a fast-path miss's own task on the survivor. */
 function newest(...older: Event[]): Event[] {
   return [
-    event({ eventId: 9, eventType: E.EVENT_TYPE_WORKFLOW_TASK_STARTED, workflowTaskStartedEventAttributes: { identity: 'q@host-13-ffff0000' } }),
-    event({ eventId: 8, eventType: E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, workflowTaskScheduledEventAttributes: { taskQueue: { name: 'q', kind: K.TASK_QUEUE_KIND_NORMAL } } }),
+    event({
+      eventId: 9,
+      eventType: E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+      workflowTaskStartedEventAttributes: { identity: 'q@host-13-ffff0000' },
+    }),
+    event({
+      eventId: 8,
+      eventType: E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+      workflowTaskScheduledEventAttributes: { taskQueue: { name: 'q', kind: K.TASK_QUEUE_KIND_NORMAL } },
+    }),
     ...older,
   ];
 }
-const started = (identity: string) => event({ eventId: 6, eventType: E.EVENT_TYPE_WORKFLOW_TASK_STARTED, workflowTaskStartedEventAttributes: { identity } });
-const scheduled = (name: string, kind = K.TASK_QUEUE_KIND_STICKY) => event({ eventId: 5, eventType: E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, workflowTaskScheduledEventAttributes: { taskQueue: { name, kind } } });
+const started = (identity: string) =>
+  event({
+    eventId: 6,
+    eventType: E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+    workflowTaskStartedEventAttributes: { identity },
+  });
+const scheduled = (name: string, kind = K.TASK_QUEUE_KIND_STICKY) =>
+  event({
+    eventId: 5,
+    eventType: E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+    workflowTaskScheduledEventAttributes: { taskQueue: { name, kind } },
+  });
 const timedOut = (timeoutType: temporal.api.enums.v1.TimeoutType) =>
-  event({ eventId: 7, eventType: E.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, workflowTaskTimedOutEventAttributes: { scheduledEventId: 5, startedEventId: 6, timeoutType } });
+  event({
+    eventId: 7,
+    eventType: E.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+    workflowTaskTimedOutEventAttributes: { scheduledEventId: 5, startedEventId: 6, timeoutType },
+  });
 const completed = event({ eventId: 7, eventType: E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED });
 const ownSticky = `${owner}-0123456789abcdef0123456789abcdef`;
 const lost: [string, Event[], boolean][] = [
-  ['the previous task timed out on the owner\'s sticky queue (recorded as started without an identity)', newest(timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE), started(''), scheduled(ownSticky)), true],
-  ['it timed out, started by the owner', newest(timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE), started(owner), scheduled('q', K.TASK_QUEUE_KIND_NORMAL)), true],
-  ['it timed out on another worker\'s sticky queue', newest(timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE), started(''), scheduled('q@host-14-00000000-0123456789abcdef0123456789abcdef')), false],
-  ['it timed out on the shared queue, started by no one known', newest(timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE), started(''), scheduled('q', K.TASK_QUEUE_KIND_NORMAL)), false],
-  ['it waited out the owner\'s sticky queue (schedule-to-start)', newest(timedOut(T.TIMEOUT_TYPE_SCHEDULE_TO_START), scheduled(ownSticky)), false],
+  [
+    "the previous task timed out on the owner's sticky queue (recorded as started without an identity)",
+    newest(timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE), started(''), scheduled(ownSticky)),
+    true,
+  ],
+  [
+    'it timed out, started by the owner',
+    newest(timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE), started(owner), scheduled('q', K.TASK_QUEUE_KIND_NORMAL)),
+    true,
+  ],
+  [
+    "it timed out on another worker's sticky queue",
+    newest(
+      timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE),
+      started(''),
+      scheduled('q@host-14-00000000-0123456789abcdef0123456789abcdef'),
+    ),
+    false,
+  ],
+  [
+    'it timed out on the shared queue, started by no one known',
+    newest(timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE), started(''), scheduled('q', K.TASK_QUEUE_KIND_NORMAL)),
+    false,
+  ],
+  [
+    "it waited out the owner's sticky queue (schedule-to-start)",
+    newest(timedOut(T.TIMEOUT_TYPE_SCHEDULE_TO_START), scheduled(ownSticky)),
+    false,
+  ],
   ['it completed', newest(completed, started(owner), scheduled(ownSticky)), false],
-  ['an older task timed out, the last one completed', newest(completed, started(owner), timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE)), false],
+  [
+    'an older task timed out, the last one completed',
+    newest(completed, started(owner), timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE)),
+    false,
+  ],
   ['its events are not in the page read', newest(timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE)), false],
   ['no task ended yet', newest(), false],
 ];
 for (const [name, events, expected] of lost) {
-  void test(`a fast-path miss presumes the owner lost when ${name}: ${expected}`, () => assert.equal(lostMidTask(events, owner), expected));
+  void test(`a fast-path miss presumes the owner lost when ${name}: ${expected}`, () =>
+    assert.equal(lostMidTask(events, owner), expected));
 }
 
-void test('a call sent for eager dispatch goes to the turn\'s own queue, naming the holder, with the rest of its options unchanged', () => {
+void test("a call sent for eager dispatch goes to the turn's own queue, naming the holder, with the rest of its options unchanged", () => {
   const tool = { name: 'mcp__fixture__slow', annotations: {} };
   const options = callOptions('dmcp@host-1-ab', tool, DEFAULT_LIMITS, false);
-  const input = { sessionId: 's', firstRunId: 'r1', callId: 'c', name: tool.name, server: 'fixture', tool: 'slow', arguments: { a: 1 }, requestTimeoutMs: 59_000 };
+  const input = {
+    sessionId: 's',
+    firstRunId: 'r1',
+    callId: 'c',
+    name: tool.name,
+    server: 'fixture',
+    tool: 'slow',
+    arguments: { a: 1 },
+    requestTimeoutMs: 59_000,
+  };
   const sent = eagerDispatch({ sharedQueue: 'dmcp' }, options, input, 'dmcp@host-1-ab');
   assert.deepEqual(sent.options, { ...options, taskQueue: 'dmcp', allowEagerDispatch: true });
-  assert.equal(sent.options.retry?.maximumAttempts, 1, 'a side-effecting call: one attempt, never retried on the shared queue');
+  assert.equal(
+    sent.options.retry?.maximumAttempts,
+    1,
+    'a side-effecting call: one attempt, never retried on the shared queue',
+  );
   assert.deepEqual(sent.input, { ...input, workerQueue: 'dmcp@host-1-ab' });
   assert.equal(options.taskQueue, 'dmcp@host-1-ab', 'the options it was given are not changed');
 });

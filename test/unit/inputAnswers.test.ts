@@ -1,7 +1,15 @@
 /** The answer check the `answerInput` validator runs, and the answers an unattended caller gives. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { MAX_INPUT_ANSWER_CHARS, MAX_INPUT_ANSWER_ITEMS, MAX_INPUT_TEXT_CHARS, defaultsAnswer, inputAnswerProblem, unattendedAnswer, type InputRequest } from '../../contract/index.js';
+import {
+  MAX_INPUT_ANSWER_CHARS,
+  MAX_INPUT_ANSWER_ITEMS,
+  MAX_INPUT_TEXT_CHARS,
+  defaultsAnswer,
+  inputAnswerProblem,
+  unattendedAnswer,
+  type InputRequest,
+} from '../../contract/index.js';
 
 const form: Pick<InputRequest, 'kind' | 'requestedSchema'> = {
   kind: 'form',
@@ -22,7 +30,10 @@ const form: Pick<InputRequest, 'kind' | 'requestedSchema'> = {
 test('accepted answers are checked field by field, naming the field', () => {
   const cases: [unknown, string | undefined][] = [
     [{ action: 'accept', content: { name: 'db' } }, undefined],
-    [{ action: 'accept', content: { name: 'db', size: 10, tier: 'pro', tags: ['a'], ok: false, email: 'a@b.c' } }, undefined],
+    [
+      { action: 'accept', content: { name: 'db', size: 10, tier: 'pro', tags: ['a'], ok: false, email: 'a@b.c' } },
+      undefined,
+    ],
     [{ action: 'accept', content: {} }, 'content.name'],
     [{ action: 'accept', content: { name: 'd' } }, 'content.name'],
     [{ action: 'accept', content: { name: 'far-too-long' } }, 'content.name'],
@@ -41,55 +52,96 @@ test('accepted answers are checked field by field, naming the field', () => {
     [{ action: 'decline', note: 'x' }, 'note'],
     ['accept', 'answer'],
   ];
-  for (const [answer, field] of cases) assert.equal(inputAnswerProblem(form, answer)?.field, field, JSON.stringify(answer));
+  for (const [answer, field] of cases)
+    assert.equal(inputAnswerProblem(form, answer)?.field, field, JSON.stringify(answer));
   assert.equal(inputAnswerProblem({ kind: 'url' }, { action: 'accept' }), undefined);
   assert.equal(inputAnswerProblem({ kind: 'url' }, { action: 'accept', content: {} })?.field, 'content');
 });
 
 test('accept-defaults takes every default (SEP-1034) and declines when a required field has none', () => {
   const withName = { kind: 'form' as const, requestedSchema: { ...form.requestedSchema, required: ['size'] } };
-  assert.deepEqual(defaultsAnswer(withName), { answer: { action: 'accept', content: { size: 3, tier: 'free', ok: true } } });
+  assert.deepEqual(defaultsAnswer(withName), {
+    answer: { action: 'accept', content: { size: 3, tier: 'free', ok: true } },
+  });
   assert.deepEqual(defaultsAnswer(form), { answer: { action: 'decline' }, missing: 'name' });
   assert.deepEqual(unattendedAnswer('cancel', form), { action: 'cancel' });
   assert.deepEqual(unattendedAnswer('accept-defaults', { kind: 'url' }), { action: 'decline' });
 });
 
-test('only the schema\'s own fields are answered: names of Object.prototype are no fields', () => {
+test("only the schema's own fields are answered: names of Object.prototype are no fields", () => {
   const long = 'x'.repeat(100_000);
   const cases: [name: string, content: Record<string, unknown>, field: string][] = [
     ['constructor', { name: 'db', constructor: long }, 'content.constructor'],
     ['toString', { name: 'db', toString: 'x' }, 'content.toString'],
     ['valueOf', { name: 'db', valueOf: 1 }, 'content.valueOf'],
     ['hasOwnProperty', { name: 'db', hasOwnProperty: true }, 'content.hasOwnProperty'],
-    ['__proto__ as sent in JSON', JSON.parse('{"name":"db","__proto__":"x"}') as Record<string, unknown>, 'content.__proto__'],
+    [
+      '__proto__ as sent in JSON',
+      JSON.parse('{"name":"db","__proto__":"x"}') as Record<string, unknown>,
+      'content.__proto__',
+    ],
   ];
   for (const [name, content, field] of cases) {
     const problem = inputAnswerProblem(form, { action: 'accept', content });
     assert.equal(problem?.field, field, name);
     assert.match(problem!.message, /is not a field of the requested schema/, name);
   }
-  const wantsToString = { kind: 'form' as const, requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['toString'] } };
-  assert.equal(inputAnswerProblem(wantsToString, { action: 'accept', content: { name: 'db' } })?.field, 'content.toString', 'a required name is given only when the answer has it');
+  const wantsToString = {
+    kind: 'form' as const,
+    requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['toString'] },
+  };
+  assert.equal(
+    inputAnswerProblem(wantsToString, { action: 'accept', content: { name: 'db' } })?.field,
+    'content.toString',
+    'a required name is given only when the answer has it',
+  );
 });
 
-test('a schema\'s own field named like a prototype member is a field like any other', () => {
-  const schema = { kind: 'form' as const, requestedSchema: { type: 'object', properties: { constructor: { type: 'string', maxLength: 3 } }, required: ['constructor'] } };
+test("a schema's own field named like a prototype member is a field like any other", () => {
+  const schema = {
+    kind: 'form' as const,
+    requestedSchema: {
+      type: 'object',
+      properties: { constructor: { type: 'string', maxLength: 3 } },
+      required: ['constructor'],
+    },
+  };
   assert.equal(inputAnswerProblem(schema, { action: 'accept', content: { constructor: 'abc' } }), undefined);
-  assert.equal(inputAnswerProblem(schema, { action: 'accept', content: { constructor: 'abcd' } })?.field, 'content.constructor');
+  assert.equal(
+    inputAnswerProblem(schema, { action: 'accept', content: { constructor: 'abcd' } })?.field,
+    'content.constructor',
+  );
   assert.equal(inputAnswerProblem(schema, { action: 'accept', content: {} })?.field, 'content.constructor');
 });
 
 test('every answer is bounded, also where the schema sets no bound', () => {
-  const open = { kind: 'form' as const, requestedSchema: { type: 'object', properties: { text: { type: 'string' }, list: { type: 'array', items: { type: 'string' } }, odd: true } } };
+  const open = {
+    kind: 'form' as const,
+    requestedSchema: {
+      type: 'object',
+      properties: { text: { type: 'string' }, list: { type: 'array', items: { type: 'string' } }, odd: true },
+    },
+  };
   const cases: [name: string, content: Record<string, unknown>, field: string | undefined][] = [
     ['a string at the bound', { text: 'x'.repeat(MAX_INPUT_TEXT_CHARS) }, undefined],
     ['a string past the bound', { text: 'x'.repeat(MAX_INPUT_TEXT_CHARS + 1) }, 'content.text'],
     ['a list item past the bound', { list: ['x'.repeat(MAX_INPUT_TEXT_CHARS + 1)] }, 'content.list'],
-    ['a list of too many items', { list: Array.from({ length: MAX_INPUT_ANSWER_ITEMS + 1 }, () => 'x') }, 'content.list'],
+    [
+      'a list of too many items',
+      { list: Array.from({ length: MAX_INPUT_ANSWER_ITEMS + 1 }, () => 'x') },
+      'content.list',
+    ],
     ['a field the schema names but does not define', { odd: 'x' }, 'content.odd'],
   ];
-  for (const [name, content, field] of cases) assert.equal(inputAnswerProblem(open, { action: 'accept', content })?.field, field, name);
-  const many = { kind: 'form' as const, requestedSchema: { type: 'object', properties: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`f${i}`, { type: 'string' }])) } };
+  for (const [name, content, field] of cases)
+    assert.equal(inputAnswerProblem(open, { action: 'accept', content })?.field, field, name);
+  const many = {
+    kind: 'form' as const,
+    requestedSchema: {
+      type: 'object',
+      properties: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`f${i}`, { type: 'string' }])),
+    },
+  };
   const big = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`f${i}`, 'x'.repeat(MAX_INPUT_TEXT_CHARS)]));
   const problem = inputAnswerProblem(many, { action: 'accept', content: big });
   assert.equal(problem?.field, 'content', 'the answer as a whole is bounded');
@@ -97,7 +149,12 @@ test('every answer is bounded, also where the schema sets no bound', () => {
 });
 
 test('accept-defaults gives only own fields, even one named __proto__', () => {
-  const request = { kind: 'form' as const, requestedSchema: JSON.parse('{"type":"object","properties":{"__proto__":{"type":"array","items":{"type":"string"},"default":["a"]}}}') as Record<string, unknown> };
+  const request = {
+    kind: 'form' as const,
+    requestedSchema: JSON.parse(
+      '{"type":"object","properties":{"__proto__":{"type":"array","items":{"type":"string"},"default":["a"]}}}',
+    ) as Record<string, unknown>,
+  };
   const { answer } = defaultsAnswer(request);
   assert.ok(Object.hasOwn(answer.content!, '__proto__'), 'an own field, not the prototype');
   assert.equal(Object.getPrototypeOf(answer.content), Object.prototype);

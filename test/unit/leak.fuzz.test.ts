@@ -21,7 +21,31 @@ import { DEFAULT_SHAPE_LIMITS, shapeForModel } from '../../shaping/index.js';
 const secretArb = fc
   .tuple(
     fc.stringMatching(/^[0-9a-f]{12,24}$/),
-    fc.array(fc.constantFrom('"', '\\', '{', '}', '[', ']', ':', ',', '/', '+', '=', '%', '&', '?', ' ', 'é', '\n', '\t', '<', '>'), { maxLength: 6 }),
+    fc.array(
+      fc.constantFrom(
+        '"',
+        '\\',
+        '{',
+        '}',
+        '[',
+        ']',
+        ':',
+        ',',
+        '/',
+        '+',
+        '=',
+        '%',
+        '&',
+        '?',
+        ' ',
+        'é',
+        '\n',
+        '\t',
+        '<',
+        '>',
+      ),
+      { maxLength: 6 },
+    ),
     fc.stringMatching(/^[0-9a-f]{6,12}$/),
   )
   .map(([a, specials, b]) => `${a}${specials.join('')}${b}`);
@@ -55,7 +79,10 @@ function textArb(secrets: string[]): fc.Arbitrary<string> {
   const piece = fc.oneof(
     { weight: 4, arbitrary: fc.string({ maxLength: 20 }) },
     { weight: 3, arbitrary: fc.constantFrom(...secrets.flatMap(encodings)) },
-    { weight: 2, arbitrary: fc.constantFrom('"', '\\', '\\"', '{"a":', '"}', ']', '\n', '\u2028', '%22', '[redacted]') },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom('"', '\\', '\\"', '{"a":', '"}', ']', '\n', '\u2028', '%22', '[redacted]'),
+    },
     { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 100_000 }).map((n) => 'x'.repeat(n)) },
   );
   return fc.array(piece, { maxLength: 8 }).map((parts) => parts.join(''));
@@ -63,12 +90,20 @@ function textArb(secrets: string[]): fc.Arbitrary<string> {
 
 function jsonArb(text: fc.Arbitrary<string>): fc.Arbitrary<unknown> {
   return fc.letrec((tie) => ({
-    leaf: fc.oneof(text, fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null)),
+    leaf: fc.oneof(
+      text,
+      fc.integer(),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.boolean(),
+      fc.constant(null),
+    ),
     node: fc.oneof(
       { depthSize: 'small', maxDepth: 6, withCrossShrink: true },
       tie('leaf'),
       fc.array(tie('node'), { maxLength: 4 }),
-      fc.dictionary(fc.oneof(text, fc.constantFrom('__proto__', 'constructor', 'text', 'type')), tie('node'), { maxKeys: 4 }),
+      fc.dictionary(fc.oneof(text, fc.constantFrom('__proto__', 'constructor', 'text', 'type')), tie('node'), {
+        maxKeys: 4,
+      }),
     ),
   })).node;
 }
@@ -76,8 +111,21 @@ function jsonArb(text: fc.Arbitrary<string>): fc.Arbitrary<unknown> {
 function blockArb(text: fc.Arbitrary<string>, json: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> {
   return fc.oneof(
     { weight: 5, arbitrary: fc.record({ type: fc.constant('text'), text }) },
-    { weight: 1, arbitrary: fc.record({ type: fc.constant('image'), data: text.map((t) => Buffer.from(t).toString('base64')), mimeType: fc.oneof(fc.constantFrom('image/png', 'image/jpeg'), text) }) },
-    { weight: 1, arbitrary: fc.record({ type: fc.constant('resource'), resource: fc.record({ uri: text, text, mimeType: fc.constant('text/plain') }) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        type: fc.constant('image'),
+        data: text.map((t) => Buffer.from(t).toString('base64')),
+        mimeType: fc.oneof(fc.constantFrom('image/png', 'image/jpeg'), text),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        type: fc.constant('resource'),
+        resource: fc.record({ uri: text, text, mimeType: fc.constant('text/plain') }),
+      }),
+    },
     { weight: 1, arbitrary: fc.record({ type: fc.constant('resource_link'), uri: text, name: text }) },
     { weight: 1, arbitrary: json },
   );
@@ -126,7 +174,10 @@ void test('fuzz: no secret, plain or encoded, survives scrubbing, the model view
       for (const secret of secrets) {
         for (const form of forbidden(secret)) {
           for (const [place, text] of Object.entries(texts)) {
-            assert.ok(!text.includes(form), `${JSON.stringify(form)} (a form of ${JSON.stringify(secret)}) survived in ${place}`);
+            assert.ok(
+              !text.includes(form),
+              `${JSON.stringify(form)} (a form of ${JSON.stringify(secret)}) survived in ${place}`,
+            );
           }
         }
       }

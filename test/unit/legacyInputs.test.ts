@@ -8,13 +8,23 @@ describe('LegacyInputWaits', () => {
     const waits = new LegacyInputWaits();
     const mine = waits.wait('session/turn-1', 'c1:1:elicitation', 60_000, new AbortController().signal);
     const theirs = waits.wait('session/turn-2', 'c1:1:elicitation', 60_000, new AbortController().signal);
-    assert.equal(waits.deliver('session/turn-3', 'c1:1:elicitation', { action: 'accept', content: { name: 'x' } }), 'not_waiting');
+    assert.equal(
+      waits.deliver('session/turn-3', 'c1:1:elicitation', { action: 'accept', content: { name: 'x' } }),
+      'not_waiting',
+    );
     assert.equal(waits.deliver('session/turn-2', 'c1:1:elicitation', { action: 'decline' }), 'delivered');
     assert.deepEqual(await theirs, { action: 'decline' });
-    assert.equal(waits.size, 1, 'the other turn\'s wait is untouched');
-    assert.equal(waits.deliver('session/turn-1', 'c1:1:elicitation', { action: 'accept', content: { name: 'y' } }), 'delivered');
+    assert.equal(waits.size, 1, "the other turn's wait is untouched");
+    assert.equal(
+      waits.deliver('session/turn-1', 'c1:1:elicitation', { action: 'accept', content: { name: 'y' } }),
+      'delivered',
+    );
     assert.deepEqual(await mine, { action: 'accept', content: { name: 'y' } });
-    assert.equal(waits.deliver('session/turn-1', 'c1:1:elicitation', { action: 'cancel' }), 'not_waiting', 'answered once');
+    assert.equal(
+      waits.deliver('session/turn-1', 'c1:1:elicitation', { action: 'cancel' }),
+      'not_waiting',
+      'answered once',
+    );
     assert.equal(waits.size, 0);
   });
 
@@ -30,7 +40,7 @@ describe('LegacyInputWaits', () => {
 });
 
 describe('CallDeadline', () => {
-  test('expires with the SDK\'s own timeout error', async () => {
+  test("expires with the SDK's own timeout error", async () => {
     const deadline = new CallDeadline(1);
     await new Promise<void>((resolve) => deadline.signal.addEventListener('abort', () => resolve(), { once: true }));
     const reason = deadline.signal.reason as SdkError;
@@ -50,7 +60,11 @@ describe('CallDeadline', () => {
 });
 
 describe('elicitResult', () => {
-  const cases: [Parameters<typeof elicitResult>[0]['kind'], Parameters<typeof elicitResult>[1], ReturnType<typeof elicitResult>][] = [
+  const cases: [
+    Parameters<typeof elicitResult>[0]['kind'],
+    Parameters<typeof elicitResult>[1],
+    ReturnType<typeof elicitResult>,
+  ][] = [
     ['form', { action: 'accept', content: { a: 1 } }, { action: 'accept', content: { a: 1 } }],
     ['form', { action: 'accept' }, { action: 'accept', content: {} }],
     ['url', { action: 'accept', content: { a: 1 } }, { action: 'accept' }],
@@ -58,6 +72,7 @@ describe('elicitResult', () => {
     ['url', { action: 'cancel' }, { action: 'cancel' }],
   ];
   for (const [kind, answer, expected] of cases) {
-    test(`${kind} ${answer.action}${answer.content ? ' with content' : ''}`, () => assert.deepEqual(elicitResult({ kind }, answer), expected));
+    test(`${kind} ${answer.action}${answer.content ? ' with content' : ''}`, () =>
+      assert.deepEqual(elicitResult({ kind }, answer), expected));
   }
 });

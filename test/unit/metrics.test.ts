@@ -3,13 +3,28 @@ import { test } from 'node:test';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import pino from 'pino';
 import { FailureType } from '../../contract/index.js';
-import { createWorkerMetrics, outcomeOfFailure, outcomeOfResult, resultBytes, startMetricsServer, type CallOutcomeKind } from '../../worker/metrics.js';
+import {
+  createWorkerMetrics,
+  outcomeOfFailure,
+  outcomeOfResult,
+  resultBytes,
+  startMetricsServer,
+  type CallOutcomeKind,
+} from '../../worker/metrics.js';
 
 const failures: [string, unknown, CallOutcomeKind][] = [
-  ['bad request', ApplicationFailure.create({ type: FailureType.BadRequest, message: 'x', nonRetryable: true }), 'bad_request'],
+  [
+    'bad request',
+    ApplicationFailure.create({ type: FailureType.BadRequest, message: 'x', nonRetryable: true }),
+    'bad_request',
+  ],
   ['tool timeout', ApplicationFailure.create({ type: FailureType.ToolTimeout, message: 'x' }), 'timeout'],
   ['transport', ApplicationFailure.create({ type: FailureType.Transport, message: 'x' }), 'transport'],
-  ['server unavailable', ApplicationFailure.create({ type: FailureType.ServerUnavailable, message: 'x', nonRetryable: true }), 'transport'],
+  [
+    'server unavailable',
+    ApplicationFailure.create({ type: FailureType.ServerUnavailable, message: 'x', nonRetryable: true }),
+    'transport',
+  ],
   ['cancelled', new CancelledFailure('cancelled'), 'cancelled'],
   ['another failure type', ApplicationFailure.create({ type: 'Whatever', message: 'x' }), 'unknown'],
   ['a plain error', new Error('boom'), 'unknown'],
@@ -27,11 +42,27 @@ void test('a call that returned counts as ok or tool_error', () => {
 
 const sizes: [string, unknown, number][] = [
   ['UTF-8 text', { content: [{ type: 'text', text: 'héllo' }] }, 6],
-  ['base64 image data, decoded', { content: [{ type: 'image', data: Buffer.from('12345').toString('base64'), mimeType: 'image/png' }] }, 5],
-  ['base64 with one pad', { content: [{ type: 'audio', data: Buffer.from('1234').toString('base64'), mimeType: 'audio/wav' }] }, 4],
+  [
+    'base64 image data, decoded',
+    { content: [{ type: 'image', data: Buffer.from('12345').toString('base64'), mimeType: 'image/png' }] },
+    5,
+  ],
+  [
+    'base64 with one pad',
+    { content: [{ type: 'audio', data: Buffer.from('1234').toString('base64'), mimeType: 'audio/wav' }] },
+    4,
+  ],
   ['embedded text resource', { content: [{ type: 'resource', resource: { uri: 'x:', text: 'abc' } }] }, 3],
-  ['embedded blob', { content: [{ type: 'resource', resource: { uri: 'x:', blob: Buffer.from('abcdef').toString('base64') } }] }, 6],
-  ['a resource link, as JSON', { content: [{ type: 'resource_link', uri: 'x:', name: 'n' }] }, JSON.stringify({ type: 'resource_link', uri: 'x:', name: 'n' }).length],
+  [
+    'embedded blob',
+    { content: [{ type: 'resource', resource: { uri: 'x:', blob: Buffer.from('abcdef').toString('base64') } }] },
+    6,
+  ],
+  [
+    'a resource link, as JSON',
+    { content: [{ type: 'resource_link', uri: 'x:', name: 'n' }] },
+    JSON.stringify({ type: 'resource_link', uri: 'x:', name: 'n' }).length,
+  ],
   ['structured content, as JSON', { content: [], structuredContent: { a: 1 } }, 7],
   ['nothing', { content: [] }, 0],
   ['no result', undefined, 0],
@@ -62,11 +93,20 @@ void test('the interceptor counts callTool attempts and ignores other activities
   const m = createWorkerMetrics({ defaultMetrics: false });
   const ctx = (activityType: string, attempt: number) => ({ info: { activityType, attempt } }) as never;
   const input = { args: [{ server: 's', tool: 't' }], headers: {} };
-  await m.interceptor(ctx('callTool', 1)).inbound!.execute!(input, async () => ({ status: 'ok', content: [{ type: 'text', text: 'abc' }], isError: false }));
-  await assert.rejects(m.interceptor(ctx('callTool', 2)).inbound!.execute!(input, async () => {
-    throw ApplicationFailure.create({ type: FailureType.ToolTimeout, message: 'slow' });
+  await m.interceptor(ctx('callTool', 1)).inbound!.execute!(input, async () => ({
+    status: 'ok',
+    content: [{ type: 'text', text: 'abc' }],
+    isError: false,
   }));
-  await m.interceptor(ctx('reconcileServers', 1)).inbound!.execute!({ args: [{ server: 'other', tool: 'x' }], headers: {} }, async () => ({}));
+  await assert.rejects(
+    m.interceptor(ctx('callTool', 2)).inbound!.execute!(input, async () => {
+      throw ApplicationFailure.create({ type: FailureType.ToolTimeout, message: 'slow' });
+    }),
+  );
+  await m.interceptor(ctx('reconcileServers', 1)).inbound!.execute!(
+    { args: [{ server: 'other', tool: 'x' }], headers: {} },
+    async () => ({}),
+  );
   const text = await m.registry.metrics();
   assert.match(text, /^dmcp_tool_calls_total\{server="s",tool="t",outcome="ok"\} 1$/m);
   assert.match(text, /^dmcp_tool_calls_total\{server="s",tool="t",outcome="timeout"\} 1$/m);
@@ -82,7 +122,13 @@ void test('the metrics server: /metrics only, GET only, and it still answers whe
   const lines: string[] = [];
   const logger = pino({ level: 'warn' }, { write: (l: string) => void lines.push(l) });
   // Port 9 on loopback: nothing listens there.
-  const server = await startMetricsServer({ registry: m.registry, host: '127.0.0.1', port: 0, runtimeUrl: 'http://127.0.0.1:9/metrics', logger });
+  const server = await startMetricsServer({
+    registry: m.registry,
+    host: '127.0.0.1',
+    port: 0,
+    runtimeUrl: 'http://127.0.0.1:9/metrics',
+    logger,
+  });
   try {
     const ok = await fetch(server.url);
     assert.equal(ok.status, 200);

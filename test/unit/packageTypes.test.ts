@@ -13,7 +13,11 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 const root = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; types?: string; exports: Record<string, unknown> };
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  name: string;
+  types?: string;
+  exports: Record<string, unknown>;
+};
 
 /** The library entries: every `exports` key but `./package.json`. */
 const entries = Object.entries(pkg.exports).filter(([key]) => key !== './package.json');
@@ -21,13 +25,21 @@ const entries = Object.entries(pkg.exports).filter(([key]) => key !== './package
 test('every exports entry names a types file and a code file, and both are built', () => {
   assert.ok(entries.length > 0);
   for (const [key, target] of entries) {
-    assert.equal(typeof target, 'object', `exports["${key}"] is a bare path: it must be { "types": ..., "default": ... }`);
+    assert.equal(
+      typeof target,
+      'object',
+      `exports["${key}"] is a bare path: it must be { "types": ..., "default": ... }`,
+    );
     const { types, default: code } = target as { types?: unknown; default?: unknown };
     assert.equal(typeof types, 'string', `exports["${key}"] has no "types"`);
     assert.equal(typeof code, 'string', `exports["${key}"] has no "default"`);
     // "types" must come first: conditions are matched in the order they are written.
     assert.equal(Object.keys(target as object)[0], 'types', `exports["${key}"]: "types" must be the first condition`);
-    assert.equal(types, (code as string).replace(/\.js$/, '.d.ts'), `exports["${key}"]: the types file sits next to the code`);
+    assert.equal(
+      types,
+      (code as string).replace(/\.js$/, '.d.ts'),
+      `exports["${key}"]: the types file sits next to the code`,
+    );
     assert.ok(existsSync(join(root, types as string)), `exports["${key}"]: ${types as string} is not built`);
     assert.ok(existsSync(join(root, code as string)), `exports["${key}"]: ${code as string} is not built`);
   }
@@ -91,12 +103,28 @@ test('a consumer importing each exports entry by the package name typechecks', (
   writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module', private: true }));
   const program = ts.createProgram([file], options);
   const diagnostics = ts.getPreEmitDiagnostics(program);
-  const text = ts.formatDiagnostics(diagnostics, { getCanonicalFileName: (f) => f, getCurrentDirectory: () => scratch, getNewLine: () => '\n' });
+  const text = ts.formatDiagnostics(diagnostics, {
+    getCanonicalFileName: (f) => f,
+    getCurrentDirectory: () => scratch,
+    getNewLine: () => '\n',
+  });
   assert.equal(diagnostics.length, 0, text);
   // Every entry resolved to the package's own declarations, not to some other file.
   for (const [key, target] of entries) {
-    const resolved = ts.resolveModuleName(`${pkg.name}${key.slice(1)}`, file, options, ts.sys, undefined, undefined, ts.ModuleKind.ESNext);
+    const resolved = ts.resolveModuleName(
+      `${pkg.name}${key.slice(1)}`,
+      file,
+      options,
+      ts.sys,
+      undefined,
+      undefined,
+      ts.ModuleKind.ESNext,
+    );
     const dts = resolved.resolvedModule?.resolvedFileName;
-    assert.equal(dts, join(root, (target as { types: string }).types), `${pkg.name}${key.slice(1)} resolves to ${String(dts)}`);
+    assert.equal(
+      dts,
+      join(root, (target as { types: string }).types),
+      `${pkg.name}${key.slice(1)} resolves to ${String(dts)}`,
+    );
   }
 });

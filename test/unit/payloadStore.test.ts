@@ -20,15 +20,35 @@ after(() => Promise.all(made.map((d) => rm(d, { recursive: true, force: true }))
 const good: { env: Record<string, string>; s3: unknown }[] = [
   { env: {}, s3: undefined },
   { env: { DMCP_PAYLOAD_STORE: 'fs', DMCP_S3_BUCKET: 'ignored' }, s3: undefined },
-  { env: { DMCP_S3_BUCKET: 'dmcp-payloads' }, s3: { bucket: 'dmcp-payloads', prefix: 'durable-mcp/payloads/', region: 'us-east-1', forcePathStyle: false } },
   {
-    env: { DMCP_PAYLOAD_STORE: 'S3', DMCP_S3_BUCKET: 'b.example', DMCP_S3_PREFIX: '/team-a', DMCP_S3_ENDPOINT: 'http://127.0.0.1:7070', DMCP_S3_FORCE_PATH_STYLE: 'true', AWS_REGION: 'eu-west-1' },
-    s3: { bucket: 'b.example', prefix: 'team-a/', endpoint: 'http://127.0.0.1:7070', region: 'eu-west-1', forcePathStyle: true },
+    env: { DMCP_S3_BUCKET: 'dmcp-payloads' },
+    s3: { bucket: 'dmcp-payloads', prefix: 'durable-mcp/payloads/', region: 'us-east-1', forcePathStyle: false },
   },
-  { env: { DMCP_S3_BUCKET: 'abc', DMCP_S3_REGION: 'ap-south-1', AWS_REGION: 'eu-west-1' }, s3: { bucket: 'abc', prefix: 'durable-mcp/payloads/', region: 'ap-south-1', forcePathStyle: false } },
+  {
+    env: {
+      DMCP_PAYLOAD_STORE: 'S3',
+      DMCP_S3_BUCKET: 'b.example',
+      DMCP_S3_PREFIX: '/team-a',
+      DMCP_S3_ENDPOINT: 'http://127.0.0.1:7070',
+      DMCP_S3_FORCE_PATH_STYLE: 'true',
+      AWS_REGION: 'eu-west-1',
+    },
+    s3: {
+      bucket: 'b.example',
+      prefix: 'team-a/',
+      endpoint: 'http://127.0.0.1:7070',
+      region: 'eu-west-1',
+      forcePathStyle: true,
+    },
+  },
+  {
+    env: { DMCP_S3_BUCKET: 'abc', DMCP_S3_REGION: 'ap-south-1', AWS_REGION: 'eu-west-1' },
+    s3: { bucket: 'abc', prefix: 'durable-mcp/payloads/', region: 'ap-south-1', forcePathStyle: false },
+  },
 ];
 for (const [i, row] of good.entries()) {
-  void test(`payload store settings #${i + 1}: ${JSON.stringify(row.env)}`, () => assert.deepEqual(loadSettings(row.env).payloads.s3, row.s3));
+  void test(`payload store settings #${i + 1}: ${JSON.stringify(row.env)}`, () =>
+    assert.deepEqual(loadSettings(row.env).payloads.s3, row.s3));
 }
 
 test('the filesystem store leaves no s3 key in the settings (shape unchanged)', () => {
@@ -41,12 +61,18 @@ const bad: [Record<string, string>, RegExp][] = [
   [{ DMCP_S3_BUCKET: 'Bad_Bucket' }, /DMCP_S3_BUCKET must be an S3 bucket name/],
   [{ DMCP_S3_BUCKET: 'b12', DMCP_S3_ENDPOINT: '127.0.0.1:7070' }, /DMCP_S3_ENDPOINT must be a URL/],
   [{ DMCP_S3_BUCKET: 'b12', DMCP_S3_ENDPOINT: 'ftp://h' }, /DMCP_S3_ENDPOINT must be an http or https URL/],
-  [{ DMCP_S3_BUCKET: 'b12', DMCP_S3_ENDPOINT: 'http://AKIA:secret@h:7070' }, /DMCP_S3_ENDPOINT must not hold credentials/],
+  [
+    { DMCP_S3_BUCKET: 'b12', DMCP_S3_ENDPOINT: 'http://AKIA:secret@h:7070' },
+    /DMCP_S3_ENDPOINT must not hold credentials/,
+  ],
   [{ DMCP_S3_BUCKET: 'b12', DMCP_S3_FORCE_PATH_STYLE: 'sometimes' }, /DMCP_S3_FORCE_PATH_STYLE must be true or false/],
 ];
 for (const [env, error] of bad) {
   void test(`payload store settings refuse ${JSON.stringify(env)}`, () => {
-    assert.throws(() => loadSettings(env), (err: unknown) => err instanceof SettingsError && error.test(err.message) && !err.message.includes('secret@'));
+    assert.throws(
+      () => loadSettings(env),
+      (err: unknown) => err instanceof SettingsError && error.test(err.message) && !err.message.includes('secret@'),
+    );
   });
 }
 
@@ -84,5 +110,11 @@ test('payloads gc deletes store files last written before the cutoff, and nothin
 
 test('payloads gc on a store that was never written is a no-op', async () => {
   const dir = join(await scratch(), 'payloads');
-  assert.deepEqual(await collectGarbage({ dir, olderThanMs: 1000 }), { dir, deleted: 0, deletedBytes: 0, kept: 0, ignored: 0 });
+  assert.deepEqual(await collectGarbage({ dir, olderThanMs: 1000 }), {
+    dir,
+    deleted: 0,
+    deletedBytes: 0,
+    kept: 0,
+    ignored: 0,
+  });
 });

@@ -14,8 +14,17 @@ import { InMemoryServers, type InMemoryServer } from '../support/inMemoryServers
  */
 function entry(name: string, ...args: string[]): ServerEntry {
   return {
-    name, layer: 'inline', source: `--mcp #${name}`, trusted: true, type: 'stdio', command: process.execPath,
-    args: [lifecycleServer, '--name', name, ...args], env: {}, envFrom: {}, headers: {}, enabled: true,
+    name,
+    layer: 'inline',
+    source: `--mcp #${name}`,
+    trusted: true,
+    type: 'stdio',
+    command: process.execPath,
+    args: [lifecycleServer, '--name', name, ...args],
+    env: {},
+    envFrom: {},
+    headers: {},
+    enabled: true,
   };
 }
 
@@ -48,7 +57,12 @@ function pidOf(pool: ServerPool, session: string, name: string): number {
  * The in-memory server serving `name` in the session now (what a PID says of a process): the newest
  * one started for it, still open, while the session has the server.
  */
-function serving(pool: ServerPool, servers: InMemoryServers, session: string, name: string): InMemoryServer | undefined {
+function serving(
+  pool: ServerPool,
+  servers: InMemoryServers,
+  session: string,
+  name: string,
+): InMemoryServer | undefined {
   if (!(name in pool.pids(session))) return undefined;
   const latest = servers.of(name).at(-1);
   return latest && !latest.closed ? latest : undefined;
@@ -68,8 +82,15 @@ test('concurrent reconciliations of one session start each server once and both 
   const servers = new InMemoryServers();
   const pool = newPool(servers);
   const cfg = config('h1', entry('a'), entry('b'));
-  const [s1, s2] = await Promise.all([pool.reconcile('s', cfg, { turnId: 't' }), pool.reconcile('s', cfg, { turnId: 't' })]);
-  for (const status of [s1, s2]) assert.deepEqual(status.servers.map((s) => `${s.name}:${s.state}`), ['a:ready', 'b:ready']);
+  const [s1, s2] = await Promise.all([
+    pool.reconcile('s', cfg, { turnId: 't' }),
+    pool.reconcile('s', cfg, { turnId: 't' }),
+  ]);
+  for (const status of [s1, s2])
+    assert.deepEqual(
+      status.servers.map((s) => `${s.name}:${s.state}`),
+      ['a:ready', 'b:ready'],
+    );
   assert.equal(servers.started.length, 2);
   servingOf(pool, servers, 's', 'a');
   servingOf(pool, servers, 's', 'b');
@@ -115,14 +136,24 @@ test('a running server is listed again only when it said its tools changed, or w
   const pid = pidOf(pool, 's', 'a');
   await pool.reconcile('s', cfg, { turnId: 't' });
   await pool.reconcile('s', cfg, { turnId: 't' });
-  assert.equal((await readLines(lists)).length, 1, 'listed once, when it started; later reconciliations reuse that listing');
+  assert.equal(
+    (await readLines(lists)).length,
+    1,
+    'listed once, when it started; later reconciliations reuse that listing',
+  );
   assert.ok(!pool.tools('s').some((t) => t.tool === 'added_1'));
 
   // add_tool sends notifications/tools/list_changed before it answers.
   await pool.callTool('s', 'a', 'add_tool', {}, { timeoutMs: 10_000, turnId: 't' });
   const status = await pool.reconcile('s', cfg, { turnId: 't' });
   assert.equal((await readLines(lists)).length, 2, 'listed again after list_changed');
-  assert.ok(pool.tools('s').some((t) => t.name === 'mcp__a__added_1'), pool.tools('s').map((t) => t.name).join(', '));
+  assert.ok(
+    pool.tools('s').some((t) => t.name === 'mcp__a__added_1'),
+    pool
+      .tools('s')
+      .map((t) => t.name)
+      .join(', '),
+  );
   assert.ok(status.servers[0]?.tools.includes('mcp__a__added_1'));
   assert.equal(pidOf(pool, 's', 'a'), pid, 'same process');
   await pool.reconcile('s', cfg, { turnId: 't' });
@@ -178,7 +209,11 @@ test('with the worker idle check running (session idle 300 ms), a 2 s hold keeps
     await new Promise((r) => setTimeout(r, 1200));
     assert.equal(serving(pool, servers, 's', 'a'), server, 'still held 1.2 s after the reconcile');
     const call = await pool.callTool('s', 'a', 'whoami', {}, { timeoutMs: 10_000, turnId: 't' });
-    assert.deepEqual(call.content, [{ type: 'text', text: JSON.stringify({ name: 'a', id: server.id }) }], 'the server kept its connection');
+    assert.deepEqual(
+      call.content,
+      [{ type: 'text', text: JSON.stringify({ name: 'a', id: server.id }) }],
+      'the server kept its connection',
+    );
     assert.ok(await waitFor(() => !('a' in pool.pids('s')), 5000), 'stopped after the hold');
     const stoppedAfter = Date.now() - reconciled;
     assert.ok(stoppedAfter >= 3100, `the call renewed the hold: stopped ${stoppedAfter} ms after the reconcile`);
@@ -213,14 +248,31 @@ test('without a hold, a session stops after the session idle time (real clock)',
 test('a tool carries the retry rule of its server entry when that is "safe" or "never"', async () => {
   const servers = new InMemoryServers();
   const pool = newPool(servers);
-  await pool.reconcile('s', config('v1', { ...entry('n'), retry: 'never' }, { ...entry('y'), retry: 'safe' }, { ...entry('u'), retry: 'auto' }, entry('d')), { turnId: 't' });
-  const retryOf = (server: string) => pool.tools('s').filter((t) => t.server === server).map((t) => t.retry);
+  await pool.reconcile(
+    's',
+    config(
+      'v1',
+      { ...entry('n'), retry: 'never' },
+      { ...entry('y'), retry: 'safe' },
+      { ...entry('u'), retry: 'auto' },
+      entry('d'),
+    ),
+    { turnId: 't' },
+  );
+  const retryOf = (server: string) =>
+    pool
+      .tools('s')
+      .filter((t) => t.server === server)
+      .map((t) => t.retry);
   assert.deepEqual(new Set(retryOf('n')), new Set(['never']));
   assert.deepEqual(new Set(retryOf('y')), new Set(['safe']));
   for (const server of ['u', 'd']) {
     const tools = pool.tools('s').filter((t) => t.server === server);
     assert.ok(tools.length > 0);
-    assert.ok(tools.every((t) => !('retry' in t)), `${server}: no retry field`);
+    assert.ok(
+      tools.every((t) => !('retry' in t)),
+      `${server}: no retry field`,
+    );
   }
   for (const name of ['n', 'y', 'u', 'd']) servingOf(pool, servers, 's', name);
 });
@@ -234,18 +286,33 @@ test('reconcile after shutdown is refused and starts nothing', async () => {
   assert.equal(servers.started.length, 0);
 });
 
-test('a call is checked against the public name of a tool listed after the session\'s earlier calls', async () => {
+test("a call is checked against the public name of a tool listed after the session's earlier calls", async () => {
   const servers = new InMemoryServers();
   const pool = newPool(servers);
   const cfg = config('v1', entry('a'));
   await pool.reconcile('s', cfg, { turnId: 't' });
   await pool.callTool('s', 'a', 'whoami', {}, { timeoutMs: 10_000, turnId: 't', publicName: 'mcp__a__whoami' });
-  await assert.rejects(pool.callTool('s', 'a', 'whoami', {}, { timeoutMs: 10_000, turnId: 't', publicName: 'mcp__a__add_tool' }), /is not the name of tool "whoami" of server "a" \(that is mcp__a__whoami\)/);
+  await assert.rejects(
+    pool.callTool('s', 'a', 'whoami', {}, { timeoutMs: 10_000, turnId: 't', publicName: 'mcp__a__add_tool' }),
+    /is not the name of tool "whoami" of server "a" \(that is mcp__a__whoami\)/,
+  );
   await pool.callTool('s', 'a', 'add_tool', {}, { timeoutMs: 10_000, turnId: 't', publicName: 'mcp__a__add_tool' });
   await pool.reconcile('s', cfg, { turnId: 't' });
-  assert.ok(pool.tools('s').some((t) => t.name === 'mcp__a__added_1'), 'listed again');
+  assert.ok(
+    pool.tools('s').some((t) => t.name === 'mcp__a__added_1'),
+    'listed again',
+  );
   // The names of the first listing would not know added_1, and let any name through for it.
-  await assert.rejects(pool.callTool('s', 'a', 'added_1', {}, { timeoutMs: 10_000, turnId: 't', publicName: 'mcp__a__whoami' }), /that is mcp__a__added_1/);
-  const result = await pool.callTool('s', 'a', 'added_1', {}, { timeoutMs: 10_000, turnId: 't', publicName: 'mcp__a__added_1' });
+  await assert.rejects(
+    pool.callTool('s', 'a', 'added_1', {}, { timeoutMs: 10_000, turnId: 't', publicName: 'mcp__a__whoami' }),
+    /that is mcp__a__added_1/,
+  );
+  const result = await pool.callTool(
+    's',
+    'a',
+    'added_1',
+    {},
+    { timeoutMs: 10_000, turnId: 't', publicName: 'mcp__a__added_1' },
+  );
   assert.match(JSON.stringify(result.content), /added_1/);
 });

@@ -18,7 +18,10 @@ test('recorded histories of real turns replay against the current workflow code'
   const files = (await readdir(dir)).filter((f) => f.endsWith('.json')).sort();
   assert.ok(files.length >= 2, `expected recorded histories in test/histories, found ${files.join(', ') || 'none'}`);
   const histories = await Promise.all(
-    files.map(async (file) => ({ workflowId: file, history: historyFromJSON(JSON.parse(await readFile(join(dir, file), 'utf8'))) })),
+    files.map(async (file) => ({
+      workflowId: file,
+      history: historyFromJSON(JSON.parse(await readFile(join(dir, file), 'utf8'))),
+    })),
   );
   for (const h of histories) assert.ok((h.history.events?.length ?? 0) > 10, `${h.workflowId} has events`);
   const results = Worker.runReplayHistories({ workflowsPath, replayName: 'durable-mcp-replay' }, histories);

@@ -19,7 +19,11 @@ const cases: { workspace: string; rules: RootRules; problem?: RegExp }[] = [
   { workspace: '/srv/dmcp', rules: guarded },
   { workspace: '/srv/a/b', rules: { ...guarded, within: ['/srv/a'] } },
   { workspace: '/srv/a', rules: { ...guarded, within: ['/srv/a'] } },
-  { workspace: '/srv/ab', rules: { ...guarded, within: ['/srv/a'] }, problem: /outside DMCP_WORKSPACE_ROOTS \(\/srv\/a\)/ },
+  {
+    workspace: '/srv/ab',
+    rules: { ...guarded, within: ['/srv/a'] },
+    problem: /outside DMCP_WORKSPACE_ROOTS \(\/srv\/a\)/,
+  },
   { workspace: '/srv/a', rules: { ...guarded, within: [] }, problem: /offers none/ },
   // Where the operator limits workspaces, one that holds the data dir is refused too.
   { workspace: '/srv', rules: { ...guarded, within: ['/srv'] }, problem: /contains \/srv\/dmcp\/\.data/ },

@@ -17,11 +17,20 @@ import { ManagedServer } from '../../mcp/managedServer.js';
 const QUOTED = 'pa"ss\\word-with-quote-0123';
 const JSONISH = '"}]},{"x":"';
 const PLAIN = 'ghp_0123456789abcdefghijklmnopqrstuvwxyzAB';
-const ENV = { PATH: '/usr/bin', DMCP_MCP_ENV: 'QUOTED_SECRET,JSONISH_SECRET', QUOTED_SECRET: QUOTED, JSONISH_SECRET: JSONISH, GITHUB_TOKEN: PLAIN };
+const ENV = {
+  PATH: '/usr/bin',
+  DMCP_MCP_ENV: 'QUOTED_SECRET,JSONISH_SECRET',
+  QUOTED_SECRET: QUOTED,
+  JSONISH_SECRET: JSONISH,
+  GITHUB_TOKEN: PLAIN,
+};
 const scrub = (t: string) => scrubSecrets(t, ENV);
 
 void test('a secret holding a quote or a backslash is scrubbed from a result, not left in its escaped form', () => {
-  const result = { content: [{ type: 'text', text: `value: ${QUOTED}` }], structuredContent: { v: QUOTED, nested: [{ [QUOTED]: 1 }] } };
+  const result = {
+    content: [{ type: 'text', text: `value: ${QUOTED}` }],
+    structuredContent: { v: QUOTED, nested: [{ [QUOTED]: 1 }] },
+  };
   const clean = scrubResult(result, scrub);
   const json = JSON.stringify(clean);
   assert.ok(!json.includes(JSON.stringify(QUOTED).slice(1, -1)), json);
@@ -68,8 +77,11 @@ void test('encoded forms of a secret are scrubbed: base64, base64url, URL-encodi
 });
 
 void test('a multi-line secret is scrubbed line by line as well (a PEM key printed by lines)', () => {
-  const pem = '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----';
-  const out = scrubSecrets('line: MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7', { TEMPORAL_TLS_CLIENT_KEY_DATA: pem });
+  const pem =
+    '-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----';
+  const out = scrubSecrets('line: MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7', {
+    TEMPORAL_TLS_CLIENT_KEY_DATA: pem,
+  });
   assert.equal(out, 'line: [redacted]');
 });
 
@@ -80,7 +92,7 @@ void test('a scrubber is built once per environment: values that are plain words
   assert.equal(secretScrubber(env), s);
 });
 
-void test('callTool scrubs the remote server\'s header and URL secrets from the result and from progress details', async () => {
+void test("callTool scrubs the remote server's header and URL secrets from the result and from progress details", async () => {
   const headerValue = 'x-api-key-value-000111222333';
   const queryToken = 'query-token-444555666777';
   const pool: SessionServers = {
@@ -90,23 +102,43 @@ void test('callTool scrubs the remote server\'s header and URL secrets from the 
     callTool: async (_s, _server, _tool, _args, options) => {
       options.onServerSecrets?.(() => [headerValue, queryToken]);
       options.onProgress?.({ progress: 1, message: `sent ${headerValue} to ${encodeURIComponent(queryToken)}` });
-      return { content: [{ type: 'text', text: `headers: ${headerValue}; url: /mcp?k=${queryToken}; b64 ${Buffer.from(headerValue).toString('base64')}` }] };
+      return {
+        content: [
+          {
+            type: 'text',
+            text: `headers: ${headerValue}; url: /mcp?k=${queryToken}; b64 ${Buffer.from(headerValue).toString('base64')}`,
+          },
+        ],
+      };
     },
   };
-  const activities = createActivities({ pool, workerQueue: 'q', loadConfig: () => Promise.reject(new Error('unused')), logger: pino({ level: 'silent' }), scrub: (t) => t });
+  const activities = createActivities({
+    pool,
+    workerQueue: 'q',
+    loadConfig: () => Promise.reject(new Error('unused')),
+    logger: pino({ level: 'silent' }),
+    scrub: (t) => t,
+  });
   const env = new MockActivityEnvironment();
   const beats: unknown[] = [];
   env.on('heartbeat', (d: unknown) => beats.push(d));
   const outcome = (await env.run(activities.callTool, {
-    sessionId: 's', firstRunId: 'r1', server: 'web', tool: 't', name: 'mcp__web__t', arguments: {}, requestTimeoutMs: 1000,
+    sessionId: 's',
+    firstRunId: 'r1',
+    server: 'web',
+    tool: 't',
+    name: 'mcp__web__t',
+    arguments: {},
+    requestTimeoutMs: 1000,
   } as never)) as unknown as CallOutcome;
   const texts = JSON.stringify([outcome, beats]);
   assert.ok(beats.length > 0, 'progress was heartbeated');
-  for (const s of [headerValue, queryToken, Buffer.from(headerValue).toString('base64').slice(0, 20)]) assert.ok(!texts.includes(s), `${s} in ${texts}`);
+  for (const s of [headerValue, queryToken, Buffer.from(headerValue).toString('base64').slice(0, 20)])
+    assert.ok(!texts.includes(s), `${s} in ${texts}`);
   assert.match(texts, /\[redacted\]/);
 });
 
-void test('callTool scrubs a token the server\'s login got during the call (a refresh mid-call)', async () => {
+void test("callTool scrubs a token the server's login got during the call (a refresh mid-call)", async () => {
   const before = 'access-token-before-000111222333';
   const during = 'access-token-refreshed-444555666';
   const known = [before];
@@ -121,12 +153,24 @@ void test('callTool scrubs a token the server\'s login got during the call (a re
       return { content: [{ type: 'text', text: `you are ${during}` }] };
     },
   };
-  const activities = createActivities({ pool, workerQueue: 'q', loadConfig: () => Promise.reject(new Error('unused')), logger: pino({ level: 'silent' }), scrub: (t) => t });
+  const activities = createActivities({
+    pool,
+    workerQueue: 'q',
+    loadConfig: () => Promise.reject(new Error('unused')),
+    logger: pino({ level: 'silent' }),
+    scrub: (t) => t,
+  });
   const env = new MockActivityEnvironment();
   const beats: unknown[] = [];
   env.on('heartbeat', (d: unknown) => beats.push(d));
   const outcome = (await env.run(activities.callTool, {
-    sessionId: 's', firstRunId: 'r1', server: 'web', tool: 't', name: 'mcp__web__t', arguments: {}, requestTimeoutMs: 1000,
+    sessionId: 's',
+    firstRunId: 'r1',
+    server: 'web',
+    tool: 't',
+    name: 'mcp__web__t',
+    arguments: {},
+    requestTimeoutMs: 1000,
   } as never)) as unknown as CallOutcome;
   const texts = JSON.stringify([outcome, beats]);
   assert.ok(!texts.includes(during), texts);
@@ -144,8 +188,17 @@ after(async () => {
 function stdioServer(script: string): { server: ManagedServer; logs: string[] } {
   const logs: string[] = [];
   const entry: ServerEntry = {
-    name: 'leaky', layer: 'inline', source: '--mcp #1', trusted: true, type: 'stdio', command: process.execPath,
-    args: ['-e', script], env: {}, envFrom: {}, headers: {}, enabled: true,
+    name: 'leaky',
+    layer: 'inline',
+    source: '--mcp #1',
+    trusted: true,
+    type: 'stdio',
+    command: process.execPath,
+    args: ['-e', script],
+    env: {},
+    envFrom: {},
+    headers: {},
+    enabled: true,
   };
   const server = new ManagedServer(entry, {
     logger: pino({ level: 'debug' }, { write: (line: string) => void logs.push(line) }),
@@ -166,7 +219,8 @@ void test('a secret split across two stderr writes is scrubbed whole in the log 
   await server.start();
   assert.equal(server.state, 'failed');
   const all = [server.error ?? '', ...logs].join('\n');
-  for (const part of [SECRET.slice(0, half), SECRET.slice(half)]) assert.ok(!all.includes(part), `a half of the secret leaked: ${all}`);
+  for (const part of [SECRET.slice(0, half), SECRET.slice(half)])
+    assert.ok(!all.includes(part), `a half of the secret leaked: ${all}`);
   assert.match(logs.join('\n'), /token=\[redacted\] end/);
   assert.match(server.error ?? '', /token=\[redacted\] end/);
 });
@@ -178,7 +232,10 @@ void test('a secret at the cut of the stderr tail does not leave its end in the 
   const { server } = stdioServer(script);
   await server.start();
   assert.equal(server.state, 'failed');
-  assert.ok(!(server.error ?? '').includes(SECRET.slice(-16)), `the secret's end leaked: ${server.error?.slice(0, 200)}`);
+  assert.ok(
+    !(server.error ?? '').includes(SECRET.slice(-16)),
+    `the secret's end leaked: ${server.error?.slice(0, 200)}`,
+  );
 });
 
 void test('a secret at the cut of an HTTP error body is scrubbed before the body is cut', () => {
@@ -215,14 +272,24 @@ void test('a result is scrubbed with one read of the environment, and a secret s
     },
   });
   const scrubEnv = (text: string) => scrubSecrets(text, env);
-  const result = { content: [{ type: 'text', text: `a ${PLAIN}` }, { type: 'text', text: 'b' }], structuredContent: { k: PLAIN, list: ['x', 'y', PLAIN] } };
+  const result = {
+    content: [
+      { type: 'text', text: `a ${PLAIN}` },
+      { type: 'text', text: 'b' },
+    ],
+    structuredContent: { k: PLAIN, list: ['x', 'y', PLAIN] },
+  };
   const clean = scrubResult(result, scrubEnv);
   assert.equal(scans, 1, 'one read for every string of the result');
   assert.equal(clean.content[0]!.text, 'a [redacted]');
   assert.deepEqual(clean.structuredContent, { k: '[redacted]', list: ['x', 'y', '[redacted]'] });
 
   values.NEW_API_KEY = 'freshly-set-secret-value';
-  assert.deepEqual(scrubResult({ text: 'uses freshly-set-secret-value' }, scrubEnv), { text: 'uses [redacted]' }, 'a variable set after the last result is scrubbed from the next');
+  assert.deepEqual(
+    scrubResult({ text: 'uses freshly-set-secret-value' }, scrubEnv),
+    { text: 'uses [redacted]' },
+    'a variable set after the last result is scrubbed from the next',
+  );
   assert.equal(scrubEnv('and freshly-set-secret-value alone'), 'and [redacted] alone');
   assert.equal(scans, 3);
 });

@@ -6,7 +6,16 @@ import type { ServerStatus, TurnStatus } from '../../contract/index.js';
 const HEADER = 'MCP servers for this turn (this list is current; ignore MCP server lists from earlier turns):';
 
 function server(name: string, fields: Partial<ServerStatus> = {}): ServerStatus {
-  return { name, layer: 'explicit', source: 'mcp.json', transport: 'stdio', state: 'ready', tools: [], warnings: [], ...fields };
+  return {
+    name,
+    layer: 'explicit',
+    source: 'mcp.json',
+    transport: 'stdio',
+    state: 'ready',
+    tools: [],
+    warnings: [],
+    ...fields,
+  };
 }
 
 function status(servers: ServerStatus[], fields: Partial<TurnStatus> = {}): TurnStatus {
@@ -53,21 +62,42 @@ const rows: Array<{ name: string; status: TurnStatus; expected: string[] }> = [
   {
     name: 'a shelf server that wants a login says who must act',
     status: status([
-      server('linear', { layer: 'shelf', transport: 'http', state: 'failed', login: 'wanted', error: 'wants an account first: durable-mcp mcp login linear' }),
+      server('linear', {
+        layer: 'shelf',
+        transport: 'http',
+        state: 'failed',
+        login: 'wanted',
+        error: 'wants an account first: durable-mcp mcp login linear',
+      }),
     ]),
-    expected: [HEADER, '- linear: not available until its operator logs in: wants an account first: durable-mcp mcp login linear'],
+    expected: [
+      HEADER,
+      '- linear: not available until its operator logs in: wants an account first: durable-mcp mcp login linear',
+    ],
   },
   {
     name: 'a failed refresh is passing: the model is not told to wait for a login',
     status: status([
-      server('linear', { layer: 'shelf', transport: 'http', state: 'failed', login: 'refresh_failed', error: 'could not refresh its login (fetch failed); tried again next turn, or durable-mcp mcp login linear' }),
+      server('linear', {
+        layer: 'shelf',
+        transport: 'http',
+        state: 'failed',
+        login: 'refresh_failed',
+        error: 'could not refresh its login (fetch failed); tried again next turn, or durable-mcp mcp login linear',
+      }),
     ]),
-    expected: [HEADER, '- linear: not available this turn: could not refresh its login (fetch failed); tried again next turn, or durable-mcp mcp login linear'],
+    expected: [
+      HEADER,
+      '- linear: not available this turn: could not refresh its login (fetch failed); tried again next turn, or durable-mcp mcp login linear',
+    ],
   },
   {
     name: 'failed with a multi-line, long error',
     status: status([server('bad', { state: 'failed', error: `line one\n  line two\r\n${longError}` })]),
-    expected: [HEADER, `- bad: not available, failed to start or answer: ${`line one line two ${longError}`.slice(0, 199)}…`],
+    expected: [
+      HEADER,
+      `- bad: not available, failed to start or answer: ${`line one line two ${longError}`.slice(0, 199)}…`,
+    ],
   },
   {
     name: 'failed without a reason',
@@ -83,11 +113,16 @@ const rows: Array<{ name: string; status: TurnStatus; expected: string[] }> = [
         warnings: ['tool "write_file" listed in "tools" is not offered by the server'],
       }),
     ]),
-    expected: [HEADER, '- fs: connected, 1 tool, named mcp__fs__*; warning: tool "write_file" listed in "tools" is not offered by the server'],
+    expected: [
+      HEADER,
+      '- fs: connected, 1 tool, named mcp__fs__*; warning: tool "write_file" listed in "tools" is not offered by the server',
+    ],
   },
   {
     name: 'degraded with many warnings',
-    status: status([server('fs', { state: 'degraded', tools: ['mcp__fs__a'], warnings: ['w1', 'w2\nsecond line', 'w3', 'w4', 'w5'] })]),
+    status: status([
+      server('fs', { state: 'degraded', tools: ['mcp__fs__a'], warnings: ['w1', 'w2\nsecond line', 'w3', 'w4', 'w5'] }),
+    ]),
     expected: [HEADER, '- fs: connected, 1 tool, named mcp__fs__*; warnings: w1; w2 second line; w3 (+2 more)'],
   },
   {

@@ -39,33 +39,72 @@ test('an empty environment gives the documented defaults', () => {
 });
 
 const good: { env: Record<string, string>; check: (s: ReturnType<typeof loadSettings>) => void }[] = [
-  { env: { TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_NAMESPACE: 'agents' }, check: (s) => assert.deepEqual(s.temporal, { address: 'temporal:7233', namespace: 'agents' }) },
+  {
+    env: { TEMPORAL_ADDRESS: 'temporal:7233', TEMPORAL_NAMESPACE: 'agents' },
+    check: (s) => assert.deepEqual(s.temporal, { address: 'temporal:7233', namespace: 'agents' }),
+  },
   { env: { DMCP_TASK_QUEUE: 'tools' }, check: (s) => assert.equal(s.taskQueue, 'tools') },
-  { env: { DMCP_LOG_LEVEL: 'warn', DMCP_DEBUG: ' ', PATH: '/bin' }, check: (s) => assert.deepEqual([...s.given], ['DMCP_LOG_LEVEL']) },
-  { env: { HOME: '/home/a', XDG_CONFIG_HOME: 'relative' }, check: (s) => assert.equal(s.config.configDir, '/home/a/.config/durable-mcp') },
-  { env: { DMCP_CONFIG_DIR: '/etc/dmcp', HOME: '/home/a' }, check: (s) => assert.equal(s.config.configDir, '/etc/dmcp') },
+  {
+    env: { DMCP_LOG_LEVEL: 'warn', DMCP_DEBUG: ' ', PATH: '/bin' },
+    check: (s) => assert.deepEqual([...s.given], ['DMCP_LOG_LEVEL']),
+  },
+  {
+    env: { HOME: '/home/a', XDG_CONFIG_HOME: 'relative' },
+    check: (s) => assert.equal(s.config.configDir, '/home/a/.config/durable-mcp'),
+  },
+  {
+    env: { DMCP_CONFIG_DIR: '/etc/dmcp', HOME: '/home/a' },
+    check: (s) => assert.equal(s.config.configDir, '/etc/dmcp'),
+  },
   { env: { DMCP_DATA_DIR: '/srv/dmcp' }, check: (s) => assert.equal(s.dataDir, '/srv/dmcp') },
   { env: { DMCP_INPUT_TIMEOUT: '90s' }, check: (s) => assert.equal(s.inputTimeoutMs, 90_000) },
   { env: { DMCP_LEGACY_INPUT_TIMEOUT: '2m' }, check: (s) => assert.equal(s.legacyInputTimeoutMs, 120_000) },
-  { env: { DMCP_START_TIMEOUT: '2.5s', DMCP_SESSION_IDLE: '1h', DMCP_TURN_IDLE: '500' }, check: (s) => assert.deepEqual([s.startTimeoutMs, s.sessionIdleMs, s.turnIdleMs], [2500, 3_600_000, 500]) },
+  {
+    env: { DMCP_START_TIMEOUT: '2.5s', DMCP_SESSION_IDLE: '1h', DMCP_TURN_IDLE: '500' },
+    check: (s) => assert.deepEqual([s.startTimeoutMs, s.sessionIdleMs, s.turnIdleMs], [2500, 3_600_000, 500]),
+  },
   { env: { DMCP_STICKY_WAIT: '2s' }, check: (s) => assert.equal(s.stickyWaitMs, 2000) },
   { env: { DMCP_FAST_PATH: 'false' }, check: (s) => assert.equal(s.fastPath, false) },
   { env: { DMCP_FAST_PATH: 'on' }, check: (s) => assert.equal(s.fastPath, true) },
   { env: { DMCP_EAGER_CALLS: 'false' }, check: (s) => assert.deepEqual([s.eagerCalls, s.fastPath], [false, true]) },
   { env: { DMCP_TOOL_PREFIX: 'NONE' }, check: (s) => assert.equal(s.toolPrefix, 'none') },
-  { env: { DMCP_LOG_LEVEL: 'DEBUG', DMCP_SDK_LOG_LEVEL: 'info' }, check: (s) => assert.deepEqual([s.logLevel, s.sdkLogLevel], ['debug', 'INFO']) },
-  { env: { DMCP_ENCRYPTION_KEYS_PREVIOUS: ' a, b ,,c' }, check: (s) => assert.deepEqual(s.payloads.previousEncryptionKeys, ['a', 'b', 'c']) },
+  {
+    env: { DMCP_LOG_LEVEL: 'DEBUG', DMCP_SDK_LOG_LEVEL: 'info' },
+    check: (s) => assert.deepEqual([s.logLevel, s.sdkLogLevel], ['debug', 'INFO']),
+  },
+  {
+    env: { DMCP_ENCRYPTION_KEYS_PREVIOUS: ' a, b ,,c' },
+    check: (s) => assert.deepEqual(s.payloads.previousEncryptionKeys, ['a', 'b', 'c']),
+  },
   { env: { DMCP_EXTERNAL_THRESHOLD_BYTES: '0' }, check: (s) => assert.equal(s.payloads.externalThresholdBytes, 0) },
-  { env: { DMCP_DEV_PORT: '0', DMCP_CODEC_PORT: '9000' }, check: (s) => assert.deepEqual([s.dev.port, s.dev.codecPort], [0, 9000]) },
-  { env: { DMCP_MCP: 'off', DMCP_NO_USER_CONFIG: '1', DMCP_WORKSPACE_MCP: 'Yes' }, check: (s) => assert.deepEqual([s.config.mcpOff, s.config.noUserConfig, s.config.workspaceMcp], [true, true, true]) },
-  { env: { DMCP_MCP_ENV: 'GITHUB_TOKEN, DOCS_KEY' }, check: (s) => assert.deepEqual(s.config.mcpEnv, ['GITHUB_TOKEN', 'DOCS_KEY']) },
+  {
+    env: { DMCP_DEV_PORT: '0', DMCP_CODEC_PORT: '9000' },
+    check: (s) => assert.deepEqual([s.dev.port, s.dev.codecPort], [0, 9000]),
+  },
+  {
+    env: { DMCP_MCP: 'off', DMCP_NO_USER_CONFIG: '1', DMCP_WORKSPACE_MCP: 'Yes' },
+    check: (s) => assert.deepEqual([s.config.mcpOff, s.config.noUserConfig, s.config.workspaceMcp], [true, true, true]),
+  },
+  {
+    env: { DMCP_MCP_ENV: 'GITHUB_TOKEN, DOCS_KEY' },
+    check: (s) => assert.deepEqual(s.config.mcpEnv, ['GITHUB_TOKEN', 'DOCS_KEY']),
+  },
   { env: { DMCP_MAX_TOOL_RESULT_TOKENS: '100' }, check: (s) => assert.equal(s.shape.maxTokens, 100) },
-  { env: { DMCP_METRICS_PORT: '9464', DMCP_METRICS_HOST: '0.0.0.0' }, check: (s) => assert.deepEqual(s.metrics, { port: 9464, host: '0.0.0.0' }) },
+  {
+    env: { DMCP_METRICS_PORT: '9464', DMCP_METRICS_HOST: '0.0.0.0' },
+    check: (s) => assert.deepEqual(s.metrics, { port: 9464, host: '0.0.0.0' }),
+  },
   { env: { DMCP_METRICS_PORT: '0' }, check: (s) => assert.deepEqual(s.metrics, { port: 0, host: '127.0.0.1' }) },
   { env: { DMCP_TASK_QUEUE: '   ' }, check: (s) => assert.equal(s.taskQueue, 'durable-mcp', 'blank is unset') },
-  { env: { DMCP_OAUTH_CLIENT_METADATA_URL: ' https://example.org/dmcp/client.json ' }, check: (s) => assert.equal(s.oauth.clientMetadataUrl, 'https://example.org/dmcp/client.json') },
+  {
+    env: { DMCP_OAUTH_CLIENT_METADATA_URL: ' https://example.org/dmcp/client.json ' },
+    check: (s) => assert.equal(s.oauth.clientMetadataUrl, 'https://example.org/dmcp/client.json'),
+  },
   { env: {}, check: (s) => assert.equal(s.oauth.clientMetadataUrl, undefined) },
-  { env: { DMCP_SANDBOX_HIDE: '/etc/ssl/private/agent.key: /srv/other-dmcp/.data/' }, check: (s) => assert.deepEqual(s.untrustedStdio.hide, ['/etc/ssl/private/agent.key', '/srv/other-dmcp/.data']) },
+  {
+    env: { DMCP_SANDBOX_HIDE: '/etc/ssl/private/agent.key: /srv/other-dmcp/.data/' },
+    check: (s) => assert.deepEqual(s.untrustedStdio.hide, ['/etc/ssl/private/agent.key', '/srv/other-dmcp/.data']),
+  },
 ];
 for (const [i, row] of good.entries()) {
   void test(`reads ${Object.keys(row.env).join(', ')} (#${i + 1})`, () => row.check(loadSettings(row.env)));

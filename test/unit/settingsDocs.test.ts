@@ -47,13 +47,16 @@ function readVariables(): Map<string, string> {
   for (const room of rooms()) {
     for (const file of sources(join(root, room))) {
       const rel = relative(root, file);
-      readFileSync(file, 'utf8').split('\n').forEach((text, i) => {
-        if (/^\s*(\/\/|\*|\/\*)/.test(text)) return;
-        const patterns = room === 'settings' ? [propertyRead, bracketRead, schemaKey, readerArgument] : [propertyRead, bracketRead];
-        for (const pattern of patterns) {
-          for (const m of text.matchAll(pattern)) if (!found.has(m[1]!)) found.set(m[1]!, `${rel}:${i + 1}`);
-        }
-      });
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .forEach((text, i) => {
+          if (/^\s*(\/\/|\*|\/\*)/.test(text)) return;
+          const patterns =
+            room === 'settings' ? [propertyRead, bracketRead, schemaKey, readerArgument] : [propertyRead, bracketRead];
+          for (const pattern of patterns) {
+            for (const m of text.matchAll(pattern)) if (!found.has(m[1]!)) found.set(m[1]!, `${rel}:${i + 1}`);
+          }
+        });
     }
   }
   return found;
@@ -61,17 +64,26 @@ function readVariables(): Map<string, string> {
 
 test('the scan finds the rooms and the reads it is meant to find', () => {
   const found = rooms();
-  for (const room of ['settings', 'config', 'cli', 'dev', 'connection']) assert.ok(found.includes(room), `expected room ${room} in ${found.join(', ')}`);
+  for (const room of ['settings', 'config', 'cli', 'dev', 'connection'])
+    assert.ok(found.includes(room), `expected room ${room} in ${found.join(', ')}`);
   const read = readVariables();
   // One of each kind: a schema key, a shaping reader's argument, a configSettings read, a setup tool's read.
-  for (const name of ['DMCP_TASK_QUEUE', 'DMCP_MAX_IMAGE_BYTES', 'DMCP_NO_USER_CONFIG', 'DMCP_TEMPORAL_CLI', 'DMCP_CLUSTER_TOOLS_DIR']) {
+  for (const name of [
+    'DMCP_TASK_QUEUE',
+    'DMCP_MAX_IMAGE_BYTES',
+    'DMCP_NO_USER_CONFIG',
+    'DMCP_TEMPORAL_CLI',
+    'DMCP_CLUSTER_TOOLS_DIR',
+  ]) {
     assert.ok(read.has(name), `the scan should find ${name} read`);
   }
 });
 
 test('every DMCP_* variable production code reads is in settings/variables.ts', () => {
   const listed = new Set(VARIABLES.map((v) => v.name));
-  const missing = [...readVariables()].filter(([name]) => name.startsWith('DMCP_') && !listed.has(name)).map(([name, where]) => `${name} (read at ${where})`);
+  const missing = [...readVariables()]
+    .filter(([name]) => name.startsWith('DMCP_') && !listed.has(name))
+    .map(([name, where]) => `${name} (read at ${where})`);
   assert.deepEqual(missing, [], 'add each to VARIABLES in settings/variables.ts, then run `npm run docs:settings`');
 });
 
@@ -80,12 +92,20 @@ test('settings/variables.ts names no variable that no code reads, and each once'
   const unread = VARIABLES.filter((v) => !read.has(v.name)).map((v) => v.name);
   assert.deepEqual(unread, [], 'remove each from VARIABLES in settings/variables.ts, then run `npm run docs:settings`');
   const names = VARIABLES.map((v) => v.name);
-  assert.deepEqual(names.filter((n, i) => names.indexOf(n) !== i), [], 'a variable is listed twice');
+  assert.deepEqual(
+    names.filter((n, i) => names.indexOf(n) !== i),
+    [],
+    'a variable is listed twice',
+  );
 });
 
 test('each variable has a group, a default and a one-line meaning', () => {
   const bad = VARIABLES.filter(
-    (v) => !(v.group in VARIABLE_GROUPS) || v.default.trim() === '' || v.meaning.trim() === '' || /\n/.test(v.default + v.meaning),
+    (v) =>
+      !(v.group in VARIABLE_GROUPS) ||
+      v.default.trim() === '' ||
+      v.meaning.trim() === '' ||
+      /\n/.test(v.default + v.meaning),
   ).map((v) => v.name);
   assert.deepEqual(bad, []);
 });
@@ -93,7 +113,10 @@ test('each variable has a group, a default and a one-line meaning', () => {
 test("docs/configuration.md's variables tables are what settings/variables.ts renders now", () => {
   const doc = readFileSync(join(root, 'docs', 'configuration.md'), 'utf8');
   const block = variablesBlock(doc);
-  assert.ok(block !== undefined, 'docs/configuration.md lost its <!-- variables:begin --> / <!-- variables:end --> markers');
+  assert.ok(
+    block !== undefined,
+    'docs/configuration.md lost its <!-- variables:begin --> / <!-- variables:end --> markers',
+  );
   const rendered = renderVariables();
   if (block === rendered) return;
   const have = block.split('\n');

@@ -22,7 +22,15 @@ const tokens = (s: string): number => enc.encode(s, [], []).length;
 
 /** Blocks as a server or an old history might hold them: malformed ones included, on purpose. */
 function outcome(content: unknown[], extra: Partial<CallOutcome> = {}): CallOutcome {
-  return { status: 'ok', content: content as ContentBlock[], isError: false, startedAt: '2025-01-01T00:00:00.000Z', durationMs: 1, attempts: 1, ...extra };
+  return {
+    status: 'ok',
+    content: content as ContentBlock[],
+    isError: false,
+    startedAt: '2025-01-01T00:00:00.000Z',
+    durationMs: 1,
+    attempts: 1,
+    ...extra,
+  };
 }
 const limits = (over: Partial<ShapeLimits> = {}): ShapeLimits => ({ ...DEFAULT_SHAPE_LIMITS, ...over });
 const text = (t: string): ContentBlock => ({ type: 'text', text: t });
@@ -181,7 +189,10 @@ const cases: Case[] = [
     check: (v) => {
       assert.deepEqual(v.images, []);
       assert.equal(v.notes.length, 1);
-      assert.match(v.notes[0], /^image \(content\[0\], image\/png, 21 B\) not shown: its bytes are not a PNG, JPEG, GIF or WebP image/);
+      assert.match(
+        v.notes[0],
+        /^image \(content\[0\], image\/png, 21 B\) not shown: its bytes are not a PNG, JPEG, GIF or WebP image/,
+      );
       assert.ok(inner(v).includes(`[${v.notes[0]}]`));
     },
   },
@@ -250,7 +261,9 @@ const cases: Case[] = [
   },
   {
     name: 'an embedded text resource becomes text under a header',
-    outcome: outcome([{ type: 'resource', resource: { uri: 'file:///a.txt', mimeType: 'text/plain', text: 'hello\nthere' } }]),
+    outcome: outcome([
+      { type: 'resource', resource: { uri: 'file:///a.txt', mimeType: 'text/plain', text: 'hello\nthere' } },
+    ]),
     check: (v) => assert.equal(inner(v), 'Resource file:///a.txt (text/plain):\nhello\nthere'),
   },
   {
@@ -259,12 +272,20 @@ const cases: Case[] = [
       { type: 'resource', resource: { uri: 'file:///b.bin', mimeType: 'application/octet-stream', blob: 'AAEC' } },
     ]),
     check: (v) =>
-      assert.deepEqual(v.notes, ['content[0]: binary resource file:///b.bin (application/octet-stream, 3 B) not shown']),
+      assert.deepEqual(v.notes, [
+        'content[0]: binary resource file:///b.bin (application/octet-stream, 3 B) not shown',
+      ]),
   },
   {
     name: 'a resource link becomes a line',
     outcome: outcome([
-      { type: 'resource_link', uri: 'file:///README.md', name: 'readme', mimeType: 'text/markdown', description: 'The readme' },
+      {
+        type: 'resource_link',
+        uri: 'file:///README.md',
+        name: 'readme',
+        mimeType: 'text/markdown',
+        description: 'The readme',
+      },
       { type: 'resource_link', uri: 'https://example.com/x', name: 'x' },
     ]),
     check: (v) =>
@@ -351,7 +372,9 @@ for (const [cap, shrinks] of [
     assert.equal(v.notes.length, 1);
     assert.match(
       v.notes[0],
-      new RegExp(`^image content\\[0\\] was reduced from 2000x2000 image/png \\(.+\\) to ${meta.width}x${meta.height} image/jpeg`),
+      new RegExp(
+        `^image content\\[0\\] was reduced from 2000x2000 image/png \\(.+\\) to ${meta.width}x${meta.height} image/jpeg`,
+      ),
     );
   });
 }
@@ -392,7 +415,11 @@ test('shapeLimitsFromEnv reads values and names the bad variable', () => {
     ['DMCP_STRUCTURED_CONTENT', 'json'],
   ];
   for (const [name, value] of bad) {
-    assert.throws(() => shapeLimitsFromEnv({ [name]: value }), (e: Error) => e.message.startsWith(`${name} `), `${name}=${value}`);
+    assert.throws(
+      () => shapeLimitsFromEnv({ [name]: value }),
+      (e: Error) => e.message.startsWith(`${name} `),
+      `${name}=${value}`,
+    );
   }
 });
 
@@ -403,7 +430,10 @@ test('shapeForModel never throws for arbitrary blocks of the known types', async
     fc.record({ type: fc.constant('text'), text: s }),
     fc.record({ type: fc.constant('image'), data: fc.oneof(s, fc.constant(png.toString('base64'))), mimeType: s }),
     fc.record({ type: fc.constant('audio'), data: s, mimeType: s }),
-    fc.record({ type: fc.constant('resource'), resource: fc.record({ uri: s, mimeType: maybe(s), text: maybe(s), blob: maybe(s) }) }),
+    fc.record({
+      type: fc.constant('resource'),
+      resource: fc.record({ uri: s, mimeType: maybe(s), text: maybe(s), blob: maybe(s) }),
+    }),
     fc.record({ type: fc.constant('resource_link'), uri: s, name: s, mimeType: maybe(s), description: maybe(s) }),
     fc.record({ type: s }),
   );
@@ -476,7 +506,10 @@ test('the transcript shows text blocks as they are and other blocks as shaping d
       '[content[2]: unsupported block type "hologram" not shown]',
   );
   assert.equal(outcomeText(outcome([], { structuredContent: { a: 1 } })), '{"a":1}');
-  assert.equal(outcomeText(outcome([text('x')], { status: 'error', errorKind: 'timeout', errorMessage: 'slow' })), 'error (timeout): slow');
+  assert.equal(
+    outcomeText(outcome([text('x')], { status: 'error', errorKind: 'timeout', errorMessage: 'slow' })),
+    'error (timeout): slow',
+  );
 });
 
 test('oneLine: collapsed and fitted, or control characters only and appended', () => {

@@ -8,9 +8,16 @@ import { configText, fakeIO, WS } from './configFixtures.js';
 
 const KEY = Buffer.alloc(32, 9);
 const SESSION = 's-shelf';
-const files = { '/cfg/mcp.json': configText(['"base": { "command": "base" }', '"linear": { "command": "local-linear" }']) };
+const files = {
+  '/cfg/mcp.json': configText(['"base": { "command": "base" }', '"linear": { "command": "local-linear" }']),
+};
 const boundary: Boundary = { allowInline: true, inlineCwd: '/neutral', turnKey: KEY };
-const refs = (over: Partial<ConfigRefs> = {}): ConfigRefs => ({ workspace: WS, mcpConfigFiles: [], inlineSpecs: [], ...over });
+const refs = (over: Partial<ConfigRefs> = {}): ConfigRefs => ({
+  workspace: WS,
+  mcpConfigFiles: [],
+  inlineSpecs: [],
+  ...over,
+});
 const signed = (r: ConfigRefs): ConfigRefs => ({ ...r, proof: refsProof(KEY, SESSION, r) });
 
 const shelfText = configText([
@@ -21,7 +28,10 @@ const shelfText = configText([
 
 function shelfReader(text: string | undefined, warnings: string[] = []) {
   const asked: string[] = [];
-  return { asked, read: async (agent: string) => (asked.push(agent), { ...(text !== undefined ? { text } : {}), warnings }) };
+  return {
+    asked,
+    read: async (agent: string) => (asked.push(agent), { ...(text !== undefined ? { text } : {}), warnings }),
+  };
 }
 
 async function load(r: ConfigRefs, options: Partial<LoadOptions>) {
@@ -53,7 +63,10 @@ void test('the agent is part of what the proof signs: the same proof with anothe
   const loaded = await load({ ...refs({ agent: 'agent-b' }), proof: proofForA }, { shelf: shelf.read });
   assert.deepEqual(shelf.asked, []);
   assert.deepEqual(loaded.servers.map((s) => s.name).sort(), ['base', 'linear']);
-  assert.ok(loaded.warnings.some((w) => /^agent agent-b: shelf servers not used: the turn carries no valid proof/.test(w)), loaded.warnings.join('\n'));
+  assert.ok(
+    loaded.warnings.some((w) => /^agent agent-b: shelf servers not used: the turn carries no valid proof/.test(w)),
+    loaded.warnings.join('\n'),
+  );
 });
 
 void test('an unsigned turn naming an agent gets no shelf servers, and says why', async () => {
@@ -74,7 +87,10 @@ void test('a malformed agent ID is a warning naming the rule; the rest of the tu
   const loaded = await load(signed(refs({ agent: '../etc' })), { shelf: shelf.read });
   assert.deepEqual(shelf.asked, []);
   assert.deepEqual(loaded.servers.map((s) => s.name).sort(), ['base', 'linear']);
-  assert.ok(loaded.warnings.some((w) => /^agent: shelf servers not used: agent ID "\.\.\/etc" is not valid/.test(w)), loaded.warnings.join('\n'));
+  assert.ok(
+    loaded.warnings.some((w) => /^agent: shelf servers not used: agent ID "\.\.\/etc" is not valid/.test(w)),
+    loaded.warnings.join('\n'),
+  );
 });
 
 void test('the shelf cannot be read: a warning, and the turn goes on without its shelf servers', async () => {
@@ -84,17 +100,23 @@ void test('the shelf cannot be read: a warning, and the turn goes on without its
     },
   });
   assert.deepEqual(loaded.servers.map((s) => s.name).sort(), ['base', 'linear']);
-  assert.ok(loaded.warnings.some((w) => /shelf: could not read the servers of agent agent-a \(workflow not found\)/.test(w)));
+  assert.ok(
+    loaded.warnings.some((w) => /shelf: could not read the servers of agent agent-a \(workflow not found\)/.test(w)),
+  );
 });
 
-void test('the reader\'s warnings (a bad proof on one entry) reach the status; no servers is no layer', async () => {
-  const loaded = await load(signed(refs({ agent: 'agent-a' })), { shelf: shelfReader(undefined, ['shelf: server "evil" not used: its proof does not hold']).read });
+void test("the reader's warnings (a bad proof on one entry) reach the status; no servers is no layer", async () => {
+  const loaded = await load(signed(refs({ agent: 'agent-a' })), {
+    shelf: shelfReader(undefined, ['shelf: server "evil" not used: its proof does not hold']).read,
+  });
   assert.deepEqual(loaded.servers.map((s) => s.name).sort(), ['base', 'linear']);
   assert.ok(loaded.warnings.includes('shelf: server "evil" not used: its proof does not hold'));
 });
 
 void test('a shelf server replaces a config-dir server of the same name (both trusted, the shelf comes later)', async () => {
-  const loaded = await load(signed(refs({ agent: 'agent-a' })), { shelf: shelfReader(configText(['"linear": { "type": "http", "url": "https://mcp.linear.example/mcp" }'])).read });
+  const loaded = await load(signed(refs({ agent: 'agent-a' })), {
+    shelf: shelfReader(configText(['"linear": { "type": "http", "url": "https://mcp.linear.example/mcp" }'])).read,
+  });
   const linear = loaded.servers.find((s) => s.name === 'linear')!;
   assert.equal(linear.layer, 'shelf');
   assert.equal(linear.url, 'https://mcp.linear.example/mcp');
@@ -103,11 +125,16 @@ void test('a shelf server replaces a config-dir server of the same name (both tr
 void test('$(command) in a shelf entry is not run', async () => {
   const io = fakeIO(files, { 'touch pwned': '' });
   const loaded = await loadConfig(signed(refs({ agent: 'agent-a' })), { DMCP_CONFIG_DIR: '/cfg' }, io, {
-    sessionId: SESSION, boundary, shelf: shelfReader(configText(['"x": { "command": "$(touch pwned)" }'])).read,
+    sessionId: SESSION,
+    boundary,
+    shelf: shelfReader(configText(['"x": { "command": "$(touch pwned)" }'])).read,
   });
   assert.deepEqual(io.calls, []);
   assert.ok(!loaded.servers.some((s) => s.name === 'x'));
-  assert.match(loaded.refused.find((r) => r.name === 'x')?.reason ?? '', /command expressions "\$\(\.\.\.\)" are not run for shelf servers; it was not run/);
+  assert.match(
+    loaded.refused.find((r) => r.name === 'x')?.reason ?? '',
+    /command expressions "\$\(\.\.\.\)" are not run for shelf servers; it was not run/,
+  );
 });
 
 void test('the client pre-check (no boundary) never reads the shelf', async () => {

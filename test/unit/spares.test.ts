@@ -5,14 +5,31 @@ import pino from 'pino';
 import type { LoadedConfig, ServerEntry } from '../../config/types.js';
 import type { LayerKind } from '../../contract/index.js';
 import { ServerPool } from '../../mcp/pool.js';
-import { isAlive, killGroups, lifecycleServer, processesInGroups, readLines, tempDir, waitFor } from '../support/harness.js';
+import {
+  isAlive,
+  killGroups,
+  lifecycleServer,
+  processesInGroups,
+  readLines,
+  tempDir,
+  waitFor,
+} from '../support/harness.js';
 
 /** Warm spares against real fixture processes, without Temporal. */
 function entry(name: string, layer: LayerKind, ...args: string[]): ServerEntry {
   const trusted = layer === 'configDir' || layer === 'explicit' || layer === 'inline';
   return {
-    name, layer, source: `${layer}:${name}`, trusted, type: 'stdio', command: process.execPath,
-    args: [lifecycleServer, '--name', name, ...args], env: {}, envFrom: {}, headers: {}, enabled: true,
+    name,
+    layer,
+    source: `${layer}:${name}`,
+    trusted,
+    type: 'stdio',
+    command: process.execPath,
+    args: [lifecycleServer, '--name', name, ...args],
+    env: {},
+    envFrom: {},
+    headers: {},
+    enabled: true,
   };
 }
 
@@ -27,7 +44,11 @@ const pids = new Set<number>();
 function newPool(warmSpares = 1, token = { value: 'one' }): ServerPool {
   const pool = new ServerPool({
     logger: pino({ level: 'silent' }),
-    environmentFor: (e) => ({ PATH: process.env.PATH ?? '', ...e.env, ...(Object.keys(e.envFrom).length > 0 ? { SERVER_TOKEN: token.value } : {}) }),
+    environmentFor: (e) => ({
+      PATH: process.env.PATH ?? '',
+      ...e.env,
+      ...(Object.keys(e.envFrom).length > 0 ? { SERVER_TOKEN: token.value } : {}),
+    }),
     startTimeoutMs: 10_000,
     toolPrefix: 'mcp',
     // Untrusted entries run unsandboxed here (no bwrap needed), so only trust keeps them from spares.
@@ -71,7 +92,7 @@ for (const layer of ['configDir', 'explicit', 'inline'] as const) {
     await pool.reconcile('s1', cfg, { turnId: 't' });
     const first = pidOf(pool, 's1', 'a');
     const [spare] = await spares(pool, 'a');
-    assert.ok(spare && spare !== first, 'a spare runs besides the session\'s server');
+    assert.ok(spare && spare !== first, "a spare runs besides the session's server");
     const startedBefore = await startedPids(log);
     assert.deepEqual(startedBefore, [first, spare]);
 
@@ -105,11 +126,11 @@ for (const layer of ['workspace', 'plugin'] as const) {
     const second = pidOf(pool, 's2', 'u');
     assert.notEqual(second, first);
     await pool.sparesSettled();
-    assert.deepEqual(await startedPids(log), [first, second], 'only the sessions\' own servers ever started');
+    assert.deepEqual(await startedPids(log), [first, second], "only the sessions' own servers ever started");
   });
 }
 
-test('a config change discards the old entry\'s spares; the new entry gets its own', async () => {
+test("a config change discards the old entry's spares; the new entry gets its own", async () => {
   const pool = newPool();
   await pool.reconcile('s1', config('v1', entry('a', 'configDir')), { turnId: 't' });
   const [old] = await spares(pool, 'a');

@@ -68,12 +68,32 @@ test('a line over the limit that ends inside one chunk is refused too', () => {
 });
 
 const messages: [string, string, unknown][] = [
-  ['a plain result, taken as it is', '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}', { jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: 'hi' }] } }],
+  [
+    'a plain result, taken as it is',
+    '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}',
+    { jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: 'hi' }] } },
+  ],
   ['a result with a string id', '{"jsonrpc":"2.0","id":"a","result":{}}', { jsonrpc: '2.0', id: 'a', result: {} }],
-  ['a result with _meta, through the schema', '{"jsonrpc":"2.0","id":1,"result":{"_meta":{"k":1},"x":2}}', { jsonrpc: '2.0', id: 1, result: { _meta: { k: 1 }, x: 2 } }],
-  ['a notification', '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}', { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 2 } }],
-  ['a request from the server', '{"jsonrpc":"2.0","id":3,"method":"roots/list"}', { jsonrpc: '2.0', id: 3, method: 'roots/list' }],
-  ['an error', '{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"no"}}', { jsonrpc: '2.0', id: 4, error: { code: -32601, message: 'no' } }],
+  [
+    'a result with _meta, through the schema',
+    '{"jsonrpc":"2.0","id":1,"result":{"_meta":{"k":1},"x":2}}',
+    { jsonrpc: '2.0', id: 1, result: { _meta: { k: 1 }, x: 2 } },
+  ],
+  [
+    'a notification',
+    '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}',
+    { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 2 } },
+  ],
+  [
+    'a request from the server',
+    '{"jsonrpc":"2.0","id":3,"method":"roots/list"}',
+    { jsonrpc: '2.0', id: 3, method: 'roots/list' },
+  ],
+  [
+    'an error',
+    '{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"no"}}',
+    { jsonrpc: '2.0', id: 4, error: { code: -32601, message: 'no' } },
+  ],
 ];
 for (const [name, line, expected] of messages) {
   test(`readMessage: ${name}`, () => assert.deepEqual(readMessage(line), expected));

@@ -6,7 +6,16 @@ import { buildTranscript, outcomeText, renderTranscript, taskLine } from '../../
 import { parseTakeTaskSpec } from '../../cli/commands/run.js';
 import { callFingerprint } from '../../api/recorded.js';
 import { CallRequestSchema, EndTurnSchema } from '../../api/schemas.js';
-import { ActivityName, END_TURN_DETACH_UPDATE_ID, MAX_TASK_ID_CHARS, taskIdProblem, type DetachedTask, type TakeTaskInput, type TaskStarted, type TurnResult } from '../../contract/index.js';
+import {
+  ActivityName,
+  END_TURN_DETACH_UPDATE_ID,
+  MAX_TASK_ID_CHARS,
+  taskIdProblem,
+  type DetachedTask,
+  type TakeTaskInput,
+  type TaskStarted,
+  type TurnResult,
+} from '../../contract/index.js';
 import { detachedMessage, detachedOutcome, takeUpProblem, unknownTaskOutcome } from '../../workflows/detach.js';
 
 const taskIds: [title: string, taskId: unknown, problem: RegExp | undefined][] = [
@@ -31,7 +40,7 @@ for (const [title, taskId, problem] of taskIds) {
   });
 }
 
-void test('the call Update refuses a bad task ID and the detaching end\'s Update ID; a call without a task ID passes', () => {
+void test("the call Update refuses a bad task ID and the detaching end's Update ID; a call without a task ID passes", () => {
   assert.equal(takeUpProblem({ id: 'c1' }), undefined);
   assert.equal(takeUpProblem({ id: 'c1', taskId: 'abc' }), undefined);
   assert.match(takeUpProblem({ id: 'c1', taskId: 'a b' }) ?? '', /^call c1: taskId may hold only visible ASCII/);
@@ -44,7 +53,12 @@ void test('the call Update refuses a bad task ID and the detaching end\'s Update
 });
 
 const remote: DetachedTask = {
-  taskId: 'tk1', server: 'jobs', sessionId: 's1', remote: true, expiresAt: '2026-12-04T17:00:00.000Z', takeUp: { name: 'mcp__jobs__long_job', taskId: 'tk1' },
+  taskId: 'tk1',
+  server: 'jobs',
+  sessionId: 's1',
+  remote: true,
+  expiresAt: '2026-12-04T17:00:00.000Z',
+  takeUp: { name: 'mcp__jobs__long_job', taskId: 'tk1' },
 };
 const messages: [title: string, d: DetachedTask, sessionEnds: boolean, expected: string][] = [
   [
@@ -80,7 +94,8 @@ const messages: [title: string, d: DetachedTask, sessionEnds: boolean, expected:
   ],
 ];
 for (const [title, d, sessionEnds, expected] of messages) {
-  void test(`detached message: ${title}`, () => assert.equal(detachedMessage('mcp__jobs__long_job', d, sessionEnds), expected));
+  void test(`detached message: ${title}`, () =>
+    assert.equal(detachedMessage('mcp__jobs__long_job', d, sessionEnds), expected));
 }
 
 void test('detached message: a task ID a shell would read differently gets no command line, only the call', () => {
@@ -90,9 +105,18 @@ void test('detached message: a task ID a shell would read differently gets no co
   assert.match(text, /"taskId":"it's\$\(x\)"/);
 });
 
-void test('detached outcome: an error of kind detached, timed from the call\'s start, carrying the task', () => {
-  const outcome = detachedOutcome('mcp__jobs__long_job', remote, false, Date.parse('2026-12-04T16:50:00.000Z'), Date.parse('2026-12-04T16:50:02.500Z'));
-  assert.deepEqual([outcome.status, outcome.errorKind, outcome.startedAt, outcome.durationMs], ['error', 'detached', '2026-12-04T16:50:00.000Z', 2500]);
+void test("detached outcome: an error of kind detached, timed from the call's start, carrying the task", () => {
+  const outcome = detachedOutcome(
+    'mcp__jobs__long_job',
+    remote,
+    false,
+    Date.parse('2026-12-04T16:50:00.000Z'),
+    Date.parse('2026-12-04T16:50:02.500Z'),
+  );
+  assert.deepEqual(
+    [outcome.status, outcome.errorKind, outcome.startedAt, outcome.durationMs],
+    ['error', 'detached', '2026-12-04T16:50:00.000Z', 2500],
+  );
   assert.deepEqual(outcome.detached, remote);
   assert.match(outcomeText(outcome), /^detached: mcp__jobs__long_job: the turn ended without waiting/);
 });
@@ -100,8 +124,14 @@ void test('detached outcome: an error of kind detached, timed from the call\'s s
 void test('unknown task: a bad request that names the server and the task, and why a stdio task may be gone', () => {
   const r = unknownTaskOutcome('mcp__jobs__long_job', 'jobs', true, 'tk9', 'Task not found');
   assert.deepEqual([r.status, r.errorKind], ['error', 'bad_request']);
-  assert.equal(r.errorMessage, 'mcp__jobs__long_job: server "jobs" does not know task tk9: it expired (a server forgets a task after its TTL), or it never existed on this server (the server said: Task not found); nothing was taken up');
-  assert.match(unknownTaskOutcome('mcp__e__q', 'e', false, 'tk9').errorMessage ?? '', /lived in a server process that has stopped since \(a stdio server's task ends with its process\); nothing was taken up$/);
+  assert.equal(
+    r.errorMessage,
+    'mcp__jobs__long_job: server "jobs" does not know task tk9: it expired (a server forgets a task after its TTL), or it never existed on this server (the server said: Task not found); nothing was taken up',
+  );
+  assert.match(
+    unknownTaskOutcome('mcp__e__q', 'e', false, 'tk9').errorMessage ?? '',
+    /lived in a server process that has stopped since \(a stdio server's task ends with its process\); nothing was taken up$/,
+  );
 });
 
 const specs: [spec: string, expected: { name: string; taskId: string } | RegExp][] = [
@@ -120,26 +150,71 @@ for (const [spec, expected] of specs) {
 
 void test('the API tells a call that takes up a task from one with the same tool and arguments that does not', () => {
   const plain = callFingerprint({ name: 'mcp__s__t', arguments: { a: 1 } });
-  assert.equal(plain, callFingerprint({ name: 'mcp__s__t', arguments: { a: 1 } }), 'a call without a task ID hashes as before');
+  assert.equal(
+    plain,
+    callFingerprint({ name: 'mcp__s__t', arguments: { a: 1 } }),
+    'a call without a task ID hashes as before',
+  );
   assert.notEqual(plain, callFingerprint({ name: 'mcp__s__t', arguments: { a: 1 }, taskId: 'tk' }));
-  assert.notEqual(callFingerprint({ name: 'mcp__s__t', taskId: 'tk1' }), callFingerprint({ name: 'mcp__s__t', taskId: 'tk2' }));
+  assert.notEqual(
+    callFingerprint({ name: 'mcp__s__t', taskId: 'tk1' }),
+    callFingerprint({ name: 'mcp__s__t', taskId: 'tk2' }),
+  );
 });
 
 void test('transcript: a taken-up task says so, and a detached call says its task goes on', () => {
   const payload = (value: unknown) => ({ payloads: [defaultPayloadConverter.toPayload(value)] });
-  const take: TakeTaskInput = { sessionId: 's', firstRunId: 'r1', callId: 'c1', name: 'mcp__s__job', server: 's', tool: 'job', arguments: {}, requestTimeoutMs: 1000, taskId: 'tk' };
-  const started: TaskStarted = { kind: 'task', taskId: 'tk', status: 'working', statusMessage: 'step 2/5', createdAt: '2026-12-04T16:00:00.000Z' };
-  const detached = detachedOutcome('mcp__s__job', { ...remote, taskId: 'tk', takeUp: { name: 'mcp__s__job', taskId: 'tk' } }, false, 0, 100);
-  const result: TurnResult = { turnId: 's/turn-2', sessionId: 's', workerQueue: 'q', endedBy: 'endTurn', calls: [{ id: 'c1', name: 'mcp__s__job', arguments: {}, taskId: 'tk', outcome: detached }] };
+  const take: TakeTaskInput = {
+    sessionId: 's',
+    firstRunId: 'r1',
+    callId: 'c1',
+    name: 'mcp__s__job',
+    server: 's',
+    tool: 'job',
+    arguments: {},
+    requestTimeoutMs: 1000,
+    taskId: 'tk',
+  };
+  const started: TaskStarted = {
+    kind: 'task',
+    taskId: 'tk',
+    status: 'working',
+    statusMessage: 'step 2/5',
+    createdAt: '2026-12-04T16:00:00.000Z',
+  };
+  const detached = detachedOutcome(
+    'mcp__s__job',
+    { ...remote, taskId: 'tk', takeUp: { name: 'mcp__s__job', taskId: 'tk' } },
+    false,
+    0,
+    100,
+  );
+  const result: TurnResult = {
+    turnId: 's/turn-2',
+    sessionId: 's',
+    workerQueue: 'q',
+    endedBy: 'endTurn',
+    calls: [{ id: 'c1', name: 'mcp__s__job', arguments: {}, taskId: 'tk', outcome: detached }],
+  };
   const events: object[] = [
-      { eventId: 1, activityTaskScheduledEventAttributes: { activityType: { name: ActivityName.takeTask }, input: payload(take) } },
-      { eventId: 2, activityTaskCompletedEventAttributes: { scheduledEventId: 1, result: payload(started) } },
+    {
+      eventId: 1,
+      activityTaskScheduledEventAttributes: { activityType: { name: ActivityName.takeTask }, input: payload(take) },
+    },
+    { eventId: 2, activityTaskCompletedEventAttributes: { scheduledEventId: 1, result: payload(started) } },
     { eventId: 3, workflowExecutionCompletedEventAttributes: { result: payload(result) } },
   ];
   const t = buildTranscript('s/turn-2', { events });
   assert.equal(t.calls[0]?.task?.takenUp, true);
   const rendered = renderTranscript(t);
-  assert.match(rendered, /^ {4}task tk \(taken up\): working, step 2\/5 \(0 polls\); detached: the turn ended without it, and the task goes on on its server$/m);
+  assert.match(
+    rendered,
+    /^ {4}task tk \(taken up\): working, step 2\/5 \(0 polls\); detached: the turn ended without it, and the task goes on on its server$/m,
+  );
   assert.match(rendered, /^ {4}detached: mcp__s__job: the turn ended without waiting for this call \(detached\)/m);
-  assert.equal(taskLine({ taskId: 'tk', status: 'working', polls: 1, changes: [] }), 'task tk: working (1 poll)', 'a task neither taken up nor detached reads as before');
+  assert.equal(
+    taskLine({ taskId: 'tk', status: 'working', polls: 1, changes: [] }),
+    'task tk: working (1 poll)',
+    'a task neither taken up nor detached reads as before',
+  );
 });

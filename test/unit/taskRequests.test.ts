@@ -15,15 +15,31 @@ const offers: [title: string, capabilities: unknown, expected: boolean][] = [
   ['the 2025-era tasks capability is not the extension', { tasks: { requests: { tools: { call: {} } } } }, false],
 ];
 for (const [title, capabilities, expected] of offers) {
-  void test(`offersModernTasks: ${title}`, () => assert.equal(offersModernTasks(capabilities as ServerCapabilities | undefined), expected));
+  void test(`offersModernTasks: ${title}`, () =>
+    assert.equal(offersModernTasks(capabilities as ServerCapabilities | undefined), expected));
 }
 
 const needs: [title: string, code: number, data: unknown, expected: boolean][] = [
-  ['-32021 naming the tasks extension', -32021, { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } }, true],
-  ['-32021 naming another extension', -32021, { requiredCapabilities: { extensions: { 'io.example/other': {} } } }, false],
+  [
+    '-32021 naming the tasks extension',
+    -32021,
+    { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+    true,
+  ],
+  [
+    '-32021 naming another extension',
+    -32021,
+    { requiredCapabilities: { extensions: { 'io.example/other': {} } } },
+    false,
+  ],
   ['-32021 for sampling', -32021, { requiredCapabilities: { sampling: {} } }, false],
   ['-32021 without data', -32021, undefined, false],
-  ['another code naming the extension', -32602, { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } }, false],
+  [
+    'another code naming the extension',
+    -32602,
+    { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+    false,
+  ],
 ];
 for (const [title, code, data, expected] of needs) {
   void test(`needsTasksExtension: ${title}`, () => assert.equal(needsTasksExtension(code, data), expected));

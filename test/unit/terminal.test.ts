@@ -33,7 +33,18 @@ test('a rendered transcript carries no escape sequence from a server', () => {
       mcp: 'on',
       reportedAt: '2026-01-01T00:00:00.000Z',
       warnings: [evil],
-      servers: [{ name: 'x', layer: 'inline', source: '--mcp #1', transport: 'stdio', state: 'failed', tools: [], error: evil, warnings: [evil] }],
+      servers: [
+        {
+          name: 'x',
+          layer: 'inline',
+          source: '--mcp #1',
+          transport: 'stdio',
+          state: 'failed',
+          tools: [],
+          error: evil,
+          warnings: [evil],
+        },
+      ],
     },
     calls: [
       {
@@ -41,7 +52,14 @@ test('a rendered transcript carries no escape sequence from a server', () => {
         name: 'mcp__x__t',
         arguments: { a: evil },
         failures: [evil],
-        outcome: { status: 'ok', isError: false, content: [{ type: 'text', text: evil }], startedAt: '', durationMs: 1, attempts: 1 },
+        outcome: {
+          status: 'ok',
+          isError: false,
+          content: [{ type: 'text', text: evil }],
+          startedAt: '',
+          durationMs: 1,
+          attempts: 1,
+        },
       },
     ],
     state: 'completed',
@@ -53,7 +71,11 @@ test('a rendered transcript carries no escape sequence from a server', () => {
 });
 
 test('terminalJson: JSON for a terminal escapes what JSON.stringify lets through (DEL, C1, bidi, line separators)', () => {
-  const value = { text: 'a\u009b2Jb\u0085c\u007f\u202eevil\u2066\u2069\u200e\u061c\u2028\u2029', plain: 'héllo → 世界 🙂', n: 1 };
+  const value = {
+    text: 'a\u009b2Jb\u0085c\u007f\u202eevil\u2066\u2069\u200e\u061c\u2028\u2029',
+    plain: 'héllo → 世界 🙂',
+    n: 1,
+  };
   const out = terminalJson(value, 2);
   assert.ok(!/[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(out), out);
   assert.ok(out.includes('\\u009b2J') && out.includes('\\u202e'), out);

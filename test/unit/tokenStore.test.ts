@@ -11,7 +11,15 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { isSecretName } from '../../config/secrets.js';
 import { loadSettings } from '../../settings/index.js';
-import { createTokenStore, keyId, oauthKeyFile, tokenStoreFromSettings, TokenStoreError, type LoginRecord, type PendingLogin } from '../../plane/tokenStore.js';
+import {
+  createTokenStore,
+  keyId,
+  oauthKeyFile,
+  tokenStoreFromSettings,
+  TokenStoreError,
+  type LoginRecord,
+  type PendingLogin,
+} from '../../plane/tokenStore.js';
 import { readLines, tempDir, waitUntil, within } from '../support/harness.js';
 
 function record(server: string, overrides: Partial<LoginRecord> = {}): LoginRecord {
@@ -78,15 +86,28 @@ describe('token store files', () => {
     const other = createTokenStore({ dir, key: randomBytes(32) });
     assert.equal(await other.loginId('docs'), r.loginId);
     assert.equal((await other.pendingSince('docs'))?.toISOString(), '2026-01-02T03:04:05.000Z');
-    assert.deepEqual(await other.loginState('docs'), { loginId: r.loginId, pendingSince: new Date('2026-01-02T03:04:05.000Z') });
-    await createTokenStore({ dir, key: randomBytes(32) }).write({ ...r, dead: { at: '2026-02-03T00:00:00.000Z', reason: 'invalid_grant' } });
-    assert.deepEqual(await other.loginState('docs'), { loginId: r.loginId, expiredAt: new Date('2026-02-03T00:00:00.000Z'), pendingSince: new Date('2026-01-02T03:04:05.000Z') });
+    assert.deepEqual(await other.loginState('docs'), {
+      loginId: r.loginId,
+      pendingSince: new Date('2026-01-02T03:04:05.000Z'),
+    });
+    await createTokenStore({ dir, key: randomBytes(32) }).write({
+      ...r,
+      dead: { at: '2026-02-03T00:00:00.000Z', reason: 'invalid_grant' },
+    });
+    assert.deepEqual(await other.loginState('docs'), {
+      loginId: r.loginId,
+      expiredAt: new Date('2026-02-03T00:00:00.000Z'),
+      pendingSince: new Date('2026-01-02T03:04:05.000Z'),
+    });
     assert.deepEqual(await other.loginState('nobody'), {});
     assert.equal(await other.loginId('nobody'), undefined);
     assert.equal(await other.pendingSince('nobody'), undefined);
     await assert.rejects(other.read('docs'), (err: Error) => {
       assert.ok(err instanceof TokenStoreError);
-      assert.match(err.message, /docs\.login\.json: cannot be decrypted with DMCP_OAUTH_KEY .*DMCP_OAUTH_KEYS_PREVIOUS/);
+      assert.match(
+        err.message,
+        /docs\.login\.json: cannot be decrypted with DMCP_OAUTH_KEY .*DMCP_OAUTH_KEYS_PREVIOUS/,
+      );
       return true;
     });
   });
@@ -166,13 +187,19 @@ describe('token store lock', () => {
     assert.equal(await store.withLock('s', async () => 'ran'), 'ran');
     // A fresh lock of a process that is alive (this one, on another host's name) is not taken.
     await writeFile(lock, JSON.stringify({ pid: process.pid, host: 'elsewhere', at: '' }));
-    await assert.rejects(store.withLock('s', async () => 'ran'), /s\.lock: another process has held the login lock for more than 300 ms/);
+    await assert.rejects(
+      store.withLock('s', async () => 'ran'),
+      /s\.lock: another process has held the login lock for more than 300 ms/,
+    );
   });
 });
 
 /** Runs `script` (an ES module body) in a separate Node process, with `env` added; resolves with its exit code. */
 function runNode(script: string, env: Record<string, string>): Promise<number | null> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, T_MODULE: new URL('../../plane/tokenStore.js', import.meta.url).href, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...process.env, T_MODULE: new URL('../../plane/tokenStore.js', import.meta.url).href, ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   return new Promise((resolve) => child.on('exit', (code) => resolve(code)));
 }
 
@@ -187,7 +214,15 @@ const untilScript = `
  * A separate process that takes the lock of server `s` in `dir` `rounds` times from epoch ms
  * `startAt`, holding it `holdMs` each time, and appends `enter <tag>` / `leave <tag>` lines to `log`.
  */
-function lockTaker(opts: { dir: string; log: string; tag: string; lockStaleMs: number; holdMs: number; rounds: number; startAt?: number }): Promise<number | null> {
+function lockTaker(opts: {
+  dir: string;
+  log: string;
+  tag: string;
+  lockStaleMs: number;
+  holdMs: number;
+  rounds: number;
+  startAt?: number;
+}): Promise<number | null> {
   const script = `${untilScript}
     const { appendFile } = await import('node:fs/promises');
     const { createTokenStore } = await import(process.env.T_MODULE);
@@ -200,7 +235,15 @@ function lockTaker(opts: { dir: string; log: string; tag: string; lockStaleMs: n
         await appendFile(process.env.T_LOG, 'leave ' + process.env.T_TAG + '\\n');
       });
     }`;
-  return runNode(script, { T_DIR: opts.dir, T_LOG: opts.log, T_TAG: opts.tag, T_STALE: String(opts.lockStaleMs), T_HOLD: String(opts.holdMs), T_ROUNDS: String(opts.rounds), T_START: String(opts.startAt ?? 0) });
+  return runNode(script, {
+    T_DIR: opts.dir,
+    T_LOG: opts.log,
+    T_TAG: opts.tag,
+    T_STALE: String(opts.lockStaleMs),
+    T_HOLD: String(opts.holdMs),
+    T_ROUNDS: String(opts.rounds),
+    T_START: String(opts.startAt ?? 0),
+  });
 }
 
 /** The most critical sections open at once in an enter/leave log. */
@@ -215,12 +258,14 @@ function mostInside(lines: string[]): number {
 }
 
 describe('token store lock across processes', () => {
-  test('a holder that outlives the stale limit is not taken over, and its release leaves the next holder\'s lock alone', async () => {
+  test("a holder that outlives the stale limit is not taken over, and its release leaves the next holder's lock alone", async () => {
     const dir = await tempDir();
     const log = join(dir, 'log');
     const holder = lockTaker({ dir, log, tag: 'holder', lockStaleMs: 600, holdMs: 2_000, rounds: 1 });
     await waitUntil('the holder to enter', async () => (await readLines(log)).includes('enter holder'), 10_000);
-    const takers = [1, 2].map((n) => lockTaker({ dir, log, tag: `taker${n}`, lockStaleMs: 600, holdMs: 800, rounds: 1 }));
+    const takers = [1, 2].map((n) =>
+      lockTaker({ dir, log, tag: `taker${n}`, lockStaleMs: 600, holdMs: 800, rounds: 1 }),
+    );
     assert.deepEqual(await within(20_000, 'the lock takers', Promise.all([holder, ...takers])), [0, 0, 0]);
     const lines = await readLines(log);
     assert.equal(lines.length, 6, lines.join(', '));
@@ -238,7 +283,15 @@ describe('token store lock across processes', () => {
       const old = new Date(Date.now() - 60_000);
       await utimes(lock, old, old);
       const startAt = Date.now() + 1_500;
-      const codes = await within(30_000, 'the lock takers', Promise.all([1, 2, 3, 4].map((n) => lockTaker({ dir, log, tag: `p${n}`, lockStaleMs: 5_000, holdMs: 50, rounds: 1, startAt: startAt + n }))));
+      const codes = await within(
+        30_000,
+        'the lock takers',
+        Promise.all(
+          [1, 2, 3, 4].map((n) =>
+            lockTaker({ dir, log, tag: `p${n}`, lockStaleMs: 5_000, holdMs: 50, rounds: 1, startAt: startAt + n }),
+          ),
+        ),
+      );
       assert.deepEqual(codes, [0, 0, 0, 0]);
     }
     const lines = await readLines(log);
@@ -295,7 +348,7 @@ describe('token store lock, concurrent callers in one process', () => {
     assert.deepEqual(events, ['a in', 'a out', 'b in', 'b out']);
   });
 
-  test('a holder whose lock was taken over (it looked stale) does not delete the new holder\'s lock when it finishes', async () => {
+  test("a holder whose lock was taken over (it looked stale) does not delete the new holder's lock when it finishes", async () => {
     const dir = await tempDir();
     const lock = join(dir, 's.lock');
     const a = createTokenStore({ dir, key: randomBytes(32), lockStaleMs: 3_000, lockWaitMs: 10_000 });
@@ -316,7 +369,10 @@ describe('token store lock, concurrent callers in one process', () => {
       await waitUntil('the second store to take the lock over', async () => bInside, 5_000);
     });
     // a is done; b still holds the lock, so c waits for it and gives up.
-    await assert.rejects(c.withLock('s', async () => 'ran'), /s\.lock: another process has held the login lock/);
+    await assert.rejects(
+      c.withLock('s', async () => 'ran'),
+      /s\.lock: another process has held the login lock/,
+    );
     releaseB();
     await bRun;
     await assert.rejects(access(lock), { code: 'ENOENT' });
@@ -329,14 +385,20 @@ describe('OAuth settings and the key', () => {
     const s = loadSettings({ DMCP_DATA_DIR: '/srv/dmcp' });
     assert.deepEqual(s.oauth, { dir: '/srv/dmcp/oauth', previousKeys: [], callbackPort: 8788 });
     const key = randomBytes(32).toString('base64');
-    const t = loadSettings({ DMCP_OAUTH_DIR: '/shared/oauth', DMCP_OAUTH_KEY: key, DMCP_OAUTH_KEYS_PREVIOUS: `${randomBytes(32).toString('hex')}`, DMCP_OAUTH_CALLBACK_PORT: '9999' });
+    const t = loadSettings({
+      DMCP_OAUTH_DIR: '/shared/oauth',
+      DMCP_OAUTH_KEY: key,
+      DMCP_OAUTH_KEYS_PREVIOUS: `${randomBytes(32).toString('hex')}`,
+      DMCP_OAUTH_CALLBACK_PORT: '9999',
+    });
     assert.equal(t.oauth.dir, '/shared/oauth');
     assert.equal(t.oauth.key, key);
     assert.equal(t.oauth.previousKeys.length, 1);
     assert.equal(t.oauth.callbackPort, 9999);
     const bad = 'not-a-key-but-secretish-text';
     assert.throws(
-      () => loadSettings({ DMCP_OAUTH_KEY: bad, DMCP_OAUTH_KEYS_PREVIOUS: `${key},short`, DMCP_OAUTH_CALLBACK_PORT: 'x' }),
+      () =>
+        loadSettings({ DMCP_OAUTH_KEY: bad, DMCP_OAUTH_KEYS_PREVIOUS: `${key},short`, DMCP_OAUTH_CALLBACK_PORT: 'x' }),
       (err: Error) => {
         assert.match(err.message, /DMCP_OAUTH_KEY must be 32 bytes/);
         assert.match(err.message, /DMCP_OAUTH_KEYS_PREVIOUS \(key #2\) must be 32 bytes/);
@@ -360,10 +422,15 @@ describe('OAuth settings and the key', () => {
     assert.equal((await stat(oauthKeyFile(settings))).mode & 0o777, 0o600);
     assert.deepEqual(await (await tokenStoreFromSettings(settings)).read('k'), r);
     // Moving to DMCP_OAUTH_KEY: the file's key still reads what it wrote.
-    const withVariable = await tokenStoreFromSettings(loadSettings({ DMCP_DATA_DIR: dataDir, DMCP_OAUTH_KEY: randomBytes(32).toString('hex') }));
+    const withVariable = await tokenStoreFromSettings(
+      loadSettings({ DMCP_DATA_DIR: dataDir, DMCP_OAUTH_KEY: randomBytes(32).toString('hex') }),
+    );
     assert.deepEqual(await withVariable.read('k'), r);
     await chmod(oauthKeyFile(settings), 0o644);
-    await assert.rejects(tokenStoreFromSettings(settings), /oauth\.key: the OAuth key file is readable by other users \(mode 644\); run chmod 600 on it/);
+    await assert.rejects(
+      tokenStoreFromSettings(settings),
+      /oauth\.key: the OAuth key file is readable by other users \(mode 644\); run chmod 600 on it/,
+    );
   });
 
   test('processes that create the key file at the same moment all get the one key that won', async () => {
@@ -386,7 +453,15 @@ describe('OAuth settings and the key', () => {
         }
       }
       process.exit(failed === 0 ? 0 : 1);`;
-    const codes = await within(60_000, 'the key file creators', Promise.all([1, 2, 3, 4, 5, 6].map((n) => runNode(script, { T_BASE: base, T_TAG: String(n), T_START: String(startAt), T_ROUNDS: String(rounds) }))));
+    const codes = await within(
+      60_000,
+      'the key file creators',
+      Promise.all(
+        [1, 2, 3, 4, 5, 6].map((n) =>
+          runNode(script, { T_BASE: base, T_TAG: String(n), T_START: String(startAt), T_ROUNDS: String(rounds) }),
+        ),
+      ),
+    );
     assert.deepEqual(codes, [0, 0, 0, 0, 0, 0]);
     for (let round = 0; round < rounds; round++) {
       const settings = loadSettings({ DMCP_DATA_DIR: join(base, String(round)) });

@@ -12,7 +12,10 @@ import {
 
 /** Independent re-computation of the hash the spec asks for, so the tests pin the format. */
 function hash8(server: string, tool: string): string {
-  return createHash('sha256').update(JSON.stringify([server, tool])).digest('hex').slice(0, 8);
+  return createHash('sha256')
+    .update(JSON.stringify([server, tool]))
+    .digest('hex')
+    .slice(0, 8);
 }
 
 const SAFE = /^[A-Za-z0-9_-]+$/u;
@@ -31,9 +34,25 @@ const nameRows: NameRow[] = [
   { name: 'hyphens and digits kept', server: 'srv-2', tool: 'get-v1', expected: 'mcp__srv-2__get-v1' },
   { name: 'none prefix', server: 'github', tool: 'create_issue', prefix: 'none', expected: 'github__create_issue' },
   { name: 'dot cleaned and hashed', server: 's', tool: 'a.b', expected: (s, t) => `mcp__s__a_b_${hash8(s, t)}` },
-  { name: 'space and slash cleaned', server: 's', tool: 'read file/x', expected: (s, t) => `mcp__s__read_file_x_${hash8(s, t)}` },
-  { name: 'non-ASCII code point is one underscore', server: 's', tool: 'caf\u00e9\u{1F600}', expected: (s, t) => `mcp__s__caf___${hash8(s, t)}` },
-  { name: 'cleaned with none prefix', server: 's', tool: 'a.b', prefix: 'none', expected: (s, t) => `s__a_b_${hash8(s, t)}` },
+  {
+    name: 'space and slash cleaned',
+    server: 's',
+    tool: 'read file/x',
+    expected: (s, t) => `mcp__s__read_file_x_${hash8(s, t)}`,
+  },
+  {
+    name: 'non-ASCII code point is one underscore',
+    server: 's',
+    tool: 'caf\u00e9\u{1F600}',
+    expected: (s, t) => `mcp__s__caf___${hash8(s, t)}`,
+  },
+  {
+    name: 'cleaned with none prefix',
+    server: 's',
+    tool: 'a.b',
+    prefix: 'none',
+    expected: (s, t) => `s__a_b_${hash8(s, t)}`,
+  },
   {
     name: 'exactly 64 characters is kept',
     server: 's',
@@ -81,8 +100,16 @@ interface CollisionRow {
 const collisionRows: CollisionRow[] = [
   { name: 'a.b vs a_b', a: ['s', 'a.b'], b: ['s', 'a_b'] },
   { name: 'a.b vs a/b', a: ['s', 'a.b'], b: ['s', 'a/b'] },
-  { name: 'long names sharing a 64-character prefix', a: ['s', `${long('t', 70)}_one`], b: ['s', `${long('t', 70)}_two`] },
-  { name: 'same tool on two long servers sharing a prefix', a: [`${long('p', 60)}1`, 'x'], b: [`${long('p', 60)}2`, 'x'] },
+  {
+    name: 'long names sharing a 64-character prefix',
+    a: ['s', `${long('t', 70)}_one`],
+    b: ['s', `${long('t', 70)}_two`],
+  },
+  {
+    name: 'same tool on two long servers sharing a prefix',
+    a: [`${long('p', 60)}1`, 'x'],
+    b: [`${long('p', 60)}2`, 'x'],
+  },
   { name: 'split point: a + b__c vs a__b + c', a: ['a', 'b__c'], b: ['a__b', 'c'] },
   { name: 'split point: a_ + b vs a + _b', a: ['a_', 'b'], b: ['a', '_b'] },
 ];
@@ -134,13 +161,20 @@ for (const row of mapRows) {
     for (const ref of row.refs) {
       const name = map.publicName(ref.server, ref.tool);
       assert.ok(name !== undefined);
-      assert.equal(name, publicToolName(ref.server, ref.tool, row.prefix), 'no clash, so the map agrees with publicToolName');
+      assert.equal(
+        name,
+        publicToolName(ref.server, ref.tool, row.prefix),
+        'no clash, so the map agrees with publicToolName',
+      );
       assert.deepEqual(map.resolve(name), { server: ref.server, tool: ref.tool });
       names.add(name);
     }
     assert.equal(names.size, distinct.size, 'one name per distinct pair');
     assert.deepEqual(
-      map.entries().map((e) => e.name).sort(),
+      map
+        .entries()
+        .map((e) => e.name)
+        .sort(),
       [...names].sort(),
     );
   });
@@ -233,7 +267,9 @@ for (const row of prefixRows) {
       assert.throws(
         () => parseToolPrefix(row.value),
         (err: unknown) =>
-          err instanceof Error && err.message.includes('DMCP_TOOL_PREFIX') && err.message.includes(JSON.stringify(row.value)),
+          err instanceof Error &&
+          err.message.includes('DMCP_TOOL_PREFIX') &&
+          err.message.includes(JSON.stringify(row.value)),
       );
     } else {
       assert.equal(parseToolPrefix(row.value), row.expected);
@@ -247,8 +283,16 @@ const describeRows: Array<{ server: string; description: string | undefined; exp
   { server: 'github', description: '   ', expected: '[from MCP server "github"]' },
   { server: 'github', description: '  padded \n', expected: '[from MCP server "github"] padded' },
   { server: 'we"ird', description: 'x', expected: '[from MCP server "we\\"ird"] x' },
-  { server: 'github', description: '[from MCP server "github"] Already tagged.', expected: '[from MCP server "github"] Already tagged.' },
-  { server: 'gitlab', description: '[from MCP server "github"] Other tag.', expected: '[from MCP server "gitlab"] [from MCP server "github"] Other tag.' },
+  {
+    server: 'github',
+    description: '[from MCP server "github"] Already tagged.',
+    expected: '[from MCP server "github"] Already tagged.',
+  },
+  {
+    server: 'gitlab',
+    description: '[from MCP server "github"] Other tag.',
+    expected: '[from MCP server "gitlab"] [from MCP server "github"] Other tag.',
+  },
 ];
 
 for (const row of describeRows) {

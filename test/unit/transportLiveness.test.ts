@@ -14,7 +14,10 @@ const httpFixture = fileURLToPath(new URL('../fixtures/httpFixtureServer.js', im
 const started = new Set<number>();
 
 async function startFixture(mode: 'http' | 'sse'): Promise<{ pid: number; url: string }> {
-  const child = spawn(process.execPath, [httpFixture, mode], { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [httpFixture, mode], {
+    env: { PATH: process.env.PATH },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const pid = child.pid!;
   started.add(pid);
   const port = await new Promise<number>((resolve, reject) => {
@@ -40,8 +43,17 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 
 function managed(type: 'http' | 'sse', url: string): ManagedServer {
   const entry: ServerEntry = {
-    name: 'web', layer: 'explicit', source: 'test', trusted: true, type, url,
-    args: [], env: {}, envFrom: {}, headers: {}, enabled: true,
+    name: 'web',
+    layer: 'explicit',
+    source: 'test',
+    trusted: true,
+    type,
+    url,
+    args: [],
+    env: {},
+    envFrom: {},
+    headers: {},
+    enabled: true,
   };
   return new ManagedServer(entry, {
     logger: pino({ level: 'silent' }),
@@ -78,7 +90,10 @@ describe('ManagedServer notices a lost remote server', () => {
       await server.start();
       assert.equal(server.state, 'ready', server.error);
       const call = server.callTool('slow', { ms: 30_000 }, { timeoutMs: 60_000 });
-      const outcome = call.then(() => 'answered', (err: unknown) => err);
+      const outcome = call.then(
+        () => 'answered',
+        (err: unknown) => err,
+      );
       await new Promise((r) => setTimeout(r, 150));
       const frozenAt = Date.now();
       signal(fixture.pid, 'SIGSTOP');

@@ -2,7 +2,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CallOutcome, ConfigRefs } from '../../contract/index.js';
 import {
-  DETAILS_CALLS_SHOWN, MAX_SUMMARY_LENGTH, describeWait, finishedCall, renderTurnDetails, turnStaticDetails, turnSummary, type DetailsCall, type TurnDetailsView,
+  DETAILS_CALLS_SHOWN,
+  MAX_SUMMARY_LENGTH,
+  describeWait,
+  finishedCall,
+  renderTurnDetails,
+  turnStaticDetails,
+  turnSummary,
+  type DetailsCall,
+  type TurnDetailsView,
 } from '../../workflows/details.js';
 
 const SECRET = 'sk-live-4f9a0c1e7d2b';
@@ -13,8 +21,14 @@ function refs(fields: Partial<ConfigRefs> = {}): ConfigRefs {
 
 function outcome(fields: Partial<CallOutcome> = {}): CallOutcome {
   return {
-    status: 'ok', content: [{ type: 'text', text: `the token is ${SECRET}` }], isError: false, structuredContent: { token: SECRET },
-    startedAt: '2026-01-01T00:00:00.000Z', durationMs: 5, attempts: 1, ...fields,
+    status: 'ok',
+    content: [{ type: 'text', text: `the token is ${SECRET}` }],
+    isError: false,
+    structuredContent: { token: SECRET },
+    startedAt: '2026-01-01T00:00:00.000Z',
+    durationMs: 5,
+    attempts: 1,
+    ...fields,
   };
 }
 
@@ -35,7 +49,12 @@ const summaries: Array<{ name: string; sessionId: string; refs: ConfigRefs; expe
     }),
     expected: 'session s1 · agent support-bot · servers fs, remote, mcp.json, plugin notes',
   },
-  { name: 'an inline spec without a server name is named by position', sessionId: 's1', refs: refs({ inlineSpecs: [`${SECRET} run`, '9lives:cmd'] }), expected: 'session s1 · servers --mcp #1, --mcp #2' },
+  {
+    name: 'an inline spec without a server name is named by position',
+    sessionId: 's1',
+    refs: refs({ inlineSpecs: [`${SECRET} run`, '9lives:cmd'] }),
+    expected: 'session s1 · servers --mcp #1, --mcp #2',
+  },
 ];
 
 for (const row of summaries) {
@@ -52,7 +71,11 @@ test('turnSummary is bounded for the list column', () => {
 });
 
 test('turnStaticDetails names the drive mode and the references by name only', () => {
-  const text = turnStaticDetails('s1', refs({ agent: 'a1', inlineSpecs: [`fs:cmd --key ${SECRET}`], mcpConfigFiles: ['/home/someone/x/team.json'] }), 3);
+  const text = turnStaticDetails(
+    's1',
+    refs({ agent: 'a1', inlineSpecs: [`fs:cmd --key ${SECRET}`], mcpConfigFiles: ['/home/someone/x/team.json'] }),
+    3,
+  );
   assert.match(text, /batch of 3 calls/);
   assert.equal(text.split('  \n')[1], 'session `s1` · agent `a1`');
   assert.match(text, /servers given inline: `fs`/);
@@ -63,17 +86,35 @@ test('turnStaticDetails names the drive mode and the references by name only', (
 
 const calls: Array<{ name: string; row: DetailsCall; expected: string }> = [
   { name: 'ok', row: finishedCall('c1', 'mcp__fs__read', outcome()), expected: '- `c1` `mcp__fs__read` **ok**' },
-  { name: 'tool error', row: finishedCall('c1', 'mcp__fs__read', outcome({ isError: true })), expected: '- `c1` `mcp__fs__read` **ok · tool error**' },
+  {
+    name: 'tool error',
+    row: finishedCall('c1', 'mcp__fs__read', outcome({ isError: true })),
+    expected: '- `c1` `mcp__fs__read` **ok · tool error**',
+  },
   {
     name: 'error with its kind, never its message',
-    row: finishedCall('c1', 't', outcome({ status: 'error', errorKind: 'timeout', errorMessage: `timed out reading ${SECRET}`, attempts: 3 })),
+    row: finishedCall(
+      'c1',
+      't',
+      outcome({ status: 'error', errorKind: 'timeout', errorMessage: `timed out reading ${SECRET}`, attempts: 3 }),
+    ),
     expected: '- `c1` `t` **error · timeout** · attempt 3',
   },
-  { name: 'cancelled', row: finishedCall('c1', 't', outcome({ status: 'error', errorKind: 'cancelled' })), expected: '- `c1` `t` **cancelled**' },
+  {
+    name: 'cancelled',
+    row: finishedCall('c1', 't', outcome({ status: 'error', errorKind: 'cancelled' })),
+    expected: '- `c1` `t` **cancelled**',
+  },
   { name: 'running', row: { id: 'c2', name: 't', status: 'running', attempt: 1 }, expected: '- `c2` `t` **running**' },
   {
     name: 'waiting for a form answer: field names, never the message',
-    row: { id: 'c3', name: 't', status: 'waiting', attempt: 1, input: { requestId: 'r1', mode: 'form', fields: ['name', 'email'] } },
+    row: {
+      id: 'c3',
+      name: 't',
+      status: 'waiting',
+      attempt: 1,
+      input: { requestId: 'r1', mode: 'form', fields: ['name', 'email'] },
+    },
     expected: '- `c3` `t` **waiting** · waiting for input: form asking for `name`, `email` (request `r1`)',
   },
   {
@@ -109,7 +150,10 @@ test('describeWait names at most a few fields', () => {
 test('the details show servers with state and era, and counts', () => {
   const text = renderTurnDetails(
     view({
-      servers: [{ name: 'fs', state: 'ready', era: 'legacy' }, { name: 'web', state: 'failed' }],
+      servers: [
+        { name: 'fs', state: 'ready', era: 'legacy' },
+        { name: 'web', state: 'failed' },
+      ],
       finished: [finishedCall('c1', 'mcp__fs__read', outcome())],
       callsDone: 1,
       counts: { ok: 1, error: 0, cancelled: 0 },
@@ -129,7 +173,10 @@ test('the details show servers with state and era, and counts', () => {
 });
 
 test('phases: not reconciled, MCP off, ended', () => {
-  assert.match(renderTurnDetails(view({ phase: 'starting' })), /^\*\*Turn\*\* starting · \*\*Servers\*\* not reconciled yet\n/);
+  assert.match(
+    renderTurnDetails(view({ phase: 'starting' })),
+    /^\*\*Turn\*\* starting · \*\*Servers\*\* not reconciled yet\n/,
+  );
   assert.match(renderTurnDetails(view({ mcpOff: true, servers: [] })), /MCP is off on the worker/);
   assert.match(renderTurnDetails(view({ servers: [] })), /\*\*Servers\*\* none/);
   const many = Array.from({ length: 15 }, (_, i) => ({ name: `s${i}`, state: 'ready' as const }));
@@ -140,7 +187,9 @@ test('phases: not reconciled, MCP off, ended', () => {
 test('a turn of 1000 calls shows the newest rows and counts the rest', () => {
   const finished = Array.from({ length: 1000 }, (_, i) => finishedCall(`c${i}`, 't', outcome()));
   const open: DetailsCall[] = [{ id: 'o1', name: 't', status: 'running', attempt: 1 }];
-  const text = renderTurnDetails(view({ open, finished, callsDone: 1000, counts: { ok: 1000, error: 0, cancelled: 0 } }));
+  const text = renderTurnDetails(
+    view({ open, finished, callsDone: 1000, counts: { ok: 1000, error: 0, cancelled: 0 } }),
+  );
   const rows = text.split('\n').filter((l) => l.startsWith('- `'));
   assert.equal(rows.length, DETAILS_CALLS_SHOWN);
   assert.equal(rows[0], '- `o1` `t` **running**');
@@ -152,7 +201,11 @@ test('a turn of 1000 calls shows the newest rows and counts the rest', () => {
 test('no argument, result, error message or input message value ever appears', () => {
   const finished = [
     finishedCall('c1', 'mcp__fs__read', outcome()),
-    finishedCall('c2', 'mcp__fs__read', outcome({ status: 'error', errorKind: 'transport', errorMessage: SECRET, content: [] })),
+    finishedCall(
+      'c2',
+      'mcp__fs__read',
+      outcome({ status: 'error', errorKind: 'transport', errorMessage: SECRET, content: [] }),
+    ),
     finishedCall('c3', 'mcp__fs__read', outcome({ isError: true })),
   ];
   const text = renderTurnDetails(view({ finished, callsDone: 3, counts: { ok: 2, error: 1, cancelled: 0 } }));
@@ -162,5 +215,8 @@ test('no argument, result, error message or input message value ever appears', (
 
 test('a run made by continue-as-new carries the summary line it has no static summary for', () => {
   const text = renderTurnDetails(view({ continuedSummary: 'session s1 · servers fs', callsBefore: 2 }));
-  assert.equal(text.split('\n').slice(0, 3).join('\n'), '**Turn** ready · **Servers** not reconciled yet  \nsession s1 · servers fs · continued from an earlier run\n');
+  assert.equal(
+    text.split('\n').slice(0, 3).join('\n'),
+    '**Turn** ready · **Servers** not reconciled yet  \nsession s1 · servers fs · continued from an earlier run\n',
+  );
 });

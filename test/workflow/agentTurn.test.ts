@@ -16,15 +16,28 @@ function fakeTools(): FakeTool[] {
   return [
     // Default run: echoes its arguments.
     { tool: 'echo' },
-    { tool: 'slow', run: async (args) => (await sleep(Number(args.ms ?? 300)), { content: [{ type: 'text', text: `slept ${String(args.ms)}` }] }) },
+    {
+      tool: 'slow',
+      run: async (args) => (
+        await sleep(Number(args.ms ?? 300)),
+        { content: [{ type: 'text', text: `slept ${String(args.ms)}` }] }
+      ),
+    },
     { tool: 'fail', run: () => ({ content: [{ type: 'text', text: 'the tool says no' }], isError: true }) },
     // No read-only or idempotent hint: a lost connection may have left an effect.
-    { tool: 'write', annotations: { destructiveHint: true }, run: () => Promise.reject(new Error('connection closed')) },
+    {
+      tool: 'write',
+      annotations: { destructiveHint: true },
+      run: () => Promise.reject(new Error('connection closed')),
+    },
     // Read-only: a lost connection is retried.
     {
       tool: 'read',
       annotations: { readOnlyHint: true },
-      run: (_args, attempt) => (attempt === 1 ? Promise.reject(new Error('connection reset')) : { content: [{ type: 'text', text: `read on attempt ${attempt}` }] }),
+      run: (_args, attempt) =>
+        attempt === 1
+          ? Promise.reject(new Error('connection reset'))
+          : { content: [{ type: 'text', text: `read on attempt ${attempt}` }] },
     },
   ];
 }
@@ -54,13 +67,21 @@ describe('agentTurn workflow over a fake server pool', { timeout: 120_000 }, () 
     assert.deepEqual(result.calls.map((c) => c.id).sort(), ['a', 'b', 'c']);
     assert.equal(result.calls[2]!.id, 'c', 'the second group ends last');
     for (const c of result.calls) assert.equal(c.outcome.status, 'ok', JSON.stringify(c.outcome));
-    assert.deepEqual(result.calls[2]!.outcome.content, [{ type: 'text', text: JSON.stringify({ text: 'after the first group' }) }]);
+    assert.deepEqual(result.calls[2]!.outcome.content, [
+      { type: 'text', text: JSON.stringify({ text: 'after the first group' }) },
+    ]);
 
     assert.equal(pool.calls.length, 3);
     const [first, second] = pool.calls.filter((c) => c.tool === 'slow');
     const third = pool.calls.find((c) => c.tool === 'echo')!;
-    assert.ok(first!.startedAt < second!.endedAt! && second!.startedAt < first!.endedAt!, 'the two calls of the first group overlapped');
-    assert.ok(third.startedAt >= Math.max(first!.endedAt!, second!.endedAt!), 'the second group started after the first ended');
+    assert.ok(
+      first!.startedAt < second!.endedAt! && second!.startedAt < first!.endedAt!,
+      'the two calls of the first group overlapped',
+    );
+    assert.ok(
+      third.startedAt >= Math.max(first!.endedAt!, second!.endedAt!),
+      'the second group started after the first ended',
+    );
     assert.equal(pool.reconciled.length, 1);
   });
 
@@ -68,7 +89,11 @@ describe('agentTurn workflow over a fake server pool', { timeout: 120_000 }, () 
     // No workflow cache: every workflow task replays the turn's history, the end-session marker too.
     const w = await start('ending-sessions', { maxCachedWorkflows: 0 });
     const batchSession = `wf-end-batch-${Date.now()}`;
-    const batch = await w.client.runBatch({ sessionId: batchSession, endSession: true, calls: [[{ id: 'a', name: pool.publicName('slow'), arguments: { ms: 200 } }]] });
+    const batch = await w.client.runBatch({
+      sessionId: batchSession,
+      endSession: true,
+      calls: [[{ id: 'a', name: pool.publicName('slow'), arguments: { ms: 200 } }]],
+    });
     assert.equal(batch.calls[0]!.outcome.status, 'ok');
     assert.deepEqual(pool.ended, [batchSession]);
     assert.ok(pool.calls[0]!.endedAt! <= Date.now());
@@ -102,7 +127,10 @@ describe('agentTurn workflow over a fake server pool', { timeout: 120_000 }, () 
       }),
     });
     try {
-      const turn = await w.client.startTurn({ sessionId: `wf-lost-${Date.now()}`, limits: { scheduleToStartMs: 1000 } });
+      const turn = await w.client.startTurn({
+        sessionId: `wf-lost-${Date.now()}`,
+        limits: { scheduleToStartMs: 1000 },
+      });
       assert.equal(reconciles, 2);
       assert.equal(turn.workerQueue, w.workerQueue);
       assert.ok(turn.tools.some((t) => t.name === pool.publicName('echo')));
@@ -134,7 +162,14 @@ describe('agentTurn workflow over a fake server pool', { timeout: 120_000 }, () 
           throw new Error('the held reconcile was never cancelled');
         },
         // The call never reaches a server: the worker says the session's servers are gone.
-        callTool: () => Promise.reject(ApplicationFailure.create({ type: FailureType.ServerUnavailable, message: 'the session has no servers here', nonRetryable: true })),
+        callTool: () =>
+          Promise.reject(
+            ApplicationFailure.create({
+              type: FailureType.ServerUnavailable,
+              message: 'the session has no servers here',
+              nonRetryable: true,
+            }),
+          ),
       }),
     });
     const turn = await w.client.startTurn({ sessionId: `wf-cancel-moving-${Date.now()}` });
@@ -145,7 +180,10 @@ describe('agentTurn workflow over a fake server pool', { timeout: 120_000 }, () 
     await again;
     await turn.handle.cancel();
     const settled = await call;
-    assert.ok(!('outcome' in settled), `the cancelled turn answered its call: ${JSON.stringify('outcome' in settled ? settled.outcome : undefined)}`);
+    assert.ok(
+      !('outcome' in settled),
+      `the cancelled turn answered its call: ${JSON.stringify('outcome' in settled ? settled.outcome : undefined)}`,
+    );
     assert.equal((await turn.handle.describe()).status.name, 'CANCELLED');
     assert.equal(pool.calls.length, 0);
   });
@@ -153,7 +191,10 @@ describe('agentTurn workflow over a fake server pool', { timeout: 120_000 }, () 
   test('interactive turn: a call ID sent twice (one after the other, and at once) runs once', async () => {
     const w = await start('interactive');
     const turn = await w.client.startTurn({ sessionId: `wf-interactive-${Date.now()}` });
-    assert.deepEqual(turn.tools.map((t) => t.name).sort(), ['echo', 'fail', 'read', 'slow', 'write'].map((t) => pool.publicName(t)));
+    assert.deepEqual(
+      turn.tools.map((t) => t.name).sort(),
+      ['echo', 'fail', 'read', 'slow', 'write'].map((t) => pool.publicName(t)),
+    );
     assert.equal(turn.status.servers[0]?.state, 'ready');
     assert.equal(turn.workerQueue, w.workerQueue);
 
@@ -204,12 +245,15 @@ describe('agentTurn workflow over a fake server pool', { timeout: 120_000 }, () 
     assert.equal(pool.count('read'), 2);
 
     const result = await turn.end();
-    assert.deepEqual(result.calls.map((c) => [c.id, c.outcome.errorKind ?? c.outcome.status]), [
-      ['e1', 'ok'],
-      ['e2', 'unknown_result'],
-      ['e3', 'bad_request'],
-      ['e4', 'ok'],
-    ]);
+    assert.deepEqual(
+      result.calls.map((c) => [c.id, c.outcome.errorKind ?? c.outcome.status]),
+      [
+        ['e1', 'ok'],
+        ['e2', 'unknown_result'],
+        ['e3', 'bad_request'],
+        ['e4', 'ok'],
+      ],
+    );
     assert.equal(pool.calls.length, 4, 'the unknown tool never reached the pool');
   });
 

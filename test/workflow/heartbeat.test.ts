@@ -21,7 +21,11 @@ describe('heartbeats paced by the heartbeat timeout', { timeout: 120_000 }, () =
   async function start(name: string): Promise<FakeWorker> {
     pool = new FakePool('fake', [
       // Read-only, so a lost heartbeat would be retried (on another worker) rather than reported at once.
-      { tool: 'read', annotations: { readOnlyHint: true }, run: async () => (await sleep(1500), { content: [{ type: 'text', text: 'read after 1.5 s' }] }) },
+      {
+        tool: 'read',
+        annotations: { readOnlyHint: true },
+        run: async () => (await sleep(1500), { content: [{ type: 'text', text: 'read after 1.5 s' }] }),
+      },
     ]);
     return suite.start(name, pool);
   }
@@ -42,7 +46,10 @@ describe('heartbeats paced by the heartbeat timeout', { timeout: 120_000 }, () =
 
   test('the same call in an interactive turn runs once and succeeds', async () => {
     const w = await start('hb-turn');
-    const turn = await w.client.startTurn({ sessionId: `wf-hb-turn-${Date.now()}`, limits: { heartbeatTimeoutMs: SHORT_HEARTBEAT_MS } });
+    const turn = await w.client.startTurn({
+      sessionId: `wf-hb-turn-${Date.now()}`,
+      limits: { heartbeatTimeoutMs: SHORT_HEARTBEAT_MS },
+    });
     const outcome = await turn.callTool({ id: 'r1', name: pool.publicName('read') });
     assert.equal(outcome.status, 'ok', JSON.stringify(outcome));
     assert.equal(pool.count('read'), 1, 'the tool ran once');
@@ -58,7 +65,11 @@ describe('heartbeats paced by the heartbeat timeout', { timeout: 120_000 }, () =
     ];
     for (const [what, limits, field] of cases) {
       await assert.rejects(
-        w.client.runBatch({ sessionId: `wf-hb-refused-${Date.now()}`, limits, calls: [[{ id: 'r1', name: pool.publicName('read') }]] }),
+        w.client.runBatch({
+          sessionId: `wf-hb-refused-${Date.now()}`,
+          limits,
+          calls: [[{ id: 'r1', name: pool.publicName('read') }]],
+        }),
         (err: unknown) => {
           assert.ok(err instanceof WorkflowFailedError, `${what}: ${String(err)}`);
           assert.ok(err.cause instanceof ApplicationFailure, `${what}: ${String(err.cause)}`);

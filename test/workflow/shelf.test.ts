@@ -9,7 +9,13 @@ import { after, before, describe, test } from 'node:test';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { SHELF_LOG_KEPT, type ShelfChange, type ShelfEntry } from '../../contract/index.js';
-import { ShelfInputError, signShelfGrant, signShelfServer, verifyShelfGrant, verifyShelfServer } from '../../plane/shelf.js';
+import {
+  ShelfInputError,
+  signShelfGrant,
+  signShelfServer,
+  verifyShelfGrant,
+  verifyShelfServer,
+} from '../../plane/shelf.js';
 import { ShelfClient, ShelfUnavailableError } from '../../plane/shelfClient.js';
 import { shelfChangeUpdate } from '../../workflows/index.js';
 import { bundleWorkflows } from '../../worker/index.js';
@@ -17,7 +23,11 @@ import { uniqueQueue } from '../support/harness.js';
 import { createWorkflowEnv } from '../support/workflowEnv.js';
 
 const docs: ShelfEntry = { type: 'http', url: 'https://docs.example/mcp', headers: { 'X-Team': 'core' } };
-const fs: ShelfEntry = { type: 'stdio', command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/srv'] };
+const fs: ShelfEntry = {
+  type: 'stdio',
+  command: 'npx',
+  args: ['-y', '@modelcontextprotocol/server-filesystem', '/srv'],
+};
 
 describe('the shelf workflow', { timeout: 120_000 }, () => {
   let env: TestWorkflowEnvironment;
@@ -34,9 +44,20 @@ describe('the shelf workflow', { timeout: 120_000 }, () => {
   /** A worker serving the shelf on a fresh queue (so a fresh shelf), and a client of it. */
   async function shelfOn(name: string, options: { continueAsNewAfter?: number; maxCachedWorkflows?: number } = {}) {
     const taskQueue = uniqueQueue(name);
-    const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}) });
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: bundle,
+      ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
+    });
     const running = worker.run();
-    const shelf = new ShelfClient({ client: env.client, taskQueue, turnKey: key, by: 'test', ...(options.continueAsNewAfter ? { continueAsNewAfter: options.continueAsNewAfter } : {}) });
+    const shelf = new ShelfClient({
+      client: env.client,
+      taskQueue,
+      turnKey: key,
+      by: 'test',
+      ...(options.continueAsNewAfter ? { continueAsNewAfter: options.continueAsNewAfter } : {}),
+    });
     return {
       shelf,
       taskQueue,
@@ -53,7 +74,10 @@ describe('the shelf workflow', { timeout: 120_000 }, () => {
       assert.deepEqual(await shelf.read(), { servers: [], grants: [], log: [], version: 0 });
       assert.deepEqual(await shelf.add('docs', docs, { agent: 'bot-a' }), { changed: true, version: 1 });
       // The same entry again (also with its keys in another order): nothing changes.
-      assert.deepEqual(await shelf.add('docs', { type: 'http', headers: { 'X-Team': 'core' }, url: 'https://docs.example/mcp' }), { changed: false, version: 1 });
+      assert.deepEqual(
+        await shelf.add('docs', { type: 'http', headers: { 'X-Team': 'core' }, url: 'https://docs.example/mcp' }),
+        { changed: false, version: 1 },
+      );
       assert.deepEqual(await shelf.add('docs', docs, { agent: 'bot-a' }), { changed: false, version: 1 });
       // The same entry with a new agent grants it.
       assert.deepEqual(await shelf.add('docs', docs, { agent: 'bot-b' }), { changed: true, version: 2 });
@@ -67,16 +91,22 @@ describe('the shelf workflow', { timeout: 120_000 }, () => {
 
       const state = await shelf.read();
       assert.equal(state.version, 6);
-      assert.deepEqual(state.servers.map((s) => s.name), ['fs']);
+      assert.deepEqual(
+        state.servers.map((s) => s.name),
+        ['fs'],
+      );
       assert.deepEqual(state.grants, []);
-      assert.deepEqual(state.log.map((e) => [e.op, e.server, e.agent ?? '-', e.by]), [
-        ['add', 'docs', 'bot-a', 'test'],
-        ['add', 'docs', 'bot-b', 'test'],
-        ['add', 'fs', '-', 'test'],
-        ['grant', 'fs', 'bot-a', 'test'],
-        ['drop', 'fs', 'bot-a', 'test'],
-        ['forget', 'docs', '-', 'test'],
-      ]);
+      assert.deepEqual(
+        state.log.map((e) => [e.op, e.server, e.agent ?? '-', e.by]),
+        [
+          ['add', 'docs', 'bot-a', 'test'],
+          ['add', 'docs', 'bot-b', 'test'],
+          ['add', 'fs', '-', 'test'],
+          ['grant', 'fs', 'bot-a', 'test'],
+          ['drop', 'fs', 'bot-a', 'test'],
+          ['forget', 'docs', '-', 'test'],
+        ],
+      );
       // Signed by the client with the turn key, kept as signed: a worker with the key verifies them.
       assert.equal(verifyShelfServer(key, state.servers[0]!), true);
       assert.match(state.servers[0]!.addedAt, /^\d{4}-\d\d-\d\dT/);
@@ -106,39 +136,101 @@ describe('the shelf workflow', { timeout: 120_000 }, () => {
     }
   });
 
-  test("the validator refuses, naming the field, and a refusal leaves the shelf and its history as they were", async () => {
+  test('the validator refuses, naming the field, and a refusal leaves the shelf and its history as they were', async () => {
     const { shelf, stop } = await shelfOn('shelf-refusals');
     try {
       await shelf.add('docs', docs, { agent: 'bot-a' });
       const refusals: [() => Promise<unknown>, string, RegExp][] = [
-        [() => shelf.add('docs', { ...docs, url: 'https://other.example/mcp' }), 'url', /"docs" is on the shelf already with another url; take it off first/],
-        [() => shelf.add('docs', { type: 'http', url: 'https://docs.example/mcp', headers: { 'X-Team': 'ops' } }), 'headers.X-Team', /with another headers\.X-Team/],
+        [
+          () => shelf.add('docs', { ...docs, url: 'https://other.example/mcp' }),
+          'url',
+          /"docs" is on the shelf already with another url; take it off first/,
+        ],
+        [
+          () => shelf.add('docs', { type: 'http', url: 'https://docs.example/mcp', headers: { 'X-Team': 'ops' } }),
+          'headers.X-Team',
+          /with another headers\.X-Team/,
+        ],
         [() => shelf.add('docs', fs), 'type', /with another type/],
         [() => shelf.grant('nope', 'bot-a'), 'server', /"nope" is not on the shelf; add it first/],
       ];
       for (const [attempt, field, message] of refusals) {
-        await assert.rejects(attempt(), (err: Error) => err instanceof ShelfInputError && err.field === field && message.test(err.message), String(message));
+        await assert.rejects(
+          attempt(),
+          (err: Error) => err instanceof ShelfInputError && err.field === field && message.test(err.message),
+          String(message),
+        );
       }
       // What a client that skips its own checks sends: the workflow refuses it by itself.
-      const raw = (change: unknown) => env.client.workflow.getHandle(shelf.workflowId).executeUpdate(shelfChangeUpdate, { args: [change as ShelfChange] });
+      const raw = (change: unknown) =>
+        env.client.workflow
+          .getHandle(shelf.workflowId)
+          .executeUpdate(shelfChangeUpdate, { args: [change as ShelfChange] });
       const proof = signShelfServer(key, 'x', docs);
       const rawRefusals: [unknown, RegExp][] = [
-        [{ op: 'add', server: { name: 'bad__name', entry: docs, addedAt: '', addedBy: 't', proof }, by: 't' }, /^name: "bad__name" is not a server name/],
-        [{ op: 'add', server: { name: 'x', entry: { type: 'ftp', url: 'ftp://x' }, addedAt: '', addedBy: 't', proof }, by: 't' }, /^type: expected "http", "sse" or "stdio"/],
-        [{ op: 'add', server: { name: 'x', entry: { type: 'http', url: 'file:///etc/passwd' }, addedAt: '', addedBy: 't', proof }, by: 't' }, /^url: expected an http/],
-        [{ op: 'add', server: { name: 'x', entry: docs, addedAt: '', addedBy: 't' }, by: 't' }, /^server\.proof: expected the turn key's proof/],
-        [{ op: 'add', server: { name: 'x', entry: docs, addedAt: '', addedBy: 't', proof }, grant: { server: 'y', agent: 'a', grantedAt: '', proof }, by: 't' }, /^grant\.server: the grant is for "y"/],
-        [{ op: 'grant', grant: { server: 'docs', agent: 'not an agent!', grantedAt: '', proof: signShelfGrant(key, 'docs', 'x', docs) }, by: 't' }, /^agent: agent ID "not an agent!" is not valid/],
+        [
+          { op: 'add', server: { name: 'bad__name', entry: docs, addedAt: '', addedBy: 't', proof }, by: 't' },
+          /^name: "bad__name" is not a server name/,
+        ],
+        [
+          {
+            op: 'add',
+            server: { name: 'x', entry: { type: 'ftp', url: 'ftp://x' }, addedAt: '', addedBy: 't', proof },
+            by: 't',
+          },
+          /^type: expected "http", "sse" or "stdio"/,
+        ],
+        [
+          {
+            op: 'add',
+            server: { name: 'x', entry: { type: 'http', url: 'file:///etc/passwd' }, addedAt: '', addedBy: 't', proof },
+            by: 't',
+          },
+          /^url: expected an http/,
+        ],
+        [
+          { op: 'add', server: { name: 'x', entry: docs, addedAt: '', addedBy: 't' }, by: 't' },
+          /^server\.proof: expected the turn key's proof/,
+        ],
+        [
+          {
+            op: 'add',
+            server: { name: 'x', entry: docs, addedAt: '', addedBy: 't', proof },
+            grant: { server: 'y', agent: 'a', grantedAt: '', proof },
+            by: 't',
+          },
+          /^grant\.server: the grant is for "y"/,
+        ],
+        [
+          {
+            op: 'grant',
+            grant: {
+              server: 'docs',
+              agent: 'not an agent!',
+              grantedAt: '',
+              proof: signShelfGrant(key, 'docs', 'x', docs),
+            },
+            by: 't',
+          },
+          /^agent: agent ID "not an agent!" is not valid/,
+        ],
         [{ op: 'drop', server: 'docs', agent: '', by: 't' }, /^agent:/],
         [{ op: 'rename', server: 'docs', by: 't' }, /^op: expected "add", "grant", "drop" or "forget"/],
         [{ op: 'forget', server: 'docs', by: 'x'.repeat(300) }, /^by: expected a string of at most 200/],
       ];
       for (const [change, message] of rawRefusals) {
-        await assert.rejects(raw(change), (err: Error) => message.test((err.cause as Error | undefined)?.message ?? ''), String(message));
+        await assert.rejects(
+          raw(change),
+          (err: Error) => message.test((err.cause as Error | undefined)?.message ?? ''),
+          String(message),
+        );
       }
       const state = await shelf.read();
       assert.equal(state.version, 1);
-      assert.deepEqual(state.servers.map((s) => [s.name, s.entry]), [['docs', docs]]);
+      assert.deepEqual(
+        state.servers.map((s) => [s.name, s.entry]),
+        [['docs', docs]],
+      );
       const history = await env.client.workflow.getHandle(shelf.workflowId).fetchHistory();
       const accepted = (history.events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes);
       assert.equal(accepted.length, 1, 'refused changes leave no trace in history');
@@ -158,7 +250,10 @@ describe('the shelf workflow', { timeout: 120_000 }, () => {
       assert.deepEqual(retried, first);
       const state = await shelf.read();
       assert.deepEqual(state.grants, []);
-      assert.deepEqual(state.log.map((e) => e.op), ['add', 'grant', 'drop']);
+      assert.deepEqual(
+        state.log.map((e) => e.op),
+        ['add', 'grant', 'drop'],
+      );
     } finally {
       await stop();
     }
@@ -168,21 +263,31 @@ describe('the shelf workflow', { timeout: 120_000 }, () => {
     // No workflow cache: every task replays from the start of its run.
     const { shelf, stop } = await shelfOn('shelf-can', { continueAsNewAfter: 3, maxCachedWorkflows: 0 });
     try {
-      for (let i = 0; i < 8; i++) await shelf.add(`s${i}`, { type: 'http', url: `https://s${i}.example/mcp` }, { agent: `bot-${i % 2}` });
+      for (let i = 0; i < 8; i++)
+        await shelf.add(`s${i}`, { type: 'http', url: `https://s${i}.example/mcp` }, { agent: `bot-${i % 2}` });
       const handle = env.client.workflow.getHandle(shelf.workflowId);
       const state = await shelf.read();
       assert.equal(state.version, 8);
-      assert.deepEqual(state.servers.map((s) => s.name), ['s0', 's1', 's2', 's3', 's4', 's5', 's6', 's7']);
+      assert.deepEqual(
+        state.servers.map((s) => s.name),
+        ['s0', 's1', 's2', 's3', 's4', 's5', 's6', 's7'],
+      );
       assert.equal(state.grants.filter((g) => g.agent === 'bot-1').length, 4);
       assert.equal(state.log.length, 8);
-      assert.ok(state.servers.every((s) => verifyShelfServer(key, s)) && state.grants.every((g) => verifyShelfGrant(key, g, state.servers.find((s) => s.name === g.server)!.entry)));
+      assert.ok(
+        state.servers.every((s) => verifyShelfServer(key, s)) &&
+          state.grants.every((g) => verifyShelfGrant(key, g, state.servers.find((s) => s.name === g.server)!.entry)),
+      );
       const description = await handle.describe();
       const firstRunId = description.raw.workflowExecutionInfo?.firstRunId ?? '';
       assert.ok(firstRunId && firstRunId !== description.runId, 'the shelf continued as new');
       // The first run's history replays with today's workflow code.
       const first = env.client.workflow.getHandle(shelf.workflowId, firstRunId);
       const firstHistory = await first.fetchHistory();
-      assert.ok((firstHistory.events ?? []).some((e) => e.workflowExecutionContinuedAsNewEventAttributes), 'the first run continued as new');
+      assert.ok(
+        (firstHistory.events ?? []).some((e) => e.workflowExecutionContinuedAsNewEventAttributes),
+        'the first run continued as new',
+      );
       await Worker.runReplayHistory({ workflowBundle: bundle }, firstHistory, shelf.workflowId);
     } finally {
       await stop();
@@ -209,11 +314,28 @@ describe('the shelf workflow', { timeout: 120_000 }, () => {
   });
 
   test('without a worker on the queue, a change says so within its timeout', async () => {
-    const shelf = new ShelfClient({ client: env.client, taskQueue: uniqueQueue('shelf-nobody'), turnKey: key, by: 'test', timeoutMs: 1500 });
-    await assert.rejects(shelf.add('docs', docs), (err: Error) => err instanceof ShelfUnavailableError && /did not answer within 2 s: no worker polls task queue "test-shelf-nobody-/.test(err.message));
+    const shelf = new ShelfClient({
+      client: env.client,
+      taskQueue: uniqueQueue('shelf-nobody'),
+      turnKey: key,
+      by: 'test',
+      timeoutMs: 1500,
+    });
+    await assert.rejects(
+      shelf.add('docs', docs),
+      (err: Error) =>
+        err instanceof ShelfUnavailableError &&
+        /did not answer within 2 s: no worker polls task queue "test-shelf-nobody-/.test(err.message),
+    );
     // Adding needs the key; refused before anything is sent.
     const keyless = new ShelfClient({ client: env.client, taskQueue: uniqueQueue('shelf-keyless'), by: 'test' });
-    await assert.rejects(keyless.add('docs', docs), (err: Error) => err instanceof ShelfInputError && err.field === 'turnKey');
-    await assert.rejects(keyless.grant('docs', 'a'), (err: Error) => err instanceof ShelfInputError && err.field === 'turnKey');
+    await assert.rejects(
+      keyless.add('docs', docs),
+      (err: Error) => err instanceof ShelfInputError && err.field === 'turnKey',
+    );
+    await assert.rejects(
+      keyless.grant('docs', 'a'),
+      (err: Error) => err instanceof ShelfInputError && err.field === 'turnKey',
+    );
   });
 });
