@@ -3,7 +3,7 @@
  * input requests of the turn, the turn waits for their answers with nothing running (a timer, no
  * activity, no held connection), and the call runs again with the answers and the server's state.
  */
-import { condition, type CancellationScope } from '@temporalio/workflow';
+import type { CancellationScope } from '@temporalio/workflow';
 import {
   MAX_INPUT_ROUNDS,
   RefusalType,
@@ -18,6 +18,7 @@ import {
   type InputRequiredOutcome,
 } from '../contract/index.js';
 import { errorOutcome, refusal } from './failures.js';
+import { awaitAnswers, recordQuestions } from './questions.js';
 import type { TurnContext, TurnState } from './turnState.js';
 
 /** Where a call is in its rounds of questions. */
@@ -60,40 +61,16 @@ export async function waitForAnswers(
     round: rounds.round,
     askedAt,
   }));
-  for (const r of open) state.pendingInputs.set(r.requestId, r);
-  state.touch();
-  // The UI's current details name the question's fields, never its message or an answer.
-  const first = open[0];
-  if (first) {
-    const fields =
-      first.kind === 'form' && first.requestedSchema && typeof first.requestedSchema.properties === 'object'
-        ? Object.keys(first.requestedSchema.properties ?? {})
-        : undefined;
-    state.details.callWaitsForInput(request.id, {
-      requestId: first.requestId,
-      mode: first.kind,
-      ...(fields ? { fields } : {}),
-    });
-  }
-  try {
-    const answered = () => open.every((r) => state.answers.has(r.requestId));
-    const summary = `waiting for ${open.length === 1 ? 'an answer' : `${open.length} answers`} to ${request.name}`;
-    const inTime = await scope.run(() => condition(answered, limits.inputTimeoutMs, { summary }));
-    if (!inTime) rounds.timedOut = true;
-    const inputResponses: Record<string, InputAnswer> = {};
-    for (const r of open) inputResponses[r.key] = state.answers.get(r.requestId) ?? { action: 'cancel' };
-    return {
-      inputResponses,
-      ...(asked.requestState !== undefined ? { requestState: asked.requestState } : {}),
-      ...(asked.ownResponses ? { ownResponses: asked.ownResponses } : {}),
-    };
-  } finally {
-    state.details.callWaitsForInput(request.id, undefined);
-    for (const r of open) {
-      state.pendingInputs.delete(r.requestId);
-      state.answers.delete(r.requestId);
-    }
-  }
+  recordQuestions(state, open);
+  const answers = (await awaitAnswers(state, open, limits.inputTimeoutMs, { scope }))!;
+  if (!answers.inTime) rounds.timedOut = true;
+  const inputResponses: Record<string, InputAnswer> = {};
+  for (const r of open) inputResponses[r.key] = answers.byRequest.get(r.requestId)!;
+  return {
+    inputResponses,
+    ...(asked.requestState !== undefined ? { requestState: asked.requestState } : {}),
+    ...(asked.ownResponses ? { ownResponses: asked.ownResponses } : {}),
+  };
 }
 
 /** The `answerInput` validator: the request is open and the answer fits its schema; else refused, naming the field. */

@@ -4,7 +4,7 @@
  * request, waits for the answer (at most the turn's legacy limit), and hands it to the waiting
  * activity with a short `deliverInputAnswer` on the worker holding the session's servers.
  */
-import { condition, isCancellation, proxyActivities, type CancellationScope } from '@temporalio/workflow';
+import { isCancellation, proxyActivities, type CancellationScope } from '@temporalio/workflow';
 import {
   InputKind,
   LEGACY_INPUT_KEY,
@@ -20,6 +20,7 @@ import {
 import type { Activities } from '../activities/index.js';
 import { deliverOptions } from './activityOptions.js';
 import { refusal } from './failures.js';
+import { awaitAnswers, recordQuestions } from './questions.js';
 import type { TurnContext, TurnState } from './turnState.js';
 
 /** The `legacyInputAsked` validator: a running call of this turn asks a readable question. */
@@ -87,17 +88,7 @@ export function legacyInputAsked(ctx: TurnContext, report: LegacyInputReport): L
       : { url, ...(typeof elicitationId === 'string' ? { elicitationId } : {}) }),
     askedAt: new Date().toISOString(),
   };
-  state.pendingInputs.set(open.requestId, open);
-  state.touch();
-  const fields =
-    kind === 'form' && requestedSchema && typeof requestedSchema.properties === 'object'
-      ? Object.keys(requestedSchema.properties ?? {})
-      : undefined;
-  state.details.callWaitsForInput(open.callId, {
-    requestId: open.requestId,
-    mode: kind,
-    ...(fields ? { fields } : {}),
-  });
+  recordQuestions(state, [open]);
   const timeoutMs = Math.max(0, limits.legacyInputTimeoutMs - Math.max(0, report.waitedMs));
   void answerLegacyInput(ctx, open, attempt.scope, timeoutMs, attempt.queue);
   return { requestId: open.requestId, timeoutMs };
@@ -116,29 +107,22 @@ async function answerLegacyInput(
   queue: string,
 ): Promise<void> {
   const { state, limits } = ctx;
-  const id = open.requestId;
   // Still waited for: the attempt that asked runs, and no later question of it replaced this one.
-  const asked = () => state.askingAttempts.get(open.callId)?.scope === scope && state.pendingInputs.has(id);
+  const stillAsked = () =>
+    state.askingAttempts.get(open.callId)?.scope === scope && state.pendingInputs.has(open.requestId);
   let answer: InputAnswer;
   try {
-    if (timeoutMs > 0)
-      await condition(() => state.answers.has(id) || !asked(), timeoutMs, {
-        summary: `waiting for an answer to ${open.tool}`,
-      });
-    if (!asked()) return;
-    answer = state.answers.get(id) ?? { action: 'cancel' };
+    const answers = await awaitAnswers(state, [open], timeoutMs, { stillAsked });
+    if (!answers) return;
+    answer = answers.byRequest.get(open.requestId)!;
   } catch (err) {
     // The turn was cancelled: its calls are, too.
     if (isCancellation(err)) return;
     throw err;
-  } finally {
-    state.pendingInputs.delete(id);
-    state.answers.delete(id);
-    state.details.callWaitsForInput(open.callId, undefined);
   }
   try {
     await proxyActivities<Activities>(deliverOptions(queue, open.tool, limits)).deliverInputAnswer({
-      requestId: id,
+      requestId: open.requestId,
       answer,
     });
   } catch {
