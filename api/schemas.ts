@@ -104,13 +104,10 @@ export const CallRequestSchema = z
 
 export const EndTurnSchema = z
   .object({
-    detach: z
-      .boolean()
-      .optional()
-      .openapi({
-        description:
-          "Do not wait for calls that run as MCP tasks: each is answered as `detached` (its task goes on; its outcome's `detached` says how a later turn takes it up). Other calls are still waited for (default false).",
-      }),
+    detach: z.boolean().optional().openapi({
+      description:
+        "Do not wait for calls that run as MCP tasks: each is answered as `detached` (its task goes on; its outcome's `detached` says how a later turn takes it up). Other calls are still waited for (default false).",
+    }),
     endSession: z
       .boolean()
       .optional()
@@ -174,13 +171,10 @@ export const StartTurnSchema = z
           "Run as this agent: its servers granted on the shelf join the turn. The token's prefixes must start the agent ID; the workspace must be under DMCP_WORKSPACE_ROOTS (the agent is signed with it).",
         example: 'support-bot',
       }),
-    endSession: z
-      .boolean()
-      .optional()
-      .openapi({
-        description:
-          "End the session with this turn: once its calls are done, the worker stops the session's servers instead of keeping them for a next turn (default false).",
-      }),
+    endSession: z.boolean().optional().openapi({
+      description:
+        "End the session with this turn: once its calls are done, the worker stops the session's servers instead of keeping them for a next turn (default false).",
+    }),
     calls: z
       .array(z.array(CallRequestSchema).min(1).max(MAX_BATCH_GROUP_CALLS))
       .min(1)
@@ -207,12 +201,9 @@ export const ServerStatusSchema = z
     warnings: z.array(z.string()),
     pid: z.number().int().optional(),
     login: z.enum(LoginProblemKind).optional(),
-    era: z
-      .enum(ProtocolEra)
-      .optional()
-      .openapi({
-        description: 'The MCP wire era the server landed on: legacy (2025 and earlier) or modern (2026-07-28).',
-      }),
+    era: z.enum(ProtocolEra).optional().openapi({
+      description: 'The MCP wire era the server landed on: legacy (2025 and earlier) or modern (2026-07-28).',
+    }),
   })
   .openapi('ServerStatus');
 
@@ -235,13 +226,10 @@ export const ToolSchema = z
     annotations: JsonObject.optional(),
     timeoutMs: z.number().optional(),
     retry: z.enum(['safe', 'never']).optional(),
-    taskSupport: z
-      .enum(['optional', 'required'])
-      .optional()
-      .openapi({
-        description:
-          "The tool may run as an MCP task (its listing's `execution.taskSupport`; `optional` for every tool of a 2026-07-28 server that offers the tasks extension).",
-      }),
+    taskSupport: z.enum(['optional', 'required']).optional().openapi({
+      description:
+        "The tool may run as an MCP task (its listing's `execution.taskSupport`; `optional` for every tool of a 2026-07-28 server that offers the tasks extension).",
+    }),
     tasks: z
       .literal('prefer')
       .optional()
@@ -319,12 +307,10 @@ const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'canc
 export const TaskRecordSchema = z
   .object({
     taskId: z.string(),
-    status: z
-      .enum(TASK_STATUSES)
-      .openapi({
-        description:
-          '`lost`: the stdio server process that ran it is gone; `unknown`: the server no longer knows it (its TTL ran out).',
-      }),
+    status: z.enum(TASK_STATUSES).openapi({
+      description:
+        '`lost`: the stdio server process that ran it is gone; `unknown`: the server no longer knows it (its TTL ran out).',
+    }),
     statusMessage: z.string().optional(),
     polls: z.number().int(),
     changes: z.array(
@@ -418,13 +404,10 @@ export const TranscriptSchema = z
     endedBy: z.enum(TurnEndedBy).optional(),
     state: z.enum(['running', 'completed', 'failed', 'terminated', 'timed out', 'cancelled', 'continued']),
     failure: z.string().optional(),
-    otherRuns: z
-      .array(z.string())
-      .optional()
-      .openapi({
-        description:
-          "Run IDs of other executions at this workflow ID that are not the turn's run chain, left out of the transcript",
-      }),
+    otherRuns: z.array(z.string()).optional().openapi({
+      description:
+        "Run IDs of other executions at this workflow ID that are not the turn's run chain, left out of the transcript",
+    }),
   })
   .openapi('Transcript');
 
