@@ -30,7 +30,6 @@ import {
   parseAddArguments,
   shelfConfigEntry,
   shelfEntryProblem,
-  shelfLayerText,
   shelfWorkflowId,
   signShelfGrant,
   signShelfServer,
@@ -38,6 +37,7 @@ import {
   verifyShelfServer,
   workerVariablesOf,
 } from '../../plane/shelf.js';
+import { shelfLayerText } from '../../plane/shelfLayer.js';
 import { SettingsError } from '../../settings/index.js';
 
 test('mcp add arguments: a URL, sse <url>, http <url>, or a command after --', () => {
@@ -514,15 +514,13 @@ test("the probe: the pool's negotiation without the entry's headers; a session i
           .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
       }
       if (req.headers['mcp-session-id'] === 'session-1') return void res.writeHead(202).end();
-      res
-        .writeHead(400, { 'content-type': 'application/json' })
-        .end(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            id: message.id ?? null,
-            error: { code: -32000, message: 'Bad Request: Server not initialized' },
-          }),
-        );
+      res.writeHead(400, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: message.id ?? null,
+          error: { code: -32000, message: 'Bad Request: Server not initialized' },
+        }),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
