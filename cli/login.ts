@@ -6,16 +6,16 @@
  */
 import { spawn } from 'node:child_process';
 import { nameProblem } from '../config/names.js';
+import { listenForCallback, type CallbackOutcome } from '../plane/loginCallback.js';
+import { LoginError } from '../plane/loginChecks.js';
+import { logout } from '../plane/logout.js';
 import {
-  LoginError,
   callbackUrl,
   finishLogin,
-  listenForCallback,
-  logout,
   startLogin,
-  type CallbackOutcome,
   type FinishedLogin,
   type LoginDeps,
+  type StartLoginOptions,
 } from '../plane/oauth.js';
 import { tokenStoreFromSettings, type TokenStore } from '../plane/tokenStore.js';
 import type { Settings } from '../settings/index.js';
@@ -119,6 +119,72 @@ function errorPrinter(opts: { out: (line: string) => void; err?: (line: string) 
   return opts.err ?? ((line: string) => opts.out(`error: ${line}`));
 }
 
+/** What {@link loginCommand} has made ready by the time it waits for the browser. */
+interface ReadyLogin {
+  deps: LoginDeps;
+  start: StartLoginOptions;
+  /** What finishing the login needs besides the address: a pre-registered client's secret. */
+  finishing: { clientSecret?: string };
+  pasteBack: string;
+  err: (line: string) => void;
+}
+
+/**
+ * Listens on the loopback callback, starts the login, opens the browser and waits for it to come
+ * back (or for the wait to end); the exit code of {@link loginCommand}.
+ */
+async function loginThroughCallback(opts: LoginCommandOptions, ready: ReadyLogin): Promise<number> {
+  const { deps, start, finishing, pasteBack, err } = ready;
+  let finished: FinishedLogin | undefined;
+  let failure: string | undefined;
+  const handle = async (address: string): Promise<CallbackOutcome> => {
+    try {
+      finished = await finishLogin(deps, {
+        server: opts.server,
+        redirectAddress: address,
+        serverUrl: opts.serverUrl,
+        ...finishing,
+      });
+      return { done: true, ok: true, message: `Logged in to ${opts.server}. You can close this tab.` };
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      // A tab of an older login must not end this one; anything else does.
+      const stale = e instanceof LoginError && e.reason === 'state';
+      if (!stale) failure = message;
+      return { done: !stale, ok: false, message };
+    }
+  };
+  const listener = await listenForCallback(opts.settings.oauth.callbackPort, opts.server, handle);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const started = await startLogin(deps, start);
+    opts.out(`Open this address in a browser to log in to ${opts.server}:`);
+    opts.out(`  ${started.authorizationUrl}`);
+    opts.out(
+      `Waiting for the browser to come back to ${start.redirectUrl} ... (if it runs on another machine, paste the address it ends on: ${pasteBack})`,
+    );
+    if (!opts.noBrowser) (opts.openBrowser ?? openInBrowser)(started.authorizationUrl);
+    const waitMs = opts.waitMs ?? 10 * 60_000;
+    const timedOut = await Promise.race([
+      listener.done.then(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), waitMs))),
+    ]);
+    if (timedOut) {
+      err(`no answer from the browser within ${Math.round(waitMs / 1000)} s; the login stays pending: ${pasteBack}`);
+      return 1;
+    }
+  } finally {
+    clearTimeout(timer);
+    await listener.close();
+  }
+  if (!finished) {
+    err(failure ?? 'the login did not finish');
+    return 1;
+  }
+  for (const line of finishedLines(finished)) opts.out(line);
+  return 0;
+}
+
 /**
  * Logs in to a shelf server. Exit code 0 when logged in (or, with `noWait`, when the login was
  * started), 1 when it failed, 2 for a bad server name.
@@ -161,14 +227,15 @@ export async function loginCommand(opts: LoginCommandOptions): Promise<number> {
     const metadataDocument = metadataUrl !== undefined ? { clientMetadataUrl: metadataUrl } : {};
     const redirectUrl = callbackUrl(port);
     const pasteBack = `durable-mcp mcp login ${opts.server} '<address>'`;
+    const start: StartLoginOptions = {
+      server: opts.server,
+      serverUrl: opts.serverUrl,
+      redirectUrl,
+      ...(client ? { client } : {}),
+      ...metadataDocument,
+    };
     if (opts.noWait) {
-      const started = await startLogin(deps, {
-        server: opts.server,
-        serverUrl: opts.serverUrl,
-        redirectUrl,
-        ...(client ? { client } : {}),
-        ...metadataDocument,
-      });
+      const started = await startLogin(deps, start);
       opts.out(`Open this address in a browser to log in to ${opts.server}:`);
       opts.out(`  ${started.authorizationUrl}`);
       opts.out(
@@ -177,60 +244,7 @@ export async function loginCommand(opts: LoginCommandOptions): Promise<number> {
       opts.out(`  ${pasteBack}`);
       return 0;
     }
-    let finished: FinishedLogin | undefined;
-    let failure: string | undefined;
-    const handle = async (address: string): Promise<CallbackOutcome> => {
-      try {
-        finished = await finishLogin(deps, {
-          server: opts.server,
-          redirectAddress: address,
-          serverUrl: opts.serverUrl,
-          ...finishing,
-        });
-        return { done: true, ok: true, message: `Logged in to ${opts.server}. You can close this tab.` };
-      } catch (e) {
-        const message = e instanceof Error ? e.message : String(e);
-        // A tab of an older login must not end this one; anything else does.
-        const stale = e instanceof LoginError && e.reason === 'state';
-        if (!stale) failure = message;
-        return { done: !stale, ok: false, message };
-      }
-    };
-    const listener = await listenForCallback(port, opts.server, handle);
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      const started = await startLogin(deps, {
-        server: opts.server,
-        serverUrl: opts.serverUrl,
-        redirectUrl,
-        ...(client ? { client } : {}),
-        ...metadataDocument,
-      });
-      opts.out(`Open this address in a browser to log in to ${opts.server}:`);
-      opts.out(`  ${started.authorizationUrl}`);
-      opts.out(
-        `Waiting for the browser to come back to ${redirectUrl} ... (if it runs on another machine, paste the address it ends on: ${pasteBack})`,
-      );
-      if (!opts.noBrowser) (opts.openBrowser ?? openInBrowser)(started.authorizationUrl);
-      const waitMs = opts.waitMs ?? 10 * 60_000;
-      const timedOut = await Promise.race([
-        listener.done.then(() => false),
-        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), waitMs))),
-      ]);
-      if (timedOut) {
-        err(`no answer from the browser within ${Math.round(waitMs / 1000)} s; the login stays pending: ${pasteBack}`);
-        return 1;
-      }
-    } finally {
-      clearTimeout(timer);
-      await listener.close();
-    }
-    if (!finished) {
-      err(failure ?? 'the login did not finish');
-      return 1;
-    }
-    for (const line of finishedLines(finished)) opts.out(line);
-    return 0;
+    return await loginThroughCallback(opts, { deps, start, finishing, pasteBack, err });
   } catch (e) {
     err(e instanceof Error ? e.message : String(e));
     return 1;

@@ -5,10 +5,9 @@
  * kept in the token store (the workers use it until it expires); without it, the command says how
  * the workers get their tokens. Nothing here prints a secret or a token.
  */
+import { grantMachineTokens, MachineGrantError } from '../plane/machineGrant.js';
 import {
-  grantMachineTokens,
   machineCredentialOf,
-  MachineGrantError,
   machineMovedMessage,
   machinePinOf,
   machineProblemMessage,

@@ -258,6 +258,130 @@ function missingLogins(store: CredentialsDeps['store'], machineClient: Credentia
   };
 }
 
+/** What refreshing a person's login needs of the credentials it belongs to. */
+interface RefreshContext {
+  store: TokenStore;
+  logger: Logger;
+  fetchFn: FetchLike;
+  env: NodeJS.ProcessEnv;
+  /** Refresh when the access token expires within this many milliseconds. */
+  margin: number;
+  now: () => number;
+  /** Every token value seen of `server`, for scrubbing. */
+  secrets: (server: string) => string[];
+  remember: (server: string, tokens: StoredTokens) => void;
+  /** The record, or the problem that stands in for it. */
+  load: (server: string, serverUrl: string) => Promise<LoginRecord | TokenAnswer>;
+  deadLogin: (server: string) => Promise<TokenAnswer>;
+}
+
+const answerOf = (record: LoginRecord): TokenAnswer => ({ token: record.tokens.access_token, loginId: record.loginId });
+
+/**
+ * Refreshes under the lock. `stale` is the access token this process found wanting; after taking
+ * the lock the record is read again, and if another process replaced that token already, its new
+ * token is the answer and the refresh token is not spent again.
+ */
+function refreshLogin(
+  ctx: RefreshContext,
+  server: string,
+  serverUrl: string,
+  stale: string | undefined,
+  why: 'expiring' | 'unauthorized',
+): Promise<TokenAnswer> {
+  const { logger } = ctx;
+  return ctx.store.withLock(server, async () => {
+    const loaded = await ctx.load(server, serverUrl);
+    if (!('tokens' in loaded)) return loaded;
+    const record = loaded;
+    const t = ctx.now();
+    if (record.tokens.access_token !== stale && !refreshDue(record.tokens, ctx.margin, t)) return answerOf(record);
+    const stillValid = why === 'expiring' && !expiresWithin(record.tokens, 0, t);
+    const refreshToken = record.tokens.refresh_token;
+    if (!refreshToken) {
+      if (stillValid) return answerOf(record);
+      await markDead(ctx, record, 'no refresh token');
+      return ctx.deadLogin(server);
+    }
+    const metadata = record.discovery.authorizationServerMetadata;
+    const client = refreshClient(record, ctx.env);
+    if ('reason' in client) {
+      logger.warn({ server, reason: client.reason }, 'could not refresh the OAuth login');
+      if (stillValid) return answerOf(record);
+      return { problem: loginProblem('refresh_failed', server, { reason: client.reason }) };
+    }
+    const clientInformation = client.information;
+    let issued;
+    try {
+      issued = await refreshAuthorization(record.discovery.authorizationServerUrl, {
+        ...(metadata ? { metadata } : {}),
+        clientInformation,
+        refreshToken,
+        ...(record.resource ? { resource: record.resource } : {}),
+        fetchFn: ctx.fetchFn,
+      });
+    } catch (err) {
+      const reason = shortReason(err, [
+        ...ctx.secrets(server),
+        ...(clientInformation.client_secret ? [clientInformation.client_secret] : []),
+      ]);
+      if (err instanceof OAuthError && DEAD_CODES.has(err.errorCode)) {
+        logger.warn({ server, reason }, 'the authorization server refused the refresh token: the login is over');
+        await markDead(ctx, record, reason);
+        return ctx.deadLogin(server);
+      }
+      logger.warn({ server, reason }, 'could not refresh the OAuth login');
+      if (stillValid) return answerOf(record);
+      return { problem: loginProblem('refresh_failed', server, { reason }) };
+    }
+    const next: LoginRecord = {
+      ...record,
+      refreshedAt: new Date(t).toISOString(),
+      // The SDK keeps the old refresh token when none is returned; a rotated one replaces it.
+      tokens: storedTokens({ ...issued, refresh_token: issued.refresh_token ?? refreshToken }, t),
+    };
+    ctx.remember(server, next.tokens);
+    await ctx.store.write(next);
+    logger.info({ server, loginId: next.loginId, why }, 'refreshed the OAuth login');
+    return answerOf(next);
+  });
+}
+
+async function markDead(
+  ctx: Pick<RefreshContext, 'store' | 'now'>,
+  record: LoginRecord,
+  reason: string,
+): Promise<void> {
+  await ctx.store.write({ ...record, dead: { at: new Date(ctx.now()).toISOString(), reason } });
+}
+
+/** What reading a login needs: the store, and the problems that stand in for a missing one. */
+type LoadContext = Pick<RefreshContext, 'store' | 'logger' | 'remember'> & ReturnType<typeof missingLogins>;
+
+/** The login record of `server` for `serverUrl`, or the problem that stands in for it. */
+async function loadLogin(ctx: LoadContext, server: string, serverUrl: string): Promise<LoginRecord | TokenAnswer> {
+  let record: LoginRecord | undefined;
+  try {
+    record = await ctx.store.read(server);
+  } catch (err) {
+    ctx.logger.warn({ server, err: (err as Error).message }, 'cannot read the OAuth login');
+    return { problem: loginProblem('refresh_failed', server, { reason: shortReason(err, []) }) };
+  }
+  if (!record) return ctx.noLogin(server);
+  ctx.remember(server, record.tokens);
+  if (!sameServerUrl(record.serverUrl, serverUrl)) {
+    ctx.logger.warn(
+      { server, loginUrl: record.serverUrl, serverUrl },
+      'the OAuth login was made for another address; its token is not sent',
+    );
+    return ctx.noLogin(server);
+  }
+  if (record.movedTo !== undefined)
+    return { problem: await ctx.movedProblem(server, record.discovery.authorizationServerUrl, record.movedTo) };
+  if (record.dead) return ctx.deadLogin(server);
+  return record;
+}
+
 /** Credentials over a token store. */
 export function createCredentials(deps: CredentialsDeps): Credentials {
   const { store, logger } = deps;
@@ -278,105 +402,10 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
     known.set(server, list.slice(-32));
   }
 
-  const { noLogin, deadLogin, movedProblem } = missingLogins(store, deps.machineClient);
-
-  /** The record, or the problem that stands in for it. */
-  async function load(server: string, serverUrl: string): Promise<LoginRecord | TokenAnswer> {
-    let record: LoginRecord | undefined;
-    try {
-      record = await store.read(server);
-    } catch (err) {
-      logger.warn({ server, err: (err as Error).message }, 'cannot read the OAuth login');
-      return { problem: loginProblem('refresh_failed', server, { reason: shortReason(err, []) }) };
-    }
-    if (!record) return noLogin(server);
-    remember(server, record.tokens);
-    if (!sameServerUrl(record.serverUrl, serverUrl)) {
-      logger.warn(
-        { server, loginUrl: record.serverUrl, serverUrl },
-        'the OAuth login was made for another address; its token is not sent',
-      );
-      return noLogin(server);
-    }
-    if (record.movedTo !== undefined)
-      return { problem: await movedProblem(server, record.discovery.authorizationServerUrl, record.movedTo) };
-    if (record.dead) return deadLogin(server);
-    return record;
-  }
-
-  const answer = (record: LoginRecord): TokenAnswer => ({ token: record.tokens.access_token, loginId: record.loginId });
-
-  /**
-   * Refreshes under the lock. `stale` is the access token this process found wanting; after taking
-   * the lock the record is read again, and if another process replaced that token already, its new
-   * token is the answer and the refresh token is not spent again.
-   */
-  function refresh(
-    server: string,
-    serverUrl: string,
-    stale: string | undefined,
-    why: 'expiring' | 'unauthorized',
-  ): Promise<TokenAnswer> {
-    return store.withLock(server, async () => {
-      const loaded = await load(server, serverUrl);
-      if (!('tokens' in loaded)) return loaded;
-      const record = loaded;
-      const t = now();
-      if (record.tokens.access_token !== stale && !refreshDue(record.tokens, margin, t)) return answer(record);
-      const stillValid = why === 'expiring' && !expiresWithin(record.tokens, 0, t);
-      const refreshToken = record.tokens.refresh_token;
-      if (!refreshToken) {
-        if (stillValid) return answer(record);
-        await markDead(record, 'no refresh token');
-        return deadLogin(server);
-      }
-      const metadata = record.discovery.authorizationServerMetadata;
-      const client = refreshClient(record, deps.env ?? {});
-      if ('reason' in client) {
-        logger.warn({ server, reason: client.reason }, 'could not refresh the OAuth login');
-        if (stillValid) return answer(record);
-        return { problem: loginProblem('refresh_failed', server, { reason: client.reason }) };
-      }
-      const clientInformation = client.information;
-      let issued;
-      try {
-        issued = await refreshAuthorization(record.discovery.authorizationServerUrl, {
-          ...(metadata ? { metadata } : {}),
-          clientInformation,
-          refreshToken,
-          ...(record.resource ? { resource: record.resource } : {}),
-          fetchFn,
-        });
-      } catch (err) {
-        const reason = shortReason(err, [
-          ...(known.get(server) ?? []),
-          ...(clientInformation.client_secret ? [clientInformation.client_secret] : []),
-        ]);
-        if (err instanceof OAuthError && DEAD_CODES.has(err.errorCode)) {
-          logger.warn({ server, reason }, 'the authorization server refused the refresh token: the login is over');
-          await markDead(record, reason);
-          return deadLogin(server);
-        }
-        logger.warn({ server, reason }, 'could not refresh the OAuth login');
-        if (stillValid) return answer(record);
-        return { problem: loginProblem('refresh_failed', server, { reason }) };
-      }
-      const next: LoginRecord = {
-        ...record,
-        refreshedAt: new Date(t).toISOString(),
-        // The SDK keeps the old refresh token when none is returned; a rotated one replaces it.
-        tokens: storedTokens({ ...issued, refresh_token: issued.refresh_token ?? refreshToken }, t),
-      };
-      remember(server, next.tokens);
-      await store.write(next);
-      logger.info({ server, loginId: next.loginId, why }, 'refreshed the OAuth login');
-      return answer(next);
-    });
-  }
-
-  async function markDead(record: LoginRecord, reason: string): Promise<void> {
-    await store.write({ ...record, dead: { at: new Date(now()).toISOString(), reason } });
-  }
+  const missing = missingLogins(store, deps.machineClient);
+  const { deadLogin, movedProblem } = missing;
+  const load = (server: string, serverUrl: string) =>
+    loadLogin({ store, logger, remember, ...missing }, server, serverUrl);
 
   async function guarded(server: string, run: () => Promise<TokenAnswer>): Promise<TokenAnswer> {
     try {
@@ -389,6 +418,18 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
     }
   }
 
+  const refreshing: RefreshContext = {
+    store,
+    logger,
+    fetchFn,
+    env: deps.env ?? {},
+    margin,
+    now,
+    secrets: (server) => known.get(server) ?? [],
+    remember,
+    load,
+    deadLogin,
+  };
   const notes: RecordNotes = { store, logger, fetchFn, secrets: (server) => known.get(server) ?? [], movedProblem };
   const machine: MachineTokenDeps = {
     store,
@@ -407,14 +448,14 @@ export function createCredentials(deps: CredentialsDeps): Credentials {
       return guarded(server, async () => {
         const loaded = await load(server, serverUrl);
         if (!('tokens' in loaded)) return loaded;
-        if (!refreshDue(loaded.tokens, margin, now())) return answer(loaded);
-        return refresh(server, serverUrl, loaded.tokens.access_token, 'expiring');
+        if (!refreshDue(loaded.tokens, margin, now())) return answerOf(loaded);
+        return refreshLogin(refreshing, server, serverUrl, loaded.tokens.access_token, 'expiring');
       });
     },
     afterUnauthorized(server, serverUrl, failedToken) {
       const client = deps.machineClient?.(server);
       if (client) return guarded(server, () => machineToken(machine, server, serverUrl, client, failedToken));
-      return guarded(server, () => refresh(server, serverUrl, failedToken, 'unauthorized'));
+      return guarded(server, () => refreshLogin(refreshing, server, serverUrl, failedToken, 'unauthorized'));
     },
     insufficientScope(server, serverUrl, deniedToken, scope) {
       return recordWantedScope(notes, server, serverUrl, deniedToken, scope);

@@ -4,9 +4,9 @@
  * registration, PKCE S256 and the `resource` parameter are the SDK's `auth()`; this file keeps what
  * it produces in the token store. A login has two halves: {@link startLogin} (the address to open
  * in a browser, kept as a pending login) and {@link finishLogin} (the address the browser ends on,
- * from the loopback callback or pasted back by hand). {@link logout} revokes (RFC 7009) and deletes.
+ * from the loopback callback or pasted back by hand). What a login refuses is in `loginChecks.ts`,
+ * the loopback callback in `loginCallback.ts`, logging out in `logout.ts`.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import {
   auth,
@@ -21,56 +21,15 @@ import type {
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  checkMetadataIssuer,
+  checkTransport,
+  LoginError,
+  parseRedirectAddress,
+  withOfflineAccess,
+} from './loginChecks.js';
 import { sameServerUrl, scopeUnion, shortReason, storedTokens } from './tokens.js';
 import { newLoginId, type LoginRecord, type PendingLogin, type TokenStore } from './tokenStore.js';
-
-/** A login that cannot go on: says what was wrong and what to do. */
-export class LoginError extends Error {
-  override name = 'LoginError';
-
-  /** `state`: the address belongs to another (older) login, so the pending one may still finish. */
-  constructor(
-    message: string,
-    readonly reason?: 'state',
-  ) {
-    super(message);
-  }
-}
-
-/**
- * Whether codes and tokens may travel to `url`: https, or plain http to this machine only (a local
- * server or test). Anything else would carry them across the network readable.
- */
-export function safeForTokens(url: string): boolean {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    return false;
-  }
-  if (u.protocol === 'https:') return true;
-  if (u.protocol !== 'http:') return false;
-  const h = u.hostname.toLowerCase();
-  return h === 'localhost' || h.endsWith('.localhost') || h === '[::1]' || /^127(\.\d{1,3}){3}$/.test(h);
-}
-
-/** Refuses a login whose code or tokens would go over plain http to another machine. */
-function checkTransport(server: string, discovery: OAuthDiscoveryState | undefined, serverUrl?: string): void {
-  if (serverUrl !== undefined && !safeForTokens(serverUrl)) {
-    throw new LoginError(
-      `${server}: ${serverUrl} is plain http to another machine: the login's code and tokens would cross the network readable; use an https:// address`,
-    );
-  }
-  if (!discovery) return;
-  // The SDK's own fallback when the metadata names no token endpoint.
-  const tokenEndpoint =
-    discovery.authorizationServerMetadata?.token_endpoint ?? new URL('/token', discovery.authorizationServerUrl).href;
-  if (!safeForTokens(tokenEndpoint)) {
-    throw new LoginError(
-      `${server}: the token endpoint ${tokenEndpoint} is plain http to another machine: the code and tokens would cross the network readable; the authorization server must use https`,
-    );
-  }
-}
 
 /** The redirect address of logins on this machine: the loopback callback. */
 export function callbackUrl(port: number): string {
@@ -86,7 +45,8 @@ export interface LoginDeps {
   now?: () => number;
 }
 
-function fetchOf(deps: LoginDeps): FetchLike {
+/** `deps.fetch` with the request timeout. */
+export function fetchOf(deps: LoginDeps): FetchLike {
   const base = deps.fetch ?? fetch;
   const ms = deps.requestTimeoutMs ?? 15_000;
   return (url, init) => base(url, { ...init, signal: init?.signal ?? AbortSignal.timeout(ms) });
@@ -270,23 +230,23 @@ export interface StartedLogin {
   startedAt: Date;
 }
 
+/** Options of {@link startLogin}. */
+export interface StartLoginOptions {
+  server: string;
+  serverUrl: string;
+  redirectUrl: string;
+  /** A pre-registered client: no dynamic registration. */
+  client?: PreregisteredClient;
+  /** The client ID metadata document's address (https): the client ID where the authorization server accepts one. */
+  clientMetadataUrl?: string;
+}
+
 /**
  * Starts a login of `server` at `serverUrl`: discovery, client registration and the authorization
  * address (PKCE S256, state, resource), kept as the server's pending login (replacing an older
  * pending one). The current login, if any, stays in use until the new one is finished.
  */
-export async function startLogin(
-  deps: LoginDeps,
-  opts: {
-    server: string;
-    serverUrl: string;
-    redirectUrl: string;
-    /** A pre-registered client: no dynamic registration. */
-    client?: PreregisteredClient;
-    /** The client ID metadata document's address (https): the client ID where the authorization server accepts one. */
-    clientMetadataUrl?: string;
-  },
-): Promise<StartedLogin> {
+export async function startLogin(deps: LoginDeps, opts: StartLoginOptions): Promise<StartedLogin> {
   checkTransport(opts.server, undefined, opts.serverUrl);
   const fetchFn = fetchOf(deps);
   const now = deps.now ?? Date.now;
@@ -305,49 +265,8 @@ export async function startLogin(
         : {}),
   });
   try {
-    // Discovery first and apart, so metadata naming another issuer is refused before any of its
-    // endpoints (registration included) is used; `auth()` then goes on from this discovery.
-    const found = await discoverOAuthServerInfo(opts.serverUrl, {
-      ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}),
-      fetchFn,
-    });
-    if (found.resourceMetadata)
-      checkMetadataIssuer(opts.server, found.authorizationServerUrl, found.authorizationServerMetadata?.issuer);
-    // A login made at another authorization server carries nothing over (SEP-2352): its client
-    // was registered there, and what it was granted there means nothing here.
-    const moved = previous !== undefined && previous.discovery.authorizationServerUrl !== found.authorizationServerUrl;
-    if (moved && opts.client && previous.client.client_id === opts.client.clientId) {
-      throw new LoginError(
-        `${opts.server}: its authorization server moved from ${previous.discovery.authorizationServerUrl} to ${found.authorizationServerUrl}, and the client ${opts.client.clientId} ` +
-          `was registered at the old one: register a client at the new one (redirect address ${opts.redirectUrl}), then put the server back with its ID: ` +
-          `durable-mcp mcp forget ${opts.server} && durable-mcp mcp add ${opts.server} ${opts.serverUrl} --client-id <id> [--client-secret-env <VAR>]`,
-      );
-    }
-    const scope = scopeUnion(
-      hint?.scope,
-      moved ? undefined : scopeUnion(previous?.tokens.scope, previous?.wantedScope),
-    );
-    const metadataDocument =
-      opts.clientMetadataUrl !== undefined &&
-      found.authorizationServerMetadata?.client_id_metadata_document_supported === true;
-    if (
-      !opts.client &&
-      !metadataDocument &&
-      found.authorizationServerMetadata &&
-      !found.authorizationServerMetadata.registration_endpoint
-    ) {
-      throw new LoginError(
-        `${opts.server}: the authorization server ${found.authorizationServerUrl} offers no dynamic client registration: register a client there ` +
-          `(redirect address ${opts.redirectUrl}), then put the server back with its ID: durable-mcp mcp forget ${opts.server} && ` +
-          `durable-mcp mcp add ${opts.server} ${opts.serverUrl} --client-id <id> [--client-secret-env <VAR>]`,
-      );
-    }
-    provider.saveDiscoveryState({
-      authorizationServerUrl: found.authorizationServerUrl,
-      ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl.href } : {}),
-      ...(found.resourceMetadata ? { resourceMetadata: found.resourceMetadata } : {}),
-      ...(found.authorizationServerMetadata ? { authorizationServerMetadata: found.authorizationServerMetadata } : {}),
-    });
+    const { discovery, scope } = await discoverForLogin(opts, hint, previous, fetchFn);
+    provider.saveDiscoveryState(discovery);
     const result = await auth(provider, {
       serverUrl: opts.serverUrl,
       ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}),
@@ -394,104 +313,56 @@ export async function startLogin(
 }
 
 /**
- * The authorization server metadata's `issuer` against the address it was looked up from (RFC 8414):
- * metadata naming another issuer was served for, or by, someone else, and its endpoints are not
- * to be trusted with this login. A trailing slash is the only difference allowed, since the
- * protected resource metadata spells the same address both ways. Checked where the protected
- * resource metadata named the authorization server; a server without that metadata (the
- * 2025-03-26 revision's fallback to the server's own origin) named no issuer to compare with.
- * @throws LoginError naming both.
+ * The authorization server of a new login, found from the server's 401 `hint`, and the scope to
+ * ask for. Refuses a login the pre-registered client or a missing registration endpoint cannot make.
  */
-export function checkMetadataIssuer(server: string, builtFrom: string, issuer: string | undefined): void {
-  if (issuer === undefined) return;
-  const bare = (u: string) => (u.endsWith('/') ? u.slice(0, -1) : u);
-  if (bare(issuer) !== bare(builtFrom)) {
+async function discoverForLogin(
+  opts: StartLoginOptions,
+  hint: Awaited<ReturnType<typeof probeUnauthorized>>,
+  previous: LoginRecord | undefined,
+  fetchFn: FetchLike,
+): Promise<{ discovery: OAuthDiscoveryState; scope: string | undefined }> {
+  // Discovery first and apart, so metadata naming another issuer is refused before any of its
+  // endpoints (registration included) is used; `auth()` then goes on from this discovery.
+  const found = await discoverOAuthServerInfo(opts.serverUrl, {
+    ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl } : {}),
+    fetchFn,
+  });
+  if (found.resourceMetadata)
+    checkMetadataIssuer(opts.server, found.authorizationServerUrl, found.authorizationServerMetadata?.issuer);
+  // A login made at another authorization server carries nothing over (SEP-2352): its client
+  // was registered there, and what it was granted there means nothing here.
+  const moved = previous !== undefined && previous.discovery.authorizationServerUrl !== found.authorizationServerUrl;
+  if (moved && opts.client && previous.client.client_id === opts.client.clientId) {
     throw new LoginError(
-      `${server}: the authorization server metadata found for ${builtFrom} names another issuer, ${JSON.stringify(issuer.slice(0, 200))}; refusing to log in through it`,
+      `${opts.server}: its authorization server moved from ${previous.discovery.authorizationServerUrl} to ${found.authorizationServerUrl}, and the client ${opts.client.clientId} ` +
+        `was registered at the old one: register a client at the new one (redirect address ${opts.redirectUrl}), then put the server back with its ID: ` +
+        `durable-mcp mcp forget ${opts.server} && durable-mcp mcp add ${opts.server} ${opts.serverUrl} --client-id <id> [--client-secret-env <VAR>]`,
     );
   }
-}
-
-/**
- * The scope to ask for: `offline_access` added where the authorization server lists it, so the
- * login comes with a refresh token and outlives its first access token.
- */
-export function withOfflineAccess(
-  scope: string | undefined,
-  scopesSupported: readonly string[] | undefined,
-): string | undefined {
-  if (!scopesSupported?.includes('offline_access')) return scope;
-  const scopes = (scope ?? '').split(' ').filter((s) => s !== '');
-  return scopes.includes('offline_access') ? scope : [...scopes, 'offline_access'].join(' ');
-}
-
-/**
- * What the address the browser ended on says: the authorization code, or why there is none.
- * @throws LoginError naming what is wrong with the address.
- */
-export function parseRedirectAddress(
-  address: string,
-  pending: Pick<PendingLogin, 'server' | 'state' | 'startedAt'> & {
-    discovery?: Pick<OAuthDiscoveryState, 'authorizationServerMetadata'>;
-  },
-): { code: string } {
-  let url: URL;
-  try {
-    url = new URL(address.trim());
-  } catch {
+  const scope = scopeUnion(hint?.scope, moved ? undefined : scopeUnion(previous?.tokens.scope, previous?.wantedScope));
+  const metadataDocument =
+    opts.clientMetadataUrl !== undefined &&
+    found.authorizationServerMetadata?.client_id_metadata_document_supported === true;
+  if (
+    !opts.client &&
+    !metadataDocument &&
+    found.authorizationServerMetadata &&
+    !found.authorizationServerMetadata.registration_endpoint
+  ) {
     throw new LoginError(
-      `${pending.server}: ${JSON.stringify(address.length > 80 ? `${address.slice(0, 77)}...` : address)} is not an address; paste the whole address the browser ended on, in quotes`,
+      `${opts.server}: the authorization server ${found.authorizationServerUrl} offers no dynamic client registration: register a client there ` +
+        `(redirect address ${opts.redirectUrl}), then put the server back with its ID: durable-mcp mcp forget ${opts.server} && ` +
+        `durable-mcp mcp add ${opts.server} ${opts.serverUrl} --client-id <id> [--client-secret-env <VAR>]`,
     );
   }
-  const p = url.searchParams;
-  if (p.get('state') !== pending.state) {
-    throw new LoginError(
-      `${pending.server}: the address does not belong to the login started ${pending.startedAt} (its state ${p.has('state') ? 'differs' : 'is missing'}); paste the address of the newest login, or start again`,
-      'state',
-    );
-  }
-  checkIssuerParameter(pending.server, p.get('iss'), pending.discovery?.authorizationServerMetadata);
-  const error = p.get('error');
-  if (error) {
-    const description = p.get('error_description');
-    throw new LoginError(
-      `${pending.server}: the authorization server refused the login: ${error}${description ? ` (${description.slice(0, 200)})` : ''}`,
-    );
-  }
-  const code = p.get('code');
-  if (!code) throw new LoginError(`${pending.server}: the address carries no authorization code (no "code" parameter)`);
-  return { code };
-}
-
-/**
- * The authorization response's `iss` (RFC 9207) against the issuer the login was started with: a
- * response from another authorization server (a mix-up) must not be redeemed at this one's token
- * endpoint. Compared exactly, without normalising. Absent is refused only where the metadata says
- * the server sends it.
- * @throws LoginError naming the issuer expected and the one the address carries.
- */
-export function checkIssuerParameter(
-  server: string,
-  iss: string | null,
-  metadata: { issuer?: string; authorization_response_iss_parameter_supported?: boolean } | undefined,
-): void {
-  const expected = metadata?.issuer;
-  if (iss === null) {
-    if (metadata?.authorization_response_iss_parameter_supported === true) {
-      throw new LoginError(
-        `${server}: the address carries no "iss" parameter, though the authorization server ${expected ?? '(no issuer)'} says it sends one; start the login again`,
-      );
-    }
-    return;
-  }
-  if (expected === undefined)
-    throw new LoginError(
-      `${server}: the address names the issuer ${JSON.stringify(iss.slice(0, 200))}, but the login knows no issuer to compare it with; start the login again`,
-    );
-  if (iss !== expected)
-    throw new LoginError(
-      `${server}: the address comes from the issuer ${JSON.stringify(iss.slice(0, 200))}, not ${JSON.stringify(expected)} where the login started; start the login again`,
-    );
+  const discovery: OAuthDiscoveryState = {
+    authorizationServerUrl: found.authorizationServerUrl,
+    ...(hint?.resourceMetadataUrl ? { resourceMetadataUrl: hint.resourceMetadataUrl.href } : {}),
+    ...(found.resourceMetadata ? { resourceMetadata: found.resourceMetadata } : {}),
+    ...(found.authorizationServerMetadata ? { authorizationServerMetadata: found.authorizationServerMetadata } : {}),
+  };
+  return { discovery, scope };
 }
 
 export interface FinishedLogin {
@@ -579,182 +450,4 @@ export async function finishLogin(
     hasRefreshToken: Boolean(record.tokens.refresh_token),
     ...(record.tokens.scope ? { scope: record.tokens.scope } : {}),
   };
-}
-
-export interface CallbackListener {
-  port: number;
-  /** Resolves after the first callback request whose handling said `done` (the login finished or failed for good). */
-  done: Promise<void>;
-  close(): Promise<void>;
-}
-
-/** What the callback handler makes of one redirect: the page to show, and whether the login is over. */
-export type CallbackOutcome = { done: boolean; ok: boolean; message: string };
-
-/**
- * Listens on 127.0.0.1:`port` for the browser's redirect to `/callback` and hands each one's full
- * address to `handle`. One login at a time: a taken port is a {@link LoginError} saying so.
- */
-export function listenForCallback(
-  port: number,
-  server: string,
-  handle: (address: string) => Promise<CallbackOutcome>,
-): Promise<CallbackListener> {
-  let finish: () => void = () => undefined;
-  const done = new Promise<void>((resolve) => (finish = resolve));
-  let bound = port;
-  const http: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const address = `http://127.0.0.1:${bound}${req.url ?? '/'}`;
-    if (req.method !== 'GET' || new URL(address).pathname !== '/callback') {
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found\n');
-      return;
-    }
-    handle(address).then(
-      (outcome) => {
-        res
-          .writeHead(outcome.ok ? 200 : 400, {
-            'content-type': 'text/html; charset=utf-8',
-            'cache-control': 'no-store',
-          })
-          .end(page(outcome));
-        if (outcome.done) finish();
-      },
-      (err: unknown) => {
-        res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`${(err as Error).message}\n`);
-      },
-    );
-  });
-  return new Promise((resolve, reject) => {
-    http.once('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EADDRINUSE' || err.code === 'EACCES') {
-        reject(
-          new LoginError(
-            `port ${port} (DMCP_OAUTH_CALLBACK_PORT) on 127.0.0.1 is taken: another login may be running, or another program uses it. ` +
-              `Set DMCP_OAUTH_CALLBACK_PORT to a free port, or start the login without waiting (durable-mcp mcp login ${server} --no-wait), ` +
-              `open the address it prints, and paste the address the browser ends on: durable-mcp mcp login ${server} '<address>'`,
-          ),
-        );
-      } else reject(new LoginError(`cannot listen on 127.0.0.1:${port} (DMCP_OAUTH_CALLBACK_PORT): ${err.message}`));
-    });
-    http.listen(port, '127.0.0.1', () => {
-      const address = http.address();
-      bound = typeof address === 'object' && address ? address.port : port;
-      resolve({
-        port: bound,
-        done,
-        close: () =>
-          new Promise<void>((r) => {
-            http.closeAllConnections();
-            http.close(() => r());
-          }),
-      });
-    });
-  });
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
-  );
-}
-
-function page(outcome: CallbackOutcome): string {
-  const title = outcome.ok ? 'Logged in' : 'Login failed';
-  return `<!doctype html><html><head><meta charset="utf-8"><title>durable-mcp: ${title}</title></head><body><h1>${title}</h1><p>${escapeHtml(outcome.message)}</p></body></html>\n`;
-}
-
-/** What logging out did. */
-export interface LogoutResult {
-  /** Whether a login or a pending login was there to delete. */
-  deleted: boolean;
-  /** The revocation endpoint, when the authorization server offers one. */
-  revocationEndpoint?: string;
-  /** Which tokens the endpoint accepted for revocation (`refresh_token`, `access_token`). */
-  revoked: string[];
-  /** Why a revocation failed (never holding a token). */
-  failures: string[];
-}
-
-/** Where the authorization server revokes tokens (RFC 7009), from its metadata (OpenID metadata may name it too). */
-export function revocationOf(record: Pick<LoginRecord, 'discovery'>): { endpoint?: string; methods?: string[] } {
-  const m = record.discovery.authorizationServerMetadata as Record<string, unknown> | undefined;
-  const endpoint = typeof m?.revocation_endpoint === 'string' ? m.revocation_endpoint : undefined;
-  const methods = Array.isArray(m?.revocation_endpoint_auth_methods_supported)
-    ? (m.revocation_endpoint_auth_methods_supported as string[])
-    : undefined;
-  return { ...(endpoint ? { endpoint } : {}), ...(methods ? { methods } : {}) };
-}
-
-/** RFC 7009 revocation of one token. @throws Error with a reason when the endpoint refuses. */
-async function revokeOne(
-  endpoint: string,
-  record: LoginRecord,
-  token: string,
-  hint: 'refresh_token' | 'access_token',
-  fetchFn: FetchLike,
-): Promise<void> {
-  const body = new URLSearchParams({ token, token_type_hint: hint });
-  const headers: Record<string, string> = {
-    'content-type': 'application/x-www-form-urlencoded',
-    accept: 'application/json',
-  };
-  const client = record.client;
-  const { methods } = revocationOf(record);
-  if (client.client_secret && methods?.includes('client_secret_basic') && !methods.includes('client_secret_post')) {
-    headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`).toString('base64')}`;
-  } else {
-    body.set('client_id', client.client_id);
-    if (client.client_secret) body.set('client_secret', client.client_secret);
-  }
-  const res = await fetchFn(endpoint, { method: 'POST', headers, body: body.toString() });
-  const text = await res.text().catch(() => '');
-  if (!res.ok) throw new Error(`HTTP ${res.status}${text ? `: ${text.slice(0, 120)}` : ''}`);
-}
-
-/**
- * Logs `server` out for every process: revokes its refresh and access tokens where the
- * authorization server offers revocation at an address fit for tokens ({@link safeForTokens}), then deletes the login and any pending login (also when
- * revocation failed: the result says so). Holds the server's lock, so no refresh writes it back.
- */
-export async function logout(deps: LoginDeps, server: string): Promise<LogoutResult> {
-  const fetchFn = fetchOf(deps);
-  return deps.store.withLock(server, async () => {
-    const result: LogoutResult = { deleted: false, revoked: [], failures: [] };
-    let record: LoginRecord | undefined;
-    try {
-      record = await deps.store.read(server);
-    } catch (err) {
-      result.failures.push(`the login file could not be read, so nothing was revoked: ${(err as Error).message}`);
-    }
-    const endpoint = record ? revocationOf(record).endpoint : undefined;
-    if (record && endpoint && !record.dead && !safeForTokens(endpoint)) {
-      // The same rule as every other request that carries a token; the login is deleted anyway,
-      // since a bad endpoint must not keep anyone logged in.
-      result.revocationEndpoint = endpoint;
-      result.failures.push(
-        `the tokens: the revocation endpoint ${endpoint} is plain http to another machine: the tokens would cross the network readable, so none was sent; they stay valid there until they expire`,
-      );
-    } else if (record && endpoint && !record.dead) {
-      result.revocationEndpoint = endpoint;
-      const secrets = [record.tokens.access_token, record.tokens.refresh_token ?? ''];
-      const order: ['refresh_token' | 'access_token', string | undefined][] = [
-        ['refresh_token', record.tokens.refresh_token],
-        ['access_token', record.tokens.access_token],
-      ];
-      for (const [hint, token] of order) {
-        if (!token) continue;
-        try {
-          await revokeOne(endpoint, record, token, hint, fetchFn);
-          result.revoked.push(hint);
-        } catch (err) {
-          result.failures.push(`${hint}: ${shortReason(err, secrets)}`);
-        }
-      }
-    } else if (endpoint) {
-      result.revocationEndpoint = endpoint;
-    }
-    result.deleted = await deps.store.remove(server);
-    return result;
-  });
 }

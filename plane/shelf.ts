@@ -1,15 +1,12 @@
 /**
  * The shelf's pure side: `mcp add` arguments into an entry, an entry's checks (the config room's
  * parser, as a `shelf` layer, plus the shelf's own rule that no secret value may be written into
- * it), proofs with the operator's turn key, and the `mcp.json` text of one agent's servers that the
- * worker reads as the shelf layer. No I/O.
+ * it), and proofs with the operator's turn key. The machine-login client fields are checked in
+ * `shelfMachineClient.ts`; what a worker reads of the shelf is `shelfLayer.ts`. No I/O.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import {
-  agentIdProblem,
   DEFAULT_TASK_QUEUE,
-  isMachineGrant,
-  type MachineGrant,
   SHELF_WORKFLOW_ID,
   shelfGrantProofText,
   shelfServerProofText,
@@ -23,6 +20,7 @@ import { nameProblem } from '../config/names.js';
 import { parseConfigText } from '../config/parse.js';
 import { isSecretName, secretValues } from '../config/secrets.js';
 import { mcpEnvEntries } from '../settings/index.js';
+import { machineClientProblem, VARIABLE_NAME } from './shelfMachineClient.js';
 
 /** A shelf request that cannot be honoured; `field` names what was wrong (`headers.Authorization`, `agent`). */
 export class ShelfInputError extends Error {
@@ -81,133 +79,6 @@ export interface AddArguments {
   idpClientId?: string;
   /** `--id-token-env`: the worker variable holding the user's ID token (with `--id-jag`). */
   idTokenEnv?: string;
-}
-
-const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** The JWS algorithms a client assertion may be signed with (asymmetric keys in PEM). */
-export const SIGNING_ALGORITHMS = [
-  'RS256',
-  'RS384',
-  'RS512',
-  'PS256',
-  'PS384',
-  'PS512',
-  'ES256',
-  'ES384',
-  'ES512',
-] as const;
-
-/** Why the machine-login fields of a pre-registered client do not fit together, with the field to blame; undefined when they do. */
-export function machineClientProblem(
-  client: ShelfOAuthClient,
-  flags: boolean,
-): { message: string; field: string } | undefined {
-  const say = (flag: string, field: string) => (flags ? flag : field);
-  const idJag = idJagClientProblem(client, say);
-  if (idJag !== null) return idJag;
-  if (client.grant !== 'client_credentials') {
-    if (client.privateKeyEnv !== undefined)
-      return {
-        message: `${say('--private-key-env', 'oauth.privateKeyEnv')} is for a machine login (${say('--client-credentials', 'oauth.grant: client_credentials')})`,
-        field: 'oauth.privateKeyEnv',
-      };
-    if (client.signingAlgorithm !== undefined)
-      return {
-        message: `${say('--signing-algorithm', 'oauth.signingAlgorithm')} is for a machine login with a private key (${say('--client-credentials --private-key-env <VAR>', 'oauth.grant: client_credentials, oauth.privateKeyEnv')})`,
-        field: 'oauth.signingAlgorithm',
-      };
-    return undefined;
-  }
-  if ((client.clientSecretEnv === undefined) === (client.privateKeyEnv === undefined)) {
-    return {
-      message: `a machine login authenticates with either a secret (${say('--client-secret-env <VAR>', 'oauth.clientSecretEnv')}) or a private key (${say('--private-key-env <VAR>', 'oauth.privateKeyEnv')}): give one of them`,
-      field: 'oauth',
-    };
-  }
-  if (client.privateKeyEnv !== undefined && !VARIABLE_NAME.test(client.privateKeyEnv)) {
-    return {
-      message: `${say('--private-key-env', 'oauth.privateKeyEnv')} takes the name of a variable holding the private key (PEM), not the key itself`,
-      field: 'oauth.privateKeyEnv',
-    };
-  }
-  if (client.signingAlgorithm !== undefined) {
-    if (client.privateKeyEnv === undefined)
-      return {
-        message: `${say('--signing-algorithm', 'oauth.signingAlgorithm')} applies to a private key (${say('--private-key-env', 'oauth.privateKeyEnv')}), not to a secret`,
-        field: 'oauth.signingAlgorithm',
-      };
-    if (!(SIGNING_ALGORITHMS as readonly string[]).includes(client.signingAlgorithm))
-      return {
-        message: `${say('--signing-algorithm', 'oauth.signingAlgorithm')} ${JSON.stringify(client.signingAlgorithm.slice(0, 40))} is not one of ${SIGNING_ALGORITHMS.join(', ')}`,
-        field: 'oauth.signingAlgorithm',
-      };
-  }
-  return undefined;
-}
-
-const ID_JAG_FIELDS = [
-  ['idpTokenEndpoint', '--idp-token-endpoint'],
-  ['idpClientId', '--idp-client-id'],
-  ['idTokenEnv', '--id-token-env'],
-] as const;
-
-/**
- * The cross-app access (`id_jag`) part of {@link machineClientProblem}: null when the entry is not
- * about it (neither the grant nor its fields), else its problem or undefined.
- */
-function idJagClientProblem(
-  client: ShelfOAuthClient,
-  say: (flag: string, field: string) => string,
-): { message: string; field: string } | undefined | null {
-  if (client.grant !== 'id_jag') {
-    const stray = ID_JAG_FIELDS.find(([field]) => client[field] !== undefined);
-    return stray
-      ? {
-          message: `${say(stray[1], `oauth.${stray[0]}`)} is for a cross-app access login (${say('--id-jag', 'oauth.grant: id_jag')})`,
-          field: `oauth.${stray[0]}`,
-        }
-      : null;
-  }
-  const missing = ID_JAG_FIELDS.find(([field]) => client[field] === undefined);
-  if (missing)
-    return {
-      message: `a cross-app access login (${say('--id-jag', 'oauth.grant: id_jag')}) needs ${say(`${missing[1]} <${missing[0] === 'idTokenEnv' ? 'VAR' : missing[0] === 'idpClientId' ? 'ID' : 'URL'}>`, `oauth.${missing[0]}`)}`,
-      field: `oauth.${missing[0]}`,
-    };
-  if (client.clientSecretEnv === undefined)
-    return {
-      message: `a cross-app access login authenticates to the server's authorization server with a secret: give ${say('--client-secret-env <VAR>', 'oauth.clientSecretEnv')}`,
-      field: 'oauth.clientSecretEnv',
-    };
-  if (client.privateKeyEnv !== undefined || client.signingAlgorithm !== undefined)
-    return {
-      message: `a cross-app access login authenticates with a secret, not a private key: drop ${say('--private-key-env', 'oauth.privateKeyEnv')}`,
-      field: 'oauth.privateKeyEnv',
-    };
-  if (!VARIABLE_NAME.test(client.idTokenEnv!))
-    return {
-      message: `${say('--id-token-env', 'oauth.idTokenEnv')} takes the name of a variable holding the ID token, not the token itself`,
-      field: 'oauth.idTokenEnv',
-    };
-  let endpoint: URL | undefined;
-  try {
-    endpoint = new URL(client.idpTokenEndpoint!);
-  } catch {
-    endpoint = undefined;
-  }
-  if (!endpoint || !['http:', 'https:'].includes(endpoint.protocol) || endpoint.username || endpoint.password)
-    return {
-      message: `${say('--idp-token-endpoint', 'oauth.idpTokenEndpoint')} must be the identity provider's http(s) token endpoint, without a user name or password`,
-      field: 'oauth.idpTokenEndpoint',
-    };
-  const id = client.idpClientId!;
-  if (id.trim() === '' || id.length > 1024 || [...id].some((c) => c.charCodeAt(0) < 0x20))
-    return {
-      message: `${say('--idp-client-id', 'oauth.idpClientId')} must be the client ID the identity provider gave (one line, at most 1024 characters)`,
-      field: 'oauth.idpClientId',
-    };
-  return undefined;
 }
 
 /** The pre-registered client of `mcp add`, or why its flags are wrong. */
@@ -584,76 +455,4 @@ export function verifyShelfServer(key: Buffer, server: ShelfServer): boolean {
 /** Whether a grant was made by a holder of `key`, for the server's entry as it is now. */
 export function verifyShelfGrant(key: Buffer, grant: ShelfGrant, entry: ShelfEntry): boolean {
   return typeof grant.proof === 'string' && sameHex(grant.proof, signShelfGrant(key, grant.server, grant.agent, entry));
-}
-
-// --- the worker's layer ---
-
-/** The client of a shelf server whose workers log in by themselves (client credentials, or cross-app access). */
-export type MachineClient = ShelfOAuthClient & { grant: MachineGrant };
-
-/**
- * The machine logins among the servers granted to `agent` whose server and grant proofs verify
- * with the worker's turn key: only an entry the operator signed may have the workers send a
- * client's secret anywhere. Pure.
- */
-export function machineClientsOf(
-  state: ShelfState,
-  agent: string,
-  key: Buffer | undefined,
-): Map<string, MachineClient> {
-  const out = new Map<string, MachineClient>();
-  if (!key || agentIdProblem(agent)) return out;
-  const servers = new Map(state.servers.map((s) => [s.name, s]));
-  for (const grant of state.grants) {
-    const server = grant.agent === agent ? servers.get(grant.server) : undefined;
-    const entry = server?.entry;
-    if (!server || entry?.type === 'stdio' || !isMachineGrant(entry?.oauth?.grant)) continue;
-    if (!verifyShelfServer(key, server) || !verifyShelfGrant(key, grant, server.entry)) continue;
-    out.set(server.name, { ...entry.oauth!, grant: entry.oauth!.grant! as MachineGrant });
-  }
-  return out;
-}
-
-/**
- * The shelf layer of one agent's turn: the `mcp.json` text of the servers granted to `agent` whose
- * server and grant proofs verify with the worker's turn key (`text` undefined when there are none),
- * and a warning for each one left out because a proof does not verify. Pure.
- * @param env the worker's environment: which variables are secret (see {@link shelfConfigEntry}).
- */
-export function shelfLayerText(
-  state: ShelfState,
-  agent: string,
-  key: Buffer | undefined,
-  env: NodeJS.ProcessEnv = {},
-): { text: string | undefined; warnings: string[] } {
-  const warnings: string[] = [];
-  if (agentIdProblem(agent)) return { text: undefined, warnings };
-  const servers = new Map(state.servers.map((s) => [s.name, s]));
-  const entries: Record<string, unknown> = {};
-  const grants = state.grants.filter((g) => g.agent === agent).sort((a, b) => a.server.localeCompare(b.server));
-  for (const grant of grants) {
-    const server = servers.get(grant.server);
-    if (!server) continue;
-    if (!key) {
-      warnings.push(
-        `shelf: server "${server.name}" not used: this worker has no turn key to check the shelf's proofs with`,
-      );
-      continue;
-    }
-    if (!verifyShelfServer(key, server)) {
-      warnings.push(
-        `shelf: server "${server.name}" not used: it is not signed with this worker's turn key (put it on the shelf again from a machine holding the key: durable-mcp mcp forget ${server.name}, then mcp add)`,
-      );
-      continue;
-    }
-    if (!verifyShelfGrant(key, grant, server.entry)) {
-      warnings.push(
-        `shelf: server "${server.name}" not used for agent "${agent}": the grant is not signed with this worker's turn key (grant it again: durable-mcp mcp grant ${server.name} --agent ${agent})`,
-      );
-      continue;
-    }
-    entries[server.name] = shelfConfigEntry(server.entry, env);
-  }
-  if (Object.keys(entries).length === 0) return { text: undefined, warnings };
-  return { text: `${JSON.stringify({ mcpServers: entries }, null, 2)}\n`, warnings };
 }

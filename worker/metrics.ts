@@ -89,6 +89,42 @@ export interface WorkerMetrics {
   watchPool(pool: Pick<ServerPool, 'serverStates'>): void;
 }
 
+/** The activity interceptor that counts and times each tool call attempt (`callTool`, fast path or not). */
+function callInterceptor(m: {
+  calls: Counter<'server' | 'tool' | 'outcome'>;
+  latency: Histogram<'server' | 'tool'>;
+  bytes: Histogram<'server' | 'tool'>;
+  retries: Counter<'server' | 'tool'>;
+}): ActivityInterceptorsFactory {
+  const { calls, latency, bytes, retries } = m;
+  return (ctx) => ({
+    inbound: {
+      async execute(input, next) {
+        // A fast-path call (a local activity) is a call attempt like any other.
+        if (ctx.info.activityType !== ActivityName.callTool && ctx.info.activityType !== ActivityName.callToolLocal)
+          return next(input);
+        const call = input.args[0] as Pick<CallToolInput, 'server' | 'tool'>;
+        const labels = { server: String(call.server), tool: String(call.tool) };
+        if (ctx.info.attempt > 1) retries.inc(labels);
+        const stop = latency.startTimer(labels);
+        try {
+          const result = await next(input);
+          stop();
+          calls.inc({ ...labels, outcome: outcomeOfResult(result) });
+          bytes.observe(labels, resultBytes(result));
+          return result;
+        } catch (err) {
+          // A fast-path miss ran nothing: the regular attempt that follows is the one counted.
+          if (err instanceof ApplicationFailure && err.type === FailureType.FastPathMiss) throw err;
+          stop();
+          calls.inc({ ...labels, outcome: outcomeOfFailure(err) });
+          throw err;
+        }
+      },
+    },
+  });
+}
+
 /**
  * Creates the metrics of one worker in a registry of its own. Labels are server and tool names
  * (config keys and listed tool names), never session IDs or arguments.
@@ -154,32 +190,7 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}):
     },
   });
 
-  const interceptor: ActivityInterceptorsFactory = (ctx) => ({
-    inbound: {
-      async execute(input, next) {
-        // A fast-path call (a local activity) is a call attempt like any other.
-        if (ctx.info.activityType !== ActivityName.callTool && ctx.info.activityType !== ActivityName.callToolLocal)
-          return next(input);
-        const call = input.args[0] as Pick<CallToolInput, 'server' | 'tool'>;
-        const labels = { server: String(call.server), tool: String(call.tool) };
-        if (ctx.info.attempt > 1) retries.inc(labels);
-        const stop = latency.startTimer(labels);
-        try {
-          const result = await next(input);
-          stop();
-          calls.inc({ ...labels, outcome: outcomeOfResult(result) });
-          bytes.observe(labels, resultBytes(result));
-          return result;
-        } catch (err) {
-          // A fast-path miss ran nothing: the regular attempt that follows is the one counted.
-          if (err instanceof ApplicationFailure && err.type === FailureType.FastPathMiss) throw err;
-          stop();
-          calls.inc({ ...labels, outcome: outcomeOfFailure(err) });
-          throw err;
-        }
-      },
-    },
-  });
+  const interceptor = callInterceptor({ calls, latency, bytes, retries });
 
   return {
     registry,

@@ -9,9 +9,10 @@ import { hashEntries } from '../config/load.js';
 import type { LoadedConfig } from '../config/types.js';
 import type { LoginCredentials, LoginToken } from '../mcp/login.js';
 import { createCredentials, loginProblem, type Credentials } from '../plane/credentials.js';
-import { machineLoginId } from '../plane/machineLogin.js';
-import { isMachineGrant } from '../contract/shelf.js';
-import { machineClientsOf, shelfLayerText, type MachineClient } from '../plane/shelf.js';
+import { machineLoginId } from '../plane/machineGrant.js';
+import { isMachineGrant, type ShelfState } from '../contract/shelf.js';
+import { machineClientsOf, shelfLayerText } from '../plane/shelfLayer.js';
+import type { MachineClient } from '../plane/shelfMachineClient.js';
 import { ShelfClient } from '../plane/shelfClient.js';
 import { tokenStoreFromSettings, type TokenStore } from '../plane/tokenStore.js';
 import type { Settings } from '../settings/index.js';
@@ -38,6 +39,70 @@ export interface WorkerShelfOptions {
 
 /** Agents whose last shelf layer is kept for a turn when the shelf cannot be read; the oldest go first. */
 const AGENTS_KEPT = 1000;
+
+/**
+ * The pool's credentials for shelf servers, over credentials opened on first use. The token store
+ * failing is the server's problem, named in its status; the turn goes on.
+ */
+function lazyCredentials(open: () => Promise<Credentials>): LoginCredentials {
+  let opened: Credentials | undefined;
+  const storeProblem = (server: string, err: unknown): LoginToken => ({
+    problem: loginProblem('refresh_failed', server, {
+      reason: `the token store: ${(err as Error)?.message ?? String(err)}`,
+    }),
+  });
+  return {
+    accessToken: async (server, url) => {
+      try {
+        return await (opened = await open()).accessToken(server, url);
+      } catch (err) {
+        return storeProblem(server, err);
+      }
+    },
+    afterUnauthorized: async (server, url, failed) => {
+      try {
+        return await (opened = await open()).afterUnauthorized(server, url, failed);
+      } catch (err) {
+        return storeProblem(server, err);
+      }
+    },
+    insufficientScope: async (server, url, denied, scope) => {
+      const fallback = loginProblem('insufficient_scope', server, { ...(scope ? { scope } : {}) });
+      try {
+        return (await (opened = await open()).insufficientScope?.(server, url, denied, scope)) ?? fallback;
+      } catch {
+        return fallback;
+      }
+    },
+    authorizationServerMoved: async (server, url, resourceMetadataUrl) => {
+      try {
+        return await (opened = await open()).authorizationServerMoved?.(server, url, resourceMetadataUrl);
+      } catch {
+        // The token store's trouble is named by the refresh that comes next.
+        return undefined;
+      }
+    },
+    secretsOf: (server) => opened?.secretsOf?.(server) ?? [],
+  };
+}
+
+/**
+ * The shelf's machine logins as last read, with those `found` for this turn's agent: a server no
+ * longer on the shelf, or no longer a machine login, is dropped.
+ */
+function updateMachines(
+  machines: Map<string, MachineClient>,
+  state: ShelfState,
+  found: Map<string, MachineClient>,
+): void {
+  const onShelf = new Set(state.servers.map((s) => s.name));
+  for (const name of machines.keys()) if (!onShelf.has(name)) machines.delete(name);
+  for (const s of state.servers) {
+    const client = found.get(s.name);
+    if (client) machines.set(s.name, client);
+    else if (s.entry.type === 'stdio' || !isMachineGrant(s.entry.oauth?.grant)) machines.delete(s.name);
+  }
+}
 
 export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
   let shelf: ShelfClient | undefined;
@@ -67,46 +132,7 @@ export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
     ));
   // The machine logins of the shelf as last read: their workers get tokens by themselves.
   const machines = new Map<string, MachineClient>();
-  let opened: Credentials | undefined;
-  // The token store failing is this server's problem, named in its status; the turn goes on.
-  const storeProblem = (server: string, err: unknown): LoginToken => ({
-    problem: loginProblem('refresh_failed', server, {
-      reason: `the token store: ${(err as Error)?.message ?? String(err)}`,
-    }),
-  });
-  const lazy: LoginCredentials = {
-    accessToken: async (server, url) => {
-      try {
-        return await (opened = await openCredentials()).accessToken(server, url);
-      } catch (err) {
-        return storeProblem(server, err);
-      }
-    },
-    afterUnauthorized: async (server, url, failed) => {
-      try {
-        return await (opened = await openCredentials()).afterUnauthorized(server, url, failed);
-      } catch (err) {
-        return storeProblem(server, err);
-      }
-    },
-    insufficientScope: async (server, url, denied, scope) => {
-      const fallback = loginProblem('insufficient_scope', server, { ...(scope ? { scope } : {}) });
-      try {
-        return (await (opened = await openCredentials()).insufficientScope?.(server, url, denied, scope)) ?? fallback;
-      } catch {
-        return fallback;
-      }
-    },
-    authorizationServerMoved: async (server, url, resourceMetadataUrl) => {
-      try {
-        return await (opened = await openCredentials()).authorizationServerMoved?.(server, url, resourceMetadataUrl);
-      } catch {
-        // The token store's trouble is named by the refresh that comes next.
-        return undefined;
-      }
-    },
-    secretsOf: (server) => opened?.secretsOf?.(server) ?? [],
-  };
+  const lazy = lazyCredentials(openCredentials);
   return {
     credentials: lazy,
     attach(client) {
@@ -118,14 +144,7 @@ export function createWorkerShelf(options: WorkerShelfOptions): WorkerShelf {
       try {
         const state = await shelf.read();
         const read = shelfLayerText(state, agent, options.turnKey, options.env);
-        const found = machineClientsOf(state, agent, options.turnKey);
-        const onShelf = new Set(state.servers.map((s) => s.name));
-        for (const name of machines.keys()) if (!onShelf.has(name)) machines.delete(name);
-        for (const s of state.servers) {
-          const client = found.get(s.name);
-          if (client) machines.set(s.name, client);
-          else if (s.entry.type === 'stdio' || !isMachineGrant(s.entry.oauth?.grant)) machines.delete(s.name);
-        }
+        updateMachines(machines, state, machineClientsOf(state, agent, options.turnKey));
         layer = { ...(read.text !== undefined ? { text: read.text } : {}), warnings: read.warnings };
       } catch (err) {
         // A shelf that does not answer this once must not take the agent's servers away: the config

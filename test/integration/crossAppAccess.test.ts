@@ -10,13 +10,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import {
-  grantMachineTokens,
-  machineCredentialOf,
-  machineProblemMessage,
-  MachineGrantError,
-  type MachineClient,
-} from '../../plane/machineLogin.js';
+import { grantMachineTokens, MachineGrantError } from '../../plane/machineGrant.js';
+import { machineCredentialOf, machineProblemMessage, type MachineClient } from '../../plane/machineLogin.js';
 import { startOAuthFixture, type OAuthFixture } from '../support/oauthFixture.js';
 
 interface Stats {

@@ -12,11 +12,10 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
+import { grantMachineTokens, MachineGrantError } from '../../plane/machineGrant.js';
 import {
-  grantMachineTokens,
   machineProblemMessage,
   machineToken,
-  MachineGrantError,
   type MachineClient,
   type MachineTokenDeps,
 } from '../../plane/machineLogin.js';

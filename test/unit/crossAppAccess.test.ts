@@ -8,15 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { serverState } from '../../cli/commands/mcp.js';
 import type { ShelfEntry, ShelfServer, ShelfState } from '../../contract/index.js';
-import {
-  machineCredentialOf,
-  machineLoginId,
-  machineProblemMessage,
-  type MachineClient,
-} from '../../plane/machineLogin.js';
+import { machineLoginId } from '../../plane/machineGrant.js';
+import { machineCredentialOf, machineProblemMessage, type MachineClient } from '../../plane/machineLogin.js';
+import { machineClientsOf } from '../../plane/shelfLayer.js';
 import {
   ShelfInputError,
-  machineClientsOf,
   parseAddArguments,
   shelfEntryProblem,
   signShelfGrant,

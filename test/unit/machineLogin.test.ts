@@ -11,19 +11,21 @@ import type { ShelfEntry, ShelfServer, ShelfState } from '../../contract/index.j
 import {
   authorizationServerMoveFrom,
   authorizationServerPinOf,
-  machineCredentialOf,
   machineLoginId,
+  refusalOf,
+} from '../../plane/machineGrant.js';
+import {
+  machineCredentialOf,
   machineMovedMessage,
   machinePinOf,
   machineProblemMessage,
   privateKeyOf,
-  refusalOf,
   type MachineClient,
 } from '../../plane/machineLogin.js';
 import type { LoginRecord } from '../../plane/tokenStore.js';
+import { machineClientsOf } from '../../plane/shelfLayer.js';
 import {
   ShelfInputError,
-  machineClientsOf,
   parseAddArguments,
   shelfEntryProblem,
   signShelfGrant,

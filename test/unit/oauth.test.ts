@@ -12,20 +12,16 @@ import { describe, test } from 'node:test';
 import { InvalidGrantError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { createCredentials, loginProblemMessage } from '../../plane/credentials.js';
 import { expiresWithin, refreshDue, sameServerUrl, scopeUnion, shortReason, storedTokens } from '../../plane/tokens.js';
+import { listenForCallback, type CallbackOutcome } from '../../plane/loginCallback.js';
 import {
   LoginError,
   checkMetadataIssuer,
-  clientMetadataFor,
-  finishLogin,
-  withOfflineAccess,
-  listenForCallback,
-  logout,
   parseRedirectAddress,
-  revocationOf,
   safeForTokens,
-  startLogin,
-  type CallbackOutcome,
-} from '../../plane/oauth.js';
+  withOfflineAccess,
+} from '../../plane/loginChecks.js';
+import { logout, revocationOf } from '../../plane/logout.js';
+import { clientMetadataFor, finishLogin, startLogin } from '../../plane/oauth.js';
 import { logoutCommand } from '../../cli/login.js';
 import type { Settings } from '../../settings/index.js';
 import { createTokenStore } from '../../plane/tokenStore.js';

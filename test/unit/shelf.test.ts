@@ -30,7 +30,6 @@ import {
   parseAddArguments,
   shelfConfigEntry,
   shelfEntryProblem,
-  shelfLayerText,
   shelfWorkflowId,
   signShelfGrant,
   signShelfServer,
@@ -38,6 +37,7 @@ import {
   verifyShelfServer,
   workerVariablesOf,
 } from '../../plane/shelf.js';
+import { shelfLayerText } from '../../plane/shelfLayer.js';
 import { SettingsError } from '../../settings/index.js';
 
 test('mcp add arguments: a URL, sse <url>, http <url>, or a command after --', () => {
