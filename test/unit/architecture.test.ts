@@ -348,7 +348,6 @@ const MAX_FILE_LINES = 500;
 const oversized: string[] = [
   'api/schemas.ts',
   'cli/commands/mcp.ts',
-  'client/transcript.ts',
   'client/turnClient.ts',
   'config/load.ts',
   'config/parse.ts',
@@ -364,7 +363,6 @@ const oversized: string[] = [
   'cli/commands/mcp.ts:655',
   'cli/embedded.ts:53',
   'cli/login.ts:126',
-  'client/transcript.ts:268',
   'governance/index.ts:72',
   'payloads/codecServer.ts:81',
   'plane/credentials.ts:262',

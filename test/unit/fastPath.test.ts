@@ -3,7 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
-import { buildTranscript, renderTranscript } from '../../client/transcript.js';
+import { buildTranscript } from '../../client/transcript.js';
+import { renderTranscript } from '../../client/transcriptText.js';
 import {
   FAST_PATH_BOUND_MS,
   afterFastAttempt,
