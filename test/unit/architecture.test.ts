@@ -38,7 +38,7 @@ const allowed: Record<string, string[]> = {
     'connection',
     'plane',
   ],
-  client: ['contract', 'workflows', 'payloads', 'shaping', 'text'],
+  client: ['contract', 'payloads', 'shaping', 'text'],
   adapters: ['contract', 'client', 'shaping', 'text'],
   api: ['contract', 'settings', 'payloads', 'client', 'shaping', 'text', 'connection', 'plane', 'config'],
   dev: ['contract', 'text'],
@@ -348,7 +348,6 @@ const MAX_FILE_LINES = 500;
 const oversized: string[] = [
   'api/schemas.ts',
   'cli/commands/mcp.ts',
-  'client/turnClient.ts',
   'config/load.ts',
   'config/parse.ts',
   'mcp/managedServer.ts',
