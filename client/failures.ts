@@ -3,8 +3,8 @@
  * client look into an error's causes, so none of them reads a message's text to decide.
  */
 import { isGrpcServiceError } from '@temporalio/client';
-import { findCause } from '../workflows/failures.js';
-export { applicationFailureOf, failureTypeOf, findCause } from '../workflows/failures.js';
+import { findCause } from '../contract/failureCauses.js';
+export { applicationFailureOf, failureTypeOf, findCause } from '../contract/failureCauses.js';
 
 /** gRPC status codes callers of Temporal decide on. */
 export const GrpcStatus = {

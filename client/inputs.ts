@@ -1,8 +1,7 @@
 /** The caller's side of input requests: reading the open ones and answering them, by hand or by a callback. */
 import type { WorkflowHandle } from '@temporalio/client';
 import type { InputAnswer, InputAnswerReceipt, InputRequest } from '../contract/index.js';
-import type { agentTurn } from '../workflows/agentTurn.js';
-import { answerInputUpdate as answerInputDef, statusQuery } from '../workflows/definitions.js';
+import { answerInputUpdate as answerInputDef, statusQuery, type AgentTurnWorkflow } from '../contract/definitions.js';
 import { applicationFailureOf } from './failures.js';
 
 /**
@@ -33,7 +32,7 @@ export interface CallInputOptions {
 
 /** The open input requests of a turn (all calls, or the one of `callId`). */
 export async function pendingInputsOf(
-  handle: WorkflowHandle<typeof agentTurn>,
+  handle: WorkflowHandle<AgentTurnWorkflow>,
   callId?: string,
 ): Promise<InputRequest[]> {
   const progress = await handle.query(statusQuery);
@@ -42,7 +41,7 @@ export async function pendingInputsOf(
 
 /** Sends one answer; its Update ID is the request ID, so a second answer to the same request returns the first's receipt. */
 export function sendAnswer(
-  handle: WorkflowHandle<typeof agentTurn>,
+  handle: WorkflowHandle<AgentTurnWorkflow>,
   requestId: string,
   answer: InputAnswer,
 ): Promise<InputAnswerReceipt> {
@@ -55,7 +54,7 @@ export function sendAnswer(
  * asked again with the reason.
  */
 export async function answerWhileRunning(
-  handle: WorkflowHandle<typeof agentTurn>,
+  handle: WorkflowHandle<AgentTurnWorkflow>,
   callId: string | undefined,
   running: Promise<unknown>,
   options: CallInputOptions & { onInput: InputHandler },

@@ -1,10 +1,9 @@
-import { createHash } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+/**
+ * A turn rebuilt from its history alone: what each event tells of the turn and of its calls. The
+ * terminal's rendering is in transcriptText.ts, saving its images in transcriptImages.ts, reading a
+ * turn's runs from Temporal in turnTranscript.ts.
+ */
 import { defaultPayloadConverter, type PayloadConverter } from '@temporalio/common';
-// Not shaping/index.js: that would load the tokenizer on every CLI start, and transcripts need none.
-import { describeContent } from '../shaping/content.js';
-import { sniffImageType } from '../shaping/images.js';
 import type { temporal } from '@temporalio/proto';
 import {
   ActivityName,
@@ -35,7 +34,6 @@ import {
   type ToolHookInput,
   type UpdateTaskInput,
 } from '../contract/index.js';
-import { stripTerminalControls } from '../text/terminal.js';
 
 type History = temporal.api.history.v1.IHistory;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -80,12 +78,6 @@ export interface TranscriptTask {
 
 /** Task state changes a transcript keeps per call: a task of hours may report thousands. */
 export const MAX_TASK_CHANGES = 50;
-
-/** The transcript's line for a task's last known state: `task <id>: working, step 3/5 (7 polls)`. */
-export function taskLine(task: TranscriptTask, detached = false): string {
-  const line = `task ${task.taskId}${task.takenUp ? ' (taken up)' : ''}: ${task.status}${task.statusMessage ? `, ${task.statusMessage}` : ''} (${task.polls} poll${task.polls === 1 ? '' : 's'})`;
-  return detached ? `${line}; detached: the turn ended without it, and the task goes on on its server` : line;
-}
 
 function observeTask(task: TranscriptTask, poll: TaskPoll | TaskStarted): void {
   const last = task.changes.at(-1);
@@ -266,142 +258,25 @@ export function transcriptFollower(
 }
 
 function readEvents(state: TranscriptState, events: readonly HistoryEvent[], converter: PayloadConverter): void {
-  const { t, scheduled, calls, legacyAsked, callFor } = state;
+  const { t } = state;
   for (const e of events) {
-    const id = String(e.eventId);
     if (e.workflowExecutionStartedEventAttributes) {
-      // A run after continue-as-new numbers its events from 1 again.
-      scheduled.clear();
-      t.state = 'running';
-      const input = decode<TurnInput>(e.workflowExecutionStartedEventAttributes.input, converter);
-      t.sessionId = input?.sessionId;
-      for (const request of (input?.batch ?? []).flat()) callFor(request.id, request.name, request.arguments ?? {});
+      runStarted(state, e.workflowExecutionStartedEventAttributes, converter);
     } else if (e.activityTaskScheduledEventAttributes) {
-      const a = e.activityTaskScheduledEventAttributes;
-      const type = a.activityType?.name ?? '';
-      const entry: { type: string; callId?: string } = { type };
-      if (type === ActivityName.preToolUseHooks || type === ActivityName.postToolUseHooks) {
-        const input = decode<ToolHookInput>(a.input, converter);
-        if (input) entry.callId = callFor(input.callId, input.name).id;
-      }
-      if (type === ActivityName.deliverInputAnswer) {
-        const input = decode<DeliverInputAnswerInput>(a.input, converter);
-        const asked = input ? legacyAsked.get(input.requestId) : undefined;
-        if (asked && input) asked.action = input.answer.action;
-      }
-      if (
-        type === ActivityName.pollTask ||
-        type === ActivityName.taskResult ||
-        type === ActivityName.cancelTask ||
-        type === ActivityName.taskInput
-      ) {
-        const input = decode<TaskRef>(a.input, converter);
-        if (input) entry.callId = callFor(input.callId, input.name).id;
-      }
-      if (type === ActivityName.updateTask) {
-        // A 2026-07-28 task's answers: only how each was answered is shown.
-        const input = decode<UpdateTaskInput>(a.input, converter);
-        const call = input ? callFor(input.callId, input.name) : undefined;
-        for (const asked of call?.inputs ?? []) {
-          const answer = input?.inputResponses[asked.key] as { action?: InputAction } | undefined;
-          if (asked.action === undefined && answer?.action) asked.action = answer.action;
-        }
-      }
-      if (type === ActivityName.callTool || type === ActivityName.createTask || type === ActivityName.takeTask) {
-        const input = decode<CallToolInput>(a.input, converter);
-        if (input) {
-          entry.callId = input.callId;
-          const call = callFor(input.callId, input.name, input.arguments);
-          // The answers of the latest round: only how each was answered is shown.
-          for (const asked of call.inputs ?? []) {
-            const answer = input.inputReply?.inputResponses[asked.key];
-            if (asked.action === undefined && answer) asked.action = answer.action;
-          }
-          const summary = e.userMetadata?.summary ? converter.fromPayload<string>(e.userMetadata.summary) : undefined;
-          if (summary) call.summary = summary;
-        }
-      }
-      scheduled.set(id, entry);
+      activityScheduled(state, e, converter);
     } else if (e.activityTaskCompletedEventAttributes) {
-      const a = e.activityTaskCompletedEventAttributes;
-      const entry = scheduled.get(String(a.scheduledEventId));
-      if (entry?.type === ActivityName.reconcileServers) {
-        const r = decode<ReconcileResult>(a.result, converter);
-        t.status = r?.status;
-        t.serversParagraph = r?.serversParagraph;
-        t.workerQueue = r?.workerQueue;
-      } else if (entry?.type === ActivityName.listTools) {
-        t.tools = decode<ToolInfo[]>(a.result, converter) ?? [];
-      } else if (entry?.type === ActivityName.preToolUseHooks && entry.callId) {
-        callFor(entry.callId).preToolUse = decode<PreToolUseHooksResult>(a.result, converter);
-      } else if (entry?.type === ActivityName.postToolUseHooks && entry.callId) {
-        callFor(entry.callId).postToolUse = decode<PostToolUseHooksResult>(a.result, converter);
-      } else if (entry?.type === ActivityName.callTool && entry.callId) {
-        const result = decode<CallOutcome | InputRequiredOutcome>(a.result, converter);
-        const call = callFor(entry.callId);
-        if (result?.status === 'input_required') {
-          const round = (call.inputs?.at(-1)?.round ?? 0) + 1;
-          call.inputs = [...(call.inputs ?? []), ...result.requests.map((r) => ({ ...r, round }))];
-        } else call.outcome = result;
-      } else if (entry?.callId && TASK_ACTIVITIES.has(entry.type)) {
-        taskActivityCompleted(
-          entry.type,
-          callFor(entry.callId),
-          decode<TaskStarted | TaskPoll | CallOutcome>(a.result, converter),
-        );
-      }
+      activityCompleted(state, e.activityTaskCompletedEventAttributes, converter);
     } else if (e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) {
-      // A fast-path call: its marker carries the result with the call's ID. A failed one (a miss, a
-      // timeout) is followed by the regular activity, which the transcript shows as usual.
-      const m = e.markerRecordedEventAttributes;
-      const data = decode<LocalActivityMarkerData>(m.details?.data, converter);
-      if ((data?.activity_type ?? data?.activityType) !== ActivityName.callToolLocal) continue;
-      const local = decode<LocalCallOutcome>(m.details?.result, converter);
-      if (!local) continue;
-      const { callId, ...result } = local;
-      const call = callFor(callId);
-      const summary = e.userMetadata?.summary ? converter.fromPayload<string>(e.userMetadata.summary) : undefined;
-      if (summary) call.summary = summary;
-      if (result.status === 'input_required') {
-        const round = (call.inputs?.at(-1)?.round ?? 0) + 1;
-        call.inputs = [...(call.inputs ?? []), ...result.requests.map((r) => ({ ...r, round }))];
-      } else call.outcome = result;
+      localActivityRecorded(state, e, converter);
     } else if (e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) {
-      const a = e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes!;
-      const entry = scheduled.get(String(a.scheduledEventId));
-      if (
-        (entry?.type === ActivityName.callTool ||
-          entry?.type === ActivityName.createTask ||
-          entry?.type === ActivityName.takeTask ||
-          entry?.type === ActivityName.pollTask ||
-          entry?.type === ActivityName.taskResult ||
-          entry?.type === ActivityName.taskInput) &&
-        entry.callId
-      ) {
-        callFor(entry.callId).failures.push(failureMessage(a.failure));
-      }
+      activityFailed(state, e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes!);
     } else if (e.workflowExecutionUpdateAcceptedEventAttributes) {
-      const req = e.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest;
-      if (req?.input?.name === UpdateName.callTool) {
-        const request = decode<CallRequest>(req.input.args, converter);
-        if (request) callFor(request.id, request.name, request.arguments ?? {});
-      }
-      if (req?.input?.name === UpdateName.legacyInputAsked) {
-        const report = decode<LegacyInputReport>(req.input.args, converter);
-        if (report) {
-          const call = callFor(report.callId, report.tool);
-          // Rounds count as the turn counts them: every accepted question of the call.
-          const round = (call.inputs?.filter((i) => i.key === LEGACY_INPUT_KEY).length ?? 0) + 1;
-          const asked: TranscriptInput = { ...report.request, key: LEGACY_INPUT_KEY, round };
-          call.inputs = [...(call.inputs ?? []), asked];
-          legacyAsked.set(inputRequestId(report.callId, round, LEGACY_INPUT_KEY), asked);
-        }
-      }
+      updateAccepted(state, e.workflowExecutionUpdateAcceptedEventAttributes, converter);
     } else if (e.workflowExecutionUpdateCompletedEventAttributes) {
       const a = e.workflowExecutionUpdateCompletedEventAttributes;
       const updateId = a.meta?.updateId;
-      if (updateId && calls.has(updateId) && a.outcome?.success) {
-        calls.get(updateId)!.outcome = decode<CallOutcome>(a.outcome.success, converter);
+      if (updateId && state.calls.has(updateId) && a.outcome?.success) {
+        state.calls.get(updateId)!.outcome = decode<CallOutcome>(a.outcome.success, converter);
       }
     } else if (e.workflowExecutionCompletedEventAttributes) {
       t.state = 'completed';
@@ -409,7 +284,7 @@ function readEvents(state: TranscriptState, events: readonly HistoryEvent[], con
       t.endedBy = result?.endedBy;
       t.workerQueue = result?.workerQueue ?? t.workerQueue;
       for (const record of result?.calls ?? [])
-        callFor(record.id, record.name, record.arguments).outcome = record.outcome;
+        state.callFor(record.id, record.name, record.arguments).outcome = record.outcome;
     } else if (e.workflowExecutionFailedEventAttributes) {
       t.state = 'failed';
       t.failure = failureMessage(e.workflowExecutionFailedEventAttributes.failure);
@@ -424,146 +299,180 @@ function readEvents(state: TranscriptState, events: readonly HistoryEvent[], con
       t.state = 'continued';
     }
   }
-  t.calls = [...calls.values()];
+  t.calls = [...state.calls.values()];
 }
 
-/**
- * The text a person reads of one outcome. Blocks read as shaping describes them for the model
- * (describeContent), so the transcript and the model's view never disagree about a block: text as
- * it is, every other block as one bracketed line (an image by type and size, audio, a binary
- * resource and malformed blocks as the note the model got).
- */
-export function outcomeText(outcome: CallOutcome): string {
-  // Not a failure: the call's task goes on, and the message says how to take it up.
-  if (outcome.errorKind === 'detached') return `detached: ${outcome.errorMessage}`;
-  if (outcome.status === 'error') return `error (${outcome.errorKind}): ${outcome.errorMessage}`;
-  const blocks = describeContent(outcome.content);
-  const lines = blocks.map((view) =>
-    view.kind === 'text' ? view.text : `[${view.kind === 'note' ? view.note : view.label}]`,
-  );
-  if (outcome.structuredContent && blocks.length === 0) lines.push(JSON.stringify(outcome.structuredContent));
-  return (outcome.isError ? 'tool reported an error: ' : '') + lines.join('\n');
+type EventAttributes<K extends keyof HistoryEvent> = NonNullable<HistoryEvent[K]>;
+
+function runStarted(
+  state: TranscriptState,
+  started: EventAttributes<'workflowExecutionStartedEventAttributes'>,
+  converter: PayloadConverter,
+): void {
+  // A run after continue-as-new numbers its events from 1 again.
+  state.scheduled.clear();
+  state.t.state = 'running';
+  const input = decode<TurnInput>(started.input, converter);
+  state.t.sessionId = input?.sessionId;
+  for (const request of (input?.batch ?? []).flat()) state.callFor(request.id, request.name, request.arguments ?? {});
 }
 
-/** Renders a transcript for a terminal. */
-export function renderTranscript(t: Transcript): string {
-  const out: string[] = [];
-  out.push(
-    `Turn ${t.turnId}${t.sessionId ? ` (session ${t.sessionId})` : ''}: ${t.state}${t.endedBy ? `, ended by ${t.endedBy}` : ''}`,
-  );
-  if (t.failure) out.push(`  failure: ${t.failure}`);
-  if (t.otherRuns)
-    out.push(
-      `  left out: ${t.otherRuns.length} other execution${t.otherRuns.length === 1 ? '' : 's'} at this workflow ID, not this turn's run chain (${t.otherRuns.join(', ')})`,
-    );
-  out.push('', 'Servers:');
-  if (!t.status) out.push('  (not reconciled yet)');
-  else if (t.status.mcp === 'off') out.push('  MCP is off');
-  else if (t.status.servers.length === 0) out.push('  none configured');
-  for (const s of t.status?.servers ?? []) {
-    out.push(
-      `  ${s.name} [${s.state}] ${s.transport}${s.era ? ` (${s.era === 'modern' ? 'MCP 2026-07-28' : 'legacy MCP'})` : ''} from ${s.layer} (${s.source})${s.tools.length ? `: ${s.tools.length} tools` : ''}`,
-    );
-    if (s.error) out.push(`    error: ${s.error}`);
-    for (const w of s.warnings) out.push(`    warning: ${w}`);
-  }
-  out.push('', `Tools (${t.tools.length}):`);
-  for (const tool of t.tools)
-    out.push(`  ${tool.name}${tool.refusedBy ? ` (not listed to the model: ${tool.refusedBy})` : ''}`);
-  out.push('', `Calls (${t.calls.length}):`);
-  for (const call of t.calls) {
-    const o = call.outcome;
-    const timing = o ? ` ${o.durationMs} ms${o.attempts > 1 ? `, ${o.attempts} attempts` : ''}` : '';
-    out.push(`  [${call.id}] ${call.name} ${JSON.stringify(call.arguments)}${timing}`);
-    for (const f of call.failures) out.push(`    attempt failed: ${f}`);
-    out.push(...hookLines(call));
-    for (const asked of call.inputs ?? []) {
-      out.push(
-        `    asked (round ${asked.round}, ${asked.kind}): ${asked.message}${asked.url ? ` <${asked.url}>` : ''} -> ${asked.action ?? 'not answered yet'}`,
-      );
-    }
-    if (call.task) out.push(`    ${taskLine(call.task, o?.errorKind === 'detached')}`);
-    const text = o ? outcomeText(o) : '(no outcome yet)';
-    for (const line of text.split('\n')) out.push(`    ${line}`);
-  }
-  // Everything here can come from a server or a tool: it must not drive the reader's terminal.
-  return stripTerminalControls(out.join('\n'));
+/** Activities whose input is a {@link TaskRef}: they name the call whose task they look at. */
+const TASK_REF_ACTIVITIES = new Set<string>([
+  ActivityName.pollTask,
+  ActivityName.taskResult,
+  ActivityName.cancelTask,
+  ActivityName.taskInput,
+]);
+
+/** Activities that run a call's tool: a regular call, or one that runs as a task (created or taken up). */
+const CALL_ACTIVITIES = new Set<string>([ActivityName.callTool, ActivityName.createTask, ActivityName.takeTask]);
+
+/** The activity's summary as the Temporal UI shows it, if it has one. */
+function summaryOf(e: HistoryEvent, converter: PayloadConverter): string | undefined {
+  return e.userMetadata?.summary ? converter.fromPayload<string>(e.userMetadata.summary) : undefined;
 }
 
-/** What the operator's hooks decided and said about one call, as lines under it. */
-export function hookLines(call: Pick<TranscriptCall, 'preToolUse' | 'postToolUse'>): string[] {
-  const out: string[] = [];
-  const pre = call.preToolUse;
-  if (pre) {
-    const verdict = pre.decision === 'deny' ? 'denied' : pre.decision === 'allow' ? 'allowed' : 'no decision';
-    out.push(`    PreToolUse: ${verdict}${pre.reason ? `: ${pre.reason.replace(/\n/g, ' / ')}` : ''}`);
-    if (pre.updatedInput) out.push(`    arguments rewritten by a hook: ${JSON.stringify(pre.updatedInput)}`);
+/** A scheduled activity: which call it belongs to, and what its input tells of that call. */
+function activityScheduled(state: TranscriptState, e: HistoryEvent, converter: PayloadConverter): void {
+  const { callFor, legacyAsked } = state;
+  const a = e.activityTaskScheduledEventAttributes!;
+  const type = a.activityType?.name ?? '';
+  const entry: { type: string; callId?: string } = { type };
+  if (type === ActivityName.preToolUseHooks || type === ActivityName.postToolUseHooks) {
+    const input = decode<ToolHookInput>(a.input, converter);
+    if (input) entry.callId = callFor(input.callId, input.name).id;
   }
-  const post = call.postToolUse;
-  if (post?.note) out.push(`    PostToolUse note: ${post.note.replace(/\n/g, ' / ')}`);
-  if (post?.withheld) out.push(`    PostToolUse: result withheld: ${post.withheld.replace(/\n/g, ' / ')}`);
-  for (const [event, runs] of [
-    ['PreToolUse', pre?.runs ?? []],
-    ['PostToolUse', post?.runs ?? []],
-  ] as const) {
-    for (const r of runs) {
-      if (r.verdict === 'error')
-        out.push(
-          `    ${event} hook error (${r.source}${r.failClosed ? ', fails closed' : ''}): ${r.message ?? 'failed'}`,
-        );
+  if (type === ActivityName.deliverInputAnswer) {
+    const input = decode<DeliverInputAnswerInput>(a.input, converter);
+    const asked = input ? legacyAsked.get(input.requestId) : undefined;
+    if (asked && input) asked.action = input.answer.action;
+  }
+  if (TASK_REF_ACTIVITIES.has(type)) {
+    const input = decode<TaskRef>(a.input, converter);
+    if (input) entry.callId = callFor(input.callId, input.name).id;
+  }
+  if (type === ActivityName.updateTask) {
+    // A 2026-07-28 task's answers: only how each was answered is shown.
+    const input = decode<UpdateTaskInput>(a.input, converter);
+    const call = input ? callFor(input.callId, input.name) : undefined;
+    for (const asked of call?.inputs ?? []) {
+      const answer = input?.inputResponses[asked.key] as { action?: InputAction } | undefined;
+      if (asked.action === undefined && answer?.action) asked.action = answer.action;
     }
   }
-  return out;
-}
-
-const EXTENSIONS: Record<string, string> = {
-  'image/png': 'png',
-  'image/jpeg': 'jpg',
-  'image/gif': 'gif',
-  'image/webp': 'webp',
-};
-
-/** What {@link saveImages} did: the files it wrote, and those it refused to overwrite. */
-export interface SavedImages {
-  /** Paths of the image files written. */
-  written: string[];
-  /** Paths that already existed (a file, a folder or a symlink): never overwritten, never followed. */
-  skipped: string[];
-}
-
-/**
- * Writes every image block of every call to `dir` as `<callId>-<n>.<ext>`, the extension taken from
- * the bytes (not the declared type). A call ID with characters other than letters, digits, `.`, `_`
- * and `-` is cleaned and gets a short hash of the original, so `a/b` and `a_b` never share a file.
- * Files are created exclusively: an existing path, or a symlink planted there, is left alone.
- */
-export async function saveImages(t: Transcript, dir: string): Promise<SavedImages> {
-  await mkdir(dir, { recursive: true });
-  const result: SavedImages = { written: [], skipped: [] };
-  for (const call of t.calls) {
-    const images = (call.outcome?.content ?? []).filter((b) => b.type === 'image');
-    for (const [n, block] of images.entries()) {
-      const bytes = Buffer.from(block.data ?? '', 'base64');
-      const ext = EXTENSIONS[sniffImageType(bytes) ?? ''] ?? 'bin';
-      const file = join(dir, `${fileStem(call.id)}-${n + 1}.${ext}`);
-      try {
-        // 'wx' is O_CREAT|O_EXCL: it fails on any existing path, a symlink included, so it never follows one.
-        await writeFile(file, bytes, { flag: 'wx' });
-        result.written.push(file);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-        result.skipped.push(file);
+  if (CALL_ACTIVITIES.has(type)) {
+    const input = decode<CallToolInput>(a.input, converter);
+    if (input) {
+      entry.callId = input.callId;
+      const call = callFor(input.callId, input.name, input.arguments);
+      // The answers of the latest round: only how each was answered is shown.
+      for (const asked of call.inputs ?? []) {
+        const answer = input.inputReply?.inputResponses[asked.key];
+        if (asked.action === undefined && answer) asked.action = answer.action;
       }
+      const summary = summaryOf(e, converter);
+      if (summary) call.summary = summary;
     }
   }
-  return result;
+  state.scheduled.set(String(e.eventId), entry);
 }
 
-function fileStem(callId: string): string {
-  const clean = callId
-    .replace(/[^A-Za-z0-9._-]/g, '_')
-    .replace(/^\.+/, '_')
-    .slice(0, 100);
-  if (clean === callId) return clean;
-  return `${clean}-${createHash('sha256').update(callId).digest('hex').slice(0, 8)}`;
+/** A call's tool answered: its outcome, or the questions of its next round. */
+function toolAnswered(call: TranscriptCall, result: CallOutcome | InputRequiredOutcome | undefined): void {
+  if (result?.status === 'input_required') {
+    const round = (call.inputs?.at(-1)?.round ?? 0) + 1;
+    call.inputs = [...(call.inputs ?? []), ...result.requests.map((r) => ({ ...r, round }))];
+  } else call.outcome = result;
+}
+
+function activityCompleted(
+  state: TranscriptState,
+  a: EventAttributes<'activityTaskCompletedEventAttributes'>,
+  converter: PayloadConverter,
+): void {
+  const { t, callFor } = state;
+  const entry = state.scheduled.get(String(a.scheduledEventId));
+  if (entry?.type === ActivityName.reconcileServers) {
+    const r = decode<ReconcileResult>(a.result, converter);
+    t.status = r?.status;
+    t.serversParagraph = r?.serversParagraph;
+    t.workerQueue = r?.workerQueue;
+  } else if (entry?.type === ActivityName.listTools) {
+    t.tools = decode<ToolInfo[]>(a.result, converter) ?? [];
+  } else if (entry?.type === ActivityName.preToolUseHooks && entry.callId) {
+    callFor(entry.callId).preToolUse = decode<PreToolUseHooksResult>(a.result, converter);
+  } else if (entry?.type === ActivityName.postToolUseHooks && entry.callId) {
+    callFor(entry.callId).postToolUse = decode<PostToolUseHooksResult>(a.result, converter);
+  } else if (entry?.type === ActivityName.callTool && entry.callId) {
+    toolAnswered(callFor(entry.callId), decode<CallOutcome | InputRequiredOutcome>(a.result, converter));
+  } else if (entry?.callId && TASK_ACTIVITIES.has(entry.type)) {
+    taskActivityCompleted(
+      entry.type,
+      callFor(entry.callId),
+      decode<TaskStarted | TaskPoll | CallOutcome>(a.result, converter),
+    );
+  }
+}
+
+/**
+ * A fast-path call: its marker carries the result with the call's ID. A failed one (a miss, a
+ * timeout) is followed by the regular activity, which the transcript shows as usual.
+ */
+function localActivityRecorded(state: TranscriptState, e: HistoryEvent, converter: PayloadConverter): void {
+  const m = e.markerRecordedEventAttributes!;
+  const data = decode<LocalActivityMarkerData>(m.details?.data, converter);
+  if ((data?.activity_type ?? data?.activityType) !== ActivityName.callToolLocal) return;
+  const local = decode<LocalCallOutcome>(m.details?.result, converter);
+  if (!local) return;
+  const { callId, ...result } = local;
+  const call = state.callFor(callId);
+  const summary = summaryOf(e, converter);
+  if (summary) call.summary = summary;
+  toolAnswered(call, result);
+}
+
+/** Activities whose failed attempts a call lists. */
+const FAILURE_LISTED_ACTIVITIES = new Set<string>([
+  ActivityName.callTool,
+  ActivityName.createTask,
+  ActivityName.takeTask,
+  ActivityName.pollTask,
+  ActivityName.taskResult,
+  ActivityName.taskInput,
+]);
+
+function activityFailed(
+  state: TranscriptState,
+  a: EventAttributes<'activityTaskFailedEventAttributes'> | EventAttributes<'activityTaskTimedOutEventAttributes'>,
+): void {
+  const entry = state.scheduled.get(String(a.scheduledEventId));
+  if (entry?.callId && FAILURE_LISTED_ACTIVITIES.has(entry.type)) {
+    state.callFor(entry.callId).failures.push(failureMessage(a.failure));
+  }
+}
+
+/** An accepted Update: a call made (its request), or a 2025-era server's question reported by its call. */
+function updateAccepted(
+  state: TranscriptState,
+  accepted: EventAttributes<'workflowExecutionUpdateAcceptedEventAttributes'>,
+  converter: PayloadConverter,
+): void {
+  const { callFor, legacyAsked } = state;
+  const req = accepted.acceptedRequest;
+  if (req?.input?.name === UpdateName.callTool) {
+    const request = decode<CallRequest>(req.input.args, converter);
+    if (request) callFor(request.id, request.name, request.arguments ?? {});
+  }
+  if (req?.input?.name === UpdateName.legacyInputAsked) {
+    const report = decode<LegacyInputReport>(req.input.args, converter);
+    if (report) {
+      const call = callFor(report.callId, report.tool);
+      // Rounds count as the turn counts them: every accepted question of the call.
+      const round = (call.inputs?.filter((i) => i.key === LEGACY_INPUT_KEY).length ?? 0) + 1;
+      const asked: TranscriptInput = { ...report.request, key: LEGACY_INPUT_KEY, round };
+      call.inputs = [...(call.inputs ?? []), asked];
+      legacyAsked.set(inputRequestId(report.callId, round, LEGACY_INPUT_KEY), asked);
+    }
+  }
 }

@@ -1,32 +1,22 @@
+/**
+ * The package's client (`durable-mcp/client`): {@link TurnClient} starts and drives turns, and
+ * this module exports everything a user of the package needs with it.
+ */
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type {
-  Client,
-  Connection,
-  ConnectionOptions as TemporalConnectionOptions,
-  WorkflowHandle,
-  WorkflowUpdateHandle,
-} from '@temporalio/client';
-import {
-  SearchAttributeType,
-  WorkflowNotFoundError,
-  defineSearchAttributeKey,
-  type DataConverter,
-} from '@temporalio/common';
+import type { Client, WorkflowHandle, WorkflowUpdateHandle } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import {
   DEFAULT_DATA_DIR,
   DEFAULT_TASK_QUEUE,
   DataDirEntry,
-  END_TURN_DETACH_UPDATE_ID,
-  END_TURN_UPDATE_ID,
   MAX_END_SESSION_QUEUES,
-  SESSION_ID_PATTERN,
   SESSION_ID_SEARCH_ATTRIBUTE,
   WorkflowType,
   agentIdProblem,
   endSessionWorkflowId,
   refsProofText,
+  turnTaskTimeoutMs,
   type CallOutcome,
   type ConfigRefs,
   type CallRequest,
@@ -35,308 +25,48 @@ import {
   type InputAnswerReceipt,
   type InputRequest,
   type SessionEnd,
-  type ToolInfo,
   type TurnInput,
-  type TurnLimits,
   type TurnResult,
-  type TurnStart,
   type TurnStarted,
   type TurnStatus,
 } from '../contract/index.js';
-// Types only: the workflow code (and @temporalio/workflow) is not loaded by clients, which start
-// `durable-mcp run` and every other one-shot command noticeably faster.
-import type { agentTurn } from '../workflows/agentTurn.js';
-import type { dmcpEndSession } from '../workflows/session.js';
 import {
   callToolUpdate as callToolDef,
   cancelCallUpdate as cancelCallDef,
-  endTurnUpdate as endTurnDef,
-  endTurnWithOptionsUpdate as endTurnWithOptionsDef,
   turnStartedUpdate as turnStartedDef,
-} from '../workflows/definitions.js';
-import { cancelledBeforeSentOutcome } from '../workflows/failures.js';
-import { turnTaskTimeoutMs } from '../workflows/activityOptions.js';
-import { turnStaticDetails, turnSummary } from '../workflows/details.js';
-import { findCause } from './failures.js';
-import { answerWhileRunning, pendingInputsOf, sendAnswer, type CallInputOptions } from './inputs.js';
+  type AgentTurnWorkflow,
+  type EndSessionWorkflow,
+} from '../contract/definitions.js';
+import { findCause } from '../contract/failureCauses.js';
 // Not the shaping index: its token counter loads a tokenizer that most commands never use.
 import { DEFAULT_SHAPE_LIMITS, type ShapeLimits } from '../shaping/limits.js';
-import type { ModelView } from '../shaping/index.js';
 import { createDataConverter } from '../payloads/dataConverter.js';
-import { buildTranscript, type Transcript } from './transcript.js';
+import { answerWhileRunning, pendingInputsOf, sendAnswer, type CallInputOptions } from './inputs.js';
+import type { ConnectOptions, StartTurnOptions, TurnClientOptions } from './options.js';
+import { answersWithoutSecrets, refuseAnswerSecrets, refuseCallSecrets, refuseSecrets } from './secrets.js';
+import type { Transcript } from './transcript.js';
+import { Turn, sendEndTurn, type CallQueueOptions } from './turn.js';
+import {
+  MAX_TURN_NUMBER_MOVES,
+  TurnIdTakenError,
+  checkSessionId,
+  isAlreadyStarted,
+  nextTurnNumber,
+  readTurnKeyFile,
+  sessionIdKey,
+  turnMetadata,
+} from './turnStart.js';
+import { turnTranscript } from './turnTranscript.js';
 import { temporalClient } from './temporalClient.js';
 
-const { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError } = temporalClient;
+const { WithStartWorkflowOperation } = temporalClient;
 
 export type { CallInputOptions, InputContext, InputHandler } from './inputs.js';
 export type { InputAnswer, InputAnswerReceipt, InputRequest } from '../contract/index.js';
-
-/** The `DmcpSessionId` search attribute every turn carries: list a session's turns with it. */
-export const sessionIdKey = defineSearchAttributeKey(SESSION_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
-
-/** What a turn needs to know about its servers: references only, resolved on the worker. */
-export interface TurnServers {
-  /** `--mcp-config` files, in order (made absolute here). */
-  mcpConfigFiles?: string[];
-  /** `--mcp 'name:command args'` specs, in order. */
-  inlineSpecs?: string[];
-  /** Plugin folders (each may hold `.mcp.json` and `plugin.json`), made absolute here. Untrusted layers. */
-  plugins?: string[];
-}
-
-/** Options of {@link TurnClient.startTurn} and {@link TurnClient.runBatch}. */
-export interface StartTurnOptions {
-  /**
-   * The session the turn belongs to (it keeps its servers across turns): letters, digits and
-   * `._:-`, at most 128 characters, starting with a letter or digit ({@link SESSION_ID_RE}). The
-   * turn's workflow ID is `<sessionId>/turn-<n>`.
-   */
-  sessionId: string;
-  /**
-   * The turn's workspace (default: the current directory): where the workspace layer
-   * (`.agents/mcp.json`) is read, where workspace servers start, what a sandboxed server may write.
-   */
-  workspace?: string;
-  /**
-   * Offer the workspace to the servers as their MCP root, where the worker's operator allows it
-   * (DMCP_WORKSPACE_ROOTS) and the entry does not say `"roots": false`. Default: true when
-   * `workspace` is given, false when it defaults to the current directory; a server such as
-   * server-filesystem replaces the directories it was started with by the roots it is offered.
-   */
-  offerWorkspaceRoot?: boolean;
-  /**
-   * End the session with this turn: once its calls are done (batch run, end, idle), the worker
-   * stops the session's servers and ends its remote sessions instead of keeping them for a next
-   * turn. For a session made for one turn, as `durable-mcp run` makes one. Default: false.
-   */
-  endSession?: boolean;
-  /** The turn's MCP servers, as references the worker resolves (default: only the worker's own layers). */
-  servers?: TurnServers;
-  /**
-   * The agent this turn runs as: the servers granted to it on the shelf (`durable-mcp mcp grant`)
-   * join the turn. Signed with the other references; a worker honours it only with a valid proof.
-   */
-  agent?: string;
-  /**
-   * Timeouts and bounds of this turn: tool timeout, heartbeat timeout, schedule-to-start, idle end,
-   * calls before continue-as-new (each optional, in milliseconds or calls; the workflow refuses a
-   * value out of its range). `idleMs` here wins over the client's `turnIdleMs`.
-   */
-  limits?: TurnLimits;
-  /**
-   * Allowed-tools matchers on public tool names (`mcp__github__*`, `mcp__docs__search`, `mcp__*`).
-   * They only narrow what the worker's operator allows; tools outside are not listed and a call to
-   * one is refused. Checked by the worker: a bad matcher fails the turn, naming it.
-   */
-  allowedTools?: string[];
-  /** Matchers of tools this turn refuses, on top of the operator's. */
-  disallowedTools?: string[];
-  /**
-   * Turn number; default: one more than the session's turns so far (read from visibility, which
-   * can lag). A caller that must not start a turn twice when it retries passes the number itself:
-   * the retry attaches to the turn when this client, or another with the same turn key, started it,
-   * and fails with {@link TurnIdTakenError} when another caller of Temporal did.
-   */
-  turn?: number;
-  /**
-   * Send the references without the turn key's proof, so the worker treats them as any caller's
-   * (it then honours none of inline specs, config files, plugins or the workspace layer). For
-   * processes whose callers are not the operator, such as the HTTP API for references its
-   * operator did not allow.
-   */
-  unsigned?: boolean;
-}
-
-/** Options of the {@link TurnClient} constructor, for a caller that has its own Temporal `Client`. */
-export interface TurnClientOptions {
-  /**
-   * A Temporal client on the workers' namespace, built with their data converter (see
-   * {@link ConnectOptions.dataConverter}); {@link TurnClient.connect} builds one for you.
-   */
-  client: Client;
-  /** The shared task queue (default `durable-mcp`). */
-  taskQueue?: string;
-  /** How long an interactive turn waits for its next call before ending itself (default: the worker's 30 min). */
-  turnIdleMs?: number;
-  /**
-   * How long a call waits for the answers to its input requests, for turns whose limits set no
-   * `inputTimeoutMs` (default: the workflow's 24 h). The CLI and the HTTP API pass `DMCP_INPUT_TIMEOUT`.
-   */
-  inputTimeoutMs?: number;
-  /**
-   * How long one attempt of a call to a 2025-era server waits in all for a person's answers, for
-   * turns whose limits set no `legacyInputTimeoutMs` (default: the workflow's 10 min). The CLI and
-   * the HTTP API pass `DMCP_LEGACY_INPUT_TIMEOUT`.
-   */
-  legacyInputTimeoutMs?: number;
-  /** What `callToolForModel` renders by default (default: the documented shaping limits). */
-  shapeLimits?: ShapeLimits;
-  /**
-   * The operator's turn key (the workers' `<DMCP_DATA_DIR>/turn.key`). The client signs each turn's
-   * references with it, and workers honour inline specs, config files, plugins and the workspace
-   * layer only with that proof. Default: `./.data/turn.key` (the default data dir) when it exists;
-   * without a key those references are refused by the worker, with a status warning.
-   */
-  turnKey?: Buffer;
-  /**
-   * Secret values of the caller's environment, by variable name. A turn whose references, or a call
-   * whose arguments, contain one is refused before anything is sent: history would keep the value.
-   * The CLI passes every secret variable of its environment (see `isSecretName`).
-   */
-  secrets?: Record<string, string>;
-  /**
-   * Calls of one turn sent to the server at once; more wait here, in order, until one returns.
-   * Every call is an Update, and the server rejects Updates beyond its per-workflow limit
-   * (`history.maxInFlightUpdates`, 10 by default), which the SDK then retries with backoff: queueing
-   * here keeps a burst of parallel calls at full speed. Default 10; raise it to the server's limit
-   * (the embedded dev server allows more).
-   */
-  maxCallsInFlight?: number;
-  /** Called with the number of a turn's calls in flight each time it changes (instrumentation). */
-  onCallsInFlight?: (inFlight: number) => void;
-}
-
-/** Options of {@link TurnClient.connect}. */
-export interface ConnectOptions {
-  /**
-   * The Temporal frontend as `host:port`, e.g. `127.0.0.1:7233` for `durable-mcp dev`, or a
-   * cluster's or Temporal Cloud's address (then give {@link ConnectOptions.connection} too).
-   */
-  address: string;
-  /**
-   * TLS, API key and gRPC metadata for a cluster or Temporal Cloud (the CLI builds them from
-   * TEMPORAL_* variables and TOML profiles); default: plaintext, as to a dev server.
-   */
-  connection?: Pick<TemporalConnectionOptions, 'tls' | 'apiKey' | 'metadata'>;
-  /**
-   * A connection already open to `address` (e.g. the one that checked a server answers), used
-   * instead of opening another; {@link TurnClient.close} closes it.
-   */
-  connected?: Connection;
-  /** The Temporal namespace the workers poll (default `default`, as `durable-mcp dev` uses). */
-  namespace?: string;
-  /** The shared task queue (default `durable-mcp`). */
-  taskQueue?: string;
-  /**
-   * The workers' data converter. Default: the project's own (compression, and the payload store
-   * under `dataDir`), so compressed and externally stored payloads read back without setup; pass
-   * `dataConverterFor(loadSettings(process.env))` to share the workers' encryption key as well.
-   */
-  dataConverter?: DataConverter;
-  /** Where the default data converter finds the payload store (default `./.data`, as the worker's DMCP_DATA_DIR). */
-  dataDir?: string;
-  /**
-   * How long an interactive turn waits for its next call before ending itself, in milliseconds, for
-   * turns whose {@link StartTurnOptions.limits} set no `idleMs`. Default: the workflow's 30 min.
-   * The CLI and the HTTP API pass `DMCP_TURN_IDLE` here.
-   */
-  turnIdleMs?: number;
-  /** See {@link TurnClientOptions.inputTimeoutMs}. */
-  inputTimeoutMs?: number;
-  /** See {@link TurnClientOptions.legacyInputTimeoutMs}. */
-  legacyInputTimeoutMs?: number;
-  /** What {@link Turn.callToolForModel} renders by default: token cap, image limits (default: the documented shaping limits). */
-  shapeLimits?: ShapeLimits;
-  /** See {@link TurnClientOptions.turnKey}; default: `turn.key` under `dataDir` when it exists. */
-  turnKey?: Buffer;
-  /** See {@link TurnClientOptions.secrets}. */
-  secrets?: Record<string, string>;
-  /** See {@link TurnClientOptions.maxCallsInFlight}. */
-  maxCallsInFlight?: number;
-}
-
-/**
- * A turn start that found its turn's workflow ID taken by a run this client did not start (another
- * caller of Temporal started it first): the client never adopts such a run, whose servers and tool
- * list are not the turn's. Names the session and the IDs; the API answers it as a taken turn (409).
- */
-export class TurnIdTakenError extends WorkflowExecutionAlreadyStartedError {
-  override name = 'TurnIdTakenError';
-
-  constructor(
-    sessionId: string,
-    readonly takenIds: string[],
-    hint: string,
-  ) {
-    super(
-      `session ${JSON.stringify(sessionId)}: turn ID${takenIds.length > 1 ? 's' : ''} ${takenIds.join(', ')} ${takenIds.length > 1 ? 'are' : 'is'} taken by runs not started by this client (another caller of Temporal started them); ${hint}`,
-      takenIds[takenIds.length - 1]!,
-      WorkflowType.agentTurn,
-    );
-  }
-}
-
-/**
- * How many turn numbers a start moves past when their IDs are taken (closed turns visibility did
- * not count yet, or runs another caller started) before it gives up.
- */
-const MAX_TURN_NUMBER_MOVES = 5;
-
-/** A turn or call that would put the value of a secret variable into history; names the variable, never the value. */
-export class SecretInInputError extends Error {
-  override name = 'SecretInInputError';
-}
-
-/** Shorter values would match ordinary text (the worker's scrubbing uses the same bound). */
-const MIN_SECRET_LENGTH = 4;
-
-/** Every string in a value (object keys included), with where it sits. */
-function stringsIn(value: unknown, where: string, out: [string, string][] = []): [string, string][] {
-  if (typeof value === 'string') out.push([where, value]);
-  else if (Array.isArray(value)) value.forEach((v, i) => stringsIn(v, `${where}[${i}]`, out));
-  else if (typeof value === 'object' && value !== null) {
-    for (const [k, v] of Object.entries(value)) {
-      out.push([where, k]);
-      stringsIn(v, `${where}.${k}`, out);
-    }
-  }
-  return out;
-}
-
-/** Refuses input holding a secret value: workflow input and Update arguments are recorded as given. */
-function refuseSecrets(secrets: Record<string, string> | undefined, parts: [string, unknown][]): void {
-  if (!secrets) return;
-  const known = Object.entries(secrets).filter(([, v]) => typeof v === 'string' && v.length >= MIN_SECRET_LENGTH);
-  if (known.length === 0) return;
-  for (const [label, value] of parts) {
-    for (const [where, text] of stringsIn(value, label)) {
-      const hit = known.find(([, secret]) => text.includes(secret));
-      if (hit) {
-        throw new SecretInInputError(
-          `${where} contains the value of the secret variable ${hit[0]}; it would be recorded in workflow history. ` +
-            'Give secrets to servers on the worker instead ("envFrom" or "bearerTokenEnv" in a config file, with DMCP_MCP_ENV)',
-        );
-      }
-    }
-  }
-}
-
-/** Reads a turn key file (64 hex digits); undefined when there is none. */
-async function readTurnKeyFile(file: string): Promise<Buffer | undefined> {
-  let text: string;
-  try {
-    text = (await readFile(file, 'utf8')).trim();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-  if (!/^[0-9a-f]{64}$/i.test(text)) throw new Error(`${file} does not hold a turn key (64 hex digits)`);
-  return Buffer.from(text, 'hex');
-}
-
-/** What the Temporal UI shows for a turn from its start: names only (see workflows/details.ts). */
-function turnMetadata(input: TurnInput, batch?: CallRequest[][]): { staticSummary: string; staticDetails: string } {
-  return {
-    staticSummary: turnSummary(input.sessionId, input.refs),
-    staticDetails: turnStaticDetails(input.sessionId, input.refs, batch?.flat().length),
-  };
-}
-
-/** `ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_WORKFLOW`: the run was made by the workflow continuing as new (not a retry or cron run). */
-const CONTINUED_BY_WORKFLOW = 1;
-
-/** Session IDs become part of workflow IDs and visibility queries: keep them to a safe alphabet. */
-export const SESSION_ID_RE = SESSION_ID_PATTERN;
+export type { ConnectOptions, StartTurnOptions, TurnClientOptions, TurnServers } from './options.js';
+export { SecretInInputError } from './secrets.js';
+export { Turn, type CallQueueOptions } from './turn.js';
+export { SESSION_ID_RE, TurnIdTakenError, sessionIdKey } from './turnStart.js';
 
 /** Starts and drives turns. */
 export class TurnClient {
@@ -430,7 +160,7 @@ export class TurnClient {
     let next = options;
     for (let moves = 0; ; moves += 1) {
       const { input, workflowId } = await this.prepare(next);
-      const operation = new WithStartWorkflowOperation<typeof agentTurn>(WorkflowType.agentTurn, {
+      const operation = new WithStartWorkflowOperation<AgentTurnWorkflow>(WorkflowType.agentTurn, {
         workflowId,
         taskQueue: this.taskQueue,
         args: [input],
@@ -478,7 +208,7 @@ export class TurnClient {
           `session ${JSON.stringify(options.sessionId)}: turn IDs up to ${workflowId} are all closed turns the session's turn count did not include; pass the turn number`,
         );
       }
-      next = { ...options, turn: Number(/turn-(\d+)$/.exec(workflowId)?.[1] ?? 0) + 1 };
+      next = { ...options, turn: nextTurnNumber(workflowId) };
     }
   }
 
@@ -490,14 +220,9 @@ export class TurnClient {
     const result = handle.result();
     const { onInput } = options;
     if (!onInput) return result;
-    const secrets = this.secrets;
     const answering = answerWhileRunning(handle, undefined, result, {
       inputPollMs: options.inputPollMs,
-      onInput: async (asked, context) => {
-        const answer = await onInput(asked, context);
-        if (answer) refuseSecrets(secrets, [[`answer to ${JSON.stringify(asked.requestId)}`, answer]]);
-        return answer;
-      },
+      onInput: answersWithoutSecrets(this.secrets, onInput),
     });
     return Promise.race([result, answering.then(() => result)]);
   }
@@ -508,12 +233,12 @@ export class TurnClient {
    */
   private async startBatch(
     options: StartTurnOptions & { calls: CallRequest[][] },
-  ): Promise<WorkflowHandle<typeof agentTurn>> {
+  ): Promise<WorkflowHandle<AgentTurnWorkflow>> {
     let next = options;
     for (let moves = 1; ; moves += 1) {
       const { input, workflowId } = await this.prepare(next, options.calls);
       try {
-        return await this.client.workflow.start<typeof agentTurn>(WorkflowType.agentTurn, {
+        return await this.client.workflow.start<AgentTurnWorkflow>(WorkflowType.agentTurn, {
           workflowId,
           taskQueue: this.taskQueue,
           args: [{ ...input, batch: options.calls }],
@@ -525,7 +250,7 @@ export class TurnClient {
       } catch (err) {
         if (options.turn !== undefined || !isAlreadyStarted(err) || moves >= MAX_TURN_NUMBER_MOVES) throw err;
       }
-      next = { ...options, turn: Number(/turn-(\d+)$/.exec(workflowId)?.[1] ?? 0) + 1 };
+      next = { ...options, turn: nextTurnNumber(workflowId) };
     }
   }
 
@@ -543,47 +268,8 @@ export class TurnClient {
    * run, the calls of every run). Other executions at the ID (a workflow that reused it, before or
    * after) are not the turn: they are left out and named in `otherRuns`.
    */
-  async transcript(turnId: string): Promise<Transcript> {
-    const converter = this.client.options.loadedDataConverter;
-    const listed: { runId: string; start: number }[] = [];
-    for await (const w of this.client.workflow.list({ query: `WorkflowId = '${turnId.replace(/'/g, "\\'")}'` })) {
-      listed.push({ runId: w.runId, start: w.startTime.getTime() });
-    }
-    // Visibility can lag a just-started turn: then the latest run, as the service names it.
-    const latest = listed.sort((a, b) => b.start - a.start)[0]?.runId;
-    const parts: Transcript[] = [];
-    const chain = new Set<string>();
-    // Loaded here: only transcripts need it, and it costs one-shot commands their start-up.
-    const { decodeHistoryPayloads } = await import('../payloads/decodeHistory.js');
-    for (let runId = latest; ; ) {
-      const history = await this.client.workflow.getHandle(turnId, runId).fetchHistory();
-      const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
-      chain.add(runId ?? started?.originalExecutionRunId ?? '');
-      await decodeHistoryPayloads(history, {
-        codecs: converter.payloadCodecs,
-        externalStorage: converter.externalStorage,
-      });
-      parts.unshift(buildTranscript(turnId, history, converter.payloadConverter));
-      // Only a continue-as-new of the workflow itself links runs of one turn; a cron run or a retry
-      // attempt is a new start with its caller's input.
-      const previous = started?.continuedExecutionRunId;
-      if (!previous || started.initiator !== CONTINUED_BY_WORKFLOW || chain.has(previous)) break;
-      runId = previous;
-    }
-    const [first, last] = [parts[0]!, parts[parts.length - 1]!];
-    // A call retried after continue-as-new was answered from the record: it is the same call.
-    const seen = new Set<string>();
-    const calls = parts.flatMap((p) => p.calls).filter((c) => !seen.has(c.id) && seen.add(c.id));
-    const otherRuns = listed.filter((r) => !chain.has(r.runId)).map((r) => r.runId);
-    return {
-      ...last,
-      status: first.status,
-      serversParagraph: first.serversParagraph,
-      tools: first.tools,
-      sessionId: first.sessionId,
-      calls,
-      ...(otherRuns.length > 0 ? { otherRuns } : {}),
-    };
+  transcript(turnId: string): Promise<Transcript> {
+    return turnTranscript(this.client, turnId);
   }
 
   /**
@@ -595,20 +281,18 @@ export class TurnClient {
    */
   startCall(turnId: string, request: CallRequest): Promise<WorkflowUpdateHandle<CallOutcome>> {
     try {
-      refuseSecrets(this.secrets, [
-        [`call ${JSON.stringify(request.id)} (${request.name}) arguments`, request.arguments ?? {}],
-      ]);
+      refuseCallSecrets(this.secrets, request);
     } catch (err) {
       return Promise.reject(err as Error);
     }
     return this.client.workflow
-      .getHandle<typeof agentTurn>(turnId)
+      .getHandle<AgentTurnWorkflow>(turnId)
       .startUpdate(callToolDef, { args: [request], updateId: request.id, waitForStage: 'ACCEPTED' });
   }
 
   /** The input requests of a turn's running calls that wait for an answer, oldest first. */
   pendingInputs(turnId: string): Promise<InputRequest[]> {
-    return pendingInputsOf(this.client.workflow.getHandle<typeof agentTurn>(turnId));
+    return pendingInputsOf(this.client.workflow.getHandle<AgentTurnWorkflow>(turnId));
   }
 
   /**
@@ -618,21 +302,21 @@ export class TurnClient {
    */
   answerInput(turnId: string, requestId: string, answer: InputAnswer): Promise<InputAnswerReceipt> {
     try {
-      refuseSecrets(this.secrets, [[`answer to ${JSON.stringify(requestId)}`, answer]]);
+      refuseAnswerSecrets(this.secrets, requestId, answer);
     } catch (err) {
       return Promise.reject(err as Error);
     }
-    return sendAnswer(this.client.workflow.getHandle<typeof agentTurn>(turnId), requestId, answer);
+    return sendAnswer(this.client.workflow.getHandle<AgentTurnWorkflow>(turnId), requestId, answer);
   }
 
   /** {@link Turn.cancelCall} for a turn known by its ID. */
   cancelCall(turnId: string, callId: string): Promise<boolean> {
-    return this.client.workflow.getHandle<typeof agentTurn>(turnId).executeUpdate(cancelCallDef, { args: [callId] });
+    return this.client.workflow.getHandle<AgentTurnWorkflow>(turnId).executeUpdate(cancelCallDef, { args: [callId] });
   }
 
   /** {@link Turn.end} for a turn known by its ID. */
   async endTurn(turnId: string, options?: EndTurnOptions): Promise<TurnResult> {
-    const handle = this.client.workflow.getHandle<typeof agentTurn>(turnId);
+    const handle = this.client.workflow.getHandle<AgentTurnWorkflow>(turnId);
     await sendEndTurn(handle, options);
     return handle.result();
   }
@@ -657,7 +341,7 @@ export class TurnClient {
     const turnsEnded: string[] = [];
     for (const turnId of open) {
       try {
-        await sendEndTurn(this.client.workflow.getHandle<typeof agentTurn>(turnId), { endSession: true });
+        await sendEndTurn(this.client.workflow.getHandle<AgentTurnWorkflow>(turnId), { endSession: true });
         turnsEnded.push(turnId);
       } catch (err) {
         // It closed after it was listed: it has nothing more to end.
@@ -669,7 +353,7 @@ export class TurnClient {
       .map(([q]) => q)
       .slice(0, MAX_END_SESSION_QUEUES);
     if (workerQueues.length === 0) return { sessionId, turnsEnded, workers: 0, servers: 0 };
-    const handle = await this.client.workflow.start<typeof dmcpEndSession>(WorkflowType.endSession, {
+    const handle = await this.client.workflow.start<EndSessionWorkflow>(WorkflowType.endSession, {
       // A fresh ID each time, never adopted: another caller of Temporal could start a predictable one
       // first, with no queues to end. Two callers ending the session at once each end it; the second finds less.
       workflowId: endSessionWorkflowId(sessionId, randomUUID()),
@@ -779,219 +463,4 @@ export class TurnClient {
     }
     return { latest, turns: ids.size };
   }
-}
-
-/** The server's default `history.maxInFlightUpdates`. */
-const DEFAULT_MAX_CALLS_IN_FLIGHT = 10;
-
-/** A call waiting for a slot: `resolve(true)` sends it, `resolve(false)` drops it unsent (cancelled). */
-interface WaitingCall {
-  id: string;
-  resolve: (send: boolean) => void;
-}
-
-/** How a {@link Turn} bounds its calls in flight; see {@link TurnClientOptions.maxCallsInFlight}. */
-export interface CallQueueOptions {
-  /** Calls sent to the server at once (default 10); the rest wait in order. */
-  maxCallsInFlight?: number;
-  /** Called with the number of calls in flight each time it changes. */
-  onCallsInFlight?: (inFlight: number) => void;
-}
-
-/** One running interactive turn. */
-export class Turn implements TurnStart {
-  /** The turn's workflow ID, `<sessionId>/turn-<n>`. */
-  readonly turnId: string;
-  /** The task queue of the worker that holds the session's servers (its calls run there). */
-  readonly workerQueue: string;
-  /** Each server's state, tools and warnings, as reconciled when the turn started. */
-  readonly status: TurnStatus;
-  /** The turn's tool list, frozen for the turn (public names `mcp__<server>__<tool>`). */
-  readonly tools: ToolInfo[];
-  /** What the model should know about its servers this turn (put it in the system prompt). */
-  readonly serversParagraph: string;
-  private readonly maxCallsInFlight: number;
-  private readonly onCallsInFlight?: (inFlight: number) => void;
-  private callsInFlight = 0;
-  private readonly waitingCalls: WaitingCall[] = [];
-  /** IDs of the calls sent and not yet answered, with how many of each (a retried ID counts twice). */
-  private readonly sentCalls = new Map<string, number>();
-
-  constructor(
-    readonly handle: WorkflowHandle<typeof agentTurn>,
-    start: TurnStart,
-    private readonly shapeLimits: ShapeLimits = DEFAULT_SHAPE_LIMITS,
-    /** Secret values (by variable name) that call arguments must not hold; see {@link TurnClientOptions.secrets}. */
-    private readonly secrets?: Record<string, string>,
-    callQueue: CallQueueOptions = {},
-  ) {
-    this.maxCallsInFlight = callQueue.maxCallsInFlight ?? DEFAULT_MAX_CALLS_IN_FLIGHT;
-    if (!(this.maxCallsInFlight >= 1))
-      throw new Error(`maxCallsInFlight must be at least 1 (got ${this.maxCallsInFlight})`);
-    this.onCallsInFlight = callQueue.onCallsInFlight;
-    this.turnId = start.turnId;
-    this.workerQueue = start.workerQueue;
-    this.status = start.status;
-    this.tools = start.tools;
-    this.serversParagraph = start.serversParagraph;
-  }
-
-  /**
-   * Runs one tool call. The update ID is the call's `id` (the model's tool-call ID), so sending
-   * the same call again returns the recorded outcome instead of running the tool twice.
-   */
-  callTool(request: CallRequest, options: CallInputOptions = {}): Promise<CallOutcome> {
-    try {
-      refuseSecrets(this.secrets, [
-        [`call ${JSON.stringify(request.id)} (${request.name}) arguments`, request.arguments ?? {}],
-      ]);
-    } catch (err) {
-      return Promise.reject(err as Error);
-    }
-    return this.withCallSlot(request.id, () => {
-      const running = this.handle.executeUpdate(callToolDef, { args: [request], updateId: request.id });
-      const { onInput } = options;
-      if (!onInput) return running;
-      const secrets = this.secrets;
-      const answering = answerWhileRunning(this.handle, request.id, running, {
-        ...options,
-        onInput: async (asked, context) => {
-          const answer = await onInput(asked, context);
-          if (answer) refuseSecrets(secrets, [[`answer to ${JSON.stringify(asked.requestId)}`, answer]]);
-          return answer;
-        },
-      });
-      // A failing handler fails the call here (the turn keeps its question open for another answer).
-      return Promise.race([running, answering.then(() => running)]);
-    });
-  }
-
-  /** The input requests of this turn's running calls that wait for an answer. */
-  pendingInputs(): Promise<InputRequest[]> {
-    return pendingInputsOf(this.handle);
-  }
-
-  /** See {@link TurnClient.answerInput}. */
-  answerInput(requestId: string, answer: InputAnswer): Promise<InputAnswerReceipt> {
-    try {
-      refuseSecrets(this.secrets, [[`answer to ${JSON.stringify(requestId)}`, answer]]);
-    } catch (err) {
-      return Promise.reject(err as Error);
-    }
-    return sendAnswer(this.handle, requestId, answer);
-  }
-
-  /**
-   * Runs `send` once fewer than `maxCallsInFlight` calls are in flight; later calls wait in order. A
-   * finishing call hands its slot straight to the next waiting one, so the count never exceeds the
-   * bound and a waiting call is never overtaken by a new one. A waiting call that is cancelled
-   * leaves the queue without sending anything.
-   */
-  private async withCallSlot(id: string, send: () => Promise<CallOutcome>): Promise<CallOutcome> {
-    if (this.callsInFlight < this.maxCallsInFlight) {
-      this.callsInFlight += 1;
-      this.onCallsInFlight?.(this.callsInFlight);
-    } else if (!(await new Promise<boolean>((resolve) => this.waitingCalls.push({ id, resolve })))) {
-      return cancelledBeforeSentOutcome(new Date().toISOString());
-    }
-    this.sentCalls.set(id, (this.sentCalls.get(id) ?? 0) + 1);
-    try {
-      return await send();
-    } finally {
-      const left = this.sentCalls.get(id)! - 1;
-      if (left > 0) this.sentCalls.set(id, left);
-      else this.sentCalls.delete(id);
-      const next = this.waitingCalls.shift();
-      if (next) {
-        next.resolve(true);
-      } else {
-        this.callsInFlight -= 1;
-        this.onCallsInFlight?.(this.callsInFlight);
-      }
-    }
-  }
-
-  /**
-   * Runs a call and also renders its outcome for the model: text in `<toolOutput>`
-   * under the token cap, images that fit, and a note for everything not shown. The full outcome
-   * stays in history.
-   */
-  async callToolForModel(
-    request: CallRequest,
-    limits: ShapeLimits = this.shapeLimits,
-    inputs: CallInputOptions = {},
-  ): Promise<{ outcome: CallOutcome; model: ModelView }> {
-    const outcome = await this.callTool(request, inputs);
-    const { shapeForModel } = await import('../shaping/shapeResult.js');
-    return { outcome, model: await shapeForModel(outcome, limits) };
-  }
-
-  /**
-   * Cancels a call. One that is running: its activity is cancelled and the MCP request aborted, which
-   * sends `notifications/cancelled` to the server. One still waiting here for a slot (beyond
-   * `maxCallsInFlight`): it is never sent, and its `callTool` resolves with an error outcome of kind
-   * `cancelled` saying the tool did not run (the turn's history has no record of it). Returns false
-   * if no such call is waiting or running.
-   */
-  async cancelCall(id: string): Promise<boolean> {
-    let dropped = 0;
-    for (let i = this.waitingCalls.length - 1; i >= 0; i -= 1) {
-      const waiting = this.waitingCalls[i]!;
-      if (waiting.id !== id) continue;
-      this.waitingCalls.splice(i, 1);
-      waiting.resolve(false);
-      dropped += 1;
-    }
-    if (dropped > 0 && !this.sentCalls.has(id)) return true;
-    const running = await this.handle.executeUpdate(cancelCallDef, { args: [id] });
-    return running || dropped > 0;
-  }
-
-  /**
-   * Ends the turn and returns its result. With `{ endSession: true }` the session ends too: once
-   * the turn's calls are done its worker stops the session's servers (see {@link TurnClient.endSession}).
-   * With `{ detach: true }` calls that run as MCP tasks are not waited for: each is answered as
-   * `detached` (its task goes on; a later turn takes it up with a call naming its `taskId`).
-   */
-  async end(options?: EndTurnOptions): Promise<TurnResult> {
-    await sendEndTurn(this.handle, options);
-    return this.handle.result();
-  }
-}
-
-/**
- * The `endTurn` Update; without options exactly as before they existed. A detaching end has an
- * Update ID of its own: sent while a plain end waits for a task, it must not be taken for a retry.
- */
-async function sendEndTurn(
-  handle: WorkflowHandle<typeof agentTurn>,
-  options: EndTurnOptions | undefined,
-): Promise<void> {
-  const endSession = options?.endSession === true ? { endSession: true } : {};
-  if (options?.detach === true)
-    await handle.executeUpdate(endTurnWithOptionsDef, {
-      updateId: END_TURN_DETACH_UPDATE_ID,
-      args: [{ ...endSession, detach: true }],
-    });
-  else if (options?.endSession === true)
-    await handle.executeUpdate(endTurnWithOptionsDef, { updateId: END_TURN_UPDATE_ID, args: [endSession] });
-  else await handle.executeUpdate(endTurnDef, { updateId: END_TURN_UPDATE_ID });
-}
-
-function checkSessionId(sessionId: string): void {
-  if (!SESSION_ID_RE.test(sessionId)) {
-    throw new Error(
-      `invalid session ID ${JSON.stringify(sessionId)}: use letters, digits, ".", "_", ":" or "-" (at most 128)`,
-    );
-  }
-}
-
-function isAlreadyStarted(err: unknown): boolean {
-  return (
-    findCause(
-      err,
-      (e): e is InstanceType<typeof WorkflowExecutionAlreadyStartedError> =>
-        e instanceof WorkflowExecutionAlreadyStartedError,
-    ) !== undefined
-  );
 }

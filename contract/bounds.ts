@@ -45,6 +45,21 @@ export const TURN_LIMIT_RANGES = {
   legacyInputTimeoutMs: { min: 1000, max: 6 * 3_600_000 },
 } as const satisfies Record<keyof TurnLimits, { min: number; max: number }>;
 
+/** The heartbeat timeout of a turn whose limits set none. */
+export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 10_000;
+
+/**
+ * The turn's workflow task timeout: its heartbeat timeout, between 2 s and Temporal's default 10 s.
+ * A worker that dies while it holds a workflow task (a fast-path call runs inside one) is noticed
+ * only when that task times out, so with a short heartbeat timeout the task timeout follows it: the
+ * SDK keeps a task with a longer local activity alive by completing it at 80 % of the timeout. The
+ * 2 s floor is for replay: a task that replays a long turn on a loaded worker must finish within it.
+ * The client sets it when it starts the turn.
+ */
+export function turnTaskTimeoutMs(limits: Pick<TurnLimits, 'heartbeatTimeoutMs'> | undefined): number {
+  return Math.min(10_000, Math.max(2_000, limits?.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS));
+}
+
 /**
  * Calls of one parallel batch group. Temporal allows 2,000 pending activities per run; a group is
  * scheduled all at once, and each call may fail over once, so 100 leaves a wide margin and is more

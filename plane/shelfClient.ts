@@ -23,8 +23,8 @@ import {
   type ShelfState,
 } from '../contract/index.js';
 import type { dmcpShelf, ShelfRunInput } from '../workflows/shelf.js';
-import { shelfChangeUpdate as changeDef, shelfQuery as queryDef } from '../workflows/definitions.js';
-import { applicationFailureOf, findCause } from '../workflows/failures.js';
+import { shelfChangeUpdate as changeDef, shelfQuery as queryDef } from '../contract/definitions.js';
+import { applicationFailureOf, findCause } from '../contract/failureCauses.js';
 import {
   ShelfInputError,
   emptyShelf,

@@ -3,7 +3,14 @@
  * retry and timeout policy can be read and tested in one place.
  */
 import type { ActivityOptions } from '@temporalio/common';
-import { FailureType, LEGACY_INPUT_GRACE_MS, RefusalType, type ToolInfo, type TurnLimits } from '../contract/index.js';
+import {
+  DEFAULT_HEARTBEAT_TIMEOUT_MS,
+  FailureType,
+  LEGACY_INPUT_GRACE_MS,
+  RefusalType,
+  type ToolInfo,
+  type TurnLimits,
+} from '../contract/index.js';
 import { limitsRefusal } from './bounds.js';
 import { refusal } from './failures.js';
 
@@ -12,7 +19,7 @@ export type Limits = Required<TurnLimits>;
 export const DEFAULT_LIMITS: Limits = {
   continueAsNewAfterCalls: 500,
   toolTimeoutMs: 60_000,
-  heartbeatTimeoutMs: 10_000,
+  heartbeatTimeoutMs: DEFAULT_HEARTBEAT_TIMEOUT_MS,
   scheduleToStartMs: 10_000,
   idleMs: 30 * 60_000,
   inputTimeoutMs: 24 * 60 * 60_000,
@@ -30,17 +37,6 @@ export function resolveLimits(limits: TurnLimits | undefined): Limits {
     throw refusal(RefusalType.turnInput, `limits refused: ${problem.message}`, { field: problem.field });
   }
   return { ...DEFAULT_LIMITS, ...limits };
-}
-
-/**
- * The turn's workflow task timeout: its heartbeat timeout, between 2 s and Temporal's default 10 s.
- * A worker that dies while it holds a workflow task (a fast-path call runs inside one) is noticed
- * only when that task times out, so with a short heartbeat timeout the task timeout follows it: the
- * SDK keeps a task with a longer local activity alive by completing it at 80 % of the timeout. The
- * 2 s floor is for replay: a task that replays a long turn on a loaded worker must finish within it.
- */
-export function turnTaskTimeoutMs(limits: Pick<TurnLimits, 'heartbeatTimeoutMs'> | undefined): number {
-  return Math.min(10_000, Math.max(2_000, limits?.heartbeatTimeoutMs ?? DEFAULT_LIMITS.heartbeatTimeoutMs));
 }
 
 /**

@@ -30,7 +30,7 @@ import {
   legacyInputAskedUpdate,
   statusQuery,
   turnStartedUpdate,
-} from './definitions.js';
+} from '../contract/definitions.js';
 import { checkLegacyReport, legacyInputAsked } from './legacyInputs.js';
 import { alreadyRanOutcome, refusal } from './failures.js';
 import { moveOf, moveTurn } from './placement.js';

@@ -1,28 +1,16 @@
 /**
- * What the Temporal UI shows for a turn (Temporal user metadata): a one-line static summary for the
- * workflow list, static details, and the current details in Markdown. Pure and free of SDK imports,
- * so the client (which sets the static parts at start) and the workflow (which keeps the current
- * details) render the same text. Names and states only: an argument, a result, an error message or
+ * What the Temporal UI shows for a running turn (Temporal user metadata): its current details in
+ * Markdown, kept by the workflow (the static summary and details the client sets at start are in
+ * contract/turnMetadata.ts). Pure and free of SDK imports, so the rendering is table-tested. Names and states only: an argument, a result, an error message or
  * an input request's message never reaches this text. It is meant to be read at a glance by anyone
  * who can list workflows (through the codec server where payloads are encrypted), while values stay
  * behind the history's own payloads.
  */
-import {
-  serverNameProblem,
-  type CallErrorKind,
-  type CallOutcome,
-  type ConfigRefs,
-  type ProtocolEra,
-  type ServerState,
-  type TurnResult,
-} from '../contract/index.js';
+import type { CallErrorKind, CallOutcome, ProtocolEra, ServerState, TurnResult } from '../contract/index.js';
+import { inlineCode as code, plural } from '../contract/turnMetadata.js';
 
 /** Rows of calls the current details show; older calls are counted, not listed. */
 export const DETAILS_CALLS_SHOWN = 20;
-/** Longest static summary: it is one column of the workflow list. */
-export const MAX_SUMMARY_LENGTH = 160;
-/** Longest name (call ID, tool, server, field) shown; caller-chosen names could be long. */
-const MAX_NAME_LENGTH = 64;
 /** Input request fields named, at most. */
 const MAX_FIELDS_NAMED = 8;
 
@@ -90,84 +78,6 @@ export interface TurnDetailsView {
   continuedSummary?: string;
 }
 
-/** `text` with each control character (a line break among them) replaced by `by`. */
-function withoutControls(text: string, by: string): string {
-  let out = '';
-  let from = 0;
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text.charCodeAt(i);
-    if (c >= 0x20 && c !== 0x7f) continue;
-    out += text.slice(from, i) + by;
-    from = i + 1;
-  }
-  return from === 0 ? text : out + text.slice(from);
-}
-
-/** A name as inline code: one line, no backticks, bounded. */
-function code(name: string): string {
-  const flat = withoutControls(name.includes('`') ? name.replaceAll('`', '?') : name, '?');
-  const cut = flat.length > MAX_NAME_LENGTH ? `${flat.slice(0, MAX_NAME_LENGTH - 1)}…` : flat;
-  return `\`${cut}\``;
-}
-
-/** The last segment of a path: the folder it sits in can name a person (a home folder). */
-function baseName(path: string): string {
-  const parts = path.split(/[\\/]/).filter(Boolean);
-  return parts[parts.length - 1] ?? path;
-}
-
-/**
- * The name of an inline `name:command args` spec, or its position when the text before the colon is
- * no server name. Never the rest: a command line or URL can hold a token.
- */
-function inlineName(spec: string, index: number): string {
-  const colon = spec.indexOf(':');
-  const name = colon > 0 ? spec.slice(0, colon).trim() : '';
-  return serverNameProblem(name) === undefined ? name : `--mcp #${index + 1}`;
-}
-
-/** The servers a turn names at start: inline spec names, config file and plugin folder names. */
-function namedAtStart(refs: ConfigRefs): string[] {
-  return [
-    ...refs.inlineSpecs.map(inlineName),
-    ...refs.mcpConfigFiles.map(baseName),
-    ...(refs.plugins ?? []).map((p) => `plugin ${baseName(p)}`),
-  ];
-}
-
-/**
- * The turn's one-line summary for the workflow list: `session <id> · agent <name> · servers a, b`.
- * Servers are the ones the turn names at start (inline spec names, config file names, plugin folder
- * names); those of the workspace and the worker's own layers are known only once reconciled, and
- * show in the current details.
- */
-export function turnSummary(sessionId: string, refs: ConfigRefs): string {
-  const parts = [`session ${sessionId}`];
-  if (refs.agent !== undefined) parts.push(`agent ${refs.agent}`);
-  const servers = namedAtStart(refs);
-  if (servers.length > 0) parts.push(`servers ${servers.join(', ')}`);
-  const text = withoutControls(parts.join(' · '), ' ');
-  return text.length > MAX_SUMMARY_LENGTH ? `${text.slice(0, MAX_SUMMARY_LENGTH - 1)}…` : text;
-}
-
-/**
- * The turn's static details (Markdown): how it is driven and what it names at start, one fact a
- * line (the UI shows them in a small frame).
- */
-export function turnStaticDetails(sessionId: string, refs: ConfigRefs, batchCalls?: number): string {
-  const lines = [
-    `**durable-mcp turn** · ${batchCalls === undefined ? 'interactive' : `batch of ${plural(batchCalls, 'call')}`}`,
-    `session ${code(sessionId)}${refs.agent !== undefined ? ` · agent ${code(refs.agent)}` : ''}`,
-  ];
-  const inline = refs.inlineSpecs.map(inlineName);
-  if (inline.length > 0) lines.push(`servers given inline: ${inline.map(code).join(', ')}`);
-  if (refs.mcpConfigFiles.length > 0)
-    lines.push(`config files: ${refs.mcpConfigFiles.map((f) => code(baseName(f))).join(', ')}`);
-  if (refs.plugins?.length) lines.push(`plugins: ${refs.plugins.map((p) => code(baseName(p))).join(', ')}`);
-  // Two trailing spaces: a Markdown line break, so each fact keeps its line.
-  return lines.join('  \n');
-}
-
 /** A finished call's row fields, from its recorded outcome: its status and error kind, never its content or message. */
 export function finishedCall(id: string, name: string, outcome: CallOutcome): DetailsCall {
   if (outcome.status === 'ok')
@@ -230,10 +140,6 @@ function serversText(view: TurnDetailsView): string {
     .map((s) => `${code(s.name)} ${s.state}${s.era ? ` (${s.era})` : ''}`);
   const more = view.servers.length > SERVERS_SHOWN ? ` and ${view.servers.length - SERVERS_SHOWN} more` : '';
   return `**Servers** ${shown.join(', ')}${more}`;
-}
-
-function plural(n: number, one: string): string {
-  return `${n} ${one}${n === 1 ? '' : 's'}`;
 }
 
 function countsLine(view: TurnDetailsView): string {

@@ -1,10 +1,10 @@
 import { setCurrentDetails } from '@temporalio/workflow';
 import type { CallOutcome, TurnInput, TurnResult, TurnStatus } from '../contract/index.js';
+import { turnSummary } from '../contract/turnMetadata.js';
 import {
   DETAILS_CALLS_SHOWN,
   finishedCall,
   renderTurnDetails,
-  turnSummary,
   type DetailsCall,
   type InputWait,
   type TaskWait,

@@ -66,21 +66,6 @@ export function cancelledCallOutcome(): CallOutcome {
   return errorOutcome('cancelled', 'the call was cancelled before it finished; it may have had an effect');
 }
 
-/**
- * A call cancelled while it waited in the client for a slot: it was never sent, so the turn has no
- * record of it and the tool did not run.
- */
-export function cancelledBeforeSentOutcome(now: string): CallOutcome {
-  return {
-    ...errorOutcome(
-      'cancelled',
-      'the call was cancelled before it was sent to the turn (it waited for a free slot): the tool did not run',
-    ),
-    isError: false,
-    startedAt: now,
-  };
-}
-
 /** Whether an activity failed with an `ApplicationFailure` of `type` (a FailureType). */
 export function isFailureType(err: unknown, type: string): boolean {
   return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === type;
@@ -154,30 +139,4 @@ export function failureOutcome(err: unknown, safeToRetry: boolean): CallOutcome 
   if (temporalTimeout) return errorOutcome('timeout', `the call timed out (${cause.timeoutType})`);
   if (toolTimeout) return errorOutcome('timeout', `the call timed out: ${message}`);
   return errorOutcome('transport', message);
-}
-
-// --- reading a failure's type wherever Temporal wrapped it (clients, the API, the CLI, the shelf client) ---
-
-/**
- * The first `ApplicationFailure` in `err`'s cause chain (an Update a validator refused, a failed
- * workflow, a failed activity), or undefined. Temporal wraps what a workflow threw in one or more
- * errors of its own (`WorkflowUpdateFailedError`, `WorkflowFailedError`, `ActivityFailure`).
- */
-export function applicationFailureOf(err: unknown): ApplicationFailure | undefined {
-  return findCause(err, (e): e is ApplicationFailure => e instanceof ApplicationFailure);
-}
-
-/** The first error in `err`'s cause chain (`err` included) that `is` accepts. A cycle ends the walk. */
-export function findCause<T extends Error>(err: unknown, is: (e: Error) => e is T): T | undefined {
-  const seen = new Set<unknown>();
-  for (let e: unknown = err; e instanceof Error && !seen.has(e); e = e.cause) {
-    seen.add(e);
-    if (is(e)) return e;
-  }
-  return undefined;
-}
-
-/** The `type` of {@link applicationFailureOf}: a `RefusalType` or `FailureType` from the contract, or another. */
-export function failureTypeOf(err: unknown): string | undefined {
-  return applicationFailureOf(err)?.type ?? undefined;
 }

@@ -9,4 +9,4 @@ export {
   statusQuery,
   shelfChangeUpdate,
   shelfQuery,
-} from './definitions.js';
+} from '../contract/definitions.js';

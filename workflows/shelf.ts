@@ -11,7 +11,7 @@ import {
   type ShelfServer,
   type ShelfState,
 } from '../contract/index.js';
-import { shelfChangeUpdate, shelfQuery } from './definitions.js';
+import { shelfChangeUpdate, shelfQuery } from '../contract/definitions.js';
 import { refusal } from './failures.js';
 
 /** What the shelf workflow starts with, and carries into each next run. */

@@ -1,7 +1,7 @@
 /** `durable-mcp run`: one batch turn, and the outcome of each call. */
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
-import { outcomeText } from '../../client/transcript.js';
+import { outcomeText } from '../../client/transcriptText.js';
 import { SecretInInputError, type TurnClient } from '../../client/turnClient.js';
 import { loadConfig } from '../../config/load.js';
 import { ConfigError } from '../../config/types.js';

@@ -2,7 +2,8 @@
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Command } from 'commander';
 import { findCause } from '../../client/failures.js';
-import { renderTranscript, saveImages } from '../../client/transcript.js';
+import { saveImages } from '../../client/transcriptImages.js';
+import { renderTranscript } from '../../client/transcriptText.js';
 import { GrpcStatus, UsageError, cliLogger, commandSettings, grpcStatusOf, progress } from '../common.js';
 import { connect } from '../embedded.js';
 import { terminalJson } from '../../text/terminal.js';

@@ -1,6 +1,6 @@
 /** `durable-mcp turn end <turnId>`: ends an interactive turn, optionally without waiting for its MCP tasks. */
 import type { Command } from 'commander';
-import { outcomeText } from '../../client/transcript.js';
+import { outcomeText } from '../../client/transcriptText.js';
 import { stripTerminalControls, terminalJson } from '../../text/terminal.js';
 import { UsageError, cliLogger, commandSettings, progress } from '../common.js';
 import { connect } from '../embedded.js';

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { probeServer } from '../../cli/commands/mcp.js';
-import { renderTranscript } from '../../client/transcript.js';
+import { renderTranscript } from '../../client/transcriptText.js';
 import type { ServerEntry } from '../../config/types.js';
 import { STDIO_PROBE_TIMEOUT_MS } from '../../mcp/era.js';
 import { ManagedServer } from '../../mcp/managedServer.js';

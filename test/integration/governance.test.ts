@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { ActivityName, type CallOutcome } from '../../contract/index.js';
-import { renderTranscript } from '../../client/transcript.js';
+import { renderTranscript } from '../../client/transcriptText.js';
 import { DEFAULT_SHAPE_LIMITS, shapeForModel } from '../../shaping/index.js';
 import { fixtureServer, readLines, startHarness, tempDir, writeConfigDir, type Harness } from '../support/harness.js';
 import { causeMessages, textOf } from '../support/content.js';

@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { hashToken, parseTokens } from '../../api/auth.js';
 import { startApiServer, type RunningApi } from '../../api/server.js';
-import { renderTranscript } from '../../client/transcript.js';
+import { renderTranscript } from '../../client/transcriptText.js';
 import { TurnClient } from '../../client/turnClient.js';
 import { ensureTurnKey } from '../../config/load.js';
 import { ActivityName, type CallOutcome, type TurnResult } from '../../contract/index.js';

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
 import { TurnClient } from '../../client/turnClient.js';
-import { renderTranscript } from '../../client/transcript.js';
+import { renderTranscript } from '../../client/transcriptText.js';
 import { callProgress } from '../../api/progress.js';
 import { ActivityName, type InputAnswer, type InputRequest } from '../../contract/index.js';
 import { bundleWorkflows } from '../../worker/index.js';

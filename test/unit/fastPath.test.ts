@@ -3,7 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
-import { buildTranscript, renderTranscript } from '../../client/transcript.js';
+import { buildTranscript } from '../../client/transcript.js';
+import { renderTranscript } from '../../client/transcriptText.js';
 import {
   FAST_PATH_BOUND_MS,
   afterFastAttempt,
@@ -13,10 +14,10 @@ import {
   withFastAttempt,
 } from '../../workflows/fastPath.js';
 import { errorOutcome } from '../../workflows/failures.js';
-import type { CallOutcome } from '../../contract/index.js';
+import { turnTaskTimeoutMs, type CallOutcome } from '../../contract/index.js';
 import proto, { type temporal } from '@temporalio/proto';
 import { lostMidTask } from '../../activities/callTool.js';
-import { DEFAULT_LIMITS, callOptions, turnTaskTimeoutMs } from '../../workflows/activityOptions.js';
+import { DEFAULT_LIMITS, callOptions } from '../../workflows/activityOptions.js';
 
 const bounds: { timeoutMs?: number; toolTimeoutMs: number; expected: number }[] = [
   { toolTimeoutMs: 60_000, expected: FAST_PATH_BOUND_MS },

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { scrubResult } from '../../activities/index.js';
-import { outcomeText } from '../../client/transcript.js';
+import { outcomeText } from '../../client/transcriptText.js';
 import { secretScrubber } from '../../config/secrets.js';
 import type { CallOutcome, ContentBlock } from '../../contract/index.js';
 import { DEFAULT_SHAPE_LIMITS, shapeForModel } from '../../shaping/index.js';

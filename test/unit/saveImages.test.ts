@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readFile, readdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { saveImages, type Transcript } from '../../client/transcript.js';
+import type { Transcript } from '../../client/transcript.js';
+import { saveImages } from '../../client/transcriptImages.js';
 import { tempDir } from '../support/harness.js';
 
 const png = Buffer.from(

@@ -12,7 +12,7 @@ import {
   type ShapeLimits,
 } from '../../shaping/index.js';
 import { shapeLimitsFromEnv } from '../../settings/shapeLimits.js';
-import { outcomeText } from '../../client/transcript.js';
+import { outcomeText } from '../../client/transcriptText.js';
 import { oneLine } from '../../text/oneLine.js';
 import type { CallOutcome, ContentBlock } from '../../contract/index.js';
 import { noisyPng, smallImage, type ImageFormat } from './fixtures-images.js';

@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { buildTranscript, outcomeText, renderTranscript, taskLine } from '../../client/transcript.js';
+import { buildTranscript } from '../../client/transcript.js';
+import { outcomeText, renderTranscript, taskLine } from '../../client/transcriptText.js';
 import { parseTakeTaskSpec } from '../../cli/commands/run.js';
 import { callFingerprint } from '../../api/recorded.js';
 import { CallRequestSchema, EndTurnSchema } from '../../api/schemas.js';

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { buildTranscript, renderTranscript, taskLine, MAX_TASK_CHANGES } from '../../client/transcript.js';
+import { buildTranscript, MAX_TASK_CHANGES } from '../../client/transcript.js';
+import { renderTranscript, taskLine } from '../../client/transcriptText.js';
 import {
   ActivityName,
   type CallToolInput,

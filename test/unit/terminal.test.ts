@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { stripTerminalControls, terminalJson } from '../../text/terminal.js';
-import { renderTranscript, type Transcript } from '../../client/transcript.js';
+import type { Transcript } from '../../client/transcript.js';
+import { renderTranscript } from '../../client/transcriptText.js';
 
 /** ESC, BEL or the 8-bit CSI: any of them in printed output could drive a terminal. */
 const hasTerminalControl = (s: string) => /[\u001b\u0007\u009b]/.test(s); // eslint-disable-line no-control-regex

@@ -1,14 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { CallOutcome, ConfigRefs } from '../../contract/index.js';
+import { MAX_SUMMARY_LENGTH, turnStaticDetails, turnSummary } from '../../contract/turnMetadata.js';
 import {
   DETAILS_CALLS_SHOWN,
-  MAX_SUMMARY_LENGTH,
   describeWait,
   finishedCall,
   renderTurnDetails,
-  turnStaticDetails,
-  turnSummary,
   type DetailsCall,
   type TurnDetailsView,
 } from '../../workflows/details.js';

@@ -3,24 +3,34 @@
  * handlers for these objects and every client (TurnClient, the shelf client, the API) sends them,
  * so a name and its argument and result types cannot drift apart between the two sides.
  */
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import {
-  QueryName,
-  ShelfUpdateName,
-  UpdateName,
-  type CallOutcome,
-  type CallRequest,
-  type EndTurnOptions,
-  type InputAnswer,
-  type InputAnswerReceipt,
-  type LegacyInputReport,
-  type LegacyInputTicket,
-  type ShelfChange,
-  type ShelfChangeResult,
-  type ShelfState,
-  type TurnProgress,
-  type TurnStarted,
-} from '../contract/index.js';
+import type { QueryDefinition, UpdateDefinition } from '@temporalio/common';
+import type { InputAnswer, InputAnswerReceipt, LegacyInputReport, LegacyInputTicket } from './inputs.js';
+import type { CallOutcome } from './history.js';
+import { QueryName, ShelfUpdateName, UpdateName } from './names.js';
+import type { ShelfChange, ShelfChangeResult, ShelfState } from './shelf.js';
+import type {
+  CallRequest,
+  EndSessionWorkflowInput,
+  EndTurnOptions,
+  SessionEnd,
+  TurnInput,
+  TurnProgress,
+  TurnResult,
+  TurnStarted,
+} from './turn.js';
+
+/**
+ * What the SDK's `defineUpdate` returns (a name and its kind), built here: a client would otherwise
+ * load `@temporalio/workflow` only to name the Updates it sends.
+ */
+function defineUpdate<Ret, Args extends unknown[] = []>(name: string): UpdateDefinition<Ret, Args> {
+  return { type: 'update', name } as UpdateDefinition<Ret, Args>;
+}
+
+/** What the SDK's `defineQuery` returns; see {@link defineUpdate}. */
+function defineQuery<Ret, Args extends unknown[] = []>(name: string): QueryDefinition<Ret, Args> {
+  return { type: 'query', name } as QueryDefinition<Ret, Args>;
+}
 
 /** Answered once the servers are reconciled and the tool list is frozen (update-with-start). */
 export const turnStartedUpdate = defineUpdate<TurnStarted>(UpdateName.turnStarted);
@@ -44,3 +54,8 @@ export const legacyInputAskedUpdate = defineUpdate<LegacyInputTicket, [LegacyInp
 /** One change of the shelf's servers or grants. */
 export const shelfChangeUpdate = defineUpdate<ShelfChangeResult, [ShelfChange]>(ShelfUpdateName.change);
 export const shelfQuery = defineQuery<ShelfState>(QueryName.shelf);
+
+/** The `agentTurn` workflow's signature: typed handles for clients, which never load workflow code. */
+export type AgentTurnWorkflow = (input: TurnInput) => Promise<TurnResult>;
+/** The `dmcpEndSession` workflow's signature; see {@link AgentTurnWorkflow}. */
+export type EndSessionWorkflow = (input: EndSessionWorkflowInput) => Promise<Pick<SessionEnd, 'workers' | 'servers'>>;
