@@ -352,8 +352,6 @@ const oversized: string[] = [
   'client/turnClient.ts',
   'config/load.ts',
   'config/parse.ts',
-  'mcp/managedServer.ts',
-  'mcp/pool.ts',
   'plane/machineLogin.ts',
   'plane/oauth.ts',
   'plane/shelf.ts',
