@@ -33,6 +33,7 @@ export interface Session {
 /** Turns remembered per session: older ones reconcile again (their calls never started) before they call. */
 const TURNS_KEPT = 32;
 
+/** A session with no servers yet, used now. */
 export function newSession(): Session {
   return { servers: new Map(), lastUsed: Date.now(), busy: 0, lock: Promise.resolve(), turns: new Map() };
 }

@@ -42,7 +42,7 @@ export interface ManagedServerDeps {
   livenessTimeoutMs?: number;
   /**
    * The roots this server is offered now. Given: the client declares the `roots` capability and
-   * answers `roots/list` with them; {@link ManagedServer.syncRoots} announces a change. Absent: no
+   * answers `roots/list` with them; `ManagedServer.syncRoots` announces a change. Absent: no
    * roots capability.
    */
   roots?: () => Root[];
