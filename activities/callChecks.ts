@@ -1,6 +1,6 @@
 /** Where a call runs, what the workflow says about it is checked rather than taken on trust. */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { RefusedCallError } from '../mcp/managedServer.js';
+import { RefusedCallError } from '../mcp/serverErrors.js';
 import { preToolUseProofText, type CallToolInput, type ToolInfo } from '../contract/index.js';
 import type { ActivityKit } from './deps.js';
 import { configFailure } from './history.js';

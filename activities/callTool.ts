@@ -14,7 +14,7 @@ import {
   type InputRequiredOutcome,
 } from '../contract/index.js';
 import { UnservedInputRequestError, isNeedsInput, requestStateProblem } from '../mcp/inputRequests.js';
-import type { DeclinedInput } from '../mcp/managedServer.js';
+import type { DeclinedInput } from '../mcp/legacyQuestions.js';
 import { checkCall } from './callChecks.js';
 import { legacyInputAsker } from './legacyInput.js';
 import { currentTurnChain, currentTurnId, startHeartbeat } from './context.js';

@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { scrubDeep } from '../config/secrets.js';
 import { ConfigError } from '../config/types.js';
-import { RefusedCallError, ServerUnavailableError } from '../mcp/managedServer.js';
+import { RefusedCallError, ServerUnavailableError } from '../mcp/serverErrors.js';
 import { needsTasksExtension } from '../mcp/taskRequests.js';
 import { FailureType, type BadRequestDetails, type CallToolInput } from '../contract/index.js';
 

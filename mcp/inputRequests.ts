@@ -37,6 +37,21 @@ export class UnservedInputRequestError extends Error {
 }
 
 /**
+ * A 2026-07-28 task's `inputRequests` (from `tasks/get`) read as a call's are (see
+ * {@link readInputRequired}); anything but an object reads as no requests.
+ */
+export function readTaskInputRequests(
+  inputRequests: unknown,
+  roots: (() => { uri: string; name?: string }[]) | undefined,
+): NeedsInput {
+  const requests =
+    typeof inputRequests === 'object' && inputRequests !== null && !Array.isArray(inputRequests)
+      ? (inputRequests as Record<string, unknown>)
+      : {};
+  return readInputRequired({ resultType: 'input_required', inputRequests: requests } as InputRequiredResult, roots);
+}
+
+/**
  * Splits an `input_required` result into what a person must answer and what this client answers
  * itself (`roots`: the roots offered to the server, or none). Throws
  * {@link UnservedInputRequestError} for sampling and for a request it cannot read.

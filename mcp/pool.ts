@@ -1,23 +1,22 @@
 import type { CallToolResult, Transport } from '@modelcontextprotocol/client';
-import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { LoadedConfig, ServerEntry } from '../config/types.js';
-import {
-  ManagedServer,
-  RefusedCallError,
-  ServerUnavailableError,
-  type CallOptions,
-  type ManagedState,
-} from './managedServer.js';
-import type { EraVerdicts } from './era.js';
-import type { NeedsInput } from './inputRequests.js';
-import { admitRoot, rootsOf } from './roots.js';
-import { StdioSandbox, type UntrustedStdioOptions } from './sandbox.js';
+import type { ToolInfo, TurnStatus } from '../contract/index.js';
 import { remoteSecrets } from './httpTransport.js';
-import { SparePool } from './spares.js';
+import type { NeedsInput } from './inputRequests.js';
 import type { LoginCredentials } from './login.js';
-import { ToolNameMap, describeTool, type ToolPrefix } from './toolNames.js';
-import type { ServerStatus, ToolInfo, TurnStatus } from '../contract/index.js';
+import type { ManagedServer, ManagedState } from './managedServer.js';
+import { newSession, rememberTurn, renewHold, type Session } from './poolSession.js';
+import { admitRoot } from './roots.js';
+import type { UntrustedStdioOptions } from './sandbox.js';
+import { ServerFactory } from './serverFactory.js';
+import { RefusedCallError, ServerUnavailableError } from './serverErrors.js';
+import { ServerRetirement } from './serverRetirement.js';
+import { sessionStatus } from './sessionStatus.js';
+import { SessionToolNames, sessionTools } from './sessionTools.js';
+import { SparePool } from './spares.js';
+import type { CallOptions } from './toolCall.js';
+import type { ToolPrefix } from './toolNames.js';
 
 /** Dependencies and settings of a {@link ServerPool}. */
 export interface ServerPoolOptions {
@@ -108,73 +107,30 @@ export interface ReconcileOptions {
   offerRoot?: boolean;
 }
 
-interface Session {
-  configHash?: string;
-  servers: Map<string, ManagedServer>;
-  config?: LoadedConfig;
-  lastUsed: number;
-  /**
-   * An interactive turn of the session may send calls until about this time (epoch ms), so its
-   * servers stay up at least that long, however short the session idle time.
-   */
-  holdUntil?: number;
-  /** How far each call of the session pushes `holdUntil`: the idle limit of its interactive turn. */
-  holdMs?: number;
-  /** Reconciliations and calls in progress: an idle stop never interrupts them. */
-  busy: number;
-  /** The last workspace a reconciliation named (see {@link ReconcileOptions.workspace}). */
-  workspace?: string;
-  /** Whether the last reconciliation offered the workspace as a root ({@link ReconcileOptions.offerRoot}). */
-  offerRoot?: boolean;
-  /** That workspace (symlinks resolved) when it may be offered as the servers' MCP root. */
-  root?: string;
-  /** The workspace {@link root} was last decided for (a refusal is logged once per workspace). */
-  rootChecked?: string;
-  /** Reconciliations of a session run one at a time (a failover reconcile may overlap the last one). */
-  lock: Promise<unknown>;
-  /** Turns that reconciled the session here, with the config hash they reconciled; the newest last. */
-  turns: Map<string, string>;
-}
-
-/** The task fields of a listed tool: its task support, and the entry's `"tasks": "prefer"` where it matters. */
-function taskFields(support: unknown, mode: ServerEntry['tasks']): Pick<ToolInfo, 'taskSupport' | 'tasks'> {
-  if (support !== 'optional' && support !== 'required') return {};
-  return { taskSupport: support, ...(support === 'optional' && mode === 'prefer' ? { tasks: 'prefer' as const } : {}) };
-}
-
-/** Turns remembered per session: older ones reconcile again (their calls never started) before they call. */
-const TURNS_KEPT = 32;
-
 /**
  * The worker's MCP servers, keyed by session: a session's turns share server
  * processes as long as they land on this worker and the config is unchanged.
  */
 export class ServerPool {
   private readonly sessions = new Map<string, Session>();
-  private readonly nameMaps = new WeakMap<Session, { key: unknown[]; map: ToolNameMap }>();
+  private readonly toolNames: SessionToolNames;
   private readonly scrub: (text: string) => string;
-  private readonly callsInFlight = new Map<ManagedServer, number>();
-  /** Servers replaced by a config change while a call was running: stopped when their calls end. */
-  private readonly retiring = new Set<ManagedServer>();
+  private readonly retirement: ServerRetirement;
   private shuttingDown = false;
-  private readonly sandbox: StdioSandbox;
+  private readonly serverFactory: ServerFactory;
   private readonly spares: SparePool;
-  /** The session each server works for: a warm spare gets one when it is handed over. */
-  private readonly owners = new WeakMap<ManagedServer, Session>();
-  /** Servers started in a sandbox, with the folder it lets them write. */
-  private readonly sandboxed = new WeakMap<ManagedServer, { writable?: string }>();
-  /** What each stdio config's era probe found, so its restarts and new sessions skip the probe. */
-  private readonly eraVerdicts: EraVerdicts = new Map();
 
   constructor(private readonly options: ServerPoolOptions) {
     this.scrub = options.scrub ?? ((t) => t);
-    this.sandbox = new StdioSandbox(options.untrustedStdio ?? { mode: 'sandbox', hiddenPaths: [] });
+    this.toolNames = new SessionToolNames(options.toolPrefix);
+    this.retirement = new ServerRetirement(options.logger);
+    this.serverFactory = new ServerFactory(options, this.scrub);
     this.spares = new SparePool({
       perEntry: options.warmSpares ?? 0,
       logger: options.logger,
       // Built like a session's server: only trusted entries get spares, and their launch does not
       // depend on the session (the workspace matters to sandboxed servers alone).
-      create: (entry) => this.newServer(entry),
+      create: (entry) => this.serverFactory.create(entry),
       environmentFor: options.environmentFor,
       fillDelayMs: options.spareDelayMs ?? 1000,
     });
@@ -198,11 +154,7 @@ export class ServerPool {
     session.busy += 1;
     const run = session.lock.then(async () => {
       const status = await this.reconcileNow(sessionId, session, config);
-      if (options.turnId !== undefined) {
-        session.turns.delete(options.turnId);
-        session.turns.set(options.turnId, config.hash);
-        if (session.turns.size > TURNS_KEPT) session.turns.delete(session.turns.keys().next().value!);
-      }
+      if (options.turnId !== undefined) rememberTurn(session, options.turnId, config.hash);
       return status;
     });
     session.lock = run.catch(() => undefined);
@@ -212,7 +164,7 @@ export class ServerPool {
       session.busy -= 1;
       session.lastUsed = Date.now();
       // The turn's idle clock starts once its servers are up, not when it asked for them.
-      if (holds) this.renewHold(session);
+      if (holds) renewHold(session);
     }
   }
 
@@ -239,9 +191,9 @@ export class ServerPool {
     if (session.configHash !== config.hash) {
       const old = [...session.servers.values()];
       session.servers.clear();
-      for (const entry of config.servers) session.servers.set(entry.name, this.newServer(entry, session));
+      for (const entry of config.servers) session.servers.set(entry.name, this.serverFactory.create(entry, session));
       session.configHash = config.hash;
-      await Promise.all(old.map((s) => this.retire(s)));
+      await Promise.all(old.map((s) => this.retirement.retire(s)));
     }
     session.config = config;
 
@@ -255,7 +207,7 @@ export class ServerPool {
         if (server.state === 'failed' && server.loginProblem?.kind === 'refresh_failed')
           return this.restart(sessionId, session, name, server, false);
         // A sandbox lets its server write one workspace: for another one the server starts anew.
-        if (server.state === 'ready' && this.boundElsewhere(server, session))
+        if (server.state === 'ready' && this.serverFactory.boundElsewhere(server, session))
           return this.restart(sessionId, session, name, server, false);
         // A server that never started waits for a config change (it would cost its start timeout every turn).
         if (server.state !== 'ready') return;
@@ -290,10 +242,10 @@ export class ServerPool {
     old: ManagedServer,
     crashed = true,
   ): Promise<void> {
-    const fresh = this.newServer(old.entry, session);
+    const fresh = this.serverFactory.create(old.entry, session);
     session.servers.set(name, fresh);
     if (crashed) this.options.observer?.serverRestarted?.(name);
-    await this.retire(old);
+    await this.retirement.retire(old);
     await this.startServer(sessionId, session, name, fresh);
   }
 
@@ -304,7 +256,7 @@ export class ServerPool {
       // The session may have been stopped while the spare was checked: it must not keep a process then.
       if (this.sessions.get(sessionId) === session && !this.shuttingDown && session.servers.get(name) === server) {
         session.servers.set(name, spare);
-        this.owners.set(spare, session);
+        this.serverFactory.handOver(spare, session);
         return;
       }
       await spare.stop();
@@ -312,182 +264,15 @@ export class ServerPool {
     await server.start();
   }
 
-  /** Stops a server now, or after its in-flight calls (removing an entry does not cancel a call). */
-  private async retire(server: ManagedServer): Promise<void> {
-    if ((this.callsInFlight.get(server) ?? 0) > 0) {
-      this.retiring.add(server);
-      return;
-    }
-    await server.stop();
-  }
-
-  /** Whether a sandboxed server's writable folder is not the session's workspace any more. */
-  private boundElsewhere(server: ManagedServer, session: Session): boolean {
-    const bound = this.sandboxed.get(server);
-    return bound !== undefined && session.workspace !== undefined && bound.writable !== resolve(session.workspace);
-  }
-
-  private newServer(entry: ServerEntry, session?: Session): ManagedServer {
-    // A sandboxed server keeps the root of the folder its sandbox lets it write, for its whole life:
-    // offering another would promise what the sandbox does not allow (it is started anew for
-    // another workspace instead, see boundElsewhere). Others follow the session.
-    let sandboxRoot: { root?: string } | undefined;
-    const observer = this.options.observer;
-    const server: ManagedServer = new ManagedServer(entry, {
-      logger: this.options.logger,
-      environment: () => this.options.environmentFor(entry),
-      stdioCommand: async (e, environment) => {
-        const launch = await this.sandbox.launch(e, environment, session?.workspace);
-        if (launch.sandbox) {
-          sandboxRoot =
-            launch.sandbox.writable !== undefined && session?.root !== undefined ? { root: session.root } : {};
-          this.sandboxed.set(server, launch.sandbox);
-        }
-        return launch;
-      },
-      // `"roots": false`: no roots capability at all, so the server keeps its own directories.
-      ...(entry.roots === false
-        ? {}
-        : { roots: () => rootsOf(sandboxRoot ? sandboxRoot.root : this.owners.get(server)?.root) }),
-      ...(observer?.serverStarted
-        ? { onStart: (result: 'ready' | 'failed', ms: number) => observer.serverStarted!(entry.name, result, ms) }
-        : {}),
-      ...(this.options.requestHeadersFor ? { requestHeaders: () => this.options.requestHeadersFor!(entry) } : {}),
-      ...(this.options.credentials ? { credentials: this.options.credentials } : {}),
-      ...(this.options.connect ? { connect: this.options.connect } : {}),
-      scrub: this.scrub,
-      startTimeoutMs: this.options.startTimeoutMs,
-      clientVersion: this.options.clientVersion ?? '0.1.0',
-      eraVerdicts: this.eraVerdicts,
-    });
-    if (session) this.owners.set(server, session);
-    return server;
-  }
-
   /** The session's status as of now. */
   status(sessionId: string): TurnStatus {
-    const session = this.session(sessionId);
-    const config = session.config;
-    const reportedAt = new Date().toISOString();
-    if (!config || config.off) return { mcp: config?.off ? 'off' : 'on', servers: [], warnings: [], reportedAt };
-    const names = this.nameMap(session);
-    const servers: ServerStatus[] = [];
-    for (const server of session.servers.values()) {
-      const { entry } = server;
-      const base = {
-        name: entry.name,
-        layer: entry.layer,
-        source: entry.source,
-        transport: entry.type,
-        warnings: [] as string[],
-      };
-      if (!entry.enabled) {
-        servers.push({ ...base, state: 'disabled', tools: [] });
-        continue;
-      }
-      if (server.state !== 'ready') {
-        const login = server.loginProblem ? { login: server.loginProblem.kind } : {};
-        servers.push({
-          ...base,
-          state: 'failed',
-          tools: [],
-          error: server.error ?? `server is ${server.state}`,
-          ...login,
-        });
-        continue;
-      }
-      const offered = new Set(server.tools.map((t) => t.name));
-      const kept = this.keptTools(server);
-      for (const wanted of entry.tools ?? []) {
-        if (!offered.has(wanted))
-          base.warnings.push(`tool "${wanted}" is listed in "tools" but the server does not offer it`);
-      }
-      for (const refused of server.refusedTools)
-        base.warnings.push(`tool ${JSON.stringify(refused.name)} left out: ${refused.reason}`);
-      // A connected server whose login a request found wanting (more scope, or a new authorization server).
-      const scopeProblem =
-        server.loginProblem?.kind === 'insufficient_scope' || server.loginProblem?.kind === 'moved'
-          ? server.loginProblem
-          : undefined;
-      if (scopeProblem)
-        base.warnings.push(scopeProblem.kind === 'moved' ? scopeProblem.message : `its login ${scopeProblem.message}`);
-      if (server.junkLines > 0) {
-        base.warnings.push(
-          `the server wrote ${server.junkLines} non-protocol line(s) to stdout, first: ${JSON.stringify(server.firstJunkLine)}; they were dropped`,
-        );
-      }
-      servers.push({
-        ...base,
-        state: base.warnings.length > 0 ? 'degraded' : 'ready',
-        tools: kept.map((t) => names.publicName(entry.name, t.name)!),
-        pid: server.pid,
-        ...(server.era ? { era: server.era } : {}),
-        ...(scopeProblem ? { login: scopeProblem.kind } : {}),
-      });
-    }
-    for (const refused of config.refused) {
-      servers.push({
-        name: refused.name,
-        layer: refused.layer,
-        source: refused.source,
-        transport: refused.transport,
-        state: 'failed',
-        tools: [],
-        error: this.scrub(refused.reason),
-        warnings: [],
-      });
-    }
-    servers.sort((a, b) => a.name.localeCompare(b.name));
-    return { mcp: 'on', servers, warnings: config.warnings.map(this.scrub), reportedAt };
+    return sessionStatus(this.session(sessionId), this.toolNames, this.scrub);
   }
 
   /** The tools of the session's ready servers, as the model will see them. */
   tools(sessionId: string): ToolInfo[] {
     const session = this.session(sessionId);
-    const names = this.nameMap(session);
-    const out: ToolInfo[] = [];
-    for (const server of this.readyServers(session)) {
-      for (const tool of this.keptTools(server)) {
-        out.push({
-          name: names.publicName(server.entry.name, tool.name)!,
-          server: server.entry.name,
-          tool: tool.name,
-          description: describeTool(server.entry.name, tool.description),
-          inputSchema: tool.inputSchema as Record<string, unknown>,
-          ...(tool.annotations ? { annotations: tool.annotations } : {}),
-          ...(server.entry.toolTimeoutMs ? { timeoutMs: server.entry.toolTimeoutMs } : {}),
-          // 'auto' (or nothing) leaves the decision to the annotations.
-          ...(server.entry.retry === 'safe' || server.entry.retry === 'never' ? { retry: server.entry.retry } : {}),
-          ...taskFields(server.offersModernTasks ? 'optional' : tool.execution?.taskSupport, server.entry.tasks),
-        });
-      }
-    }
-    return out.sort((a, b) => a.name.localeCompare(b.name));
-  }
-
-  private readyServers(session: Session): ManagedServer[] {
-    return [...session.servers.values()].filter((s) => s.state === 'ready' && s.entry.enabled);
-  }
-
-  private keptTools(server: ManagedServer) {
-    const filter = server.entry.tools;
-    return filter ? server.tools.filter((t) => filter.includes(t.name)) : server.tools;
-  }
-
-  /**
-   * One map per listing, so public names are unique across all of the session's servers. Kept while
-   * the ready servers, their entries and their listings are the same objects (a new listing or
-   * entry is a new object): every call checks its public name against it.
-   */
-  private nameMap(session: Session): ToolNameMap {
-    const ready = this.readyServers(session);
-    const key = ready.flatMap((s) => [s, s.entry, s.tools]);
-    const kept = this.nameMaps.get(session);
-    if (kept && kept.key.length === key.length && kept.key.every((k, i) => k === key[i])) return kept.map;
-    const refs = ready.flatMap((s) => this.keptTools(s).map((t) => ({ server: s.entry.name, tool: t.name })));
-    const map = new ToolNameMap(refs, this.options.toolPrefix);
-    this.nameMaps.set(session, { key, map });
-    return map;
+    return sessionTools(session, this.toolNames.of(session));
   }
 
   /** Calls a tool on the session's server. Throws {@link ServerUnavailableError} when it is not running. */
@@ -540,7 +325,7 @@ export class ServerPool {
       throw new ServerUnavailableError(server, 'not reconciled for this turn on this worker');
     if (options.publicName !== undefined) {
       // The operator's rules match public names: the name checked must be the one this tool has.
-      const listed = this.nameMap(session).publicName(server, tool);
+      const listed = this.toolNames.of(session).publicName(server, tool);
       if (listed !== undefined && listed !== options.publicName)
         throw new RefusedCallError(
           `${options.publicName} is not the name of tool "${tool}" of server "${server}" (that is ${listed})`,
@@ -558,24 +343,15 @@ export class ServerPool {
     }
     session.lastUsed = Date.now();
     session.busy += 1;
-    this.callsInFlight.set(managed, (this.callsInFlight.get(managed) ?? 0) + 1);
+    this.retirement.callStarted(managed);
     try {
       return await run(managed);
     } finally {
       session.busy -= 1;
       session.lastUsed = Date.now();
       // The turn's idle clock restarts when the call ends.
-      this.renewHold(session);
-      const left = (this.callsInFlight.get(managed) ?? 1) - 1;
-      if (left > 0) this.callsInFlight.set(managed, left);
-      else {
-        this.callsInFlight.delete(managed);
-        if (this.retiring.delete(managed)) {
-          managed
-            .stop()
-            .catch((err: unknown) => this.options.logger.warn({ err }, 'stopping a replaced server failed'));
-        }
-      }
+      renewHold(session);
+      this.retirement.callEnded(managed);
     }
   }
 
@@ -634,7 +410,7 @@ export class ServerPool {
     // A server still starting would otherwise spawn its process after it was told to stop.
     await session.lock;
     const servers = [...session.servers.values()];
-    await Promise.all(servers.map((s) => this.retire(s)));
+    await Promise.all(servers.map((s) => this.retirement.retire(s)));
     this.options.logger.info({ sessionId, servers: servers.length }, 'session ended');
     return servers.length;
   }
@@ -658,7 +434,7 @@ export class ServerPool {
    * last resort of a process told twice to stop, so no server outlives it.
    */
   killAll(): void {
-    const servers = [...this.sessions.values()].flatMap((s) => [...s.servers.values()]).concat([...this.retiring]);
+    const servers = [...this.sessions.values()].flatMap((s) => [...s.servers.values()]).concat(this.retirement.waiting);
     for (const pid of servers.map((s) => s.pid)) {
       if (pid === undefined) continue;
       try {
@@ -677,8 +453,7 @@ export class ServerPool {
     const spares = this.spares.shutdown();
     // A server still starting could otherwise spawn its process after it was told to stop.
     await Promise.all([...this.sessions.values()].map((s) => s.lock));
-    const retiring = [...this.retiring];
-    this.retiring.clear();
+    const retiring = this.retirement.takeAll();
     await Promise.all(
       [...this.sessions.keys()]
         .map((id) => this.stopSession(id))
@@ -689,15 +464,10 @@ export class ServerPool {
     );
   }
 
-  private renewHold(session: Session): void {
-    if (session.holdMs === undefined) return;
-    session.holdUntil = Math.max(session.holdUntil ?? 0, Date.now() + session.holdMs);
-  }
-
   private session(sessionId: string): Session {
     let session = this.sessions.get(sessionId);
     if (!session) {
-      session = { servers: new Map(), lastUsed: Date.now(), busy: 0, lock: Promise.resolve(), turns: new Map() };
+      session = newSession();
       this.sessions.set(sessionId, session);
     }
     session.lastUsed = Date.now();

@@ -81,3 +81,56 @@ export async function admitRoot(
   const problem = rootProblem(real, resolved);
   return problem ? { problem } : { root: real };
 }
+
+/** How long a root change waits for a server that reads roots to ask for the new ones. */
+export const ROOTS_SYNC_WAIT_MS = 1000;
+
+/** The roots one server was last shown, and who waits for it to read new ones. */
+export class RootsAnnouncer {
+  /** The roots last announced (at connect, or by {@link announce}), as {@link rootsKey}. */
+  private announced = '';
+  /** How often the server asked `roots/list`; those that never ask are not waited for. */
+  private asked = 0;
+  private waiters: (() => void)[] = [];
+
+  constructor(private readonly roots: () => Root[]) {}
+
+  /** A new connection starts with the roots offered now. */
+  connected(): void {
+    this.announced = rootsKey(this.roots());
+  }
+
+  /** Answers the server's `roots/list` with the roots offered now. */
+  list(): { roots: Root[] } {
+    const now = this.roots();
+    this.announced = rootsKey(now);
+    this.asked += 1;
+    for (const wake of this.waiters.splice(0)) wake();
+    return { roots: now };
+  }
+
+  /**
+   * Runs `send` (the `notifications/roots/list_changed`) when the roots offered now differ from
+   * those the server last saw. A server that has read roots before is given up to `waitMs` to ask
+   * for the new ones; a server that never asks is not waited for. Rejects as `send` does.
+   */
+  async announce(send: () => Promise<void>, waitMs: number): Promise<void> {
+    const key = rootsKey(this.roots());
+    if (key === this.announced) return;
+    this.announced = key;
+    let timer: NodeJS.Timeout | undefined;
+    const asked =
+      this.asked > 0
+        ? new Promise<void>((wake) => {
+            this.waiters.push(wake);
+            timer = setTimeout(wake, waitMs);
+          })
+        : undefined;
+    try {
+      await send();
+      await asked;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

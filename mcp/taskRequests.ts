@@ -14,7 +14,12 @@ import {
   type JSONRPCResponse,
   type ServerCapabilities,
 } from '@modelcontextprotocol/client';
-import type { DispatchOptions, JsonRpcResponse } from '@modelcontextprotocol/ext-tasks/client';
+import {
+  createTaskSessionFromClient,
+  type DispatchOptions,
+  type JsonRpcResponse,
+  type TaskEnabledSession,
+} from '@modelcontextprotocol/ext-tasks/client';
 import type { JsonValue } from '@modelcontextprotocol/ext-tasks/core';
 
 /** The extension's identifier, in capabilities and in `-32021` errors. */
@@ -154,4 +159,20 @@ export class TaskRequestClient extends Client {
       pending.fail(new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed'));
     super._onclose();
   }
+}
+
+/**
+ * The MCP task session over `client` (tasks/get, tasks/result, tasks/cancel and task-augmented
+ * calls, which the SDK client does not send itself). On a 2026-07-28 server that offers the tasks
+ * extension, its requests declare it and go out as they are (see {@link TaskRequestClient}).
+ */
+export function taskSessionOver(client: TaskRequestClient, endpointId: string): TaskEnabledSession {
+  const modern = client.getProtocolEra() === 'modern' && offersModernTasks(client.getServerCapabilities());
+  return modern
+    ? createTaskSessionFromClient(client, {
+        endpointId,
+        rawDispatch: (req: JsonValue, options?: DispatchOptions) => client.rawRequest(req, options),
+        v2RequestFraming: client.taskFraming(),
+      })
+    : createTaskSessionFromClient(client, { endpointId });
 }

@@ -4,9 +4,27 @@
  * Schemas are kept as the server sent them (JSON Schema 2020-12 keywords and `$ref` included; a
  * `$ref` is never fetched or resolved).
  */
-import type { Client, RequestOptions } from '@modelcontextprotocol/client';
+import { SdkError, SdkErrorCode, type Client, type RequestOptions, type Tool } from '@modelcontextprotocol/client';
 import { z } from 'zod';
-import { isJsonObject } from '../contract/index.js';
+import { MAX_NESTING_DEPTH, isJsonObject, nestedDeeperThan } from '../contract/index.js';
+import { ListingBoundError } from './serverErrors.js';
+
+/** Pages of one tool listing (see {@link listAllTools}). */
+export const MAX_LIST_PAGES = 100;
+/** Tools of one server; far more than a model can choose from. */
+export const MAX_LISTED_TOOLS = 10_000;
+/** Nesting depth of a tool's input or output schema (see MAX_NESTING_DEPTH). */
+export const MAX_SCHEMA_DEPTH = MAX_NESTING_DEPTH;
+
+/** Longest a modern server's listing is kept without asking again, whatever its `ttlMs` says. */
+export const MAX_LISTING_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** A tool of a listing that was left out, and why. */
+export interface RefusedTool {
+  /** The tool's name as the server gave it (cut to 100 characters). */
+  name: string;
+  reason: string;
+}
 
 /** A listing page as it came: tools unchecked, plus the revision's freshness hints. */
 export interface ToolListingPage {
@@ -124,4 +142,73 @@ export function headerDeclarationProblem(inputSchema: unknown): string | undefin
     return undefined;
   };
   return visit(inputSchema, [], true);
+}
+
+/** What one whole listing found: the tools kept, those left out, and the first page's `ttlMs`. */
+export interface ToolListing {
+  tools: Tool[];
+  refused: RefusedTool[];
+  ttlMs?: number;
+}
+
+/**
+ * Lists every page of tools, within `timeoutMs` and {@link MAX_LIST_PAGES} pages of at most
+ * {@link MAX_LISTED_TOOLS} tools in all: a server that answers with a `nextCursor` forever would
+ * otherwise hold the session (and every later turn of it) while it is listed. Tools whose schemas
+ * nest deeper than {@link MAX_SCHEMA_DEPTH} are left out: they parse, but cannot be serialized
+ * into the turn's history, which would fail every turn of the session. `checkHeaders`: the
+ * server speaks the modern Streamable HTTP wire, the only one where parameter headers exist.
+ */
+export async function listAllTools(
+  page: (params: { cursor: string } | undefined, timeoutMs: number) => Promise<ToolListingPage>,
+  options: { timeoutMs: number; checkHeaders: boolean },
+): Promise<ToolListing> {
+  const { timeoutMs } = options;
+  const deadline = Date.now() + timeoutMs;
+  const overdue = (pages: number) =>
+    new ListingBoundError(`tools/list did not finish within ${timeoutMs} ms (start timeout; ${pages} page(s) so far)`);
+  const tools: Tool[] = [];
+  const refused: RefusedTool[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  let ttlMs: number | undefined;
+  do {
+    if (pages >= MAX_LIST_PAGES) {
+      throw new ListingBoundError(
+        `tools/list still had a next page after ${MAX_LIST_PAGES} pages (${tools.length} tools): a listing may have at most ${MAX_LIST_PAGES} pages`,
+      );
+    }
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) throw overdue(pages);
+    let listed: ToolListingPage;
+    try {
+      listed = await page(cursor ? { cursor } : undefined, remaining);
+    } catch (err) {
+      if (err instanceof SdkError && err.code === SdkErrorCode.RequestTimeout && Date.now() >= deadline - 50)
+        throw overdue(pages);
+      throw err;
+    }
+    pages += 1;
+    if (pages === 1) ttlMs = listed.ttlMs;
+    for (const tool of listed.tools) {
+      const name = String((tool as { name?: unknown } | null)?.name ?? '').slice(0, 100);
+      const invalid =
+        invalidToolReason(tool) ??
+        (tools.some((t) => t.name === name) ? 'another tool of the listing has the same name' : undefined) ??
+        (options.checkHeaders ? headerDeclarationProblem((tool as Tool).inputSchema) : undefined);
+      if (invalid) refused.push({ name, reason: invalid });
+      else if (
+        nestedDeeperThan((tool as Tool).inputSchema, MAX_SCHEMA_DEPTH) ||
+        nestedDeeperThan((tool as Tool).outputSchema, MAX_SCHEMA_DEPTH)
+      ) {
+        refused.push({ name, reason: `its schemas nest deeper than ${MAX_SCHEMA_DEPTH} levels` });
+      } else tools.push(tool as Tool);
+    }
+    if (tools.length > MAX_LISTED_TOOLS)
+      throw new ListingBoundError(
+        `tools/list returned more than ${MAX_LISTED_TOOLS} tools: a server may offer at most ${MAX_LISTED_TOOLS}`,
+      );
+    cursor = listed.nextCursor;
+  } while (cursor);
+  return { tools, refused, ...(ttlMs !== undefined ? { ttlMs } : {}) };
 }

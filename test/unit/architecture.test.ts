@@ -350,8 +350,6 @@ const oversized: string[] = [
   'cli/commands/mcp.ts',
   'config/load.ts',
   'config/parse.ts',
-  'mcp/managedServer.ts',
-  'mcp/pool.ts',
   'settings/index.ts',
   'workflows/tasks.ts',
   'api/turnRoutes.ts:26',

@@ -10,7 +10,7 @@ import {
   type TaskRef,
   type TaskStarted,
 } from '../../contract/index.js';
-import { relatedTaskId } from '../../mcp/managedServer.js';
+import { relatedTaskId } from '../../mcp/legacyQuestions.js';
 import { taskProgress } from '../../api/progress.js';
 import { newEvents } from '../../api/events.js';
 import {

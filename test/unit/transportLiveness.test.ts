@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { after, describe, test } from 'node:test';
 import pino from 'pino';
 import type { ServerEntry } from '../../config/types.js';
-import { ConnectionLostError, ManagedServer } from '../../mcp/managedServer.js';
+import { ManagedServer } from '../../mcp/managedServer.js';
+import { ConnectionLostError } from '../../mcp/serverErrors.js';
 
 const httpFixture = fileURLToPath(new URL('../fixtures/httpFixtureServer.js', import.meta.url));
 const started = new Set<number>();
