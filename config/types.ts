@@ -90,6 +90,18 @@ export class ConfigError extends Error {
   }
 }
 
+/** Human label of a layer, for messages. */
+export function layerLabel(kind: LayerKind): string {
+  return {
+    configDir: 'config dir',
+    shelf: 'shelf',
+    workspace: 'workspace',
+    plugin: 'plugin',
+    explicit: '--mcp-config',
+    inline: '--mcp',
+  }[kind];
+}
+
 /** Whether a layer is trusted: the agent cannot write trusted layers. */
 export function isTrustedLayer(kind: LayerKind): boolean {
   return kind === 'configDir' || kind === 'shelf' || kind === 'explicit' || kind === 'inline';

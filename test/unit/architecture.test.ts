@@ -348,9 +348,6 @@ const MAX_FILE_LINES = 500;
 const oversized: string[] = [
   'api/schemas.ts',
   'cli/commands/mcp.ts',
-  'config/load.ts',
-  'config/parse.ts',
-  'settings/index.ts',
   'workflows/tasks.ts',
   'api/turnRoutes.ts:26',
   'cli/commands/dev.ts:76',

@@ -4,14 +4,9 @@ import assert from 'node:assert/strict';
 import { chmod, mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import {
-  ensureTurnKey,
-  loadConfig,
-  nodeConfigIO,
-  refsProof,
-  turnKeyFile,
-  type LoadOptions,
-} from '../../config/load.js';
+import { nodeConfigIO } from '../../config/configIO.js';
+import { loadConfig, type LoadOptions } from '../../config/load.js';
+import { ensureTurnKey, refsProof, turnKeyFile } from '../../config/turnKey.js';
 import type { Boundary, ConfigRefs } from '../../config/types.js';
 import { SecretInInputError, Turn, TurnClient } from '../../client/turnClient.js';
 import { configText, fakeIO, WS } from './configFixtures.js';

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig, parseExplicitFile, parseInlineSpec } from '../../config/load.js';
+import { parseExplicitFile, parseInlineSpec } from '../../config/layers.js';
+import { loadConfig } from '../../config/load.js';
 import { parseConfigText } from '../../config/parse.js';
 import { secretValues } from '../../config/secrets.js';
 import { ConfigError, type LayerInfo } from '../../config/types.js';

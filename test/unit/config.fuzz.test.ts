@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { expandString } from '../../config/expand.js';
-import { parseExplicitFile, parseInlineSpec } from '../../config/load.js';
+import { parseExplicitFile, parseInlineSpec } from '../../config/layers.js';
 import { parseConfigText } from '../../config/parse.js';
 import { ConfigError, type LayerInfo, type ParseResult } from '../../config/types.js';
 import { BASE_ENV, WS } from './configFixtures.js';

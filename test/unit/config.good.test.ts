@@ -1,13 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  configDirPath,
-  hashEntries,
-  loadConfig,
-  mergeLayers,
-  parseInlineSpec,
-  type ConfigIO,
-} from '../../config/load.js';
+import type { ConfigIO } from '../../config/configIO.js';
+import { parseInlineSpec } from '../../config/layers.js';
+import { configDirPath, loadConfig } from '../../config/load.js';
+import { hashEntries, mergeLayers } from '../../config/merge.js';
 import { expandString, parseTemplate, splitCommand, type ExpandContext } from '../../config/expand.js';
 import { isValidServerName, nameProblem } from '../../config/names.js';
 import { findCommandExpressions, parseConfigText } from '../../config/parse.js';
@@ -771,7 +767,7 @@ void test('hash: "tasks" counts, and "auto" hashes like leaving it out', async (
 });
 
 void test('io: the real ConfigIO reports missing files as ENOENT and runs commands', async () => {
-  const { nodeConfigIO } = await import('../../config/load.js');
+  const { nodeConfigIO } = await import('../../config/configIO.js');
   const io: ConfigIO = nodeConfigIO;
   await assert.rejects(io.readText('/definitely/not/here.json'), (err: NodeJS.ErrnoException) => err.code === 'ENOENT');
   const out = await io.runCommand?.({

@@ -1,5 +1,5 @@
 // Shared fixtures for the config tests (no tests here; the name keeps it inside the config test files).
-import type { CommandRequest, ConfigIO } from '../../config/load.js';
+import type { CommandRequest, ConfigIO } from '../../config/configIO.js';
 
 /** The workspace used by config tests. */
 export const WS = '/ws';

@@ -1,7 +1,8 @@
 // The shelf layer: an agent's granted servers join a turn only when the turn's proof names the agent.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig, refsProof, type LoadOptions } from '../../config/load.js';
+import { loadConfig, type LoadOptions } from '../../config/load.js';
+import { refsProof } from '../../config/turnKey.js';
 import type { Boundary, ConfigRefs } from '../../config/types.js';
 import { refsProofText } from '../../contract/index.js';
 import { configText, fakeIO, WS } from './configFixtures.js';
