@@ -104,10 +104,13 @@ export interface TurnClientOptions {
   /**
    * The operator's turn key (the workers' `<DMCP_DATA_DIR>/turn.key`). The client signs each turn's
    * references with it, and workers honour inline specs, config files, plugins and the workspace
-   * layer only with that proof. Default: `./.data/turn.key` (the default data dir) when it exists;
-   * without a key those references are refused by the worker, with a status warning.
+   * layer only with that proof. Default: `turn.key` in {@link TurnClientOptions.dataDir}, read once.
+   * Without a key, a turn that names such references is refused before it starts, naming the fix
+   * (unless it is started `unsigned`).
    */
   turnKey?: Buffer;
+  /** The workers' data dir (their `DMCP_DATA_DIR`), where the turn key is found. Default: `./.data`. */
+  dataDir?: string;
   /**
    * Secret values of the caller's environment, by variable name. A turn whose references, or a call
    * whose arguments, contain one is refused before anything is sent: history would keep the value.
@@ -153,7 +156,7 @@ export interface ConnectOptions {
    * `dataConverterFor(loadSettings(process.env))` to share the workers' encryption key as well.
    */
   dataConverter?: DataConverter;
-  /** Where the default data converter finds the payload store (default `./.data`, as the worker's DMCP_DATA_DIR). */
+  /** The workers' data dir (their `DMCP_DATA_DIR`): the turn key and the payload store. Default: `./.data`. */
   dataDir?: string;
   /**
    * How long an interactive turn waits for its next call before ending itself, in milliseconds, for
@@ -167,7 +170,7 @@ export interface ConnectOptions {
   legacyInputTimeoutMs?: number;
   /** What {@link Turn.callToolForModel} renders by default: token cap, image limits (default: the documented shaping limits). */
   shapeLimits?: ShapeLimits;
-  /** See {@link TurnClientOptions.turnKey}; default: `turn.key` under `dataDir` when it exists. */
+  /** See {@link TurnClientOptions.turnKey}; default: `turn.key` under `dataDir`. */
   turnKey?: Buffer;
   /** See {@link TurnClientOptions.secrets}. */
   secrets?: Record<string, string>;

@@ -7,7 +7,6 @@ import { join, resolve } from 'node:path';
 import type { Client, WorkflowHandle, WorkflowUpdateHandle } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import {
-  DEFAULT_DATA_DIR,
   DEFAULT_TASK_QUEUE,
   DataDirEntry,
   MAX_END_SESSION_QUEUES,
@@ -53,6 +52,9 @@ import {
   isAlreadyStarted,
   nextTurnNumber,
   readTurnKeyFile,
+  clientDataDir,
+  missingKeyProblem,
+  startFailure,
   sessionIdKey,
   turnMetadata,
 } from './turnStart.js';
@@ -66,7 +68,7 @@ export type { InputAnswer, InputAnswerReceipt, InputRequest } from '../contract/
 export type { ConnectOptions, StartTurnOptions, TurnClientOptions, TurnServers } from './options.js';
 export { SecretInInputError } from './secrets.js';
 export { Turn, type CallQueueOptions } from './turn.js';
-export { SESSION_ID_RE, TurnIdTakenError, sessionIdKey } from './turnStart.js';
+export { SESSION_ID_RE, TurnFailedError, TurnIdTakenError, sessionIdKey } from './turnStart.js';
 
 /** Starts and drives turns. */
 export class TurnClient {
@@ -82,6 +84,7 @@ export class TurnClient {
   private readonly callQueue: CallQueueOptions;
   private turnKey?: Promise<Buffer | undefined>;
   private readonly turnKeyOption?: Buffer;
+  private readonly keyFile: string;
   private nonceKey?: Promise<Buffer>;
 
   constructor(options: TurnClientOptions) {
@@ -94,13 +97,12 @@ export class TurnClient {
     this.secrets = options.secrets;
     this.callQueue = { maxCallsInFlight: options.maxCallsInFlight, onCallsInFlight: options.onCallsInFlight };
     this.turnKeyOption = options.turnKey;
+    this.keyFile = join(clientDataDir(options.dataDir), DataDirEntry.turnKey);
   }
 
   /** The key that signs turn references: the option, else the default data dir's key file, read once. */
   private key(): Promise<Buffer | undefined> {
-    this.turnKey ??= this.turnKeyOption
-      ? Promise.resolve(this.turnKeyOption)
-      : readTurnKeyFile(resolve(DEFAULT_DATA_DIR, DataDirEntry.turnKey));
+    this.turnKey ??= this.turnKeyOption ? Promise.resolve(this.turnKeyOption) : readTurnKeyFile(this.keyFile);
     return this.turnKey;
   }
 
@@ -126,11 +128,8 @@ export class TurnClient {
       (await temporalClient.Connection.connect({ ...options.connection, address: options.address }));
     const dataConverter =
       options.dataConverter ??
-      createDataConverter({ payloadDir: join(resolve(options.dataDir ?? DEFAULT_DATA_DIR), DataDirEntry.payloads) });
+      createDataConverter({ payloadDir: join(clientDataDir(options.dataDir), DataDirEntry.payloads) });
     const client = new temporalClient.Client({ connection, namespace: options.namespace ?? 'default', dataConverter });
-    const turnKey =
-      options.turnKey ??
-      (await readTurnKeyFile(join(resolve(options.dataDir ?? DEFAULT_DATA_DIR), DataDirEntry.turnKey)));
     return new TurnClient({
       client,
       taskQueue: options.taskQueue,
@@ -138,7 +137,8 @@ export class TurnClient {
       inputTimeoutMs: options.inputTimeoutMs,
       legacyInputTimeoutMs: options.legacyInputTimeoutMs,
       shapeLimits: options.shapeLimits,
-      turnKey,
+      turnKey: options.turnKey,
+      dataDir: options.dataDir,
       secrets: options.secrets,
       maxCallsInFlight: options.maxCallsInFlight,
     });
@@ -173,11 +173,11 @@ export class TurnClient {
       });
       const start: TurnStarted | undefined = await this.client.workflow
         .executeUpdateWithStart(turnStartedDef, { startWorkflowOperation: operation })
-        .catch((err: unknown) => {
+        .catch(async (err: unknown) => {
           // A closed turn with this number exists (visibility lagged behind): take the next number,
           // unless the caller asked for this exact turn.
-          if (options.turn !== undefined || !isAlreadyStarted(err)) throw err;
-          return undefined;
+          if (options.turn === undefined && isAlreadyStarted(err)) return undefined;
+          throw await startFailure(this.client, workflowId, err);
         });
       if (start && start.startNonce === input.startNonce)
         return new Turn(
@@ -408,6 +408,8 @@ export class TurnClient {
         .map((c): [string, unknown] => [`call ${JSON.stringify(c.id)} (${c.name}) arguments`, c.arguments ?? {}]),
     ]);
     const key = options.unsigned ? undefined : await this.key();
+    const unsignable = key || options.unsigned ? undefined : missingKeyProblem(refs, this.keyFile);
+    if (unsignable) throw new Error(unsignable);
     if (key) refs.proof = createHmac('sha256', key).update(refsProofText(options.sessionId, refs)).digest('hex');
     const { latest, turns } = await this.sessionSummary(options.sessionId);
     const turn = options.turn ?? turns + 1;

@@ -4,19 +4,23 @@
  * moves past when their IDs are taken.
  */
 import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { Client } from '@temporalio/client';
 import { SearchAttributeType, defineSearchAttributeKey } from '@temporalio/common';
 import {
+  DEFAULT_DATA_DIR,
   SESSION_ID_PATTERN,
   SESSION_ID_SEARCH_ATTRIBUTE,
   WorkflowType,
   type CallRequest,
+  type ConfigRefs,
   type TurnInput,
 } from '../contract/index.js';
-import { findCause } from '../contract/failureCauses.js';
+import { applicationFailureOf, findCause } from '../contract/failureCauses.js';
 import { turnStaticDetails, turnSummary } from '../contract/turnMetadata.js';
 import { temporalClient } from './temporalClient.js';
 
-const { WorkflowExecutionAlreadyStartedError } = temporalClient;
+const { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowUpdateFailedError } = temporalClient;
 
 /** The `DmcpSessionId` search attribute every turn carries: list a session's turns with it. */
 export const sessionIdKey = defineSearchAttributeKey(SESSION_ID_SEARCH_ATTRIBUTE, SearchAttributeType.KEYWORD);
@@ -69,6 +73,62 @@ export function isAlreadyStarted(err: unknown): boolean {
         e instanceof WorkflowExecutionAlreadyStartedError,
     ) !== undefined
   );
+}
+
+/**
+ * The workers' data dir as a client finds it: the option, else `./.data` (the workers' default). A
+ * library never reads the environment: a caller whose workers set DMCP_DATA_DIR passes it.
+ */
+export function clientDataDir(dataDir?: string): string {
+  return resolve(dataDir ?? DEFAULT_DATA_DIR);
+}
+
+/**
+ * Why a turn cannot start without the turn key: it names servers (inline specs, config files,
+ * plugins, an agent's shelf) that every worker refuses without the key's proof, so it would start
+ * with none of their tools. Undefined when it names none of them.
+ */
+export function missingKeyProblem(refs: ConfigRefs, keyFile: string): string | undefined {
+  const named = [
+    refs.inlineSpecs.length > 0 && 'inline specs',
+    refs.mcpConfigFiles.length > 0 && 'config files',
+    (refs.plugins?.length ?? 0) > 0 && 'plugins',
+    refs.agent !== undefined && `agent ${JSON.stringify(refs.agent)}`,
+  ].filter((n): n is string => typeof n === 'string');
+  if (named.length === 0) return undefined;
+  return (
+    `the turn names ${named.join(', ')}, which workers use only when the operator's turn key signs them, ` +
+    `and this client has none (no ${keyFile}): pass \`turnKey\`, or \`dataDir\` naming ` +
+    `the workers' data dir (their DMCP_DATA_DIR), or \`unsigned: true\` to send them as any caller's (the workers then refuse them)`
+  );
+}
+
+/** A turn that ended before its start completed (a config error, a worker-side refusal): says why. */
+export class TurnFailedError extends Error {
+  override name = 'TurnFailedError';
+
+  constructor(
+    readonly turnId: string,
+    cause: Error,
+  ) {
+    super(`turn ${turnId} failed: ${applicationFailureOf(cause)?.message ?? cause.message}`, { cause });
+  }
+}
+
+/**
+ * What a failed start says to its caller. A start Update fails with only "the Workflow completed
+ * before the Update completed" when the turn itself failed first: the turn's failure carries the reason.
+ */
+export async function startFailure(client: Client, workflowId: string, err: unknown): Promise<unknown> {
+  if (!(err instanceof WorkflowUpdateFailedError)) return err;
+  const handle = client.workflow.getHandle(workflowId);
+  try {
+    if ((await handle.describe()).status.name === 'RUNNING') return err;
+    await handle.result();
+  } catch (closed) {
+    if (closed instanceof WorkflowFailedError) return new TurnFailedError(workflowId, closed);
+  }
+  return err;
 }
 
 /** Reads a turn key file (64 hex digits); undefined when there is none. */
