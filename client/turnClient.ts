@@ -66,7 +66,9 @@ const { WithStartWorkflowOperation } = temporalClient;
 export type { CallInputOptions, InputContext, InputHandler } from './inputs.js';
 export type { InputAnswer, InputAnswerReceipt, InputRequest } from '../contract/index.js';
 export type { ConnectOptions, StartTurnOptions, TurnClientOptions, TurnServers } from './options.js';
+import { listSessions, listTurns, type SessionListing, type TurnListing } from './sessions.js';
 export { SecretInInputError } from './secrets.js';
+export { MAX_LISTED_RUNS, type SessionListing, type TurnListing } from './sessions.js';
 export { Turn, type CallQueueOptions } from './turn.js';
 export { SESSION_ID_RE, TurnFailedError, TurnIdTakenError, sessionIdKey } from './turnStart.js';
 
@@ -375,6 +377,16 @@ export class TurnClient {
       if (!first.has(w.workflowId) || start < first.get(w.workflowId)!) first.set(w.workflowId, start);
     }
     return [...first.entries()].sort((a, b) => a[1] - b[1]).map(([id]) => id);
+  }
+
+  /** A session's turns in turn order, each with its state (from visibility, which lags a second). */
+  listTurns(sessionId: string): Promise<TurnListing[]> {
+    return listTurns(this.client, sessionId);
+  }
+
+  /** The sessions that have turns, the most recently active first (at most `MAX_LISTED_RUNS` runs read). */
+  listSessions(): Promise<SessionListing[]> {
+    return listSessions(this.client);
   }
 
   /**

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { SESSION_ID_PATTERN } from '../../contract/index.js';
 import { UsageError, cliLogger, commandSettings, progress } from '../common.js';
 import { connect } from '../embedded.js';
+import { sessionListCommand } from './lists.js';
 import { terminalJson } from '../../text/terminal.js';
 
 async function endSessionCommand(sessionId: string, opts: { json?: boolean }): Promise<number> {
@@ -40,7 +41,7 @@ async function endSessionCommand(sessionId: string, opts: { json?: boolean }): P
   }
 }
 
-/** Adds `durable-mcp session end` to the program. */
+/** Adds `durable-mcp session end` and `session list` to the program. */
 export function registerSessionCommand(program: Command): void {
   const session = program.command('session').description('the sessions of the workers');
   session
@@ -52,5 +53,12 @@ export function registerSessionCommand(program: Command): void {
     .option('--json', 'print { sessionId, turnsEnded, workers, servers } as JSON')
     .action(async (sessionId: string, opts: { json?: boolean }) => {
       process.exitCode = await endSessionCommand(sessionId, opts);
+    });
+  session
+    .command('list')
+    .description('the sessions that have turns, the most recently active first')
+    .option('--json', 'print [{ sessionId, turns, latestTurnId, latestStatus, lastStarted }] as JSON')
+    .action(async (opts: { json?: boolean }) => {
+      process.exitCode = await sessionListCommand(opts);
     });
 }

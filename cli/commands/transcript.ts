@@ -6,6 +6,7 @@ import { saveImages } from '../../client/transcriptImages.js';
 import { renderTranscript } from '../../client/transcriptText.js';
 import { GrpcStatus, UsageError, cliLogger, commandSettings, grpcStatusOf, progress } from '../common.js';
 import { connect } from '../embedded.js';
+import { noSuchTurn, turnIdProblem } from '../turnIds.js';
 import { terminalJson } from '../../text/terminal.js';
 
 /** Whether Temporal answered that the turn (or its namespace) is not there. */
@@ -19,6 +20,8 @@ function notFound(err: unknown): boolean {
 
 /** Exit code 0, or 1 when an image could not be saved; a turn that is not there is a usage error. */
 async function transcriptCommand(turnId: string, opts: { json?: boolean; saveImages?: string }): Promise<number> {
+  const bad = turnIdProblem(turnId);
+  if (bad) throw new UsageError(bad);
   const settings = commandSettings();
   const session = await connect({
     logger: cliLogger(settings, 'warn'),
@@ -38,7 +41,7 @@ async function transcriptCommand(turnId: string, opts: { json?: boolean; saveIma
     }
     return 0;
   } catch (err) {
-    if (notFound(err)) throw new UsageError(`no turn "${turnId}" on ${session.address}`);
+    if (notFound(err)) throw new UsageError(noSuchTurn(turnId, session.address));
     throw err;
   } finally {
     await session.close();

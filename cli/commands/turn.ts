@@ -4,9 +4,8 @@ import { outcomeText } from '../../client/transcriptText.js';
 import { stripTerminalControls, terminalJson } from '../../text/terminal.js';
 import { UsageError, cliLogger, commandSettings, progress } from '../common.js';
 import { connect } from '../embedded.js';
-
-/** A turn's workflow ID: `<sessionId>/turn-<n>`, the session ID as the API and CLI accept it. */
-const TURN_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}\/turn-[1-9]\d{0,8}$/;
+import { turnIdProblem } from '../turnIds.js';
+import { turnListCommand } from './lists.js';
 
 interface EndOptions {
   detach?: boolean;
@@ -15,10 +14,8 @@ interface EndOptions {
 }
 
 async function endTurnCommand(turnId: string, opts: EndOptions): Promise<number> {
-  if (!TURN_ID_PATTERN.test(turnId))
-    throw new UsageError(
-      `invalid turn ID ${JSON.stringify(turnId)}: expected <sessionId>/turn-<n>, as \`durable-mcp transcript\` and the API name it`,
-    );
+  const bad = turnIdProblem(turnId);
+  if (bad) throw new UsageError(bad);
   const settings = commandSettings();
   const session = await connect({
     logger: cliLogger(settings, 'warn'),
@@ -52,7 +49,7 @@ async function endTurnCommand(turnId: string, opts: EndOptions): Promise<number>
   }
 }
 
-/** Adds `durable-mcp turn end` to the program. */
+/** Adds `durable-mcp turn end` and `turn list` to the program. */
 export function registerTurnCommand(program: Command): void {
   const turn = program.command('turn').description('the interactive turns of the workers');
   turn
@@ -70,5 +67,13 @@ export function registerTurnCommand(program: Command): void {
     .option('--json', 'print the turn result { turnId, endedBy, calls } as JSON')
     .action(async (turnId: string, opts: EndOptions) => {
       process.exitCode = await endTurnCommand(turnId, opts);
+    });
+  turn
+    .command('list')
+    .description("a session's turns in order, each with its state")
+    .argument('<sessionId>')
+    .option('--json', 'print [{ turnId, status, started, closed? }] as JSON')
+    .action(async (sessionId: string, opts: { json?: boolean }) => {
+      process.exitCode = await turnListCommand(sessionId, opts);
     });
 }

@@ -55,6 +55,21 @@ describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no d
     const again = await run(['transcript', out.turnId, '--save-images', images]);
     assert.equal(again.code, 1, 'saving into a folder that has the file already fails');
     assert.match(again.stderr, /call-2-1\.png already exists; not overwritten/);
+
+    const sessionId = out.turnId.split('/')[0]!;
+    const turns = await run(['turn', 'list', sessionId, '--json']);
+    assert.equal(turns.code, 0, turns.stderr);
+    const listed = JSON.parse(turns.stdout) as { turnId: string; status: string }[];
+    assert.deepEqual(
+      listed.map((t) => [t.turnId, t.status]),
+      [[out.turnId, 'completed']],
+    );
+    const sessions = await run(['session', 'list']);
+    assert.equal(sessions.code, 0, sessions.stderr);
+    assert.ok(
+      sessions.stdout.split('\n').some((l) => l.startsWith(`${sessionId}  1 turn(s)  latest ${out.turnId} completed`)),
+      sessions.stdout,
+    );
   });
 
   test('server text cannot drive the terminal: run and transcript strip control sequences', async () => {
@@ -105,6 +120,22 @@ describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no d
 
     const noTurn = await run(['transcript', 'no-such-session/turn-1']);
     assert.notEqual(noTurn.code, 0);
-    assert.match(noTurn.stderr, /^error: .*no-such-session\/turn-1/m);
+    assert.match(
+      noTurn.stderr,
+      /^error: no turn "no-such-session\/turn-1" on \S+; `durable-mcp turn list no-such-session` lists that session's turns$/m,
+    );
+    // A session ID where a turn ID belongs: the same words from both commands, with the form to use.
+    for (const args of [
+      ['transcript', 'no-such-session'],
+      ['turn', 'end', 'no-such-session'],
+    ]) {
+      const wrong = await run(args);
+      assert.notEqual(wrong.code, 0);
+      assert.match(
+        wrong.stderr,
+        /^error: invalid turn ID "no-such-session": expected <sessionId>\/turn-<n>, e\.g\. "no-such-session\/turn-1"; `durable-mcp turn list no-such-session`/m,
+        args.join(' '),
+      );
+    }
   });
 });
