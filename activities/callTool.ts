@@ -1,8 +1,7 @@
 /** The activity that sends one tool call to the session's server. */
 import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
 import { ApplicationFailureCategory } from '@temporalio/common';
-import proto, { type temporal } from '@temporalio/proto';
-import { FailureType, type FastPathMissDetails, type LocalCallOutcome } from '../contract/index.js';
+import { FailureType, type LocalCallOutcome } from '../contract/index.js';
 import { scrubberFor } from '../config/secrets.js';
 import {
   MAX_NESTING_DEPTH,
@@ -33,20 +32,21 @@ export function callToolActivity(
   kit: ActivityKit,
 ): (input: CallToolInput) => Promise<CallOutcome | InputRequiredOutcome> {
   return async function callTool(input) {
-    if (input.workerQueue !== undefined && input.workerQueue !== kit.deps.workerQueue) throw notHolder(false);
+    if (input.workerQueue !== undefined && input.workerQueue !== kit.deps.workerQueue) throw notHolder();
     return runCall(kit, input, true);
   };
 }
 
-/** The refusal of a worker that does not hold the session's servers: nothing ran. */
-function notHolder(ownerLost: boolean): ApplicationFailure {
-  const details: FastPathMissDetails = { ownerLost };
+/**
+ * The refusal of a worker that does not hold the session's servers: nothing ran. Whether the holder
+ * is presumed lost is the workflow's to say, from its own state.
+ */
+function notHolder(): ApplicationFailure {
   // Benign: the SDK logs it at debug, not as a warning with a stack; nothing went wrong.
   return ApplicationFailure.create({
     type: FailureType.FastPathMiss,
     message: "this worker does not hold the session's servers",
     nonRetryable: true,
-    details: [details],
     category: ApplicationFailureCategory.BENIGN,
   });
 }
@@ -59,58 +59,9 @@ function notHolder(ownerLost: boolean): ApplicationFailure {
  */
 export function callToolLocalActivity(kit: ActivityKit): (input: CallToolInput) => Promise<LocalCallOutcome> {
   return async function callToolLocal(input) {
-    if (kit.deps.fastPath === false || input.workerQueue !== kit.deps.workerQueue)
-      throw notHolder(await ownerLostMidTask(Context.current(), input.workerQueue));
+    if (kit.deps.fastPath === false || input.workerQueue !== kit.deps.workerQueue) throw notHolder();
     return { ...(await runCall(kit, input, false)), callId: input.callId };
   };
-}
-
-/**
- * Whether the worker named as holding the session's servers stopped answering in the middle of a
- * workflow task of this turn: the task before this one timed out (start-to-close) on it. A fast-path
- * call runs inside its workflow task, so when that worker dies the call is noticed only that way, and
- * the turn then moves at once rather than sending the call to the dead worker's queue and waiting
- * out a schedule-to-start timeout there. Read from the turn's newest events (one short request, made
- * only on a miss); anything unclear answers false, which keeps the regular path's own failover.
- */
-export async function ownerLostMidTask(ctx: Context, ownerQueue: string | undefined): Promise<boolean> {
-  if (ownerQueue === undefined) return false;
-  try {
-    const { workflowNamespace: namespace, workflowExecution: execution } = ctx.info;
-    const page = await ctx.client.workflowService.getWorkflowExecutionHistoryReverse({
-      namespace,
-      execution,
-      maximumPageSize: 16,
-    });
-    return lostMidTask(page.history?.events ?? [], ownerQueue);
-  } catch {
-    return false;
-  }
-}
-
-type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-const { EventType, TaskQueueKind, TimeoutType } = proto.temporal.api.enums.v1;
-
-/**
- * {@link ownerLostMidTask} on a turn's newest events, newest first: the last workflow task to end
- * before the running one timed out start-to-close, and it was the worker whose own queue is
- * `ownerQueue` that held it. Each worker's identity is its own queue, and its sticky queue is named
- * after its identity; a task that timed out is recorded as started without an identity, so it is
- * known by where it was scheduled (only its worker polls a sticky queue).
- */
-export function lostMidTask(newestFirst: HistoryEvent[], ownerQueue: string): boolean {
-  const ended = newestFirst.find(
-    (e) =>
-      e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED ||
-      e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED ||
-      e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
-  );
-  const timedOut = ended?.workflowTaskTimedOutEventAttributes;
-  if (!timedOut || timedOut.timeoutType !== TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE) return false;
-  const byId = (id: unknown) => newestFirst.find((e) => String(e.eventId) === String(id));
-  if (byId(timedOut.startedEventId)?.workflowTaskStartedEventAttributes?.identity === ownerQueue) return true;
-  const queue = byId(timedOut.scheduledEventId)?.workflowTaskScheduledEventAttributes?.taskQueue;
-  return queue?.kind === TaskQueueKind.TASK_QUEUE_KIND_STICKY && queue.name?.startsWith(`${ownerQueue}-`) === true;
 }
 
 async function runCall(

@@ -301,15 +301,6 @@ export interface WorkerInfo {
 /** What `callToolLocal` returns: the outcome, and the call it belongs to (a local activity's marker records no input). */
 export type LocalCallOutcome = (CallOutcome | InputRequiredOutcome) & { callId: string };
 
-/** The details of a `FastPathMiss`. */
-export interface FastPathMissDetails {
-  /**
-   * The worker named as holding the session's servers let the turn's previous workflow task time
-   * out: it is presumed gone, and the turn reconciles elsewhere before the call runs.
-   */
-  ownerLost: boolean;
-}
-
 /** `endSession`: the session whose servers the worker stops. */
 export interface EndSessionInput {
   sessionId: string;

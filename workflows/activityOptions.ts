@@ -1,8 +1,8 @@
 /**
- * The activity options a turn schedules with, as pure functions of its limits and the tool, so the
- * retry and timeout policy can be read and tested in one place.
+ * The activity options a turn schedules with, one builder per kind of activity, as pure functions
+ * of its limits and the tool, so the retry and timeout policy can be read and tested in one place.
  */
-import type { ActivityOptions } from '@temporalio/common';
+import type { ActivityOptions, LocalActivityOptions } from '@temporalio/common';
 import {
   DEFAULT_HEARTBEAT_TIMEOUT_MS,
   FailureType,
@@ -146,6 +146,122 @@ export function callOptions(
       // gone, is the turn's to fix.
       nonRetryableErrorTypes,
     },
+  };
+}
+
+/**
+ * The regular `callTool` options after a fast-path attempt that reached the tool: that attempt was
+ * the call's first, so the call still gets no more attempts in all than its retry policy allows.
+ */
+export function afterFastAttempt(options: ActivityOptions, ranTool: boolean): ActivityOptions {
+  const attempts = options.retry?.maximumAttempts;
+  if (!ranTool || attempts === undefined || attempts <= 1) return options;
+  return { ...options, retry: { ...options.retry, maximumAttempts: attempts - 1 } };
+}
+
+/**
+ * One regular `callTool` attempt of a call: {@link callOptions}, less the attempt an earlier
+ * fast-path attempt that reached the tool took ({@link afterFastAttempt}), and labelled in the UI
+ * when it carries a person's answers.
+ */
+export function callAttemptOptions(
+  queue: string,
+  tool: Pick<ToolInfo, 'name' | 'timeoutMs' | 'annotations' | 'retry'>,
+  limits: Limits,
+  attempt: { mayAskMidCall: boolean; fastAttemptRanTool: boolean; carriesAnswers: boolean },
+): ActivityOptions {
+  const options = afterFastAttempt(callOptions(queue, tool, limits, attempt.mayAskMidCall), attempt.fastAttemptRanTool);
+  return attempt.carriesAnswers ? { ...options, summary: `${tool.name} (with answers)` } : options;
+}
+
+/**
+ * A side-effecting `callTool` sent to the turn's own (shared) queue, the one task queue whose
+ * activities the SDK lets the server dispatch eagerly; the rest of its options are unchanged.
+ */
+export function eagerCallOptions(options: ActivityOptions, sharedQueue: string): ActivityOptions {
+  return { ...options, taskQueue: sharedQueue, allowEagerDispatch: true };
+}
+
+/**
+ * The longest a fast-path call may run before the regular path takes it over. A local activity
+ * holds its workflow task open and sends no heartbeat: a lost worker is noticed only by the workflow
+ * task timeout, and every other command of the turn (other calls' activities, Update answers) waits
+ * until the local activity ends. Most read-only calls answer in milliseconds. Under 5 s: the SDK's
+ * core warns of every workflow task that lasts longer than that (TEMPORAL_WORKFLOW_TASK_DURATION_WARN_SECONDS),
+ * and with the default 10 s workflow task timeout a call that reaches the bound holds its task that
+ * long, so a 5 s bound made each such call a warning.
+ */
+export const FAST_PATH_BOUND_MS = 4500;
+
+/** `callToolLocal`: the tool's public name as the UI label, one attempt, at most {@link FAST_PATH_BOUND_MS}. */
+export function localCallOptions(
+  tool: Pick<ToolInfo, 'name' | 'timeoutMs'>,
+  limits: Pick<Limits, 'toolTimeoutMs'>,
+): LocalActivityOptions {
+  return {
+    summary: tool.name,
+    startToCloseTimeout: Math.min(FAST_PATH_BOUND_MS, callTimeoutMs(tool, limits)),
+    // The regular activity is the retry: it runs where the servers are, with heartbeats and backoff.
+    retry: { maximumAttempts: 1 },
+  };
+}
+
+/** `workerInfo`, asked once when a new session is placed: a local read of the worker's own settings. */
+export function workerInfoOptions(): LocalActivityOptions {
+  return { startToCloseTimeout: '5s', retry: { maximumAttempts: 1 } };
+}
+
+/**
+ * `createTask`: once, never retried (a second task could run the tool twice); a pinned worker that
+ * never took it is the turn's to replace.
+ */
+export function createTaskOptions(queue: string, tool: ToolInfo, limits: Limits): ActivityOptions {
+  return {
+    ...callOptions(queue, tool, limits, false),
+    summary: `${tool.name} (create task)`,
+    retry: { maximumAttempts: 1 },
+  };
+}
+
+/**
+ * The start-to-close of a task poll, result or cancel: short, so a worker that dies during one is
+ * noticed soon (these activities do not heartbeat).
+ */
+export const TASK_REQUEST_TIMEOUT_MS = 30_000;
+
+/** The short task activities (poll, result, cancel, take up, answers): read-only, so retried. */
+export function taskRequestOptions(queue: string, tool: ToolInfo, limits: Limits, summary: string): ActivityOptions {
+  return {
+    taskQueue: queue,
+    summary,
+    startToCloseTimeout: Math.min(callTimeoutMs(tool, limits), TASK_REQUEST_TIMEOUT_MS),
+    scheduleToStartTimeout: limits.scheduleToStartMs,
+    retry: {
+      maximumAttempts: 3,
+      initialInterval: '1s',
+      backoffCoefficient: 2,
+      nonRetryableErrorTypes: [FailureType.BadRequest, FailureType.ServerUnavailable],
+    },
+  };
+}
+
+/**
+ * `taskInput`: it holds `tasks/result` while a person answers, at most the turn's legacy limit,
+ * heartbeating so a lost worker is noticed. Run once: the turn decides what a failure means (the
+ * task lives on the server, which asks again).
+ */
+export function taskInputOptions(
+  queue: string,
+  tool: Pick<ToolInfo, 'name'>,
+  limits: Pick<Limits, 'legacyInputTimeoutMs' | 'heartbeatTimeoutMs' | 'scheduleToStartMs'>,
+): ActivityOptions {
+  return {
+    taskQueue: queue,
+    summary: `questions of the task of ${tool.name}`,
+    startToCloseTimeout: limits.legacyInputTimeoutMs + LEGACY_INPUT_GRACE_MS + TASK_REQUEST_TIMEOUT_MS,
+    heartbeatTimeout: limits.heartbeatTimeoutMs,
+    scheduleToStartTimeout: limits.scheduleToStartMs,
+    retry: { maximumAttempts: 1 },
   };
 }
 

@@ -33,11 +33,10 @@ import {
 } from '../contract/definitions.js';
 import { checkLegacyReport, legacyInputAsked } from './legacyInputs.js';
 import { alreadyRanOutcome, refusal } from './failures.js';
-import { moveOf, moveTurn } from './placement.js';
+import { moveOf, moveTurn, placeTurn } from './placement.js';
 import { waitWhileOpen } from './idle.js';
 import { checkAnswer, takeAnswer } from './inputs.js';
-import { ownWorkerQueue } from './fastPath.js';
-import { listTools, reconcile } from './servers.js';
+import { listTools } from './servers.js';
 import { endTurnSession } from './session.js';
 import { detachTasks, takeUpProblem } from './detach.js';
 import { RECENT_CALLS_KEPT, TurnState, type TurnContext } from './turnState.js';
@@ -224,8 +223,8 @@ function resumeTurn(ctx: TurnContext, continued: ContinuedTurn): void {
 
 /** Reconciles the session's servers and freezes their tool list: what turnStarted answers. */
 async function startTurn(ctx: TurnContext, turnId: string): Promise<void> {
-  const { input, state } = ctx;
-  state.workerQueue = await reconcile(ctx, input.preferredWorkerQueue ?? (await ownWorkerQueue()));
+  const { state } = ctx;
+  await placeTurn(ctx);
   let frozen: ToolInfo[];
   const queue = state.workerQueue;
   try {

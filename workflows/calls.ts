@@ -1,6 +1,5 @@
 import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import {
-  FailureType,
   type CallHooks,
   type CallOutcome,
   type CallRequest,
@@ -11,14 +10,13 @@ import {
   type ToolInfo,
 } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
-import { callOptions, hookOptions, isSafeToRetry, requestTimeoutMs } from './activityOptions.js';
+import { hookOptions, isSafeToRetry, localCallOptions, requestTimeoutMs } from './activityOptions.js';
 import {
   cancelledCallOutcome,
   cancelledInHooksOutcome,
   errorOutcome,
   failureOutcome,
   hookDeniedOutcome,
-  isFailureType,
   isTaskOnlyRefusal,
   messageOf,
   notAllowedOutcome,
@@ -28,18 +26,14 @@ import { MAX_LOST_WORKER_MOVES, moveOf, moveTurn, neverRan } from './placement.j
 import { waitForAnswers, type InputRounds } from './inputs.js';
 import { runTask, runsAsTask } from './tasks.js';
 import {
-  afterFastAttempt,
-  eagerDispatch,
   endsBeforeTaskRenewal,
-  fastCall,
-  fastCallFailed,
-  localCall,
-  localCallOptions,
-  takesEagerDispatch,
-  takesFastPath,
+  firstWay,
+  sendCall,
   withFastAttempt,
-  type FastCall,
-} from './fastPath.js';
+  type Attempt,
+  type Sent,
+  type Way,
+} from './sendCall.js';
 import type { TurnContext } from './turnState.js';
 
 /**
@@ -90,8 +84,8 @@ export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOut
  * A fast-path call that cannot be cancelled while it runs (see `endsBeforeTaskRenewal`): its local
  * activity, without the call's own cancellation scope and its async frames, whose promises the SDK
  * captures a stack trace for each (a third of the turn's workflow promises per call). Whatever
- * does not end it (a miss, a question, a failure) goes on through {@link callActivity}. Undefined
- * when the call does not take this way.
+ * does not end it (a hand-over, a question) goes on through {@link callActivity}. Undefined when the
+ * call does not take this way.
  */
 function unscopedFastCall(
   ctx: TurnContext,
@@ -109,14 +103,14 @@ function unscopedFastCall(
   )
     return undefined;
   const input = callInputFor(ctx, request, tool, args);
-  if (!takesFastPath(ctx, tool, input)) return undefined;
-  const options = localCallOptions(tool, ctx.limits);
-  if (!endsBeforeTaskRenewal(options, workflowInfo().taskTimeoutMs)) return undefined;
+  if (firstWay(ctx, tool, input) !== 'local') return undefined;
+  if (!endsBeforeTaskRenewal(localCallOptions(tool, ctx.limits), workflowInfo().taskTimeoutMs)) return undefined;
   ctx.state.details.callAttempt(request.id);
-  return localCall(ctx, options, input).then(
-    ({ callId: _callId, ...result }) =>
-      result.status === 'input_required' ? callActivity(ctx, request, tool, args, undefined, { result }) : result,
-    (err: unknown) => callActivity(ctx, request, tool, args, undefined, fastCallFailed(ctx, err)),
+  const attempt = { tool, input, queue: ctx.state.workerQueue, way: 'local', fastAttemptRanTool: false } as const;
+  return sendCall(ctx, request, attempt).then((sent) =>
+    'answered' in sent && sent.answered.status !== 'input_required'
+      ? sent.answered
+      : callActivity(ctx, request, tool, args, undefined, sent),
   );
 }
 
@@ -283,9 +277,9 @@ async function callActivity(
   tool: ToolInfo,
   args: Record<string, unknown>,
   hookProof?: string,
-  tried?: FastCall,
+  tried?: Sent,
 ): Promise<CallOutcome> {
-  const { state, limits } = ctx;
+  const { state } = ctx;
   const safeToRetry = isSafeToRetry(tool);
   const callInput = callInputFor(ctx, request, tool, args, hookProof);
   if (request.taskId !== undefined) return runTask(ctx, request, tool, callInput, request.taskId);
@@ -295,28 +289,25 @@ async function callActivity(
   let input = callInput;
   const rounds: InputRounds = { round: 0, timedOut: false };
   let earlier = tried;
-  let fast = earlier === undefined && takesFastPath(ctx, tool, callInput);
-  let eager = !fast && takesEagerDispatch(ctx, tool, callInput);
-  let fastRanTool = false;
-  let eagerTried = false;
+  let way: Way = earlier !== undefined ? 'local' : firstWay(ctx, tool, callInput);
+  let fastAttemptRanTool = false;
   for (;;) {
     const queue = state.workerQueue;
     const scope = new CancellationScope();
     state.running.set(request.id, scope);
     // The attempt made before counted itself.
     if (earlier === undefined) state.details.callAttempt(request.id);
+    const attempt: Omit<Attempt, 'way'> = { tool, input, queue, fastAttemptRanTool };
     try {
-      let result: Awaited<ReturnType<Activities['callTool']>> | undefined;
-      if (fast || earlier !== undefined) {
-        fast = false;
-        const tried = earlier ?? (await scope.run(() => fastCall(ctx, tool, input)));
-        earlier = undefined;
-        if ('outcome' in tried) {
-          if (tried.taskOnly === true) break;
-          return tried.outcome;
-        }
-        if ('result' in tried) result = tried.result;
-        else if ('ownerLost' in tried) {
+      const sentWay = earlier !== undefined ? 'local' : way;
+      let sent: Sent = earlier ?? (await scope.run(() => sendCall(ctx, request, { ...attempt, way })));
+      earlier = undefined;
+      way = 'pinned';
+      if ('handedOver' in sent) {
+        fastAttemptRanTool ||= sent.handedOver.ranTool;
+        // A refused eager attempt was an activity of its own; a local one runs in the turn's task.
+        if (sentWay === 'eager') state.details.callAttempt(request.id);
+        if (sent.handedOver.ownerLost) {
           // Its queue would hold the call until a schedule-to-start timeout: move first.
           const problem = await moveTurn(ctx, queue, 'lost');
           if (problem)
@@ -325,44 +316,24 @@ async function callActivity(
               `the worker holding the servers was lost, and they could not be reconciled on another: ${problem} (the call did not run)`,
             );
           continue;
-        } else fastRanTool = tried.ranTool;
-      }
-      if (result === undefined) {
-        const modern = state.lastReconcile?.status.servers.find((s) => s.name === tool.server)?.era === 'modern';
-        const options = afterFastAttempt(callOptions(queue, tool, limits, !modern), fastRanTool);
-        // Answers to a question asked mid-call go to the holder's own queue, wherever the attempt was sent.
-        state.askingAttempts.set(request.id, { scope, queue, tool: tool.name });
-        const sent = eager ? eagerDispatch(ctx, options, input, queue) : { options, input };
-        eagerTried = eager;
-        eager = false;
-        try {
-          result = await scope.run(() =>
-            proxyActivities<Activities>(
-              input.inputReply ? { ...sent.options, summary: `${tool.name} (with answers)` } : sent.options,
-            ).callTool(sent.input),
-          );
-        } finally {
-          state.askingAttempts.delete(request.id);
         }
+        sent = await scope.run(() => sendCall(ctx, request, { ...attempt, fastAttemptRanTool, way: 'pinned' }));
       }
-      if (result.status !== 'input_required') return withFastAttempt(result, fastRanTool);
+      if ('settled' in sent) {
+        if (sent.taskOnly) break;
+        return sent.settled;
+      }
+      const result = sent.answered;
+      if (result.status !== 'input_required') return withFastAttempt(result, fastAttemptRanTool);
       const next = await waitForAnswers(ctx, request, result, rounds, scope);
       if ('status' in next) return next;
       input = { ...callInput, inputReply: next };
       // Each round may fail over once more: the wait may have outlived the worker.
       failedOverUnstarted = false;
-      continue;
     } catch (err) {
       // The whole turn was cancelled: let the cancellation end the workflow.
       if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;
       if (isCancellation(err)) return cancelledCallOutcome();
-      // Sent for eager dispatch, it reached a worker without the servers, which ran nothing: the
-      // holder's own queue takes it, and the turn stops trying until its next reconcile.
-      if (eagerTried && isFailureType(err, FailureType.FastPathMiss)) {
-        eagerTried = false;
-        state.fastPathMissedOn = state.lastReconcile;
-        continue;
-      }
       // The call never started, so it is always safe to try once more.
       const move = moveOf(err);
       if (neverRan(move) && !failedOverUnstarted) {

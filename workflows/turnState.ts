@@ -48,6 +48,12 @@ export class TurnState {
   start: TurnStart | undefined;
   /** The worker that holds the session's servers; a failover moves the turn to another one. */
   workerQueue = '';
+  /**
+   * The worker that ran this turn's workflow tasks when its servers were placed there (a new
+   * session's first reconcile); undefined when they were placed elsewhere, and in a run after
+   * continue-as-new.
+   */
+  turnPlacedOn: string | undefined;
   tools = new Map<string, ToolInfo>();
   lastReconcile: ReconcileResult | undefined;
   /** The reconcile after which a fast-path call found its worker without the servers: no more tries until the next one. */

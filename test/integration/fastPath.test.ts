@@ -15,7 +15,7 @@ import {
 } from '../../contract/index.js';
 import { decodeHistoryPayloads } from '../../payloads/decodeHistory.js';
 import { bundleWorkflows } from '../../worker/index.js';
-import { FAST_PATH_BOUND_MS } from '../../workflows/fastPath.js';
+import { FAST_PATH_BOUND_MS } from '../../workflows/activityOptions.js';
 import { textOf } from '../support/content.js';
 import {
   fixtureServer,

@@ -5,19 +5,17 @@ import { test } from 'node:test';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { buildTranscript } from '../../client/transcript.js';
 import { renderTranscript } from '../../client/transcriptText.js';
-import {
-  FAST_PATH_BOUND_MS,
-  afterFastAttempt,
-  eagerDispatch,
-  endsBeforeTaskRenewal,
-  localCallOptions,
-  withFastAttempt,
-} from '../../workflows/fastPath.js';
+import { eagerDispatch, endsBeforeTaskRenewal, withFastAttempt } from '../../workflows/sendCall.js';
+import { ownerPresumedLost } from '../../workflows/placement.js';
 import { errorOutcome } from '../../workflows/failures.js';
 import { turnTaskTimeoutMs, type CallOutcome } from '../../contract/index.js';
-import proto, { type temporal } from '@temporalio/proto';
-import { lostMidTask } from '../../activities/callTool.js';
-import { DEFAULT_LIMITS, callOptions } from '../../workflows/activityOptions.js';
+import {
+  DEFAULT_LIMITS,
+  FAST_PATH_BOUND_MS,
+  afterFastAttempt,
+  callOptions,
+  localCallOptions,
+} from '../../workflows/activityOptions.js';
 
 const bounds: { timeoutMs?: number; toolTimeoutMs: number; expected: number }[] = [
   { toolTimeoutMs: 60_000, expected: FAST_PATH_BOUND_MS },
@@ -120,89 +118,25 @@ for (const [heartbeatTimeoutMs, expected] of taskTimeouts) {
   });
 }
 
-const { EventType: E, TaskQueueKind: K, TimeoutType: T } = proto.temporal.api.enums.v1;
 const owner = 'q@host-12-abcd0123';
-type Event = temporal.api.history.v1.IHistoryEvent;
-/** Event IDs as plain numbers (the proto's are Longs; the code compares their text). */
-const event = (e: Record<string, unknown>) => e as Event;
-/** A turn's newest events, newest first, ending with a fast-path miss's own task on the survivor. */
-function newest(...older: Event[]): Event[] {
-  return [
-    event({
-      eventId: 9,
-      eventType: E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
-      workflowTaskStartedEventAttributes: { identity: 'q@host-13-ffff0000' },
-    }),
-    event({
-      eventId: 8,
-      eventType: E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
-      workflowTaskScheduledEventAttributes: { taskQueue: { name: 'q', kind: K.TASK_QUEUE_KIND_NORMAL } },
-    }),
-    ...older,
-  ];
-}
-const started = (identity: string) =>
-  event({
-    eventId: 6,
-    eventType: E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
-    workflowTaskStartedEventAttributes: { identity },
-  });
-const scheduled = (name: string, kind = K.TASK_QUEUE_KIND_STICKY) =>
-  event({
-    eventId: 5,
-    eventType: E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
-    workflowTaskScheduledEventAttributes: { taskQueue: { name, kind } },
-  });
-const timedOut = (timeoutType: temporal.api.enums.v1.TimeoutType) =>
-  event({
-    eventId: 7,
-    eventType: E.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
-    workflowTaskTimedOutEventAttributes: { scheduledEventId: 5, startedEventId: 6, timeoutType },
-  });
-const completed = event({ eventId: 7, eventType: E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED });
-const ownSticky = `${owner}-0123456789abcdef0123456789abcdef`;
-const lost: [string, Event[], boolean][] = [
+const lost: [string, { turnPlacedOn: string | undefined }, string, boolean][] = [
   [
-    "the previous task timed out on the owner's sticky queue (recorded as started without an identity)",
-    newest(timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE), started(''), scheduled(ownSticky)),
+    'the turn was placed on the worker running its workflow tasks, which still holds the servers',
+    { turnPlacedOn: owner },
+    owner,
     true,
   ],
+  ["the turn was placed on the session's previous worker", { turnPlacedOn: undefined }, owner, false],
   [
-    'it timed out, started by the owner',
-    newest(timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE), started(owner), scheduled('q', K.TASK_QUEUE_KIND_NORMAL)),
-    true,
-  ],
-  [
-    "it timed out on another worker's sticky queue",
-    newest(
-      timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE),
-      started(''),
-      scheduled('q@host-14-00000000-0123456789abcdef0123456789abcdef'),
-    ),
+    'the turn moved since it was placed: the holder was never seen running it',
+    { turnPlacedOn: owner },
+    'q@host-14-00000000',
     false,
   ],
-  [
-    'it timed out on the shared queue, started by no one known',
-    newest(timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE), started(''), scheduled('q', K.TASK_QUEUE_KIND_NORMAL)),
-    false,
-  ],
-  [
-    "it waited out the owner's sticky queue (schedule-to-start)",
-    newest(timedOut(T.TIMEOUT_TYPE_SCHEDULE_TO_START), scheduled(ownSticky)),
-    false,
-  ],
-  ['it completed', newest(completed, started(owner), scheduled(ownSticky)), false],
-  [
-    'an older task timed out, the last one completed',
-    newest(completed, started(owner), timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE)),
-    false,
-  ],
-  ['its events are not in the page read', newest(timedOut(T.TIMEOUT_TYPE_START_TO_CLOSE)), false],
-  ['no task ended yet', newest(), false],
 ];
-for (const [name, events, expected] of lost) {
+for (const [name, state, holder, expected] of lost) {
   void test(`a fast-path miss presumes the owner lost when ${name}: ${expected}`, () =>
-    assert.equal(lostMidTask(events, owner), expected));
+    assert.equal(ownerPresumedLost(state, holder), expected));
 }
 
 void test("a call sent for eager dispatch goes to the turn's own queue, naming the holder, with the rest of its options unchanged", () => {

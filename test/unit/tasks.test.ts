@@ -13,19 +13,16 @@ import {
 import { relatedTaskId } from '../../mcp/legacyQuestions.js';
 import { taskProgress } from '../../api/progress.js';
 import { newEvents } from '../../api/events.js';
+import { endedTaskOutcome, runsAsTask } from '../../workflows/tasks.js';
 import {
   LONG_TASK_AFTER_MS,
   MAX_LONG_TASK_WAIT_MS,
   MAX_POLL_MS,
-  TASK_REQUEST_TIMEOUT_MS,
-  endedTaskOutcome,
   lostTrackOutcome,
   pollDelayMs,
-  refusedInputOutcome,
-  runsAsTask,
-  taskInputOptions,
-  unansweredOutcome,
-} from '../../workflows/tasks.js';
+} from '../../workflows/taskPolling.js';
+import { refusedInputOutcome, unansweredOutcome } from '../../workflows/taskQuestions.js';
+import { TASK_REQUEST_TIMEOUT_MS, taskInputOptions } from '../../workflows/activityOptions.js';
 
 const cases: [title: string, suggested: number | undefined, polls: number, expected: number][] = [
   ['no suggestion: 1 s', undefined, 0, 1000],
