@@ -8,15 +8,15 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { parseTokens, hashToken, tokenAllowsAgent } from '../../api/auth.js';
+import { probeServer } from '../../cli/commands/mcp/list.js';
 import {
   commandLine,
   listRows,
-  probeServer,
   renderLog,
   renderTable,
   serverState,
   type ServerFacts,
-} from '../../cli/commands/mcp.js';
+} from '../../cli/commands/mcp/listView.js';
 import { parseConfigText } from '../../config/parse.js';
 import {
   SHELF_WORKFLOW_ID,
@@ -514,15 +514,13 @@ test("the probe: the pool's negotiation without the entry's headers; a session i
           .end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
       }
       if (req.headers['mcp-session-id'] === 'session-1') return void res.writeHead(202).end();
-      res
-        .writeHead(400, { 'content-type': 'application/json' })
-        .end(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            id: message.id ?? null,
-            error: { code: -32000, message: 'Bad Request: Server not initialized' },
-          }),
-        );
+      res.writeHead(400, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: message.id ?? null,
+          error: { code: -32000, message: 'Bad Request: Server not initialized' },
+        }),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
