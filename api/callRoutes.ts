@@ -22,6 +22,7 @@ import {
   turnIdOf,
   type ApiApp,
 } from './routing.js';
+import { CallParams, CallQuerySchema, TurnParams } from './paramSchemas.js';
 import * as S from './schemas.js';
 
 /** What the call routes need. */
@@ -44,7 +45,7 @@ export function registerCallRoutes(app: ApiApp, deps: CallRoutesDeps): void {
       path: `${API}/sessions/{sessionId}/turns/{turn}/calls/{callId}`,
       tags: ['calls'],
       summary: 'A call sent earlier: its outcome, or 202 while it runs',
-      request: { params: S.CallParams, query: S.CallQuerySchema.pick({ render: true }) },
+      request: { params: CallParams, query: CallQuerySchema.pick({ render: true }) },
       responses: {
         200: ok(S.CallResultSchema, 'The recorded outcome'),
         202: ok(S.CallPendingSchema, 'Still running'),
@@ -81,7 +82,7 @@ export function registerCallRoutes(app: ApiApp, deps: CallRoutesDeps): void {
       path: `${API}/sessions/{sessionId}/turns/{turn}/calls/{callId}/cancel`,
       tags: ['calls'],
       summary: 'Cancel a running call (the server is sent notifications/cancelled)',
-      request: { params: S.CallParams },
+      request: { params: CallParams },
       responses: {
         200: ok(S.CancelResultSchema, '`cancelled` is false when no such call was running'),
         ...errors(404, 409),
@@ -112,7 +113,7 @@ function registerCallRun(app: ApiApp, deps: CallRoutesDeps): void {
       description:
         'The call ID is the Update ID: the same ID returns the recorded outcome and never runs the tool again; the same ID with other arguments is 409. ' +
         'A call still running after `wait` (default DMCP_API_CALL_WAIT) answers 202 with where to poll; a 202 comes only once the turn has accepted the call, so the poll finds it.',
-      request: { params: S.TurnParams, query: S.CallQuerySchema, ...jsonBody(S.CallRequestSchema) },
+      request: { params: TurnParams, query: CallQuerySchema, ...jsonBody(S.CallRequestSchema) },
       responses: {
         200: ok(S.CallResultSchema, 'The outcome (the recorded one for a repeated ID)'),
         202: ok(S.CallPendingSchema, 'Still running; poll `poll`'),

@@ -9,6 +9,8 @@ import type { ApiToken } from './auth.js';
 import { ApiError, errorBody, toApiError } from './errors.js';
 import { sessionEvents } from './events.js';
 import { API, errors, ok, type ApiApp } from './routing.js';
+import { sessionEventSchema } from './eventSchemas.js';
+import { SessionParams } from './paramSchemas.js';
 import * as S from './schemas.js';
 
 /** What the status and event routes need. */
@@ -87,7 +89,7 @@ export function registerEventRoutes(app: ApiApp, deps: EventRoutesDeps): void {
       path: `${API}/sessions/{sessionId}/mcp`,
       tags: ['status'],
       summary: "The session's latest server status, with the time it was reported",
-      request: { params: S.SessionParams },
+      request: { params: SessionParams },
       responses: { 200: ok(S.SessionStatusSchema, "The newest turn's status"), ...errors(404) },
     }),
     async (c) => {
@@ -117,11 +119,11 @@ export function registerEventRoutes(app: ApiApp, deps: EventRoutesDeps): void {
         "(answer it at `.../inputs/{requestId}`), `call.progress` per change of a call's MCP task, `turn.ended`. The newest turn is sent from its start on connect; " +
         'event IDs are stable, so a reconnecting client can drop what it has. ' +
         `At most ${slots.perToken} streams per token and ${slots.total} in all are open at once: one more is 429.`,
-      request: { params: S.SessionParams },
+      request: { params: SessionParams },
       responses: {
         200: {
           description: 'An event stream; each event is one of these, its `data` JSON',
-          content: { 'text/event-stream': { schema: S.sessionEventSchema() } },
+          content: { 'text/event-stream': { schema: sessionEventSchema() } },
         },
         ...errors(),
       },

@@ -6,6 +6,7 @@ import { createRoute } from '@hono/zod-openapi';
 import type { InputAnswer } from '../contract/index.js';
 import type { TurnClient } from '../client/turnClient.js';
 import { API, answerWithin, errors, jsonBody, ok, sentToTurn, turnIdOf, type ApiApp } from './routing.js';
+import { InputParams, TurnParams } from './paramSchemas.js';
 import * as S from './schemas.js';
 
 /** What the input routes need. */
@@ -24,7 +25,7 @@ export function registerInputRoutes(app: ApiApp, deps: InputRoutesDeps): void {
       path: `${API}/sessions/{sessionId}/turns/{turn}/inputs`,
       tags: ['inputs'],
       summary: "The open input requests of the turn's running calls (questions only, never answers)",
-      request: { params: S.TurnParams },
+      request: { params: TurnParams },
       responses: { 200: ok(S.InputListSchema, 'Oldest first; empty when nothing waits'), ...errors(404, 409) },
     }),
     async (c) => {
@@ -47,7 +48,7 @@ export function registerInputRoutes(app: ApiApp, deps: InputRoutesDeps): void {
       description:
         "The request ID is the Update ID: a second answer to the same request returns the first one's receipt. " +
         'An answer that does not fit the requested schema is 422 naming the field (`body.content.<field>`), and the question stays open.',
-      request: { params: S.InputParams, ...jsonBody(S.InputAnswerSchema) },
+      request: { params: InputParams, ...jsonBody(S.InputAnswerSchema) },
       responses: { 200: ok(S.InputReceiptSchema, 'The answer was recorded'), ...errors(404, 409, 422) },
     }),
     async (c) => {

@@ -5,6 +5,7 @@ import { createRoute } from '@hono/zod-openapi';
 import type { TurnClient } from '../client/turnClient.js';
 import { referencePage } from './referencePage.js';
 import { API, hostRefused, ok, type ApiApp } from './routing.js';
+import { SESSION_EVENT_DATA } from './eventSchemas.js';
 import * as S from './schemas.js';
 
 /** Adds `/healthz` (the process is up) and `/readyz` (Temporal answers). */
@@ -60,7 +61,7 @@ export function registerDocument(app: ApiApp, tokenSource: 'configured' | 'dataD
     servers: [{ url: '/' }],
     security: [{ bearer: [] }],
   });
-  for (const [, name, schema] of S.SESSION_EVENT_DATA) app.openAPIRegistry.register(name, schema);
+  for (const [, name, schema] of SESSION_EVENT_DATA) app.openAPIRegistry.register(name, schema);
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', {
     type: 'http',
     scheme: 'bearer',

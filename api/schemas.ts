@@ -1,7 +1,8 @@
 /**
- * The API's shapes: one zod schema each, used both to validate requests and to generate the
+ * The API's bodies: one zod schema each, used both to validate requests and to generate the
  * OpenAPI document (no second copy). Response schemas describe what history holds
- * (`contract/`), loosely where a server decides the shape (content blocks, input schemas).
+ * (`contract/`), loosely where a server decides the shape (content blocks, input schemas). What
+ * a path or query names is in `paramSchemas.ts`, the event stream in `eventSchemas.ts`.
  */
 import { z } from '@hono/zod-openapi';
 import {
@@ -11,7 +12,6 @@ import {
   END_TURN_UPDATE_ID,
   InputAction,
   InputKind,
-  MAX_INPUT_REQUEST_ID_CHARS,
   MAX_INPUT_TEXT_CHARS,
   LayerKind,
   LoginProblemKind,
@@ -21,44 +21,12 @@ import {
   MAX_CALL_ID_CHARS,
   MAX_TASK_ID_CHARS,
   MAX_TOOL_NAME_CHARS,
-  SESSION_ID_PATTERN,
   ServerState,
   TURN_LIMIT_RANGES,
   TransportKind,
   TurnEndedBy,
 } from '../contract/index.js';
 import { ERROR_STATUS } from './errors.js';
-
-export const SessionIdParam = z
-  .string()
-  .regex(SESSION_ID_PATTERN, 'letters, digits, ".", "_", ":" or "-", starting with a letter or digit, at most 128')
-  .openapi({ param: { name: 'sessionId', in: 'path' }, example: 'agent-7' });
-
-export const TurnParam = z
-  .string()
-  .regex(/^turn-[1-9]\d{0,8}$/, 'turn-<n>')
-  .openapi({ param: { name: 'turn', in: 'path' }, example: 'turn-1' });
-
-export const CallIdParam = z
-  .string()
-  .min(1)
-  .max(MAX_CALL_ID_CHARS)
-  .openapi({ param: { name: 'callId', in: 'path' }, example: 'toolu_01' });
-
-export const IndexParam = z
-  .string()
-  .regex(/^\d{1,4}$/, 'a block index')
-  .openapi({ param: { name: 'index', in: 'path' }, example: '0' });
-
-export const SessionParams = z.object({ sessionId: SessionIdParam });
-export const TurnParams = z.object({ sessionId: SessionIdParam, turn: TurnParam });
-export const CallParams = z.object({ sessionId: SessionIdParam, turn: TurnParam, callId: CallIdParam });
-export const ContentParams = z.object({
-  sessionId: SessionIdParam,
-  turn: TurnParam,
-  callId: CallIdParam,
-  index: IndexParam,
-});
 
 const JsonObject = z.record(z.string(), z.unknown());
 /** A link the API answers with: a path on the API itself, relative to its address. */
@@ -301,7 +269,15 @@ export const CallPendingSchema = z
   })
   .openapi('CallPending');
 
-const TASK_STATUSES = ['working', 'input_required', 'completed', 'failed', 'cancelled', 'lost', 'unknown'] as const;
+export const TASK_STATUSES = [
+  'working',
+  'input_required',
+  'completed',
+  'failed',
+  'cancelled',
+  'lost',
+  'unknown',
+] as const;
 
 /** A call's MCP task as its polls recorded it. */
 export const TaskRecordSchema = z
@@ -424,13 +400,6 @@ export const TurnListSchema = z
   .object({ sessionId: z.string(), turns: z.array(z.object({ turnId: z.string(), turn: z.string(), href: ApiLink })) })
   .openapi('TurnList');
 
-export const InputRequestIdParam = z
-  .string()
-  .min(1)
-  .max(MAX_INPUT_REQUEST_ID_CHARS)
-  .openapi({ param: { name: 'requestId', in: 'path' }, example: 'toolu_01:1:name' });
-export const InputParams = z.object({ sessionId: SessionIdParam, turn: TurnParam, requestId: InputRequestIdParam });
-
 export const InputRequestSchema = z
   .object({
     requestId: z.string().openapi({ description: 'Answer under this ID: `<callId>:<round>:<key>`.' }),
@@ -477,21 +446,6 @@ export const InputReceiptSchema = z
 
 export const CancelResultSchema = z.object({ id: z.string(), cancelled: z.boolean() }).openapi('CancelResult');
 
-export const CallQuerySchema = z.object({
-  render: z
-    .enum(['model'])
-    .optional()
-    .openapi({ description: 'model: also return what the model should read (shaped text and images).' }),
-  wait: z
-    .string()
-    .regex(/^\d{1,6}$/, 'milliseconds')
-    .optional()
-    .openapi({
-      description:
-        "How long to wait for the outcome before answering 202 (ms; at most the server's DMCP_API_CALL_WAIT).",
-    }),
-});
-
 export const ErrorSchema = z
   .object({
     error: z.object({
@@ -504,112 +458,3 @@ export const ErrorSchema = z
   .openapi('Error');
 
 export const HealthSchema = z.object({ ok: z.boolean(), temporal: z.string().optional() }).openapi('Health');
-
-// --- the event stream ---
-
-const eventBase = { sessionId: z.string().optional(), turnId: z.string() };
-
-/** The `data` of each event (JSON), by component name; `api/events.ts` builds them. */
-export const SESSION_EVENT_DATA: [event: string, name: string, schema: z.ZodType][] = [
-  [
-    'mcp.status',
-    'McpStatusEvent',
-    z
-      .object({
-        ...eventBase,
-        reportedAt: z.string(),
-        status: TurnStatusSchema,
-        serversParagraph: z.string().optional(),
-      })
-      .openapi('McpStatusEvent'),
-  ],
-  [
-    'call.started',
-    'CallStartedEvent',
-    z.object({ ...eventBase, id: z.string(), name: z.string() }).openapi('CallStartedEvent'),
-  ],
-  [
-    'call.input_required',
-    'CallInputRequiredEvent',
-    z
-      .object({
-        ...eventBase,
-        id: z.string(),
-        name: z.string(),
-        ...InputRequestSchema.pick({
-          requestId: true,
-          key: true,
-          round: true,
-          kind: true,
-          message: true,
-          requestedSchema: true,
-          url: true,
-          elicitationId: true,
-        }).shape,
-      })
-      .openapi('CallInputRequiredEvent'),
-  ],
-  [
-    'call.progress',
-    'CallProgressEvent',
-    z
-      .object({
-        ...eventBase,
-        id: z.string(),
-        name: z.string(),
-        taskId: z.string(),
-        poll: z.number().int(),
-        status: z.enum(TASK_STATUSES),
-        statusMessage: z.string().optional(),
-      })
-      .openapi('CallProgressEvent'),
-  ],
-  [
-    'call.finished',
-    'CallFinishedEvent',
-    z
-      .object({
-        ...eventBase,
-        id: z.string(),
-        name: z.string(),
-        status: OutcomeSchema.shape.status,
-        isError: z.boolean(),
-        errorKind: OutcomeSchema.shape.errorKind,
-        durationMs: z.number(),
-        attempts: z.number().int(),
-      })
-      .openapi('CallFinishedEvent'),
-  ],
-  [
-    'turn.ended',
-    'TurnEndedEvent',
-    z
-      .object({ ...eventBase, state: TranscriptSchema.shape.state, endedBy: TranscriptSchema.shape.endedBy })
-      .openapi('TurnEndedEvent'),
-  ],
-  ['error', 'StreamErrorEvent', ErrorSchema.shape.error.openapi('StreamErrorEvent')],
-];
-
-/**
- * One event of the stream, as OpenAPI 3.1 describes an item of `text/event-stream` (the fields of
- * the event, `data` a JSON text of the named schema). The stream's last event, `error`, has no ID:
- * it is sent once when reading Temporal failed, and the stream ends.
- */
-export function sessionEventSchema() {
-  return {
-    oneOf: SESSION_EVENT_DATA.map(([event, name]) => ({
-      type: 'object' as const,
-      properties: {
-        event: { type: 'string' as const, const: event },
-        data: {
-          type: 'string' as const,
-          contentMediaType: 'application/json',
-          contentSchema: { $ref: `#/components/schemas/${name}` },
-        },
-        id: { type: 'string' as const },
-        retry: { type: 'integer' as const },
-      },
-      required: event === 'error' ? ['event', 'data'] : ['event', 'data', 'id'],
-    })),
-  };
-}

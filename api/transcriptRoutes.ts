@@ -8,6 +8,7 @@ import type { Transcript } from '../client/transcript.js';
 import { binaryOf, linkBinaryContent } from './content.js';
 import { ApiError } from './errors.js';
 import { API, callPath, errors, ok, readTranscript, type ApiApp } from './routing.js';
+import { ContentParams, TurnParams } from './paramSchemas.js';
 import * as S from './schemas.js';
 
 /** Adds a turn's transcript and the bytes of its binary content blocks. */
@@ -19,7 +20,7 @@ export function registerTranscriptRoutes(app: ApiApp, turns: TurnClient): void {
       tags: ['transcripts'],
       summary: 'A turn rendered from its history (across continue-as-new runs)',
       description: 'Images, audio and blobs are links (`href`) to their bytes, authorized like the rest.',
-      request: { params: S.TurnParams },
+      request: { params: TurnParams },
       responses: { 200: ok(S.TranscriptSchema, 'The transcript'), ...errors(404) },
     }),
     async (c) => {
@@ -37,7 +38,7 @@ export function registerTranscriptRoutes(app: ApiApp, turns: TurnClient): void {
       summary: "The bytes of one binary content block of a call's outcome",
       description:
         'Images are served as the type their bytes show; other blocks as application/octet-stream (audio as its declared audio type).',
-      request: { params: S.ContentParams },
+      request: { params: ContentParams },
       responses: {
         200: {
           description: 'The bytes',

@@ -9,6 +9,7 @@ import { tokenAllowsAgent, type ApiToken } from './auth.js';
 import { admitRefs, type ApiBoundary } from './boundary.js';
 import { ApiError } from './errors.js';
 import { API, answerWithin, errors, jsonBody, ok, sentToTurn, turnIdOf, turnPath, type ApiApp } from './routing.js';
+import { SessionParams, TurnParams } from './paramSchemas.js';
 import * as S from './schemas.js';
 
 /** What the turn routes need. */
@@ -24,6 +25,13 @@ type StartTurnBody = z.infer<typeof S.StartTurnSchema>;
 
 /** Adds starting, listing and ending turns. */
 export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
+  registerStartTurn(app, deps);
+  registerListTurns(app, deps.turns);
+  registerEndTurn(app, deps);
+}
+
+/** Starting a turn: interactive, or a batch that runs at once. */
+function registerStartTurn(app: ApiApp, deps: TurnRoutesDeps): void {
   const { turns } = deps;
   app.openapi(
     createRoute({
@@ -33,7 +41,7 @@ export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
       summary: 'Start a turn (interactive), or run one (batch, with `calls`)',
       description:
         'Interactive: answers once the servers are reconciled and the tool list is frozen. Batch: answers with every outcome once the turn has run.',
-      request: { params: S.SessionParams, ...jsonBody(S.StartTurnSchema) },
+      request: { params: SessionParams, ...jsonBody(S.StartTurnSchema) },
       responses: {
         200: ok(S.TurnResultSchema, 'The batch ran; every outcome'),
         201: ok(S.TurnStartedSchema, 'The turn started: status, frozen tool list, servers paragraph'),
@@ -76,14 +84,17 @@ export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
       );
     },
   );
+}
 
+/** Listing a session's turns. */
+function registerListTurns(app: ApiApp, turns: TurnClient): void {
   app.openapi(
     createRoute({
       method: 'get',
       path: `${API}/sessions/{sessionId}/turns`,
       tags: ['turns'],
       summary: "The session's turns, oldest first",
-      request: { params: S.SessionParams },
+      request: { params: SessionParams },
       responses: { 200: ok(S.TurnListSchema, 'Turns'), ...errors() },
     }),
     async (c) => {
@@ -96,7 +107,11 @@ export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
       return c.json({ sessionId, turns: list }, 200);
     },
   );
+}
 
+/** Ending an interactive turn. */
+function registerEndTurn(app: ApiApp, deps: TurnRoutesDeps): void {
+  const { turns } = deps;
   app.openapi(
     createRoute({
       method: 'post',
@@ -106,7 +121,7 @@ export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
       description:
         'Waits for the calls in flight, MCP tasks included. With `{"detach": true}` calls that run as MCP tasks are answered at once as `detached` (their tasks go on, and a later turn takes one up with a call naming its `taskId`); other calls are still waited for. The body is optional.',
       request: {
-        params: S.TurnParams,
+        params: TurnParams,
         body: { required: false, content: { 'application/json': { schema: S.EndTurnSchema } } },
       },
       responses: { 200: ok(S.TurnResultSchema, 'The turn ended; its calls'), ...errors(404, 409) },
@@ -140,7 +155,7 @@ export function registerSessionRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
       description:
         "Ends the session's open turns and stops its servers on every worker that holds them: stdio processes, Streamable HTTP sessions (DELETE), streams. " +
         'A server with a call in flight stops when that call ends; the next turn starts fresh servers. Ending a session that holds nothing is not an error.',
-      request: { params: S.SessionParams },
+      request: { params: SessionParams },
       responses: { 200: ok(S.SessionEndedSchema, 'The session ended'), ...errors() },
     }),
     async (c) => {

@@ -45,26 +45,34 @@ export function secretsOf(env: NodeJS.ProcessEnv): Record<string, string> {
   return out;
 }
 
-/**
- * Connects in the documented order: TEMPORAL_ADDRESS when set; otherwise a running
- * `durable-mcp dev`; otherwise a dev server on the persistent database for this command only
- * (plus an in-process worker when `withWorker`), so history outlives the command.
- */
-export async function connect(options: {
+/** Options of {@link connect}. */
+export interface ConnectOptions {
   logger: Logger;
+  /** Start an in-process worker when this command starts its own dev server. */
   withWorker: boolean;
   settings: Settings;
   /** The in-process worker's environment (what its servers inherit, minus secrets). */
   env: NodeJS.ProcessEnv;
   progress?: (m: string) => void;
-}): Promise<Session> {
+}
+
+/** What every TurnClient of a command is made with, wherever it connects. */
+type ClientSettings = Omit<Parameters<typeof TurnClient.connect>[0], 'address' | 'namespace' | 'taskQueue'> & {
+  dataConverter: ReturnType<typeof dataConverterFor>;
+};
+
+/**
+ * Connects in the documented order: TEMPORAL_ADDRESS when set; otherwise a running
+ * `durable-mcp dev`; otherwise a dev server on the persistent database for this command only
+ * (plus an in-process worker when `withWorker`), so history outlives the command.
+ */
+export async function connect(options: ConnectOptions): Promise<Session> {
   const { settings, env } = options;
-  const namespace = settings.temporal.namespace;
   const taskQueue = settings.taskQueue;
-  const dataConverter = dataConverterFor(settings);
   // The client signs turns with the operator's key from the data dir, which a running `dev` or the
   // embedded worker below honours; a cluster's workers need the same key file to honour them.
-  const clientSettings = {
+  const clientSettings: ClientSettings = {
+    dataConverter: dataConverterFor(settings),
     turnIdleMs: settings.turnIdleMs,
     inputTimeoutMs: settings.inputTimeoutMs,
     legacyInputTimeoutMs: settings.legacyInputTimeoutMs,
@@ -80,7 +88,6 @@ export async function connect(options: {
       connection: found.options,
       namespace: found.namespace,
       taskQueue,
-      dataConverter,
       ...clientSettings,
     });
     return { client, mode: 'TEMPORAL_ADDRESS', address, close: () => client.close() };
@@ -94,7 +101,6 @@ export async function connect(options: {
       connected: connection,
       namespace: dev.namespace,
       taskQueue: dev.taskQueue,
-      dataConverter,
       ...clientSettings,
       maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES,
     }).catch(async (err: unknown) => {
@@ -103,6 +109,15 @@ export async function connect(options: {
     });
     return { client, mode: 'dev', address: dev.address, close: () => client.close() };
   }
+  return startEmbedded(options, clientSettings);
+}
+
+/**
+ * A dev server on the persistent database for this command only, a client signing with the
+ * operator's key, and an in-process worker when asked; whatever started is stopped on a failure.
+ */
+async function startEmbedded(options: ConnectOptions, clientSettings: ClientSettings): Promise<Session> {
+  const { settings, env } = options;
   options.progress?.('starting the embedded Temporal dev server...');
   const server: DevServer = await startDevServer({
     dbFile: devDbFile(settings.dataDir),
@@ -130,34 +145,19 @@ export async function connect(options: {
     const turnKey = await ensureTurnKey(settings.dataDir);
     client = await TurnClient.connect({
       address: server.address,
-      namespace,
-      taskQueue,
-      dataConverter,
+      namespace: settings.temporal.namespace,
+      taskQueue: settings.taskQueue,
       ...clientSettings,
       turnKey,
       maxCallsInFlight: TUNED_MAX_IN_FLIGHT_UPDATES,
     });
-    if (options.withWorker) {
-      // Loaded only here: a command that talks to a running `dev` or a cluster needs no worker code.
-      const { NativeConnection, startWorker, workerBoundary } = await import('../worker/index.js');
-      const { installRuntime } = await import('../worker/runtimeLogger.js');
-      await installRuntime({
-        logger: options.logger,
-        level: settings.sdkLogLevel,
-        metrics: settings.metrics.port !== undefined,
-      });
-      nativeConnection = await NativeConnection.connect({ address: server.address });
-      const boundary = await workerBoundary(settings, 'embedded');
-      worker = await startWorker({
-        connection: nativeConnection,
-        logger: options.logger,
-        env,
-        settings,
-        taskQueue,
-        dataConverter,
-        boundary,
-      });
-    }
+    if (options.withWorker)
+      worker = await startEmbeddedWorker(
+        options,
+        server.address,
+        clientSettings.dataConverter,
+        (c) => (nativeConnection = c),
+      );
     let closing: Promise<void> | undefined;
     return {
       client,
@@ -171,6 +171,39 @@ export async function connect(options: {
     await closeAll();
     throw err;
   }
+}
+
+/**
+ * The in-process worker of an embedded dev server; `connected` learns its connection as soon as it
+ * exists, so a failed start still closes it.
+ */
+async function startEmbeddedWorker(
+  options: ConnectOptions,
+  address: string,
+  dataConverter: ReturnType<typeof dataConverterFor>,
+  connected: (connection: NativeConnection) => void,
+): Promise<RunningWorker> {
+  const { settings, env } = options;
+  // Loaded only here: a command that talks to a running `dev` or a cluster needs no worker code.
+  const { NativeConnection, startWorker, workerBoundary } = await import('../worker/index.js');
+  const { installRuntime } = await import('../worker/runtimeLogger.js');
+  await installRuntime({
+    logger: options.logger,
+    level: settings.sdkLogLevel,
+    metrics: settings.metrics.port !== undefined,
+  });
+  const connection = await NativeConnection.connect({ address });
+  connected(connection);
+  const boundary = await workerBoundary(settings, 'embedded');
+  return startWorker({
+    connection,
+    logger: options.logger,
+    env,
+    settings,
+    taskQueue: settings.taskQueue,
+    dataConverter,
+    boundary,
+  });
 }
 
 /** Ctrl-C or SIGTERM during a one-shot command: stop its in-process worker and the dev server it started, then leave. */

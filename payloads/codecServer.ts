@@ -69,6 +69,88 @@ function sameSecret(given: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
+/** One at a time, counting what comes out: many small bombs in one request are still refused. */
+async function decodeAll(payloads: Payload[], options: CodecServerOptions): Promise<Payload[]> {
+  const maxDecoded = options.maxDecodedBytes ?? MAX_DECOMPRESSED_BYTES;
+  const out: Payload[] = [];
+  let total = 0;
+  for (const payload of payloads) {
+    const decoded = await decodePayload(payload, {
+      codecs: options.codecs,
+      externalStorage: options.externalStorage,
+      missingDriver: 'keep',
+    });
+    total += decoded.data?.byteLength ?? 0;
+    if (total > maxDecoded)
+      throw new HttpRefusal(413, `decoded payloads are larger than ${maxDecoded} bytes in total: refused`);
+    out.push(decoded);
+  }
+  return out;
+}
+
+function refuseUnlessAllowed(req: IncomingMessage, options: CodecServerOptions): void {
+  const host = req.headers.host;
+  if (!hostAllowed(host, options.allowedHosts))
+    throw new HttpRefusal(403, 'host not allowed: use 127.0.0.1 or localhost');
+  const origin = req.headers.origin;
+  if (origin !== undefined && !originAllowed(origin, options.allowedOrigins))
+    throw new HttpRefusal(403, 'origin not allowed');
+}
+
+/** The payloads of a JSON request body, refused when it is not JSON or is larger than `maxBody`. */
+async function readPayloads(req: IncomingMessage, maxBody: number): Promise<Payload[]> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json') throw new HttpRefusal(415, 'Content-Type must be application/json');
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > maxBody) throw new HttpRefusal(413, `request body is larger than ${maxBody} bytes`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > maxBody) throw new HttpRefusal(413, `request body is larger than ${maxBody} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  let body: { payloads?: JsonPayload[] };
+  try {
+    body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { payloads?: JsonPayload[] };
+  } catch {
+    throw new HttpRefusal(400, 'body must be JSON { payloads: [...] }');
+  }
+  if (!Array.isArray(body?.payloads ?? [])) throw new HttpRefusal(400, 'body must be JSON { payloads: [...] }');
+  return (body.payloads ?? []).map(toPayload);
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, options: CodecServerOptions): Promise<void> {
+  refuseUnlessAllowed(req, options);
+  const origin = req.headers.origin;
+  if (origin) {
+    res.setHeader('Access-Control-Allow-Origin', origin);
+    res.setHeader('Access-Control-Allow-Credentials', 'true');
+    res.setHeader('Access-Control-Allow-Methods', 'POST, OPTIONS');
+    res.setHeader('Access-Control-Allow-Headers', 'Content-Type, X-Namespace, Authorization');
+    res.setHeader('Vary', 'Origin');
+  }
+  if (req.method === 'OPTIONS') {
+    res.writeHead(204).end();
+    return;
+  }
+  const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '');
+  if (req.method !== 'POST' || (path !== '/encode' && path !== '/decode')) {
+    throw new HttpRefusal(404, 'POST /encode or /decode');
+  }
+  if (options.token !== undefined) {
+    const bearer = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
+    if (!bearer?.[1] || !sameSecret(bearer[1].trim(), options.token))
+      throw new HttpRefusal(401, 'a bearer token is required (DMCP_CODEC_TOKEN)');
+  }
+  const payloads = await readPayloads(req, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+  const out =
+    path === '/decode'
+      ? await decodeAll(payloads, options)
+      : await options.codecs.reduce(async (acc, codec) => codec.encode(await acc), Promise.resolve(payloads));
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ payloads: out.map(toJson) }));
+}
+
 /**
  * The codec server: `/encode` and `/decode` in the Temporal remote-codec format, so
  * the UI and `temporal workflow show --codec-endpoint` show decoded payloads.
@@ -79,86 +161,8 @@ function sameSecret(given: string, expected: string): boolean {
  * not stop it), bounded request and decoded sizes, and the token when one is set.
  */
 export async function startCodecServer(options: CodecServerOptions): Promise<CodecServer> {
-  const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const maxDecoded = options.maxDecodedBytes ?? MAX_DECOMPRESSED_BYTES;
-
-  const decodeOne = (payload: Payload) =>
-    decodePayload(payload, { codecs: options.codecs, externalStorage: options.externalStorage, missingDriver: 'keep' });
-
-  /** One at a time, counting what comes out: many small bombs in one request are still refused. */
-  const decodeAll = async (payloads: Payload[]): Promise<Payload[]> => {
-    const out: Payload[] = [];
-    let total = 0;
-    for (const payload of payloads) {
-      const decoded = await decodeOne(payload);
-      total += decoded.data?.byteLength ?? 0;
-      if (total > maxDecoded)
-        throw new HttpRefusal(413, `decoded payloads are larger than ${maxDecoded} bytes in total: refused`);
-      out.push(decoded);
-    }
-    return out;
-  };
-
-  const refuseUnlessAllowed = (req: IncomingMessage) => {
-    const host = req.headers.host;
-    if (!hostAllowed(host, options.allowedHosts))
-      throw new HttpRefusal(403, 'host not allowed: use 127.0.0.1 or localhost');
-    const origin = req.headers.origin;
-    if (origin !== undefined && !originAllowed(origin, options.allowedOrigins))
-      throw new HttpRefusal(403, 'origin not allowed');
-  };
-
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    refuseUnlessAllowed(req);
-    const origin = req.headers.origin;
-    if (origin) {
-      res.setHeader('Access-Control-Allow-Origin', origin);
-      res.setHeader('Access-Control-Allow-Credentials', 'true');
-      res.setHeader('Access-Control-Allow-Methods', 'POST, OPTIONS');
-      res.setHeader('Access-Control-Allow-Headers', 'Content-Type, X-Namespace, Authorization');
-      res.setHeader('Vary', 'Origin');
-    }
-    if (req.method === 'OPTIONS') {
-      res.writeHead(204).end();
-      return;
-    }
-    const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '');
-    if (req.method !== 'POST' || (path !== '/encode' && path !== '/decode')) {
-      throw new HttpRefusal(404, 'POST /encode or /decode');
-    }
-    if (options.token !== undefined) {
-      const bearer = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
-      if (!bearer?.[1] || !sameSecret(bearer[1].trim(), options.token))
-        throw new HttpRefusal(401, 'a bearer token is required (DMCP_CODEC_TOKEN)');
-    }
-    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-    if (type !== 'application/json') throw new HttpRefusal(415, 'Content-Type must be application/json');
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > maxBody) throw new HttpRefusal(413, `request body is larger than ${maxBody} bytes`);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > maxBody) throw new HttpRefusal(413, `request body is larger than ${maxBody} bytes`);
-      chunks.push(chunk as Buffer);
-    }
-    let body: { payloads?: JsonPayload[] };
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { payloads?: JsonPayload[] };
-    } catch {
-      throw new HttpRefusal(400, 'body must be JSON { payloads: [...] }');
-    }
-    if (!Array.isArray(body?.payloads ?? [])) throw new HttpRefusal(400, 'body must be JSON { payloads: [...] }');
-    const payloads = (body.payloads ?? []).map(toPayload);
-    const out =
-      path === '/decode'
-        ? await decodeAll(payloads)
-        : await options.codecs.reduce(async (acc, codec) => codec.encode(await acc), Promise.resolve(payloads));
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ payloads: out.map(toJson) }));
-  };
-
   const server: Server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
+    handle(req, res, options).catch((err: unknown) => {
       const status = err instanceof HttpRefusal ? err.status : err instanceof PayloadTooLargeError ? 413 : 500;
       // The message says which key or claim was missing, or which limit; it never holds payload contents.
       if (!res.headersSent) {

@@ -72,14 +72,19 @@ function runningLines(p: {
   ].join('\n');
 }
 
+/** What a forced stop kills, even when nothing may be waited for; filled in as each starts. */
+interface Killable {
+  pool?: { killAll(): void };
+  devServerPid?: number;
+}
+
 /** Runs until a signal or until the worker stops; everything started is stopped before it returns. */
 async function devCommand(): Promise<void> {
   const env = process.env;
   const settings = devSettings(commandSettings());
-  const { NativeConnection, installRuntime, startCodecServer, startDevServer, startWorker, temporalCliVersion } =
-    await workerParts();
+  const parts = await workerParts();
   const logger = cliLogger(settings);
-  await installRuntime({ logger, level: settings.sdkLogLevel, metrics: settings.metrics.port !== undefined });
+  await parts.installRuntime({ logger, level: settings.sdkLogLevel, metrics: settings.metrics.port !== undefined });
   if (settings.temporal.address)
     throw new UsageError(
       'dev starts its own Temporal server: unset TEMPORAL_ADDRESS, or run `durable-mcp worker` against your cluster',
@@ -89,14 +94,11 @@ async function devCommand(): Promise<void> {
     throw new UsageError(
       `durable-mcp dev is already running (pid ${existing.pid}, ${existing.address}, UI ${existing.uiAddress ?? 'off'})`,
     );
-  const { port, uiPort } = settings.dev;
   const dataConverter = dataConverterFor(settings);
   // Everything started is undone in reverse order, on a signal, on a failed start, or when the
   // worker stops by itself, so no server, connection or state file outlives the command.
   const undo: (() => Promise<unknown>)[] = [];
-  // Kept for a forced stop: what must die even when nothing may be waited for.
-  let pool: { killAll(): void } | undefined;
-  let devServerPid: number | undefined;
+  const killable: Killable = {};
   let stopping: Promise<void> | undefined;
   const stop = (reason: string) => {
     stopping ??= (async () => {
@@ -112,73 +114,92 @@ async function devCommand(): Promise<void> {
     graceful: (signal) => stop(signal),
     force: (signal) => {
       logger.warn({ signal }, 'stopping at once');
-      pool?.killAll();
-      killGroup(devServerPid);
+      killable.pool?.killAll();
+      killGroup(killable.devServerPid);
     },
   });
   try {
-    // Started first: the UI learns the codec endpoint when the dev server starts.
-    const codec = await startCodecServer({
-      codecs: dataConverter.payloadCodecs ?? [],
-      externalStorage: dataConverter.externalStorage,
-      port: settings.dev.codecPort,
-      token: settings.dev.codecToken,
-    });
-    undo.push(() => codec.close());
-    progress('starting the Temporal dev server...');
-    const server = await startDevServer({
-      dbFile: devDbFile(settings.dataDir),
-      port,
-      uiPort,
-      env,
-      codecEndpoint: codec.url,
-      ownProcessGroup: true,
-    });
-    devServerPid = server.pid;
-    undo.push(() => server.stop());
-    const taskQueue = settings.taskQueue;
-    const connection = await NativeConnection.connect({ address: server.address });
-    undo.push(() => connection.close());
-    const worker = await startWorker({ connection, logger, env, settings, taskQueue, dataConverter });
-    pool = worker.pool;
-    undo.push(() => worker.shutdown());
-    const apiLine = await devApi(
-      settings,
-      logger,
-      { address: server.address, namespace: server.namespace, taskQueue },
-      undo,
-    );
-    await writeDevState(
-      {
-        address: server.address,
-        namespace: server.namespace,
-        uiAddress: server.uiAddress,
-        pid: process.pid,
-        serverPid: server.pid,
-        taskQueue,
-      },
-      settings.dataDir,
-    );
-    undo.push(() => removeDevState(settings.dataDir));
-    const version = await temporalCliVersion(server.binary).catch(() => 'unknown version');
-    process.stdout.write(
-      runningLines({
-        uiAddress: server.uiAddress,
-        address: server.address,
-        namespace: server.namespace,
-        version,
-        codecUrl: codec.url,
-        encrypted: Boolean(settings.payloads.encryptionKey),
-        apiLine,
-        taskQueue,
-        workerQueue: worker.workerQueue,
-        dataDir: settings.dataDir,
-      }),
-    );
-    await worker.done;
+    await runDev({ settings, logger, env, parts, dataConverter, undo, killable });
   } finally {
     await stop('exit');
   }
+}
+
+/**
+ * Starts the codec server, the dev server, the worker and the API, each pushing its undo step,
+ * prints where they are, and waits for the worker to stop.
+ */
+async function runDev(p: {
+  settings: Settings;
+  logger: Logger;
+  env: NodeJS.ProcessEnv;
+  parts: Awaited<ReturnType<typeof workerParts>>;
+  dataConverter: ReturnType<typeof dataConverterFor>;
+  undo: (() => Promise<unknown>)[];
+  killable: Killable;
+}): Promise<void> {
+  const { settings, logger, env, dataConverter, undo } = p;
+  const { NativeConnection, startCodecServer, startDevServer, startWorker, temporalCliVersion } = p.parts;
+  const { port, uiPort } = settings.dev;
+  // Started first: the UI learns the codec endpoint when the dev server starts.
+  const codec = await startCodecServer({
+    codecs: dataConverter.payloadCodecs ?? [],
+    externalStorage: dataConverter.externalStorage,
+    port: settings.dev.codecPort,
+    token: settings.dev.codecToken,
+  });
+  undo.push(() => codec.close());
+  progress('starting the Temporal dev server...');
+  const server = await startDevServer({
+    dbFile: devDbFile(settings.dataDir),
+    port,
+    uiPort,
+    env,
+    codecEndpoint: codec.url,
+    ownProcessGroup: true,
+  });
+  p.killable.devServerPid = server.pid;
+  undo.push(() => server.stop());
+  const taskQueue = settings.taskQueue;
+  const connection = await NativeConnection.connect({ address: server.address });
+  undo.push(() => connection.close());
+  const worker = await startWorker({ connection, logger, env, settings, taskQueue, dataConverter });
+  p.killable.pool = worker.pool;
+  undo.push(() => worker.shutdown());
+  const apiLine = await devApi(
+    settings,
+    logger,
+    { address: server.address, namespace: server.namespace, taskQueue },
+    undo,
+  );
+  await writeDevState(
+    {
+      address: server.address,
+      namespace: server.namespace,
+      uiAddress: server.uiAddress,
+      pid: process.pid,
+      serverPid: server.pid,
+      taskQueue,
+    },
+    settings.dataDir,
+  );
+  undo.push(() => removeDevState(settings.dataDir));
+  const version = await temporalCliVersion(server.binary).catch(() => 'unknown version');
+  process.stdout.write(
+    runningLines({
+      uiAddress: server.uiAddress,
+      address: server.address,
+      namespace: server.namespace,
+      version,
+      codecUrl: codec.url,
+      encrypted: Boolean(settings.payloads.encryptionKey),
+      apiLine,
+      taskQueue,
+      workerQueue: worker.workerQueue,
+      dataDir: settings.dataDir,
+    }),
+  );
+  await worker.done;
 }
 
 /** Adds `durable-mcp dev` to the program. */

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { probeServer } from '../../cli/commands/mcp.js';
+import { probeServer } from '../../cli/commands/mcp/list.js';
 import { renderTranscript } from '../../client/transcriptText.js';
 import type { ServerEntry } from '../../config/types.js';
 import { STDIO_PROBE_TIMEOUT_MS } from '../../mcp/era.js';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import { serverState } from '../../cli/commands/mcp.js';
+import { serverState } from '../../cli/commands/mcp/listView.js';
 import type { ShelfEntry, ShelfServer, ShelfState } from '../../contract/index.js';
 import { machineLoginId } from '../../plane/machineGrant.js';
 import { machineCredentialOf, machineProblemMessage, type MachineClient } from '../../plane/machineLogin.js';

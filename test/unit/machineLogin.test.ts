@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import { serverState } from '../../cli/commands/mcp.js';
+import { serverState } from '../../cli/commands/mcp/listView.js';
 import type { ShelfEntry, ShelfServer, ShelfState } from '../../contract/index.js';
 import {
   authorizationServerMoveFrom,

@@ -8,15 +8,15 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { parseTokens, hashToken, tokenAllowsAgent } from '../../api/auth.js';
+import { probeServer } from '../../cli/commands/mcp/list.js';
 import {
   commandLine,
   listRows,
-  probeServer,
   renderLog,
   renderTable,
   serverState,
   type ServerFacts,
-} from '../../cli/commands/mcp.js';
+} from '../../cli/commands/mcp/listView.js';
 import { parseConfigText } from '../../config/parse.js';
 import {
   SHELF_WORKFLOW_ID,

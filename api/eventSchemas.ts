@@ -1,0 +1,117 @@
+/** The event stream of a session: the `data` of each event, and the stream as OpenAPI describes it. */
+import { z } from '@hono/zod-openapi';
+import {
+  ErrorSchema,
+  InputRequestSchema,
+  OutcomeSchema,
+  TASK_STATUSES,
+  TranscriptSchema,
+  TurnStatusSchema,
+} from './schemas.js';
+
+const eventBase = { sessionId: z.string().optional(), turnId: z.string() };
+
+/** The `data` of each event (JSON), by component name; `api/events.ts` builds them. */
+export const SESSION_EVENT_DATA: [event: string, name: string, schema: z.ZodType][] = [
+  [
+    'mcp.status',
+    'McpStatusEvent',
+    z
+      .object({
+        ...eventBase,
+        reportedAt: z.string(),
+        status: TurnStatusSchema,
+        serversParagraph: z.string().optional(),
+      })
+      .openapi('McpStatusEvent'),
+  ],
+  [
+    'call.started',
+    'CallStartedEvent',
+    z.object({ ...eventBase, id: z.string(), name: z.string() }).openapi('CallStartedEvent'),
+  ],
+  [
+    'call.input_required',
+    'CallInputRequiredEvent',
+    z
+      .object({
+        ...eventBase,
+        id: z.string(),
+        name: z.string(),
+        ...InputRequestSchema.pick({
+          requestId: true,
+          key: true,
+          round: true,
+          kind: true,
+          message: true,
+          requestedSchema: true,
+          url: true,
+          elicitationId: true,
+        }).shape,
+      })
+      .openapi('CallInputRequiredEvent'),
+  ],
+  [
+    'call.progress',
+    'CallProgressEvent',
+    z
+      .object({
+        ...eventBase,
+        id: z.string(),
+        name: z.string(),
+        taskId: z.string(),
+        poll: z.number().int(),
+        status: z.enum(TASK_STATUSES),
+        statusMessage: z.string().optional(),
+      })
+      .openapi('CallProgressEvent'),
+  ],
+  [
+    'call.finished',
+    'CallFinishedEvent',
+    z
+      .object({
+        ...eventBase,
+        id: z.string(),
+        name: z.string(),
+        status: OutcomeSchema.shape.status,
+        isError: z.boolean(),
+        errorKind: OutcomeSchema.shape.errorKind,
+        durationMs: z.number(),
+        attempts: z.number().int(),
+      })
+      .openapi('CallFinishedEvent'),
+  ],
+  [
+    'turn.ended',
+    'TurnEndedEvent',
+    z
+      .object({ ...eventBase, state: TranscriptSchema.shape.state, endedBy: TranscriptSchema.shape.endedBy })
+      .openapi('TurnEndedEvent'),
+  ],
+  ['error', 'StreamErrorEvent', ErrorSchema.shape.error.openapi('StreamErrorEvent')],
+];
+
+/**
+ * One event of the stream, as OpenAPI 3.1 describes an item of `text/event-stream` (the fields of
+ * the event, `data` a JSON text of the named schema). The stream's last event, `error`, has no ID:
+ * it is sent once when reading Temporal failed, and the stream ends.
+ */
+export function sessionEventSchema() {
+  return {
+    oneOf: SESSION_EVENT_DATA.map(([event, name]) => ({
+      type: 'object' as const,
+      properties: {
+        event: { type: 'string' as const, const: event },
+        data: {
+          type: 'string' as const,
+          contentMediaType: 'application/json',
+          contentSchema: { $ref: `#/components/schemas/${name}` },
+        },
+        id: { type: 'string' as const },
+        retry: { type: 'integer' as const },
+      },
+      required: event === 'error' ? ['event', 'data'] : ['event', 'data', 'id'],
+    })),
+  };
+}
