@@ -5,11 +5,11 @@
  *   npm run build && node dist/examples/aiSdk.js
  *
  * With a real model, replace `scriptedModel()` with e.g. `anthropic('claude-sonnet-4-5')` (from
- * `@ai-sdk/anthropic`) and keep the rest. In your project, import from `durable-mcp/ai-sdk`.
+ * `@ai-sdk/anthropic`) and keep the rest. Copied with connect.ts into your project, it runs as it is.
  */
 import { generateText, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
-import { toolSet, turnBriefing, withDurableTurn } from '../adapters/aiSdk.js';
+import { toolSet, turnBriefing, withDurableTurn } from 'durable-mcp/ai-sdk';
 import { describeResult, everythingSpec, exampleSession } from './connect.js';
 
 type Step = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;

@@ -4,10 +4,10 @@
  * embedded Temporal dev server plus an in-process worker for the example's duration. The
  * adapters themselves need only a `TurnClient` (`TurnClient.connect({ address })`).
  */
-import { fileURLToPath } from 'node:url';
-import { connect, type Session } from '../cli/embedded.js';
-import { loadSettings } from '../settings/index.js';
-import { createLogger } from '../worker/logger.js';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { connect, createLogger, type Session } from 'durable-mcp/embedded';
+import { loadSettings } from 'durable-mcp/settings';
 
 export function exampleSession(): Promise<Session> {
   const settings = loadSettings(process.env);
@@ -19,8 +19,16 @@ export function exampleSession(): Promise<Session> {
   });
 }
 
-/** server-everything as an inline `--mcp` spec: the installed package, run by this Node. */
-export const everythingSpec = `everything:${process.execPath} ${fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url))} stdio`;
+/** server-everything as an inline `--mcp` spec: the package installed beside this file, run by this Node. */
+export const everythingSpec = `everything:${process.execPath} ${serverEverything()} stdio`;
+
+/** The entry script of `@modelcontextprotocol/server-everything`, resolved as this module resolves packages. */
+function serverEverything(): string {
+  const require = createRequire(import.meta.url);
+  const manifest = require.resolve('@modelcontextprotocol/server-everything/package.json');
+  const { bin } = require(manifest) as { bin: Record<string, string> };
+  return join(dirname(manifest), bin['mcp-server-everything']!);
+}
 
 /** One line per tool result the model read: its call ID, tool, text and images. */
 export function describeResult(

@@ -6,12 +6,12 @@
  *   npm run build && node dist/examples/langchain.js
  *
  * With a real model, replace `scriptedModel()` with e.g. `new ChatOpenAI({ model: 'gpt-4.1' }).bindTools(tools)`
- * (from `@langchain/openai`) and keep the rest. In your project, import from `durable-mcp/langchain`.
+ * (from `@langchain/openai`) and keep the rest. Copied with connect.ts into your project, it runs as it is.
  */
 import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import { RunnableLambda } from '@langchain/core/runnables';
 import { FakeStreamingChatModel } from '@langchain/core/utils/testing';
-import { structuredTools, turnBriefing, withDurableTurn, type DurableStructuredTool } from '../adapters/langchain.js';
+import { structuredTools, turnBriefing, withDurableTurn, type DurableStructuredTool } from 'durable-mcp/langchain';
 import { describeResult, everythingSpec, exampleSession } from './connect.js';
 
 /**

@@ -5,11 +5,11 @@
  *   npm run build && node dist/examples/openaiAgents.js
  *
  * With a real model, replace `model: scriptedModel()` with `model: 'gpt-4.1'` (OPENAI_API_KEY set)
- * and keep the rest. In your project, import from `durable-mcp/openai-agents`.
+ * and keep the rest. Copied with connect.ts into your project, it runs as it is.
  */
 import { Agent, Runner } from '@openai/agents';
 import { ScriptedModel, assistantMessage, functionCall } from '@openai/agents/testing';
-import { functionToolName, functionTools, turnBriefing, withDurableTurn } from '../adapters/openaiAgents.js';
+import { functionToolName, functionTools, turnBriefing, withDurableTurn } from 'durable-mcp/openai-agents';
 import { describeResult, everythingSpec, exampleSession } from './connect.js';
 
 /** A model that calls echo and get-tiny-image, then answers. */
