@@ -41,7 +41,7 @@ async function within<T>(promise: Promise<T>, ms: number, what: string): Promise
   }
 }
 
-/** The kinds of call: how the workflow runs each differs (fast path, at most once, MCP task, hooks, a person's answer). */
+/** The kinds of call, each run its own way: fast path, at most once, MCP task, hooks, a person's answer. */
 const KINDS = ['retry-safe', 'side-effecting', 'task', 'hook', 'question'] as const;
 type Kind = (typeof KINDS)[number];
 
@@ -65,7 +65,7 @@ type Failure =
   | 'cancel-call'
   | 'cancel-reconcile';
 
-/** What the turn answers: `ok` (isError when the tool said so), an error kind, or no answer because the turn was cancelled. */
+/** What the turn answers: `ok` (isError when the tool said so), an error kind, or none (the turn was cancelled). */
 type Expected = 'ok' | 'ok, isError' | CallErrorKind | 'turn cancelled';
 
 /** One row: the outcome for each kind, and how many effects a retry-safe call may have (a retry runs it again). */
@@ -457,21 +457,26 @@ async function runRow(env: FakeWorkerSuiteEnv, row: Row, kind: Kind) {
   }
 }
 
-describe('what a failure of each kind of call answers (the call-failure table)', { timeout: 600_000 }, () => {
-  const suite = fakeWorkerSuite();
-  for (const row of TABLE) {
-    for (const kind of KINDS) {
-      const expected = row.expect[kind];
-      test(`${row.failure} x ${kind} -> ${expected}`, { timeout: 120_000 }, async () => {
-        const { got, script, pool } = await runRow(suite.env, row, kind);
-        assert.equal(got, expected, `${row.failure} x ${kind}`);
-        assert.deepEqual(pool.misuse, [], 'the activities used the pool only as they may');
-        if (kind === 'retry-safe')
-          assert.ok(script.effects <= (row.retrySafeEffects ?? 1), `effects: ${script.effects}`);
-        else assert.ok(script.effects <= 1, `a ${kind} call had its effect ${script.effects} times`);
-        if (expected === 'ok' && row.failure !== 'tool-error') assert.ok(script.effects >= 1, 'the tool ran');
-        if (row.failure === 'cancel-reconcile') assert.equal(script.effects, 0, 'the cancelled call never ran');
-      });
+// Rows share nothing but the dev server (each has its own queues, workers and session), so a few run at once.
+describe(
+  'what a failure of each kind of call answers (the call-failure table)',
+  { timeout: 600_000, concurrency: 3 },
+  () => {
+    const suite = fakeWorkerSuite();
+    for (const row of TABLE) {
+      for (const kind of KINDS) {
+        const expected = row.expect[kind];
+        test(`${row.failure} x ${kind} -> ${expected}`, { timeout: 120_000 }, async () => {
+          const { got, script, pool } = await runRow(suite.env, row, kind);
+          assert.equal(got, expected, `${row.failure} x ${kind}`);
+          assert.deepEqual(pool.misuse, [], 'the activities used the pool only as they may');
+          if (kind === 'retry-safe')
+            assert.ok(script.effects <= (row.retrySafeEffects ?? 1), `effects: ${script.effects}`);
+          else assert.ok(script.effects <= 1, `a ${kind} call had its effect ${script.effects} times`);
+          if (expected === 'ok' && row.failure !== 'tool-error') assert.ok(script.effects >= 1, 'the tool ran');
+          if (row.failure === 'cancel-reconcile') assert.equal(script.effects, 0, 'the cancelled call never ran');
+        });
+      }
     }
-  }
-});
+  },
+);
