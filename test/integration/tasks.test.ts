@@ -859,18 +859,18 @@ describe('a worker SIGKILLed while its call runs as a task', () => {
       const running = turn.callTool({
         id: 'long',
         name: 'mcp__jobs__long_job',
-        arguments: { seconds: 20, tag: 'long' },
+        arguments: { seconds: 12, tag: 'long' },
       });
       await waitUntil('the task to be created', async () =>
         (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'long'),
       );
       // A few polls in: the task is well under way when its worker dies.
-      await new Promise((resolve) => setTimeout(resolve, 5000));
+      await new Promise((resolve) => setTimeout(resolve, 4000));
       process.kill(victim.pid, 'SIGKILL');
 
       const outcome = await running;
       assert.equal(outcome.status, 'ok', outcome.errorMessage);
-      assert.equal(textOf(outcome.content[0]), 'finished long after 20 s');
+      assert.equal(textOf(outcome.content[0]), 'finished long after 12 s');
       assert.equal(
         (await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'long').length,
         1,
@@ -888,7 +888,7 @@ describe('a worker SIGKILLed while its call runs as a task', () => {
       assert.ok(types.filter((t) => t === ActivityName.pollTask).length >= 5, 'polled, before and after the crash');
       assert.equal(types.filter((t) => t === ActivityName.taskResult).length, 1, 'the result fetched once');
       const transcript = renderTranscript(await client.transcript(turn.turnId));
-      assert.match(transcript, /task [\w-]+: completed, step 20\/20 \(\d+ polls\)/);
+      assert.match(transcript, /task [\w-]+: completed, step 12\/12 \(\d+ polls\)/);
     } finally {
       await client.close();
     }
@@ -931,53 +931,6 @@ describe('a worker SIGKILLed while its call runs as a task', () => {
         [ActivityName.createTask, ActivityName.taskInput],
         'created once, asked once',
       );
-    } finally {
-      await client.close();
-    }
-  });
-
-  test("2026-07-28 remote server: the survivor resumes polling the same task; created once, and the outcome is the task's result", async () => {
-    const dir = await tempDir();
-    const log = join(dir, 'tasks.log');
-    const fixture = await startTaskServer({ FIXTURE_LOG: log }, 'modern');
-    const file = await configFiles(dir)({
-      jobs: { type: 'http', url: fixture.url, protocol: '2026-07-28', tasks: 'prefer' },
-    });
-    const { client, turn, victim } = await twoWorkers(dir, file);
-    try {
-      const running = turn.callTool({
-        id: 'long26',
-        name: 'mcp__jobs__long_job',
-        arguments: { seconds: 30, tag: 'long26' },
-      });
-      await waitUntil('the task to be created', async () =>
-        (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'long26'),
-      );
-      // Well under way: the worker dies between polls of a 30 s task.
-      await new Promise((resolve) => setTimeout(resolve, 8000));
-      process.kill(victim.pid, 'SIGKILL');
-
-      const outcome = await running;
-      assert.equal(outcome.status, 'ok', outcome.errorMessage);
-      assert.equal(textOf(outcome.content[0]), 'finished long26 after 30 s');
-      assert.equal(
-        (await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'long26').length,
-        1,
-        'the task was created exactly once',
-      );
-      const result = await turn.end();
-      assert.notEqual(result.workerQueue, victim.workerQueue, 'the turn finished on the surviving worker');
-
-      const history = await client.client.workflow.getHandle(turn.turnId).fetchHistory();
-      const types = (history.events ?? [])
-        .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
-        .filter((t) => t !== undefined);
-      assert.equal(types.filter((t) => t === ActivityName.createTask).length, 1, 'one createTask activity');
-      assert.equal(types.filter((t) => t === ActivityName.callTool).length, 0, 'no plain call');
-      assert.ok(types.filter((t) => t === ActivityName.pollTask).length >= 10, 'polled, before and after the crash');
-      assert.equal(types.filter((t) => t === ActivityName.taskResult).length, 1, 'the result fetched once');
-      const transcript = renderTranscript(await client.transcript(turn.turnId));
-      assert.match(transcript, /task \w+: completed, step 30\/30 \(\d+ polls\)/);
     } finally {
       await client.close();
     }
@@ -1026,40 +979,6 @@ describe('a worker SIGKILLed while its call runs as a task', () => {
         0,
         'nothing held while the question waited',
       );
-    } finally {
-      await client.close();
-    }
-  });
-
-  test("stdio server: the task died with the worker's server process, and the outcome says so without creating another", async () => {
-    const dir = await tempDir();
-    const log = join(dir, 'tasks.log');
-    const file = await configFiles(dir)({
-      jobs: { command: process.execPath, args: [taskServer, 'stdio'], env: { FIXTURE_LOG: log } },
-    });
-    const { client, turn, victim } = await twoWorkers(dir, file);
-    try {
-      const running = turn.callTool({
-        id: 'gone',
-        name: 'mcp__jobs__long_job',
-        arguments: { seconds: 30, tag: 'gone' },
-      });
-      await waitUntil('the task to be created', async () =>
-        (await taskEvents(log)).some((e) => e.event === 'task-created' && e.tag === 'gone'),
-      );
-      await new Promise((resolve) => setTimeout(resolve, 2000));
-      process.kill(victim.pid, 'SIGKILL');
-
-      const outcome = await running;
-      assert.equal(outcome.status, 'error');
-      assert.equal(outcome.errorKind, 'unknown_result');
-      assert.match(outcome.errorMessage ?? '', /task .+ was lost: the server process that ran it is gone/);
-      assert.equal(
-        (await taskEvents(log)).filter((e) => e.event === 'task-created' && e.tag === 'gone').length,
-        1,
-        'no second task',
-      );
-      await turn.end();
     } finally {
       await client.close();
     }
