@@ -130,6 +130,11 @@ export interface Settings {
    */
   stickyWaitMs: number;
   /**
+   * DMCP_DEPLOYMENT_NAME and DMCP_BUILD_ID, both or neither: the Temporal worker deployment version
+   * the worker runs as; unset, the worker is unversioned.
+   */
+  deployment?: { name: string; buildId: string };
+  /**
    * DMCP_FAST_PATH, default true: a retry-safe call runs first as a local activity when the worker
    * running the turn holds the session's servers; false: every call is a regular activity.
    */
@@ -436,6 +441,8 @@ const envSchema = z.object({
       throw new SettingsError(`DMCP_STICKY_WAIT must be from 100ms to 60s, got ${JSON.stringify(v)}`);
     return ms;
   }),
+  DMCP_DEPLOYMENT_NAME: optionalText,
+  DMCP_BUILD_ID: optionalText,
   DMCP_FAST_PATH: flag('DMCP_FAST_PATH', true),
   DMCP_EAGER_CALLS: flag('DMCP_EAGER_CALLS', true),
   DMCP_TOOL_PREFIX: oneOf('DMCP_TOOL_PREFIX', ['mcp', 'none'] as const, 'mcp', (v) => v.toLowerCase()),
@@ -612,6 +619,18 @@ export function clientMetadataUrlProblem(value: string): string | undefined {
   return undefined;
 }
 
+/** The worker deployment version: DMCP_DEPLOYMENT_NAME and DMCP_BUILD_ID mean nothing one without the other. */
+function deploymentFrom(e: { DMCP_DEPLOYMENT_NAME?: string; DMCP_BUILD_ID?: string }): Settings['deployment'] {
+  const name = e.DMCP_DEPLOYMENT_NAME?.trim();
+  const buildId = e.DMCP_BUILD_ID?.trim();
+  if (name && buildId) return { name, buildId };
+  if (!name && !buildId) return undefined;
+  const [given, missing] = name ? ['DMCP_DEPLOYMENT_NAME', 'DMCP_BUILD_ID'] : ['DMCP_BUILD_ID', 'DMCP_DEPLOYMENT_NAME'];
+  throw new SettingsError(
+    `${given} is ${JSON.stringify(name || buildId)} but ${missing} is unset: set both (the worker deployment version) or neither`,
+  );
+}
+
 /**
  * Reads every setting from `env`. Unset or empty variables take their defaults.
  * @throws SettingsError naming each variable whose value cannot be used.
@@ -634,6 +653,14 @@ export function loadSettings(env: Env): Settings {
       problems.push((err as Error).message);
     }
   }
+  let deployment: Settings['deployment'];
+  if (parsed.success) {
+    try {
+      deployment = deploymentFrom(parsed.data);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
   if (!parsed.success || !shape || problems.length > 0) throw new SettingsError(problems.join('; '));
   const e = parsed.data;
   return {
@@ -648,6 +675,7 @@ export function loadSettings(env: Env): Settings {
     legacyInputTimeoutMs: e.DMCP_LEGACY_INPUT_TIMEOUT,
     shutdownGraceMs: e.DMCP_SHUTDOWN_GRACE,
     stickyWaitMs: e.DMCP_STICKY_WAIT,
+    ...(deployment ? { deployment } : {}),
     fastPath: e.DMCP_FAST_PATH,
     eagerCalls: e.DMCP_EAGER_CALLS,
     toolPrefix: e.DMCP_TOOL_PREFIX,

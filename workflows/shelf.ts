@@ -1,4 +1,11 @@
-import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  setHandler,
+  setWorkflowOptions,
+  workflowInfo,
+} from '@temporalio/workflow';
 import {
   RefusalType,
   SHELF_LOG_KEPT,
@@ -28,6 +35,11 @@ const DEFAULT_CONTINUE_AS_NEW_AFTER = 1000;
 /** Bounds that keep one change, and so the history, small. */
 const MAX_BY_CHARS = 200;
 const MAX_ENTRY_CHARS = 16_384;
+
+// On a versioned worker the shelf follows the current build instead of staying pinned (the worker's
+// default): it never ends, so pinned it would keep its first build running for ever. The price: a
+// change to this workflow must replay the shelf's histories of the builds before.
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, dmcpShelf);
 
 /**
  * The namespace's shelf of servers and grants: one long-running workflow whose history is the
