@@ -245,8 +245,8 @@ async function createPollers(options: StartWorkerOptions, settings: Settings, pa
   if (shared.client) parts.shelf.attach(shared.client);
   // Running calls get this long to finish on shutdown before they are cancelled (SDK default: 0,
   // which would abort side-effecting calls mid-flight on every deploy). This poller stays
-  // unversioned even in a worker deployment: only this process polls its queue, so its tasks already
-  // run on the build of the turn that sent them, and a version would collect one dead queue per restart.
+  // unversioned even in a worker deployment: only this process polls its queue, so a version would
+  // collect one dead queue per restart. Turns of a newer build still call the servers held here.
   const pinned = await Worker.create({
     connection: options.connection,
     namespace,
