@@ -16,7 +16,9 @@ import proto from '@temporalio/proto';
 import pino from 'pino';
 import { TurnClient } from '../../client/turnClient.js';
 import type { InputAnswer } from '../../contract/index.js';
+import { shelfWorkflowId } from '../../plane/shelf.js';
 import { bundleWorkflows, startWorker, workflowsPath, type RunningWorker } from '../../worker/index.js';
+import { shelfChangeUpdate } from '../../workflows/definitions.js';
 import { killStartedServers, modernHttpServer, text } from '../support/inputs.js';
 import { tempDir, temporalAddress, uniqueQueue, within } from '../support/harness.js';
 
@@ -128,6 +130,14 @@ describe('worker versioning: a rolling deploy', { timeout: 240_000 }, () => {
     ]);
     await startBuild('build-a', buildA);
     await setCurrent('build-a');
+    // The shelf never ends: it follows the current build instead of staying on build A.
+    const shelf = await turns.client.workflow.start('dmcpShelf', {
+      workflowId: shelfWorkflowId(taskQueue),
+      taskQueue,
+      args: [{}],
+    });
+    const forget = { op: 'forget', server: 'nothing', by: 'test' } as const;
+    await shelf.executeUpdate(shelfChangeUpdate, { args: [forget] });
 
     const waiting = await startTurn('waiting');
     let asked!: () => void;
@@ -163,6 +173,17 @@ describe('worker versioning: a rolling deploy', { timeout: 240_000 }, () => {
     assert.deepEqual(new Set(old.builds), new Set([`${deploymentName}/build-a`]), 'every workflow task ran on build A');
     assert.deepEqual(new Set(old.behaviours), new Set(['VERSIONING_BEHAVIOR_PINNED']));
     assert.equal(old.timers, 0, "no task ran build B's code");
+
+    await shelf.executeUpdate(shelfChangeUpdate, { args: [forget] });
+    const shelfRun = await buildsOf(shelf.workflowId);
+    assert.deepEqual(
+      [...new Set(shelfRun.builds)],
+      [`${deploymentName}/build-a`, `${deploymentName}/build-b`],
+      'the shelf moved to build B in the same run',
+    );
+    assert.deepEqual(new Set(shelfRun.behaviours), new Set(['VERSIONING_BEHAVIOR_AUTO_UPGRADE']));
+    assert.equal((await shelf.describe()).runId, shelf.firstExecutionRunId, 'the shelf did not continue as new');
+    await shelf.terminate('the test is over');
 
     const next = await startTurn('next');
     const echoed = await next.callTool({ id: 'e1', name: 'mcp__db__echo', arguments: { text: 'hi' } });
