@@ -25,6 +25,7 @@ import { tempDir, temporalAddress, uniqueQueue, within } from '../support/harnes
 const laterBuildInterceptors = fileURLToPath(new URL('../fixtures/laterBuild.js', import.meta.url));
 const { EventType, VersioningBehavior } = proto.temporal.api.enums.v1;
 const quiet = () => undefined;
+const forget = { op: 'forget', server: 'nothing', by: 'test' } as const;
 const quietBundler = { log: quiet, trace: quiet, debug: quiet, info: quiet, warn: quiet, error: quiet };
 
 describe('worker versioning: a rolling deploy', { timeout: 240_000 }, () => {
@@ -53,25 +54,25 @@ describe('worker versioning: a rolling deploy', { timeout: 240_000 }, () => {
     await turns?.close();
   });
 
-  /** A worker of `buildId` in the test's deployment, as an operator starts one: through its settings. */
-  async function startBuild(buildId: string, workflowBundle: WorkflowBundleWithSourceMap): Promise<void> {
-    const env = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      DMCP_NO_USER_CONFIG: '1',
-      DMCP_DEPLOYMENT_NAME: deploymentName,
-      DMCP_BUILD_ID: buildId,
-    };
-    workers.push(await startWorker({ connection, logger, taskQueue, workflowBundle, env }));
+  const baseEnv = { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_NO_USER_CONFIG: '1' };
+
+  /** A worker of `buildId` in a deployment (the test's), as an operator starts one: through its settings. */
+  async function startBuild(
+    buildId: string,
+    workflowBundle: WorkflowBundleWithSourceMap,
+    at = { queue: taskQueue, deployment: deploymentName },
+  ): Promise<void> {
+    const env = { ...baseEnv, DMCP_DEPLOYMENT_NAME: at.deployment, DMCP_BUILD_ID: buildId };
+    workers.push(await startWorker({ connection, logger, taskQueue: at.queue, workflowBundle, env }));
   }
 
   /** What an operator runs with `temporal worker deployment set-current-version`, once the version has polled. */
-  async function setCurrent(buildId: string): Promise<void> {
+  async function setCurrent(buildId: string, deployment = deploymentName): Promise<void> {
     const service = turns.client.workflowService;
     const deadline = Date.now() + 30_000;
     for (;;) {
       try {
-        await service.setWorkerDeploymentCurrentVersion({ namespace: 'default', deploymentName, buildId });
+        await service.setWorkerDeploymentCurrentVersion({ namespace: 'default', deploymentName: deployment, buildId });
         return;
       } catch (err) {
         // The version exists once its worker has polled the server.
@@ -136,7 +137,6 @@ describe('worker versioning: a rolling deploy', { timeout: 240_000 }, () => {
       taskQueue,
       args: [{}],
     });
-    const forget = { op: 'forget', server: 'nothing', by: 'test' } as const;
     await shelf.executeUpdate(shelfChangeUpdate, { args: [forget] });
 
     const waiting = await startTurn('waiting');
@@ -192,5 +192,34 @@ describe('worker versioning: a rolling deploy', { timeout: 240_000 }, () => {
     const fresh = await buildsOf(next.turnId);
     assert.deepEqual(new Set(fresh.builds), new Set([`${deploymentName}/build-b`]), 'the next turn ran on build B');
     assert.ok(fresh.timers > 0, "build B's changed code scheduled its activities");
+  });
+  test('a shelf started on unversioned workers continues as new on the first versioned build, and auto-upgrades from then on', async () => {
+    const queue = uniqueQueue('versioning-switch');
+    const deployment = `${deploymentName}-switch`;
+    const workflowBundle = await bundleWorkflows();
+    const unversioned = await startWorker({ connection, logger, taskQueue: queue, workflowBundle, env: baseEnv });
+    const workflowId = shelfWorkflowId(queue);
+    let firstRun: string;
+    try {
+      firstRun = (await turns.client.workflow.start('dmcpShelf', { workflowId, taskQueue: queue, args: [{}] }))
+        .firstExecutionRunId;
+      await turns.client.workflow.getHandle(workflowId).executeUpdate(shelfChangeUpdate, { args: [forget] });
+    } finally {
+      await unversioned.shutdown();
+    }
+
+    await startBuild('build-a', workflowBundle, { queue, deployment });
+    await setCurrent('build-a', deployment);
+    const shelf = turns.client.workflow.getHandle(workflowId);
+    await shelf.executeUpdate(shelfChangeUpdate, { args: [forget] });
+    const deadline = Date.now() + 30_000;
+    while ((await shelf.describe()).runId === firstRun) {
+      assert.ok(Date.now() < deadline, 'the shelf continued as new on the versioned build');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await shelf.executeUpdate(shelfChangeUpdate, { args: [forget] });
+    const behaviour = (await shelf.describe()).raw.workflowExecutionInfo?.versioningInfo?.behavior;
+    assert.equal(VersioningBehavior[behaviour ?? 0], 'VERSIONING_BEHAVIOR_AUTO_UPGRADE');
+    await shelf.terminate('the test is over');
   });
 });
