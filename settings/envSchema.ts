@@ -162,6 +162,8 @@ export const envSchema = z.object({
       throw new SettingsError(`DMCP_STICKY_WAIT must be from 100ms to 60s, got ${JSON.stringify(v)}`);
     return ms;
   }),
+  DMCP_DEPLOYMENT_NAME: optionalText,
+  DMCP_BUILD_ID: optionalText,
   DMCP_FAST_PATH: flag('DMCP_FAST_PATH', true),
   DMCP_EAGER_CALLS: flag('DMCP_EAGER_CALLS', true),
   DMCP_TOOL_PREFIX: oneOf('DMCP_TOOL_PREFIX', ['mcp', 'none'] as const, 'mcp', (v) => v.toLowerCase()),

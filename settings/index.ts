@@ -25,6 +25,18 @@ export type { Env } from './valueParsers.js';
 export { configSettings, mcpEnvEntries, type ConfigSettings } from './configSwitches.js';
 export type { LogLevel, S3StoreSettings, SdkLogLevel, Settings } from './types.js';
 
+/** The worker deployment version: DMCP_DEPLOYMENT_NAME and DMCP_BUILD_ID mean nothing one without the other. */
+function deploymentFrom(e: { DMCP_DEPLOYMENT_NAME?: string; DMCP_BUILD_ID?: string }): Settings['deployment'] {
+  const name = e.DMCP_DEPLOYMENT_NAME?.trim();
+  const buildId = e.DMCP_BUILD_ID?.trim();
+  if (name && buildId) return { name, buildId };
+  if (!name && !buildId) return undefined;
+  const [given, missing] = name ? ['DMCP_DEPLOYMENT_NAME', 'DMCP_BUILD_ID'] : ['DMCP_BUILD_ID', 'DMCP_DEPLOYMENT_NAME'];
+  throw new SettingsError(
+    `${given} is ${JSON.stringify(name || buildId)} but ${missing} is unset: set both (the worker deployment version) or neither`,
+  );
+}
+
 /**
  * Reads every setting from `env`. Unset or empty variables take their defaults.
  * @throws SettingsError naming each variable whose value cannot be used.
@@ -47,6 +59,14 @@ export function loadSettings(env: Env): Settings {
       problems.push((err as Error).message);
     }
   }
+  let deployment: Settings['deployment'];
+  if (parsed.success) {
+    try {
+      deployment = deploymentFrom(parsed.data);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
   if (!parsed.success || !shape || problems.length > 0) throw new SettingsError(problems.join('; '));
   const e = parsed.data;
   return {
@@ -61,6 +81,7 @@ export function loadSettings(env: Env): Settings {
     legacyInputTimeoutMs: e.DMCP_LEGACY_INPUT_TIMEOUT,
     shutdownGraceMs: e.DMCP_SHUTDOWN_GRACE,
     stickyWaitMs: e.DMCP_STICKY_WAIT,
+    ...(deployment ? { deployment } : {}),
     fastPath: e.DMCP_FAST_PATH,
     eagerCalls: e.DMCP_EAGER_CALLS,
     toolPrefix: e.DMCP_TOOL_PREFIX,

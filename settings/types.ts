@@ -42,6 +42,11 @@ export interface Settings {
    */
   stickyWaitMs: number;
   /**
+   * DMCP_DEPLOYMENT_NAME and DMCP_BUILD_ID, both or neither: the Temporal worker deployment version
+   * the worker runs as; unset, the worker is unversioned.
+   */
+  deployment?: { name: string; buildId: string };
+  /**
    * DMCP_FAST_PATH, default true: a retry-safe call runs first as a local activity when the worker
    * running the turn holds the session's servers; false: every call is a regular activity.
    */

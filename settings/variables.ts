@@ -111,6 +111,20 @@ export const VARIABLES: readonly VariableDoc[] = [
     meaning:
       "how long a turn's next workflow task waits for the worker that has the turn cached before another worker takes it (and replays the turn); after a worker dies, each of its turns stalls once by this much (`100ms` to `60s`; see [performance.md](performance.md#worker-settings))",
   },
+  {
+    group: 'worker',
+    name: 'DMCP_DEPLOYMENT_NAME',
+    default: 'unset',
+    meaning:
+      'with `DMCP_BUILD_ID`: the worker runs as this Temporal worker deployment, so a turn runs to its end on the build that started it while new turns start on the current build; unset: an unversioned worker ([cluster.md](cluster.md#deploying-a-new-build))',
+  },
+  {
+    group: 'worker',
+    name: 'DMCP_BUILD_ID',
+    default: 'unset',
+    meaning:
+      "with `DMCP_DEPLOYMENT_NAME`: this worker's build (e.g. the image tag or commit); a changed workflow needs a new one, set current with `temporal worker deployment set-current-version`",
+  },
 
   // Servers and config layers
   { group: 'config', name: 'DMCP_MCP', default: '`true`', meaning: '`false` (or `0`, `no`, `off`) turns MCP off' },

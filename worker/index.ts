@@ -5,6 +5,7 @@ import {
   NativeConnection,
   Worker,
   bundleWorkflowCode,
+  type WorkerDeploymentOptions,
   type WorkflowBundleOption,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
@@ -238,11 +239,14 @@ async function createPollers(options: StartWorkerOptions, settings: Settings, pa
     shutdownGraceTime,
     identity,
     ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
+    ...(settings.deployment ? { workerDeploymentOptions: deploymentOptions(settings.deployment) } : {}),
   });
   // The worker's own client (over its connection) reads the shelf for turns that name an agent.
   if (shared.client) parts.shelf.attach(shared.client);
   // Running calls get this long to finish on shutdown before they are cancelled (SDK default: 0,
-  // which would abort side-effecting calls mid-flight on every deploy).
+  // which would abort side-effecting calls mid-flight on every deploy). This poller stays
+  // unversioned even in a worker deployment: only this process polls its queue, so a version would
+  // collect one dead queue per restart. Turns of a newer build still call the servers held here.
   const pinned = await Worker.create({
     connection: options.connection,
     namespace,
@@ -254,6 +258,18 @@ async function createPollers(options: StartWorkerOptions, settings: Settings, pa
     ...(interceptors ? { interceptors } : {}),
   });
   return { shared, pinned };
+}
+
+/**
+ * The shared poller as a worker deployment version. A workflow is pinned unless it says otherwise:
+ * it runs to its end on the build that started it, which alone can replay its history.
+ */
+function deploymentOptions(deployment: NonNullable<Settings['deployment']>): WorkerDeploymentOptions {
+  return {
+    useWorkerVersioning: true,
+    version: { deploymentName: deployment.name, buildId: deployment.buildId },
+    defaultVersioningBehavior: 'PINNED',
+  };
 }
 
 /** Runs both pollers, serves the metrics and stops idle sessions until shutdown; then stops every server. */

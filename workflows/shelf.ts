@@ -1,4 +1,11 @@
-import { allHandlersFinished, condition, continueAsNew, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  setHandler,
+  setWorkflowOptions,
+  workflowInfo,
+} from '@temporalio/workflow';
 import {
   RefusalType,
   SHELF_LOG_KEPT,
@@ -30,6 +37,18 @@ const MAX_BY_CHARS = 200;
 const MAX_ENTRY_CHARS = 16_384;
 
 /**
+ * Whether this workflow task runs on a worker of a worker deployment (deterministic on replay). An
+ * unversioned worker has a build ID too, but no deployment name.
+ */
+const onVersionedWorker = () => Boolean(workflowInfo().currentDeploymentVersion?.deploymentName);
+
+// On a versioned worker the shelf follows the current build instead of staying pinned (the worker's
+// default): it never ends, so pinned it would keep its first build running for ever. The price: a
+// change to this workflow must replay the shelf's histories of the builds before. An unversioned
+// worker refuses a task that names a versioning behaviour, hence the getter.
+setWorkflowOptions(() => (onVersionedWorker() ? { versioningBehavior: 'AUTO_UPGRADE' } : {}), dmcpShelf);
+
+/**
  * The namespace's shelf of servers and grants: one long-running workflow whose history is the
  * record of every change. It only holds what clients signed; workers check the proofs.
  */
@@ -55,7 +74,12 @@ export async function dmcpShelf(input: ShelfRunInput = {}): Promise<void> {
     },
   );
   const limit = input.continueAsNewAfter ?? DEFAULT_CONTINUE_AS_NEW_AFTER;
-  await condition(() => changes >= limit || workflowInfo().continueAsNewSuggested);
+  // A run started on unversioned workers keeps the behaviour it started with, which pins it to the
+  // first versioned build that takes it: a new run there auto-upgrades.
+  const startedVersioned = onVersionedWorker();
+  await condition(
+    () => changes >= limit || workflowInfo().continueAsNewSuggested || (!startedVersioned && onVersionedWorker()),
+  );
   await condition(allHandlersFinished);
   await continueAsNew<typeof dmcpShelf>({ ...input, state: shelf.state() });
 }
