@@ -4,7 +4,7 @@
  */
 import type { ObjectNode } from '@humanwhocodes/momoa';
 import { z } from 'zod';
-import { ProtocolMode } from '../contract/index.js';
+import { ProtocolMode, editDistance } from '../contract/index.js';
 import { jsonTypeOf, keyOf, nodeAt, toValue } from './json.js';
 
 /** Upper bounds for the per-server timeouts, in seconds: a start longer than 10 minutes is a mistake. */
@@ -62,20 +62,6 @@ const FIELD_HINTS: Record<string, string> = {
   protocolVersion: 'write "protocol": "auto", "legacy" or "2026-07-28"',
   era: 'write "protocol": "auto", "legacy" or "2026-07-28"',
 };
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0];
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const cur = row[j];
-      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = cur;
-    }
-  }
-  return row[b.length];
-}
 
 function unknownFieldProblem(key: string): string {
   const hint = Object.hasOwn(FIELD_HINTS, key) ? FIELD_HINTS[key] : undefined;

@@ -190,3 +190,41 @@ export function serverNameProblem(name: string, maxLength: number = MAX_SERVER_N
 
 /** A session ID: it is part of workflow IDs and the search attribute, so it stays short and plain. */
 export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+/** How many single-character edits turn `a` into `b` (Levenshtein distance). */
+export function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cur = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = cur;
+    }
+  }
+  return row[b.length]!;
+}
+
+/**
+ * The one candidate a mistyped `name` most likely meant, for a "did you mean": the same name in
+ * another case, else the only public tool name that ends in `__<name>` (a tool named without its
+ * server), else the nearest within `maxEdits` edits (ignoring case) when no other is as near.
+ */
+export function closestName(name: string, candidates: Iterable<string>, maxEdits = 2): string | undefined {
+  const all = [...candidates];
+  const lower = name.toLowerCase();
+  const sameCase = all.find((c) => c.toLowerCase() === lower);
+  if (sameCase !== undefined) return sameCase;
+  const bySuffix = all.filter((c) => c.toLowerCase().endsWith(`__${lower}`));
+  if (bySuffix.length === 1) return bySuffix[0];
+  let best: string | undefined;
+  let bestDistance = maxEdits + 1;
+  let tied = false;
+  for (const c of all) {
+    const d = editDistance(c.toLowerCase(), lower);
+    if (d < bestDistance) [best, bestDistance, tied] = [c, d, false];
+    else if (d === bestDistance) tied = true;
+  }
+  return tied ? undefined : best;
+}

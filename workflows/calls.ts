@@ -122,7 +122,7 @@ async function executeCall(
   const { state } = ctx;
   const tool = state.tools.get(request.name);
   if (!tool) {
-    return unknownToolOutcome(request.name);
+    return unknownToolOutcome(request.name, state.tools.keys());
   }
   if (tool.refusedBy !== undefined) {
     return notAllowedOutcome(tool.name, tool.refusedBy);

@@ -5,6 +5,7 @@
 import { ActivityFailure, ApplicationFailure, TimeoutFailure, TimeoutType } from '@temporalio/common';
 import {
   FailureType,
+  closestName,
   type BadRequestDetails,
   type CallHooks,
   type CallOutcome,
@@ -35,8 +36,13 @@ export function refusal(type: RefusalType, message: string, detail?: RefusalDeta
 
 // --- outcomes of calls that did not reach their tool, or whose turn moved; the texts the model reads ---
 
-export function unknownToolOutcome(name: string): CallOutcome {
-  return errorOutcome('bad_request', `unknown tool "${name}": it is not in this turn's tool list`);
+/** A call to a tool the turn does not list; names the listed tool it most likely meant. */
+export function unknownToolOutcome(name: string, listed: Iterable<string>): CallOutcome {
+  const meant = closestName(name, listed);
+  return errorOutcome(
+    'bad_request',
+    `unknown tool "${name}": it is not in this turn's tool list${meant !== undefined ? ` (did you mean "${meant}"?)` : ''}`,
+  );
 }
 
 export function notAllowedOutcome(name: string, rule: string): CallOutcome {
