@@ -102,6 +102,7 @@ export function registerEventRoutes(app: ApiApp, deps: EventRoutesDeps): void {
           sessionId,
           turnId: latest.turnId,
           ...(latest.status ? { reportedAt: latest.status.reportedAt, status: latest.status } : {}),
+          ...(latest.sessionEndedAt !== undefined ? { sessionEndedAt: latest.sessionEndedAt } : {}),
         },
         200,
       );

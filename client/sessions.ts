@@ -54,16 +54,26 @@ async function runs(client: Client, query: string): Promise<Run[]> {
   return out;
 }
 
+/** The visibility query for a session's workflows of one type (its turns by default). */
+export function sessionQuery(sessionId: string, type: string = WorkflowType.agentTurn): string {
+  checkSessionId(sessionId);
+  return `${SESSION_ID_SEARCH_ATTRIBUTE} = '${sessionId}' AND WorkflowType = '${type}'`;
+}
+
+/** When the session was last ended (`TurnClient.endSession` completed), by its start; undefined if never. */
+export async function lastSessionEnd(client: Client, sessionId: string): Promise<Date | undefined> {
+  let last: number | undefined;
+  for (const run of await runs(client, sessionQuery(sessionId, WorkflowType.endSession)))
+    if (run.status === 'completed' && (last === undefined || run.start > last)) last = run.start;
+  return last === undefined ? undefined : new Date(last);
+}
+
 const turnNumber = (turnId: string) => Number(/\/turn-(\d+)$/.exec(turnId)?.[1] ?? 0);
 
 /** A session's turns in turn order; a turn that continued as new is one entry with its latest run's state. */
 export async function listTurns(client: Client, sessionId: string): Promise<TurnListing[]> {
-  checkSessionId(sessionId);
   const byId = new Map<string, { first: number; latest: Run }>();
-  for (const run of await runs(
-    client,
-    `${SESSION_ID_SEARCH_ATTRIBUTE} = '${sessionId}' AND WorkflowType = '${WorkflowType.agentTurn}'`,
-  )) {
+  for (const run of await runs(client, sessionQuery(sessionId))) {
     const seen = byId.get(run.workflowId);
     if (!seen) byId.set(run.workflowId, { first: run.start, latest: run });
     else {

@@ -10,7 +10,6 @@ import {
   DEFAULT_TASK_QUEUE,
   DataDirEntry,
   MAX_END_SESSION_QUEUES,
-  SESSION_ID_SEARCH_ATTRIBUTE,
   WorkflowType,
   agentIdProblem,
   endSessionWorkflowId,
@@ -66,7 +65,14 @@ const { WithStartWorkflowOperation } = temporalClient;
 export type { CallInputOptions, InputContext, InputHandler } from './inputs.js';
 export type { InputAnswer, InputAnswerReceipt, InputRequest } from '../contract/index.js';
 export type { ConnectOptions, StartTurnOptions, TurnClientOptions, TurnServers } from './options.js';
-import { listSessions, listTurns, type SessionListing, type TurnListing } from './sessions.js';
+import {
+  lastSessionEnd,
+  listSessions,
+  listTurns,
+  sessionQuery,
+  type SessionListing,
+  type TurnListing,
+} from './sessions.js';
 export { SecretInInputError } from './secrets.js';
 export { MAX_LISTED_RUNS, type SessionListing, type TurnListing } from './sessions.js';
 export { Turn, type CallQueueOptions } from './turn.js';
@@ -256,12 +262,26 @@ export class TurnClient {
     }
   }
 
-  /** The latest status reported for a session (from its newest turn's history). */
-  async getStatus(sessionId: string): Promise<{ turnId: string; status?: TurnStatus } | undefined> {
-    const latest = await this.latestTurn(sessionId);
+  /**
+   * The latest status reported for a session (from its newest turn's history), and when the session
+   * was ended after that turn started (`sessionEndedAt`): its servers were stopped then, whatever
+   * the status last said of them.
+   */
+  async getStatus(
+    sessionId: string,
+  ): Promise<{ turnId: string; status?: TurnStatus; sessionEndedAt?: string } | undefined> {
+    const [{ latest }, ended] = await Promise.all([
+      this.sessionSummary(sessionId),
+      lastSessionEnd(this.client, sessionId),
+    ]);
     if (!latest) return undefined;
     const t = await this.transcript(latest.workflowId);
-    return { turnId: latest.workflowId, status: t.status };
+    const endedAfter = ended !== undefined && ended.getTime() >= latest.start;
+    return {
+      turnId: latest.workflowId,
+      status: t.status,
+      ...(endedAfter ? { sessionEndedAt: ended.toISOString() } : {}),
+    };
   }
 
   /**
@@ -335,7 +355,7 @@ export class TurnClient {
     checkSessionId(sessionId);
     const open = new Set<string>();
     const byQueue = new Map<string, number>();
-    for await (const w of this.client.workflow.list({ query: `${SESSION_ID_SEARCH_ATTRIBUTE} = '${sessionId}'` })) {
+    for await (const w of this.client.workflow.list({ query: sessionQuery(sessionId) })) {
       if (w.status.name === 'RUNNING') open.add(w.workflowId);
       const queue = w.memo?.workerQueue;
       if (typeof queue === 'string') byQueue.set(queue, Math.max(byQueue.get(queue) ?? 0, w.startTime.getTime()));
@@ -360,6 +380,8 @@ export class TurnClient {
       // first, with no queues to end. Two callers ending the session at once each end it; the second finds less.
       workflowId: endSessionWorkflowId(sessionId, randomUUID()),
       taskQueue: this.taskQueue,
+      // Found by the session's status, which then says when its servers were stopped.
+      typedSearchAttributes: [{ key: sessionIdKey, value: sessionId }],
       args: [{ sessionId, workerQueues }],
       workflowIdConflictPolicy: 'FAIL',
       // Bounded: without a worker on the shared queue nothing would ever run it.
@@ -372,7 +394,7 @@ export class TurnClient {
   async sessionTurns(sessionId: string): Promise<string[]> {
     checkSessionId(sessionId);
     const first = new Map<string, number>();
-    for await (const w of this.client.workflow.list({ query: `${SESSION_ID_SEARCH_ATTRIBUTE} = '${sessionId}'` })) {
+    for await (const w of this.client.workflow.list({ query: sessionQuery(sessionId) })) {
       const start = w.startTime.getTime();
       if (!first.has(w.workflowId) || start < first.get(w.workflowId)!) first.set(w.workflowId, start);
     }
@@ -454,23 +476,16 @@ export class TurnClient {
     };
   }
 
-  private async latestTurn(
-    sessionId: string,
-  ): Promise<{ workflowId: string; memo?: Record<string, unknown> } | undefined> {
-    return (await this.sessionSummary(sessionId)).latest;
-  }
-
   /**
    * The session's newest run (its memo names the worker holding the servers) and how many turns it
    * has: distinct workflow IDs, since a turn that continued as new has several runs.
    */
   private async sessionSummary(
     sessionId: string,
-  ): Promise<{ latest?: { workflowId: string; memo?: Record<string, unknown> }; turns: number }> {
-    checkSessionId(sessionId);
+  ): Promise<{ latest?: { workflowId: string; start: number; memo?: Record<string, unknown> }; turns: number }> {
     let latest: { workflowId: string; start: number; memo?: Record<string, unknown> } | undefined;
     const ids = new Set<string>();
-    for await (const w of this.client.workflow.list({ query: `${SESSION_ID_SEARCH_ATTRIBUTE} = '${sessionId}'` })) {
+    for await (const w of this.client.workflow.list({ query: sessionQuery(sessionId) })) {
       ids.add(w.workflowId);
       if (!latest || w.startTime.getTime() > latest.start)
         latest = { workflowId: w.workflowId, start: w.startTime.getTime(), memo: w.memo };

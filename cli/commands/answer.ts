@@ -9,6 +9,7 @@ import { RefusalType, type InputAnswer } from '../../contract/index.js';
 import { terminalJson } from '../../text/terminal.js';
 import { UsageError, cliLogger, commandSettings, progress } from '../common.js';
 import { connect } from '../embedded.js';
+import { turnIdProblem } from '../turnIds.js';
 import { describeRequest, promptOnTerminal } from '../inputPrompt.js';
 
 interface AnswerOptions {
@@ -53,6 +54,8 @@ async function readStdin(): Promise<string> {
 }
 
 async function answerCommand(turnId: string, requestId: string | undefined, opts: AnswerOptions): Promise<number> {
+  const badId = turnIdProblem(turnId);
+  if (badId) throw new UsageError(badId);
   if (opts.decline && opts.cancel) throw new UsageError('give at most one of --decline and --cancel');
   const asksOnTerminal = requestId !== undefined && !opts.decline && !opts.cancel && process.stdin.isTTY === true;
   // Read before connecting, so a piped answer is taken even if the connection fails.

@@ -21,7 +21,11 @@ async function statusCommand(sessionId: string, opts: { json?: boolean }): Promi
       process.stdout.write(
         `session ${sessionId}, latest turn ${latest.turnId}, reported ${latest.status?.reportedAt ?? 'never'}\n`,
       );
-      for (const s of latest.status?.servers ?? []) {
+      if (latest.sessionEndedAt !== undefined)
+        process.stdout.write(
+          `  session ended at ${latest.sessionEndedAt}: its servers were stopped; its next turn starts them again\n`,
+        );
+      for (const s of latest.sessionEndedAt !== undefined ? [] : (latest.status?.servers ?? [])) {
         process.stdout.write(
           `  ${s.name} [${s.state}] ${s.transport}: ${s.tools.length} tools${s.error ? `; ${stripTerminalControls(s.error)}` : ''}\n`,
         );

@@ -128,6 +128,7 @@ describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no d
     for (const args of [
       ['transcript', 'no-such-session'],
       ['turn', 'end', 'no-such-session'],
+      ['answer', 'no-such-session'],
     ]) {
       const wrong = await run(args);
       assert.notEqual(wrong.code, 0);

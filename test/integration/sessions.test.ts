@@ -215,6 +215,14 @@ describe('sessions end cleanly; roots only where the turn named its workspace', 
       deletesBefore + 1,
       'durable-mcp session end sent the DELETE',
     );
+    let shown = '';
+    for (let i = 0; i < 5 && !/session ended at/.test(shown); i += 1) {
+      const status = await runCli(['status', kept], cliEnv);
+      assert.equal(status.code, 0, status.stdout + status.stderr);
+      shown = status.stdout;
+    }
+    assert.match(shown, /^ {2}session ended at \S+: its servers were stopped; its next turn starts them again$/m);
+    assert.doesNotMatch(shown, /\[ready\]/, 'no server shown as ready after the end');
   });
 
   test("TurnClient.endSession ends the open turn and stops its stdio server; then a closed session's", async () => {
@@ -226,6 +234,11 @@ describe('sessions end cleanly; roots only where the turn named its workspace', 
     assert.deepEqual(ended.turnsEnded, [turn.turnId]);
     assert.ok(await waitFor(() => !isAlive(pid), 5000), `server process ${pid} gone`);
     assert.equal((await turn.handle.result()).endedBy, 'endTurn');
+    // Visibility lags a little behind the end: the status says the servers were stopped once it shows it.
+    assert.ok(
+      await waitFor(async () => (await client.getStatus(sessionId))?.sessionEndedAt !== undefined, 5000),
+      'the status says the session was ended after its latest turn',
+    );
 
     // A closed batch turn's servers wait for the next turn; ending the session stops them at once.
     const batch = await client.runBatch({
@@ -236,6 +249,10 @@ describe('sessions end cleanly; roots only where the turn named its workspace', 
     assert.equal(batch.calls[0]?.outcome.status, 'ok');
     const second = h.worker.pool.pids(sessionId).echo;
     assert.ok(second && second !== pid && isAlive(second));
+    assert.ok(
+      await waitFor(async () => (await client.getStatus(sessionId))?.sessionEndedAt === undefined, 5000),
+      'a turn after the end: its status stands again',
+    );
     const again = await client.endSession(sessionId);
     assert.deepEqual(
       { ...again, turnsEnded: again.turnsEnded.length },
