@@ -66,7 +66,7 @@ function runningLines(p: {
     `  Task queue:       ${p.taskQueue} (worker queue ${p.workerQueue})`,
     `  Data:             ${p.dataDir}`,
     'Run turns from another shell, e.g.:',
-    `  npx durable-mcp run --mcp 'everything:npx mcp-server-everything' --call 'mcp__everything__echo {"message":"hi"}'`,
+    `  npx durable-mcp run --mcp 'everything:npx -y @modelcontextprotocol/server-everything' --call 'mcp__everything__echo {"message":"hi"}'`,
     'Press Ctrl-C to stop.',
     '',
   ].join('\n');

@@ -56,7 +56,7 @@ import { loadSettings, type Settings } from '${pkg.name}/settings';
 
 const settings: Settings = loadSettings(process.env);
 const options: ConnectOptions = { address: '127.0.0.1:7233', namespace: 'default', turnIdleMs: 60_000, dataConverter: dataConverterFor(settings) };
-const start: StartTurnOptions = { sessionId: 'chat-42', servers: { inlineSpecs: ['everything:npx mcp-server-everything'] } };
+const start: StartTurnOptions = { sessionId: 'chat-42', servers: { inlineSpecs: ['everything:npx -y @modelcontextprotocol/server-everything'] } };
 
 export async function drive(): Promise<string[]> {
   const client: TurnClient = await TurnClient.connect(options);
