@@ -20,6 +20,11 @@ export const progress = (message: string) => {
   if (process.stderr.isTTY) process.stderr.write(`${message}\n`);
 };
 
+/** What the user must read whatever takes the output (stderr; stdout stays the command's result). */
+export const notice = (message: string) => {
+  process.stderr.write(`${message}\n`);
+};
+
 /** The settings of this command, from its environment: read once, at the edge. */
 export function commandSettings(): Settings {
   return loadSettings(process.env);

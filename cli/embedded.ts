@@ -53,7 +53,13 @@ export interface ConnectOptions {
   settings: Settings;
   /** The in-process worker's environment (what its servers inherit, minus secrets). */
   env: NodeJS.ProcessEnv;
+  /** Progress a person at a terminal may like to see (the CLI prints it only there). */
   progress?: (m: string) => void;
+  /**
+   * What the user must be told whatever reads the output: that no running server was found and one
+   * is started for this command alone (its turns show only in a dev on the same data dir). Default: `progress`.
+   */
+  notice?: (m: string) => void;
 }
 
 /** What every TurnClient of a command is made with, wherever it connects. */
@@ -118,7 +124,11 @@ export async function connect(options: ConnectOptions): Promise<Session> {
  */
 async function startEmbedded(options: ConnectOptions, clientSettings: ClientSettings): Promise<Session> {
   const { settings, env } = options;
-  options.progress?.('starting the embedded Temporal dev server...');
+  (options.notice ?? options.progress)?.(
+    `no durable-mcp dev is running on the data dir ${settings.dataDir} and TEMPORAL_ADDRESS is unset: ` +
+      'starting a Temporal dev server for this command alone (to use a dev started elsewhere, set ' +
+      'DMCP_DATA_DIR to its data dir, or TEMPORAL_ADDRESS to its server)',
+  );
   const server: DevServer = await startDevServer({
     dbFile: devDbFile(settings.dataDir),
     headless: true,

@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { failureTypeOf, applicationFailureOf } from '../../client/failures.js';
 import { RefusalType, type InputAnswer } from '../../contract/index.js';
 import { terminalJson } from '../../text/terminal.js';
-import { UsageError, cliLogger, commandSettings, progress } from '../common.js';
+import { UsageError, cliLogger, commandSettings, notice, progress } from '../common.js';
 import { connect } from '../embedded.js';
 import { turnIdProblem } from '../turnIds.js';
 import { describeRequest, promptOnTerminal } from '../inputPrompt.js';
@@ -70,6 +70,7 @@ async function answerCommand(turnId: string, requestId: string | undefined, opts
     settings,
     env: process.env,
     progress,
+    notice,
   });
   try {
     if (requestId === undefined) {

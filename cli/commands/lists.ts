@@ -1,7 +1,7 @@
 /** `durable-mcp session list` and `durable-mcp turn list <sessionId>`: what the workers have run. */
 import { SESSION_ID_PATTERN } from '../../contract/index.js';
 import { stripTerminalControls, terminalJson } from '../../text/terminal.js';
-import { UsageError, cliLogger, commandSettings, progress } from '../common.js';
+import { UsageError, cliLogger, commandSettings, notice, progress } from '../common.js';
 import { connect, type Session } from '../embedded.js';
 
 async function withSession<T>(read: (session: Session) => Promise<T>): Promise<T> {
@@ -12,6 +12,7 @@ async function withSession<T>(read: (session: Session) => Promise<T>): Promise<T
     settings,
     env: process.env,
     progress,
+    notice,
   });
   try {
     return await read(session);

@@ -8,7 +8,7 @@ import { ConfigError } from '../../config/types.js';
 import { agentIdProblem, taskIdProblem, type CallRequest, type TurnResult } from '../../contract/index.js';
 import { listProblem } from '../../governance/toolRules.js';
 import { stripTerminalControls, terminalJson } from '../../text/terminal.js';
-import { UsageError, cliLogger, collect, collectOptional, commandSettings, progress } from '../common.js';
+import { UsageError, cliLogger, collect, collectOptional, commandSettings, notice, progress } from '../common.js';
 import { connect, stopOnSignals } from '../embedded.js';
 import { cliInputHandler, parseAnswerMode } from '../inputPrompt.js';
 
@@ -119,7 +119,7 @@ async function runCommand(opts: RunOptions): Promise<number> {
   const sessionId = opts.session ?? `run-${Date.now()}-${randomBytes(3).toString('hex')}`;
   const settings = commandSettings();
   const logger = cliLogger(settings, 'warn');
-  const session = await connect({ logger, withWorker: true, settings, env: process.env, progress });
+  const session = await connect({ logger, withWorker: true, settings, env: process.env, progress, notice });
   stopOnSignals(session);
   try {
     const result = await session.client

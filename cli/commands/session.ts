@@ -1,7 +1,7 @@
 /** `durable-mcp session end <sessionId>`: ends a session at once, so its servers stop now. */
 import type { Command } from 'commander';
 import { SESSION_ID_PATTERN } from '../../contract/index.js';
-import { UsageError, cliLogger, commandSettings, progress } from '../common.js';
+import { UsageError, cliLogger, commandSettings, notice, progress } from '../common.js';
 import { connect } from '../embedded.js';
 import { sessionListCommand } from './lists.js';
 import { terminalJson } from '../../text/terminal.js';
@@ -18,6 +18,7 @@ async function endSessionCommand(sessionId: string, opts: { json?: boolean }): P
     settings,
     env: process.env,
     progress,
+    notice,
   });
   try {
     // A dev server started for this command alone has no worker: no server runs for any session.

@@ -1,7 +1,7 @@
 /** `durable-mcp status <sessionId>`: the latest server status of a session. */
 import type { Command } from 'commander';
 import { stripTerminalControls } from '../../text/terminal.js';
-import { UsageError, cliLogger, commandSettings, progress } from '../common.js';
+import { UsageError, cliLogger, commandSettings, notice, progress } from '../common.js';
 import { connect } from '../embedded.js';
 
 async function statusCommand(sessionId: string, opts: { json?: boolean }): Promise<number> {
@@ -12,6 +12,7 @@ async function statusCommand(sessionId: string, opts: { json?: boolean }): Promi
     settings,
     env: process.env,
     progress,
+    notice,
   });
   try {
     const latest = await session.client.getStatus(sessionId);

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { findCause } from '../../client/failures.js';
 import { saveImages } from '../../client/transcriptImages.js';
 import { renderTranscript } from '../../client/transcriptText.js';
-import { GrpcStatus, UsageError, cliLogger, commandSettings, grpcStatusOf, progress } from '../common.js';
+import { GrpcStatus, UsageError, cliLogger, commandSettings, grpcStatusOf, notice, progress } from '../common.js';
 import { connect } from '../embedded.js';
 import { noSuchTurn, turnIdProblem } from '../turnIds.js';
 import { terminalJson } from '../../text/terminal.js';
@@ -29,6 +29,7 @@ async function transcriptCommand(turnId: string, opts: { json?: boolean; saveIma
     settings,
     env: process.env,
     progress,
+    notice,
   });
   try {
     const t = await session.client.transcript(turnId);

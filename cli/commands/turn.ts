@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { outcomeText } from '../../client/transcriptText.js';
 import { stripTerminalControls, terminalJson } from '../../text/terminal.js';
-import { UsageError, cliLogger, commandSettings, progress } from '../common.js';
+import { UsageError, cliLogger, commandSettings, notice, progress } from '../common.js';
 import { connect } from '../embedded.js';
 import { turnIdProblem } from '../turnIds.js';
 import { turnListCommand } from './lists.js';
@@ -23,6 +23,7 @@ async function endTurnCommand(turnId: string, opts: EndOptions): Promise<number>
     settings,
     env: process.env,
     progress,
+    notice,
   });
   try {
     if (session.mode === 'embedded') {

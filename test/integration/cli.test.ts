@@ -35,6 +35,11 @@ describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no d
       '--json',
     ]);
     assert.equal(ran.code, 0, ran.stderr);
+    assert.match(
+      ran.stderr,
+      /^no durable-mcp dev is running on the data dir \S+ and TEMPORAL_ADDRESS is unset: starting a Temporal dev server for this command alone/m,
+      'it says it starts a server of its own',
+    );
     const out = JSON.parse(ran.stdout) as {
       turnId: string;
       calls: { name: string; arguments: unknown; outcome: { content: { text?: string }[] } }[];

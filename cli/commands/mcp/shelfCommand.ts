@@ -7,7 +7,7 @@ import { hostname, userInfo } from 'node:os';
 import type { ShelfClient } from '../../../plane/shelfClient.js';
 import type { Settings } from '../../../settings/index.js';
 import { stripTerminalControls } from '../../../text/terminal.js';
-import { cliLogger, commandSettings, progress } from '../../common.js';
+import { cliLogger, commandSettings, notice, progress } from '../../common.js';
 
 /** One line on stdout, without terminal controls. */
 export const print = (line: string) => process.stdout.write(`${stripTerminalControls(line)}\n`);
@@ -44,7 +44,7 @@ async function openShelf(signing: boolean): Promise<ShelfCommandContext> {
   const settings = commandSettings();
   const logger = cliLogger(settings, 'warn');
   // The embedded case needs its in-process worker: the shelf workflow runs on a worker like any other.
-  const session = await connect({ logger, withWorker: true, settings, env: process.env, progress });
+  const session = await connect({ logger, withWorker: true, settings, env: process.env, progress, notice });
   stopOnSignals(session);
   try {
     let turnKey: Buffer | undefined;
