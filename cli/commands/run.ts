@@ -89,20 +89,29 @@ async function checkServerRefs(opts: RunOptions): Promise<void> {
 }
 
 /**
- * Says which failed calls named a tool the turn does not have, and what it has. The outcome says
- * only `bad_request`; a name in none of the turn's tool lists is what makes it an unknown tool.
+ * What to say of failed calls that named a tool the turn does not have: the servers that failed
+ * first (their failure is why their tools are missing), then each unknown tool, with what the turn
+ * has. The outcome says only `bad_request`; a name in none of the turn's tool lists is what makes it
+ * an unknown tool.
  */
-async function reportUnknownTools(client: TurnClient, result: TurnResult, failed: TurnResult['calls']): Promise<void> {
+async function unknownToolReport(client: TurnClient, result: TurnResult, failed: TurnResult['calls']) {
   const badRequests = failed.filter((c) => c.outcome.errorKind === 'bad_request');
-  if (badRequests.length === 0) return;
+  if (badRequests.length === 0) return { servers: [], tools: [] };
   const status = await client.transcript(result.turnId);
   const listed = new Set(status.tools.map((t) => t.name));
   const unknown = badRequests.filter((c) => !listed.has(c.name));
-  if (unknown.length === 0) return;
+  if (unknown.length === 0) return { servers: [], tools: [] };
+  const failedServers = (status.status?.servers ?? []).filter((s) => s.error);
   const available = status.tools.map((t) => t.name).join(', ') || 'none';
-  for (const c of unknown) process.stderr.write(`error: unknown tool "${c.name}" (available: ${available})\n`);
-  for (const s of status.status?.servers ?? [])
-    if (s.error) process.stderr.write(`error: server "${s.name}" failed: ${stripTerminalControls(s.error)}\n`);
+  return {
+    servers: failedServers.map((s) => `error: server "${s.name}" failed: ${stripTerminalControls(s.error ?? '')}`),
+    tools: unknown.map((c) => {
+      const server = failedServers.find((s) => c.name.split('__').includes(s.name));
+      return server
+        ? `error: unknown tool "${c.name}": its server "${server.name}" failed (above)`
+        : `error: unknown tool "${c.name}" (available: ${available})`;
+    }),
+  };
 }
 
 /** Exit code 0 when every call succeeded, 1 when one failed. */
@@ -142,6 +151,9 @@ async function runCommand(opts: RunOptions): Promise<number> {
         throw err instanceof SecretInInputError ? new UsageError(err.message) : err;
       });
     const failed = result.calls.filter((c) => c.outcome.status === 'error' || c.outcome.isError);
+    const unknown = await unknownToolReport(session.client, result, failed);
+    // A server that failed is why its tools are unknown: say so before the calls' outcomes.
+    for (const line of unknown.servers) process.stderr.write(`${line}\n`);
     if (opts.json) {
       process.stdout.write(
         `${terminalJson({ turnId: result.turnId, sessionId, endedBy: result.endedBy, calls: result.calls }, 2)}\n`,
@@ -152,7 +164,7 @@ async function runCommand(opts: RunOptions): Promise<number> {
         process.stdout.write(`${call.name}: ${stripTerminalControls(outcomeText(call.outcome))}\n`);
       process.stderr.write(`turn ${result.turnId} (see it again: durable-mcp transcript ${result.turnId})\n`);
     }
-    await reportUnknownTools(session.client, result, failed);
+    for (const line of unknown.tools) process.stderr.write(`${line}\n`);
     return failed.length > 0 ? 1 : 0;
   } finally {
     await session.close();

@@ -123,6 +123,21 @@ describe('the durable-mcp CLI on the embedded default (no TEMPORAL_ADDRESS, no d
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /error: unknown tool "mcp__fixture__nope" \(available: .*mcp__fixture__echo/);
 
+    // A server that failed to start: its failure first, then its tools as unknown because of it.
+    const broken = await run([
+      'run',
+      '--mcp',
+      `broken:${join(dataDir, 'no-such-command')}`,
+      '--call',
+      'mcp__broken__echo {}',
+    ]);
+    assert.equal(broken.code, 1);
+    const serverLine = broken.stderr.search(/^error: server "broken" failed: /m);
+    const toolLine = broken.stderr.search(
+      /^error: unknown tool "mcp__broken__echo": its server "broken" failed \(above\)$/m,
+    );
+    assert.ok(serverLine >= 0 && toolLine > serverLine, broken.stderr);
+
     const noTurn = await run(['transcript', 'no-such-session/turn-1']);
     assert.notEqual(noTurn.code, 0);
     assert.match(
