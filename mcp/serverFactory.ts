@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import type { ServerEntry } from '../config/types.js';
 import type { EraVerdicts } from './era.js';
@@ -6,6 +7,9 @@ import type { ServerPoolOptions } from './pool.js';
 import type { Session } from './poolSession.js';
 import { rootsOf } from './roots.js';
 import { StdioSandbox } from './sandbox.js';
+
+/** What durable-mcp tells servers it is (`clientInfo.version`): the package's own version. */
+const PACKAGE_VERSION = (createRequire(import.meta.url)('durable-mcp/package.json') as { version: string }).version;
 
 /**
  * Builds the pool's servers: each with its environment, headers and login, in a sandbox when its
@@ -70,7 +74,7 @@ export class ServerFactory {
       ...(options.connect ? { connect: options.connect } : {}),
       scrub: this.scrub,
       startTimeoutMs: options.startTimeoutMs,
-      clientVersion: options.clientVersion ?? '0.1.0',
+      clientVersion: options.clientVersion ?? PACKAGE_VERSION,
       eraVerdicts: this.eraVerdicts,
     });
     if (session) this.owners.set(server, session);
