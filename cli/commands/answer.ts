@@ -7,8 +7,8 @@ import type { Command } from 'commander';
 import { failureTypeOf, applicationFailureOf } from '../../client/failures.js';
 import { RefusalType, type InputAnswer } from '../../contract/index.js';
 import { terminalJson } from '../../text/terminal.js';
-import { UsageError, cliLogger, commandSettings, notice, progress } from '../common.js';
-import { connect } from '../embedded.js';
+import { UsageError } from '../common.js';
+import { withCommandSession } from '../commandSession.js';
 import { turnIdProblem } from '../turnIds.js';
 import { describeRequest, promptOnTerminal } from '../inputPrompt.js';
 
@@ -63,16 +63,7 @@ async function answerCommand(turnId: string, requestId: string | undefined, opts
     requestId !== undefined && !asksOnTerminal
       ? answerFromText(opts.decline || opts.cancel ? '' : await readStdin(), opts)
       : undefined;
-  const settings = commandSettings();
-  const session = await connect({
-    logger: cliLogger(settings, 'warn'),
-    withWorker: false,
-    settings,
-    env: process.env,
-    progress,
-    notice,
-  });
-  try {
+  return withCommandSession(async (session) => {
     if (requestId === undefined) {
       const open = await session.client.pendingInputs(turnId);
       if (opts.json) process.stdout.write(`${terminalJson(open, 2)}\n`);
@@ -107,9 +98,7 @@ async function answerCommand(turnId: string, requestId: string | undefined, opts
       }
       throw err;
     }
-  } finally {
-    await session.close();
-  }
+  });
 }
 
 /** Adds `durable-mcp answer` to the program. */

@@ -1,25 +1,8 @@
 /** `durable-mcp session list` and `durable-mcp turn list <sessionId>`: what the workers have run. */
 import { SESSION_ID_PATTERN } from '../../contract/index.js';
 import { stripTerminalControls, terminalJson } from '../../text/terminal.js';
-import { UsageError, cliLogger, commandSettings, notice, progress } from '../common.js';
-import { connect, type Session } from '../embedded.js';
-
-async function withSession<T>(read: (session: Session) => Promise<T>): Promise<T> {
-  const settings = commandSettings();
-  const session = await connect({
-    logger: cliLogger(settings, 'warn'),
-    withWorker: false,
-    settings,
-    env: process.env,
-    progress,
-    notice,
-  });
-  try {
-    return await read(session);
-  } finally {
-    await session.close();
-  }
-}
+import { UsageError } from '../common.js';
+import { withCommandSession } from '../commandSession.js';
 
 /** Prints a session's turns, one per line: ID, status, started (and closed). */
 export async function turnListCommand(sessionId: string, opts: { json?: boolean }): Promise<number> {
@@ -27,7 +10,7 @@ export async function turnListCommand(sessionId: string, opts: { json?: boolean 
     throw new UsageError(
       `invalid session ID ${JSON.stringify(sessionId)}: use letters, digits, ".", "_", ":" or "-" (at most 128)`,
     );
-  return withSession(async (session) => {
+  return withCommandSession(async (session) => {
     const turns = await session.client.listTurns(sessionId);
     if (opts.json) process.stdout.write(`${terminalJson(turns, 2)}\n`);
     else if (turns.length === 0)
@@ -40,7 +23,7 @@ export async function turnListCommand(sessionId: string, opts: { json?: boolean 
 
 /** Prints the sessions that have turns, the most recently active first. */
 export async function sessionListCommand(opts: { json?: boolean }): Promise<number> {
-  return withSession(async (session) => {
+  return withCommandSession(async (session) => {
     const sessions = await session.client.listSessions();
     if (opts.json) process.stdout.write(`${terminalJson(sessions, 2)}\n`);
     else if (sessions.length === 0) process.stderr.write(`no sessions on ${session.address}\n`);

@@ -1,8 +1,8 @@
 /** `durable-mcp session end <sessionId>`: ends a session at once, so its servers stop now. */
 import type { Command } from 'commander';
 import { SESSION_ID_PATTERN } from '../../contract/index.js';
-import { UsageError, cliLogger, commandSettings, notice, progress } from '../common.js';
-import { connect } from '../embedded.js';
+import { UsageError } from '../common.js';
+import { withCommandSession } from '../commandSession.js';
 import { sessionListCommand } from './lists.js';
 import { terminalJson } from '../../text/terminal.js';
 
@@ -11,16 +11,7 @@ async function endSessionCommand(sessionId: string, opts: { json?: boolean }): P
     throw new UsageError(
       `invalid session ID ${JSON.stringify(sessionId)}: use letters, digits, ".", "_", ":" or "-" (at most 128)`,
     );
-  const settings = commandSettings();
-  const session = await connect({
-    logger: cliLogger(settings, 'warn'),
-    withWorker: false,
-    settings,
-    env: process.env,
-    progress,
-    notice,
-  });
-  try {
+  return withCommandSession(async (session) => {
     // A dev server started for this command alone has no worker: no server runs for any session.
     if (session.mode === 'embedded') {
       process.stderr.write(
@@ -37,9 +28,7 @@ async function endSessionCommand(sessionId: string, opts: { json?: boolean }): P
       );
     }
     return 0;
-  } finally {
-    await session.close();
-  }
+  });
 }
 
 /** Adds `durable-mcp session end` and `session list` to the program. */

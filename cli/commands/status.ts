@@ -1,20 +1,11 @@
 /** `durable-mcp status <sessionId>`: the latest server status of a session. */
 import type { Command } from 'commander';
 import { stripTerminalControls } from '../../text/terminal.js';
-import { UsageError, cliLogger, commandSettings, notice, progress } from '../common.js';
-import { connect } from '../embedded.js';
+import { UsageError } from '../common.js';
+import { withCommandSession } from '../commandSession.js';
 
 async function statusCommand(sessionId: string, opts: { json?: boolean }): Promise<number> {
-  const settings = commandSettings();
-  const session = await connect({
-    logger: cliLogger(settings, 'warn'),
-    withWorker: false,
-    settings,
-    env: process.env,
-    progress,
-    notice,
-  });
-  try {
+  return withCommandSession(async (session) => {
     const latest = await session.client.getStatus(sessionId);
     if (!latest) throw new UsageError(`no turns for session "${sessionId}"`);
     if (opts.json) process.stdout.write(`${JSON.stringify(latest, null, 2)}\n`);
@@ -33,9 +24,7 @@ async function statusCommand(sessionId: string, opts: { json?: boolean }): Promi
       }
     }
     return 0;
-  } finally {
-    await session.close();
-  }
+  });
 }
 
 /** Adds `durable-mcp status` to the program. */

@@ -4,8 +4,8 @@ import type { Command } from 'commander';
 import { findCause } from '../../client/failures.js';
 import { saveImages } from '../../client/transcriptImages.js';
 import { renderTranscript } from '../../client/transcriptText.js';
-import { GrpcStatus, UsageError, cliLogger, commandSettings, grpcStatusOf, notice, progress } from '../common.js';
-import { connect } from '../embedded.js';
+import { GrpcStatus, UsageError, grpcStatusOf } from '../common.js';
+import { withCommandSession } from '../commandSession.js';
 import { noSuchTurn, turnIdProblem } from '../turnIds.js';
 import { terminalJson } from '../../text/terminal.js';
 
@@ -22,31 +22,22 @@ function notFound(err: unknown): boolean {
 async function transcriptCommand(turnId: string, opts: { json?: boolean; saveImages?: string }): Promise<number> {
   const bad = turnIdProblem(turnId);
   if (bad) throw new UsageError(bad);
-  const settings = commandSettings();
-  const session = await connect({
-    logger: cliLogger(settings, 'warn'),
-    withWorker: false,
-    settings,
-    env: process.env,
-    progress,
-    notice,
-  });
-  try {
-    const t = await session.client.transcript(turnId);
-    process.stdout.write(opts.json ? `${terminalJson(t, 2)}\n` : `${renderTranscript(t)}\n`);
-    if (opts.saveImages) {
-      const saved = await saveImages(t, opts.saveImages);
-      process.stderr.write(`saved ${saved.written.length} image(s) to ${opts.saveImages}\n`);
-      for (const file of saved.skipped) process.stderr.write(`error: ${file} already exists; not overwritten\n`);
-      if (saved.skipped.length > 0) return 1;
+  return withCommandSession(async (session) => {
+    try {
+      const t = await session.client.transcript(turnId);
+      process.stdout.write(opts.json ? `${terminalJson(t, 2)}\n` : `${renderTranscript(t)}\n`);
+      if (opts.saveImages) {
+        const saved = await saveImages(t, opts.saveImages);
+        process.stderr.write(`saved ${saved.written.length} image(s) to ${opts.saveImages}\n`);
+        for (const file of saved.skipped) process.stderr.write(`error: ${file} already exists; not overwritten\n`);
+        if (saved.skipped.length > 0) return 1;
+      }
+      return 0;
+    } catch (err) {
+      if (notFound(err)) throw new UsageError(noSuchTurn(turnId, session.address));
+      throw err;
     }
-    return 0;
-  } catch (err) {
-    if (notFound(err)) throw new UsageError(noSuchTurn(turnId, session.address));
-    throw err;
-  } finally {
-    await session.close();
-  }
+  });
 }
 
 /** Adds `durable-mcp transcript` to the program. */

@@ -2,8 +2,8 @@
 import type { Command } from 'commander';
 import { outcomeText } from '../../client/transcriptText.js';
 import { stripTerminalControls, terminalJson } from '../../text/terminal.js';
-import { UsageError, cliLogger, commandSettings, notice, progress } from '../common.js';
-import { connect } from '../embedded.js';
+import { UsageError } from '../common.js';
+import { withCommandSession } from '../commandSession.js';
 import { turnIdProblem } from '../turnIds.js';
 import { turnListCommand } from './lists.js';
 
@@ -16,16 +16,7 @@ interface EndOptions {
 async function endTurnCommand(turnId: string, opts: EndOptions): Promise<number> {
   const bad = turnIdProblem(turnId);
   if (bad) throw new UsageError(bad);
-  const settings = commandSettings();
-  const session = await connect({
-    logger: cliLogger(settings, 'warn'),
-    withWorker: false,
-    settings,
-    env: process.env,
-    progress,
-    notice,
-  });
-  try {
+  return withCommandSession(async (session) => {
     if (session.mode === 'embedded') {
       process.stderr.write(
         `no worker is running (no durable-mcp dev, no TEMPORAL_ADDRESS): turn "${turnId}" is not open\n`,
@@ -45,9 +36,7 @@ async function endTurnCommand(turnId: string, opts: EndOptions): Promise<number>
       `turn ${result.turnId} ended (${result.endedBy}); see it again: durable-mcp transcript ${result.turnId}\n`,
     );
     return 0;
-  } finally {
-    await session.close();
-  }
+  });
 }
 
 /** Adds `durable-mcp turn end` and `turn list` to the program. */
