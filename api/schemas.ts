@@ -393,13 +393,10 @@ export const SessionStatusSchema = z
     turnId: z.string(),
     reportedAt: z.string().optional(),
     status: TurnStatusSchema.optional(),
-    sessionEndedAt: z
-      .string()
-      .optional()
-      .openapi({
-        description:
-          'When the session was ended after this turn started: its servers were stopped then, whatever the status says of them',
-      }),
+    sessionEndedAt: z.string().optional().openapi({
+      description:
+        'When the session was ended after this turn started: its servers were stopped then, whatever the status says of them',
+    }),
   })
   .openapi('SessionStatus');
 
