@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { LayerKind } from '../contract/index.js';
 import { isTrustedLayer, layerLabel, type RefusedEntry, type ServerEntry } from './types.js';
 
-function canonical(value: unknown): unknown {
+/** `value` with every object's keys in sorted order, so equal entries hash equal whatever their key order. */
+export function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (typeof value === 'object' && value !== null) {
     return Object.fromEntries(

@@ -4,11 +4,11 @@
  * version the pinned CLI embeds) and Versity's S3 gateway. Versions come from the top-level `.env`,
  * the file docker-compose.yml reads, so the compose cluster and the cluster test run the same ones.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { access, constants, mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { projectRoot } from './temporalCli.js';
+import { projectRoot, run } from './temporalCli.js';
 
 /** The top-level `.env`: the cluster's settings, one source for compose and the cluster test. */
 export const dotEnvPath = join(projectRoot, '.env');
@@ -68,16 +68,6 @@ async function executable(path: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
-    child.once('error', reject);
-    child.once('close', (code) =>
-      code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} exited with code ${code}`)),
-    );
-  });
 }
 
 /** `go install` of `packages` into `dir`, staged so an interrupted build leaves nothing half-written. */

@@ -60,7 +60,8 @@ export async function findTemporalCli(env: NodeJS.ProcessEnv = process.env): Pro
   return undefined;
 }
 
-function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
+/** Runs `command` with its output on ours; rejects naming it and its exit code unless it exits 0. */
+export function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'inherit'], env });
     child.once('error', reject);

@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isTrustedLayer, type ServerEntry } from '../config/types.js';
 import type { ManagedServer } from './managedServer.js';
+import { canonical } from '../config/merge.js';
 
 /** Dependencies and settings of a {@link SparePool}. */
 export interface SparePoolOptions {
@@ -58,18 +59,6 @@ export interface EntryInUse {
 /** Whether an entry may ever have a spare: a stdio server of a trusted layer. */
 export function spareEligible(entry: ServerEntry): boolean {
   return entry.type === 'stdio' && entry.enabled && !!entry.command && entry.trusted && isTrustedLayer(entry.layer);
-}
-
-function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(
-      Object.keys(value)
-        .sort()
-        .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
-    );
-  }
-  return value;
 }
 
 /** Spares per trusted stdio entry, keyed by the entry and its resolved environment. */
