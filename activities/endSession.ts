@@ -6,13 +6,14 @@ import type { ActivityKit } from './deps.js';
 
 /**
  * `endSession`: stops the session's servers on this worker. Only the session the asking workflow
- * belongs to (a turn `<sessionId>/turn-<n>`, or `<sessionId>/end`): a workflow of one session
- * cannot end another, and the session's own history shows who ended it.
+ * belongs to (a turn `<sessionId>/turn-<n>`, `<sessionId>/end`, or a user's workflow whose ID is
+ * the session's): a workflow of one session cannot end another, and the session's own history
+ * shows who ended it.
  */
 export function endSessionActivity({ deps }: ActivityKit): (input: EndSessionInput) => Promise<EndSessionResult> {
   return async function endSession(input) {
     const workflowId = currentTurnId();
-    if (!workflowId.startsWith(`${input.sessionId}/`)) {
+    if (workflowId !== input.sessionId && !workflowId.startsWith(`${input.sessionId}/`)) {
       throw ApplicationFailure.create({
         type: FailureType.BadRequest,
         message: `workflow ${JSON.stringify(workflowId)} may end only its own session, not ${JSON.stringify(input.sessionId)}`,

@@ -67,7 +67,8 @@ export async function admit(
     return `${real === resolve(named) ? 'it lies' : `it resolves to ${real}, which lies`} outside the folders DMCP_ALLOWED_CONFIG_DIRS allows (${allowedDirs.join(', ')})`;
   };
 
-  if (workspaceWanted) {
+  // A session opened from workflow code names no workspace (''): it has no workspace layer to read.
+  if (workspaceWanted && refs.workspace !== '') {
     const real = await realOrResolved(io, refs.workspace);
     const roots =
       boundary.workspaceRoots && (await Promise.all(boundary.workspaceRoots.map((d) => realOrResolved(io, d))));

@@ -1,5 +1,4 @@
 import {
-  ApplicationFailure,
   CancellationScope,
   isCancellation,
   allHandlersFinished,
@@ -17,7 +16,6 @@ import {
   type ContinuedTurn,
   type TurnInput,
   type TurnResult,
-  type ToolInfo,
 } from '../contract/index.js';
 import { resolveLimits } from './activityOptions.js';
 import { batchProblem, callRequestProblem } from './bounds.js';
@@ -33,10 +31,9 @@ import {
 } from '../contract/definitions.js';
 import { checkLegacyReport, legacyInputAsked } from './legacyInputs.js';
 import { alreadyRanOutcome, refusal } from './failures.js';
-import { moveOf, moveTurn, placeTurn } from './placement.js';
 import { waitWhileOpen } from './idle.js';
 import { checkAnswer, takeAnswer } from './inputs.js';
-import { listTools } from './servers.js';
+import { openServers } from './openServers.js';
 import { endTurnSession } from './session.js';
 import { detachTasks, takeUpProblem } from './detach.js';
 import { RECENT_CALLS_KEPT, TurnState, type TurnContext } from './turnState.js';
@@ -90,7 +87,11 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   // Without an await, so a continued run's idle timer stays its first command, ahead of any call
   // that an Update delivered with the run starts.
   if (input.continued) resumeTurn(ctx, input.continued);
-  else await startTurn(ctx, info.workflowId);
+  else {
+    await openServers(ctx, info.workflowId);
+    // The next turn of the session reads this to prefer the worker that holds its servers.
+    upsertMemo({ workerQueue: state.workerQueue });
+  }
   state.details.ready(input);
 
   try {
@@ -219,43 +220,6 @@ function resumeTurn(ctx: TurnContext, continued: ContinuedTurn): void {
       inputSchema: {},
       refusedBy: r.reason,
     });
-}
-
-/** Reconciles the session's servers and freezes their tool list: what turnStarted answers. */
-async function startTurn(ctx: TurnContext, turnId: string): Promise<void> {
-  const { state } = ctx;
-  await placeTurn(ctx);
-  let frozen: ToolInfo[];
-  const queue = state.workerQueue;
-  try {
-    frozen = await listTools(ctx, queue);
-  } catch (err) {
-    // The worker that reconciled was lost before it listed the tools (nobody took the task from its
-    // queue): the session's servers go to whichever worker takes a reconcile from the shared queue.
-    if (moveOf(err) !== 'not-taken') throw err;
-    const problem = await moveTurn(ctx, queue, 'not-taken');
-    if (problem)
-      throw ApplicationFailure.nonRetryable(
-        `the worker that reconciled the servers was lost before it listed their tools, and they could not be reconciled on another: ${problem}`,
-      );
-    frozen = await listTools(ctx, state.workerQueue);
-  }
-  state.tools = new Map(frozen.map((t) => [t.name, t]));
-  // Tools the allowed-tools rules refuse are never listed to the model.
-  const listed = frozen.filter((t) => t.refusedBy === undefined);
-  const refusedTools = frozen.flatMap((t) =>
-    t.refusedBy === undefined ? [] : [{ name: t.name, reason: t.refusedBy }],
-  );
-  // The next turn of the session reads this to prefer the worker that holds its servers.
-  upsertMemo({ workerQueue: state.workerQueue });
-  state.start = {
-    turnId,
-    workerQueue: state.workerQueue,
-    status: state.lastReconcile!.status,
-    tools: listed,
-    serversParagraph: state.lastReconcile!.serversParagraph,
-    ...(refusedTools.length > 0 ? { refusedTools } : {}),
-  };
 }
 
 /** Whether the run is long enough to continue as new, and no call is in flight. */

@@ -87,7 +87,12 @@ export class TurnState {
   /** Calls whose scope was cancelled to detach them, not to cancel their task. */
   readonly detached = new Set<string>();
   /** What the Temporal UI shows as the turn's current details. */
-  readonly details = new DetailsBoard();
+  readonly details: DetailsBoard;
+
+  /** @param showDetails where the details go; default: the workflow's current details. */
+  constructor(showDetails?: (markdown: string) => void) {
+    this.details = new DetailsBoard(showDetails);
+  }
 
   /** Records a finished call; `keepAll` for a batch turn, whose result must hold every outcome. */
   record(call: CallRecord, keepAll: boolean): void {

@@ -1,0 +1,150 @@
+/**
+ * durable-mcp in a user's own worker and workflow code: a Worker created with `DurableMcpPlugin`
+ * and a workflow bundle of the user's own workflows (test/support/ownWorkflows.ts), which open the
+ * operator's servers through `durable-mcp/workflow`. Real Temporal, real stdio servers (the echo
+ * fixture, which logs every execution, and server-everything for a question to a person).
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import pino from 'pino';
+import { DurableMcpPlugin } from '../../worker/plugin.js';
+import { answerInputUpdate } from '../../workflows/mcpSession.js';
+import { text } from '../support/inputs.js';
+import {
+  everythingServer,
+  fixtureServer,
+  tempDir,
+  temporalAddress,
+  uniqueQueue,
+  writeConfigDir,
+} from '../support/harness.js';
+import type { askAPerson, listAndCall } from '../support/ownWorkflows.js';
+
+const ownWorkflows = fileURLToPath(new URL('../support/ownWorkflows.js', import.meta.url));
+
+describe('a user workflow calls MCP tools through the plugin', { timeout: 240_000 }, () => {
+  let client: Client;
+  let worker: Worker;
+  let running: Promise<void>;
+  let connection: NativeConnection;
+  let taskQueue: string;
+  let effects: string;
+  const logs: string[] = [];
+
+  before(async () => {
+    const dir = await tempDir('dmcp-own-');
+    effects = join(dir, 'effects.log');
+    const configDir = join(dir, 'config');
+    await writeConfigDir(configDir, {
+      echo: { command: process.execPath, args: [fixtureServer], env: { FIXTURE_LOG: effects } },
+      everything: { command: process.execPath, args: [everythingServer, 'stdio'] },
+    });
+    const plugin = new DurableMcpPlugin({
+      configDir,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_DATA_DIR: join(dir, 'data') },
+      logger: pino({ level: 'debug' }, { write: (line: string) => void logs.push(line) }),
+    });
+    taskQueue = uniqueQueue('own-workflow');
+    connection = await NativeConnection.connect({ address: temporalAddress() });
+    worker = await Worker.create({
+      connection,
+      taskQueue,
+      workflowBundle: await bundleWorkflowCode({ workflowsPath: ownWorkflows, logger: quiet }),
+      plugins: [plugin],
+    });
+    running = worker.run();
+    client = new Client({ connection: await Connection.connect({ address: temporalAddress() }), plugins: [plugin] });
+  });
+
+  after(async () => {
+    worker?.shutdown();
+    await running;
+    await connection?.close();
+    await client?.connection.close();
+  });
+
+  test('lists the operator servers tools; a call ID runs once; a misspelled tool is an outcome naming the right one', async () => {
+    const result = await client.workflow.execute<typeof listAndCall>('listAndCall', {
+      taskQueue,
+      workflowId: `own-${Date.now()}`,
+      args: [{}],
+    });
+    assert.ok(result.tools.includes('mcp__echo__echo'), `tools: ${result.tools.join(', ')}`);
+    assert.ok(result.tools.includes('mcp__everything__echo'), `tools: ${result.tools.join(', ')}`);
+    assert.equal(text(result.echo), 'from my workflow');
+    assert.deepEqual(result.again, result.echo);
+    const ran = (await readFile(effects, 'utf8'))
+      .trim()
+      .split('\n')
+      .filter((l) => l.includes('from my workflow'));
+    assert.equal(ran.length, 1, 'the tool ran once for two calls under one ID');
+    assert.equal(result.misspelled.status, 'error');
+    assert.equal(result.misspelled.errorKind, 'bad_request');
+    assert.match(result.misspelled.errorMessage ?? '', /did you mean "?mcp__echo__echo/);
+    assert.match(result.serversParagraph, /echo/);
+  });
+
+  test("the calls are recorded in the user's workflow history as durable-mcp activities", async () => {
+    const workflowId = `own-history-${Date.now()}`;
+    await client.workflow.execute<typeof listAndCall>('listAndCall', { taskQueue, workflowId, args: [{}] });
+    const history = await client.workflow.getHandle(workflowId).fetchHistory();
+    const types = (history.events ?? []).flatMap((e) => {
+      const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
+      const marker = e.markerRecordedEventAttributes?.markerName;
+      return scheduled ? [scheduled] : marker ? [marker] : [];
+    });
+    assert.ok(types.includes('reconcileServers'), types.join(', '));
+    assert.ok(types.includes('listTools'), types.join(', '));
+    assert.ok(
+      types.includes('callTool') || types.includes('core_local_activity'),
+      `the echo call is an activity or local activity: ${types.join(', ')}`,
+    );
+    assert.ok(types.includes('endSession'), types.join(', '));
+  });
+
+  test('a question a tool asks waits durably in the workflow and is answered by an Update', async () => {
+    const workflowId = `own-ask-${Date.now()}`;
+    const handle = await client.workflow.start<typeof askAPerson>('askAPerson', { taskQueue, workflowId, args: [] });
+    let receipt: unknown;
+    for (let i = 0; i < 300 && receipt === undefined; i++) {
+      receipt = await handle
+        .executeUpdate(answerInputUpdate, {
+          args: ['q1:1:elicitation', { action: 'accept', content: { name: 'from-the-plugin-test' } }],
+        })
+        .catch(async (err: unknown) => {
+          // Refused until the question is open: asked and recorded by the running call.
+          if (!/no open input request/.test(String((err as Error).cause ?? err))) throw err;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          return undefined;
+        });
+    }
+    assert.deepEqual(receipt, { requestId: 'q1:1:elicitation', action: 'accept' });
+    const outcome = await handle.result();
+    assert.match(text(outcome), /from-the-plugin-test/);
+  });
+
+  test('a workflow ID that is no session ID is refused, naming sessionId', async () => {
+    const err = await client.workflow
+      .execute<typeof listAndCall>('listAndCall', { taskQueue, workflowId: `own/${Date.now()}`, args: [{}] })
+      .then(
+        () => assert.fail('the workflow should have failed'),
+        (e: unknown) => e,
+      );
+    assert.ok(err instanceof WorkflowFailedError);
+    assert.match(String(err.cause?.message), /this workflow's ID .* is not a valid session ID.*pass sessionId/);
+  });
+});
+
+const quiet = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: (m: string) => process.stderr.write(`${m}\n`),
+  error: (m: string) => process.stderr.write(`${m}\n`),
+};
