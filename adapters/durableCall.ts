@@ -38,13 +38,7 @@ export function selectTools(turn: Pick<Turn, 'tools'>, options: DurableToolsOpti
   return options.filter ? turn.tools.filter(options.filter) : [...turn.tools];
 }
 
-/**
- * An MCP input schema as frameworks expect a tool's parameters: always an object schema with
- * `properties` (some servers send `{ "type": "object" }` alone, which model APIs refuse).
- */
-export function objectSchema(schema: Record<string, unknown>): Record<string, unknown> {
-  return { ...schema, type: 'object', properties: (schema.properties as Record<string, unknown> | undefined) ?? {} };
-}
+export { objectSchema } from '../contract/index.js';
 
 /** Thrown when a framework calls a tool without the tool-call ID that makes the call exactly-once. */
 export class MissingToolCallIdError extends Error {

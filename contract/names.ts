@@ -228,3 +228,11 @@ export function closestName(name: string, candidates: Iterable<string>, maxEdits
   }
   return tied ? undefined : best;
 }
+
+/**
+ * An MCP input schema as frameworks expect a tool's parameters: always an object schema with
+ * `properties` (some servers send `{ "type": "object" }` alone, which model APIs refuse).
+ */
+export function objectSchema(schema: Record<string, unknown>): Record<string, unknown> {
+  return { ...schema, type: 'object', properties: (schema.properties as Record<string, unknown> | undefined) ?? {} };
+}

@@ -6,6 +6,7 @@ import { bundleWorkflowCode, type WorkerDeploymentOptions, type WorkflowBundleWi
 import type { Logger } from 'pino';
 import { createActivities, type Activities } from '../activities/index.js';
 import { ensureTurnKey, loadConfig } from '../config/load.js';
+import type { ConfigIO } from '../config/configIO.js';
 import type { Boundary } from '../config/types.js';
 import { requestHeaders, scrubSecrets, serverEnvironment } from '../config/secrets.js';
 import { ServerPool } from '../mcp/pool.js';
@@ -50,6 +51,8 @@ export interface WorkerPartsOptions {
    * shared cluster passes `workerBoundary(settings, 'joined')`.
    */
   boundary?: Boundary;
+  /** How config files are read (default: the file system); the plugin serves its `mcpServers` option through it. */
+  configIO?: ConfigIO;
 }
 
 /**
@@ -146,7 +149,7 @@ export async function createWorkerParts(
     workerQueue,
     loadConfig: async (refs, turn) =>
       shelf.withLoginIds(
-        await loadConfig(refs, env, undefined, {
+        await loadConfig(refs, env, options.configIO, {
           boundary,
           sessionId: turn.sessionId,
           shelf: (agent) => shelf.layerFor(agent),

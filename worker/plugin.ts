@@ -6,14 +6,18 @@
  *   const client = new Client({ connection: await Connection.connect(), plugins: [plugin] });
  */
 import { SimplePlugin } from '@temporalio/plugin';
-import { Worker, type WorkerOptions } from '@temporalio/worker';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker, type BundleOptions, type WorkerOptions } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { Logger } from 'pino';
 import type { Activities } from '../activities/index.js';
 import { ActivityName } from '../contract/index.js';
+import { nodeConfigIO, type ConfigIO } from '../config/configIO.js';
 import type { Boundary } from '../config/types.js';
 import { dataConverterFor } from '../payloads/dataConverter.js';
-import { loadSettings, type Settings } from '../settings/index.js';
+import { configSettings, loadSettings, type Settings } from '../settings/index.js';
 import { createLogger } from './logger.js';
 import { createWorkerMetrics, startMetricsServer, type MetricsServer } from './metrics.js';
 import { createWorkerParts, newWorkerQueue, workerBoundary, workflowsPath, type WorkerParts } from './parts.js';
@@ -26,6 +30,11 @@ export interface DurableMcpPluginOptions {
    * DMCP_CONFIG_DIR). Only the worker's operator chooses it; workflow code names servers from it.
    */
   configDir?: string;
+  /**
+   * The servers, as the `mcpServers` object of an `mcp.json`, given in code instead of a config
+   * dir (not both). Validated as that file would be; its problems name `<dataDir>/plugin/mcp.json`.
+   */
+  mcpServers?: Record<string, unknown>;
   /**
    * The worker's environment: what stdio servers inherit (minus secrets), what config files expand,
    * the secrets servers may receive, and every DMCP_ setting. Default: this process's environment.
@@ -53,6 +62,8 @@ export interface DurableMcpPluginOptions {
   runtimeMetricsUrl?: string;
 }
 
+const aiSdkPolyfills = fileURLToPath(new URL('../workflows/aiSdkPolyfills.js', import.meta.url));
+
 /** A worker's parts once made, and its metrics endpoint. */
 export interface PreparedWorker extends WorkerParts {
   metricsServer?: MetricsServer;
@@ -66,6 +77,7 @@ export interface PreparedWorker extends WorkerParts {
  */
 export class DurableMcpPlugin extends SimplePlugin {
   private readonly env: NodeJS.ProcessEnv;
+  private readonly configIO: ConfigIO | undefined;
   private readonly settings: Settings;
   private readonly logger: Logger;
   private readonly converter: DataConverter;
@@ -74,12 +86,12 @@ export class DurableMcpPlugin extends SimplePlugin {
   private ownQueue: string | undefined;
 
   constructor(private readonly dmcp: DurableMcpPluginOptions = {}) {
-    const base = dmcp.env ?? process.env;
-    const env = dmcp.configDir !== undefined ? { ...base, DMCP_CONFIG_DIR: dmcp.configDir } : base;
+    const { env, configIO } = operatorConfig(dmcp);
     const settings = dmcp.settings ?? loadSettings(env);
     const converter = dmcp.dataConverter ?? dataConverterFor(settings);
     super({ name: 'durable-mcp', dataConverter: converter });
     this.env = env;
+    this.configIO = configIO;
     this.settings = settings;
     this.converter = converter;
     this.logger = dmcp.logger ?? createLogger({ level: settings.logLevel });
@@ -126,27 +138,62 @@ export class DurableMcpPlugin extends SimplePlugin {
     };
   }
 
-  override async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
+  /**
+   * Bundles built with the plugin (a Worker given `workflowsPath`, or `bundleWorkflowCode` given
+   * the plugin) first install the globals the AI SDK needs, whatever the order of the workflow
+   * code's imports: `ai` subclasses `TransformStream` at module scope.
+   */
+  override configureBundler(options: BundleOptions): BundleOptions {
+    const base = super.configureBundler(options);
+    const hook = base.webpackConfigHook;
+    return {
+      ...base,
+      webpackConfigHook: (config) => {
+        const cfg = hook ? hook(config) : config;
+        const entry = Array.isArray(cfg.entry) ? cfg.entry : cfg.entry !== undefined ? [cfg.entry as string] : [];
+        return { ...cfg, entry: [aiSdkPolyfills, ...entry] };
+      },
+    };
+  }
+
+  override runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
     if (worker.options.taskQueue === this.ownQueue) return next(worker);
+    // Started before any await: the Worker is RUNNING, so a shutdown() right after run() is heard.
+    const running = next(worker);
+    return this.runOwnQueueBeside(worker, running).catch(async (err: unknown) => {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running.catch(() => undefined);
+      throw err;
+    });
+  }
+
+  private async runOwnQueueBeside(worker: Worker, running: Promise<void>): Promise<void> {
     const prepared = await this.ready();
     if (worker.client) prepared.shelf.attach(worker.client);
-    if (!worker.connection) throw new Error('a durable-mcp worker needs a connection (a replay worker has none)');
-    // Stays unversioned even in a worker deployment: only this process polls this queue, so a
-    // version would collect one dead queue per restart.
-    const own = await Worker.create({
-      connection: worker.connection,
-      namespace: worker.options.namespace,
-      taskQueue: prepared.workerQueue,
-      identity: worker.options.identity,
-      activities: prepared.activities,
-      dataConverter: this.converter,
-      shutdownGraceTime: worker.options.shutdownGraceTime,
-      ...(prepared.metrics ? { interceptors: { activity: [prepared.metrics.interceptor] } } : {}),
-    });
+    let own: Worker;
+    try {
+      if (!worker.connection) throw new Error('a durable-mcp worker needs a connection (a replay worker has none)');
+      // Stays unversioned even in a worker deployment: only this process polls this queue, so a
+      // version would collect one dead queue per restart.
+      own = await Worker.create({
+        connection: worker.connection,
+        namespace: worker.options.namespace,
+        taskQueue: prepared.workerQueue,
+        identity: worker.options.identity,
+        activities: prepared.activities,
+        dataConverter: this.converter,
+        shutdownGraceTime: worker.options.shutdownGraceTime,
+        ...(prepared.metrics ? { interceptors: { activity: [prepared.metrics.interceptor] } } : {}),
+      });
+    } catch (err) {
+      await prepared.pool.shutdown();
+      await prepared.metricsServer?.close();
+      throw err;
+    }
     const idleMs = this.settings.sessionIdleMs;
     // A session stops between idleMs and idleMs + interval after its last use.
     const checkMs = this.dmcp.idleCheckIntervalMs ?? Math.min(Math.max(Math.floor(idleMs / 4), 100), 60_000);
-    await runSideBySide(next(worker), worker, own, prepared, { idleMs, checkMs });
+    await runSideBySide(running, worker, own, prepared, { idleMs, checkMs });
   }
 
   private async prepare(
@@ -155,11 +202,19 @@ export class DurableMcpPlugin extends SimplePlugin {
     metrics: ReturnType<typeof createWorkerMetrics> | undefined,
   ): Promise<PreparedWorker> {
     const { settings, env } = this;
+    // Stdio servers start in their config dir: the one made up for servers given in code must exist.
+    if (this.configIO) await mkdir(configSettings(env).configDir!, { recursive: true });
     const boundary = this.dmcp.boundary ?? (await workerBoundary(settings, 'joined'));
-    const parts = await createWorkerParts({ logger: this.logger, env, settings, taskQueue, boundary }, settings, env, {
-      workerQueue,
-      ...(metrics ? { metrics } : {}),
-    });
+    const options = { logger: this.logger, env, settings, taskQueue, boundary };
+    const parts = await createWorkerParts(
+      this.configIO ? { ...options, configIO: this.configIO } : options,
+      settings,
+      env,
+      {
+        workerQueue,
+        ...(metrics ? { metrics } : {}),
+      },
+    );
     const metricsServer =
       metrics && settings.metrics.port !== undefined
         ? await startMetricsServer({
@@ -173,6 +228,27 @@ export class DurableMcpPlugin extends SimplePlugin {
     parts.logger.info({ taskQueue, ...(metricsServer ? { metrics: metricsServer.url } : {}) }, 'worker started');
     return { ...parts, ...(metricsServer ? { metricsServer } : {}) };
   }
+}
+
+/**
+ * The environment naming the operator's config dir, and for servers given in code the reader that
+ * serves them as that dir's `mcp.json`.
+ */
+function operatorConfig(options: DurableMcpPluginOptions): { env: NodeJS.ProcessEnv; configIO?: ConfigIO } {
+  const base = options.env ?? process.env;
+  if (options.mcpServers === undefined) {
+    if (options.configDir === undefined) return { env: base };
+    return { env: { ...base, DMCP_CONFIG_DIR: options.configDir, DMCP_NO_USER_CONFIG: '0' } };
+  }
+  if (options.configDir !== undefined) throw new TypeError('DurableMcpPlugin: give configDir or mcpServers, not both');
+  const dir = join(loadSettings(base).dataDir, 'plugin');
+  const file = join(dir, 'mcp.json');
+  const text = JSON.stringify({ mcpServers: options.mcpServers }, null, 2);
+  const configIO: ConfigIO = {
+    ...nodeConfigIO,
+    readText: (path) => (path === file ? Promise.resolve(text) : nodeConfigIO.readText(path)),
+  };
+  return { env: { ...base, DMCP_CONFIG_DIR: dir, DMCP_NO_USER_CONFIG: '0' }, configIO };
 }
 
 /**

@@ -9,15 +9,18 @@
  * - with the peers installed, every "exports" entry imports, and a strict consumer typechecks
  *   (with skipLibCheck off, errors are allowed only in other packages' declarations, and listed);
  * - examples/aiSdk.ts and examples/connect.ts, copied unchanged, compile and run a turn against
- *   the embedded default (a Temporal dev server and worker started by the example).
+ *   the embedded default (a Temporal dev server and worker started by the example);
+ * - examples/own-workflow/, copied unchanged: a worker of the user's own with the plugin runs a
+ *   workflow of the user's own that lists and calls MCP tools, started by the example's starter.
  * Needs the npm registry (its local cache makes it quick) and a Temporal CLI (the checkout's).
  */
 import assert from 'node:assert/strict';
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startDevServer } from '../../dev/devServer.js';
 import { findTemporalCli } from '../../dev/temporalCli.js';
 
 const root = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
@@ -30,7 +33,7 @@ const entries = Object.keys(pkg.exports)
   .filter((key) => key !== './package.json')
   .map((key) => `${pkg.name}${key.slice(1)}`);
 /** The entries that load an optional peer: a client-only user never imports them. */
-const needPeers = new Set(['ai-sdk', 'openai-agents', 'langchain'].map((e) => `${pkg.name}/${e}`));
+const needPeers = new Set(['ai-sdk', 'openai-agents', 'langchain', 'workflow/ai-sdk'].map((e) => `${pkg.name}/${e}`));
 
 /** The version this checkout has installed, so the consumer gets what the tests ran against (and the cache has). */
 function installedVersion(name: string): string {
@@ -135,6 +138,9 @@ function runExample(project: string, dataDir: string, cli: string | undefined): 
   mkdirSync(join(project, 'examples'));
   for (const file of ['connect.ts', 'aiSdk.ts'])
     copyFileSync(join(root, 'examples', file), join(project, 'examples', file));
+  mkdirSync(join(project, 'examples', 'own-workflow'));
+  for (const file of ['workflows.ts', 'worker.ts', 'starter.ts'])
+    copyFileSync(join(root, 'examples', 'own-workflow', file), join(project, 'examples', 'own-workflow', file));
   writeFileSync(
     join(project, 'tsconfig.examples.json'),
     tsconfig({ outDir: 'out', rootDir: '.', skipLibCheck: true }, ['examples']),
@@ -151,6 +157,44 @@ function runExample(project: string, dataDir: string, cli: string | undefined): 
   assert.match(stdout, /call_echo mcp__everything__echo: .*Echo: hello durable/);
   assert.match(stdout, /Turn \S+ ended \(endTurn\), 2 calls recorded/);
   return stdout;
+}
+
+/**
+ * examples/own-workflow, as compiled by {@link runExample}: its worker (the user's, with the plugin)
+ * against a Temporal dev server started here, and its starter, which prints the workflow's result.
+ */
+async function runOwnWorkflow(project: string, dataDir: string): Promise<string> {
+  const server = await startDevServer({});
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DMCP_DATA_DIR: dataDir,
+    TEMPORAL_ADDRESS: server.address,
+  };
+  const dir = join(project, 'out', 'examples', 'own-workflow');
+  const worker = spawn(process.execPath, [join(dir, 'worker.js')], {
+    cwd: project,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let workerOut = '';
+  worker.stdout.setEncoding('utf8').on('data', (c: string) => (workerOut += c));
+  worker.stderr.setEncoding('utf8').on('data', (c: string) => (workerOut += c));
+  const exited = new Promise<number | null>((resolve) => worker.once('exit', (code) => resolve(code)));
+  try {
+    const deadline = Date.now() + 120_000;
+    while (!workerOut.includes('worker polling') && Date.now() < deadline && worker.exitCode === null)
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.match(workerOut, /worker polling own-workflow/, `the worker did not start:\n${workerOut}`);
+    const stdout = ok(process.execPath, [join(dir, 'starter.js')], project, env);
+    assert.match(stdout, /^\d+ tools; Echo: hello from my workflow; The sum of 2 and 3 is 5\.$/m);
+    worker.kill('SIGINT');
+    assert.equal(await exited, 0, `the worker did not stop cleanly on SIGINT:\n${workerOut}`);
+    return stdout;
+  } finally {
+    if (worker.exitCode === null) worker.kill('SIGKILL');
+    await server.stop();
+  }
 }
 
 function step<T>(name: string, run: () => T): T {
@@ -188,6 +232,12 @@ async function main(): Promise<void> {
       runExample(project, join(scratch, 'data'), cli),
     );
     console.log(output.replace(/^/gm, '  | '));
+    const ownStarted = Date.now();
+    const own = await runOwnWorkflow(project, join(scratch, 'own-data'));
+    console.log(
+      `ok: examples/own-workflow, copied unchanged: a worker with the plugin runs a user workflow calling MCP tools (${((Date.now() - ownStarted) / 1000).toFixed(1)}s)`,
+    );
+    console.log(own.replace(/^/gm, '  | '));
     console.log(`consumer check passed in ${((Date.now() - started) / 1000).toFixed(1)}s (${scratch} removed)`);
   } finally {
     rmSync(scratch, { recursive: true, force: true });

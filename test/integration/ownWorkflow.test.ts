@@ -9,7 +9,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { RefusalType } from '../../contract/index.js';
 import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import pino from 'pino';
 import { DurableMcpPlugin } from '../../worker/plugin.js';
@@ -23,7 +24,7 @@ import {
   uniqueQueue,
   writeConfigDir,
 } from '../support/harness.js';
-import type { askAPerson, listAndCall } from '../support/ownWorkflows.js';
+import type { agentWithMcpTools, askAPerson, listAndCall, ModelStepResult } from '../support/ownWorkflows.js';
 
 const ownWorkflows = fileURLToPath(new URL('../support/ownWorkflows.js', import.meta.url));
 
@@ -54,7 +55,8 @@ describe('a user workflow calls MCP tools through the plugin', { timeout: 240_00
     worker = await Worker.create({
       connection,
       taskQueue,
-      workflowBundle: await bundleWorkflowCode({ workflowsPath: ownWorkflows, logger: quiet }),
+      workflowBundle: await bundleWorkflowCode({ workflowsPath: ownWorkflows, logger: quiet, plugins: [plugin] }),
+      activities: { scriptedModelStep },
       plugins: [plugin],
     });
     running = worker.run();
@@ -128,6 +130,23 @@ describe('a user workflow calls MCP tools through the plugin', { timeout: 240_00
     assert.match(text(outcome), /from-the-plugin-test/);
   });
 
+  test("an AI SDK agent loop in the user's workflow calls the session's tools durably, keyed by the model's tool-call ID", async () => {
+    const before = await readFile(effects, 'utf8').catch(() => '');
+    const workflowId = `own-agent-${Date.now()}`;
+    const result = await client.workflow.execute<typeof agentWithMcpTools>('agentWithMcpTools', {
+      taskQueue,
+      workflowId,
+      args: [],
+    });
+    assert.equal(result.text, 'The tool said: hello from the model');
+    assert.equal(result.steps, 2);
+    assert.deepEqual(result.toolCallIds, ['model-call-1']);
+    const ran = (await readFile(effects, 'utf8')).slice(before.length);
+    assert.equal(ran.split('\n').filter((l) => l.includes('hello from the model')).length, 1);
+    const history = JSON.stringify(await client.workflow.getHandle(workflowId).fetchHistory());
+    assert.ok(history.includes('scriptedModelStep'), 'each model step is an activity in the history');
+  });
+
   test('a workflow ID that is no session ID is refused, naming sessionId', async () => {
     const err = await client.workflow
       .execute<typeof listAndCall>('listAndCall', { taskQueue, workflowId: `own/${Date.now()}`, args: [{}] })
@@ -136,9 +155,50 @@ describe('a user workflow calls MCP tools through the plugin', { timeout: 240_00
         (e: unknown) => e,
       );
     assert.ok(err instanceof WorkflowFailedError);
+    assert.ok(err.cause instanceof ApplicationFailure, String(err.cause));
+    assert.equal(err.cause.type, RefusalType.turnInput);
+    assert.equal(err.cause.nonRetryable, true);
     assert.match(String(err.cause?.message), /this workflow's ID .* is not a valid session ID.*pass sessionId/);
   });
 });
+
+/**
+ * The scripted model: asks for mcp__echo__echo first, then answers with what the tool said. Any
+ * other prompt shape fails loudly.
+ */
+async function scriptedModelStep(prompt: unknown): Promise<ModelStepResult> {
+  const messages = prompt as { role: string; content: unknown }[];
+  const toolMessages = messages.filter((m) => m.role === 'tool');
+  const usage = {
+    inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: 5, text: 5, reasoning: 0 },
+  };
+  if (toolMessages.length === 0)
+    return {
+      content: [
+        {
+          type: 'tool-call',
+          toolCallId: 'model-call-1',
+          toolName: 'mcp__echo__echo',
+          input: JSON.stringify({ text: 'hello from the model' }),
+        },
+      ],
+      finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+      usage,
+      warnings: [],
+    };
+  if (toolMessages.length !== 1)
+    throw new Error(`the scripted model expects one tool message, got ${toolMessages.length}`);
+  const [part] = toolMessages[0]!.content as { type: string; output: { type: string; value: unknown } }[];
+  if (part?.type !== 'tool-result' || part.output.type !== 'text')
+    throw new Error(`unexpected tool message: ${JSON.stringify(toolMessages[0])}`);
+  return {
+    content: [{ type: 'text', text: `The tool said: ${String(part.output.value)}` }],
+    finishReason: { unified: 'stop', raw: 'stop' },
+    usage,
+    warnings: [],
+  };
+}
 
 const quiet = {
   log: () => undefined,

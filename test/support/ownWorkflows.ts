@@ -2,6 +2,10 @@
  * A user's own workflows, as the plugin's tests run them: each opens MCP servers from workflow code
  * through `durable-mcp/workflow`. Re-exports durable-mcp's workflows, so the same worker serves turns.
  */
+import type { LanguageModelV3 } from '@ai-sdk/provider';
+import { proxyActivities } from '@temporalio/workflow';
+import { generateText, stepCountIs } from 'ai';
+import { mcpToolSet } from '../../workflows/aiSdkTools.js';
 import { openMcpSession, type CallOutcome } from '../../workflows/mcpSession.js';
 
 export * from '../../workflows/index.js';
@@ -30,4 +34,38 @@ export async function askAPerson(): Promise<CallOutcome> {
   const outcome = await mcp.callTool('mcp__everything__trigger-elicitation-request', {}, { id: 'q1' });
   await mcp.close({ endSession: true });
   return outcome;
+}
+
+/** What the scripted model activity answers for one step (the AI SDK's generate result, serialisable). */
+export type ModelStepResult = Awaited<ReturnType<LanguageModelV3['doGenerate']>>;
+
+/** The test's model: one step per activity, scripted by the test worker (no network). */
+const { scriptedModelStep } = proxyActivities<{ scriptedModelStep(prompt: unknown): Promise<ModelStepResult> }>({
+  startToCloseTimeout: '10 seconds',
+});
+
+const scriptedModel: LanguageModelV3 = {
+  specificationVersion: 'v3',
+  provider: 'scripted',
+  modelId: 'scripted',
+  supportedUrls: {},
+  doGenerate: (options) => scriptedModelStep(options.prompt),
+  doStream: () => Promise.reject(new Error('the scripted model does not stream')),
+};
+
+/** An AI SDK agent loop inside the workflow: model steps are activities, MCP tools durable calls. */
+export async function agentWithMcpTools(): Promise<{ text: string; steps: number; toolCallIds: string[] }> {
+  const mcp = await openMcpSession();
+  const result = await generateText({
+    model: scriptedModel,
+    tools: mcpToolSet(mcp, { filter: (t) => t.name.startsWith('mcp__echo__') }),
+    prompt: 'Ask the echo tool to say hello, then tell me what it said.',
+    stopWhen: stepCountIs(4),
+  });
+  await mcp.close({ endSession: true });
+  return {
+    text: result.text,
+    steps: result.steps.length,
+    toolCallIds: result.steps.flatMap((s) => s.toolCalls.map((c) => c.toolCallId)),
+  };
 }
