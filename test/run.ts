@@ -34,7 +34,10 @@ function ensureSystemPackages(files: string[]): void {
   if (files.some((f) => /(ui|oauthLogin)\.test\.js$/.test(f)) && !existsSync(browser)) wanted.push('chromium');
   if (files.some((f) => f.endsWith('sandbox.test.js')) && spawnSync('bwrap', ['--version']).status !== 0)
     wanted.push('bubblewrap');
-  if (files.some((f) => /(governance|hooksCrash)\.test\.js$/.test(f)) && spawnSync('jq', ['--version']).status !== 0)
+  if (
+    files.some((f) => /(governance|hooksCrash|apiWalkthrough)\.test\.js$/.test(f)) &&
+    spawnSync('jq', ['--version']).status !== 0
+  )
     wanted.push('jq');
   if (wanted.length === 0 || process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) return;
   process.stderr.write(`Installing Debian packages for the tests (apt-get install ${wanted.join(' ')})...\n`);
