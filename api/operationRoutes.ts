@@ -3,7 +3,8 @@
  */
 import { createRoute } from '@hono/zod-openapi';
 import type { TurnClient } from '../client/turnClient.js';
-import { referencePage } from './referencePage.js';
+import { REFERENCE_PAGE_CSP, referenceAsset, referencePage } from './referencePage.js';
+import { ApiError } from './errors.js';
 import { API, hostRefused, ok, type ApiApp } from './routing.js';
 import { SESSION_EVENT_DATA } from './eventSchemas.js';
 import * as S from './schemas.js';
@@ -72,11 +73,14 @@ export function registerDocument(app: ApiApp, tokenSource: 'configured' | 'dataD
       'Every route needs one except /healthz, /readyz, this document and its page. A `Host` that is not a name of the API and a cross-site `Origin` are refused with 403 before the token is looked at.',
   });
   app.get(`${API}/docs`, (c) => {
-    c.header(
-      'Content-Security-Policy',
-      "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
-    );
-    return c.html(referencePage(`${API}/openapi.json`));
+    c.header('Content-Security-Policy', REFERENCE_PAGE_CSP);
+    return c.html(referencePage(`${API}/docs`));
+  });
+  app.get(`${API}/docs/:asset`, async (c) => {
+    const asset = await referenceAsset(c.req.param('asset'), `${API}/openapi.json`);
+    if (!asset) throw new ApiError('not_found', 'no such file of the reference page', 'path.asset');
+    c.header('Cache-Control', 'public, max-age=3600');
+    return c.body(asset.body, 200, { 'Content-Type': asset.type });
   });
 }
 

@@ -1,47 +1,66 @@
 /**
- * The rendered reference: a small page that reads the OpenAPI document and lists every operation
- * with its parameters, body and answers. Rendered in the browser by the page's own script, so it
- * needs no CDN and works offline; all text is inserted as text, never as HTML.
+ * The API reference page: Swagger UI, served from the `swagger-ui-dist` package this API depends on
+ * (no CDN, works offline), over the OpenAPI document. A table of contents by tag, each operation's
+ * parameters, body and answers, with example values drawn from the schemas.
  */
-export function referencePage(documentUrl: string): string {
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+
+/** The files the page loads, by the name it loads them under, with their content types. */
+const ASSETS: Record<string, string> = {
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+  'init.js': 'text/javascript; charset=utf-8',
+};
+
+/** What the page's own script and styles may do: only this origin, no inline script. */
+export const REFERENCE_PAGE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'";
+
+/** The HTML of the page at `base` (where its assets are served, under `base/`). */
+export function referencePage(base: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>durable-mcp API reference</title>
-<style>
-body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
-h2{border-bottom:1px solid #ddd;margin-top:2rem}.op{margin:1rem 0;padding:.5rem 1rem;border-left:4px solid #36c;background:#f7f9fc}
-.m{font-weight:bold;text-transform:uppercase;margin-right:.5rem}code,pre{font-family:ui-monospace,monospace;font-size:13px}
-pre{background:#fff;border:1px solid #e3e3e3;padding:.5rem;overflow:auto;max-height:20rem}
-</style></head>
-<body><h1>durable-mcp API reference</h1><p>From <a href="${documentUrl}">${documentUrl}</a> (OpenAPI 3.1).</p><main id="ops">loading...</main>
-<script>
-(async () => {
-  const el = (tag, text, cls) => { const e = document.createElement(tag); if (text !== undefined) e.textContent = text; if (cls) e.className = cls; return e; };
-  const main = document.getElementById('ops');
-  const doc = await (await fetch(${JSON.stringify(documentUrl)})).json();
-  const deref = (s) => (s && s.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s);
-  main.textContent = '';
-  const byTag = {};
-  for (const [path, ops] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(ops)) (byTag[(op.tags || ['other'])[0]] ||= []).push([path, method, op]);
-  for (const [tag, list] of Object.entries(byTag)) {
-    main.append(el('h2', tag));
-    for (const [path, method, op] of list) {
-      const box = el('div', undefined, 'op');
-      const head = el('div'); head.append(el('span', method, 'm'), el('code', path)); box.append(head);
-      if (op.summary) box.append(el('p', op.summary));
-      if (op.description) box.append(el('p', op.description));
-      const security = op.security || doc.security || [];
-      box.append(el('div', security.length === 0 ? 'needs no token' : 'needs: ' + security.map((s) => Object.entries(s).map(([k, v]) => k + (v.length ? ' with scope ' + v.join(', ') : '')).join(' and ')).join(' or ')));
-      for (const p of op.parameters || []) box.append(el('div', p.in + ' ' + p.name + (p.required ? ' (required)' : '') + (p.description ? ': ' + p.description : '')));
-      const body = op.requestBody && op.requestBody.content['application/json'];
-      if (body) { box.append(el('div', 'body:')); box.append(el('pre', JSON.stringify(deref(body.schema), null, 2))); }
-      const codes = Object.entries(op.responses || {}).map(([code, r]) => code + ' ' + (r.description || '')).join('\\n');
-      box.append(el('pre', codes));
-      main.append(box);
-    }
-  }
-  main.append(el('h2', 'schemas'));
-  for (const [name, schema] of Object.entries(doc.components.schemas || {})) { main.append(el('h3', name)); main.append(el('pre', JSON.stringify(schema, null, 2))); }
-})().catch((err) => { document.getElementById('ops').textContent = 'could not load the document: ' + err; });
-</script></body></html>
+<link rel="icon" href="data:,"><link rel="stylesheet" href="${base}/swagger-ui.css"></head>
+<body><div id="ui"></div>
+<script src="${base}/swagger-ui-bundle.js"></script>
+<script src="${base}/init.js"></script>
+</body></html>
 `;
+}
+
+/** The script that starts Swagger UI on the document at `documentUrl`. */
+function initScript(documentUrl: string): string {
+  return `window.ui = SwaggerUIBundle(${JSON.stringify({
+    url: documentUrl,
+    dom_id: '#ui',
+    deepLinking: true,
+    docExpansion: 'list',
+    defaultModelsExpandDepth: 0,
+    displayRequestDuration: true,
+    filter: true,
+  })});\n`;
+}
+
+const cache = new Map<string, string>();
+
+/**
+ * One asset of the page, with its content type; undefined for any other name. The package's files
+ * are read once and kept.
+ */
+export async function referenceAsset(
+  name: string,
+  documentUrl: string,
+): Promise<{ body: string; type: string } | undefined> {
+  const type = ASSETS[name];
+  if (type === undefined) return undefined;
+  if (name === 'init.js') return { body: initScript(documentUrl), type };
+  let body = cache.get(name);
+  if (body === undefined) {
+    const root = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+    body = await readFile(join(root, name), 'utf8');
+    cache.set(name, body);
+  }
+  return { body, type };
 }

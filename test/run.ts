@@ -31,7 +31,8 @@ function testFiles(dir: string): string[] {
 function ensureSystemPackages(files: string[]): void {
   const browser = process.env.DMCP_CHROMIUM ?? '/usr/bin/chromium';
   const wanted: string[] = [];
-  if (files.some((f) => /(ui|oauthLogin)\.test\.js$/.test(f)) && !existsSync(browser)) wanted.push('chromium');
+  if (files.some((f) => /(ui|oauthLogin|apiReference)\.test\.js$/.test(f)) && !existsSync(browser))
+    wanted.push('chromium');
   if (files.some((f) => f.endsWith('sandbox.test.js')) && spawnSync('bwrap', ['--version']).status !== 0)
     wanted.push('bubblewrap');
   if (

@@ -652,7 +652,19 @@ describe('the HTTP API', () => {
     assert.deepEqual(doc.body.components.schemas.CallRequest.required.sort(), ['id', 'name']);
     const page = await fetch(`${api.url}/api/v1/docs`);
     assert.equal(page.status, 200);
-    assert.match(await page.text(), /openapi\.json/);
+    assert.match(page.headers.get('content-security-policy') ?? '', /script-src 'self'/);
+    const html = await page.text();
+    for (const asset of ['swagger-ui.css', 'swagger-ui-bundle.js', 'init.js']) {
+      assert.ok(html.includes(`/api/v1/docs/${asset}`), `the page loads ${asset}`);
+      const served = await fetch(`${api.url}/api/v1/docs/${asset}`);
+      assert.equal(served.status, 200, asset);
+      const body = await served.text();
+      if (asset === 'init.js') assert.match(body, /SwaggerUIBundle\(.*"url":"\/api\/v1\/openapi\.json"/);
+      else assert.ok(body.length > 50_000, `${asset} is the package's file (${body.length} bytes)`);
+    }
+    const noAsset = await get('/api/v1/docs/..%2Fpackage.json');
+    assert.equal(noAsset.status, 404);
+    assert.equal(noAsset.body.error.code, 'not_found');
     const unknown = await get('/api/v1/nothing-here');
     assert.equal(unknown.status, 404);
     assert.equal(unknown.body.error.code, 'not_found');
