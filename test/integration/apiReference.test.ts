@@ -60,9 +60,9 @@ test(
       if (m.type() === 'error') problems.push(m.text());
     });
     page.on('request', (r) => origins.add(new URL(r.url()).origin));
-  page.on('response', (r) => {
-    if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
-  });
+    page.on('response', (r) => {
+      if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
+    });
     await page.goto(`${api.url}/api/v1/docs`);
     await page.waitForSelector('.opblock', { timeout: 30_000 });
     const document = (await (await fetch(`${api.url}/api/v1/openapi.json`)).json()) as {
