@@ -69,3 +69,28 @@ export async function agentWithMcpTools(): Promise<{ text: string; steps: number
     toolCallIds: result.steps.flatMap((s) => s.toolCalls.map((c) => c.toolCallId)),
   };
 }
+
+export interface CrashableCallsResult {
+  done: CallOutcome;
+  readOnly: CallOutcome;
+  sideEffect: CallOutcome;
+  later: CallOutcome;
+  heldBy: { before: string; after: string };
+}
+
+/**
+ * A call that completes, then a read-only and a side-effecting call of 6 s each in parallel (the
+ * test kills the worker holding the servers meanwhile), then one more call.
+ */
+export async function crashableCalls(): Promise<CrashableCallsResult> {
+  const mcp = await openMcpSession({ limits: { heartbeatTimeoutMs: 3000, scheduleToStartMs: 3000 } });
+  const before = mcp.workerQueue;
+  const done = await mcp.callTool('mcp__echo__echo', { text: 'before the crash' }, { id: 'done' });
+  const [readOnly, sideEffect] = await Promise.all([
+    mcp.callTool('mcp__echo__read_slow', { ms: 6000, tag: 'ro' }, { id: 'ro' }),
+    mcp.callTool('mcp__echo__slow', { ms: 6000, tag: 'se' }, { id: 'se' }),
+  ]);
+  const later = await mcp.callTool('mcp__echo__echo', { text: 'after the crash' }, { id: 'later' });
+  await mcp.close({ endSession: true });
+  return { done, readOnly, sideEffect, later, heldBy: { before, after: mcp.workerQueue } };
+}
