@@ -23,7 +23,8 @@ export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger });
 }
 
-const quietBundlerLogger = {
+/** The bundler's logger: its warnings and errors on stderr, nothing else. */
+export const quietBundlerLogger = {
   log: () => undefined,
   trace: () => undefined,
   debug: () => undefined,

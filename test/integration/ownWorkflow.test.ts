@@ -13,6 +13,7 @@ import { ApplicationFailure, Client, Connection, WorkflowFailedError } from '@te
 import { RefusalType } from '../../contract/index.js';
 import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import pino from 'pino';
+import { quietBundlerLogger } from '../../worker/parts.js';
 import { DurableMcpPlugin } from '../../worker/plugin.js';
 import { answerInputUpdate } from '../../workflows/mcpSession.js';
 import { text } from '../support/inputs.js';
@@ -55,7 +56,11 @@ describe('a user workflow calls MCP tools through the plugin', { timeout: 240_00
     worker = await Worker.create({
       connection,
       taskQueue,
-      workflowBundle: await bundleWorkflowCode({ workflowsPath: ownWorkflows, logger: quiet, plugins: [plugin] }),
+      workflowBundle: await bundleWorkflowCode({
+        workflowsPath: ownWorkflows,
+        logger: quietBundlerLogger,
+        plugins: [plugin],
+      }),
       activities: { scriptedModelStep },
       plugins: [plugin],
     });
@@ -199,12 +204,3 @@ async function scriptedModelStep(prompt: unknown): Promise<ModelStepResult> {
     warnings: [],
   };
 }
-
-const quiet = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (m: string) => process.stderr.write(`${m}\n`),
-  error: (m: string) => process.stderr.write(`${m}\n`),
-};

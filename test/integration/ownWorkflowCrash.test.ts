@@ -12,10 +12,12 @@ import { fileURLToPath } from 'node:url';
 import { after, test } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { quietBundlerLogger } from '../../worker/parts.js';
 import { DurableMcpPlugin } from '../../worker/plugin.js';
 import { text } from '../support/inputs.js';
 import {
   fixtureServer,
+  killGroups,
   readLines,
   startWorkerProcess,
   stopWorkerProcess,
@@ -35,13 +37,7 @@ const serverPids = new Set<number>();
 after(async () => {
   await Promise.all(workers.map(stopWorkerProcess));
   // Servers of the killed worker lose their parent; end them by the PIDs their log names.
-  for (const pid of serverPids) {
-    try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  }
+  killGroups(serverPids);
 });
 
 /** The parent of a process, from /proc. */
@@ -59,7 +55,10 @@ test(
     const configEnv = await writeConfigDir(configDir, { echo: { command: process.execPath, args: [fixtureServer] } });
     const bundleFile = join(dir, 'own-workflows.js');
     const bundler = new DurableMcpPlugin({ env: { PATH: process.env.PATH, DMCP_DATA_DIR: join(dir, 'data') } });
-    await writeFile(bundleFile, (await bundleWorkflowCode({ workflowsPath: ownWorkflows, plugins: [bundler] })).code);
+    await writeFile(
+      bundleFile,
+      (await bundleWorkflowCode({ workflowsPath: ownWorkflows, plugins: [bundler], logger: quietBundlerLogger })).code,
+    );
     const taskQueue = uniqueQueue('own-crash');
     const env = {
       TEMPORAL_ADDRESS: temporalAddress(),
