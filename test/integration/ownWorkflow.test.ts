@@ -5,6 +5,7 @@
  * fixture, which logs every execution, and server-everything for a question to a person).
  */
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,9 +26,16 @@ import {
   uniqueQueue,
   writeConfigDir,
 } from '../support/harness.js';
-import type { agentWithMcpTools, askAPerson, listAndCall, ModelStepResult } from '../support/ownWorkflows.js';
+import type {
+  agentWithMcpTools,
+  askAPerson,
+  bigResult,
+  listAndCall,
+  ModelStepResult,
+} from '../support/ownWorkflows.js';
 
 const ownWorkflows = fileURLToPath(new URL('../support/ownWorkflows.js', import.meta.url));
+const bigServer = fileURLToPath(new URL('../fixtures/bigServer.js', import.meta.url));
 
 describe('a user workflow calls MCP tools through the plugin', { timeout: 240_000 }, () => {
   let client: Client;
@@ -36,6 +44,7 @@ describe('a user workflow calls MCP tools through the plugin', { timeout: 240_00
   let connection: NativeConnection;
   let taskQueue: string;
   let effects: string;
+  let dataDir: string;
   const logs: string[] = [];
 
   before(async () => {
@@ -45,10 +54,12 @@ describe('a user workflow calls MCP tools through the plugin', { timeout: 240_00
     await writeConfigDir(configDir, {
       echo: { command: process.execPath, args: [fixtureServer], env: { FIXTURE_LOG: effects } },
       everything: { command: process.execPath, args: [everythingServer, 'stdio'] },
+      big: { command: process.execPath, args: [bigServer] },
     });
+    dataDir = join(dir, 'data');
     const plugin = new DurableMcpPlugin({
       configDir,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_DATA_DIR: join(dir, 'data') },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DMCP_DATA_DIR: dataDir },
       logger: pino({ level: 'debug' }, { write: (line: string) => void logs.push(line) }),
     });
     taskQueue = uniqueQueue('own-workflow');
@@ -150,6 +161,19 @@ describe('a user workflow calls MCP tools through the plugin', { timeout: 240_00
     assert.equal(ran.split('\n').filter((l) => l.includes('hello from the model')).length, 1);
     const history = JSON.stringify(await client.workflow.getHandle(workflowId).fetchHistory());
     assert.ok(history.includes('scriptedModelStep'), 'each model step is an activity in the history');
+  });
+
+  test("a big result goes to the plugin's payload store; the user's history keeps a reference", async () => {
+    const workflowId = `own-big-${Date.now()}`;
+    const result = await client.workflow.execute<typeof bigResult>('bigResult', {
+      taskQueue,
+      workflowId,
+      args: [400_000],
+    });
+    assert.deepEqual(result, { chars: 400_000 });
+    const raw = Buffer.byteLength(JSON.stringify(await client.workflow.getHandle(workflowId).fetchHistory()));
+    assert.ok(raw < 64 * 1024, `the history is ${raw} bytes: the result's 400,000 are not in it`);
+    assert.ok(readdirSync(join(dataDir, 'payloads')).length > 0, 'the payload store holds the result');
   });
 
   test('a workflow ID that is no session ID is refused, naming sessionId', async () => {

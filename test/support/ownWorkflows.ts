@@ -94,3 +94,12 @@ export async function crashableCalls(): Promise<CrashableCallsResult> {
   await mcp.close({ endSession: true });
   return { done, readOnly, sideEffect, later, heldBy: { before, after: mcp.workerQueue } };
 }
+
+/** Calls a tool whose result is `bytes` of text; returns only its length, so the workflow's own result stays small. */
+export async function bigResult(bytes: number): Promise<{ chars: number }> {
+  const mcp = await openMcpSession();
+  const outcome = await mcp.callTool('mcp__big__text', { bytes, seed: 'plugin' });
+  await mcp.close({ endSession: true });
+  const first = outcome.content[0];
+  return { chars: first?.type === 'text' ? first.text.length : -1 };
+}
