@@ -24,6 +24,7 @@ const ALL = [
   'runCommand',
   'inputs',
   'tasks',
+  'callerSide',
 ];
 
 function run(script: string, env: NodeJS.ProcessEnv): Promise<number> {

@@ -64,10 +64,12 @@ export function startDurableWorker(
   address: string,
   taskQueue: string,
   bundleFile: string,
-  options: { env?: NodeJS.ProcessEnv; execArgv?: string[]; script?: string } = {},
+  options: { env?: NodeJS.ProcessEnv; execArgv?: string[]; script?: string; codec?: boolean } = {},
 ): Promise<DurableWorker> {
   // Another build's worker (BENCH_ALT_WORKER) bundles its own workflows.
   const args = options.script ? ['--task-queue', taskQueue] : ['--task-queue', taskQueue, '--bundle', bundleFile];
+  // The data converter `durable-mcp worker` runs with, for benches that compare what a user gets.
+  if (options.codec) args.push('--codec');
   return startNode(options.script ?? workerProcessScript, args, {
     env: {
       PATH: process.env.PATH,
