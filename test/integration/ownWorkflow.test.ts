@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { ApplicationFailure, Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { RefusalType } from '../../contract/index.js';
-import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import pino from 'pino';
 import { quietBundlerLogger } from '../../worker/parts.js';
 import { DurableMcpPlugin } from '../../worker/plugin.js';
@@ -48,6 +48,8 @@ describe('a user workflow calls MCP tools through the plugin', { timeout: 240_00
   const logs: string[] = [];
 
   before(async () => {
+    // Each test file runs in a process of its own: the SDK's own log at WARN, as the harness sets it.
+    Runtime.install({ logger: new DefaultLogger('WARN') });
     const dir = await tempDir('dmcp-own-');
     effects = join(dir, 'effects.log');
     const configDir = join(dir, 'config');
