@@ -21,10 +21,12 @@ const ROUNDS = Number(roundsArg ?? 3);
 const WARMUP = 5;
 
 const settings = loadSettings(process.env);
+// BENCH_CALLER_PLAIN: the SDK's default converter on both sides, to see what the codec costs.
+const plain = process.env.BENCH_CALLER_PLAIN === '1';
 const turns = await TurnClient.connect({
   address,
   taskQueue: durableQueue,
-  dataConverter: dataConverterFor(settings),
+  ...(plain ? {} : { dataConverter: dataConverterFor(settings) }),
   dataDir: settings.dataDir,
 });
 const run = `${Date.now().toString(36)}-${process.pid}`;

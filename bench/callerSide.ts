@@ -7,7 +7,8 @@
  * Update that runs no activity. One embedded tuned dev server, as `dev` starts it.
  *
  * Run on demand: `npm run build:bench && node dist/bench/callerSide.js`. Knobs: BENCH_CALLER_CALLS
- * (calls per contender and round, default 40), BENCH_CALLER_ROUNDS (default 3).
+ * (calls per contender and round, default 40), BENCH_CALLER_ROUNDS (default 3), BENCH_CALLER_PLAIN=1
+ * (the SDK's default data converter on both sides of ours, to see what the codec costs).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -47,14 +48,22 @@ runBench(async () => {
     const env = { DMCP_CONFIG_DIR: configDir, DMCP_NO_USER_CONFIG: '0', DMCP_DATA_DIR: dataDir };
     const worker = await startDurableWorker(temporal.address, durableQueue, await writeDurableBundle(dir), {
       env,
-      codec: true,
+      codec: process.env.BENCH_CALLER_PLAIN !== '1',
     });
     const bare = await startBareWorker(temporal.address, bareQueue);
     log(`workers up; ${CALLS} calls x ${ROUNDS} rounds per contender from a client process`);
     const caller = await startNode<Record<string, number[][]>>(
       fileURLToPath(new URL('./callerClient.js', import.meta.url)),
       [temporal.address, durableQueue, bareQueue, String(CALLS), String(ROUNDS)],
-      { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, timeoutMs: 900_000 },
+      {
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          ...env,
+          ...(process.env.BENCH_CALLER_PLAIN ? { BENCH_CALLER_PLAIN: process.env.BENCH_CALLER_PLAIN } : {}),
+        },
+        timeoutMs: 900_000,
+      },
     );
     const times = caller.info;
     await stopProcess(caller);
@@ -82,7 +91,12 @@ runBench(async () => {
       load(),
     ].join('\n');
     process.stdout.write(`${body}\n`);
-    await writeSection('callerSide', `Run of ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`, body);
+    const variant = process.env.BENCH_CALLER_PLAIN === '1' ? ", the SDK's default converter on both sides" : '';
+    await writeSection(
+      'callerSide',
+      `Run of ${new Date().toISOString().slice(0, 19).replace('T', ' ')} UTC${variant}`,
+      body,
+    );
   } finally {
     await endBench({ client, temporal, dir });
   }
