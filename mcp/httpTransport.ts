@@ -9,6 +9,7 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import type { ServerEntry } from '../config/types.js';
+import { ConnectionLostError } from './serverErrors.js';
 
 /** The last thing that went wrong on the wire: an HTTP status the server answered, or a network error. */
 export type WireFailure = { kind: 'http'; status: number; text: string } | { kind: 'network'; text: string };
@@ -316,6 +317,22 @@ export function networkCause(err: unknown): string | undefined {
 /** Messages that say only "something failed on the wire"; the tracker knows more. */
 const GENERIC_RE =
   /^(?:fetch failed|terminated|SSE error: undefined|Non-200 status code.*|SSE stream disconnected: TypeError: (?:fetch failed|terminated))$/i;
+
+/**
+ * The error of a call whose own request failed on the wire (refused, reset, closed: no HTTP
+ * status), before the transport reported the connection lost: the loss's error, with the same
+ * description. Undefined for anything else (an answer from the server, an HTTP status).
+ */
+export function lostOnWire(
+  err: unknown,
+  server: string,
+  last: WireFailure | undefined,
+  scrub: (text: string) => string,
+): ConnectionLostError | undefined {
+  if (httpStatusOf(err) !== undefined || err instanceof ProtocolError) return undefined;
+  if (networkCause(err) === undefined && !GENERIC_RE.test(errorText(err))) return undefined;
+  return new ConnectionLostError(server, scrub(describeRemoteError(err, last)));
+}
 
 /**
  * Describes a failure of a remote server for the status and for errors. Only the part that is cut

@@ -7,7 +7,7 @@ import type { ProtocolEra } from '../contract/index.js';
 import type { ServerEntry } from '../config/types.js';
 import { describeExit, describeStartFailure, lostText, startTimeoutText } from './failureText.js';
 import type { LoginFetchEvents, LoginProblem } from './login.js';
-import { WireTracker, classifyPingFailure, redact, terminateRemoteSession } from './httpTransport.js';
+import { WireTracker, classifyPingFailure, lostOnWire, redact, terminateRemoteSession } from './httpTransport.js';
 import { connectWithEra } from './era.js';
 import { PendingRequests, RemoteWatchdog, livenessRequest } from './liveness.js';
 import {
@@ -340,7 +340,9 @@ export class ManagedServer {
         const text = `${this.entry.name} refused this call, so it did not run: its login ${problem.message}`;
         return { content: [{ type: 'text', text: this.scrubText(text) }], isError: true };
       }
-      throw err;
+      const lost = this.remote ? lostOnWire(err, this.entry.name, this.wire.last, (t) => this.scrubText(t)) : undefined;
+      if (lost) void this.watchdog?.check(); // its request failed before the transport reported a loss
+      throw lost ?? err;
     } finally {
       unlisten?.();
     }

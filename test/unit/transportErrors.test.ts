@@ -12,6 +12,7 @@ import type { ServerEntry } from '../../config/types.js';
 import {
   classifyPingFailure,
   describeRemoteError,
+  lostOnWire,
   redact,
   remoteSecrets,
   summarizeBody,
@@ -152,4 +153,26 @@ describe('summarizeBody', () => {
     assert.equal(summarizeBody('x'.repeat(500)).length, 203);
     assert.equal(summarizeBody(undefined), '');
   });
+});
+
+test('lostOnWire: a call whose request failed on the wire gets the loss error; an answer or an HTTP status does not', () => {
+  const reset = new TypeError('fetch failed', {
+    cause: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }),
+  });
+  const rows: [string, unknown, string | undefined][] = [
+    ['a bare fetch failure', new TypeError('fetch failed'), 'connection to MCP server "web" lost: fetch failed'],
+    ['a reset connection', reset, 'connection to MCP server "web" lost: connection reset: read ECONNRESET'],
+    [
+      'a refused connection',
+      refused(4000),
+      'connection to MCP server "web" lost: connection refused: connect ECONNREFUSED 127.0.0.1:4000',
+    ],
+    ['an HTTP status', refusedPost(500, 'boom'), undefined],
+    ['an answer from the server', new ProtocolError(ProtocolErrorCode.InvalidParams, 'bad'), undefined],
+    ['any other error', new Error('the tool threw'), undefined],
+  ];
+  for (const [what, err, expected] of rows) {
+    const lost = lostOnWire(err, 'web', undefined, (t) => t.replaceAll('4000', '****'));
+    assert.equal(lost?.message, expected?.replaceAll('4000', '****'), what);
+  }
 });
