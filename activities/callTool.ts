@@ -16,6 +16,7 @@ import { UnservedInputRequestError, isNeedsInput, requestStateProblem } from '..
 import type { DeclinedInput } from '../mcp/legacyQuestions.js';
 import { checkCall } from './callChecks.js';
 import { legacyInputAsker } from './legacyInput.js';
+import { sharedSession } from './sharedCalls.js';
 import { currentTurnChain, currentTurnId, startHeartbeat } from './context.js';
 import type { ActivityKit } from './deps.js';
 import { scrubResult, toFailure } from './history.js';
@@ -26,14 +27,14 @@ import { scrubResult, toFailure } from './history.js';
  * progress; the result and any failure are scrubbed of the server's secrets too. A call that names
  * the worker holding its servers was sent to the shared queue for eager dispatch: when the server
  * did not hand it straight back to that worker, any worker may take it, and the others refuse it
- * before anything runs.
+ * before anything runs. A shared call (see `sharedCalls.ts`) runs on whichever worker takes it.
  */
 export function callToolActivity(
   kit: ActivityKit,
 ): (input: CallToolInput) => Promise<CallOutcome | InputRequiredOutcome> {
   return async function callTool(input) {
     if (input.workerQueue !== undefined && input.workerQueue !== kit.deps.workerQueue) throw notHolder();
-    return runCall(kit, input, true);
+    return runCall(kit, input, true, input.shared !== undefined);
   };
 }
 
@@ -68,6 +69,7 @@ async function runCall(
   kit: ActivityKit,
   input: CallToolInput,
   heartbeats: boolean,
+  shared = false,
 ): Promise<CallOutcome | InputRequiredOutcome> {
   const { pool } = kit.deps;
   const ctx = Context.current();
@@ -86,8 +88,11 @@ async function runCall(
   try {
     const turnId = currentTurnId();
     await checkCall(kit, input, turnId);
-    const result = await pool.callTool(input.sessionId, input.server, input.tool, input.arguments, {
-      turnId: currentTurnChain(input.firstRunId),
+    const chain = currentTurnChain(input.firstRunId);
+    const sessionId =
+      shared && input.shared ? await sharedSession(kit, { ...input, shared: input.shared }, chain) : undefined;
+    const result = await pool.callTool(sessionId ?? input.sessionId, input.server, input.tool, input.arguments, {
+      turnId: sessionId ?? chain,
       publicName: input.name,
       signal: heartbeats ? ctx.cancellationSignal : toRegularPath.signal,
       timeoutMs: input.requestTimeoutMs,

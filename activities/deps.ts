@@ -9,7 +9,7 @@ import type { Governance, GovernanceService } from '../governance/index.js';
  * instead of starting server processes.
  */
 export type SessionServers = Pick<ServerPool, 'reconcile' | 'tools' | 'callTool' | 'endSession'> &
-  Partial<Pick<ServerPool, 'withServer'>>;
+  Partial<Pick<ServerPool, 'withServer' | 'serves'>>;
 
 /** What the activities need; tests pass real or fake parts explicitly. */
 export interface ActivityDeps {
@@ -45,6 +45,11 @@ export interface ActivityDeps {
    * (DMCP_EAGER_CALLS). Default true. Reported by reconcileServers, like {@link fastPath}.
    */
   eagerCalls?: boolean;
+  /**
+   * Whether calls to remote servers of the stateless 2026-07-28 revision may run on any worker
+   * (DMCP_SHARED_CALLS). Default true. Reported by reconcileServers, like {@link fastPath}.
+   */
+  sharedCalls?: boolean;
 }
 
 /** What every activity of one worker is built from: its deps and the parts they share. */

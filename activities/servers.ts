@@ -5,12 +5,11 @@ import type { ListToolsInput, ReconcileInput, ReconcileResult, ToolInfo, WorkerI
 import { currentTurnChain, currentTurnId, withHeartbeat } from './context.js';
 import type { ActivityKit } from './deps.js';
 import { configFailure, scrubResult } from './history.js';
+import { sharedServers } from './sharedCalls.js';
 
 /** `reconcileServers`: resolves the turn's references and brings its session's servers to them. */
-export function reconcileServersActivity({
-  deps,
-  governanceFor,
-}: ActivityKit): (input: ReconcileInput) => Promise<ReconcileResult> {
+export function reconcileServersActivity(kit: ActivityKit): (input: ReconcileInput) => Promise<ReconcileResult> {
+  const { deps, governanceFor } = kit;
   const { pool, logger, scrub } = deps;
   return async function reconcileServers(input) {
     let config: LoadedConfig;
@@ -23,12 +22,13 @@ export function reconcileServersActivity({
     const turnId = currentTurnId();
     const g = await governanceFor(turnId, true);
     // An open interactive turn may still call: its servers are held for its idle limit.
+    const chain = currentTurnChain(input.firstRunId);
     const status = await withHeartbeat(() =>
       pool.reconcile(input.sessionId, config, {
         holdMs: input.turnIdleMs,
         workspace: input.refs.workspace,
         offerRoot: input.offerWorkspaceRoot === true,
-        turnId: currentTurnChain(input.firstRunId),
+        turnId: chain,
       }),
     );
     logger.info(
@@ -56,8 +56,13 @@ export function reconcileServersActivity({
       serversParagraph: renderServersParagraph(forModel),
       fastPath: deps.fastPath !== false,
       eagerCalls: deps.eagerCalls !== false,
+      ...withShared(sharedServers(kit, config, status, chain)),
     };
   };
+}
+
+function withShared(shared: ReconcileResult['shared']): Pick<ReconcileResult, 'shared'> {
+  return shared ? { shared } : {};
 }
 
 /** `listTools`: the session's tools, as the operator's rules let the turn see them. */

@@ -152,6 +152,8 @@ export const FailureType = {
   FastPathMiss: 'FastPathMiss',
   /** A fast-path call's server asked a person mid-call, which a local activity cannot wait for: the regular path runs it again. */
   FastPathAsksPerson: 'FastPathAsksPerson',
+  /** A shared call reached a worker that cannot serve it for the turn: nothing ran, the holder takes it. */
+  SharedMiss: 'SharedMiss',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 

@@ -256,6 +256,22 @@ export interface ReconcileResult {
    * shared queue (its DMCP_EAGER_CALLS). Recorded, like {@link fastPath}. Absent in turns recorded before.
    */
   eagerCalls?: boolean;
+  /**
+   * The servers any worker may call for this turn, by server name: remote servers that speak the
+   * stateless 2026-07-28 revision, which need no session on the worker that holds the others.
+   * Absent when none is (or the worker's DMCP_SHARED_CALLS is false).
+   */
+  shared?: Record<string, SharedServer>;
+}
+
+/**
+ * A server any worker may call for a turn: `identity` seals the entry the reconciling worker
+ * resolved (another worker calls it only when its own resolution seals the same); `grant` seals
+ * that identity to the turn's run chain and the server's name, so no other turn can use it.
+ */
+export interface SharedServer {
+  identity: string;
+  grant: string;
 }
 
 export interface ListToolsInput {
@@ -290,6 +306,14 @@ export interface CallToolInput {
    * (`FastPathMiss`) without running anything.
    */
   workerQueue?: string;
+  /**
+   * A call sent to the shared queue for any worker to run over its own connection to the server
+   * (see {@link ReconcileResult.shared}), with the turn's references, which that worker resolves
+   * when it has no connection for the identity yet. A worker that cannot verify the grant, or
+   * resolves another entry, refuses it unrun (`SharedMiss`). `offerRoot`: the turn offers its
+   * workspace as the servers' root (see {@link TurnInput.offerWorkspaceRoot}), as that worker then does.
+   */
+  shared?: SharedServer & { refs: ConfigRefs; offerRoot?: true };
 }
 
 /** What `workerInfo` returns: the worker's own queue, and whether it runs retry-safe calls locally. */

@@ -355,6 +355,15 @@ export class ServerPool {
     }
   }
 
+  /**
+   * Whether `turnId` reconciled the session here under its current config and its `server` is
+   * ready to call. Creates nothing.
+   */
+  serves(sessionId: string, turnId: string, server: string): boolean {
+    const session = this.sessions.get(sessionId);
+    return session?.servers.get(server)?.state === 'ready' && session.turns.get(turnId) === session.configHash;
+  }
+
   /** How many servers of all sessions are in each state, per server name (the worker's metrics). */
   serverStates(): { server: string; state: ManagedState; count: number }[] {
     const counts = new Map<string, { server: string; state: ManagedState; count: number }>();

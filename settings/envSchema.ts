@@ -166,6 +166,7 @@ export const envSchema = z.object({
   DMCP_BUILD_ID: optionalText,
   DMCP_FAST_PATH: flag('DMCP_FAST_PATH', true),
   DMCP_EAGER_CALLS: flag('DMCP_EAGER_CALLS', true),
+  DMCP_SHARED_CALLS: flag('DMCP_SHARED_CALLS', true),
   DMCP_TOOL_PREFIX: oneOf('DMCP_TOOL_PREFIX', ['mcp', 'none'] as const, 'mcp', (v) => v.toLowerCase()),
   DMCP_LOG_LEVEL: oneOf('DMCP_LOG_LEVEL', LOG_LEVELS, 'info', (v) => v.toLowerCase()),
   DMCP_SDK_LOG_LEVEL: oneOf('DMCP_SDK_LOG_LEVEL', SDK_LOG_LEVELS, 'WARN', (v) => v.toUpperCase()),

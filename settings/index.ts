@@ -84,6 +84,7 @@ export function loadSettings(env: Env): Settings {
     ...(deployment ? { deployment } : {}),
     fastPath: e.DMCP_FAST_PATH,
     eagerCalls: e.DMCP_EAGER_CALLS,
+    sharedCalls: e.DMCP_SHARED_CALLS,
     toolPrefix: e.DMCP_TOOL_PREFIX,
     logLevel: e.DMCP_LOG_LEVEL,
     sdkLogLevel: e.DMCP_SDK_LOG_LEVEL,

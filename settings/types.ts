@@ -57,6 +57,12 @@ export interface Settings {
    * Temporal server needs `system.enableActivityEagerExecution`); false: to the holder's own queue.
    */
   eagerCalls: boolean;
+  /**
+   * DMCP_SHARED_CALLS, default true: a call to a remote server that speaks the stateless 2026-07-28
+   * revision may run on any worker, over that worker's own connection to the server; false: on
+   * the worker holding the session's servers, like every other call.
+   */
+  sharedCalls: boolean;
   /** DMCP_TOOL_PREFIX: `mcp` (default, `mcp__server__tool`) or `none` (`server__tool`). */
   toolPrefix: 'mcp' | 'none';
   /** DMCP_LOG_LEVEL, default `info` (pino levels). */

@@ -106,6 +106,13 @@ export const VARIABLES: readonly VariableDoc[] = [
   },
   {
     group: 'worker',
+    name: 'DMCP_SHARED_CALLS',
+    default: '`true`',
+    meaning:
+      "a call to a remote server that speaks the stateless 2026-07-28 revision runs on any worker, over that worker's own connection to it, so the turn is not pinned for it; `false`: on the worker holding the session's servers ([performance.md](performance.md#shared-calls-to-stateless-servers))",
+  },
+  {
+    group: 'worker',
     name: 'DMCP_STICKY_WAIT',
     default: '`500ms`',
     meaning:

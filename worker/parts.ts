@@ -162,6 +162,7 @@ export async function createWorkerParts(
     turnKey: boundary.turnKey,
     fastPath: settings.fastPath,
     eagerCalls: settings.eagerCalls,
+    sharedCalls: settings.sharedCalls,
   });
   metrics?.watchPool(pool);
   return { taskQueue, workerQueue, logger, pool, shelf, activities, ...(metrics ? { metrics } : {}) };

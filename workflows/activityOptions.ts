@@ -183,6 +183,21 @@ export function eagerCallOptions(options: ActivityOptions, sharedQueue: string):
 }
 
 /**
+ * A shared `callTool` (any worker may run it, see `sendCall`) on the turn's own queue. A lost
+ * worker's attempt is retried there by Temporal as the tool's retry rule allows, since any other
+ * worker can take the retry; the rest of its options are unchanged.
+ */
+export function sharedCallOptions(options: ActivityOptions, sharedQueue: string): ActivityOptions {
+  const retry = options.retry && {
+    ...options.retry,
+    nonRetryableErrorTypes: options.retry.nonRetryableErrorTypes?.filter((t) => t !== HEARTBEAT_TIMEOUT_TYPE),
+  };
+  // Not eagerly dispatched: that would hand every call back to the worker running the turn,
+  // which is usually the holder, and the calls would not spread over the workers.
+  return { ...options, taskQueue: sharedQueue, allowEagerDispatch: false, ...(retry ? { retry } : {}) };
+}
+
+/**
  * The longest a fast-path call may run before the regular path takes it over. A local activity
  * holds its workflow task open and sends no heartbeat: a lost worker is noticed only by the workflow
  * task timeout, and every other command of the turn (other calls' activities, Update answers) waits

@@ -22,12 +22,13 @@ import {
   notAllowedOutcome,
   unknownToolOutcome,
 } from './failures.js';
-import { MAX_LOST_WORKER_MOVES, moveOf, moveTurn, neverRan } from './placement.js';
+import { MAX_LOST_WORKER_MOVES, moveOf, moveTurn, neverRan, type Move } from './placement.js';
 import { waitForAnswers, type InputRounds } from './inputs.js';
 import { runTask, runsAsTask } from './tasks.js';
 import {
   endsBeforeTaskRenewal,
   firstWay,
+  regularWay,
   sendCall,
   withFastAttempt,
   type Attempt,
@@ -280,12 +281,10 @@ async function callActivity(
   tried?: Sent,
 ): Promise<CallOutcome> {
   const { state } = ctx;
-  const safeToRetry = isSafeToRetry(tool);
   const callInput = callInputFor(ctx, request, tool, args, hookProof);
   if (request.taskId !== undefined) return runTask(ctx, request, tool, callInput, request.taskId);
   if (runsAsTask(tool) || state.taskOnlyTools.has(tool.name)) return runTask(ctx, request, tool, callInput);
-  let failedOverUnstarted = false;
-  let lostWorkerMoves = 0;
+  const tries = { failedOverUnstarted: false, lostWorkerMoves: 0 };
   let input = callInput;
   const rounds: InputRounds = { round: 0, timedOut: false };
   let earlier = tried;
@@ -293,31 +292,34 @@ async function callActivity(
   let fastAttemptRanTool = false;
   for (;;) {
     const queue = state.workerQueue;
+    const attemptWay = { way: earlier !== undefined ? 'local' : way };
     const scope = new CancellationScope();
     state.running.set(request.id, scope);
     // The attempt made before counted itself.
     if (earlier === undefined) state.details.callAttempt(request.id);
     const attempt: Omit<Attempt, 'way'> = { tool, input, queue, fastAttemptRanTool };
     try {
-      const sentWay = earlier !== undefined ? 'local' : way;
       let sent: Sent = earlier ?? (await scope.run(() => sendCall(ctx, request, { ...attempt, way })));
       earlier = undefined;
-      way = 'pinned';
+      way = regularWay(ctx, tool);
       if ('handedOver' in sent) {
         fastAttemptRanTool ||= sent.handedOver.ranTool;
-        // A refused eager attempt was an activity of its own; a local one runs in the turn's task.
-        if (sentWay === 'eager') state.details.callAttempt(request.id);
-        if (sent.handedOver.ownerLost) {
-          // Its queue would hold the call until a schedule-to-start timeout: move first.
-          const problem = await moveTurn(ctx, queue, 'lost');
-          if (problem)
-            return errorOutcome(
-              'transport',
+        // A refused eager or shared attempt was an activity of its own; a local one runs in the turn's task.
+        if (attemptWay.way !== 'local') state.details.callAttempt(request.id);
+        // Its queue would hold the call until a schedule-to-start timeout: move first. A shared
+        // call needs no holder, so a lost one is no reason to move.
+        if (sent.handedOver.ownerLost && regularWay(ctx, tool) === 'pinned') {
+          const failed = await moveOrFail(
+            ctx,
+            queue,
+            'lost',
+            (problem) =>
               `the worker holding the servers was lost, and they could not be reconciled on another: ${problem} (the call did not run)`,
-            );
+          );
+          if (failed) return failed;
           continue;
         }
-        sent = await scope.run(() => sendCall(ctx, request, { ...attempt, fastAttemptRanTool, way: 'pinned' }));
+        sent = await sendHandedOver(ctx, request, { ...attempt, fastAttemptRanTool }, scope, attemptWay);
       }
       if ('settled' in sent) {
         if (sent.taskOnly) break;
@@ -329,45 +331,103 @@ async function callActivity(
       if ('status' in next) return next;
       input = { ...callInput, inputReply: next };
       // Each round may fail over once more: the wait may have outlived the worker.
-      failedOverUnstarted = false;
+      tries.failedOverUnstarted = false;
     } catch (err) {
-      // The whole turn was cancelled: let the cancellation end the workflow.
-      if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;
-      if (isCancellation(err)) return cancelledCallOutcome();
-      // The call never started, so it is always safe to try once more.
-      const move = moveOf(err);
-      if (neverRan(move) && !failedOverUnstarted) {
-        failedOverUnstarted = true;
-        const problem = await moveTurn(ctx, queue, move);
-        if (problem)
-          return errorOutcome(
-            'transport',
-            `the servers could not be reconciled again: ${problem} (the call did not run)`,
-          );
-        continue;
-      }
-      // The worker running the call is presumed gone. A call that is safe to run again follows the
-      // servers to another worker; one that may have had an effect ends as unknown_result at once,
-      // without waiting for a reconcile that may find no worker for a while.
-      if (safeToRetry && move === 'lost' && lostWorkerMoves < MAX_LOST_WORKER_MOVES) {
-        lostWorkerMoves += 1;
-        const problem = await moveTurn(ctx, queue, move);
-        if (problem)
-          return errorOutcome(
-            'transport',
-            `the worker running the call was lost, and the servers could not be reconciled on another: ${problem}`,
-          );
-        continue;
-      }
-      // Refused unrun because the server runs the tool only as a task: sent again as one below.
-      if (isTaskOnlyRefusal(err)) break;
-      return failureOutcome(err, safeToRetry);
+      const next = await afterFailure(ctx, err, { queue, tool, way: attemptWay.way }, tries);
+      if (next === 'task') break;
+      if (next === 'to-holder') way = 'pinned';
+      else if (next !== 'again') return next;
     } finally {
       state.running.delete(request.id);
     }
   }
   // After the loop, so the attempt's scope is gone before the task's takes its place.
   return taskAfterRefusal(ctx, request, tool, callInput);
+}
+
+/**
+ * What a failed attempt of a call leads to: another attempt (`again`, after a move where the
+ * failure calls for one; `to-holder`, a shared call that never started), a task (`task`: refused
+ * unrun because the server runs the tool only as one), or the call's outcome. A cancellation of
+ * the whole turn is thrown.
+ */
+async function afterFailure(
+  ctx: TurnContext,
+  err: unknown,
+  attempt: { queue: string; tool: ToolInfo; way: Way },
+  tries: { failedOverUnstarted: boolean; lostWorkerMoves: number },
+): Promise<'again' | 'to-holder' | 'task' | CallOutcome> {
+  const { queue } = attempt;
+  const safeToRetry = isSafeToRetry(attempt.tool);
+  if (isCancellation(err) && CancellationScope.current().consideredCancelled) throw err;
+  if (isCancellation(err)) return cancelledCallOutcome();
+  const move = moveOf(err);
+  // A shared call that never started goes to the holder; one that did follows the tool's retry
+  // rule, which Temporal applied on the shared queue: no move would change what it did.
+  if (attempt.way === 'shared' && !isTaskOnlyRefusal(err)) {
+    if (!neverRan(move)) return failureOutcome(err, safeToRetry);
+    ctx.state.sharedMissedOn = ctx.state.lastReconcile;
+    return 'to-holder';
+  }
+  // The call never started, so it is always safe to try once more.
+  if (neverRan(move) && !tries.failedOverUnstarted) {
+    tries.failedOverUnstarted = true;
+    const failed = await moveOrFail(
+      ctx,
+      queue,
+      move,
+      (problem) => `the servers could not be reconciled again: ${problem} (the call did not run)`,
+    );
+    return failed ?? 'again';
+  }
+  // The worker running the call is presumed gone. A call that is safe to run again follows the
+  // servers to another worker; one that may have had an effect ends as unknown_result at once,
+  // without waiting for a reconcile that may find no worker for a while.
+  if (safeToRetry && move === 'lost' && tries.lostWorkerMoves < MAX_LOST_WORKER_MOVES) {
+    tries.lostWorkerMoves += 1;
+    const failed = await moveOrFail(
+      ctx,
+      queue,
+      move,
+      (problem) =>
+        `the worker running the call was lost, and the servers could not be reconciled on another: ${problem}`,
+    );
+    return failed ?? 'again';
+  }
+  // Refused unrun because the server runs the tool only as a task: sent again as one.
+  if (isTaskOnlyRefusal(err)) return 'task';
+  return failureOutcome(err, safeToRetry);
+}
+
+/**
+ * The attempts after a hand-over: the regular way (shared or pinned), then pinned when a shared
+ * one is refused unrun too. `attemptWay.way` follows the attempt sent, for the caller's failure rules.
+ */
+async function sendHandedOver(
+  ctx: TurnContext,
+  request: CallRequest,
+  attempt: Omit<Attempt, 'way'>,
+  scope: CancellationScope,
+  attemptWay: { way: Way },
+): Promise<Exclude<Sent, { handedOver: unknown }>> {
+  const way = regularWay(ctx, attempt.tool);
+  attemptWay.way = way;
+  const sent = await scope.run(() => sendCall(ctx, request, { ...attempt, way }));
+  if (!('handedOver' in sent)) return sent;
+  ctx.state.details.callAttempt(request.id);
+  attemptWay.way = 'pinned';
+  return scope.run(() => sendCall(ctx, request, { ...attempt, way: 'pinned' }));
+}
+
+/** Moves the turn off `queue`; the call's outcome when that fails (`why` says what that means for the call). */
+async function moveOrFail(
+  ctx: TurnContext,
+  queue: string,
+  move: Move,
+  why: (problem: string) => string,
+): Promise<CallOutcome | undefined> {
+  const problem = await moveTurn(ctx, queue, move);
+  return problem === undefined ? undefined : errorOutcome('transport', why(problem));
 }
 
 /**

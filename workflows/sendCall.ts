@@ -1,5 +1,5 @@
 /**
- * One attempt of a call, sent one of three ways, each ending in the same shape ({@link Sent}):
+ * One attempt of a call, sent one of four ways, each ending in the same shape ({@link Sent}):
  *
  * - `local` (the fast path): a call that is safe to run again goes first to a local activity, run by
  *   the worker that runs the turn's workflow task, in that same task. When that worker holds the
@@ -10,6 +10,10 @@
  * - `eager`: a side-effecting call goes to the turn's own (shared) queue, naming its holder, and the
  *   server hands the activity task back to the worker that scheduled it; a worker that is not the
  *   holder refuses it unrun and the call is handed over.
+ * - `shared`: the regular `callTool` activity on the turn's own (shared) queue, for any worker to run
+ *   over its own connection to the server: only for servers the reconcile granted as shared
+ *   (stateless 2026-07-28 remote servers). A worker that cannot take it refuses it unrun and the
+ *   holder takes it.
  * - `pinned`: the regular `callTool` activity on the holder's own queue, with heartbeats and retries.
  *
  * Which way a call takes, and what a failure of its attempt means, is the caller's policy.
@@ -24,16 +28,23 @@ import {
   type CallToolInput,
   type InputRequiredOutcome,
   type LocalCallOutcome,
+  type SharedServer,
   type ToolInfo,
 } from '../contract/index.js';
 import type { Activities } from '../activities/index.js';
-import { callAttemptOptions, eagerCallOptions, isSafeToRetry, localCallOptions } from './activityOptions.js';
+import {
+  callAttemptOptions,
+  eagerCallOptions,
+  isSafeToRetry,
+  localCallOptions,
+  sharedCallOptions,
+} from './activityOptions.js';
 import { failureOutcome, isFailureType, isTaskOnlyRefusal } from './failures.js';
 import { ownerPresumedLost } from './placement.js';
 import type { TurnContext } from './turnState.js';
 
 /** How an attempt is sent (see the module's comment). */
-export type Way = 'local' | 'eager' | 'pinned';
+export type Way = 'local' | 'eager' | 'shared' | 'pinned';
 
 /** One attempt of a call. */
 export interface Attempt {
@@ -69,14 +80,30 @@ export type Answered = Extract<Sent, { answered: unknown }>;
  */
 export function firstWay(
   ctx: TurnContext,
-  tool: Pick<ToolInfo, 'annotations' | 'retry'>,
+  tool: Pick<ToolInfo, 'annotations' | 'retry' | 'server'>,
   input: Pick<CallToolInput, 'inputReply'>,
 ): Way {
   const reconciled = ctx.state.lastReconcile;
+  const regular = regularWay(ctx, tool);
   if (reconciled === undefined || ctx.state.fastPathMissedOn === reconciled || input.inputReply !== undefined)
-    return 'pinned';
-  if (isSafeToRetry(tool)) return reconciled.fastPath === true ? 'local' : 'pinned';
+    return regular;
+  if (isSafeToRetry(tool)) return reconciled.fastPath === true ? 'local' : regular;
+  if (regular === 'shared') return regular;
   return reconciled.eagerCalls === true ? 'eager' : 'pinned';
+}
+
+/**
+ * The way of a regular attempt: `shared` while the last reconcile grants the tool's server as
+ * shared and no worker has refused a shared call since, else `pinned`.
+ */
+export function regularWay(ctx: TurnContext, tool: Pick<ToolInfo, 'server'>): 'shared' | 'pinned' {
+  return sharedGrant(ctx, tool) !== undefined ? 'shared' : 'pinned';
+}
+
+function sharedGrant(ctx: TurnContext, tool: Pick<ToolInfo, 'server'>): SharedServer | undefined {
+  const reconciled = ctx.state.lastReconcile;
+  if (reconciled === undefined || ctx.state.sharedMissedOn === reconciled) return undefined;
+  return reconciled.shared?.[tool.server];
 }
 
 /**
@@ -110,16 +137,28 @@ async function sendRegular(ctx: TurnContext, request: CallRequest, attempt: Atte
     fastAttemptRanTool: attempt.fastAttemptRanTool,
     carriesAnswers: input.inputReply !== undefined,
   });
-  const sent = attempt.way === 'eager' ? eagerDispatch(ctx, options, input, queue) : { options, input };
+  const sent =
+    attempt.way === 'eager'
+      ? eagerDispatch(ctx, options, input, queue)
+      : attempt.way === 'shared'
+        ? sharedDispatch(ctx, options, input, tool)
+        : { options, input };
   state.askingAttempts.set(request.id, { scope: CancellationScope.current(), queue, tool: tool.name });
   try {
     return { answered: await proxyActivities<Activities>(sent.options).callTool(sent.input) };
   } catch (err) {
     // Sent for eager dispatch, it reached a worker without the servers, which ran nothing: the
     // holder's own queue takes it, and the turn stops trying until its next reconcile.
-    if (attempt.way !== 'eager' || !isFailureType(err, FailureType.FastPathMiss)) throw err;
-    state.fastPathMissedOn = state.lastReconcile;
-    return { handedOver: { ranTool: false, ownerLost: false } };
+    if (attempt.way === 'eager' && isFailureType(err, FailureType.FastPathMiss)) {
+      state.fastPathMissedOn = state.lastReconcile;
+      return { handedOver: { ranTool: false, ownerLost: false } };
+    }
+    // A shared call that a worker could not take (it ran nothing): the same, for shared calls.
+    if (attempt.way === 'shared' && isFailureType(err, FailureType.SharedMiss)) {
+      state.sharedMissedOn = state.lastReconcile;
+      return { handedOver: { ranTool: false, ownerLost: false } };
+    }
+    throw err;
   } finally {
     state.askingAttempts.delete(request.id);
   }
@@ -136,6 +175,24 @@ export function eagerDispatch(
   holderQueue: string,
 ): { options: ActivityOptions; input: CallToolInput } {
   return { options: eagerCallOptions(options, ctx.sharedQueue), input: { ...input, workerQueue: holderQueue } };
+}
+
+/** The regular activity sent to the turn's own (shared) queue for any worker, with the server's grant. */
+function sharedDispatch(
+  ctx: TurnContext,
+  options: ActivityOptions,
+  input: CallToolInput,
+  tool: Pick<ToolInfo, 'server'>,
+): { options: ActivityOptions; input: CallToolInput } {
+  const grant = sharedGrant(ctx, tool);
+  if (grant === undefined) return { options, input };
+  return {
+    options: sharedCallOptions(options, ctx.sharedQueue),
+    input: {
+      ...input,
+      shared: { ...grant, refs: ctx.input.refs, ...(ctx.input.offerWorkspaceRoot === true ? { offerRoot: true } : {}) },
+    },
+  };
 }
 
 /** The fast path's local activity for `input`, scheduled in the current cancellation scope. */

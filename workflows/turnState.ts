@@ -58,6 +58,8 @@ export class TurnState {
   lastReconcile: ReconcileResult | undefined;
   /** The reconcile after which a fast-path call found its worker without the servers: no more tries until the next one. */
   fastPathMissedOn: ReconcileResult | undefined;
+  /** The reconcile after which a shared call found a worker that could not take it: the holder takes them until the next one. */
+  sharedMissedOn: ReconcileResult | undefined;
   /** Input requests of running calls that wait for an answer, by request ID, in the order asked. */
   readonly pendingInputs = new Map<string, InputRequest>();
   /** Answers that arrived for {@link pendingInputs}, until the call's next attempt takes them. */

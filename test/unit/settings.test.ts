@@ -20,6 +20,7 @@ test('an empty environment gives the documented defaults', () => {
     stickyWaitMs: 500,
     fastPath: true,
     eagerCalls: true,
+    sharedCalls: true,
     toolPrefix: 'mcp',
     logLevel: 'info',
     sdkLogLevel: 'WARN',
@@ -71,6 +72,10 @@ const good: { env: Record<string, string>; check: (s: ReturnType<typeof loadSett
   { env: { DMCP_FAST_PATH: 'false' }, check: (s) => assert.equal(s.fastPath, false) },
   { env: { DMCP_FAST_PATH: 'on' }, check: (s) => assert.equal(s.fastPath, true) },
   { env: { DMCP_EAGER_CALLS: 'false' }, check: (s) => assert.deepEqual([s.eagerCalls, s.fastPath], [false, true]) },
+  {
+    env: { DMCP_SHARED_CALLS: 'false' },
+    check: (s) => assert.deepEqual([s.sharedCalls, s.eagerCalls, s.fastPath], [false, true, true]),
+  },
   { env: { DMCP_TOOL_PREFIX: 'NONE' }, check: (s) => assert.equal(s.toolPrefix, 'none') },
   {
     env: { DMCP_LOG_LEVEL: 'DEBUG', DMCP_SDK_LOG_LEVEL: 'info' },
