@@ -25,6 +25,7 @@ const ALL = [
   'inputs',
   'tasks',
   'callerSide',
+  'sharedServers',
 ];
 
 function run(script: string, env: NodeJS.ProcessEnv): Promise<number> {
