@@ -11,7 +11,7 @@ import { DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from
 import pino from 'pino';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { TurnClient, sessionIdKey } from '../../client/turnClient.js';
-import type { LoadedConfig } from '../../config/types.js';
+import type { LoadedConfig, ServerEntry } from '../../config/types.js';
 import type { ToolAnnotations, ToolInfo, TurnStatus } from '../../contract/index.js';
 import { findTemporalCli } from '../../dev/temporalCli.js';
 import { bundleWorkflows } from '../../worker/index.js';
@@ -56,11 +56,36 @@ export class FakePool {
   readonly ended: string[] = [];
   private readonly byName: Map<string, FakeTool>;
 
+  /**
+   * @param options.modern the server is a remote one of the 2026-07-28 revision (Streamable HTTP),
+   * whose calls any worker may take: the config names it as such, its status says so, and the pool
+   * answers `serves` for the connections the activities open outside sessions.
+   */
   constructor(
     readonly server: string,
     readonly toolList: FakeTool[],
+    private readonly options: { modern?: boolean } = {},
   ) {
     this.byName = new Map(toolList.map((t) => [t.tool, t]));
+  }
+
+  /** What the fake config loader returns: nothing, or the modern server's entry. */
+  config(): LoadedConfig {
+    if (!this.options.modern) return fakeConfig;
+    const entry: ServerEntry = {
+      name: this.server,
+      layer: 'inline',
+      source: '--mcp #1',
+      trusted: true,
+      type: 'http',
+      url: 'http://127.0.0.1:9/mcp',
+      args: [],
+      env: {},
+      envFrom: {},
+      headers: {},
+      enabled: true,
+    };
+    return { ...fakeConfig, servers: [entry] };
   }
 
   publicName(tool: string): string {
@@ -75,6 +100,7 @@ export class FakePool {
   /** The object the activities get: only reconcile, tools, callTool and endSession are reachable. */
   asPool(): Pool {
     const impl: Pool = {
+      ...(this.options.modern ? { serves: (sessionId: string) => this.reconciled.includes(sessionId) } : {}),
       reconcile: (...args: Parameters<Pool['reconcile']>) => this.reconcile(args[0]),
       tools: (...args: Parameters<Pool['tools']>) => this.tools(args[0]),
       callTool: (...args: Parameters<Pool['callTool']>) => this.callTool(args[0], args[1], args[2], args[3]),
@@ -105,7 +131,8 @@ export class FakePool {
           name: this.server,
           layer: 'inline',
           source: '--mcp #1',
-          transport: 'stdio',
+          transport: this.options.modern ? 'http' : 'stdio',
+          ...(this.options.modern ? { era: 'modern' as const } : {}),
           state: 'ready',
           tools: this.toolList.map((t) => this.publicName(t.tool)),
           warnings: [],
@@ -217,7 +244,7 @@ export async function startFakeWorker(
   const real = createActivities({
     pool: pool.asPool(),
     workerQueue,
-    loadConfig: async () => fakeConfig,
+    loadConfig: async () => pool.config(),
     logger: pino({ level: 'silent' }),
     scrub: (text) => text,
     ...(options.governance ? { governance: options.governance } : {}),
