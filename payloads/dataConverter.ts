@@ -14,6 +14,9 @@ import {
 import proto from '@temporalio/proto';
 import type { S3StoreSettings, Settings } from '../settings/index.js';
 import { S3StorageDriver } from './s3Storage.js';
+import { encodedSizeAtMost, installStorageFastPath } from './storageFastPath.js';
+
+export { encodedSizeAtMost };
 
 const compress = promisify(brotliCompress);
 const decompress = promisify(brotliDecompress);
@@ -26,19 +29,12 @@ const textEncoder = new TextEncoder();
 const textDecoder = new TextDecoder();
 const enc = (s: string) => textEncoder.encode(s);
 const dec = (b: Uint8Array | null | undefined) => (b ? textDecoder.decode(b) : '');
-
-/**
- * At most the encoded size of `payload` (of less than 2 MiB: each field's tag and length take at
- * most 12 bytes). Every payload of every workflow task passes the codec, and nearly all are far
- * below {@link MIN_COMPRESS_BYTES}, so the exact size, an encoding of the whole payload, is taken
- * only near that bound.
- */
-export function encodedSizeAtMost(payload: Payload): number {
-  let size = 12 + (payload.data?.byteLength ?? 0);
-  for (const [key, value] of Object.entries(payload.metadata ?? {}))
-    size += 12 + Buffer.byteLength(key) + (value?.byteLength ?? 0);
-  return size;
-}
+const COMPRESSED = enc(ENCODING_COMPRESSED);
+/** Whether `payload` is one this codec compressed: its encoding's bytes, compared without decoding them. */
+const isCompressed = (payload: Payload) => {
+  const e = payload.metadata?.encoding;
+  return e?.byteLength === COMPRESSED.byteLength && e.every((b, i) => b === COMPRESSED[i]);
+};
 
 /**
  * Payloads smaller than this are left as they are. An interactive call's input and result are a
@@ -76,40 +72,43 @@ export class CompressionCodec implements PayloadCodec {
   }
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
-    return Promise.all(
-      payloads.map(async (payload) => {
-        if (encodedSizeAtMost(payload) < this.minBytes) return payload;
-        const raw = ProtoPayload.encode(payload).finish();
-        if (raw.byteLength < this.minBytes) return payload;
-        // Quality 4: most of brotli's gain on JSON at a fraction of the CPU of the default (11).
-        const packed = await compress(raw, {
-          params: { [zlib.BROTLI_PARAM_QUALITY]: 4, [zlib.BROTLI_PARAM_SIZE_HINT]: raw.byteLength },
-        });
-        if (packed.byteLength >= raw.byteLength) return payload;
-        return { metadata: { encoding: enc(ENCODING_COMPRESSED) }, data: packed };
-      }),
-    );
+    // Nearly every payload is below the bound: the same array back, not an async closure each and a Promise.all.
+    if (payloads.every((p) => encodedSizeAtMost(p) < this.minBytes)) return payloads;
+    return Promise.all(payloads.map((payload) => this.encodeOne(payload)));
+  }
+
+  private async encodeOne(payload: Payload): Promise<Payload> {
+    if (encodedSizeAtMost(payload) < this.minBytes) return payload;
+    const raw = ProtoPayload.encode(payload).finish();
+    if (raw.byteLength < this.minBytes) return payload;
+    // Quality 4: most of brotli's gain on JSON at a fraction of the CPU of the default (11).
+    const packed = await compress(raw, {
+      params: { [zlib.BROTLI_PARAM_QUALITY]: 4, [zlib.BROTLI_PARAM_SIZE_HINT]: raw.byteLength },
+    });
+    if (packed.byteLength >= raw.byteLength) return payload;
+    return { metadata: { encoding: enc(ENCODING_COMPRESSED) }, data: packed };
   }
 
   async decode(payloads: Payload[]): Promise<Payload[]> {
-    return Promise.all(
-      payloads.map(async (payload) => {
-        if (dec(payload.metadata?.encoding) !== ENCODING_COMPRESSED) return payload;
-        let raw: Buffer;
-        try {
-          // zlib stops inflating at the cap instead of allocating whatever the stream asks for.
-          raw = await decompress(payload.data ?? new Uint8Array(), { maxOutputLength: this.maxDecompressedBytes });
-        } catch (err) {
-          if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') {
-            throw new PayloadTooLargeError(
-              `compressed payload inflates to more than ${this.maxDecompressedBytes} bytes (larger than any payload this project writes): refused`,
-            );
-          }
-          throw err;
-        }
-        return ProtoPayload.decode(raw);
-      }),
-    );
+    // Nearly no payload was compressed: the same array back, without a closure and a promise each.
+    if (!payloads.some(isCompressed)) return payloads;
+    return Promise.all(payloads.map((payload) => (isCompressed(payload) ? this.decodeOne(payload) : payload)));
+  }
+
+  private async decodeOne(payload: Payload): Promise<Payload> {
+    let raw: Buffer;
+    try {
+      // zlib stops inflating at the cap instead of allocating whatever the stream asks for.
+      raw = await decompress(payload.data ?? new Uint8Array(), { maxOutputLength: this.maxDecompressedBytes });
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') {
+        throw new PayloadTooLargeError(
+          `compressed payload inflates to more than ${this.maxDecompressedBytes} bytes (larger than any payload this project writes): refused`,
+        );
+      }
+      throw err;
+    }
+    return ProtoPayload.decode(raw);
   }
 }
 
@@ -262,6 +261,7 @@ export function createPayloadCodecs(
 
 /** One data converter for workers and clients, so both sides read what the other wrote. */
 export function createDataConverter(options: DataConverterOptions): DataConverter {
+  installStorageFastPath();
   const fs = new FilesystemStorageDriver(options.payloadDir);
   const s3 =
     options.s3 === undefined

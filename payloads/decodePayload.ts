@@ -1,8 +1,8 @@
 /**
  * The one place that undoes what the data converter did to a payload: an external-storage
  * reference is fetched from its driver, then the codecs (compression, encryption) are undone in
- * reverse order. It holds the project's only import of the SDK's internal reference helpers, so an
- * SDK upgrade that moves them breaks one file.
+ * reverse order. With storageFastPath.ts, it holds the project's only imports of the SDK's internal
+ * payload-store helpers, so an SDK upgrade that moves them breaks two files.
  */
 import { StorageDriverClaim, type ExternalStorage, type Payload, type PayloadCodec } from '@temporalio/common';
 import { decodeReferencePayload, isReferencePayload } from '@temporalio/common/lib/internal-non-workflow/index.js';
