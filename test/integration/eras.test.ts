@@ -5,7 +5,6 @@
  * while schemas pass through verbatim. Real Temporal, real server processes on 127.0.0.1.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,6 +25,7 @@ import {
   readLines,
   serverStatus,
   startHarness,
+  startListening,
   tempDir,
   within,
 } from '../support/harness.js';
@@ -35,40 +35,10 @@ const legacyHttpFixture = fileURLToPath(new URL('../fixtures/httpFixtureServer.j
 
 const started = new Set<number>();
 
-/** Starts `node ...args`; resolves with the first stdout line matching `pattern` (its group 1). */
-async function startListening(args: string[], pattern: RegExp, env: NodeJS.ProcessEnv = {}): Promise<string> {
-  const child = spawn(process.execPath, args, {
-    env: { PATH: process.env.PATH, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  if (child.pid === undefined) throw new Error(`could not start ${args.join(' ')}`);
-  started.add(child.pid);
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr = (stderr + c).slice(-2000)));
-  child.stdout.setEncoding('utf8');
-  const found = await new Promise<string>((resolve, reject) => {
-    let buffered = '';
-    const timer = setTimeout(
-      () => reject(new Error(`nothing from ${args.join(' ')} within 10 s; stderr: ${stderr}`)),
-      10_000,
-    );
-    child.stdout.on('data', (chunk: string) => {
-      buffered += chunk;
-      const match = pattern.exec(buffered);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}; stderr: ${stderr}`)));
-  });
-  child.stdout.resume();
-  return found;
-}
-
-const modernHttp = (...flags: string[]) => startListening([modernFixture, 'http', ...flags], /\{"url":"([^"]+)"\}/);
+const modernHttp = (...flags: string[]) =>
+  startListening([modernFixture, 'http', ...flags], /\{"url":"([^"]+)"\}/, started);
 const legacyHttp = async () =>
-  `http://127.0.0.1:${await startListening([legacyHttpFixture, 'http'], /\{"port":(\d+)\}/)}/mcp`;
+  `http://127.0.0.1:${await startListening([legacyHttpFixture, 'http'], /\{"port":(\d+)\}/, started)}/mcp`;
 
 function text(outcome: { content: unknown[] }): string {
   return outcome.content.map((c) => (c as { text?: string }).text ?? '').join('');

@@ -5,7 +5,6 @@
  * server's calls go on at once on the survivor, with no reconcile. Real Temporal, real servers.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +18,7 @@ import {
   fixtureServer,
   killGroups,
   readLines,
+  startListening,
   startWorkerProcess,
   stopWorkerProcess,
   tempDir,
@@ -36,30 +36,6 @@ after(async () => {
   await Promise.all(workers.map(stopWorkerProcess));
   killGroups(started);
 });
-
-/** Starts the modern fixture over HTTP on 127.0.0.1, logging each call to `log`; resolves with its URL. */
-async function modernHttp(log: string): Promise<string> {
-  const child = spawn(process.execPath, [modernFixture, 'http'], {
-    env: { PATH: process.env.PATH, FIXTURE_LOG: log },
-    stdio: ['ignore', 'pipe', 'inherit'],
-    detached: true,
-  });
-  started.add(child.pid!);
-  child.stdout.setEncoding('utf8');
-  return new Promise<string>((resolve, reject) => {
-    let buffered = '';
-    const timer = setTimeout(() => reject(new Error('no URL from the modern fixture within 10 s')), 10_000);
-    child.stdout.on('data', (chunk: string) => {
-      buffered += chunk;
-      const match = /\{"url":"([^"]+)"\}/.exec(buffered);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`the modern fixture exited with ${code}`)));
-  });
-}
 
 /** Each `callTool` activity of the turn, from its history: the call, the queue and the worker that ran it. */
 async function callTraces(client: TurnClient, turnId: string) {
@@ -96,7 +72,9 @@ test(
     const dir = await tempDir('dmcp-shared-');
     const modernLog = join(dir, 'modern.log');
     const stdioLog = join(dir, 'stdio.log');
-    const url = await modernHttp(modernLog);
+    const url = await startListening([modernFixture, 'http'], /\{"url":"([^"]+)"\}/, started, {
+      FIXTURE_LOG: modernLog,
+    });
     const config = join(dir, 'mcp.json');
     await writeFile(
       config,

@@ -429,3 +429,42 @@ export async function startDevProcess(
   if (!address) throw new Error(`dev printed no Temporal address: ${out}`);
   return { child, address, dataDir, exit, stdout: () => out };
 }
+
+/**
+ * Starts `node ...args` (PATH and `env` only) and records its PID in `started`, for the caller to
+ * end; resolves with group 1 of the first match of `pattern` on its stdout (10 s at most).
+ */
+export async function startListening(
+  args: string[],
+  pattern: RegExp,
+  started: Set<number>,
+  env: NodeJS.ProcessEnv = {},
+): Promise<string> {
+  const child = spawn(process.execPath, args, {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  if (child.pid === undefined) throw new Error(`could not start ${args.join(' ')}`);
+  started.add(child.pid);
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr = (stderr + c).slice(-2000)));
+  child.stdout.setEncoding('utf8');
+  const found = await new Promise<string>((resolve, reject) => {
+    let buffered = '';
+    const timer = setTimeout(
+      () => reject(new Error(`nothing from ${args.join(' ')} within 10 s; stderr: ${stderr}`)),
+      10_000,
+    );
+    child.stdout.on('data', (chunk: string) => {
+      buffered += chunk;
+      const match = pattern.exec(buffered);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}; stderr: ${stderr}`)));
+  });
+  child.stdout.resume();
+  return found;
+}

@@ -163,13 +163,13 @@ describe('sharedSession: what another worker checks before it calls', () => {
       ...input,
       shared: { ...input.shared, refs: { workspace } as never, offerRoot: true as const },
     });
-    const one = await sharedSession(kit, withRoot('/work/one'), chain);
-    const two = await sharedSession(kit, withRoot('/work/two'), chain);
+    const one = await sharedSession(kit, withRoot('/srv/workspace-one'), chain);
+    const two = await sharedSession(kit, withRoot('/srv/workspace-two'), chain);
     assert.notEqual(one, two);
     assert.notEqual(one, sharedSessionId(grant.identity));
     assert.deepEqual(
       pool.reconciled.map((r) => r.workspace),
-      ['/work/one', '/work/two'],
+      ['/srv/workspace-one', '/srv/workspace-two'],
     );
   });
 
