@@ -3,6 +3,7 @@ import type { ConfigRefs, LoadedConfig } from '../config/types.js';
 import type { ServerPool } from '../mcp/pool.js';
 import type { LegacyInputWaits } from '../mcp/legacyInputs.js';
 import type { Governance, GovernanceService } from '../governance/index.js';
+import type { ModelService } from '../models/modelStep.js';
 
 /**
  * The part of the worker's server pool the activities use: workflow-tier tests pass a fake one
@@ -50,6 +51,8 @@ export interface ActivityDeps {
    * (DMCP_SHARED_CALLS). Default true. Reported by reconcileServers, like {@link fastPath}.
    */
   sharedCalls?: boolean;
+  /** Runs model turns' steps (the operator's `models.json`, the conversation store). Absent: a model step is refused. */
+  models?: ModelService;
 }
 
 /** What every activity of one worker is built from: its deps and the parts they share. */

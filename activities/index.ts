@@ -22,6 +22,7 @@ import {
   updateTaskActivity,
 } from './tasks.js';
 import { taskInputActivity } from './taskInput.js';
+import { modelStepActivity } from './modelStep.js';
 
 export type { ActivityDeps, SessionServers } from './deps.js';
 export { scrubResult, toFailure } from './history.js';
@@ -51,6 +52,7 @@ export function createActivities(deps: ActivityDeps) {
     taskInput: taskInputActivity(kit),
     updateTask: updateTaskActivity(kit),
     takeTask: takeTaskActivity(kit),
+    modelStep: modelStepActivity(kit),
   } satisfies Record<ActivityName, (input: never) => Promise<unknown>>;
 }
 

@@ -4,7 +4,7 @@
  *   const tools = toolSet(turn);
  *   await generateText({ model, system: turnBriefing(turn, instructions).system, tools, stopWhen: stepCountIs(10), abortSignal });
  */
-import { jsonSchema, tool, type Tool, type ToolSet } from 'ai';
+import { jsonSchema, tool, type ToolSet } from 'ai';
 import type { Turn } from '../client/turnClient.js';
 import {
   objectSchema,
@@ -14,10 +14,9 @@ import {
   type DurableToolsOptions,
 } from './durableCall.js';
 
-/** A tool result as the model reads it (the AI SDK's `ToolResultOutput`, which `ai` does not export by name). */
-export type ToolResultOutput = Awaited<
-  ReturnType<NonNullable<Tool<Record<string, unknown>, DurableToolResult>['toModelOutput']>>
->;
+import { modelOutput as shapedOutput, type ToolResultOutput } from '../shaping/modelOutput.js';
+
+export type { ToolResultOutput };
 
 export {
   turnBriefing,
@@ -55,21 +54,7 @@ export function toolSet(turn: Turn, options: DurableToolsOptions = {}): ToolSet 
   return tools;
 }
 
-/**
- * What the model reads of a durable result. A failed call (tool `isError`, bad request, transport)
- * is an error result, so providers mark it as one (Anthropic `is_error`); with images it stays
- * content, since an error result carries text only, and its text says the tool failed.
- */
+/** What the model reads of a durable result (see the shaping rule it follows). */
 export function modelOutput(result: DurableToolResult): ToolResultOutput {
-  const { outcome, model } = result;
-  const failed = outcome.status === 'error' || outcome.isError;
-  if (model.images.length === 0)
-    return failed ? { type: 'error-text', value: model.text } : { type: 'text', value: model.text };
-  return {
-    type: 'content',
-    value: [
-      { type: 'text', text: model.text },
-      ...model.images.map((image) => ({ type: 'image-data' as const, data: image.data, mediaType: image.mimeType })),
-    ],
-  };
+  return shapedOutput(result.outcome, result.model);
 }

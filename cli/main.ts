@@ -14,6 +14,7 @@ import { registerDevCommand } from './commands/dev.js';
 import { registerMcpCommand } from './commands/mcp.js';
 import { registerPayloadsCommand } from './commands/payloads.js';
 import { registerRunCommand } from './commands/run.js';
+import { registerChatCommand } from './commands/modelTurn.js';
 import { registerSessionCommand } from './commands/session.js';
 import { registerSetupCommand } from './commands/setup.js';
 import { registerStatusCommand } from './commands/status.js';
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerDevCommand(program);
   registerWorkerCommand(program);
   registerRunCommand(program);
+  registerChatCommand(program);
   registerAnswerCommand(program);
   registerTranscriptCommand(program);
   registerStatusCommand(program);

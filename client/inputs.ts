@@ -92,6 +92,6 @@ export async function answerWhileRunning(
         handled.delete(request.requestId);
       }
     }
-    if (!done) await new Promise((wake) => setTimeout(wake, pollMs));
+    if (!done) await Promise.race([new Promise((wake) => setTimeout(wake, pollMs)), running.catch(() => undefined)]);
   }
 }

@@ -3,7 +3,7 @@
  * that have turns. Visibility lags behind a start by up to a second.
  */
 import type { Client } from '@temporalio/client';
-import { SESSION_ID_SEARCH_ATTRIBUTE, WorkflowType } from '../contract/index.js';
+import { MAX_END_SESSION_QUEUES, SESSION_ID_SEARCH_ATTRIBUTE, WorkflowType } from '../contract/index.js';
 import { checkSessionId, sessionIdKey } from './turnStart.js';
 
 /** One turn of a session: its latest run's state. */
@@ -112,4 +112,61 @@ export async function listSessions(client: Client): Promise<SessionListing[]> {
       latestStatus: latest.status,
       lastStarted: new Date(latest.start).toISOString(),
     }));
+}
+
+/**
+ * The session's newest run (its memo names the worker holding the servers) and how many turns it
+ * has: distinct workflow IDs, since a turn that continued as new has several runs.
+ */
+export async function sessionSummary(
+  client: Client,
+  sessionId: string,
+): Promise<{ latest?: { workflowId: string; start: number; memo?: Record<string, unknown> }; turns: number }> {
+  let latest: { workflowId: string; start: number; memo?: Record<string, unknown> } | undefined;
+  const ids = new Set<string>();
+  for await (const w of client.workflow.list({ query: sessionQuery(sessionId) })) {
+    ids.add(w.workflowId);
+    if (!latest || w.startTime.getTime() > latest.start)
+      latest = { workflowId: w.workflowId, start: w.startTime.getTime(), memo: w.memo };
+  }
+  return { latest, turns: ids.size };
+}
+
+/** The conversation the session's latest turn ended with, read from its memo by describe (visibility lags). */
+export async function latestConversation(client: Client, sessionId: string): Promise<string | undefined> {
+  const { latest } = await sessionSummary(client, sessionId);
+  if (latest === undefined) return undefined;
+  const memo = (await client.workflow.getHandle(latest.workflowId).describe()).memo;
+  return typeof memo?.conversation === 'string' ? memo.conversation : undefined;
+}
+
+/** Turn IDs of a session, oldest first. */
+export async function sessionTurns(client: Client, sessionId: string): Promise<string[]> {
+  checkSessionId(sessionId);
+  const first = new Map<string, number>();
+  for await (const w of client.workflow.list({ query: sessionQuery(sessionId) })) {
+    const start = w.startTime.getTime();
+    if (!first.has(w.workflowId) || start < first.get(w.workflowId)!) first.set(w.workflowId, start);
+  }
+  return [...first.entries()].sort((a, b) => a[1] - b[1]).map(([id]) => id);
+}
+
+/** A session's open turns, and the worker queues its turns ran on, newest first (at most {@link MAX_END_SESSION_QUEUES}). */
+export async function openTurnsAndWorkers(
+  client: Client,
+  sessionId: string,
+): Promise<{ open: Set<string>; workerQueues: string[] }> {
+  checkSessionId(sessionId);
+  const open = new Set<string>();
+  const byQueue = new Map<string, number>();
+  for await (const w of client.workflow.list({ query: sessionQuery(sessionId) })) {
+    if (w.status.name === 'RUNNING') open.add(w.workflowId);
+    const queue = w.memo?.workerQueue;
+    if (typeof queue === 'string') byQueue.set(queue, Math.max(byQueue.get(queue) ?? 0, w.startTime.getTime()));
+  }
+  const workerQueues = [...byQueue.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .map(([q]) => q)
+    .slice(0, MAX_END_SESSION_QUEUES);
+  return { open, workerQueues };
 }

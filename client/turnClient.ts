@@ -9,7 +9,6 @@ import { WorkflowNotFoundError } from '@temporalio/common';
 import {
   DEFAULT_TASK_QUEUE,
   DataDirEntry,
-  MAX_END_SESSION_QUEUES,
   WorkflowType,
   agentIdProblem,
   endSessionWorkflowId,
@@ -22,6 +21,7 @@ import {
   type InputAnswer,
   type InputAnswerReceipt,
   type InputRequest,
+  type ModelTurnInput,
   type SessionEnd,
   type TurnInput,
   type TurnResult,
@@ -58,6 +58,7 @@ import {
   turnMetadata,
 } from './turnStart.js';
 import { turnTranscript } from './turnTranscript.js';
+import { ModelTurnRun, type ModelTurnOptions } from './modelTurn.js';
 import { temporalClient } from './temporalClient.js';
 
 const { WithStartWorkflowOperation } = temporalClient;
@@ -69,13 +70,17 @@ import {
   lastSessionEnd,
   listSessions,
   listTurns,
-  sessionQuery,
+  latestConversation,
+  openTurnsAndWorkers,
+  sessionSummary,
+  sessionTurns,
   type SessionListing,
   type TurnListing,
 } from './sessions.js';
 export { SecretInInputError } from './secrets.js';
 export { MAX_LISTED_RUNS, type SessionListing, type TurnListing } from './sessions.js';
 export { Turn, type CallQueueOptions } from './turn.js';
+export { ModelTurnRun, type ModelTurnOptions } from './modelTurn.js';
 export { SESSION_ID_RE, TurnFailedError, TurnIdTakenError, sessionIdKey } from './turnStart.js';
 
 /** Starts and drives turns. */
@@ -225,6 +230,14 @@ export class TurnClient {
     options: StartTurnOptions & { calls: CallRequest[][] } & Pick<CallInputOptions, 'onInput' | 'inputPollMs'>,
   ): Promise<TurnResult> {
     const handle = await this.startBatch(options);
+    return this.answering(handle, options);
+  }
+
+  /** The run's result; meanwhile the questions its tools ask go to `onInput`, when given. */
+  private answering(
+    handle: WorkflowHandle<AgentTurnWorkflow>,
+    options: Pick<CallInputOptions, 'onInput' | 'inputPollMs'>,
+  ): Promise<TurnResult> {
     const result = handle.result();
     const { onInput } = options;
     if (!onInput) return result;
@@ -232,24 +245,48 @@ export class TurnClient {
       inputPollMs: options.inputPollMs,
       onInput: answersWithoutSecrets(this.secrets, onInput),
     });
-    return Promise.race([result, answering.then(() => result)]);
+    // Settled once the poll has stopped too: a caller that closes its connection on the result must
+    // not leave a query in flight on it.
+    return answering.then(() => result);
   }
 
   /**
-   * Starts a batch turn as a new run: an ID taken (a closed turn visibility did not count yet, or a
-   * run another caller started) is never adopted; the next number is taken, unless the caller named one.
+   * Starts a model turn: the turn asks the operator's model (by its name in the workers'
+   * `models.json`), runs the tool calls it asks for, and ends with its answer. Questions the tools
+   * ask go to `onInput` when given. {@link ModelTurnRun.steps} yields the steps as they finish.
+   */
+  async startModelTurn(options: ModelTurnOptions): Promise<ModelTurnRun> {
+    const { newConversation, ...model } = options.model;
+    if (model.conversation === undefined && newConversation !== true) {
+      const conversation = await latestConversation(this.client, options.sessionId);
+      if (conversation !== undefined) model.conversation = conversation;
+    }
+    const handle = await this.startBatch({ ...options, model });
+    return new ModelTurnRun(handle, this.answering(handle, options), options.stepPollMs);
+  }
+
+  /** Runs a model turn to its end (see {@link startModelTurn}); the answer is the result's `answer`. */
+  async runModelTurn(options: ModelTurnOptions): Promise<TurnResult> {
+    return (await this.startModelTurn(options)).result();
+  }
+
+  /**
+   * Starts a batch or model turn as a new run: an ID taken (a closed turn visibility did not count
+   * yet, or a run another caller started) is never adopted; the next number is taken, unless the
+   * caller named one.
    */
   private async startBatch(
-    options: StartTurnOptions & { calls: CallRequest[][] },
+    options: StartTurnOptions &
+      ({ calls: CallRequest[][]; model?: undefined } | { calls?: undefined; model: ModelTurnInput }),
   ): Promise<WorkflowHandle<AgentTurnWorkflow>> {
     let next = options;
     for (let moves = 1; ; moves += 1) {
-      const { input, workflowId } = await this.prepare(next, options.calls);
+      const { input, workflowId } = await this.prepare(next, options.calls, options.model?.prompt);
       try {
         return await this.client.workflow.start<AgentTurnWorkflow>(WorkflowType.agentTurn, {
           workflowId,
           taskQueue: this.taskQueue,
-          args: [{ ...input, batch: options.calls }],
+          args: [options.model ? { ...input, model: options.model } : { ...input, batch: options.calls }],
           workflowIdReusePolicy: 'REJECT_DUPLICATE',
           typedSearchAttributes: [{ key: sessionIdKey, value: options.sessionId }],
           workflowTaskTimeout: turnTaskTimeoutMs(input.limits),
@@ -271,7 +308,7 @@ export class TurnClient {
     sessionId: string,
   ): Promise<{ turnId: string; status?: TurnStatus; sessionEndedAt?: string } | undefined> {
     const [{ latest }, ended] = await Promise.all([
-      this.sessionSummary(sessionId),
+      sessionSummary(this.client, sessionId),
       lastSessionEnd(this.client, sessionId),
     ]);
     if (!latest) return undefined;
@@ -352,14 +389,7 @@ export class TurnClient {
    * that holds nothing (ended already, or its workers are gone) does nothing and is not an error.
    */
   async endSession(sessionId: string): Promise<SessionEnd> {
-    checkSessionId(sessionId);
-    const open = new Set<string>();
-    const byQueue = new Map<string, number>();
-    for await (const w of this.client.workflow.list({ query: sessionQuery(sessionId) })) {
-      if (w.status.name === 'RUNNING') open.add(w.workflowId);
-      const queue = w.memo?.workerQueue;
-      if (typeof queue === 'string') byQueue.set(queue, Math.max(byQueue.get(queue) ?? 0, w.startTime.getTime()));
-    }
+    const { open, workerQueues } = await openTurnsAndWorkers(this.client, sessionId);
     const turnsEnded: string[] = [];
     for (const turnId of open) {
       try {
@@ -370,10 +400,6 @@ export class TurnClient {
         if (!findCause(err, (e): e is WorkflowNotFoundError => e instanceof WorkflowNotFoundError)) throw err;
       }
     }
-    const workerQueues = [...byQueue.entries()]
-      .sort((a, b) => b[1] - a[1])
-      .map(([q]) => q)
-      .slice(0, MAX_END_SESSION_QUEUES);
     if (workerQueues.length === 0) return { sessionId, turnsEnded, workers: 0, servers: 0 };
     const handle = await this.client.workflow.start<EndSessionWorkflow>(WorkflowType.endSession, {
       // A fresh ID each time, never adopted: another caller of Temporal could start a predictable one
@@ -391,14 +417,8 @@ export class TurnClient {
   }
 
   /** Turn IDs of a session, oldest first. */
-  async sessionTurns(sessionId: string): Promise<string[]> {
-    checkSessionId(sessionId);
-    const first = new Map<string, number>();
-    for await (const w of this.client.workflow.list({ query: sessionQuery(sessionId) })) {
-      const start = w.startTime.getTime();
-      if (!first.has(w.workflowId) || start < first.get(w.workflowId)!) first.set(w.workflowId, start);
-    }
-    return [...first.entries()].sort((a, b) => a[1] - b[1]).map(([id]) => id);
+  sessionTurns(sessionId: string): Promise<string[]> {
+    return sessionTurns(this.client, sessionId);
   }
 
   /** A session's turns in turn order, each with its state (from visibility, which lags a second). */
@@ -418,6 +438,7 @@ export class TurnClient {
   private async prepare(
     options: StartTurnOptions,
     calls?: CallRequest[][],
+    prompt?: string,
   ): Promise<{ input: TurnInput; workflowId: string }> {
     checkSessionId(options.sessionId);
     const workspace = resolve(options.workspace ?? process.cwd());
@@ -440,12 +461,13 @@ export class TurnClient {
       ...(calls ?? [])
         .flat()
         .map((c): [string, unknown] => [`call ${JSON.stringify(c.id)} (${c.name}) arguments`, c.arguments ?? {}]),
+      ...(prompt !== undefined ? [['prompt', prompt] as [string, unknown]] : []),
     ]);
     const key = options.unsigned ? undefined : await this.key();
     const unsignable = key || options.unsigned ? undefined : missingKeyProblem(refs, this.keyFile);
     if (unsignable) throw new Error(unsignable);
     if (key) refs.proof = createHmac('sha256', key).update(refsProofText(options.sessionId, refs)).digest('hex');
-    const { latest, turns } = await this.sessionSummary(options.sessionId);
+    const { latest, turns } = await sessionSummary(this.client, options.sessionId);
     const turn = options.turn ?? turns + 1;
     const workflowId = `${options.sessionId}/turn-${turn}`;
     const preferred = latest?.memo?.workerQueue;
@@ -474,22 +496,5 @@ export class TurnClient {
         ...(options.endSession === true ? { endSession: true } : {}),
       },
     };
-  }
-
-  /**
-   * The session's newest run (its memo names the worker holding the servers) and how many turns it
-   * has: distinct workflow IDs, since a turn that continued as new has several runs.
-   */
-  private async sessionSummary(
-    sessionId: string,
-  ): Promise<{ latest?: { workflowId: string; start: number; memo?: Record<string, unknown> }; turns: number }> {
-    let latest: { workflowId: string; start: number; memo?: Record<string, unknown> } | undefined;
-    const ids = new Set<string>();
-    for await (const w of this.client.workflow.list({ query: sessionQuery(sessionId) })) {
-      ids.add(w.workflowId);
-      if (!latest || w.startTime.getTime() > latest.start)
-        latest = { workflowId: w.workflowId, start: w.startTime.getTime(), memo: w.memo };
-    }
-    return { latest, turns: ids.size };
   }
 }

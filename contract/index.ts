@@ -8,3 +8,4 @@ export * from './shelf.js';
 export * from './defaults.js';
 export * from './inputs.js';
 export * from './tasks.js';
+export * from './models.js';

@@ -59,6 +59,8 @@ export const ActivityName = {
    * `callTool` would and reads the task's status once (`tasks/get`); never creates a task.
    */
   takeTask: 'takeTask',
+  /** One step of a model turn: the model asked once, on any worker; the conversation stays in the payload store. */
+  modelStep: 'modelStep',
 } as const;
 export type ActivityName = (typeof ActivityName)[keyof typeof ActivityName];
 
@@ -154,6 +156,10 @@ export const FailureType = {
   FastPathAsksPerson: 'FastPathAsksPerson',
   /** A shared call reached a worker that cannot serve it for the turn: nothing ran, the holder takes it. */
   SharedMiss: 'SharedMiss',
+  /** A model's endpoint was rate limited, failed or unreachable: the step is retried, after its `Retry-After` when given. */
+  ModelUnavailable: 'ModelUnavailable',
+  /** A model's endpoint refused the request (4xx): the same request would be refused again, so the turn ends. */
+  ModelRefused: 'ModelRefused',
 } as const;
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 

@@ -5,6 +5,7 @@
 import type { CallOutcome, ToolAnnotations, ToolInfo, TurnStatus } from './history.js';
 import type { RefusedTool } from './governance.js';
 import type { InputReply, InputRequest, InputRequiredOutcome } from './inputs.js';
+import type { ModelStepRecord, ModelTurnInput } from './models.js';
 
 /**
  * References the worker resolves into server entries. Only references cross into history:
@@ -148,6 +149,11 @@ export interface TurnInput {
    * client adopts a run at the turn's ID only when it started that run itself.
    */
   startNonce?: string;
+  /**
+   * Run a model loop: the turn asks the named model, runs the tool calls it asks for, and ends with
+   * its answer. Calls from outside are taken meanwhile, as in any interactive turn.
+   */
+  model?: ModelTurnInput;
 }
 
 /** The argument of the `endTurn` Update (absent: end only the turn). */
@@ -187,8 +193,11 @@ export interface CallRecord {
   outcome: CallOutcome;
 }
 
-/** What ended a turn: its batch ran, the caller ended it, or it sat idle. */
-export const TurnEndedBy = ['batch', 'endTurn', 'idle'] as const;
+/**
+ * What ended a turn: its batch ran, the caller ended it, or it sat idle; for a model turn, the
+ * model's final answer, its step limit, or its deadline.
+ */
+export const TurnEndedBy = ['batch', 'endTurn', 'idle', 'answer', 'maxSteps', 'deadline'] as const;
 export type TurnEndedBy = (typeof TurnEndedBy)[number];
 
 export interface TurnResult {
@@ -203,6 +212,14 @@ export interface TurnResult {
   calls: CallRecord[];
   /** Calls completed in earlier runs of a turn that continued as new. */
   callsBefore?: number;
+  /** A model turn's model (its name in `models.json`). */
+  model?: string;
+  /** A model turn's answer: its last step's text. */
+  answer?: string;
+  /** A model turn's steps, in order; their calls are in `calls`. */
+  modelSteps?: ModelStepRecord[];
+  /** The conversation a session's next model turn continues (see {@link ModelTurnInput.conversation}). */
+  conversation?: string;
 }
 
 /** What the `status` query returns while a turn runs. */
@@ -212,6 +229,8 @@ export interface TurnProgress {
   status?: TurnStatus;
   callsDone: number;
   callsInFlight: number;
+  /** A model turn's steps so far: each step's text, calls and tokens, as they finish. */
+  modelSteps?: ModelStepRecord[];
   /** Input requests of running calls that wait for an answer, oldest first; absent when none. */
   pendingInputs?: InputRequest[];
 }

@@ -15,6 +15,9 @@ import { createGovernance } from '../governance/index.js';
 import { createWorkerShelf, type WorkerShelf } from './shelf.js';
 import { sandboxHiddenPaths, sandboxHome } from './sandboxPaths.js';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics.js';
+import { conversationStoreFor } from '../models/conversationStore.js';
+import { createModelService } from '../models/modelStep.js';
+import { configSettings } from '../settings/index.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
 
@@ -163,6 +166,13 @@ export async function createWorkerParts(
     fastPath: settings.fastPath,
     eagerCalls: settings.eagerCalls,
     sharedCalls: settings.sharedCalls,
+    models: createModelService({
+      ...optionalConfigDir(configSettings(env).configDir),
+      env,
+      store: conversationStoreFor(settings),
+      logger,
+      shapeLimits: settings.shape,
+    }),
   });
   metrics?.watchPool(pool);
   return { taskQueue, workerQueue, logger, pool, shelf, activities, ...(metrics ? { metrics } : {}) };
@@ -178,4 +188,8 @@ export function deploymentOptions(deployment: NonNullable<Settings['deployment']
     version: { deploymentName: deployment.name, buildId: deployment.buildId },
     defaultVersioningBehavior: 'PINNED',
   };
+}
+
+function optionalConfigDir(configDir: string | undefined): { configDir?: string } {
+  return configDir !== undefined ? { configDir } : {};
 }

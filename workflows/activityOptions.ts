@@ -336,3 +336,22 @@ export function hookOptions(
     retry: { maximumAttempts: 1 },
   };
 }
+
+/** Longest one model step may take: a long answer from a slow local model takes minutes. */
+export const MODEL_STEP_TIMEOUT_MS = 10 * 60_000;
+
+/**
+ * A model step runs on any worker (it needs no server of the session) and heartbeats while it
+ * waits for the model, so a lost worker is noticed within the turn's heartbeat timeout and the step
+ * runs again elsewhere. A rate limit's `Retry-After` sets the next attempt's delay; a request the
+ * model refuses (4xx) fails at once. The summary names the model in the Temporal UI's event list.
+ */
+export function modelStepOptions(sharedQueue: string, model: string, step: number, limits: Limits): ActivityOptions {
+  return {
+    taskQueue: sharedQueue,
+    startToCloseTimeout: MODEL_STEP_TIMEOUT_MS,
+    heartbeatTimeout: limits.heartbeatTimeoutMs,
+    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 8 },
+    summary: `model ${model} · step ${step}`,
+  };
+}

@@ -18,7 +18,7 @@ import {
   type TurnResult,
 } from '../contract/index.js';
 import { resolveLimits } from './activityOptions.js';
-import { batchProblem, callRequestProblem } from './bounds.js';
+import { batchProblem, callRequestProblem, modelTurnProblem } from './bounds.js';
 import { runCall } from './calls.js';
 import {
   answerInputUpdate,
@@ -36,6 +36,7 @@ import { checkAnswer, takeAnswer } from './inputs.js';
 import { openServers } from './openServers.js';
 import { endTurnSession } from './session.js';
 import { detachTasks, takeUpProblem } from './detach.js';
+import { runModelLoop } from './modelLoop.js';
 import { RECENT_CALLS_KEPT, TurnState, type TurnContext } from './turnState.js';
 
 /** One agent turn: reconcile, freeze the tool list, run the calls. */
@@ -60,28 +61,7 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
   };
   const { state } = ctx;
 
-  // Refused before anything runs.
-  const inputProblem = input.batch ? batchProblem(input.batch) : undefined;
-  if (inputProblem) {
-    throw refusal(RefusalType.turnInput, `batch refused: ${inputProblem}`, { field: 'calls' });
-  }
-
-  // A continuation is trusted only when this run was made by the turn continuing itself: anyone who
-  // can start a workflow can write one into the input. Temporal also says a run continues another
-  // for a workflow retry's later attempt (started again with the caller's input), and the chain a
-  // continuation names is one no caller can know before starting its own.
-  if (
-    input.continued &&
-    (info.continuedFromExecutionRunId === undefined ||
-      info.attempt > 1 ||
-      input.continued.start.turnId !== info.workflowId ||
-      input.continued.firstRunId !== info.firstExecutionRunId)
-  ) {
-    throw refusal(
-      RefusalType.turnInput,
-      'continuation refused: a turn carries one only into a run of its own made by continue-as-new; start the turn without it',
-    );
-  }
+  refuseInput(input);
 
   installHandlers(ctx);
   // Without an await, so a continued run's idle timer stays its first command, ahead of any call
@@ -100,6 +80,8 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
         await Promise.all(group.map((request) => runCall(ctx, request)));
       }
       state.ended = 'batch';
+    } else if (input.model) {
+      await runModelLoop(ctx, input.model);
     } else {
       // The loop wakes after a burst of calls only when the run is due to continue as new.
       await waitWhileOpen(
@@ -132,7 +114,47 @@ export async function agentTurn(input: TurnInput): Promise<TurnResult> {
     endedBy: state.ended!,
     calls: state.calls,
     ...(callsBefore ? { callsBefore } : {}),
+    ...(input.model
+      ? {
+          model: input.model.name,
+          answer: state.answer ?? '',
+          modelSteps: state.modelSteps,
+          ...(state.conversation !== undefined ? { conversation: state.conversation } : {}),
+        }
+      : {}),
   };
+}
+
+/**
+ * Refuses a turn input that must not run, before anything runs: a bad batch or model, and a
+ * continuation this run was not made for.
+ */
+function refuseInput(input: TurnInput): void {
+  const info = workflowInfo();
+  const inputProblem = input.batch ? batchProblem(input.batch) : undefined;
+  if (inputProblem) {
+    throw refusal(RefusalType.turnInput, `batch refused: ${inputProblem}`, { field: 'calls' });
+  }
+  const modelProblem = input.model ? modelTurnProblem(input.model, input.batch !== undefined) : undefined;
+  if (modelProblem)
+    throw refusal(RefusalType.turnInput, `model turn refused: ${modelProblem.message}`, { field: modelProblem.field });
+
+  // A continuation is trusted only when this run was made by the turn continuing itself: anyone who
+  // can start a workflow can write one into the input. Temporal also says a run continues another
+  // for a workflow retry's later attempt (started again with the caller's input), and the chain a
+  // continuation names is one no caller can know before starting its own.
+  if (
+    input.continued &&
+    (info.continuedFromExecutionRunId === undefined ||
+      info.attempt > 1 ||
+      input.continued.start.turnId !== info.workflowId ||
+      input.continued.firstRunId !== info.firstExecutionRunId)
+  ) {
+    throw refusal(
+      RefusalType.turnInput,
+      'continuation refused: a turn carries one only into a run of its own made by continue-as-new; start the turn without it',
+    );
+  }
 }
 
 /**

@@ -13,6 +13,9 @@ import {
   END_TURN_UPDATE_ID,
   TURN_LIMIT_RANGES,
   nestedDeeperThan,
+  MAX_MODEL_STEPS,
+  MODEL_NAME_PATTERN,
+  MAX_PROMPT_CHARS,
   type CallRequest,
   type TurnLimits,
 } from '../contract/index.js';
@@ -93,5 +96,59 @@ export function limitsRefusal(limits: unknown): { field: string; message: string
       };
     }
   }
+  return undefined;
+}
+
+const CONVERSATION_REF = /^[0-9a-f]{64}$/;
+/** Longest deadline of a model turn: a week, as long as a person may take to answer a question. */
+const MAX_MODEL_DEADLINE_MS = 7 * 24 * 60 * 60_000;
+
+/** Why a model turn's input cannot run, and its field; undefined when it can. Never a key or an endpoint: those are not fields. */
+export function modelTurnProblem(model: unknown, batch: boolean): { message: string; field: string } | undefined {
+  if (batch)
+    return { message: 'a model turn runs the calls its model asks for; start it without a batch', field: 'calls' };
+  if (model === null || typeof model !== 'object' || Array.isArray(model))
+    return { message: 'model must be { name, prompt, conversation?, maxSteps?, deadlineMs? }', field: 'model' };
+  const m = model as Record<string, unknown>;
+  const extra = Object.keys(m).filter((k) => !['name', 'prompt', 'conversation', 'maxSteps', 'deadlineMs'].includes(k));
+  if (extra.length > 0)
+    return {
+      message: `unknown field ${JSON.stringify(extra[0])}: a turn names a model of the worker's models.json, never a key or an endpoint`,
+      field: `model.${extra[0]}`,
+    };
+  if (typeof m.name !== 'string' || !MODEL_NAME_PATTERN.test(m.name))
+    return {
+      message: 'model name must be 1-64 letters, digits and . _ : -, starting with a letter or digit',
+      field: 'model.name',
+    };
+  if (typeof m.prompt !== 'string' || m.prompt.trim() === '')
+    return { message: 'the prompt is empty', field: 'model.prompt' };
+  if (m.prompt.length > MAX_PROMPT_CHARS)
+    return {
+      message: `the prompt is ${m.prompt.length} characters; at most ${MAX_PROMPT_CHARS}`,
+      field: 'model.prompt',
+    };
+  if (m.conversation !== undefined && (typeof m.conversation !== 'string' || !CONVERSATION_REF.test(m.conversation)))
+    return {
+      message: 'conversation must be the `conversation` of a model turn of this session',
+      field: 'model.conversation',
+    };
+  if (
+    m.maxSteps !== undefined &&
+    !(Number.isInteger(m.maxSteps) && (m.maxSteps as number) >= 1 && (m.maxSteps as number) <= MAX_MODEL_STEPS)
+  )
+    return { message: `maxSteps must be an integer from 1 to ${MAX_MODEL_STEPS}`, field: 'model.maxSteps' };
+  if (
+    m.deadlineMs !== undefined &&
+    !(
+      Number.isInteger(m.deadlineMs) &&
+      (m.deadlineMs as number) >= 1000 &&
+      (m.deadlineMs as number) <= MAX_MODEL_DEADLINE_MS
+    )
+  )
+    return {
+      message: `deadlineMs must be an integer from 1000 to ${MAX_MODEL_DEADLINE_MS} (a week)`,
+      field: 'model.deadlineMs',
+    };
   return undefined;
 }

@@ -76,6 +76,8 @@ export interface TurnDetailsView {
   callsBefore?: number;
   /** A run made by continue-as-new: the turn's summary, which that run has no static summary for. */
   continuedSummary?: string;
+  /** A model turn: its model, the steps done, and how many calls the latest one asked for. */
+  model?: { name: string; steps: number; lastCalls: number };
 }
 
 /** A finished call's row fields, from its recorded outcome: its status and error kind, never its content or message. */
@@ -167,6 +169,13 @@ export function renderTurnDetails(view: TurnDetailsView): string {
     view.continuedSummary === undefined
       ? [head, '']
       : [`${head}  `, `${view.continuedSummary} · continued from an earlier run`, ''];
+  if (view.model) {
+    const { name, steps, lastCalls } = view.model;
+    lines.push(
+      `**Model** ${code(name)} · ${plural(steps, 'step')} · the latest asked for ${plural(lastCalls, 'call')}`,
+      '',
+    );
+  }
   lines.push(countsLine(view));
   const open = view.open.slice(0, DETAILS_CALLS_SHOWN);
   const room = DETAILS_CALLS_SHOWN - open.length;

@@ -55,6 +55,12 @@ export class DetailsBoard {
     this.publish();
   }
 
+  /** A model step finished (its text is in history, not in the details). */
+  modelStep(name: string, step: number, _text: string, calls: number): void {
+    this.view.model = { name, steps: step, lastCalls: calls };
+    this.publish();
+  }
+
   callStarted(id: string, name: string): void {
     this.open.set(id, { id, name, status: 'running', attempt: 0 });
     this.publish();

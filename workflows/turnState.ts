@@ -3,6 +3,7 @@ import type {
   CallRecord,
   InputAnswer,
   InputRequest,
+  ModelStepRecord,
   ReconcileResult,
   ToolInfo,
   TurnInput,
@@ -88,6 +89,14 @@ export class TurnState {
   detachTasks = false;
   /** Calls whose scope was cancelled to detach them, not to cancel their task. */
   readonly detached = new Set<string>();
+  /** A model turn's steps so far. */
+  readonly modelSteps: ModelStepRecord[] = [];
+  /** The call IDs a model turn's steps gave their calls, so none is used twice. */
+  readonly modelCallIds = new Set<string>();
+  /** A model turn's latest text: its answer once the loop ends. */
+  answer: string | undefined;
+  /** The head of a model turn's conversation. */
+  conversation: string | undefined;
   /** What the Temporal UI shows as the turn's current details. */
   readonly details: DetailsBoard;
 
@@ -117,6 +126,7 @@ export class TurnState {
       status: this.start?.status,
       callsDone: this.callsDone,
       callsInFlight: this.inFlight,
+      ...(this.modelSteps.length > 0 ? { modelSteps: this.modelSteps } : {}),
       // Only the questions still open; answers never leave the workflow through the status.
       ...(this.pendingInputs.size > 0
         ? { pendingInputs: [...this.pendingInputs.values()].filter((r) => !this.answers.has(r.requestId)) }

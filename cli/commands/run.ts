@@ -11,6 +11,7 @@ import { stripTerminalControls, terminalJson } from '../../text/terminal.js';
 import { UsageError, cliLogger, collect, collectOptional, commandSettings, notice, progress } from '../common.js';
 import { connect, stopOnSignals } from '../embedded.js';
 import { cliInputHandler, parseAnswerMode } from '../inputPrompt.js';
+import { runModelTurnCommand } from './modelTurn.js';
 
 interface RunOptions {
   session?: string;
@@ -26,6 +27,9 @@ interface RunOptions {
   disallowedTools: string[];
   agent?: string;
   answerInput?: string;
+  model?: string;
+  prompt?: string;
+  maxSteps?: string;
 }
 
 /** `--call 'TOOL JSON'`: the tool's public name, then its arguments as a JSON object. */
@@ -117,7 +121,14 @@ async function unknownToolReport(client: TurnClient, result: TurnResult, failed:
 /** Exit code 0 when every call succeeded, 1 when one failed. */
 async function runCommand(opts: RunOptions): Promise<number> {
   const calls = [...opts.call.map(parseCallSpec), ...opts.takeTask.map(parseTakeTaskSpec)];
-  if (calls.length === 0)
+  const modelTurn = opts.model !== undefined || opts.prompt !== undefined;
+  if (modelTurn && (opts.model === undefined || opts.prompt === undefined))
+    throw new UsageError('a model turn needs both --model NAME and --prompt TEXT');
+  if (modelTurn && calls.length > 0)
+    throw new UsageError(
+      '--call and --take-task run a batch turn; a model turn (--model) runs the calls its model asks for',
+    );
+  if (!modelTurn && calls.length === 0)
     throw new UsageError("run needs at least one --call 'TOOL JSON' (or --take-task 'TOOL TASK_ID')");
   const allowedTools = toolMatchers(opts.allowedTools, '--allowed-tools');
   const disallowedTools = toolMatchers(opts.disallowedTools, '--disallowed-tools');
@@ -131,6 +142,18 @@ async function runCommand(opts: RunOptions): Promise<number> {
   const session = await connect({ logger, withWorker: true, settings, env: process.env, progress, notice });
   stopOnSignals(session);
   try {
+    if (modelTurn) {
+      const start = {
+        sessionId,
+        ...(opts.workspace !== undefined ? { workspace: opts.workspace } : {}),
+        ...(opts.session === undefined ? { endSession: true } : {}),
+        servers: { mcpConfigFiles: opts.mcpConfig, inlineSpecs: opts.mcp, plugins: opts.plugin },
+        ...(allowedTools !== undefined ? { allowedTools } : {}),
+        ...(disallowedTools?.length ? { disallowedTools } : {}),
+        ...(opts.agent !== undefined ? { agent: opts.agent } : {}),
+      };
+      return await runModelTurnCommand(session.client, start, { ...opts, model: opts.model!, prompt: opts.prompt! });
+    }
     const result = await session.client
       .runBatch({
         sessionId,
@@ -175,7 +198,9 @@ async function runCommand(opts: RunOptions): Promise<number> {
 export function registerRunCommand(program: Command): void {
   program
     .command('run')
-    .description('run one batch turn and print the outcome of each call')
+    .description(
+      "run one batch turn and print the outcome of each call, or a model turn (--model, --prompt) and print the model's answer",
+    )
     .option(
       '--session <id>',
       'session ID (default: a new one, ended when run exits; a named one is kept for its next turn)',
@@ -194,6 +219,9 @@ export function registerRunCommand(program: Command): void {
       collect,
       [],
     )
+    .option('--model <name>', "run a model turn: the model's name in the workers' models.json (with --prompt)")
+    .option('--prompt <text>', 'what the model is asked (with --model)')
+    .option('--max-steps <n>', 'most model steps of a model turn (default 25)')
     .option('--parallel', 'run the calls in parallel (default: one after another)')
     .option('--json', 'print one JSON object: { turnId, calls: [{ id, name, arguments, outcome }] }')
     .option(

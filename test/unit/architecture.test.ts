@@ -23,7 +23,8 @@ const allowed: Record<string, string[]> = {
   connection: ['settings'],
   governance: ['contract', 'text', 'settings', 'config'],
   plane: ['contract', 'text', 'settings', 'config', 'workflows'],
-  activities: ['contract', 'config', 'mcp', 'shaping', 'governance'],
+  models: ['contract', 'config', 'shaping', 'payloads', 'settings'],
+  activities: ['contract', 'config', 'mcp', 'shaping', 'governance', 'models'],
   workflows: ['contract'],
   worker: [
     'contract',
@@ -37,6 +38,7 @@ const allowed: Record<string, string[]> = {
     'governance',
     'connection',
     'plane',
+    'models',
   ],
   client: ['contract', 'payloads', 'shaping', 'text'],
   adapters: ['contract', 'client', 'shaping', 'text'],
@@ -120,6 +122,8 @@ function dynamicImports(): DynamicImport[] {
 const lazyPackages: Record<string, string[]> = {
   'shaping/images.ts': ['sharp'],
   'payloads/s3Storage.ts': ['@aws-sdk/client-s3'],
+  // Optional peer dependencies, needed only by a worker that runs model turns.
+  'models/providers.ts': ['ai', '@ai-sdk/openai', '@ai-sdk/anthropic', '@ai-sdk/openai-compatible'],
 };
 
 function roomEdges(): Edge[] {
