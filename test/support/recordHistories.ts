@@ -10,7 +10,16 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { startDevServer } from '../../dev/devServer.js';
-import { everythingServer, fixtureServer, startHarness, tempDir, waitUntil } from './harness.js';
+import {
+  everythingServer,
+  fixtureServer,
+  killGroups,
+  startHarness,
+  tempDir,
+  waitUntil,
+  writeConfigDir,
+} from './harness.js';
+import { startModelServer, writeModelsJson } from './models.js';
 import { textOf } from './content.js';
 import { printedPort } from './printedPort.js';
 import { projectRoot } from '../../dev/temporalCli.js';
@@ -185,6 +194,8 @@ async function main(): Promise<void> {
       modern.kill('SIGKILL');
     }
 
+    const modelTurnId = await recordModelTurn(workspace, servers);
+
     const only = process.argv.slice(2);
     const recorded = [
       ['interactive-turn.json', turn.turnId],
@@ -196,6 +207,7 @@ async function main(): Promise<void> {
       ['interactive-turn-task-detached.json', detaching.turnId],
       ['interactive-turn-task-taken-up.json', takingUp.turnId],
       ['interactive-turn-task-on-refusal.json', refusedTurnId],
+      ['model-turn.json', modelTurnId],
     ] as const;
     for (const [file, id] of recorded.filter(([file]) => only.length === 0 || only.includes(file))) {
       const history = await h.client.client.workflow.getHandle(id).fetchHistory();
@@ -212,6 +224,42 @@ async function main(): Promise<void> {
   } finally {
     await h.stop();
     await server?.stop();
+  }
+}
+
+/** A model turn: the scripted model asks for one call, reads its result and answers. */
+async function recordModelTurn(workspace: string, servers: { inlineSpecs: string[] }): Promise<string> {
+  const started = new Set<number>();
+  const model = await startModelServer(
+    workspace,
+    'record-model',
+    {
+      steps: [
+        { toolCalls: [{ name: 'mcp__fixture__echo', arguments: { text: 'from the model' } }] },
+        { text: 'The tool said: from the model.' },
+      ],
+    },
+    started,
+  );
+  const configDir = join(workspace, 'model-config');
+  const env = await writeConfigDir(configDir, {});
+  await writeModelsJson(configDir, {
+    scripted: { provider: 'openai-compatible', model: 'scripted-1', baseURL: model.baseURL },
+  });
+  const h = await startHarness('record-model', env);
+  try {
+    const result = await h.client.runModelTurn({
+      sessionId: 'replay-model-turn',
+      workspace,
+      servers,
+      model: { name: 'scripted', prompt: 'Echo something, then tell me what the tool said.' },
+    });
+    if (result.endedBy !== 'answer' || result.calls[0]?.outcome.status !== 'ok')
+      throw new Error(`unexpected model turn ${JSON.stringify(result)}: not recording`);
+    return result.turnId;
+  } finally {
+    await h.stop();
+    killGroups(started);
   }
 }
 
