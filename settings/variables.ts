@@ -139,7 +139,8 @@ export const VARIABLES: readonly VariableDoc[] = [
     group: 'config',
     name: 'DMCP_CONFIG_DIR',
     default: '`$XDG_CONFIG_HOME/durable-mcp`, else `~/.config/durable-mcp`',
-    meaning: 'trusted config dir holding `mcp.json` (a relative `XDG_CONFIG_HOME` is ignored, as the XDG spec says)',
+    meaning:
+      'trusted config dir holding `mcp.json`, `settings.json` and `models.json` (a relative `XDG_CONFIG_HOME` is ignored, as the XDG spec says)',
   },
   {
     group: 'config',
