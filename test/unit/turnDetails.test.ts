@@ -218,3 +218,11 @@ test('a run made by continue-as-new carries the summary line it has no static su
     '**Turn** ready · **Servers** not reconciled yet  \nsession s1 · servers fs · continued from an earlier run\n',
   );
 });
+
+test("a model turn's details name the model and count its steps, never its text", () => {
+  const text = renderTurnDetails(view({ model: { name: 'local', steps: 3, lastCalls: 2 } }));
+  assert.equal(
+    text.split('\n').slice(0, 4).join('\n'),
+    '**Turn** ready · **Servers** not reconciled yet\n\n**Model** `local` · 3 steps · the latest asked for 2 calls\n',
+  );
+});
