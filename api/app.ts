@@ -19,6 +19,7 @@ import type { Env } from './routing.js';
 import { registerShelfRoutes, shelfClients } from './shelf.js';
 import { registerTranscriptRoutes } from './transcriptRoutes.js';
 import { registerSessionRoutes, registerTurnRoutes } from './turnRoutes.js';
+import { registerTurnStateRoutes } from './turnStateRoutes.js';
 
 /** Options of {@link createApi}. */
 export interface ApiOptions {
@@ -70,6 +71,7 @@ export function createApi(options: ApiOptions): OpenAPIHono<Env> {
   installMiddleware(app, options);
   registerHealthRoutes(app, turns);
   registerTurnRoutes(app, options);
+  registerTurnStateRoutes(app, turns);
   registerSessionRoutes(app, options);
   registerTranscriptRoutes(app, turns);
   registerCallRoutes(app, options);

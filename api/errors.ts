@@ -29,6 +29,7 @@ export const ERROR_STATUS = {
   call_id_conflict: 409,
   turn_ended: 409,
   turn_exists: 409,
+  turn_failed: 409,
   shelf_conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,

@@ -67,12 +67,14 @@ export function installMiddleware(app: ApiApp, options: MiddlewareOptions): void
 export function validationHook(result: {
   success: boolean;
   target: string;
-  error?: { issues: { path: PropertyKey[]; message: string }[] };
+  error?: { issues: { path: PropertyKey[]; message: string; code?: string; keys?: string[] }[] };
 }): void {
   if (result.success) return;
   const issue = result.error?.issues[0];
   const target = result.target === 'param' ? 'path' : result.target === 'json' ? 'body' : result.target;
-  const field = [target, ...(issue?.path ?? []).map(String)].join('.');
+  // A field the schema does not have is named itself (`body.model.apiKey`), not the object holding it.
+  const unknown = issue?.code === 'unrecognized_keys' && issue.keys?.[0] !== undefined ? [issue.keys[0]] : [];
+  const field = [target, ...(issue?.path ?? []).map(String), ...unknown].join('.');
   throw new ApiError('bad_request', `${field}: ${issue?.message ?? 'invalid'}`, field);
 }
 

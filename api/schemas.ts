@@ -27,6 +27,7 @@ import {
   TurnEndedBy,
 } from '../contract/index.js';
 import { ERROR_STATUS } from './errors.js';
+import { ModelTurnSchema, TranscriptModelStepSchema, modelResultFields } from './modelSchemas.js';
 
 const JsonObject = z.record(z.string(), z.unknown());
 /** A link the API answers with: a path on the API itself, relative to its address. */
@@ -153,6 +154,7 @@ export const StartTurnSchema = z
           `Batch form: groups run in order, the calls of a group in parallel; the answer holds every outcome. ` +
           `At most ${MAX_BATCH_CALLS} calls in all, each with its own ID; the turn refuses more (422).`,
       }),
+    model: ModelTurnSchema.optional(),
   })
   .strict()
   .openapi('StartTurn');
@@ -351,6 +353,7 @@ export const TurnResultSchema = z
       }),
     ),
     callsBefore: z.number().int().optional(),
+    ...modelResultFields,
   })
   .openapi('TurnResult');
 
@@ -377,6 +380,10 @@ export const TranscriptSchema = z
     serversParagraph: z.string().optional(),
     tools: z.array(ToolSchema),
     calls: z.array(CallRecordSchema),
+    modelSteps: z.array(TranscriptModelStepSchema).optional().openapi({
+      description: "A model turn's steps, in order; `callsBefore` places each among `calls`",
+    }),
+    answer: z.string().optional().openapi({ description: "A model turn's answer once it ended" }),
     endedBy: z.enum(TurnEndedBy).optional(),
     state: z.enum(['running', 'completed', 'failed', 'terminated', 'timed out', 'cancelled', 'continued']),
     failure: z.string().optional(),

@@ -1,16 +1,19 @@
 /**
- * The turns of a session: start one (interactive, or a batch that runs at once), list them, end one.
+ * The turns of a session: start one (interactive, a batch that runs at once, or a model turn that
+ * runs in the background), list them, end one. Reading one back is in `turnStateRoutes.ts`.
  */
 import { createRoute } from '@hono/zod-openapi';
 import type { z } from '@hono/zod-openapi';
 import { MAX_BATCH_CALLS, type CallRequest, type TurnResult } from '../contract/index.js';
 import type { StartTurnOptions, TurnClient } from '../client/turnClient.js';
+import type { ModelTurnOptions } from '../client/modelTurn.js';
 import { tokenAllowsAgent, type ApiToken } from './auth.js';
 import { admitRefs, type ApiBoundary } from './boundary.js';
 import { ApiError } from './errors.js';
 import { API, answerWithin, errors, jsonBody, ok, sentToTurn, turnIdOf, turnPath, type ApiApp } from './routing.js';
 import { SessionParams, TurnParams } from './paramSchemas.js';
 import * as S from './schemas.js';
+import { ModelTurnStartedSchema } from './modelSchemas.js';
 
 /** What the turn routes need. */
 export interface TurnRoutesDeps {
@@ -30,7 +33,7 @@ export function registerTurnRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
   registerEndTurn(app, deps);
 }
 
-/** Starting a turn: interactive, or a batch that runs at once. */
+/** Starting a turn: interactive, a batch that runs at once, or a model turn. */
 function registerStartTurn(app: ApiApp, deps: TurnRoutesDeps): void {
   const { turns } = deps;
   app.openapi(
@@ -38,20 +41,34 @@ function registerStartTurn(app: ApiApp, deps: TurnRoutesDeps): void {
       method: 'post',
       path: `${API}/sessions/{sessionId}/turns`,
       tags: ['turns'],
-      summary: 'Start a turn (interactive), or run one (batch, with `calls`)',
+      summary: 'Start a turn (interactive, or a model turn with `model`), or run one (batch, with `calls`)',
       description:
-        'Interactive: answers once the servers are reconciled and the tool list is frozen. Batch: answers with every outcome once the turn has run.',
+        'Interactive: answers once the servers are reconciled and the tool list is frozen. Batch: answers with every outcome once the turn has run. ' +
+        'Model: answers 202 once the turn has started; it runs its model loop to its answer in the background, and `GET` the turn (`poll`) answers its result.',
       request: { params: SessionParams, ...jsonBody(S.StartTurnSchema) },
       responses: {
         200: ok(S.TurnResultSchema, 'The batch ran; every outcome'),
         201: ok(S.TurnStartedSchema, 'The turn started: status, frozen tool list, servers paragraph'),
+        202: ok(ModelTurnStartedSchema, 'The model turn started; poll the turn for its result'),
         ...errors(404, 409, 422),
       },
     }),
     async (c) => {
       const { sessionId } = c.req.valid('param');
       const body = c.req.valid('json');
+      if (body.model && body.calls)
+        throw new ApiError(
+          'bad_request',
+          'body.calls: a model turn runs the calls its model asks for; start it without `calls`',
+          'body.calls',
+        );
       const start = await admittedStart(deps.boundary, sessionId, body, c.get('token'));
+      if (body.model) {
+        const started = await startModelTurn(turns, { ...start, model: body.model });
+        c.header('Location', started.poll);
+        c.header('Retry-After', '1');
+        return c.json(started, 202);
+      }
       if (body.calls) {
         const calls = body.calls as CallRequest[][];
         // The turn refuses a larger batch too (422); refused here, no workflow starts for it.
@@ -166,8 +183,28 @@ export function registerSessionRoutes(app: ApiApp, deps: TurnRoutesDeps): void {
   );
 }
 
-/** A turn's result as the API answers it. */
-function resultBody(sessionId: string, result: TurnResult) {
+/**
+ * Starts a model turn and answers where to read it, before the model's first step: the turn's
+ * workflow runs the loop; this process only started it (the run's wait for its result is left
+ * to end with the turn, and nothing here reads it: the turn's route does, from Temporal).
+ */
+async function startModelTurn(turns: TurnClient, options: ModelTurnOptions) {
+  const run = await turns.startModelTurn(options);
+  const turn = run.turnId.slice(options.sessionId.length + 1);
+  const base = turnPath(options.sessionId, turn);
+  return {
+    sessionId: options.sessionId,
+    turnId: run.turnId,
+    turn,
+    model: options.model.name,
+    state: 'running' as const,
+    poll: base,
+    links: { calls: `${base}/calls`, end: `${base}/end`, transcript: `${base}/transcript` },
+  };
+}
+
+/** A turn's result as the API answers it: a model turn's model, answer, steps and conversation too. */
+export function resultBody(sessionId: string, result: TurnResult) {
   const turn = result.turnId.slice(sessionId.length + 1);
   return {
     sessionId,
@@ -176,6 +213,10 @@ function resultBody(sessionId: string, result: TurnResult) {
     endedBy: result.endedBy,
     calls: result.calls,
     ...(result.callsBefore !== undefined ? { callsBefore: result.callsBefore } : {}),
+    ...(result.model !== undefined ? { model: result.model } : {}),
+    ...(result.answer !== undefined ? { answer: result.answer } : {}),
+    ...(result.modelSteps !== undefined ? { modelSteps: result.modelSteps } : {}),
+    ...(result.conversation !== undefined ? { conversation: result.conversation } : {}),
   };
 }
 

@@ -12,6 +12,8 @@ import {
   type CallRequest,
   type CallToolInput,
   type LocalCallOutcome,
+  type ModelStepInput,
+  type ModelStepResult,
   type ReconcileResult,
   type ToolInfo,
   type TurnInput,
@@ -34,7 +36,9 @@ import {
   type ToolHookInput,
   type UpdateTaskInput,
 } from '../contract/index.js';
+import * as steps from './transcriptModelSteps.js';
 
+export type { TranscriptModelStep } from './transcriptModelSteps.js';
 type History = temporal.api.history.v1.IHistory;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 type Payloads = temporal.api.common.v1.IPayloads | null | undefined;
@@ -163,6 +167,10 @@ export interface Transcript {
   tools: ToolInfo[];
   /** Every call, in the order they were made, across the turn's runs. */
   calls: TranscriptCall[];
+  /** A model turn's steps, in order; each says where it goes among `calls` (absent for other turns). */
+  modelSteps?: steps.TranscriptModelStep[];
+  /** A model turn's answer once it ended: its last step's text. */
+  answer?: string;
   /** How the turn ended (absent while it runs). */
   endedBy?: TurnResult['endedBy'];
   /** Set when the workflow itself failed or is still running. */
@@ -202,8 +210,9 @@ interface LocalActivityMarkerData {
 interface TranscriptState {
   t: Transcript;
   /** The run's scheduled activities by event ID. */
-  scheduled: Map<string, { type: string; callId?: string }>;
+  scheduled: Map<string, { type: string; callId?: string; step?: steps.TranscriptModelStep }>;
   calls: Map<string, TranscriptCall>;
+  modelCallIds: Set<string>;
   /** 2025-era questions by request ID, until the answer delivered to the waiting call names its action. */
   legacyAsked: Map<string, TranscriptInput>;
   callFor(id: string, name?: string, args?: Record<string, unknown>): TranscriptCall;
@@ -223,6 +232,7 @@ function transcriptState(turnId: string): TranscriptState {
     t: { turnId, tools: [], calls: [], state: 'running' },
     scheduled: new Map(),
     calls,
+    modelCallIds: new Set(),
     legacyAsked: new Map(),
     callFor,
   };
@@ -264,6 +274,10 @@ function readEvents(state: TranscriptState, events: readonly HistoryEvent[], con
       runStarted(state, e.workflowExecutionStartedEventAttributes, converter);
     } else if (e.activityTaskScheduledEventAttributes) {
       activityScheduled(state, e, converter);
+    } else if (e.activityTaskStartedEventAttributes) {
+      const { scheduledEventId, attempt, lastFailure } = e.activityTaskStartedEventAttributes;
+      const step = state.scheduled.get(String(scheduledEventId))?.step;
+      if (step) steps.modelStepStarted(step, attempt, lastFailure ? failureMessage(lastFailure) : undefined);
     } else if (e.activityTaskCompletedEventAttributes) {
       activityCompleted(state, e.activityTaskCompletedEventAttributes, converter);
     } else if (e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) {
@@ -285,6 +299,7 @@ function readEvents(state: TranscriptState, events: readonly HistoryEvent[], con
       t.workerQueue = result?.workerQueue ?? t.workerQueue;
       for (const record of result?.calls ?? [])
         state.callFor(record.id, record.name, record.arguments).outcome = record.outcome;
+      if (result?.model !== undefined) steps.modelTurnEnded(state, result);
     } else if (e.workflowExecutionFailedEventAttributes) {
       t.state = 'failed';
       t.failure = failureMessage(e.workflowExecutionFailedEventAttributes.failure);
@@ -311,6 +326,7 @@ function runStarted(
 ): void {
   // A run after continue-as-new numbers its events from 1 again.
   state.scheduled.clear();
+  state.modelCallIds.clear();
   state.t.state = 'running';
   const input = decode<TurnInput>(started.input, converter);
   state.t.sessionId = input?.sessionId;
@@ -338,7 +354,9 @@ function activityScheduled(state: TranscriptState, e: HistoryEvent, converter: P
   const { callFor, legacyAsked } = state;
   const a = e.activityTaskScheduledEventAttributes!;
   const type = a.activityType?.name ?? '';
-  const entry: { type: string; callId?: string } = { type };
+  const entry: { type: string; callId?: string; step?: steps.TranscriptModelStep } = { type };
+  if (type === ActivityName.modelStep)
+    entry.step = steps.modelStepScheduled(state, decode<ModelStepInput>(a.input, converter));
   if (type === ActivityName.preToolUseHooks || type === ActivityName.postToolUseHooks) {
     const input = decode<ToolHookInput>(a.input, converter);
     if (input) entry.callId = callFor(input.callId, input.name).id;
@@ -404,6 +422,8 @@ function activityCompleted(
     callFor(entry.callId).preToolUse = decode<PreToolUseHooksResult>(a.result, converter);
   } else if (entry?.type === ActivityName.postToolUseHooks && entry.callId) {
     callFor(entry.callId).postToolUse = decode<PostToolUseHooksResult>(a.result, converter);
+  } else if (entry?.step) {
+    steps.modelStepAnswered(state, entry.step, decode<ModelStepResult>(a.result, converter));
   } else if (entry?.type === ActivityName.callTool && entry.callId) {
     toolAnswered(callFor(entry.callId), decode<CallOutcome | InputRequiredOutcome>(a.result, converter));
   } else if (entry?.callId && TASK_ACTIVITIES.has(entry.type)) {
@@ -447,6 +467,7 @@ function activityFailed(
   a: EventAttributes<'activityTaskFailedEventAttributes'> | EventAttributes<'activityTaskTimedOutEventAttributes'>,
 ): void {
   const entry = state.scheduled.get(String(a.scheduledEventId));
+  entry?.step?.failures.push(failureMessage(a.failure));
   if (entry?.callId && FAILURE_LISTED_ACTIVITIES.has(entry.type)) {
     state.callFor(entry.callId).failures.push(failureMessage(a.failure));
   }

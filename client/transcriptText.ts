@@ -3,7 +3,7 @@
 import { describeContent } from '../shaping/content.js';
 import type { CallOutcome } from '../contract/index.js';
 import { stripTerminalControls } from '../text/terminal.js';
-import type { Transcript, TranscriptCall, TranscriptTask } from './transcript.js';
+import type { Transcript, TranscriptCall, TranscriptModelStep, TranscriptTask } from './transcript.js';
 
 /** The transcript's line for a task's last known state: `task <id>: working, step 3/5 (7 polls)`. */
 export function taskLine(task: TranscriptTask, detached = false): string {
@@ -54,24 +54,67 @@ export function renderTranscript(t: Transcript): string {
   out.push('', `Tools (${t.tools.length}):`);
   for (const tool of t.tools)
     out.push(`  ${tool.name}${tool.refusedBy ? ` (not listed to the model: ${tool.refusedBy})` : ''}`);
-  out.push('', `Calls (${t.calls.length}):`);
-  for (const call of t.calls) {
-    const o = call.outcome;
-    const timing = o ? ` ${o.durationMs} ms${o.attempts > 1 ? `, ${o.attempts} attempts` : ''}` : '';
-    out.push(`  [${call.id}] ${call.name} ${JSON.stringify(call.arguments)}${timing}`);
-    for (const f of call.failures) out.push(`    attempt failed: ${f}`);
-    out.push(...hookLines(call));
-    for (const asked of call.inputs ?? []) {
-      out.push(
-        `    asked (round ${asked.round}, ${asked.kind}): ${asked.message}${asked.url ? ` <${asked.url}>` : ''} -> ${asked.action ?? 'not answered yet'}`,
-      );
-    }
-    if (call.task) out.push(`    ${taskLine(call.task, o?.errorKind === 'detached')}`);
-    const text = o ? outcomeText(o) : '(no outcome yet)';
-    for (const line of text.split('\n')) out.push(`    ${line}`);
-  }
+  const steps = t.modelSteps ?? [];
+  out.push('', `Calls (${t.calls.length})${steps.length ? ` and model steps (${steps.length})` : ''}:`);
+  // Each model step goes before the first call made after it was asked.
+  let next = 0;
+  const stepsBefore = (calls: number) => {
+    for (; next < steps.length && steps[next]!.callsBefore <= calls; next++) out.push(...modelStepLines(steps[next]!));
+  };
+  t.calls.forEach((call, i) => {
+    stepsBefore(i);
+    out.push(...callLines(call));
+  });
+  stepsBefore(Infinity);
+  if (t.answer !== undefined) out.push('', `Answer: ${t.answer ? t.answer.split('\n').join('\n  ') : '(no text)'}`);
   // Everything here can come from a server or a tool: it must not drive the reader's terminal.
   return stripTerminalControls(out.join('\n'));
+}
+
+/** One call as lines: what was asked, its attempts, hooks, questions, task and outcome. */
+function callLines(call: TranscriptCall): string[] {
+  const out: string[] = [];
+  const o = call.outcome;
+  const timing = o ? ` ${o.durationMs} ms${o.attempts > 1 ? `, ${o.attempts} attempts` : ''}` : '';
+  out.push(`  [${call.id}] ${call.name} ${JSON.stringify(call.arguments)}${timing}`);
+  for (const f of call.failures) out.push(`    attempt failed: ${f}`);
+  out.push(...hookLines(call));
+  for (const asked of call.inputs ?? []) {
+    out.push(
+      `    asked (round ${asked.round}, ${asked.kind}): ${asked.message}${asked.url ? ` <${asked.url}>` : ''} -> ${asked.action ?? 'not answered yet'}`,
+    );
+  }
+  if (call.task) out.push(`    ${taskLine(call.task, o?.errorKind === 'detached')}`);
+  const text = o ? outcomeText(o) : '(no outcome yet)';
+  for (const line of text.split('\n')) out.push(`    ${line}`);
+  return out;
+}
+
+/** A step's tokens as a person reads them: `84 in / 12 out tokens` (what the provider reported). */
+export function usageText(usage: TranscriptModelStep['usage']): string | undefined {
+  const { inputTokens: input, outputTokens: output, totalTokens: total } = usage ?? {};
+  if (input === undefined && output === undefined) return total === undefined ? undefined : `${total} tokens`;
+  return `${input ?? '?'} in / ${output ?? '?'} out tokens`;
+}
+
+/**
+ * One model step as lines: `Model step 1 (scripted, 84 in / 12 out tokens, tool-calls): <text>`,
+ * the calls it asked for, and its failed attempts.
+ */
+export function modelStepLines(step: TranscriptModelStep): string[] {
+  const about = [
+    step.model,
+    usageText(step.usage),
+    step.finishReason,
+    step.attempts > 1 ? `${step.attempts} attempts` : undefined,
+  ].filter((part) => part);
+  const failed = step.failures.length > 0 ? ' (no answer)' : ' (no answer yet)';
+  const text = step.text === undefined ? failed : step.text ? `: ${step.text}` : '';
+  const [first, ...rest] = `  Model step ${step.step} (${about.join(', ')})${text}`.split('\n');
+  const out = [first!, ...rest.map((line) => `    ${line}`)];
+  for (const f of step.failures) out.push(`    attempt failed: ${f}`);
+  if (step.toolCalls?.length) out.push(`    asks: ${step.toolCalls.map((c) => `${c.name} [${c.id}]`).join(', ')}`);
+  return out;
 }
 
 /** What the operator's hooks decided and said about one call, as lines under it. */

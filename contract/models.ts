@@ -17,6 +17,8 @@ export const DEFAULT_MAX_MODEL_STEPS = 25;
 export const MAX_MODEL_STEPS = 1000;
 /** Default of {@link ModelTurnInput.deadlineMs}: 30 minutes. */
 export const DEFAULT_MODEL_DEADLINE_MS = 30 * 60_000;
+/** Longest {@link ModelTurnInput.deadlineMs}: a week, as long as a person may take to answer a question. */
+export const MAX_MODEL_DEADLINE_MS = 7 * 24 * 60 * 60_000;
 /** Longest prompt a turn's input carries (characters). */
 export const MAX_PROMPT_CHARS = 100_000;
 /** Tool calls of one model step that run at once; the rest wait for a free place. */

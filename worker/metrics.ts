@@ -1,15 +1,26 @@
 /**
- * The worker's Prometheus metrics: MCP calls per server and tool (seen by an activity interceptor,
- * so the activities stay as they are), server starts, restarts and states (told by the pool), and
+ * The worker's Prometheus metrics: MCP calls per server and tool and model steps per model (seen by
+ * an activity interceptor, so the activities stay as they are), server starts, restarts and states (told by the pool), and
  * the Temporal SDK runtime's own worker metrics, served together on one `/metrics`.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+import { ApplicationFailure, CancelledFailure, type Next } from '@temporalio/common';
+import type {
+  ActivityExecuteInput,
+  ActivityInboundCallsInterceptor,
+  ActivityInterceptorsFactory,
+} from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { ActivityName, FailureType, type CallOutcome, type CallToolInput } from '../contract/index.js';
+import {
+  ActivityName,
+  FailureType,
+  type CallOutcome,
+  type CallToolInput,
+  type ModelStepInput,
+  type ModelStepResult,
+} from '../contract/index.js';
 import type { PoolObserver, ServerPool } from '../mcp/pool.js';
 
 /** How a call ended, as counted: the label values of `dmcp_tool_calls_total{outcome}`. */
@@ -89,45 +100,89 @@ export interface WorkerMetrics {
   watchPool(pool: Pick<ServerPool, 'serverStates'>): void;
 }
 
-/** The activity interceptor that counts and times each tool call attempt (`callTool`, fast path or not). */
-function callInterceptor(m: {
+type Execute = Next<ActivityInboundCallsInterceptor, 'execute'>;
+
+/** The metrics of tool call attempts. */
+interface CallMetrics {
   calls: Counter<'server' | 'tool' | 'outcome'>;
   latency: Histogram<'server' | 'tool'>;
   bytes: Histogram<'server' | 'tool'>;
   retries: Counter<'server' | 'tool'>;
-}): ActivityInterceptorsFactory {
-  const { calls, latency, bytes, retries } = m;
+}
+
+/** The metrics of model step attempts. */
+interface ModelMetrics {
+  steps: Counter<'model' | 'outcome'>;
+  latency: Histogram<'model'>;
+  tokens: Counter<'model' | 'kind'>;
+}
+
+/**
+ * The activity interceptor that counts and times each tool call attempt (`callTool`, fast path or
+ * not) and each model step attempt (`modelStep`).
+ */
+function activityInterceptor(calls: CallMetrics, models: ModelMetrics): ActivityInterceptorsFactory {
   return (ctx) => ({
     inbound: {
-      async execute(input, next) {
+      execute(input, next) {
+        const type = ctx.info.activityType;
         // A fast-path call (a local activity) is a call attempt like any other.
-        if (ctx.info.activityType !== ActivityName.callTool && ctx.info.activityType !== ActivityName.callToolLocal)
-          return next(input);
-        const call = input.args[0] as Pick<CallToolInput, 'server' | 'tool'>;
-        const labels = { server: String(call.server), tool: String(call.tool) };
-        if (ctx.info.attempt > 1) retries.inc(labels);
-        const stop = latency.startTimer(labels);
-        try {
-          const result = await next(input);
-          stop();
-          calls.inc({ ...labels, outcome: outcomeOfResult(result) });
-          bytes.observe(labels, resultBytes(result));
-          return result;
-        } catch (err) {
-          // A fast-path miss ran nothing: the regular attempt that follows is the one counted.
-          if (err instanceof ApplicationFailure && err.type === FailureType.FastPathMiss) throw err;
-          stop();
-          calls.inc({ ...labels, outcome: outcomeOfFailure(err) });
-          throw err;
-        }
+        if (type === ActivityName.callTool || type === ActivityName.callToolLocal)
+          return countCall(calls, ctx.info.attempt, input, next);
+        if (type === ActivityName.modelStep) return countModelStep(models, input, next);
+        return next(input);
       },
     },
   });
 }
 
+async function countCall(m: CallMetrics, attempt: number, input: ActivityExecuteInput, next: Execute) {
+  const call = input.args[0] as Pick<CallToolInput, 'server' | 'tool'>;
+  const labels = { server: String(call.server), tool: String(call.tool) };
+  if (attempt > 1) m.retries.inc(labels);
+  const stop = m.latency.startTimer(labels);
+  try {
+    const result = await next(input);
+    stop();
+    m.calls.inc({ ...labels, outcome: outcomeOfResult(result) });
+    m.bytes.observe(labels, resultBytes(result));
+    return result;
+  } catch (err) {
+    // A fast-path miss ran nothing: the regular attempt that follows is the one counted.
+    if (err instanceof ApplicationFailure && err.type === FailureType.FastPathMiss) throw err;
+    stop();
+    m.calls.inc({ ...labels, outcome: outcomeOfFailure(err) });
+    throw err;
+  }
+}
+
+/** A model step attempt: labelled by the model's name in `models.json` alone, never by what it was asked. */
+async function countModelStep(m: ModelMetrics, input: ActivityExecuteInput, next: Execute) {
+  const labels = { model: String((input.args[0] as Pick<ModelStepInput, 'model'> | undefined)?.model) };
+  const stop = m.latency.startTimer(labels);
+  try {
+    const result = await next(input);
+    stop();
+    m.steps.inc({ ...labels, outcome: 'ok' });
+    const usage = (result as Partial<ModelStepResult> | undefined)?.usage;
+    for (const [kind, tokens] of [
+      ['input', usage?.inputTokens],
+      ['output', usage?.outputTokens],
+    ] as const) {
+      if (typeof tokens === 'number' && tokens > 0) m.tokens.inc({ ...labels, kind }, tokens);
+    }
+    return result;
+  } catch (err) {
+    stop();
+    m.steps.inc({ ...labels, outcome: 'error' });
+    throw err;
+  }
+}
+
 /**
  * Creates the metrics of one worker in a registry of its own. Labels are server and tool names
- * (config keys and listed tool names), never session IDs or arguments.
+ * (config keys and listed tool names) and model names (`models.json` keys), never session IDs,
+ * arguments or prompts.
  */
 export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}): WorkerMetrics {
   const registry = new Registry();
@@ -190,7 +245,7 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}):
     },
   });
 
-  const interceptor = callInterceptor({ calls, latency, bytes, retries });
+  const interceptor = activityInterceptor({ calls, latency, bytes, retries }, modelMetrics(registry));
 
   return {
     registry,
@@ -207,6 +262,31 @@ export function createWorkerMetrics(options: { defaultMetrics?: boolean } = {}):
     watchPool(p) {
       pool = p;
     },
+  };
+}
+
+/** The model step metrics, in `registry`. */
+function modelMetrics(registry: Registry): ModelMetrics {
+  return {
+    steps: new Counter({
+      name: 'dmcp_model_steps_total',
+      help: 'Model step attempts by how they ended',
+      labelNames: ['model', 'outcome'] as const,
+      registers: [registry],
+    }),
+    latency: new Histogram({
+      name: 'dmcp_model_step_duration_seconds',
+      help: 'Time of one model step attempt in the worker',
+      labelNames: ['model'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    tokens: new Counter({
+      name: 'dmcp_model_tokens_total',
+      help: 'Tokens of model steps that answered, as the provider reported them',
+      labelNames: ['model', 'kind'] as const,
+      registers: [registry],
+    }),
   };
 }
 

@@ -13,6 +13,7 @@ import {
   END_TURN_UPDATE_ID,
   TURN_LIMIT_RANGES,
   nestedDeeperThan,
+  MAX_MODEL_DEADLINE_MS,
   MAX_MODEL_STEPS,
   MODEL_NAME_PATTERN,
   MAX_PROMPT_CHARS,
@@ -100,8 +101,6 @@ export function limitsRefusal(limits: unknown): { field: string; message: string
 }
 
 const CONVERSATION_REF = /^[0-9a-f]{64}$/;
-/** Longest deadline of a model turn: a week, as long as a person may take to answer a question. */
-const MAX_MODEL_DEADLINE_MS = 7 * 24 * 60 * 60_000;
 
 /** Why a model turn's input cannot run, and its field; undefined when it can. Never a key or an endpoint: those are not fields. */
 export function modelTurnProblem(model: unknown, batch: boolean): { message: string; field: string } | undefined {

@@ -524,7 +524,7 @@ describe('the HTTP API', () => {
       [{ id: 'x', name: 'mcp__fixture__echo', arguments: 'text' }, 'body.arguments'],
       [{ id: '', name: 'mcp__fixture__echo' }, 'body.id'],
       [{ id: 'endTurn', name: 'mcp__fixture__echo' }, 'body.id'],
-      [{ id: 'x', name: 'mcp__fixture__echo', extra: 1 }, 'body'],
+      [{ id: 'x', name: 'mcp__fixture__echo', extra: 1 }, 'body.extra'],
     ];
     for (const [body, field] of cases) {
       const res = await post(calls, body);
