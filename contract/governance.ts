@@ -23,7 +23,7 @@ export interface HookRunRecord {
    * `continue`: no decision. `allow` / `deny`: a PreToolUse decision. `note`: a PostToolUse hook
    * said something for the model. `error`: it crashed, timed out or answered nonsense.
    */
-  verdict: 'continue' | 'allow' | 'deny' | 'note' | 'error';
+  verdict: 'continue' | 'allow' | 'deny' | 'ask' | 'note' | 'error';
   exitCode?: number;
   timedOut?: boolean;
   /** Set on a hook configured to fail closed (its error blocks the call). */
@@ -52,8 +52,8 @@ export interface PostToolHookInput extends ToolHookInput {
 
 /** The PreToolUse hooks of one call, combined: recorded before the call runs, and never re-run. */
 export interface PreToolUseHooksResult {
-  /** `deny` wins over `allow`; `none`: no hook decided, the call goes on. */
-  decision: 'allow' | 'deny' | 'none';
+  /** `deny` wins over `ask`, which wins over `allow`; `ask`: a person approves first; `none`: no hook decided, the call goes on. */
+  decision: 'allow' | 'deny' | 'ask' | 'none';
   /** Why it was denied (what the model reads), or allowed. */
   reason?: string;
   /** Arguments rewritten by a hook (`updatedInput`): the call runs with these. */

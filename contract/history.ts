@@ -113,6 +113,11 @@ export interface ToolInfo {
   /** The operator's hooks that apply to this tool; absent when none do. */
   hooks?: ToolHooks;
   /**
+   * The operator's `permissions.ask` rule that holds each call of this tool until a person
+   * approves it (its rule and where it is set); absent for a tool that runs without asking.
+   */
+  askedBy?: string;
+  /**
    * The listing's `execution.taskSupport`, when the tool may run as an MCP task (absent: it may
    * not). `optional` for every tool of a 2026-07-28 server that offers the tasks extension.
    */

@@ -3,6 +3,7 @@
  * is a recorded fact of its turn; the answer arrives as an Update keyed by the request's ID. The
  * checks here run inside the workflow's Update validator, so they are pure and deterministic.
  */
+import { canonicalJson } from './governance.js';
 
 /** What a server asks for: `form` (a flat object of primitive fields) or `url` (a page the person opens). */
 export const InputKind = ['form', 'url'] as const;
@@ -34,6 +35,12 @@ export interface InputRequest {
   elicitationId?: string;
   /** Workflow time the request was recorded (ISO). */
   askedAt: string;
+  /**
+   * Set when the question is the operator's: may this call run? (`permissions.ask`, or a PreToolUse
+   * hook that asks). Its form is {@link APPROVAL_SCHEMA}; the request ID names the call and the hash
+   * of its arguments, so an answer approves exactly this call with exactly these arguments.
+   */
+  approval?: { argumentsHash: string; why: string };
 }
 
 /** The answer to one {@link InputRequest}. `content` only with `accept` of a form request. */
@@ -53,7 +60,7 @@ export interface InputAnswerReceipt {
  * `accept-defaults` accepts with the schema's defaults (SEP-1034), refused when a required field
  * has none; `decline` and `cancel` answer so.
  */
-export const UnattendedAnswer = ['accept-defaults', 'decline', 'cancel'] as const;
+export const UnattendedAnswer = ['accept-defaults', 'decline', 'cancel', 'approve', 'deny'] as const;
 export type UnattendedAnswer = (typeof UnattendedAnswer)[number];
 
 /** What a call's activity returns when its server asks for input (2026-07-28 `input_required`). */
@@ -282,10 +289,41 @@ export function defaultsAnswer(request: Pick<InputRequest, 'kind' | 'requestedSc
 /** The answer an unattended caller gives to `request`. */
 export function unattendedAnswer(
   mode: UnattendedAnswer,
-  request: Pick<InputRequest, 'kind' | 'requestedSchema'>,
+  request: Pick<InputRequest, 'kind' | 'requestedSchema' | 'approval'>,
 ): InputAnswer {
+  // An approval is given only by `approve`: no other mode, defaults included, lets a call run.
+  if (request.approval !== undefined)
+    return mode === 'approve'
+      ? { action: 'accept', content: { decision: 'approve' } }
+      : { action: 'accept', content: { decision: 'deny', reason: `denied by --answer-input ${mode}` } };
+  if (mode === 'approve' || mode === 'deny') return { action: 'decline' };
   if (mode === 'accept-defaults') return defaultsAnswer(request).answer;
   return { action: mode };
+}
+
+/** The form of an approval: approve or deny, and why (the model reads a denial's reason). */
+export const APPROVAL_SCHEMA: Record<string, unknown> = {
+  type: 'object',
+  properties: {
+    decision: { type: 'string', enum: ['approve', 'deny'], title: 'Let this call run?' },
+    reason: { type: 'string', title: 'Why (the model reads it when the call is denied)', maxLength: 2000 },
+  },
+  required: ['decision'],
+};
+
+/**
+ * A short hash of a call's tool and arguments (FNV-1a, 64 bits, over their canonical JSON), for
+ * the approval's request ID: computed in workflow code, which has no crypto module. It binds an
+ * answer to the arguments it was asked about; the turn itself never runs a call with others.
+ */
+export function argumentsHash(name: string, args: Record<string, unknown>): string {
+  const text = canonicalJson([name, args]);
+  let hash = 0xcbf29ce484222325n;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= BigInt(text.charCodeAt(i));
+    hash = (hash * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return hash.toString(16).padStart(16, '0');
 }
 
 /** The key a 2025-era question is recorded under: such a server names none (request ID `<callId>:<n>:elicitation`). */

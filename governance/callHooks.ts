@@ -126,6 +126,7 @@ async function preToolUse(
   const runs = await runAll(options, 'PreToolUse', g, input, {}, signal);
   const records: HookRunRecord[] = [];
   const denials: string[] = [];
+  const asks: string[] = [];
   let allowed: string | undefined;
   let anyAllow = false;
   let updatedInput: Record<string, unknown> | undefined;
@@ -140,6 +141,9 @@ async function preToolUse(
     } else if (v.kind === 'deny') {
       records.push(record(scrub, spec, exit, durationMs, 'deny', v.reason));
       denials.push(scrub(v.reason));
+    } else if (v.kind === 'ask') {
+      records.push(record(scrub, spec, exit, durationMs, 'ask', v.reason));
+      asks.push(scrub(v.reason));
     } else if (v.kind === 'allow') {
       records.push(record(scrub, spec, exit, durationMs, 'allow', v.reason));
       anyAllow = true;
@@ -149,7 +153,8 @@ async function preToolUse(
   }
   if (denials.length > 0) return { decision: 'deny', reason: denials.join('\n'), runs: records };
   return {
-    decision: anyAllow ? 'allow' : 'none',
+    decision: asks.length > 0 ? 'ask' : anyAllow ? 'allow' : 'none',
+    ...(asks.length > 0 ? { reason: asks.join('\n') } : {}),
     ...(allowed !== undefined ? { reason: scrub(allowed) } : {}),
     ...(updatedInput ? { updatedInput } : {}),
     runs: records,

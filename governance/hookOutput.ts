@@ -28,6 +28,7 @@ export type PreHookVerdict =
   | { kind: 'continue' }
   | { kind: 'allow'; reason?: string; updatedInput?: Record<string, unknown> }
   | { kind: 'deny'; reason: string }
+  | { kind: 'ask'; reason: string }
   | { kind: 'error'; message: string };
 
 export type PostHookVerdict =
@@ -131,11 +132,7 @@ export function parsePreToolUse(exit: HookExit, timeoutMs: number): PreHookVerdi
     case 'deny':
       return { kind: 'deny', reason: reason ?? 'denied by a PreToolUse hook (no reason given)' };
     case 'ask':
-      // Nobody can be asked in the middle of a durable turn: asking is refusing, with the question.
-      return {
-        kind: 'deny',
-        reason: `a PreToolUse hook asks for confirmation, which this turn cannot give${reason ? `: ${reason}` : ''}`,
-      };
+      return { kind: 'ask', reason: reason ?? 'a PreToolUse hook asks for approval (no reason given)' };
     case 'allow':
       return { kind: 'allow', ...(reason ? { reason } : {}), ...(updatedInput ? { updatedInput } : {}) };
     case undefined:

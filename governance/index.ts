@@ -115,7 +115,7 @@ export function createGovernance(options: GovernanceOptions) {
       const verdict = decideTool(sets, tool.name);
       if (!verdict.allowed) return { ...tool, refusedBy: verdict.reason };
       const hooks = hooksFor(g.hooks, tool.name);
-      return hooks ? { ...tool, hooks } : tool;
+      return { ...tool, ...(hooks ? { hooks } : {}), ...(verdict.ask !== undefined ? { askedBy: verdict.ask } : {}) };
     });
   }
 

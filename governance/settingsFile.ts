@@ -183,14 +183,11 @@ export function parseGovernanceText(text: string, file: string): GovernanceFile 
       for (const p of members(perms)) {
         if (p.key === 'allow') rules.allow = ruleList(p.value, 'permissions.allow', fail);
         else if (p.key === 'deny') rules.deny = ruleList(p.value, 'permissions.deny', fail);
-        else if (p.key === 'ask')
-          fail(
-            'nobody can be asked in the middle of a durable turn; put these rules in permissions.deny or permissions.allow',
-            p.value,
-            'permissions.ask',
-          );
+        else if (p.key === 'ask') rules.ask = ruleList(p.value, 'permissions.ask', fail);
         else
-          warnings.push(`${file}:${p.line}: permissions.${p.key} ignored: only allow and deny apply to MCP tools here`);
+          warnings.push(
+            `${file}:${p.line}: permissions.${p.key} ignored: only allow, deny and ask apply to MCP tools here`,
+          );
       }
     }
   }

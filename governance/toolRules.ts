@@ -63,9 +63,12 @@ export interface ToolRuleSet {
   /** Undefined: this set allows everything it does not deny. Empty: it allows nothing. */
   allow?: string[];
   deny?: string[];
+  /** Tools that run only once a person approves each call (an allowed tool; a deny still wins). */
+  ask?: string[];
 }
 
-export type ToolVerdict = { allowed: true } | { allowed: false; reason: string };
+/** `ask`: allowed, once a person approves each call; the rule that says so. */
+export type ToolVerdict = { allowed: true; ask?: string } | { allowed: false; reason: string };
 
 /** Whether `name` may be listed and called under `sets`; a refusal names the rule and its source. Deny wins. */
 export function decideTool(sets: readonly ToolRuleSet[], name: string): ToolVerdict {
@@ -81,6 +84,10 @@ export function decideTool(sets: readonly ToolRuleSet[], name: string): ToolVerd
         ? 'it allows no tool'
         : `no rule matches it (allow: ${set.allow.map((r) => JSON.stringify(r)).join(', ')})`;
     return { allowed: false, reason: `not in the allow list of ${set.source}: ${listed}` };
+  }
+  for (const set of sets) {
+    const rule = set.ask?.find((r) => matchesToolRule(r, name));
+    if (rule !== undefined) return { allowed: true, ask: `rule ${JSON.stringify(rule)} (${set.source}, ask)` };
   }
   return { allowed: true };
 }

@@ -25,6 +25,7 @@ import {
 import { MAX_LOST_WORKER_MOVES, moveOf, moveTurn, neverRan, type Move } from './placement.js';
 import { waitForAnswers, type InputRounds } from './inputs.js';
 import { runTask, runsAsTask } from './tasks.js';
+import { askApproval } from './approvals.js';
 import {
   endsBeforeTaskRenewal,
   firstWay,
@@ -49,7 +50,7 @@ export function runCall(ctx: TurnContext, request: CallRequest): Promise<CallOut
   const args = request.arguments ?? {};
   const tool = state.tools.get(request.name);
   const running =
-    tool && tool.refusedBy === undefined && tool.hooks === undefined
+    tool && tool.refusedBy === undefined && tool.hooks === undefined && tool.askedBy === undefined
       ? (unscopedFastCall(ctx, request, tool, args) ?? callActivity(ctx, request, tool, args))
       : executeCall(ctx, request, args);
   return running.then(
@@ -130,7 +131,11 @@ async function executeCall(
   }
   // Tools without hooks (every tool when none are configured) take the path they always took:
   // no activity and no command more than before.
-  if (tool.hooks === undefined) return callActivity(ctx, request, tool, args);
+  if (tool.hooks === undefined) {
+    const approval =
+      tool.askedBy === undefined ? undefined : await approvalOutcome(ctx, request, tool, args, tool.askedBy);
+    return approval ?? callActivity(ctx, request, tool, args);
+  }
 
   let hooks: CallHooks | undefined;
   let callArgs = args;
@@ -150,6 +155,9 @@ async function executeCall(
     }
     if (pre.updatedInput) callArgs = pre.updatedInput;
   }
+  const why = pre?.decision === 'ask' ? `a PreToolUse hook (${pre.reason ?? 'no reason given'})` : tool.askedBy;
+  const refused = why === undefined ? undefined : await approvalOutcome(ctx, request, tool, callArgs, why);
+  if (refused) return hooks ? { ...refused, hooks } : refused;
   const outcome = await callActivity(ctx, request, tool, callArgs, pre?.proof);
   const postBudget = tool.hooks.PostToolUse;
   // Like Claude Code's PostToolUse: only after the tool ran (an isError result did run).
@@ -171,6 +179,20 @@ async function executeCall(
     return withPostHooks(outcome, post, hooks);
   }
   return hooks ? { ...outcome, hooks } : outcome;
+}
+
+/** Undefined once a person approved the call; else the outcome it ends with (it never ran). */
+async function approvalOutcome(
+  ctx: TurnContext,
+  request: CallRequest,
+  tool: ToolInfo,
+  args: Record<string, unknown>,
+  why: string,
+): Promise<CallOutcome | undefined> {
+  const approval = await askApproval(ctx, request, tool, args, why);
+  if ('cancelled' in approval)
+    return errorOutcome('cancelled', 'the call was cancelled while it waited for approval (it did not run)');
+  return approval.approved ? undefined : errorOutcome('bad_request', approval.reason);
 }
 
 function hookInput(ctx: TurnContext, request: CallRequest, tool: ToolInfo) {

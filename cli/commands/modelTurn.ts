@@ -155,7 +155,10 @@ export function registerChatCommand(program: Command): void {
     .option('--mcp-config <file>', 'an mcp.json file (repeatable, in order)', collect, [])
     .option('--mcp <spec>', "an inline server 'name:command arg1 arg2' (repeatable)", collect, [])
     .option('--max-steps <n>', 'most model steps per turn (default 25)')
-    .option('--answer-input <mode>', 'answer every input request a call asks: accept-defaults, decline or cancel')
+    .option(
+      '--answer-input <mode>',
+      'answer every input request a call asks: accept-defaults, decline or cancel; approve or deny answer approvals',
+    )
     .action(async (opts: ChatOptions) => {
       process.exitCode = await chatCommand(opts);
     });

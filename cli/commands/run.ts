@@ -236,7 +236,7 @@ export function registerRunCommand(program: Command): void {
     )
     .option(
       '--answer-input <mode>',
-      'answer every input request a call asks: accept-defaults, decline or cancel (default: ask on a terminal, else wait for durable-mcp answer)',
+      'answer every input request a call asks: accept-defaults, decline or cancel; approve or deny answer approvals (default: ask on a terminal, else wait for durable-mcp answer; nothing approves a call by default)',
     )
     .action(async (opts: RunOptions) => {
       process.exitCode = await runCommand(opts);

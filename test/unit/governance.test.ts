@@ -223,7 +223,7 @@ describe('parsePreToolUse: what a PreToolUse hook decided', () => {
     [
       'ask becomes a refusal with the question',
       exit(0, JSON.stringify({ hookSpecificOutput: { permissionDecision: 'ask', permissionDecisionReason: 'sure?' } })),
-      { kind: 'deny', reason: 'a PreToolUse hook asks for confirmation, which this turn cannot give: sure?' },
+      { kind: 'ask', reason: 'sure?' },
     ],
     [
       'defer is no decision',
@@ -366,7 +366,7 @@ describe('the governance file (settings.json)', () => {
       /has "\[" at position 10/,
     ],
     ['a bad deny matcher', '{\n "permissions": { "deny": [""] }\n}', 2, 'permissions.deny[0]', /must not be empty/],
-    ['ask rules', '{\n "permissions": {\n  "ask": ["mcp__x"]\n }\n}', 3, 'permissions.ask', /nobody can be asked/],
+    ['a bad ask matcher', '{\n "permissions": {\n  "ask": ["mcp__x", 7]\n }\n}', 3, 'permissions.ask[1]', /string/],
     [
       'a bad regex matcher',
       '{\n "hooks": {\n  "PreToolUse": [\n   { "matcher": "mcp__(",\n     "hooks": [] }\n  ]\n }\n}',
