@@ -15,6 +15,7 @@ import { modelOutput } from '../shaping/modelOutput.js';
 import { ConversationError, type ContextNode, type ConversationStore } from './conversationStore.js';
 import { classifyModelError, ModelConfigError, ModelRequestError } from './modelErrors.js';
 import { importAi, languageModel } from './providers.js';
+import { PromptCache, withPrefix, type ProviderMessages } from './promptCache.js';
 import { parseModelsFile, type ModelEntry } from './modelsFile.js';
 
 /** What {@link createModelService} needs. */
@@ -38,6 +39,7 @@ const NOT_RUN = 'not run: the turn ended before this call ran';
 
 export function createModelService(options: ModelServiceOptions): ModelService {
   const reported = new Set<string>();
+  const prompts = new PromptCache();
   const limits = options.shapeLimits ?? DEFAULT_SHAPE_LIMITS;
 
   async function entryFor(name: string): Promise<{ entry: ModelEntry; instructions?: string }> {
@@ -71,12 +73,19 @@ export function createModelService(options: ModelServiceOptions): ModelService {
       const { entry, instructions } = await entryFor(input.model);
       const { model, key } = await languageModel(entry, options.env);
       const { context, contextRef, earlier, added } = await stepMessages(options.store, input, instructions, limits);
+      // Only what is new since the last step, when this worker sent that one (see PromptCache).
+      const before = prompts.get(input.parent);
+      const last = earlier.at(-1);
+      const incremental = before !== undefined && last?.role === 'assistant';
+      let sent: ProviderMessages | undefined;
       const answer = await askModel({
         model,
         key,
         name: input.model,
         context,
-        messages: [...earlier, ...added],
+        messages: incremental ? [last, ...added] : [...earlier, ...added],
+        prefix: incremental ? before : [],
+        onSent: (s) => (sent = s),
         signal,
       });
       const assistant: ModelMessage = {
@@ -99,6 +108,7 @@ export function createModelService(options: ModelServiceOptions): ModelService {
         ...(input.parent !== undefined ? { parent: input.parent } : {}),
         messages: [...added, assistant],
       });
+      if (sent !== undefined) prompts.set(head, sent, input.parent);
       return { head, contextRef, ...answer };
     },
   };
@@ -137,6 +147,8 @@ async function askModel(ask: {
   name: string;
   context: ContextNode;
   messages: ModelMessage[];
+  prefix: ProviderMessages;
+  onSent: (sent: ProviderMessages) => void;
   signal: AbortSignal;
 }): Promise<Omit<ModelStepResult, 'head' | 'contextRef'>> {
   const ai = await importAi();
@@ -149,7 +161,7 @@ async function askModel(ask: {
   let result: Awaited<ReturnType<typeof ai.generateText>>;
   try {
     result = await ai.generateText({
-      model: ask.model,
+      model: withPrefix(ai.wrapLanguageModel, ask.model, ask.prefix, ask.onSent),
       system: ask.context.system,
       messages: ask.messages,
       tools,
