@@ -83,10 +83,36 @@ export const SESSION_EVENT_DATA: [event: string, name: string, schema: z.ZodType
       .openapi('CallFinishedEvent'),
   ],
   [
+    'model.step',
+    'ModelStepEvent',
+    z
+      .object({
+        ...eventBase,
+        step: z.number().int(),
+        model: z.string(),
+        text: z.string(),
+        toolCalls: z.array(z.object({ id: z.string(), name: z.string() })),
+        finishReason: z.string().optional(),
+        usage: z
+          .object({
+            inputTokens: z.number().optional(),
+            outputTokens: z.number().optional(),
+            totalTokens: z.number().optional(),
+          })
+          .optional(),
+      })
+      .openapi('ModelStepEvent'),
+  ],
+  [
     'turn.ended',
     'TurnEndedEvent',
     z
-      .object({ ...eventBase, state: TranscriptSchema.shape.state, endedBy: TranscriptSchema.shape.endedBy })
+      .object({
+        ...eventBase,
+        state: TranscriptSchema.shape.state,
+        endedBy: TranscriptSchema.shape.endedBy,
+        answer: z.string().optional(),
+      })
       .openapi('TurnEndedEvent'),
   ],
   ['error', 'StreamErrorEvent', ErrorSchema.shape.error.openapi('StreamErrorEvent')],

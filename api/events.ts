@@ -13,7 +13,14 @@ import { decodeHistoryPayloads } from '../payloads/decodeHistory.js';
 
 export interface SessionEvent {
   id: string;
-  event: 'mcp.status' | 'call.started' | 'call.input_required' | 'call.progress' | 'call.finished' | 'turn.ended';
+  event:
+    | 'mcp.status'
+    | 'model.step'
+    | 'call.started'
+    | 'call.input_required'
+    | 'call.progress'
+    | 'call.finished'
+    | 'turn.ended';
   data: Record<string, unknown>;
 }
 
@@ -26,6 +33,8 @@ interface TurnSeen {
   /** Task changes sent, as `<callId>|<poll>`; absent: none sent yet. */
   progress?: Set<string>;
   finished: Set<string>;
+  /** Model steps sent; absent: none yet. */
+  steps?: Set<number>;
   ended: boolean;
 }
 
@@ -41,7 +50,28 @@ export function newEvents(t: Transcript, seen: TurnSeen): SessionEvent[] {
       data: { ...base, reportedAt: t.status.reportedAt, status: t.status, serversParagraph: t.serversParagraph },
     });
   }
-  for (const call of t.calls) {
+  // A model step goes before the calls made after it was asked, as in the transcript.
+  const stepsUpTo = (calls: number) => {
+    for (const s of t.modelSteps ?? []) {
+      if (s.callsBefore > calls || s.text === undefined || seen.steps?.has(s.step)) continue;
+      (seen.steps ??= new Set()).add(s.step);
+      out.push({
+        id: `${t.turnId}|model|${s.step}`,
+        event: 'model.step',
+        data: {
+          ...base,
+          step: s.step,
+          model: s.model,
+          text: s.text,
+          toolCalls: s.toolCalls ?? [],
+          ...(s.finishReason !== undefined ? { finishReason: s.finishReason } : {}),
+          ...(s.usage !== undefined ? { usage: s.usage } : {}),
+        },
+      });
+    }
+  };
+  for (const [index, call] of t.calls.entries()) {
+    stepsUpTo(index);
     if (!seen.started.has(call.id)) {
       seen.started.add(call.id);
       out.push({
@@ -109,12 +139,18 @@ export function newEvents(t: Transcript, seen: TurnSeen): SessionEvent[] {
       });
     }
   }
+  stepsUpTo(t.calls.length);
   if (!seen.ended && t.state !== 'running' && t.state !== 'continued') {
     seen.ended = true;
     out.push({
       id: `${t.turnId}|ended`,
       event: 'turn.ended',
-      data: { ...base, state: t.state, ...(t.endedBy ? { endedBy: t.endedBy } : {}) },
+      data: {
+        ...base,
+        state: t.state,
+        ...(t.endedBy ? { endedBy: t.endedBy } : {}),
+        ...(t.answer !== undefined ? { answer: t.answer } : {}),
+      },
     });
   }
   return out;

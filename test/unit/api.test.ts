@@ -189,6 +189,53 @@ test('a call is the same call when its name and arguments match, whatever the ke
   assert.equal(callFingerprint({ name: 't' }), callFingerprint({ name: 't', arguments: {} }));
 });
 
+test("events: a model turn's steps come once each, before the calls made after them, and the end carries the answer", () => {
+  const outcome = { status: 'ok' as const, content: [], isError: false, startedAt: '', durationMs: 3, attempts: 1 };
+  const seen = {
+    status: false,
+    started: new Set<string>(),
+    asked: new Set<string>(),
+    finished: new Set<string>(),
+    ended: false,
+  };
+  const step = (n: number, callsBefore: number, text?: string) => ({
+    step: n,
+    model: 'local',
+    callsBefore,
+    attempts: 1,
+    failures: [],
+    ...(text !== undefined ? { text, toolCalls: n === 1 ? [{ id: 'c1', name: 'n' }] : [] } : {}),
+  });
+  const running: Transcript = {
+    turnId: 's/turn-1',
+    sessionId: 's',
+    tools: [],
+    calls: [{ id: 'c1', name: 'n', arguments: {}, failures: [] }],
+    modelSteps: [step(1, 0, 'let me look'), step(2, 1)],
+    state: 'running',
+  };
+  assert.deepEqual(
+    newEvents(running, seen).map((e) => e.id),
+    ['s/turn-1|model|1', 's/turn-1|c1|started'],
+    'a step not answered yet is not sent',
+  );
+  const done: Transcript = {
+    ...running,
+    calls: [{ ...running.calls[0]!, outcome }],
+    modelSteps: [step(1, 0, 'let me look'), step(2, 1, 'found it')],
+    state: 'completed',
+    endedBy: 'answer',
+    answer: 'found it',
+  };
+  const later = newEvents(done, seen);
+  assert.deepEqual(
+    later.map((e) => e.id),
+    ['s/turn-1|c1|finished', 's/turn-1|model|2', 's/turn-1|ended'],
+  );
+  assert.equal(later[2]!.data.answer, 'found it');
+  assert.deepEqual(newEvents(done, seen), []);
+});
+
 test('events: status once, each call started and finished once, then the end', () => {
   const status = { mcp: 'on' as const, servers: [], warnings: [], reportedAt: '2026-01-01T00:00:00.000Z' };
   const outcome = { status: 'ok' as const, content: [], isError: false, startedAt: '', durationMs: 3, attempts: 1 };
@@ -584,7 +631,16 @@ test('the document says what each route needs: no token for health, any token fo
       doc.paths['/api/v1/sessions/{sessionId}/events'].get.responses['200'].content['text/event-stream'].schema;
     assert.deepEqual(
       stream.oneOf.map((e: { properties: { event: { const: string } } }) => e.properties.event.const),
-      ['mcp.status', 'call.started', 'call.input_required', 'call.progress', 'call.finished', 'turn.ended', 'error'],
+      [
+        'mcp.status',
+        'call.started',
+        'call.input_required',
+        'call.progress',
+        'call.finished',
+        'model.step',
+        'turn.ended',
+        'error',
+      ],
     );
     for (const e of stream.oneOf)
       assert.ok(
