@@ -26,6 +26,7 @@ const ALL = [
   'tasks',
   'callerSide',
   'sharedServers',
+  'modelTurn',
 ];
 
 function run(script: string, env: NodeJS.ProcessEnv): Promise<number> {
