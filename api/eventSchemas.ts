@@ -8,6 +8,7 @@ import {
   TranscriptSchema,
   TurnStatusSchema,
 } from './schemas.js';
+import { ModelUsageSchema, StepToolCallsSchema } from './modelSchemas.js';
 
 const eventBase = { sessionId: z.string().optional(), turnId: z.string() };
 
@@ -91,15 +92,9 @@ export const SESSION_EVENT_DATA: [event: string, name: string, schema: z.ZodType
         step: z.number().int(),
         model: z.string(),
         text: z.string(),
-        toolCalls: z.array(z.object({ id: z.string(), name: z.string() })),
+        toolCalls: StepToolCallsSchema,
         finishReason: z.string().optional(),
-        usage: z
-          .object({
-            inputTokens: z.number().optional(),
-            outputTokens: z.number().optional(),
-            totalTokens: z.number().optional(),
-          })
-          .optional(),
+        usage: ModelUsageSchema.optional(),
       })
       .openapi('ModelStepEvent'),
   ],

@@ -38,6 +38,30 @@ interface TurnSeen {
   ended: boolean;
 }
 
+/** A model turn's answered steps not sent yet that go before call `calls` (as in the transcript); updates `seen`. */
+function stepEvents(t: Transcript, seen: TurnSeen, calls: number): SessionEvent[] {
+  const out: SessionEvent[] = [];
+  for (const s of t.modelSteps ?? []) {
+    if (s.callsBefore > calls || s.text === undefined || seen.steps?.has(s.step)) continue;
+    (seen.steps ??= new Set()).add(s.step);
+    out.push({
+      id: `${t.turnId}|model|${s.step}`,
+      event: 'model.step',
+      data: {
+        sessionId: t.sessionId,
+        turnId: t.turnId,
+        step: s.step,
+        model: s.model,
+        text: s.text,
+        toolCalls: s.toolCalls ?? [],
+        ...(s.finishReason !== undefined ? { finishReason: s.finishReason } : {}),
+        ...(s.usage !== undefined ? { usage: s.usage } : {}),
+      },
+    });
+  }
+  return out;
+}
+
 /** The events of one turn's transcript not sent yet; updates `seen`. Pure. */
 export function newEvents(t: Transcript, seen: TurnSeen): SessionEvent[] {
   const out: SessionEvent[] = [];
@@ -50,28 +74,8 @@ export function newEvents(t: Transcript, seen: TurnSeen): SessionEvent[] {
       data: { ...base, reportedAt: t.status.reportedAt, status: t.status, serversParagraph: t.serversParagraph },
     });
   }
-  // A model step goes before the calls made after it was asked, as in the transcript.
-  const stepsUpTo = (calls: number) => {
-    for (const s of t.modelSteps ?? []) {
-      if (s.callsBefore > calls || s.text === undefined || seen.steps?.has(s.step)) continue;
-      (seen.steps ??= new Set()).add(s.step);
-      out.push({
-        id: `${t.turnId}|model|${s.step}`,
-        event: 'model.step',
-        data: {
-          ...base,
-          step: s.step,
-          model: s.model,
-          text: s.text,
-          toolCalls: s.toolCalls ?? [],
-          ...(s.finishReason !== undefined ? { finishReason: s.finishReason } : {}),
-          ...(s.usage !== undefined ? { usage: s.usage } : {}),
-        },
-      });
-    }
-  };
   for (const [index, call] of t.calls.entries()) {
-    stepsUpTo(index);
+    out.push(...stepEvents(t, seen, index));
     if (!seen.started.has(call.id)) {
       seen.started.add(call.id);
       out.push({
@@ -139,7 +143,7 @@ export function newEvents(t: Transcript, seen: TurnSeen): SessionEvent[] {
       });
     }
   }
-  stepsUpTo(t.calls.length);
+  out.push(...stepEvents(t, seen, t.calls.length));
   if (!seen.ended && t.state !== 'running' && t.state !== 'continued') {
     seen.ended = true;
     out.push({

@@ -17,6 +17,18 @@ import {
 /** What a model turn's `conversation` looks like: the stored head its previous turn ended with. */
 const CONVERSATION_REF = /^[0-9a-f]{64}$/;
 
+/** Tokens of one model step, as the provider reported them. */
+export const ModelUsageSchema = z
+  .object({
+    inputTokens: z.number().int().optional(),
+    outputTokens: z.number().int().optional(),
+    totalTokens: z.number().int().optional(),
+  })
+  .openapi('ModelUsage');
+
+/** The calls a model step asked for: their IDs in the turn's `calls`, and their tools. */
+export const StepToolCallsSchema = z.array(z.object({ id: z.string(), name: z.string() }));
+
 /** A model step as a transcript shows it: where it goes among the calls, its attempts and failures. */
 export const TranscriptModelStepSchema = z
   .object({
@@ -26,15 +38,9 @@ export const TranscriptModelStepSchema = z
     attempts: z.number().int(),
     failures: z.array(z.string()),
     text: z.string().optional(),
-    toolCalls: z.array(z.object({ id: z.string(), name: z.string() })).optional(),
+    toolCalls: StepToolCallsSchema.optional(),
     finishReason: z.string().optional(),
-    usage: z
-      .object({
-        inputTokens: z.number().optional(),
-        outputTokens: z.number().optional(),
-        totalTokens: z.number().optional(),
-      })
-      .optional(),
+    usage: ModelUsageSchema.optional(),
     modelId: z.string().optional(),
   })
   .openapi('TranscriptModelStep');
@@ -101,15 +107,11 @@ export const ModelStepSchema = z
   .object({
     step: z.number().int().openapi({ description: '1-based.' }),
     text: z.string().openapi({ description: 'What the model said in this step.' }),
-    toolCalls: z
-      .array(z.object({ id: z.string(), name: z.string() }))
-      .openapi({ description: "The calls it asked for: their IDs in the turn's `calls`, and their tools." }),
-    finishReason: z.string().openapi({ description: "The provider's finish reason (`stop`, `tool-calls`, ...)." }),
-    usage: z.object({
-      inputTokens: z.number().int().optional(),
-      outputTokens: z.number().int().optional(),
-      totalTokens: z.number().int().optional(),
+    toolCalls: StepToolCallsSchema.openapi({
+      description: "The calls it asked for: their IDs in the turn's `calls`, and their tools.",
     }),
+    finishReason: z.string().openapi({ description: "The provider's finish reason (`stop`, `tool-calls`, ...)." }),
+    usage: ModelUsageSchema,
   })
   .openapi('ModelStep');
 
