@@ -47,6 +47,11 @@ const SCRIPT = {
       },
     ],
     'refused request': [{ always: { status: 400, message: 'context length exceeded' } }],
+    'slow to answer': [{ delayMs: 8000, text: 'too late' }],
+    'slow with a call': [
+      { delayMs: 2500, toolCalls: [{ name: 'mcp__echo__echo', arguments: { text: 'never run' } }] },
+      { text: 'unreachable' },
+    ],
     'loop forever': [
       { toolCalls: [{ name: 'mcp__echo__echo', arguments: { text: 'one' } }] },
       { toolCalls: [{ name: 'mcp__echo__echo', arguments: { text: 'two' } }] },
@@ -205,6 +210,30 @@ describe('model turns', () => {
       result.calls.map((c) => c.arguments.text),
       ['one'],
     );
+  });
+
+  test('the deadline ends the turn while a step waits for the model; endTurn ends it after the running step', async () => {
+    const late = await h.client.runModelTurn({
+      sessionId: session('deadline'),
+      servers,
+      model: { name: 'scripted', prompt: 'slow to answer', deadlineMs: 1500 },
+    });
+    assert.equal(late.endedBy, 'deadline');
+    assert.equal(late.modelSteps?.length, 0);
+
+    const run = await h.client.startModelTurn({
+      sessionId: session('end'),
+      servers,
+      model: { name: 'scripted', prompt: 'slow with a call' },
+    });
+    await waitUntil('the model to be asked', async () =>
+      (await model.requests()).some((r) => r.key === 'slow with a call'),
+    );
+    await h.client.endTurn(run.turnId);
+    const ended = await run.result();
+    assert.equal(ended.endedBy, 'endTurn');
+    assert.equal(ended.modelSteps?.length, 1, 'the running step finished');
+    assert.deepEqual(ended.calls, [], 'the calls it asked for did not run');
   });
 
   test('a model the operator did not name, or a key field in the input, is refused', async () => {
