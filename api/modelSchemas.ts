@@ -58,8 +58,8 @@ export const ModelTurnSchema = z
         }),
       prompt: z
         .string()
+        .min(1, 'the prompt is empty')
         .max(MAX_PROMPT_CHARS)
-        .refine((p) => p.trim() !== '', 'the prompt is empty')
         .openapi({ description: "The person's message that starts the turn.", example: 'What is in the README?' }),
       conversation: z
         .string()

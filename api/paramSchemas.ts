@@ -1,6 +1,11 @@
 /** What a request's path and query name: a session, a turn, a call, a block, an input request. */
 import { z } from '@hono/zod-openapi';
-import { MAX_CALL_ID_CHARS, MAX_INPUT_REQUEST_ID_CHARS, SESSION_ID_PATTERN } from '../contract/index.js';
+import {
+  INPUT_REQUEST_ID_PATTERN,
+  MAX_CALL_ID_CHARS,
+  MAX_INPUT_REQUEST_ID_CHARS,
+  SESSION_ID_PATTERN,
+} from '../contract/index.js';
 
 export const SessionIdParam = z
   .string()
@@ -37,6 +42,7 @@ export const InputRequestIdParam = z
   .string()
   .min(1)
   .max(MAX_INPUT_REQUEST_ID_CHARS)
+  .regex(INPUT_REQUEST_ID_PATTERN, 'an input request ID is <callId>:<round>:<key>')
   .openapi({ param: { name: 'requestId', in: 'path' }, example: 'toolu_01:1:name' });
 export const InputParams = z.object({ sessionId: SessionIdParam, turn: TurnParam, requestId: InputRequestIdParam });
 

@@ -56,9 +56,10 @@ function registerStartTurn(app: ApiApp, deps: TurnRoutesDeps): void {
     async (c) => {
       const { sessionId } = c.req.valid('param');
       const body = c.req.valid('json');
+      // 422: the body fits the schema, which cannot say that the two exclude each other.
       if (body.model && body.calls)
         throw new ApiError(
-          'bad_request',
+          'call_refused',
           'body.calls: a model turn runs the calls its model asks for; start it without `calls`',
           'body.calls',
         );

@@ -1,6 +1,11 @@
 /** The caller's side of input requests: reading the open ones and answering them, by hand or by a callback. */
 import type { WorkflowHandle } from '@temporalio/client';
-import type { InputAnswer, InputAnswerReceipt, InputRequest } from '../contract/index.js';
+import {
+  INPUT_REQUEST_ID_PATTERN,
+  type InputAnswer,
+  type InputAnswerReceipt,
+  type InputRequest,
+} from '../contract/index.js';
 import { answerInputUpdate as answerInputDef, statusQuery, type AgentTurnWorkflow } from '../contract/definitions.js';
 import { applicationFailureOf } from './failures.js';
 
@@ -45,6 +50,10 @@ export function sendAnswer(
   requestId: string,
   answer: InputAnswer,
 ): Promise<InputAnswerReceipt> {
+  if (!INPUT_REQUEST_ID_PATTERN.test(requestId))
+    return Promise.reject(
+      new Error(`${JSON.stringify(requestId.slice(0, 200))} is not an input request ID (<callId>:<round>:<key>)`),
+    );
   return handle.executeUpdate(answerInputDef, { args: [requestId, answer], updateId: requestId });
 }
 

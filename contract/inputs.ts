@@ -121,6 +121,14 @@ export function inputRequestId(callId: string, round: number, key: string): stri
   return `${callId}:${round}:${key}`;
 }
 
+/**
+ * The shape of every input request ID (`<callId>:<round>:<key>`). An answer is sent as an Update
+ * whose ID is the request ID, and Temporal de-duplicates Update IDs across Update names: an
+ * "answer" under the ID of an earlier call would be given that call's outcome. Checked before sending.
+ * Unanchored and ASCII-only, so JavaScript and the OpenAPI tools that read it agree on what it matches.
+ */
+export const INPUT_REQUEST_ID_PATTERN = /:[0-9]+:/;
+
 /** What is wrong with an answer, naming the field, or undefined when it may be sent. */
 export interface InputAnswerProblem {
   field: string;

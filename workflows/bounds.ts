@@ -120,8 +120,7 @@ export function modelTurnProblem(model: unknown, batch: boolean): { message: str
       message: 'model name must be 1-64 letters, digits and . _ : -, starting with a letter or digit',
       field: 'model.name',
     };
-  if (typeof m.prompt !== 'string' || m.prompt.trim() === '')
-    return { message: 'the prompt is empty', field: 'model.prompt' };
+  if (typeof m.prompt !== 'string' || m.prompt === '') return { message: 'the prompt is empty', field: 'model.prompt' };
   if (m.prompt.length > MAX_PROMPT_CHARS)
     return {
       message: `the prompt is ${m.prompt.length} characters; at most ${MAX_PROMPT_CHARS}`,

@@ -145,7 +145,7 @@ describe('model turns over the HTTP API', () => {
       model: { name: 'scripted', prompt: 'hi' },
       calls: [[{ id: 'c1', name: 'mcp__echo__echo' }]],
     });
-    assert.equal(both.status, 400);
+    assert.equal(both.status, 422);
     assert.equal(both.body.error.field, 'body.calls');
     assert.deepEqual((await request('GET', `/api/v1/sessions/${sessionId}/turns`)).body.turns, []);
   });

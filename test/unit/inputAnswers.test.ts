@@ -1,7 +1,9 @@
 /** The answer check the `answerInput` validator runs, and the answers an unattended caller gives. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { sendAnswer } from '../../client/inputs.js';
 import {
+  INPUT_REQUEST_ID_PATTERN,
   MAX_INPUT_ANSWER_CHARS,
   MAX_INPUT_ANSWER_ITEMS,
   MAX_INPUT_TEXT_CHARS,
@@ -159,4 +161,16 @@ test('accept-defaults gives only own fields, even one named __proto__', () => {
   assert.ok(Object.hasOwn(answer.content!, '__proto__'), 'an own field, not the prototype');
   assert.equal(Object.getPrototypeOf(answer.content), Object.prototype);
   assert.equal(inputAnswerProblem(request, answer), undefined);
+});
+
+test("an answer is never sent under an ID that is not an input request's: it would get the outcome of a call with that ID", async () => {
+  const handle = {
+    executeUpdate: () => {
+      throw new Error('nothing may be sent');
+    },
+  } as unknown as Parameters<typeof sendAnswer>[0];
+  for (const id of ['0', 'toolu_01', 'c1:x:name', ''])
+    await assert.rejects(sendAnswer(handle, id, { action: 'cancel' }), /is not an input request ID/, id);
+  assert.ok(INPUT_REQUEST_ID_PATTERN.test('toolu_01:1:name'));
+  assert.ok(INPUT_REQUEST_ID_PATTERN.test('c1:0:approval-0123456789abcdef'));
 });

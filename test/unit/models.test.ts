@@ -111,7 +111,7 @@ test("a turn's model input: only a name, a prompt and the loop's bounds; never a
     [{ ...ok, apiKey: 'sk' }, false, 'model.apiKey'],
     [{ ...ok, baseURL: 'http://evil' }, false, 'model.baseURL'],
     [{ ...ok, name: '../x' }, false, 'model.name'],
-    [{ ...ok, prompt: '  ' }, false, 'model.prompt'],
+    [{ ...ok, prompt: '' }, false, 'model.prompt'],
     [{ ...ok, prompt: 'x'.repeat(100_001) }, false, 'model.prompt'],
     [{ ...ok, maxSteps: 0 }, false, 'model.maxSteps'],
     [{ ...ok, maxSteps: 1.5 }, false, 'model.maxSteps'],
