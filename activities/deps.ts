@@ -4,6 +4,7 @@ import type { ServerPool } from '../mcp/pool.js';
 import type { LegacyInputWaits } from '../mcp/legacyInputs.js';
 import type { Governance, GovernanceService } from '../governance/index.js';
 import type { ModelService } from '../models/modelStep.js';
+import type { StepTextStore } from '../models/stepText.js';
 
 /**
  * The part of the worker's server pool the activities use: workflow-tier tests pass a fake one
@@ -53,6 +54,8 @@ export interface ActivityDeps {
   sharedCalls?: boolean;
   /** Runs model turns' steps (the operator's `models.json`, the conversation store). Absent: a model step is refused. */
   models?: ModelService;
+  /** Where model steps write their text as it is produced, for the turn's stream. Absent: only whole steps are streamed. */
+  stepText?: StepTextStore;
 }
 
 /** What every activity of one worker is built from: its deps and the parts they share. */

@@ -7,10 +7,14 @@ import type { Logger } from 'pino';
 import type { TurnClient } from '../client/turnClient.js';
 import type { ApiToken } from './auth.js';
 import { ApiError, errorBody, toApiError } from './errors.js';
-import { sessionEvents } from './events.js';
-import { API, errors, ok, type ApiApp } from './routing.js';
+import { EventIdError, placeOf, turnEvents, type TurnEvent } from '../client/turnEvents.js';
+import { WorkflowType } from '../contract/index.js';
+import { sessionEvents, turnOfEventId } from './events.js';
+import type { Context } from 'hono';
+import { API, errors, ok, turnIdOf, type ApiApp, type Env } from './routing.js';
 import { sessionEventSchema } from './eventSchemas.js';
-import { SessionParams } from './paramSchemas.js';
+import { SessionParams, TurnParams } from './paramSchemas.js';
+import { z } from '@hono/zod-openapi';
 import * as S from './schemas.js';
 
 /** What the status and event routes need. */
@@ -81,7 +85,7 @@ function streamSlots(limits: EventStreamLimits = {}) {
 
 /** Adds a session's latest status and its event stream. */
 export function registerEventRoutes(app: ApiApp, deps: EventRoutesDeps): void {
-  const { turns, logger, shutdown } = deps;
+  const { turns } = deps;
   const slots = streamSlots(deps.maxEventStreams);
   app.openapi(
     createRoute({
@@ -109,6 +113,12 @@ export function registerEventRoutes(app: ApiApp, deps: EventRoutesDeps): void {
     },
   );
 
+  registerStreamRoutes(app, deps, slots);
+}
+
+/** The session's stream and each turn's. */
+function registerStreamRoutes(app: ApiApp, deps: EventRoutesDeps, slots: ReturnType<typeof streamSlots>): void {
+  const { turns } = deps;
   app.openapi(
     createRoute({
       method: 'get',
@@ -118,9 +128,10 @@ export function registerEventRoutes(app: ApiApp, deps: EventRoutesDeps): void {
       description:
         '`mcp.status` at the start of every turn, `call.started` and `call.finished` per call, `call.input_required` per question a call asks a person ' +
         "(answer it at `.../inputs/{requestId}`), `call.progress` per change of a call's MCP task, `turn.ended`. The newest turn is sent from its start on connect; " +
-        'event IDs are stable, so a reconnecting client can drop what it has. ' +
+        "`call.approval_required` per call held for a person's approval, `model.step` per model step. " +
+        "Each event's ID is its place in its turn: reconnect with `Last-Event-ID` to be sent that turn's events after it, then the later turns'. " +
         `At most ${slots.perToken} streams per token and ${slots.total} in all are open at once: one more is 429.`,
-      request: { params: SessionParams },
+      request: { params: SessionParams, headers: LastEventIdHeader },
       responses: {
         200: {
           description: 'An event stream; each event is one of these, its `data` JSON',
@@ -129,37 +140,118 @@ export function registerEventRoutes(app: ApiApp, deps: EventRoutesDeps): void {
         ...errors(),
       },
     }),
-    (c) => {
+    async (c) => {
       const { sessionId } = c.req.valid('param');
-      const release = slots.take(c.get('token')!);
-      return streamSSE(c, async (stream) => {
-        const stop = new AbortController();
-        const abort = () => stop.abort();
-        stream.onAbort(abort);
-        // A client gone before the stream began sends no abort: its place would be held for good.
-        if (stream.aborted || c.req.raw.signal.aborted) abort();
-        shutdown?.addEventListener('abort', abort, { once: true });
-        const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n').catch(abort), 15_000);
-        try {
-          for await (const e of sessionEvents(turns, sessionId, {
-            pollMs: deps.eventsPollMs ?? 500,
-            signal: stop.signal,
-          })) {
-            await stream.writeSSE({ id: e.id, event: e.event, data: JSON.stringify(e.data) });
-          }
-        } catch (err) {
-          if (!stop.signal.aborted) {
-            logger.warn({ requestId: c.get('requestId'), err }, 'event stream failed');
-            await stream
-              .writeSSE({ event: 'error', data: JSON.stringify(errorBody(toApiError(err), c.get('requestId')).error) })
-              .catch(() => undefined);
-          }
-        } finally {
-          release();
-          clearInterval(keepAlive);
-          shutdown?.removeEventListener('abort', abort);
-        }
-      });
+      const after = c.req.valid('header')['last-event-id'];
+      if (after !== undefined) {
+        const turnIds = await turns.sessionTurns(sessionId);
+        if (resumable(() => turnOfEventId(after, turnIds)) === undefined)
+          throw new ApiError(
+            'bad_request',
+            `Last-Event-ID names no turn of session ${JSON.stringify(sessionId)}`,
+            'header.Last-Event-ID',
+          );
+      }
+      return serveEvents(c, deps, slots, (signal) =>
+        sessionEvents(turns, sessionId, {
+          pollMs: deps.eventsPollMs ?? 500,
+          signal,
+          stepText: turns.stepText,
+          ...(after !== undefined ? { after } : {}),
+        }),
+      );
     },
   );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: `${API}/sessions/{sessionId}/turns/{turn}/events`,
+      tags: ['turns'],
+      summary: "One turn's events in order, from its start or after Last-Event-ID (Server-Sent Events)",
+      description:
+        "Every event of the turn, in the order it happened, each with its place in the turn as its ID: the session stream's events, and a model step's text as it is produced " +
+        '(`model.text`; `model.reset` when the step was tried again, voiding the text sent of it). ' +
+        'Reconnect with `Last-Event-ID` (EventSource does) to be sent exactly the events after it. The stream ends after `turn.ended`. ' +
+        `It counts toward the same limits as session streams.`,
+      request: { params: TurnParams, headers: LastEventIdHeader },
+      responses: {
+        200: {
+          description: 'An event stream; each event is one of these, its `data` JSON',
+          content: { 'text/event-stream': { schema: sessionEventSchema() } },
+        },
+        ...errors(404),
+      },
+    }),
+    async (c) => {
+      const { sessionId, turn } = c.req.valid('param');
+      const turnId = turnIdOf(sessionId, turn);
+      const after = c.req.valid('header')['last-event-id'];
+      if (after !== undefined) resumable(() => placeOf(after, turnId));
+      const described = await turns.client.workflow.getHandle(turnId).describe();
+      if (described.type !== WorkflowType.agentTurn) throw new ApiError('not_found', `no turn ${turnId}`, 'path.turn');
+      return serveEvents(c, deps, slots, (signal) =>
+        turnEvents(turns.client, turnId, {
+          signal,
+          stepText: turns.stepText,
+          ...(after !== undefined ? { after } : {}),
+        }),
+      );
+    },
+  );
+}
+
+/** The `Last-Event-ID` header of a stream that resumes. */
+const LastEventIdHeader = z.object({
+  'last-event-id': z
+    .string()
+    .max(1000)
+    .optional()
+    .openapi({ description: 'The last event ID read: the stream resumes after it', example: 'agent-7/turn-1|0.11.0' }),
+});
+
+/** What `check` returns; an ID that is not an event's place is 400. */
+function resumable<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof EventIdError) throw new ApiError('bad_request', err.message, 'header.Last-Event-ID');
+    throw err;
+  }
+}
+
+/** Streams `events` as SSE while the client stays, holding one of the stream slots. */
+function serveEvents(
+  c: Context<Env>,
+  deps: EventRoutesDeps,
+  slots: ReturnType<typeof streamSlots>,
+  events: (signal: AbortSignal) => AsyncIterable<TurnEvent>,
+) {
+  const { logger, shutdown } = deps;
+  const release = slots.take(c.get('token')!);
+  return streamSSE(c, async (stream) => {
+    const stop = new AbortController();
+    const abort = () => stop.abort();
+    stream.onAbort(abort);
+    // A client gone before the stream began sends no abort: its place would be held for good.
+    if (stream.aborted || c.req.raw.signal.aborted) abort();
+    shutdown?.addEventListener('abort', abort, { once: true });
+    const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n').catch(abort), 15_000);
+    try {
+      for await (const e of events(stop.signal)) {
+        await stream.writeSSE({ id: e.id, event: e.event, data: JSON.stringify(e.data) });
+      }
+    } catch (err) {
+      if (!stop.signal.aborted) {
+        logger.warn({ requestId: c.get('requestId'), err }, 'event stream failed');
+        await stream
+          .writeSSE({ event: 'error', data: JSON.stringify(errorBody(toApiError(err), c.get('requestId')).error) })
+          .catch(() => undefined);
+      }
+    } finally {
+      release();
+      clearInterval(keepAlive);
+      shutdown?.removeEventListener('abort', abort);
+    }
+  });
 }

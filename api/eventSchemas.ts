@@ -99,6 +99,38 @@ export const SESSION_EVENT_DATA: [event: string, name: string, schema: z.ZodType
       .openapi('ModelStepEvent'),
   ],
   [
+    'model.text',
+    'ModelTextEvent',
+    z
+      .object({ turnId: z.string(), step: z.number().int(), attempt: z.number().int(), text: z.string() })
+      .openapi('ModelTextEvent', { description: "A piece of a model step's text, as the model produced it" }),
+  ],
+  [
+    'model.reset',
+    'ModelResetEvent',
+    z.object({ turnId: z.string(), step: z.number().int(), attempt: z.number().int() }).openapi('ModelResetEvent', {
+      description: "The step is tried again (this attempt): the text sent of it so far is void, this attempt's follows",
+    }),
+  ],
+  [
+    'call.approval_required',
+    'CallApprovalRequiredEvent',
+    z
+      .object({
+        ...eventBase,
+        id: z.string(),
+        name: z.string(),
+        requestId: z.string(),
+        message: z.string(),
+        requestedSchema: z.record(z.string(), z.unknown()).optional(),
+        approval: z.object({ argumentsHash: z.string(), why: z.string() }).optional(),
+      })
+      .openapi('CallApprovalRequiredEvent', {
+        description:
+          'A call waits for a person: answer `{decision: approve|deny, reason?}` at `.../inputs/{requestId}`',
+      }),
+  ],
+  [
     'turn.ended',
     'TurnEndedEvent',
     z

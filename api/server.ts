@@ -2,6 +2,7 @@
  * Serves the API over HTTP and stops it gracefully: no new connections, event streams ended,
  * requests in flight finished (up to a bound), then the Temporal connection closed by the caller.
  */
+import { setMaxListeners } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
@@ -41,6 +42,8 @@ export interface RunningApi {
 
 export async function startApiServer(options: ApiServerOptions): Promise<RunningApi> {
   const shutdown = new AbortController();
+  // Every open event stream listens for the shutdown: hundreds of them are expected, not a leak.
+  setMaxListeners(0, shutdown.signal);
   // Listening on a network, the API is reached by whatever names lead there; on loopback only by
   // loopback names, since any other name is one a web page rebound to 127.0.0.1.
   const onLoopback = isLoopback(options.host) || options.host.toLowerCase() === 'localhost';

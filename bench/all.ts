@@ -27,6 +27,7 @@ const ALL = [
   'callerSide',
   'sharedServers',
   'modelTurn',
+  'turnStream',
 ];
 
 function run(script: string, env: NodeJS.ProcessEnv): Promise<number> {

@@ -81,12 +81,14 @@ export async function serveApi(
   listen: { host: string; port: number },
 ): Promise<{ url: string; auth: ApiAuth; close(): Promise<void> }> {
   // Loaded on use: every other command of the CLI would otherwise pay for the HTTP framework.
-  const [{ TurnClient }, { dataConverterFor }, { startApiServer }, { apiBoundary }] = await Promise.all([
-    import('../client/turnClient.js'),
-    import('../payloads/dataConverter.js'),
-    import('../api/server.js'),
-    import('../api/boundary.js'),
-  ]);
+  const [{ TurnClient }, { dataConverterFor }, { startApiServer }, { apiBoundary }, { stepTextStoreFor }] =
+    await Promise.all([
+      import('../client/turnClient.js'),
+      import('../payloads/dataConverter.js'),
+      import('../api/server.js'),
+      import('../api/boundary.js'),
+      import('../payloads/streamLog.js'),
+    ]);
   const auth = await resolveApiAuth(settings);
   const turns = await TurnClient.connect({
     address: target.address,
@@ -94,6 +96,7 @@ export async function serveApi(
     namespace: target.namespace,
     taskQueue: target.taskQueue,
     dataConverter: dataConverterFor(settings),
+    stepText: stepTextStoreFor(settings),
     dataDir: settings.dataDir,
     turnIdleMs: settings.turnIdleMs,
     inputTimeoutMs: settings.inputTimeoutMs,

@@ -6,6 +6,7 @@ import type { RunningWorker } from '../worker/index.js';
 import { ensureTurnKey } from '../config/load.js';
 import { isSecretName } from '../config/secrets.js';
 import { dataConverterFor } from '../payloads/dataConverter.js';
+import { stepTextStoreFor } from '../payloads/streamLog.js';
 import type { Settings } from '../settings/index.js';
 import { handleStopSignals, killGroup } from './signals.js';
 import { devDbFile, findTemporalServer } from './temporalServer.js';
@@ -79,6 +80,7 @@ export async function connect(options: ConnectOptions): Promise<Session> {
   // embedded worker below honours; a cluster's workers need the same key file to honour them.
   const clientSettings: ClientSettings = {
     dataConverter: dataConverterFor(settings),
+    stepText: stepTextStoreFor(settings),
     turnIdleMs: settings.turnIdleMs,
     inputTimeoutMs: settings.inputTimeoutMs,
     legacyInputTimeoutMs: settings.legacyInputTimeoutMs,

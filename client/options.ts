@@ -3,6 +3,7 @@ import type { Client, Connection, ConnectionOptions as TemporalConnectionOptions
 import type { DataConverter } from '@temporalio/common';
 import type { TurnLimits } from '../contract/index.js';
 import type { ShapeLimits } from '../shaping/limits.js';
+import type { StepTextStore } from '../payloads/streamLog.js';
 
 /** What a turn needs to know about its servers: references only, resolved on the worker. */
 export interface TurnServers {
@@ -127,6 +128,12 @@ export interface TurnClientOptions {
   maxCallsInFlight?: number;
   /** Called with the number of a turn's calls in flight each time it changes (instrumentation). */
   onCallsInFlight?: (inFlight: number) => void;
+  /**
+   * Where model steps log their text as it is produced, which {@link TurnClient.events} streams:
+   * the workers' payload store. Default: the data dir's (`stepTextStoreFor(settings)` names the S3
+   * store when the workers use one).
+   */
+  stepText?: StepTextStore;
 }
 
 /** Options of {@link TurnClient.connect}. */
@@ -176,4 +183,6 @@ export interface ConnectOptions {
   secrets?: Record<string, string>;
   /** See {@link TurnClientOptions.maxCallsInFlight}. */
   maxCallsInFlight?: number;
+  /** See {@link TurnClientOptions.stepText}. */
+  stepText?: StepTextStore;
 }

@@ -2,16 +2,14 @@
  * The package's client (`durable-mcp/client`): {@link TurnClient} starts and drives turns, and
  * this module exports everything a user of the package needs with it.
  */
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import type { Client, WorkflowHandle, WorkflowUpdateHandle } from '@temporalio/client';
-import { WorkflowNotFoundError } from '@temporalio/common';
 import {
   DEFAULT_TASK_QUEUE,
   DataDirEntry,
   WorkflowType,
   agentIdProblem,
-  endSessionWorkflowId,
   refsProofText,
   turnTaskTimeoutMs,
   type CallOutcome,
@@ -33,9 +31,7 @@ import {
   cancelCallUpdate as cancelCallDef,
   turnStartedUpdate as turnStartedDef,
   type AgentTurnWorkflow,
-  type EndSessionWorkflow,
 } from '../contract/definitions.js';
-import { findCause } from '../contract/failureCauses.js';
 // Not the shaping index: its token counter loads a tokenizer that most commands never use.
 import { DEFAULT_SHAPE_LIMITS, type ShapeLimits } from '../shaping/limits.js';
 import { createDataConverter } from '../payloads/dataConverter.js';
@@ -58,6 +54,9 @@ import {
   turnMetadata,
 } from './turnStart.js';
 import { turnTranscript } from './turnTranscript.js';
+import { endSession } from './endSession.js';
+import { turnEvents, type TurnEvent } from './turnEvents.js';
+import { FilesystemStepTextStore, type StepTextStore } from '../payloads/streamLog.js';
 import { ModelTurnRun, type ModelTurnOptions } from './modelTurn.js';
 import { temporalClient } from './temporalClient.js';
 
@@ -71,7 +70,6 @@ import {
   listSessions,
   listTurns,
   latestConversation,
-  openTurnsAndWorkers,
   sessionSummary,
   sessionTurns,
   type SessionListing,
@@ -99,6 +97,8 @@ export class TurnClient {
   private readonly turnKeyOption?: Buffer;
   private readonly keyFile: string;
   private nonceKey?: Promise<Buffer>;
+  private stepTextStore?: StepTextStore;
+  private readonly dataDir?: string;
 
   constructor(options: TurnClientOptions) {
     this.client = options.client;
@@ -111,6 +111,17 @@ export class TurnClient {
     this.callQueue = { maxCallsInFlight: options.maxCallsInFlight, onCallsInFlight: options.onCallsInFlight };
     this.turnKeyOption = options.turnKey;
     this.keyFile = join(clientDataDir(options.dataDir), DataDirEntry.turnKey);
+    this.stepTextStore = options.stepText;
+    this.dataDir = options.dataDir;
+  }
+
+  /** Where model steps' text is read from as it is produced (see {@link TurnClientOptions.stepText}). */
+  get stepText(): StepTextStore {
+    this.stepTextStore ??= new FilesystemStepTextStore(
+      join(clientDataDir(this.dataDir), DataDirEntry.payloads),
+      this.client.options.loadedDataConverter.payloadCodecs,
+    );
+    return this.stepTextStore;
   }
 
   /** The key that signs turn references: the option, else the default data dir's key file, read once. */
@@ -154,6 +165,7 @@ export class TurnClient {
       dataDir: options.dataDir,
       secrets: options.secrets,
       maxCallsInFlight: options.maxCallsInFlight,
+      ...(options.stepText ? { stepText: options.stepText } : {}),
     });
   }
 
@@ -388,32 +400,17 @@ export class TurnClient {
    * stops when that call ends. The next turn of the session starts fresh servers. Ending a session
    * that holds nothing (ended already, or its workers are gone) does nothing and is not an error.
    */
-  async endSession(sessionId: string): Promise<SessionEnd> {
-    const { open, workerQueues } = await openTurnsAndWorkers(this.client, sessionId);
-    const turnsEnded: string[] = [];
-    for (const turnId of open) {
-      try {
-        await sendEndTurn(this.client.workflow.getHandle<AgentTurnWorkflow>(turnId), { endSession: true });
-        turnsEnded.push(turnId);
-      } catch (err) {
-        // It closed after it was listed: it has nothing more to end.
-        if (!findCause(err, (e): e is WorkflowNotFoundError => e instanceof WorkflowNotFoundError)) throw err;
-      }
-    }
-    if (workerQueues.length === 0) return { sessionId, turnsEnded, workers: 0, servers: 0 };
-    const handle = await this.client.workflow.start<EndSessionWorkflow>(WorkflowType.endSession, {
-      // A fresh ID each time, never adopted: another caller of Temporal could start a predictable one
-      // first, with no queues to end. Two callers ending the session at once each end it; the second finds less.
-      workflowId: endSessionWorkflowId(sessionId, randomUUID()),
-      taskQueue: this.taskQueue,
-      // Found by the session's status, which then says when its servers were stopped.
-      typedSearchAttributes: [{ key: sessionIdKey, value: sessionId }],
-      args: [{ sessionId, workerQueues }],
-      workflowIdConflictPolicy: 'FAIL',
-      // Bounded: without a worker on the shared queue nothing would ever run it.
-      workflowExecutionTimeout: '5m',
-    });
-    return { sessionId, turnsEnded, ...(await handle.result()) };
+  endSession(sessionId: string): Promise<SessionEnd> {
+    return endSession(this.client, this.taskQueue, sessionId);
+  }
+
+  /**
+   * The turn's events as one ordered stream, from its start or after the event ID `after` (the
+   * last one read), until the turn ends or `signal` aborts: what its history reports, and a model
+   * step's text as it is produced (with `model.reset` when a step is tried again).
+   */
+  events(turnId: string, options: { after?: string; signal?: AbortSignal } = {}): AsyncGenerator<TurnEvent> {
+    return turnEvents(this.client, turnId, { ...options, stepText: this.stepText });
   }
 
   /** Turn IDs of a session, oldest first. */

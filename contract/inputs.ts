@@ -319,6 +319,9 @@ export const APPROVAL_SCHEMA: Record<string, unknown> = {
   required: ['decision'],
 };
 
+/** The turn's memo holds each approval while it waits, under this prefix and its request ID. */
+export const APPROVAL_MEMO_PREFIX = 'approval ';
+
 /**
  * A short hash of a call's tool and arguments (FNV-1a, 64 bits, over their canonical JSON), for
  * the approval's request ID: computed in workflow code, which has no crypto module. It binds an

@@ -33,6 +33,8 @@ export function classifyModelError(err: unknown, name: string, now: number = Dat
   if (status === undefined) {
     return { retryable: true, message: `model ${name}: the request failed: ${detail}` };
   }
+  // A success whose streamed body broke off (a lost connection mid-answer) is tried again too.
+  if (status < 400) return { retryable: true, message: `model ${name}: the answer broke off: ${detail}` };
   const retryable = status >= 500 || RETRYABLE_STATUS.has(status);
   const retryAfterMs = retryAfter(e?.responseHeaders, now);
   return {

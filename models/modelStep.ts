@@ -32,7 +32,8 @@ export interface ModelServiceOptions {
 
 /** Runs model steps. */
 export interface ModelService {
-  step(input: ModelStepInput, signal: AbortSignal): Promise<ModelStepResult>;
+  /** Runs one step; `onText` gets the answer's text as it is produced. */
+  step(input: ModelStepInput, signal: AbortSignal, onText?: (text: string) => void): Promise<ModelStepResult>;
 }
 
 const NOT_RUN = 'not run: the turn ended before this call ran';
@@ -69,7 +70,7 @@ export function createModelService(options: ModelServiceOptions): ModelService {
   }
 
   return {
-    async step(input, signal) {
+    async step(input, signal, onText = () => undefined) {
       const { entry, instructions } = await entryFor(input.model);
       const { model, key } = await languageModel(entry, options.env);
       const { context, contextRef, earlier, added } = await stepMessages(options.store, input, instructions, limits);
@@ -86,6 +87,7 @@ export function createModelService(options: ModelServiceOptions): ModelService {
         messages: incremental ? [last, ...added] : [...earlier, ...added],
         prefix: incremental ? before : [],
         onSent: (s) => (sent = s),
+        onText,
         signal,
       });
       const assistant: ModelMessage = {
@@ -149,6 +151,7 @@ async function askModel(ask: {
   messages: ModelMessage[];
   prefix: ProviderMessages;
   onSent: (sent: ProviderMessages) => void;
+  onText: (text: string) => void;
   signal: AbortSignal;
 }): Promise<Omit<ModelStepResult, 'head' | 'contextRef'>> {
   const ai = await importAi();
@@ -158,16 +161,41 @@ async function askModel(ask: {
       ai.tool({ description: t.description, inputSchema: ai.jsonSchema(t.inputSchema) }),
     ]),
   );
-  let result: Awaited<ReturnType<typeof ai.generateText>>;
+  // Streamed, so the text reaches the turn's stream as it is produced; the step's result is the same.
+  const result = ai.streamText({
+    model: withPrefix(ai.wrapLanguageModel, ask.model, ask.prefix, ask.onSent),
+    system: ask.context.system,
+    messages: ask.messages,
+    tools,
+    maxRetries: 0,
+    abortSignal: ask.signal,
+    // Errors come out of the stream below; the default handler would print them too.
+    onError: () => undefined,
+  });
+  let answer: Omit<ModelStepResult, 'head' | 'contextRef'>;
   try {
-    result = await ai.generateText({
-      model: withPrefix(ai.wrapLanguageModel, ask.model, ask.prefix, ask.onSent),
-      system: ask.context.system,
-      messages: ask.messages,
-      tools,
-      maxRetries: 0,
-      abortSignal: ask.signal,
-    });
+    for await (const part of result.fullStream) {
+      if (part.type === 'text-delta') ask.onText(part.text);
+      else if (part.type === 'error') throw part.error;
+    }
+    const [text, toolCalls, finishReason, usage, response] = await Promise.all([
+      result.text,
+      result.toolCalls,
+      result.finishReason,
+      result.usage,
+      result.response,
+    ]);
+    answer = {
+      text,
+      toolCalls: toolCalls.map((c) => ({
+        id: c.toolCallId,
+        name: c.toolName,
+        arguments: isObject(c.input) ? c.input : {},
+      })),
+      finishReason,
+      usage: usageOf(usage),
+      modelId: response.modelId,
+    };
   } catch (err) {
     if (ask.signal.aborted) throw err;
     const failure = classifyModelError(err, ask.name);
@@ -177,17 +205,7 @@ async function askModel(ask: {
       message: key ? failure.message.split(key).join('[key]') : failure.message,
     });
   }
-  return {
-    text: result.text,
-    toolCalls: result.toolCalls.map((c) => ({
-      id: c.toolCallId,
-      name: c.toolName,
-      arguments: isObject(c.input) ? c.input : {},
-    })),
-    finishReason: result.finishReason,
-    usage: usageOf(result.usage),
-    modelId: result.response.modelId,
-  };
+  return answer;
 }
 
 async function storedContext(store: ConversationStore, input: ModelStepInput): Promise<ContextNode> {

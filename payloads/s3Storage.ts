@@ -130,6 +130,39 @@ export class S3StorageDriver implements StorageDriver {
       }),
     );
   }
+  /** Writes one object under the store's prefix (`key` is relative to it). */
+  async putObject(key: string, bytes: Uint8Array, signal?: AbortSignal): Promise<void> {
+    const { PutObjectCommand } = await sdk();
+    try {
+      await (
+        await this.s3()
+      ).send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: `${this.prefix}${key}`,
+          Body: bytes,
+          ContentType: 'application/octet-stream',
+        }),
+        { abortSignal: signal },
+      );
+    } catch (err) {
+      throw new Error(`writing s3://${this.bucket}/${this.prefix}${key} failed: ${describeS3Error(err)}`);
+    }
+  }
+
+  /** One object under the store's prefix; undefined when there is none. */
+  async getObject(key: string, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+    const { GetObjectCommand, NoSuchKey } = await sdk();
+    try {
+      const out = await (
+        await this.s3()
+      ).send(new GetObjectCommand({ Bucket: this.bucket, Key: `${this.prefix}${key}` }), { abortSignal: signal });
+      return out.Body ? await out.Body.transformToByteArray() : new Uint8Array();
+    } catch (err) {
+      if (err instanceof NoSuchKey) return undefined;
+      throw new Error(`reading s3://${this.bucket}/${this.prefix}${key} failed: ${describeS3Error(err)}`);
+    }
+  }
 }
 
 /** An S3 error in one line: the service's code and message, never request headers or credentials. */

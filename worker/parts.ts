@@ -17,6 +17,7 @@ import { sandboxHiddenPaths, sandboxHome } from './sandboxPaths.js';
 import { createWorkerMetrics, type WorkerMetrics } from './metrics.js';
 import { conversationStoreFor } from '../models/conversationStore.js';
 import { createModelService } from '../models/modelStep.js';
+import { stepTextStoreFor } from '../payloads/streamLog.js';
 import { configSettings } from '../settings/index.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.js', import.meta.url));
@@ -173,6 +174,7 @@ export async function createWorkerParts(
       logger,
       shapeLimits: settings.shape,
     }),
+    stepText: stepTextStoreFor(settings),
   });
   metrics?.watchPool(pool);
   return { taskQueue, workerQueue, logger, pool, shelf, activities, ...(metrics ? { metrics } : {}) };

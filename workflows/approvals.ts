@@ -5,8 +5,9 @@
  * arguments it would run with, so an answer approves exactly that. Only `approve` lets the call run:
  * a denial, a cancel or no answer within the input timeout is a denial the model reads.
  */
-import { CancellationScope, isCancellation } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, upsertMemo } from '@temporalio/workflow';
 import {
+  APPROVAL_MEMO_PREFIX,
   APPROVAL_SCHEMA,
   argumentsHash,
   type CallRequest,
@@ -48,6 +49,9 @@ export async function askApproval(
     approval: { argumentsHash: hash, why },
   };
   recordQuestions(state, [question]);
+  // The question in history too (the memo, while it waits): the turn's stream shows it where it was asked.
+  const memoKey = `${APPROVAL_MEMO_PREFIX}${question.requestId}`;
+  upsertMemo({ [memoKey]: question });
   // A cancelCall of the call, or a cancelled turn, ends the wait: the call never ran.
   const scope = new CancellationScope();
   state.running.set(request.id, scope);
@@ -72,5 +76,6 @@ export async function askApproval(
     throw err;
   } finally {
     state.running.delete(request.id);
+    upsertMemo({ [memoKey]: null });
   }
 }

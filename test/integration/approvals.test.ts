@@ -9,6 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import type { TurnEvent } from '../../client/turnEvents.js';
 import { randomBytes } from 'node:crypto';
 import { unattendedAnswer } from '../../contract/index.js';
 import {
@@ -101,6 +102,23 @@ describe('approvals on a real worker', () => {
       assert.equal(await ran('denied call'), 0, 'a denied call never runs');
     } finally {
       await turn.end();
+    }
+    // The turn's stream shows each approval where it was asked: after its call was sent, before it ended.
+    const events: TurnEvent[] = [];
+    for await (const e of h.client.events(turn.turnId)) events.push(e);
+    const asked = events.filter((e) => e.event === 'call.approval_required');
+    assert.deepEqual(
+      asked.map((e) => [e.data.id, e.data.name]),
+      [
+        ['c1', 'mcp__s__echo'],
+        ['c2', 'mcp__s__echo'],
+      ],
+    );
+    for (const e of asked) assert.match((e.data.approval as { why: string }).why, /settings\.json:\d+/);
+    for (const id of ['c1', 'c2']) {
+      const at = (event: string) => events.findIndex((e) => e.event === event && e.data.id === id);
+      assert.ok(at('call.started') < at('call.approval_required'), `${id}: sent, then held`);
+      assert.ok(at('call.approval_required') < at('call.finished'), `${id}: held, then finished`);
     }
   });
 

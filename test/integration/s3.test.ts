@@ -17,6 +17,8 @@ import pino from 'pino';
 import { TurnClient } from '../../client/turnClient.js';
 import { createDataConverter } from '../../payloads/dataConverter.js';
 import { S3StorageDriver } from '../../payloads/s3Storage.js';
+import { S3StepTextStore } from '../../payloads/streamLog.js';
+import { createPayloadCodecs } from '../../payloads/dataConverter.js';
 import { loadSettings, type S3StoreSettings } from '../../settings/index.js';
 import { ensureTurnKey } from '../../config/load.js';
 import { bundleWorkflows, startWorker, workerBoundary, type RunningWorker } from '../../worker/index.js';
@@ -82,6 +84,31 @@ before(async () => {
 
 after(async () => {
   await versity?.proc.stop();
+});
+
+describe("a model step's text log on S3", () => {
+  test('records come back in order after a cursor, encrypted at rest; a log never begun is undefined', async () => {
+    const codecs = createPayloadCodecs({ encryptionKey: randomBytes(32).toString('base64') });
+    const store = new S3StepTextStore(driver('text/'), codecs);
+    const key = { turnId: `s3-text-${randomBytes(4).toString('hex')}/turn-1`, step: 2, attempt: 1 };
+    assert.equal(await store.read(key, 0), undefined);
+    await store.append(key, { begin: true, at: 1 });
+    await store.append(key, { text: 'secret-looking words one', at: 2 });
+    const first = await store.read(key, 0);
+    assert.deepEqual(first?.records, [
+      { begin: true, at: 1 },
+      { text: 'secret-looking words one', at: 2 },
+    ]);
+    await store.append(key, { text: ' and two', at: 3 });
+    assert.deepEqual((await store.read(key, first!.cursor))?.records, [{ text: ' and two', at: 3 }]);
+    assert.equal(await store.read({ ...key, attempt: 2 }, 0), undefined);
+    // What the bucket holds is ciphertext: no record's words are readable there.
+    const files = await readdir(join(versity.root, BUCKET, 'text', 'streams'), { recursive: true });
+    const objects = files.filter((f) => f.endsWith('.bin'));
+    assert.equal(objects.length, 3);
+    for (const f of objects)
+      assert.ok(!(await readFile(join(versity.root, BUCKET, 'text', 'streams', f), 'utf8')).includes('secret-looking'));
+  });
 });
 
 describe('the S3 storage driver', () => {

@@ -28,7 +28,7 @@ import { hostAllowed, originAllowed } from '../../text/localHost.js';
 import { admitRefs, isUnder, type ApiBoundary } from '../../api/boundary.js';
 import { binaryOf, linkBinaryContent } from '../../api/content.js';
 import { ApiError, toApiError } from '../../api/errors.js';
-import { newEvents } from '../../api/events.js';
+import { newEvents } from '../../client/derivedEvents.js';
 import { callFingerprint, canonicalJson } from '../../api/recorded.js';
 import { createApi } from '../../api/app.js';
 import { SecretInInputError, type TurnClient } from '../../client/turnClient.js';
@@ -215,7 +215,7 @@ test("events: a model turn's steps come once each, before the calls made after t
     state: 'running',
   };
   assert.deepEqual(
-    newEvents(running, seen).map((e) => e.id),
+    newEvents(running, seen).map((e) => e.key),
     ['s/turn-1|model|1', 's/turn-1|c1|started'],
     'a step not answered yet is not sent',
   );
@@ -229,7 +229,7 @@ test("events: a model turn's steps come once each, before the calls made after t
   };
   const later = newEvents(done, seen);
   assert.deepEqual(
-    later.map((e) => e.id),
+    later.map((e) => e.key),
     ['s/turn-1|c1|finished', 's/turn-1|model|2', 's/turn-1|ended'],
   );
   assert.equal(later[2]!.data.answer, 'found it');
@@ -255,7 +255,7 @@ test('events: status once, each call started and finished once, then the end', (
     state: 'running',
   };
   assert.deepEqual(
-    newEvents(t, seen).map((e) => e.id),
+    newEvents(t, seen).map((e) => e.key),
     ['s/turn-1|status', 's/turn-1|c1|started'],
   );
   assert.deepEqual(newEvents(t, seen), []);
@@ -281,7 +281,7 @@ test('events: status once, each call started and finished once, then the end', (
   };
   const asked = newEvents(asking, seen);
   assert.deepEqual(
-    asked.map((e) => [e.id, e.event]),
+    asked.map((e) => [e.key, e.event]),
     [['s/turn-1|c1:1:name|input_required', 'call.input_required']],
   );
   assert.deepEqual(asked[0]!.data, {
@@ -638,6 +638,9 @@ test('the document says what each route needs: no token for health, any token fo
         'call.progress',
         'call.finished',
         'model.step',
+        'model.text',
+        'model.reset',
+        'call.approval_required',
         'turn.ended',
         'error',
       ],
@@ -726,7 +729,7 @@ test('the events as sent match the schemas the document gives them', () => {
     ],
   );
   assert.deepEqual(
-    events.filter((e) => e.event === 'call.progress').map((e) => [e.id, e.data.status, e.data.statusMessage]),
+    events.filter((e) => e.event === 'call.progress').map((e) => [e.key, e.data.status, e.data.statusMessage]),
     [
       ['s/turn-1|c1|task|0', 'working', undefined],
       ['s/turn-1|c1|task|2', 'working', 'step 2/3'],

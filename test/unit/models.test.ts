@@ -83,6 +83,12 @@ test('a failed model request: rate limits and server errors are retried, after R
     [{ statusCode: 500, message: 'oops' }, true, undefined, /500: oops/],
     [{ statusCode: 408, message: 'timeout' }, true, undefined, /408/],
     [{ statusCode: 429, message: 'x', responseHeaders: { 'retry-after': '86400' } }, true, MAX_RETRY_AFTER_MS, /429/],
+    [
+      { statusCode: 200, message: 'Failed to process successful response' },
+      true,
+      undefined,
+      /the answer broke off: Failed to process/,
+    ],
     [{ statusCode: 400, message: 'context too long' }, false, undefined, /400: context too long \(not retried/],
     [{ statusCode: 401, message: 'bad key', responseHeaders: { 'retry-after': '3' } }, false, undefined, /401/],
     [

@@ -12,7 +12,7 @@ import {
 } from '../../contract/index.js';
 import { relatedTaskId } from '../../mcp/legacyQuestions.js';
 import { taskProgress } from '../../api/progress.js';
-import { newEvents } from '../../api/events.js';
+import { newEvents } from '../../client/derivedEvents.js';
 import { endedTaskOutcome, runsAsTask } from '../../workflows/tasks.js';
 import {
   LONG_TASK_AFTER_MS,
@@ -343,7 +343,7 @@ void test("transcript: a 2026-07-28 task's questions come with its polls, one ro
     ended: true,
   }).filter((e) => e.event === 'call.input_required');
   assert.deepEqual(
-    asked.map((e) => [e.id, e.data.requestId, e.data.message]),
+    asked.map((e) => [e.key, e.data.requestId, e.data.message]),
     [
       ['s/turn-1|c1:1:colour|input_required', 'c1:1:colour', 'Which colour?'],
       ['s/turn-1|c1:2:size|input_required', 'c1:2:size', 'Which size?'],
