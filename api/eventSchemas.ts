@@ -123,7 +123,7 @@ export const SESSION_EVENT_DATA: [event: string, name: string, schema: z.ZodType
         requestId: z.string(),
         message: z.string(),
         requestedSchema: z.record(z.string(), z.unknown()).optional(),
-        approval: z.object({ argumentsHash: z.string(), why: z.string() }).optional(),
+        approval: z.object({ argumentsHash: z.string(), why: z.string(), edits: z.string().optional() }).optional(),
       })
       .openapi('CallApprovalRequiredEvent', {
         description:

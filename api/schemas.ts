@@ -221,6 +221,9 @@ export const OutcomeSchema = z
     startedAt: z.string(),
     durationMs: z.number(),
     attempts: z.number().int(),
+    approvedArguments: JsonObject.optional().openapi({
+      description: 'The arguments the call ran with because a person approved it with these instead of its own',
+    }),
     detached: z
       .object({
         taskId: z.string(),

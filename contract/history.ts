@@ -118,6 +118,11 @@ export interface ToolInfo {
    */
   askedBy?: string;
   /**
+   * The `permissions.approveWithEdits` rule that lets a person approve this tool's calls with
+   * other arguments; absent: an approval runs the call as asked or not at all.
+   */
+  approvalEdits?: string;
+  /**
    * The listing's `execution.taskSupport`, when the tool may run as an MCP task (absent: it may
    * not). `optional` for every tool of a 2026-07-28 server that offers the tasks extension.
    */
@@ -197,6 +202,8 @@ export interface CallOutcome {
   attempts: number;
   /** What the operator's hooks decided and said about this call; absent when none ran. */
   hooks?: CallHooks;
+  /** The arguments the call ran with because a person approved it with these instead of its own. */
+  approvedArguments?: Record<string, unknown>;
   /** Set with `errorKind: "detached"`: the MCP task the call left running, and how to take it up. */
   detached?: DetachedTask;
 }

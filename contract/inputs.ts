@@ -39,8 +39,9 @@ export interface InputRequest {
    * Set when the question is the operator's: may this call run? (`permissions.ask`, or a PreToolUse
    * hook that asks). Its form is {@link APPROVAL_SCHEMA}; the request ID names the call and the hash
    * of its arguments, so an answer approves exactly this call with exactly these arguments.
+   * `edits`: the rule that lets the answer give other arguments (`content.arguments`, a JSON object).
    */
-  approval?: { argumentsHash: string; why: string };
+  approval?: { argumentsHash: string; why: string; edits?: string };
 }
 
 /** The answer to one {@link InputRequest}. `content` only with `accept` of a form request. */
@@ -318,6 +319,41 @@ export const APPROVAL_SCHEMA: Record<string, unknown> = {
   },
   required: ['decision'],
 };
+
+/** The form of an approval whose rule lets a person run the call with other arguments. */
+export const APPROVAL_WITH_EDITS_SCHEMA: Record<string, unknown> = {
+  ...APPROVAL_SCHEMA,
+  properties: {
+    ...(APPROVAL_SCHEMA.properties as Record<string, unknown>),
+    arguments: {
+      type: 'string',
+      title: 'Run it with these arguments instead (a JSON object; with approve only)',
+      maxLength: MAX_INPUT_TEXT_CHARS,
+    },
+  },
+};
+
+/**
+ * The arguments an approval's answer gives instead of the call's (`content.arguments`, a JSON
+ * object as text); a problem when they cannot be used. Undefined `text`: none given.
+ */
+export function editedArguments(content: Record<string, unknown> | undefined): {
+  arguments?: Record<string, unknown>;
+  problem?: string;
+} {
+  const text = content?.arguments;
+  if (text === undefined) return {};
+  if (content?.decision !== 'approve') return { problem: 'arguments go with "approve" only' };
+  let value: unknown;
+  try {
+    value = JSON.parse(String(text));
+  } catch {
+    return { problem: 'arguments must be a JSON object, and this is not JSON' };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return { problem: 'arguments must be a JSON object' };
+  return { arguments: value as Record<string, unknown> };
+}
 
 /** The turn's memo holds each approval while it waits, under this prefix and its request ID. */
 export const APPROVAL_MEMO_PREFIX = 'approval ';

@@ -115,7 +115,12 @@ export function createGovernance(options: GovernanceOptions) {
       const verdict = decideTool(sets, tool.name);
       if (!verdict.allowed) return { ...tool, refusedBy: verdict.reason };
       const hooks = hooksFor(g.hooks, tool.name);
-      return { ...tool, ...(hooks ? { hooks } : {}), ...(verdict.ask !== undefined ? { askedBy: verdict.ask } : {}) };
+      return {
+        ...tool,
+        ...(hooks ? { hooks } : {}),
+        ...(verdict.ask !== undefined ? { askedBy: verdict.ask } : {}),
+        ...(verdict.edits !== undefined ? { approvalEdits: verdict.edits } : {}),
+      };
     });
   }
 

@@ -184,9 +184,11 @@ export function parseGovernanceText(text: string, file: string): GovernanceFile 
         if (p.key === 'allow') rules.allow = ruleList(p.value, 'permissions.allow', fail);
         else if (p.key === 'deny') rules.deny = ruleList(p.value, 'permissions.deny', fail);
         else if (p.key === 'ask') rules.ask = ruleList(p.value, 'permissions.ask', fail);
+        else if (p.key === 'approveWithEdits')
+          rules.approveWithEdits = ruleList(p.value, 'permissions.approveWithEdits', fail);
         else
           warnings.push(
-            `${file}:${p.line}: permissions.${p.key} ignored: only allow, deny and ask apply to MCP tools here`,
+            `${file}:${p.line}: permissions.${p.key} ignored: only allow, deny, ask and approveWithEdits apply to MCP tools here`,
           );
       }
     }

@@ -65,10 +65,15 @@ export interface ToolRuleSet {
   deny?: string[];
   /** Tools that run only once a person approves each call (an allowed tool; a deny still wins). */
   ask?: string[];
+  /** Tools whose approval may change the call's arguments (when the call is held for one). */
+  approveWithEdits?: string[];
 }
 
-/** `ask`: allowed, once a person approves each call; the rule that says so. */
-export type ToolVerdict = { allowed: true; ask?: string } | { allowed: false; reason: string };
+/**
+ * `ask`: allowed, once a person approves each call; the rule that says so. `edits`: the rule that
+ * lets that person approve the call with other arguments.
+ */
+export type ToolVerdict = { allowed: true; ask?: string; edits?: string } | { allowed: false; reason: string };
 
 /** Whether `name` may be listed and called under `sets`; a refusal names the rule and its source. Deny wins. */
 export function decideTool(sets: readonly ToolRuleSet[], name: string): ToolVerdict {
@@ -85,11 +90,17 @@ export function decideTool(sets: readonly ToolRuleSet[], name: string): ToolVerd
         : `no rule matches it (allow: ${set.allow.map((r) => JSON.stringify(r)).join(', ')})`;
     return { allowed: false, reason: `not in the allow list of ${set.source}: ${listed}` };
   }
+  let edits: string | undefined;
+  for (const set of sets) {
+    const rule = set.approveWithEdits?.find((r) => matchesToolRule(r, name));
+    if (rule !== undefined) edits ??= `rule ${JSON.stringify(rule)} (${set.source}, approveWithEdits)`;
+  }
+  const verdict = { allowed: true as const, ...(edits !== undefined ? { edits } : {}) };
   for (const set of sets) {
     const rule = set.ask?.find((r) => matchesToolRule(r, name));
-    if (rule !== undefined) return { allowed: true, ask: `rule ${JSON.stringify(rule)} (${set.source}, ask)` };
+    if (rule !== undefined) return { ...verdict, ask: `rule ${JSON.stringify(rule)} (${set.source}, ask)` };
   }
-  return { allowed: true };
+  return verdict;
 }
 
 /**

@@ -13,8 +13,15 @@ export type ToolResultOutput = Awaited<
  * is an error result, so providers mark it as one (Anthropic `is_error`); with images it stays
  * content, since an error result carries text only, and its text says the tool failed.
  */
-export function modelOutput(outcome: CallOutcome, model: ModelView): ToolResultOutput {
+export function modelOutput(outcome: CallOutcome, shaped: ModelView): ToolResultOutput {
   const failed = outcome.status === 'error' || outcome.isError;
+  // The model asked for other arguments than the call ran with: it reads which.
+  const model = outcome.approvedArguments
+    ? {
+        ...shaped,
+        text: `(A person approved this call with other arguments, and it ran with them: ${JSON.stringify(outcome.approvedArguments)})\n${shaped.text}`,
+      }
+    : shaped;
   if (model.images.length === 0)
     return failed ? { type: 'error-text', value: model.text } : { type: 'text', value: model.text };
   return {

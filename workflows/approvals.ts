@@ -9,7 +9,9 @@ import { CancellationScope, isCancellation, upsertMemo } from '@temporalio/workf
 import {
   APPROVAL_MEMO_PREFIX,
   APPROVAL_SCHEMA,
+  APPROVAL_WITH_EDITS_SCHEMA,
   argumentsHash,
+  editedArguments,
   type CallRequest,
   type InputRequest,
   type ToolInfo,
@@ -22,8 +24,14 @@ const APPROVAL_KEY = 'approval';
 /** How much of the arguments the question shows; the whole call is in history. */
 const SHOWN_ARGUMENT_CHARS = 500;
 
-/** How an approval ended: approved, denied (with what the model reads), or the call was cancelled meanwhile. */
-export type Approval = { approved: true } | { approved: false; reason: string } | { cancelled: true };
+/**
+ * How an approval ended: approved (with the arguments a person gave instead, when the rule let
+ * them), denied (with what the model reads), or the call was cancelled meanwhile.
+ */
+export type Approval =
+  | { approved: true; arguments?: Record<string, unknown> }
+  | { approved: false; reason: string }
+  | { cancelled: true };
 
 /** Asks a person whether `request` may run `tool` with `args`; `why` names the rule or hook that asks. */
 export async function askApproval(
@@ -43,10 +51,10 @@ export async function askApproval(
     key: `${APPROVAL_KEY}-${hash}`,
     round: 0,
     kind: 'form',
-    message: `May ${tool.name} run with ${shown.length > SHOWN_ARGUMENT_CHARS ? `${shown.slice(0, SHOWN_ARGUMENT_CHARS)}…` : shown}? Asked by ${why}.`,
-    requestedSchema: APPROVAL_SCHEMA,
+    message: `May ${tool.name} run with ${shown.length > SHOWN_ARGUMENT_CHARS ? `${shown.slice(0, SHOWN_ARGUMENT_CHARS)}…` : shown}? Asked by ${why}.${tool.approvalEdits ? ' It may be approved with other arguments.' : ''}`,
+    requestedSchema: tool.approvalEdits ? APPROVAL_WITH_EDITS_SCHEMA : APPROVAL_SCHEMA,
     askedAt: new Date().toISOString(),
-    approval: { argumentsHash: hash, why },
+    approval: { argumentsHash: hash, why, ...(tool.approvalEdits ? { edits: tool.approvalEdits } : {}) },
   };
   recordQuestions(state, [question]);
   // The question in history too (the memo, while it waits): the turn's stream shows it where it was asked.
@@ -58,7 +66,11 @@ export async function askApproval(
   try {
     const answers = await awaitAnswers(state, [question], limits.inputTimeoutMs, { scope });
     const answer = answers?.byRequest.get(question.requestId);
-    if (answer?.action === 'accept' && answer.content?.decision === 'approve') return { approved: true };
+    if (answer?.action === 'accept' && answer.content?.decision === 'approve') {
+      // The answer was checked when it came (checkAnswer): edits only where the rule allows them.
+      const edited = tool.approvalEdits ? editedArguments(answer.content).arguments : undefined;
+      return edited ? { approved: true, arguments: edited } : { approved: true };
+    }
     const reason =
       typeof answer?.content?.reason === 'string' && answer.content.reason.trim() !== ''
         ? `: ${answer.content.reason}`

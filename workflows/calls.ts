@@ -134,7 +134,9 @@ async function executeCall(
   if (tool.hooks === undefined) {
     const approval =
       tool.askedBy === undefined ? undefined : await approvalOutcome(ctx, request, tool, args, tool.askedBy);
-    return approval ?? callActivity(ctx, request, tool, args);
+    if (approval && 'status' in approval) return approval;
+    const callArgs = approval?.edited ?? args;
+    return withApproved(await callActivity(ctx, request, tool, callArgs), approval?.edited);
   }
 
   let hooks: CallHooks | undefined;
@@ -156,9 +158,22 @@ async function executeCall(
     if (pre.updatedInput) callArgs = pre.updatedInput;
   }
   const why = pre?.decision === 'ask' ? `a PreToolUse hook (${pre.reason ?? 'no reason given'})` : tool.askedBy;
-  const refused = why === undefined ? undefined : await approvalOutcome(ctx, request, tool, callArgs, why);
-  if (refused) return hooks ? { ...refused, hooks } : refused;
-  const outcome = await callActivity(ctx, request, tool, callArgs, pre?.proof);
+  const approval = why === undefined ? undefined : await approvalOutcome(ctx, request, tool, callArgs, why);
+  if (approval && 'status' in approval) return hooks ? { ...approval, hooks } : approval;
+  let proof = pre?.proof;
+  if (approval?.edited && preBudget !== undefined) {
+    // Other arguments than the hooks saw: they decide again, and only a deny stops the call now
+    // (an ask was just answered by the person who wrote these arguments).
+    const again = await hookActivity(ctx, request, tool, 'PreToolUse', preBudget, (a) =>
+      a.preToolUseHooks({ ...hookInput(ctx, request, tool), arguments: approval.edited! }),
+    );
+    if ('status' in again) return again;
+    hooks = { pre: preSummary(again) };
+    if (again.decision === 'deny') return hookDeniedOutcome(tool.name, again.reason, hooks);
+    callArgs = again.updatedInput ?? approval.edited;
+    proof = again.proof;
+  } else if (approval?.edited) callArgs = approval.edited;
+  const outcome = withApproved(await callActivity(ctx, request, tool, callArgs, proof), approval?.edited);
   const postBudget = tool.hooks.PostToolUse;
   // Like Claude Code's PostToolUse: only after the tool ran (an isError result did run).
   if (postBudget !== undefined && outcome.status === 'ok') {
@@ -181,18 +196,27 @@ async function executeCall(
   return hooks ? { ...outcome, hooks } : outcome;
 }
 
-/** Undefined once a person approved the call; else the outcome it ends with (it never ran). */
+/**
+ * Once a person approved the call: the arguments they gave instead, if any. Else the outcome it
+ * ends with (it never ran).
+ */
 async function approvalOutcome(
   ctx: TurnContext,
   request: CallRequest,
   tool: ToolInfo,
   args: Record<string, unknown>,
   why: string,
-): Promise<CallOutcome | undefined> {
+): Promise<CallOutcome | { edited?: Record<string, unknown> }> {
   const approval = await askApproval(ctx, request, tool, args, why);
   if ('cancelled' in approval)
     return errorOutcome('cancelled', 'the call was cancelled while it waited for approval (it did not run)');
-  return approval.approved ? undefined : errorOutcome('bad_request', approval.reason);
+  if (!approval.approved) return errorOutcome('bad_request', approval.reason);
+  return approval.arguments ? { edited: approval.arguments } : {};
+}
+
+/** The outcome, saying which arguments a person approved instead of the call's own. */
+function withApproved(outcome: CallOutcome, edited: Record<string, unknown> | undefined): CallOutcome {
+  return edited ? { ...outcome, approvedArguments: edited } : outcome;
 }
 
 function hookInput(ctx: TurnContext, request: CallRequest, tool: ToolInfo) {

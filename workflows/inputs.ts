@@ -7,6 +7,7 @@ import type { CancellationScope } from '@temporalio/workflow';
 import {
   MAX_INPUT_ROUNDS,
   RefusalType,
+  editedArguments,
   inputAnswerProblem,
   inputRequestId,
   type CallOutcome,
@@ -87,6 +88,11 @@ export function checkAnswer(state: TurnState, requestId: unknown, answer: unknow
   if (problem)
     throw refusal(RefusalType.inputAnswer, `answer to ${open.requestId} refused: ${problem.message}`, {
       field: problem.field,
+    });
+  const edit = open.approval?.edits === undefined ? {} : editedArguments((answer as InputAnswer).content);
+  if (edit.problem)
+    throw refusal(RefusalType.inputAnswer, `answer to ${open.requestId} refused: ${edit.problem}`, {
+      field: 'content.arguments',
     });
 }
 

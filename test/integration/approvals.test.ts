@@ -148,6 +148,102 @@ describe('approvals on a real worker', () => {
     assert.equal(batch.calls[0]!.outcome.status, 'ok', batch.calls[0]!.outcome.errorMessage);
   });
 
+  test('approve with other arguments: only where permissions.approveWithEdits allows it, and the hooks see them', async () => {
+    await settings({ permissions: { ask: ['mcp__s__echo'], approveWithEdits: ['mcp__s__echo'] } });
+    const turn = await h.client.startTurn({ sessionId: session('edit'), limits: { inputTimeoutMs: 20_000 } });
+    try {
+      const call = turn.callTool({ id: 'e1', name: 'mcp__s__echo', arguments: { text: 'edit me' } });
+      await waitUntil('the approval', async () => (await turn.pendingInputs()).length === 1);
+      const [question] = await turn.pendingInputs();
+      assert.match(question!.approval?.edits ?? '', /rule "mcp__s__echo" \(.*settings\.json:\d+, approveWithEdits\)/);
+      assert.match(question!.message, /It may be approved with other arguments\./);
+      for (const [content, why] of [
+        [{ decision: 'approve', arguments: '{"text": ' }, /not JSON/],
+        [{ decision: 'approve', arguments: '["edited"]' }, /must be a JSON object/],
+        [{ decision: 'deny', arguments: '{"text":"edited"}' }, /with "approve" only/],
+      ] as const) {
+        await assert.rejects(turn.answerInput(question!.requestId, { action: 'accept', content }), (err) =>
+          why.test(causeMessages(err)),
+        );
+      }
+      await turn.answerInput(question!.requestId, {
+        action: 'accept',
+        content: { decision: 'approve', arguments: '{"text":"edited by a person"}' },
+      });
+      const outcome = await call;
+      assert.equal(outcome.status, 'ok', outcome.errorMessage);
+      assert.equal(textOf(outcome.content[0]), 'edited by a person');
+      assert.deepEqual(outcome.approvedArguments, { text: 'edited by a person' });
+      assert.equal(await ran('edited by a person'), 1);
+      assert.equal(await ran('edit me'), 0, 'the arguments the person replaced never ran');
+    } finally {
+      await turn.end();
+    }
+
+    // Without the rule the form has no arguments field: an answer that gives some is refused.
+    await settings({ permissions: { ask: ['mcp__s__echo'] } });
+    const plain = await h.client.startTurn({ sessionId: session('no-edit'), limits: { inputTimeoutMs: 20_000 } });
+    try {
+      const call = plain.callTool({ id: 'n1', name: 'mcp__s__echo', arguments: { text: 'as asked' } });
+      await waitUntil('the approval', async () => (await plain.pendingInputs()).length === 1);
+      const [question] = await plain.pendingInputs();
+      assert.equal(question!.approval?.edits, undefined);
+      await assert.rejects(
+        plain.answerInput(question!.requestId, {
+          action: 'accept',
+          content: { decision: 'approve', arguments: '{"text":"sneaked in"}' },
+        }),
+        (err) => /"arguments" is not a field of the requested schema/.test(causeMessages(err)),
+      );
+      await plain.answerInput(question!.requestId, { action: 'accept', content: { decision: 'approve' } });
+      assert.equal(textOf((await call).content[0]), 'as asked');
+      assert.equal(await ran('sneaked in'), 0);
+    } finally {
+      await plain.end();
+    }
+
+    // A hook that asked decides again on the edited arguments: its deny stops them.
+    await settings({
+      permissions: { approveWithEdits: ['mcp__s__echo'] },
+      hooks: {
+        PreToolUse: [
+          { matcher: 'mcp__s__echo', hooks: [{ type: 'command', command: `bash ${hookScript} ask-block-rm` }] },
+        ],
+      },
+    });
+    const hooked = await h.client.startTurn({ sessionId: session('edit-hook'), limits: { inputTimeoutMs: 20_000 } });
+    try {
+      const call = hooked.callTool({ id: 'k1', name: 'mcp__s__echo', arguments: { text: 'tidy the branch' } });
+      await waitUntil('the approval', async () => (await hooked.pendingInputs()).length === 1);
+      const [question] = await hooked.pendingInputs();
+      await hooked.answerInput(question!.requestId, {
+        action: 'accept',
+        content: { decision: 'approve', arguments: '{"text":"rm -rf the branch"}' },
+      });
+      const outcome = await call;
+      assert.equal(outcome.status, 'error');
+      assert.match(outcome.errorMessage ?? '', /rm -rf is never run/);
+      assert.equal(await ran('rm -rf the branch'), 0);
+      const kept = hooked.callTool({ id: 'k2', name: 'mcp__s__echo', arguments: { text: 'tidy again' } });
+      await waitUntil('the second approval', async () => (await hooked.pendingInputs()).length === 1);
+      const [second] = await hooked.pendingInputs();
+      await hooked.answerInput(second!.requestId, {
+        action: 'accept',
+        content: { decision: 'approve', arguments: '{"text":"tidy, carefully"}' },
+      });
+      const ok = await kept;
+      assert.equal(ok.status, 'ok', ok.errorMessage);
+      assert.equal(textOf(ok.content[0]), 'tidy, carefully');
+      assert.equal(
+        ok.hooks?.pre?.decision,
+        'ask',
+        'the hooks saw the edited arguments and asked; the person had answered',
+      );
+    } finally {
+      await hooked.end();
+    }
+  });
+
   test("a PreToolUse hook's ask holds the call too, with the hook's reason", async () => {
     await settings({
       hooks: {

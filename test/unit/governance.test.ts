@@ -121,6 +121,32 @@ describe('decideTool: deny wins; every allow list must allow', () => {
   }
 });
 
+test('decideTool: ask and approveWithEdits name their rules; a deny still wins over both', () => {
+  const sets = [
+    {
+      source: 'settings.json:2',
+      ask: ['mcp__db__*'],
+      approveWithEdits: ['mcp__db__query'],
+      deny: ['mcp__db__drop'],
+    },
+  ];
+  assert.deepEqual(decideTool(sets, 'mcp__db__query'), {
+    allowed: true,
+    ask: 'rule "mcp__db__*" (settings.json:2, ask)',
+    edits: 'rule "mcp__db__query" (settings.json:2, approveWithEdits)',
+  });
+  assert.deepEqual(decideTool(sets, 'mcp__db__insert'), {
+    allowed: true,
+    ask: 'rule "mcp__db__*" (settings.json:2, ask)',
+  });
+  assert.equal(decideTool(sets, 'mcp__db__drop').allowed, false);
+  // Edits without an ask rule still apply when a hook asks.
+  assert.deepEqual(decideTool([{ source: 's', approveWithEdits: ['mcp__x__*'] }], 'mcp__x__y'), {
+    allowed: true,
+    edits: 'rule "mcp__x__*" (s, approveWithEdits)',
+  });
+});
+
 describe('Claude Code hook matchers', () => {
   const cases: [matcher: string | undefined, name: string, want: boolean][] = [
     [undefined, 'mcp__a__b', true],

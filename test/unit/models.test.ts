@@ -10,6 +10,8 @@ import { closeDangling, systemPrompt } from '../../models/modelStep.js';
 import { ConversationError, ConversationStore } from '../../models/conversationStore.js';
 import { createPayloadCodecs, FilesystemStorageDriver } from '../../payloads/dataConverter.js';
 import { modelTurnProblem } from '../../workflows/bounds.js';
+import { modelOutput } from '../../shaping/modelOutput.js';
+import type { CallOutcome } from '../../contract/index.js';
 
 const FILE = '/etc/dmcp/models.json';
 
@@ -176,4 +178,23 @@ test('the conversation store: one node per step, read back as one list, only by 
   assert.equal((await other.messages(head, 's1')).length, 3);
   await assert.rejects(other.messages(head, 's2'), ConversationError);
   await assert.rejects(other.get('../etc/passwd', 's1'), /not a conversation reference/);
+});
+
+test('the model reads that a person approved its call with other arguments, before the result', () => {
+  const outcome: CallOutcome = {
+    status: 'ok',
+    content: [{ type: 'text', text: 'ran' }],
+    isError: false,
+    startedAt: '2026-12-08T00:00:00.000Z',
+    durationMs: 1,
+    attempts: 1,
+    approvedArguments: { text: 'edited' },
+  };
+  const view = { text: 'ran', images: [] } as unknown as Parameters<typeof modelOutput>[1];
+  assert.deepEqual(modelOutput(outcome, view), {
+    type: 'text',
+    value: '(A person approved this call with other arguments, and it ran with them: {"text":"edited"})\nran',
+  });
+  const { approvedArguments: _, ...asAsked } = outcome;
+  assert.deepEqual(modelOutput(asAsked, view), { type: 'text', value: 'ran' });
 });
