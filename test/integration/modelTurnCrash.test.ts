@@ -25,6 +25,9 @@ import {
   type WorkerProcess,
 } from '../support/harness.js';
 import { startModelServer, writeModelsJson, type ModelServer } from '../support/models.js';
+import { createPayloadCodecs } from '../../payloads/dataConverter.js';
+import { FilesystemStepTextStore } from '../../payloads/streamLog.js';
+import { clientDataDir } from '../../client/turnStart.js';
 
 const KEY = `sk-crash-${randomBytes(16).toString('hex')}`;
 const SCRIPT = {
@@ -76,7 +79,13 @@ describe('a worker SIGKILLed during a model turn', () => {
     killGroups(started);
   });
 
-  const turnClient = (taskQueue: string) => new TurnClient({ client: client['client' as never] as Client, taskQueue });
+  const turnClient = (taskQueue: string) =>
+    new TurnClient({
+      client: client['client' as never] as Client,
+      taskQueue,
+      // The workers' step text logs (their default data dir, where the turn key is too), read with their codecs.
+      stepText: new FilesystemStepTextStore(join(clientDataDir(), 'payloads'), createPayloadCodecs({})),
+    });
   const executions = async (tag: string) =>
     (await readLines(join(dir, 'executions.log'))).filter((l) => l.includes(`"${tag}"`)).length;
 
@@ -117,6 +126,13 @@ describe('a worker SIGKILLed during a model turn', () => {
       4,
       'the survivor read the conversation from the store: system, prompt, call, result',
     );
+    // The turn's stream says the step was tried again, before the step itself.
+    const events = [];
+    for await (const e of turnClient(taskQueue).events(run.turnId)) events.push(e);
+    const reset = events.findIndex((e) => e.event === 'model.reset');
+    assert.ok(reset >= 0, `a reset: ${events.map((e) => e.event).join(', ')}`);
+    assert.deepEqual(events[reset]!.data, { turnId: run.turnId, step: 1, attempt: 2 });
+    assert.ok(reset < events.findIndex((e) => e.event === 'model.step' && e.data.step === 1));
   });
 
   test('during a side-effecting call: the model reads unknown_result, and the call ran once', async () => {
