@@ -4,6 +4,7 @@
  * from its start. Event IDs are places in their turn, so a client that reconnects with the last ID
  * it read is sent that turn's events after it, then the turns after that one.
  */
+import { pumpEvents } from '../client/eventPump.js';
 import { placeOf, turnEvents, type TurnEvent } from '../client/turnEvents.js';
 import type { TurnClient } from '../client/turnClient.js';
 import type { StepTextStore } from '../payloads/streamLog.js';
@@ -35,36 +36,18 @@ export async function* sessionEvents(
   sessionId: string,
   options: SessionEventsOptions,
 ): AsyncGenerator<TurnEvent> {
-  const stop = new AbortController();
-  const abort = () => stop.abort();
-  options.signal.addEventListener('abort', abort, { once: true });
-  if (options.signal.aborted) abort();
-  const queue: TurnEvent[] = [];
-  let failed: { err: unknown } | undefined;
-  let wake: (() => void) | undefined;
-  const notify = () => {
-    wake?.();
-    wake = undefined;
-  };
-  stop.signal.addEventListener('abort', notify, { once: true });
-  const fail = (err: unknown) => {
-    if (!stop.signal.aborted) failed ??= { err };
-    notify();
-  };
-  const follow = async (turnId: string, after?: string) => {
-    for await (const e of turnEvents(turns.client, turnId, {
-      signal: stop.signal,
-      ...(after !== undefined ? { after } : {}),
-      ...(options.stepText ? { stepText: options.stepText } : {}),
-    })) {
-      queue.push(e);
-      notify();
-    }
-  };
-  const watchTurns = async () => {
+  yield* pumpEvents<TurnEvent>(options.signal, async (emit, stop, fail) => {
+    const follow = async (turnId: string, after?: string) => {
+      for await (const e of turnEvents(turns.client, turnId, {
+        signal: stop,
+        ...(after !== undefined ? { after } : {}),
+        ...(options.stepText ? { stepText: options.stepText } : {}),
+      }))
+        emit(e);
+    };
     const following = new Set<string>();
     let first = true;
-    while (!stop.signal.aborted) {
+    while (!stop.aborted) {
       const ids = await turns.sessionTurns(sessionId);
       if (first) {
         first = false;
@@ -81,25 +64,9 @@ export async function* sessionEvents(
         following.add(id);
         follow(id).catch(fail);
       }
-      await sleep(options.pollMs, stop.signal);
+      await sleep(options.pollMs, stop);
     }
-  };
-  watchTurns().catch(fail);
-  try {
-    for (;;) {
-      const next = queue.shift();
-      if (next) {
-        yield next;
-        continue;
-      }
-      if (failed) throw failed.err;
-      if (stop.signal.aborted) return;
-      await new Promise<void>((resolve) => (wake = resolve));
-    }
-  } finally {
-    options.signal.removeEventListener('abort', abort);
-    stop.abort();
-  }
+  });
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -12,10 +12,8 @@ import {
   MAX_MODEL_STEPS,
   MAX_PROMPT_CHARS,
   MODEL_NAME_PATTERN,
+  CONVERSATION_REF_PATTERN,
 } from '../contract/index.js';
-
-/** What a model turn's `conversation` looks like: the stored head its previous turn ended with. */
-const CONVERSATION_REF = /^[0-9a-f]{64}$/;
 
 /** Tokens of one model step, as the provider reported them. */
 export const ModelUsageSchema = z
@@ -63,7 +61,7 @@ export const ModelTurnSchema = z
         .openapi({ description: "The person's message that starts the turn.", example: 'What is in the README?' }),
       conversation: z
         .string()
-        .regex(CONVERSATION_REF, 'the `conversation` of a model turn of this session')
+        .regex(CONVERSATION_REF_PATTERN, 'the `conversation` of a model turn of this session')
         .optional()
         .openapi({
           description:

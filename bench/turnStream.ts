@@ -19,16 +19,14 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import pino from 'pino';
-import { hashToken, parseTokens } from '../api/auth.js';
-import { startApiServer, type RunningApi } from '../api/server.js';
+import type { RunningApi } from '../api/server.js';
 import { TurnClient } from '../client/turnClient.js';
 import { dataConverterFor } from '../payloads/dataConverter.js';
 import { stepTextStoreFor } from '../payloads/streamLog.js';
 import { loadSettings } from '../settings/index.js';
-import { DEFAULT_SHAPE_LIMITS } from '../shaping/index.js';
 import { killGroups, tempDir } from '../test/support/harness.js';
 import { startModelServer, writeModelsJson } from '../test/support/models.js';
+import { startTestApi } from '../test/support/api.js';
 import { runBench, stopProcess } from './procs.js';
 import { benchQueue, connectClient, endBench, startDurableWorker, startTemporal, writeDurableBundle } from './setup.js';
 import { cpuShare, machineLine, percentile, writeSection } from './support.js';
@@ -133,16 +131,7 @@ async function main(): Promise<void> {
       dataDir,
     });
     stops.push(() => turns.close());
-    const api = await startApiServer({
-      host: '127.0.0.1',
-      port: 0,
-      logger: pino({ level: 'silent' }),
-      turns,
-      tokens: parseTokens(`${hashToken(TOKEN)} *`, 'DMCP_API_TOKENS'),
-      boundary: { allowInline: true, allowedConfigDirs: [], workspaceRoots: [dir] },
-      maxBodyBytes: 64 * 1024,
-      callWaitMs: 20_000,
-      shapeLimits: DEFAULT_SHAPE_LIMITS,
+    const api = await startTestApi(turns, TOKEN, dir, {
       maxEventStreams: { total: CONCURRENT + 10, perToken: CONCURRENT + 10 },
       maxConnections: CONCURRENT * 2 + 20,
     });

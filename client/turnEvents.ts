@@ -15,6 +15,7 @@ import { APPROVAL_MEMO_PREFIX, type InputRequest } from '../contract/index.js';
 import { decodeHistoryPayloads } from '../payloads/decodeHistory.js';
 import type { StepTextStore } from '../payloads/streamLog.js';
 import { newEvents, turnSeen, type DerivedEvent } from './derivedEvents.js';
+import { pumpEvents } from './eventPump.js';
 import { transcriptFollower } from './transcript.js';
 
 /** One event of a turn's stream. */
@@ -64,42 +65,11 @@ export async function* turnEvents(
   options: TurnEventsOptions = {},
 ): AsyncGenerator<TurnEvent> {
   const from = options.after === undefined ? undefined : placeOf(options.after, turnId);
-  const stop = new AbortController();
-  const abort = () => stop.abort();
-  options.signal?.addEventListener('abort', abort, { once: true });
-  if (options.signal?.aborted) abort();
-  const queue: TurnEvent[] = [];
-  let done: { err?: unknown } | undefined;
-  let wake: (() => void) | undefined;
-  const notify = () => {
-    wake?.();
-    wake = undefined;
-  };
-  stop.signal.addEventListener('abort', notify, { once: true });
-  const emit = (e: TurnEvent) => {
-    if (from !== undefined && !after(placeOf(e.id, turnId), from)) return;
-    queue.push(e);
-    notify();
-  };
-  followTurn(client, turnId, { ...options, signal: stop.signal }, emit).then(
-    () => ((done = {}), notify()),
-    (err: unknown) => ((done = { err }), notify()),
+  yield* pumpEvents<TurnEvent>(options.signal, (emit, signal) =>
+    followTurn(client, turnId, { ...options, signal }, (e) => {
+      if (from === undefined || after(placeOf(e.id, turnId), from)) emit(e);
+    }),
   );
-  try {
-    for (;;) {
-      const next = queue.shift();
-      if (next) {
-        yield next;
-        continue;
-      }
-      if (done?.err !== undefined && !stop.signal.aborted) throw done.err;
-      if (done || stop.signal.aborted) return;
-      await new Promise<void>((resolve) => (wake = resolve));
-    }
-  } finally {
-    options.signal?.removeEventListener('abort', abort);
-    stop.abort();
-  }
 }
 
 /** A model step whose text is being read: its place, and what history reported since it began. */

@@ -11,6 +11,9 @@ export type ModelProvider = (typeof ModelProvider)[number];
 /** What a model's name in `models.json` (and a turn naming it) may look like: `gpt-4o`, `local.qwen`. */
 export const MODEL_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
 
+/** What a model turn's `conversation` looks like: the stored head its previous turn ended with. */
+export const CONVERSATION_REF_PATTERN = /^[0-9a-f]{64}$/;
+
 /** Default of {@link ModelTurnInput.maxSteps}. */
 export const DEFAULT_MAX_MODEL_STEPS = 25;
 /** Largest {@link ModelTurnInput.maxSteps}: a step costs about a dozen events, far below Temporal's 51,200. */

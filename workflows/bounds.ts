@@ -16,6 +16,7 @@ import {
   MAX_MODEL_DEADLINE_MS,
   MAX_MODEL_STEPS,
   MODEL_NAME_PATTERN,
+  CONVERSATION_REF_PATTERN,
   MAX_PROMPT_CHARS,
   type CallRequest,
   type TurnLimits,
@@ -100,8 +101,6 @@ export function limitsRefusal(limits: unknown): { field: string; message: string
   return undefined;
 }
 
-const CONVERSATION_REF = /^[0-9a-f]{64}$/;
-
 /** Why a model turn's input cannot run, and its field; undefined when it can. Never a key or an endpoint: those are not fields. */
 export function modelTurnProblem(model: unknown, batch: boolean): { message: string; field: string } | undefined {
   if (batch)
@@ -126,7 +125,10 @@ export function modelTurnProblem(model: unknown, batch: boolean): { message: str
       message: `the prompt is ${m.prompt.length} characters; at most ${MAX_PROMPT_CHARS}`,
       field: 'model.prompt',
     };
-  if (m.conversation !== undefined && (typeof m.conversation !== 'string' || !CONVERSATION_REF.test(m.conversation)))
+  if (
+    m.conversation !== undefined &&
+    (typeof m.conversation !== 'string' || !CONVERSATION_REF_PATTERN.test(m.conversation))
+  )
     return {
       message: 'conversation must be the `conversation` of a model turn of this session',
       field: 'model.conversation',

@@ -7,12 +7,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import pino from 'pino';
-import { hashToken, parseTokens } from '../../api/auth.js';
-import { startApiServer, type RunningApi } from '../../api/server.js';
-import { DEFAULT_SHAPE_LIMITS } from '../../shaping/index.js';
+import type { RunningApi } from '../../api/server.js';
 import { fixtureServer, killGroups, startHarness, tempDir, writeConfigDir, type Harness } from '../support/harness.js';
 import { startModelServer, writeModelsJson, type ModelServer } from '../support/models.js';
+import { startTestApi } from '../support/api.js';
 
 const TOKEN = `api-model-turn-${randomBytes(16).toString('hex')}`;
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -63,17 +61,7 @@ describe('model turns over the HTTP API', () => {
       },
     });
     h = await startHarness('api-model-turn', { ...env, SCRIPTED_MODEL_KEY: KEY });
-    api = await startApiServer({
-      host: '127.0.0.1',
-      port: 0,
-      logger: pino({ level: 'silent' }),
-      turns: h.client,
-      tokens: parseTokens(`${hashToken(TOKEN)} *`, 'DMCP_API_TOKENS'),
-      boundary: { allowInline: true, allowedConfigDirs: [], workspaceRoots: [dir] },
-      maxBodyBytes: 64 * 1024,
-      callWaitMs: 20_000,
-      shapeLimits: DEFAULT_SHAPE_LIMITS,
-    });
+    api = await startTestApi(h.client, TOKEN, dir);
   });
   after(async () => {
     await api?.close();

@@ -8,14 +8,12 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import pino from 'pino';
-import { hashToken, parseTokens } from '../../api/auth.js';
-import { startApiServer, type RunningApi } from '../../api/server.js';
+import type { RunningApi } from '../../api/server.js';
 import { TurnClient } from '../../client/turnClient.js';
 import { placeOf, type TurnEvent } from '../../client/turnEvents.js';
-import { DEFAULT_SHAPE_LIMITS } from '../../shaping/index.js';
 import { fixtureServer, killGroups, startHarness, tempDir, writeConfigDir, type Harness } from '../support/harness.js';
 import { startModelServer, writeModelsJson } from '../support/models.js';
+import { startTestApi } from '../support/api.js';
 
 const TOKEN = `turn-stream-${randomBytes(16).toString('hex')}`;
 const ANSWER = 'The echo server said hello back, so the tool works and this is the whole answer.';
@@ -52,17 +50,7 @@ describe("a turn's stream", () => {
     h = await startHarness('turn-stream', { ...env, DMCP_DATA_DIR: dataDir });
     // A client of the workers' data dir, where their steps log text as it is produced.
     client = new TurnClient({ client: h.client.client, taskQueue: h.taskQueue, dataDir });
-    api = await startApiServer({
-      host: '127.0.0.1',
-      port: 0,
-      logger: pino({ level: 'silent' }),
-      turns: client,
-      tokens: parseTokens(`${hashToken(TOKEN)} *`, 'DMCP_API_TOKENS'),
-      boundary: { allowInline: true, allowedConfigDirs: [], workspaceRoots: [dir] },
-      maxBodyBytes: 64 * 1024,
-      callWaitMs: 20_000,
-      shapeLimits: DEFAULT_SHAPE_LIMITS,
-    });
+    api = await startTestApi(client, TOKEN, dir);
   });
   after(async () => {
     await api?.close();
