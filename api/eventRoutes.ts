@@ -137,7 +137,7 @@ function registerStreamRoutes(app: ApiApp, deps: EventRoutesDeps, slots: ReturnT
           description: 'An event stream; each event is one of these, its `data` JSON',
           content: { 'text/event-stream': { schema: sessionEventSchema() } },
         },
-        ...errors(),
+        ...errors(404),
       },
     }),
     async (c) => {
@@ -147,8 +147,8 @@ function registerStreamRoutes(app: ApiApp, deps: EventRoutesDeps, slots: ReturnT
         const turnIds = await turns.sessionTurns(sessionId);
         if (resumable(() => turnOfEventId(after, turnIds)) === undefined)
           throw new ApiError(
-            'bad_request',
-            `Last-Event-ID names no turn of session ${JSON.stringify(sessionId)}`,
+            'not_found',
+            `Last-Event-ID names no event of a turn of session ${JSON.stringify(sessionId)}`,
             'header.Last-Event-ID',
           );
       }
@@ -210,12 +210,12 @@ const LastEventIdHeader = z.object({
     .openapi({ description: 'The last event ID read: the stream resumes after it', example: 'agent-7/turn-1|0.11.0' }),
 });
 
-/** What `check` returns; an ID that is not an event's place is 400. */
+/** What `check` returns; an ID that is no event of the stream (another turn's, or none at all) is 404. */
 function resumable<T>(check: () => T): T {
   try {
     return check();
   } catch (err) {
-    if (err instanceof EventIdError) throw new ApiError('bad_request', err.message, 'header.Last-Event-ID');
+    if (err instanceof EventIdError) throw new ApiError('not_found', err.message, 'header.Last-Event-ID');
     throw err;
   }
 }

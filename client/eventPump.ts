@@ -4,11 +4,15 @@
  * pushed are read), throws what a producer failed with, and stops them all when `signal` aborts or
  * the reader stops reading.
  */
+import { setMaxListeners } from 'node:events';
+
 export async function* pumpEvents<T>(
   signal: AbortSignal | undefined,
   produce: (emit: (event: T) => void, stop: AbortSignal, fail: (err: unknown) => void) => Promise<void>,
 ): AsyncGenerator<T> {
   const stop = new AbortController();
+  // Every turn a session stream follows listens on it: dozens are expected, not a leak.
+  setMaxListeners(0, stop.signal);
   const abort = () => stop.abort();
   signal?.addEventListener('abort', abort, { once: true });
   if (signal?.aborted) abort();

@@ -79,6 +79,8 @@ export { SecretInInputError } from './secrets.js';
 export { MAX_LISTED_RUNS, type SessionListing, type TurnListing } from './sessions.js';
 export { Turn, type CallQueueOptions } from './turn.js';
 export { ModelTurnRun, type ModelTurnOptions } from './modelTurn.js';
+export { EventIdError, type TurnEvent } from './turnEvents.js';
+export { stepTextStoreFor, type StepTextStore } from '../payloads/streamLog.js';
 export { SESSION_ID_RE, TurnFailedError, TurnIdTakenError, sessionIdKey } from './turnStart.js';
 
 /** Starts and drives turns. */

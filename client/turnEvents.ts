@@ -32,7 +32,7 @@ export interface TurnEventsOptions {
   signal?: AbortSignal;
   /** Where model steps' text is logged as produced; absent: model steps are sent whole, as they end. */
   stepText?: StepTextStore;
-  /** How often a running step's text log is read (default 25 ms). */
+  /** How often a running step's text log is read when the store cannot tell when it grows (default: the store's). */
   textPollMs?: number;
 }
 
@@ -51,7 +51,7 @@ export function placeOf(id: string, turnId: string): Place {
   return place;
 }
 
-const PLACE = /^\d{1,15}(\.\d{1,15}){2,3}$/;
+const PLACE = /^[0-9]{1,15}(\.[0-9]{1,15}){2,3}$/;
 
 function after(a: Place, b: Place): boolean {
   for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! > b[i]!;
@@ -143,7 +143,7 @@ async function followTurn(
               step,
               place: stepPlace,
               scheduledEventId: String(e.eventId),
-              pollMs: options.textPollMs ?? 25,
+              pollMs: options.textPollMs ?? options.stepText.pollMs,
               signal,
             },
             emit,

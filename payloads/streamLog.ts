@@ -36,6 +36,8 @@ export interface StepTextRead {
 
 /** Where the logs are kept. A cursor is opaque to callers: 0 reads from the start. */
 export interface StepTextStore {
+  /** How often a reader looks for more of a running step's log when it cannot watch it. */
+  readonly pollMs: number;
   append(key: StepTextKey, record: StepTextRecord): Promise<void>;
   /** Records after `cursor`; undefined when the attempt has no log (it never began). */
   read(key: StepTextKey, cursor: number): Promise<StepTextRead | undefined>;
@@ -68,6 +70,8 @@ async function decode(bytes: Uint8Array, codecs: PayloadCodec[]): Promise<StepTe
 
 /** Logs as files of base64 lines under `<dir>/streams/`; the cursor is a byte offset. */
 export class FilesystemStepTextStore implements StepTextStore {
+  readonly pollMs = 25;
+
   constructor(
     private readonly dir: string,
     private readonly codecs: PayloadCodec[],
@@ -124,6 +128,8 @@ export class FilesystemStepTextStore implements StepTextStore {
 
 /** Logs as one object per record (`streams/<turn>/<step>-<attempt>/<n>.bin`); the cursor is a record number. */
 export class S3StepTextStore implements StepTextStore {
+  /** Each look is a GET: five a second per running step and reader, not forty. */
+  readonly pollMs = 200;
   private readonly next = new Map<string, number>();
 
   constructor(
