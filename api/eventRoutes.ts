@@ -117,6 +117,15 @@ export function registerEventRoutes(app: ApiApp, deps: EventRoutesDeps): void {
 }
 
 /** The session's stream and each turn's. */
+/** What a stream route answers: the stream, or an error (404: no such session, turn or Last-Event-ID). */
+const STREAM_RESPONSES = {
+  200: {
+    description: 'An event stream; each event is one of these, its `data` JSON',
+    content: { 'text/event-stream': { schema: sessionEventSchema() } },
+  },
+  ...errors(404),
+};
+
 function registerStreamRoutes(app: ApiApp, deps: EventRoutesDeps, slots: ReturnType<typeof streamSlots>): void {
   const { turns } = deps;
   app.openapi(
@@ -127,18 +136,12 @@ function registerStreamRoutes(app: ApiApp, deps: EventRoutesDeps, slots: ReturnT
       summary: "The session's events (Server-Sent Events)",
       description:
         '`mcp.status` at the start of every turn, `call.started` and `call.finished` per call, `call.input_required` per question a call asks a person ' +
-        "(answer it at `.../inputs/{requestId}`), `call.progress` per change of a call's MCP task, `turn.ended`. The newest turn is sent from its start on connect; " +
-        "`call.approval_required` per call held for a person's approval, `model.step` per model step. " +
-        "Each event's ID is its place in its turn: reconnect with `Last-Event-ID` to be sent that turn's events after it, then the later turns'. " +
+        "(answer it at `.../inputs/{requestId}`), `call.approval_required` per call held for a person's approval, `call.progress` per change of a call's MCP task, " +
+        '`model.text` and `model.reset` as a model step produces its text, `model.step` per model step, `turn.ended`. ' +
+        "On connect the newest turn is sent from its start. Each event's ID is its place in its turn: reconnect with `Last-Event-ID` to be sent that turn's events after it, then the later turns'. " +
         `At most ${slots.perToken} streams per token and ${slots.total} in all are open at once: one more is 429.`,
       request: { params: SessionParams, headers: LastEventIdHeader },
-      responses: {
-        200: {
-          description: 'An event stream; each event is one of these, its `data` JSON',
-          content: { 'text/event-stream': { schema: sessionEventSchema() } },
-        },
-        ...errors(404),
-      },
+      responses: STREAM_RESPONSES,
     }),
     async (c) => {
       const { sessionId } = c.req.valid('param');
@@ -175,13 +178,7 @@ function registerStreamRoutes(app: ApiApp, deps: EventRoutesDeps, slots: ReturnT
         'Reconnect with `Last-Event-ID` (EventSource does) to be sent exactly the events after it. The stream ends after `turn.ended`. ' +
         `It counts toward the same limits as session streams.`,
       request: { params: TurnParams, headers: LastEventIdHeader },
-      responses: {
-        200: {
-          description: 'An event stream; each event is one of these, its `data` JSON',
-          content: { 'text/event-stream': { schema: sessionEventSchema() } },
-        },
-        ...errors(404),
-      },
+      responses: STREAM_RESPONSES,
     }),
     async (c) => {
       const { sessionId, turn } = c.req.valid('param');

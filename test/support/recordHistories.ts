@@ -195,6 +195,7 @@ async function main(): Promise<void> {
     }
 
     const modelTurnId = await recordModelTurn(workspace, servers);
+    const approvalTurnId = await recordApprovalTurn(workspace, servers);
 
     const only = process.argv.slice(2);
     const recorded = [
@@ -208,6 +209,7 @@ async function main(): Promise<void> {
       ['interactive-turn-task-taken-up.json', takingUp.turnId],
       ['interactive-turn-task-on-refusal.json', refusedTurnId],
       ['model-turn.json', modelTurnId],
+      ['interactive-turn-approval.json', approvalTurnId],
     ] as const;
     for (const [file, id] of recorded.filter(([file]) => only.length === 0 || only.includes(file))) {
       const history = await h.client.client.workflow.getHandle(id).fetchHistory();
@@ -260,6 +262,37 @@ async function recordModelTurn(workspace: string, servers: { inlineSpecs: string
   } finally {
     await h.stop();
     killGroups(started);
+  }
+}
+
+/** Calls a rule holds for a person: one approved with other arguments, one denied. */
+async function recordApprovalTurn(workspace: string, servers: { inlineSpecs: string[] }): Promise<string> {
+  const env = await writeConfigDir(
+    join(workspace, 'approval-config'),
+    {},
+    {
+      settings: { permissions: { ask: ['mcp__fixture__echo'], approveWithEdits: ['mcp__fixture__echo'] } },
+    },
+  );
+  const h = await startHarness('record-approval', env);
+  try {
+    const turn = await h.client.startTurn({ sessionId: 'replay-approval', workspace, servers });
+    const answer = async (content: Record<string, string>) => {
+      await waitUntil('the approval', async () => (await turn.pendingInputs()).length === 1);
+      const [asked] = await turn.pendingInputs();
+      await turn.answerInput(asked!.requestId, { action: 'accept', content });
+    };
+    const edited = turn.callTool({ id: 'toolu_41', name: 'mcp__fixture__echo', arguments: { text: 'as asked' } });
+    await answer({ decision: 'approve', arguments: '{"text":"as a person edited it"}' });
+    const denied = turn.callTool({ id: 'toolu_42', name: 'mcp__fixture__echo', arguments: { text: 'not today' } });
+    await answer({ decision: 'deny', reason: 'recorded denial' });
+    const outcomes = [await edited, await denied];
+    await turn.end();
+    if (textOf(outcomes[0]!.content[0]) !== 'as a person edited it' || outcomes[1]!.status !== 'error')
+      throw new Error(`unexpected approvals ${JSON.stringify(outcomes)}: not recording`);
+    return turn.turnId;
+  } finally {
+    await h.stop();
   }
 }
 
